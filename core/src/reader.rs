@@ -1,0 +1,452 @@
+//! The checked record reader and the parser built on it.
+//!
+//! [`RecordReader`] walks a buffer one record at a time, validating as it goes, in the spirit
+//! of wasmparser's `BinaryReader`: every record it yields is whole and its window is inside
+//! guest memory; the first error ends the walk. [`parse_argv`] collects the records into a
+//! fixed-capacity [`heapless::Vec`].
+//!
+//! The rules, in order of precedence (the first that applies decides):
+//!
+//! 1. a buffer longer than [`MAX_KERNEL_ARGS_BYTES`] is refused before any byte is read
+//!    (`KernelArgsUnsupported`);
+//! 2. records are read in order; when a record starts and the record cap is already reached,
+//!    `KernelArgsUnsupported`;
+//! 3. an unknown tag: `InvalidArgs`;
+//! 4. fewer value bytes left than the tag needs: `InvalidArgs` (there is no other
+//!    trailing-bytes rule);
+//! 5. a pointer window outside guest memory: `InvalidPointer`.
+
+use zerocopy::{FromBytes, Unaligned};
+
+use crate::arg::{Arg, F32Bits, F64Bits, LoweredArg};
+use crate::error::{ArgvError, ErrorKind};
+use crate::limits::{MAX_KERNEL_ARGS, MAX_KERNEL_ARGS_BYTES};
+use crate::memory::GuestMemory;
+use crate::wire::{
+    ArgTag, F32Value, F64Value, I32Value, I64Value, PtrValue, Record as WireRecord, TAG_SIZE, U32Value,
+    U64Value,
+};
+
+/// One record as the reader yields it: the argument plus where it was found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct Record<'m> {
+    /// The record's 0-based index in the buffer.
+    pub index: usize,
+    /// The byte offset at which the record (its tag byte) starts.
+    pub offset: usize,
+    /// The parsed, bounds-checked argument.
+    pub arg: LoweredArg<'m>,
+}
+
+/// An iterator over the records of an argv buffer that validates each one as it reads it.
+///
+/// Yields `Ok(Record)` for each valid record and, at the first invalid one, a single
+/// `Err(ArgvError)`, after which it is exhausted. It never allocates and never panics.
+///
+/// ```
+/// use kernel_args_core::{GuestMemory, LoweredArg, RecordReader};
+///
+/// let buf = [0x05, 42, 0, 0, 0, 0x07, 16, 0, 0, 0, 8, 0, 0, 0];
+/// let memory = GuestMemory::length_only(64);
+/// let mut reader = RecordReader::new(&buf, &memory).unwrap();
+/// let first = reader.next().unwrap().unwrap();
+/// assert_eq!((first.index, first.offset, first.arg), (0, 0, LoweredArg::U32(42)));
+/// let second = reader.next().unwrap().unwrap();
+/// assert_eq!(second.offset, 5);
+/// assert!(reader.next().is_none());
+/// ```
+#[derive(Debug)]
+pub struct RecordReader<'a, 'm> {
+    buf: &'a [u8],
+    memory: &'a GuestMemory<'m>,
+    /// Start of the next record. INVARIANT: `pos <= buf.len()`.
+    pos: usize,
+    /// Records yielded so far (the next record's index).
+    index: usize,
+    max_records: usize,
+    done: bool,
+}
+
+impl<'a, 'm> RecordReader<'a, 'm> {
+    /// A reader over `buf`, checking windows against `memory`, capped at
+    /// [`MAX_KERNEL_ARGS`] records.
+    ///
+    /// Fails with [`ErrorKind::BufferTooLong`] when `buf` exceeds [`MAX_KERNEL_ARGS_BYTES`]:
+    /// rule 1 is decided before any byte is read.
+    pub fn new(buf: &'a [u8], memory: &'a GuestMemory<'m>) -> Result<Self, ArgvError> {
+        if buf.len() > MAX_KERNEL_ARGS_BYTES {
+            return Err(ArgvError::new(
+                ErrorKind::BufferTooLong { len: buf.len(), max: MAX_KERNEL_ARGS_BYTES },
+                0,
+                0,
+            ));
+        }
+        Ok(RecordReader { buf, memory, pos: 0, index: 0, max_records: MAX_KERNEL_ARGS, done: false })
+    }
+
+    /// Lowers the record cap to `max` (it never rises above [`MAX_KERNEL_ARGS`]).
+    #[must_use]
+    pub fn with_max_records(mut self, max: usize) -> Self {
+        self.max_records = max.min(MAX_KERNEL_ARGS);
+        self
+    }
+
+    /// The record cap in force.
+    pub fn max_records(&self) -> usize {
+        self.max_records
+    }
+
+    /// The byte offset at which the next record starts.
+    pub fn offset(&self) -> usize {
+        self.pos
+    }
+
+    /// The number of records yielded so far.
+    pub fn records_read(&self) -> usize {
+        self.index
+    }
+
+    /// `true` once every byte has been read or an error was yielded.
+    pub fn is_finished(&self) -> bool {
+        self.done || self.pos >= self.buf.len()
+    }
+
+    fn fail(&mut self, kind: ErrorKind) -> Option<Result<Record<'m>, ArgvError>> {
+        self.done = true;
+        Some(Err(ArgvError::new(kind, self.index, self.pos)))
+    }
+
+    /// Reads the value of the record that starts at `rec` (tag byte included); the caller has
+    /// already checked that `rec` holds at least the record's wire size.
+    #[inline]
+    fn value<V: FromBytes + Unaligned>(rec: &[u8]) -> Option<V> {
+        WireRecord::<V>::read_from_prefix(rec).ok().map(|(r, _)| r.value)
+    }
+}
+
+impl<'m> Iterator for RecordReader<'_, 'm> {
+    type Item = Result<Record<'m>, ArgvError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.done {
+            return None;
+        }
+        let Some(rec) = self.buf.get(self.pos..) else {
+            // Unreachable by the invariant; ends the walk rather than panicking.
+            self.done = true;
+            return None;
+        };
+        let Some(&tag_byte) = rec.first() else {
+            self.done = true;
+            return None;
+        };
+        // Rule 2: the cap is checked when a record starts, before its tag is looked at.
+        if self.index >= self.max_records {
+            return self.fail(ErrorKind::TooManyRecords { max: self.max_records });
+        }
+        // Rule 3.
+        let Some(tag) = ArgTag::from_byte(tag_byte) else {
+            return self.fail(ErrorKind::UnknownTag { tag: tag_byte });
+        };
+        // Rule 4.
+        let present = rec.len().saturating_sub(TAG_SIZE);
+        if present < tag.value_size() {
+            return self.fail(ErrorKind::TruncatedRecord { tag, needed: tag.value_size(), present });
+        }
+        let arg = match tag {
+            ArgTag::I32 => Self::value::<I32Value>(rec).map(|v| Arg::I32(v.get())),
+            ArgTag::I64 => Self::value::<I64Value>(rec).map(|v| Arg::I64(v.get())),
+            ArgTag::F32 => Self::value::<F32Value>(rec).map(|v| Arg::F32(F32Bits(v.get()))),
+            ArgTag::F64 => Self::value::<F64Value>(rec).map(|v| Arg::F64(F64Bits(v.get()))),
+            ArgTag::U32 => Self::value::<U32Value>(rec).map(|v| Arg::U32(v.get())),
+            ArgTag::U64 => Self::value::<U64Value>(rec).map(|v| Arg::U64(v.get())),
+            ArgTag::Ptr => match Self::value::<PtrValue>(rec) {
+                Some(p) => {
+                    let (guest_offset, len) = (p.guest_offset.get(), p.len.get());
+                    // Rule 5.
+                    match self.memory.window(guest_offset, len) {
+                        Some(w) => Some(Arg::Ptr(w)),
+                        None => {
+                            let memory_len = self.memory.len();
+                            return self.fail(ErrorKind::WindowOutOfBounds { guest_offset, len, memory_len });
+                        }
+                    }
+                }
+                None => None,
+            },
+        };
+        let Some(arg) = arg else {
+            // Unreachable: the length was checked above. Reported as truncation, never a panic.
+            return self.fail(ErrorKind::TruncatedRecord { tag, needed: tag.value_size(), present });
+        };
+        let record = Record { index: self.index, offset: self.pos, arg };
+        // Both stay bounded: `pos + wire_size <= buf.len() <= MAX_KERNEL_ARGS_BYTES` and
+        // `index < max_records <= MAX_KERNEL_ARGS`.
+        self.pos = self.pos.saturating_add(tag.wire_size());
+        self.index = self.index.saturating_add(1);
+        Some(Ok(record))
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        if self.done {
+            return (0, Some(0));
+        }
+        // At most one item per remaining byte, plus a possible error.
+        (0, Some(self.buf.len().saturating_sub(self.pos)))
+    }
+}
+
+impl core::iter::FusedIterator for RecordReader<'_, '_> {}
+
+/// The output of [`parse_argv`]: a fixed-capacity vector of arguments. `N` defaults to
+/// [`MAX_KERNEL_ARGS`]; a small host may choose less.
+pub type ParsedArgv<'m, const N: usize = MAX_KERNEL_ARGS> = heapless::Vec<LoweredArg<'m>, N>;
+
+/// Parses a tagged argv buffer into at most `N` arguments, bounds-checking every pointer
+/// window against `memory`. Never allocates, never panics.
+///
+/// The record cap is `min(N, MAX_KERNEL_ARGS)`. See the [module docs](self) for the rules and
+/// their precedence.
+///
+/// ```
+/// use kernel_args_core::{ErrorCode, GuestMemory, LoweredArg, ParsedArgv, parse_argv};
+///
+/// let mut memory = vec![0u8; 1024];
+/// let guest = GuestMemory::exclusive(&mut memory);
+/// // i32 -7, then ptr { offset 64, len 128 }
+/// let buf = [0x01, 0xf9, 0xff, 0xff, 0xff, 0x07, 64, 0, 0, 0, 128, 0, 0, 0];
+/// let args: ParsedArgv = parse_argv(&buf, &guest)?;
+/// assert_eq!(args[0], LoweredArg::I32(-7));
+/// let LoweredArg::Ptr(window) = args[1] else { unreachable!() };
+/// assert_eq!((window.guest_offset(), window.len()), (64, 128));
+///
+/// let err = parse_argv::<4>(&[0x01, 0, 0, 0, 0, 0xff], &guest).unwrap_err();
+/// assert_eq!((err.code(), err.index(), err.offset()), (ErrorCode::InvalidArgs, 1, 5));
+/// assert_eq!(err.to_string(), "unknown tag 0xff at byte 5 (record 1)");
+/// # Ok::<(), kernel_args_core::ArgvError>(())
+/// ```
+pub fn parse_argv<'m, const N: usize>(
+    buf: &[u8],
+    memory: &GuestMemory<'m>,
+) -> Result<ParsedArgv<'m, N>, ArgvError> {
+    let mut out = heapless::Vec::new();
+    parse_argv_into(buf, memory, &mut out)?;
+    Ok(out)
+}
+
+/// Like [`parse_argv`], into a caller's vector, which is cleared first and left empty on
+/// error, so no argument from an earlier call can survive into this one.
+pub fn parse_argv_into<'m, const N: usize>(
+    buf: &[u8],
+    memory: &GuestMemory<'m>,
+    out: &mut ParsedArgv<'m, N>,
+) -> Result<(), ArgvError> {
+    out.clear();
+    let result = fill(buf, memory, out);
+    if result.is_err() {
+        out.clear();
+    }
+    result
+}
+
+fn fill<'m, const N: usize>(
+    buf: &[u8],
+    memory: &GuestMemory<'m>,
+    out: &mut ParsedArgv<'m, N>,
+) -> Result<(), ArgvError> {
+    for record in RecordReader::new(buf, memory)?.with_max_records(N) {
+        let record = record?;
+        // Cannot fail: the reader stops at `N` records. Refused rather than dropped if it did.
+        out.push(record.arg).map_err(|_| {
+            ArgvError::new(
+                ErrorKind::TooManyRecords { max: N.min(MAX_KERNEL_ARGS) },
+                record.index,
+                record.offset,
+            )
+        })?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::arg::LoweredArgSnapshot as S;
+    use crate::encode::encode_argv;
+    use crate::error::ErrorCode;
+    use crate::memory::GuestRange;
+
+    /// One record of every type: i32 -7, i64 min, f32 1.5, f64 NaN with a payload, u32 max,
+    /// u64 42, ptr { 64, 128 }.
+    static EVERY_TYPE: [u8; 51] = [
+        0x01, 0xf9, 0xff, 0xff, 0xff, //
+        0x02, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x80, //
+        0x03, 0x00, 0x00, 0xc0, 0x3f, //
+        0x04, 0x01, 0x00, 0x00, 0x00, 0x00, 0x00, 0xf8, 0x7f, //
+        0x05, 0xff, 0xff, 0xff, 0xff, //
+        0x06, 0x2a, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, //
+        0x07, 0x40, 0x00, 0x00, 0x00, 0x80, 0x00, 0x00, 0x00,
+    ];
+
+    fn snapshots<const N: usize>(args: &ParsedArgv<'_, N>) -> heapless::Vec<S, N> {
+        args.iter().map(S::from).collect()
+    }
+
+    fn parse_err(buf: &[u8], mem_len: u64) -> (ErrorCode, usize, usize, ErrorKind) {
+        let mem = GuestMemory::length_only(mem_len);
+        let e = parse_argv::<MAX_KERNEL_ARGS>(buf, &mem).unwrap_err();
+        (e.code(), e.index(), e.offset(), e.kind())
+    }
+
+    #[test]
+    fn test_deconstruct() {
+        let mut memory = [0u8; 192];
+        let guest = GuestMemory::exclusive(&mut memory);
+        let args: ParsedArgv = parse_argv(&EVERY_TYPE, &guest).unwrap();
+        let expected = [
+            S::I32(-7),
+            S::I64(i64::MIN),
+            S::F32(F32Bits::from_f32(1.5)),
+            S::F64(F64Bits(0x7ff8_0000_0000_0001)),
+            S::U32(u32::MAX),
+            S::U64(42),
+            S::Ptr(GuestRange { guest_offset: 64, len: 128 }),
+        ];
+        assert_eq!(snapshots(&args).as_slice(), &expected);
+    }
+
+    #[test]
+    fn test_construct() {
+        let mut memory = [0u8; 192];
+        let guest = GuestMemory::exclusive(&mut memory);
+        let args: ParsedArgv = parse_argv(&EVERY_TYPE, &guest).unwrap();
+        let mut out = [0u8; 64];
+        let n = encode_argv(&args, &mut out).unwrap();
+        assert_eq!(&out[..n], &EVERY_TYPE[..]);
+    }
+
+    #[test]
+    fn record_offsets_follow_wire_sizes() {
+        let mem = GuestMemory::length_only(192);
+        let offsets: heapless::Vec<usize, 8> =
+            RecordReader::new(&EVERY_TYPE, &mem).unwrap().map(|r| r.unwrap().offset).collect();
+        assert_eq!(offsets.as_slice(), &[0, 5, 14, 19, 28, 33, 42]);
+    }
+
+    #[test]
+    fn empty_buffer_is_no_arguments() {
+        let args: ParsedArgv = parse_argv(&[], &GuestMemory::length_only(0)).unwrap();
+        assert!(args.is_empty());
+    }
+
+    #[test]
+    fn test_impossible_len() {
+        // A truncated record at each possible cut of every record type.
+        for tag in ArgTag::ALL {
+            for present in 0..tag.value_size() {
+                let mut buf = [0u8; 9];
+                buf[0] = tag.byte();
+                let got = parse_err(&buf[..1 + present], 1 << 32);
+                let kind = ErrorKind::TruncatedRecord { tag, needed: tag.value_size(), present };
+                assert_eq!(got, (ErrorCode::InvalidArgs, 0, 0, kind));
+            }
+        }
+    }
+
+    #[test]
+    fn unknown_tags_name_the_byte() {
+        for tag in [0x00, 0x08, 0x80, 0xff] {
+            let got = parse_err(&[0x05, 1, 0, 0, 0, tag, 0, 0, 0, 0], 0);
+            assert_eq!(got, (ErrorCode::InvalidArgs, 1, 5, ErrorKind::UnknownTag { tag }));
+        }
+    }
+
+    #[test]
+    fn pointer_windows_at_the_memory_boundary() {
+        let ptr = |off: u32, len: u32| {
+            let mut b = [0x07, 0, 0, 0, 0, 0, 0, 0, 0];
+            b[1..5].copy_from_slice(&off.to_le_bytes());
+            b[5..9].copy_from_slice(&len.to_le_bytes());
+            b
+        };
+        let ok = |b: [u8; 9], mem: u64| parse_argv::<1>(&b, &GuestMemory::length_only(mem)).is_ok();
+        assert!(ok(ptr(100, 0), 100), "zero-length window at the end");
+        assert!(ok(ptr(60, 40), 100), "window ending exactly at the end");
+        assert!(ok(ptr(0, 0), 0), "zero-length window in empty memory");
+        assert!(!ok(ptr(101, 0), 100), "zero-length window past the end");
+        assert!(!ok(ptr(60, 41), 100), "one byte past the end");
+        assert!(ok(ptr(u32::MAX, 1), 1 << 32), "last byte of a 4 GiB memory");
+        let got = parse_err(&ptr(u32::MAX, u32::MAX), 1 << 32);
+        let kind =
+            ErrorKind::WindowOutOfBounds { guest_offset: u32::MAX, len: u32::MAX, memory_len: 1 << 32 };
+        assert_eq!(got, (ErrorCode::InvalidPointer, 0, 0, kind), "offset + len beyond u32");
+    }
+
+    #[test]
+    fn caps_and_their_precedence() {
+        // Rule 1 beats everything, even a first byte that is an unknown tag.
+        let long = [0xffu8; MAX_KERNEL_ARGS_BYTES + 1];
+        let kind = ErrorKind::BufferTooLong { len: MAX_KERNEL_ARGS_BYTES + 1, max: MAX_KERNEL_ARGS_BYTES };
+        assert_eq!(parse_err(&long, 0), (ErrorCode::KernelArgsUnsupported, 0, 0, kind));
+
+        // Exactly at the record cap: accepted. One more record start, even an invalid one: -10.
+        let mut buf = [0u8; 5 * MAX_KERNEL_ARGS + 1];
+        for rec in buf.chunks_mut(5) {
+            rec[0] = ArgTag::U32.byte();
+        }
+        let args: ParsedArgv = parse_argv(&buf[..5 * MAX_KERNEL_ARGS], &GuestMemory::length_only(0)).unwrap();
+        assert_eq!(args.len(), MAX_KERNEL_ARGS);
+        buf[5 * MAX_KERNEL_ARGS] = 0xff;
+        let kind = ErrorKind::TooManyRecords { max: MAX_KERNEL_ARGS };
+        assert_eq!(parse_err(&buf, 0), (ErrorCode::KernelArgsUnsupported, 128, 640, kind));
+
+        // A smaller capacity is a smaller cap.
+        let err = parse_argv::<2>(&buf[..15], &GuestMemory::length_only(0)).unwrap_err();
+        assert_eq!((err.index(), err.offset(), err.kind()), (2, 10, ErrorKind::TooManyRecords { max: 2 }));
+
+        // The first offending record decides: a truncated record before a bad pointer...
+        assert_eq!(parse_err(&[0x07, 0xff, 0xff, 0xff, 0xff, 1], 0).0, ErrorCode::InvalidArgs);
+        // ...and a bad pointer before a later unknown tag.
+        let buf = [0x07, 1, 0, 0, 0, 0, 0, 0, 0, 0xee];
+        assert_eq!(parse_err(&buf, 0).0, ErrorCode::InvalidPointer);
+    }
+
+    #[test]
+    fn reader_stops_after_the_first_error() {
+        let mem = GuestMemory::length_only(0);
+        let mut reader = RecordReader::new(&[0x05, 1, 0, 0, 0, 0xaa, 0x05, 1, 0, 0, 0], &mem).unwrap();
+        assert!(reader.next().unwrap().is_ok());
+        assert!(reader.next().unwrap().is_err());
+        assert!(reader.next().is_none());
+        assert!(reader.is_finished());
+    }
+
+    #[test]
+    fn parse_into_leaves_nothing_stale() {
+        let mem = GuestMemory::length_only(0);
+        let mut out: ParsedArgv<'_, 4> = heapless::Vec::new();
+        parse_argv_into(&[0x05, 7, 0, 0, 0], &mem, &mut out).unwrap();
+        assert_eq!(out.len(), 1);
+        assert!(parse_argv_into(&[0x05, 9, 0, 0, 0, 0xff], &mem, &mut out).is_err());
+        assert!(out.is_empty(), "a failed parse must not leave the earlier arguments behind");
+    }
+
+    #[test]
+    fn messages_say_what_and_where() {
+        let mem = GuestMemory::length_only(100);
+        let msg = |buf: &[u8]| {
+            let mut s = heapless::String::<160>::new();
+            core::fmt::write(&mut s, format_args!("{}", parse_argv::<8>(buf, &mem).unwrap_err())).unwrap();
+            s
+        };
+        assert_eq!(
+            msg(&[0x05, 0, 0, 0, 0, 0x02, 1, 2, 3]),
+            "truncated i64 record at byte 5 (record 1): needs 8 value bytes, 3 present"
+        );
+        assert_eq!(
+            msg(&[0x07, 96, 0, 0, 0, 8, 0, 0, 0]),
+            "pointer window at guest offset 96 of 8 bytes at byte 0 (record 0) is outside guest memory of 100 bytes"
+        );
+    }
+}

@@ -1,0 +1,228 @@
+//! The wire format: one tag byte, then the value in little-endian order, no padding.
+//!
+//! This module is the single normative description of a record's bytes in code; the prose
+//! version with worked examples is `docs/wire-format.md`.
+//!
+//! | tag    | type  | value bytes                                | wire size (incl. tag) |
+//! |--------|-------|--------------------------------------------|-----------------------|
+//! | `0x01` | `i32` | 4                                          | 5                     |
+//! | `0x02` | `i64` | 8                                          | 9                     |
+//! | `0x03` | `f32` | 4 (IEEE-754 bits)                          | 5                     |
+//! | `0x04` | `f64` | 8 (IEEE-754 bits)                          | 9                     |
+//! | `0x05` | `u32` | 4                                          | 5                     |
+//! | `0x06` | `u64` | 8                                          | 9                     |
+//! | `0x07` | `ptr` | 4 (guest offset, `u32`) + 4 (length, `u32`) | 9                     |
+//!
+//! Every other tag byte (`0x00`, `0x08..=0xFF`) is invalid. The tag values are frozen ABI.
+//!
+//! Each record's layout is a `#[repr(C)]` [`Record`] of a tag byte and an unaligned
+//! little-endian value type from [`zerocopy::little_endian`]; every size in this crate is
+//! derived from those layouts, never written as a number.
+//!
+//! ```
+//! use kernel_args_core::wire::{ArgTag, Record, PtrValue};
+//! use zerocopy::{FromBytes, little_endian as le};
+//!
+//! let bytes = [0x07, 0x40, 0, 0, 0, 0x80, 0, 0, 0];
+//! let (rec, rest) = Record::<PtrValue>::read_from_prefix(&bytes).unwrap();
+//! assert_eq!(ArgTag::from_byte(rec.tag), Some(ArgTag::Ptr));
+//! assert_eq!((rec.value.guest_offset.get(), rec.value.len.get()), (64, 128));
+//! assert!(rest.is_empty());
+//! assert_eq!(ArgTag::Ptr.wire_size(), core::mem::size_of::<Record<PtrValue>>());
+//! # let _ = le::U32::ZERO;
+//! ```
+
+use core::mem::size_of;
+
+use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout, Unaligned, little_endian as le};
+
+/// Tag byte identifying a single kernel-argument record's type.
+///
+/// The discriminants are the wire values and are frozen ABI.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[repr(u8)]
+pub enum ArgTag {
+    /// `0x01`: a signed 32-bit integer.
+    I32 = 0x01,
+    /// `0x02`: a signed 64-bit integer.
+    I64 = 0x02,
+    /// `0x03`: a 32-bit IEEE-754 float, carried as its raw bits.
+    F32 = 0x03,
+    /// `0x04`: a 64-bit IEEE-754 float, carried as its raw bits.
+    F64 = 0x04,
+    /// `0x05`: an unsigned 32-bit integer.
+    U32 = 0x05,
+    /// `0x06`: an unsigned 64-bit integer.
+    U64 = 0x06,
+    /// `0x07`: a pointer window into guest memory: `u32` offset, then `u32` byte length.
+    Ptr = 0x07,
+}
+
+/// One record on the wire: the tag byte followed by the little-endian value `V`.
+///
+/// `V` is one of the value layouts below; all of them are [`Unaligned`], so the record has no
+/// padding and `size_of::<Record<V>>()` is exactly the record's wire size.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned)]
+#[repr(C)]
+pub struct Record<V> {
+    /// The tag byte ([`ArgTag`] as `u8`).
+    pub tag: u8,
+    /// The value, little-endian.
+    pub value: V,
+}
+
+/// The value layout of a [`ArgTag::Ptr`] record.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned)]
+#[repr(C)]
+pub struct PtrValue {
+    /// Byte offset of the window's start in guest linear memory.
+    pub guest_offset: le::U32,
+    /// Byte length of the window the kernel may access.
+    pub len: le::U32,
+}
+
+/// Value layout of an `i32` record.
+pub type I32Value = le::I32;
+/// Value layout of an `i64` record.
+pub type I64Value = le::I64;
+/// Value layout of an `f32` record: the raw IEEE-754 bits, so NaN payloads survive.
+pub type F32Value = le::U32;
+/// Value layout of an `f64` record: the raw IEEE-754 bits, so NaN payloads survive.
+pub type F64Value = le::U64;
+/// Value layout of a `u32` record.
+pub type U32Value = le::U32;
+/// Value layout of a `u64` record.
+pub type U64Value = le::U64;
+
+/// Size of the tag byte that opens every record.
+pub const TAG_SIZE: usize = size_of::<u8>();
+
+/// The largest wire size of any record (an `i64`, `f64`, `u64` or `ptr` record).
+pub const MAX_RECORD_SIZE: usize = size_of::<Record<PtrValue>>();
+
+impl ArgTag {
+    /// Every tag, in wire-value order.
+    pub const ALL: [ArgTag; 7] =
+        [ArgTag::I32, ArgTag::I64, ArgTag::F32, ArgTag::F64, ArgTag::U32, ArgTag::U64, ArgTag::Ptr];
+
+    /// The tag for a wire byte, or `None` for an unknown byte (`0x00`, `0x08..=0xFF`).
+    #[inline]
+    pub const fn from_byte(byte: u8) -> Option<ArgTag> {
+        Some(match byte {
+            0x01 => ArgTag::I32,
+            0x02 => ArgTag::I64,
+            0x03 => ArgTag::F32,
+            0x04 => ArgTag::F64,
+            0x05 => ArgTag::U32,
+            0x06 => ArgTag::U64,
+            0x07 => ArgTag::Ptr,
+            _ => return None,
+        })
+    }
+
+    /// The tag's wire byte.
+    #[inline]
+    pub const fn byte(self) -> u8 {
+        self as u8
+    }
+
+    /// Number of value bytes that follow the tag byte.
+    #[inline]
+    pub const fn value_size(self) -> usize {
+        match self {
+            ArgTag::I32 => size_of::<I32Value>(),
+            ArgTag::I64 => size_of::<I64Value>(),
+            ArgTag::F32 => size_of::<F32Value>(),
+            ArgTag::F64 => size_of::<F64Value>(),
+            ArgTag::U32 => size_of::<U32Value>(),
+            ArgTag::U64 => size_of::<U64Value>(),
+            ArgTag::Ptr => size_of::<PtrValue>(),
+        }
+    }
+
+    /// The record's whole size on the wire, tag byte included.
+    #[inline]
+    pub const fn wire_size(self) -> usize {
+        match self {
+            ArgTag::I32 => size_of::<Record<I32Value>>(),
+            ArgTag::I64 => size_of::<Record<I64Value>>(),
+            ArgTag::F32 => size_of::<Record<F32Value>>(),
+            ArgTag::F64 => size_of::<Record<F64Value>>(),
+            ArgTag::U32 => size_of::<Record<U32Value>>(),
+            ArgTag::U64 => size_of::<Record<U64Value>>(),
+            ArgTag::Ptr => size_of::<Record<PtrValue>>(),
+        }
+    }
+
+    /// The type's name as this project spells it everywhere (`"i32"`, ..., `"ptr"`).
+    #[inline]
+    pub const fn name(self) -> &'static str {
+        match self {
+            ArgTag::I32 => "i32",
+            ArgTag::I64 => "i64",
+            ArgTag::F32 => "f32",
+            ArgTag::F64 => "f64",
+            ArgTag::U32 => "u32",
+            ArgTag::U64 => "u64",
+            ArgTag::Ptr => "ptr",
+        }
+    }
+
+    /// The tag for a type name as returned by [`ArgTag::name`].
+    pub fn from_name(name: &str) -> Option<ArgTag> {
+        ArgTag::ALL.into_iter().find(|t| t.name() == name)
+    }
+}
+
+impl core::fmt::Display for ArgTag {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_match_the_spec_table() {
+        let expected = [
+            (0x01, 4, 5),
+            (0x02, 8, 9),
+            (0x03, 4, 5),
+            (0x04, 8, 9),
+            (0x05, 4, 5),
+            (0x06, 8, 9),
+            (0x07, 8, 9),
+        ];
+        for (tag, (byte, value, wire)) in ArgTag::ALL.into_iter().zip(expected) {
+            assert_eq!(tag.byte(), byte);
+            assert_eq!(tag.value_size(), value, "{tag}");
+            assert_eq!(tag.wire_size(), wire, "{tag}");
+            assert_eq!(ArgTag::from_byte(byte), Some(tag));
+            assert_eq!(ArgTag::from_name(tag.name()), Some(tag));
+        }
+        assert_eq!(MAX_RECORD_SIZE, 9);
+    }
+
+    #[test]
+    fn every_other_byte_is_unknown() {
+        let known = (0u8..=255).filter(|b| ArgTag::from_byte(*b).is_some()).count();
+        assert_eq!(known, 7);
+        assert_eq!(ArgTag::from_byte(0x00), None);
+        assert_eq!(ArgTag::from_byte(0x08), None);
+        assert_eq!(ArgTag::from_byte(0xFF), None);
+    }
+
+    #[test]
+    fn record_layout_is_tag_then_little_endian_value() {
+        let rec = Record { tag: ArgTag::U32.byte(), value: U32Value::new(0x0403_0201) };
+        assert_eq!(rec.as_bytes(), &[0x05, 0x01, 0x02, 0x03, 0x04]);
+        let ptr = Record {
+            tag: ArgTag::Ptr.byte(),
+            value: PtrValue { guest_offset: le::U32::new(0x10), len: le::U32::new(0x0100) },
+        };
+        assert_eq!(ptr.as_bytes(), &[0x07, 0x10, 0, 0, 0, 0x00, 0x01, 0, 0]);
+    }
+}
