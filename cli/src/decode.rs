@@ -1,0 +1,305 @@
+//! `kargs decode`: parse an argv buffer exactly as the host does and show the result.
+//!
+//! The buffer is walked with the core's [`RecordReader`], so every argument and every error
+//! comes with its record index and byte offset. The guest memory is [`GuestMemory::length_only`]:
+//! `--mem-len` only states the memory's size, against which pointer windows are checked.
+//!
+//! Human output (on stdout) is a table of the arguments or a diagnostic in the style of a
+//! compiler's, with a hex excerpt and a caret under the offending record's first byte:
+//!
+//! ```text
+//! error[InvalidArgs -9]: unknown tag 0xff at byte 14 (record 3)
+//!    |
+//!  0 | 05 01 00 00 00 05 02 00 00 00 05 03 00 00 ff
+//!    |                                           ^^ record 3
+//!    |
+//!    = note: the tags are 0x01 i32, 0x02 i64, 0x03 f32, 0x04 f64, 0x05 u32, 0x06 u64, 0x07 ptr
+//! ```
+//!
+//! `--json` prints one object instead (see the `json` module).
+
+use std::fmt::Write;
+use std::io::Read;
+
+use clap::Args;
+use kernel_args_core::{
+    Arg, ArgTag, ArgvError, ErrorKind, GuestMemory, MAX_GUEST_MEMORY_BYTES, Record, RecordReader,
+};
+
+use crate::json::{self, Decoded};
+use crate::{Output, Status, hex};
+
+/// Bytes per row of a diagnostic's hex excerpt.
+const ROW: usize = 16;
+
+/// `kargs decode [--mem-len N] [--json] HEX...`
+#[derive(Debug, Args)]
+pub(crate) struct DecodeArgs {
+    /// Size in bytes of the guest memory that pointer windows are checked against
+    /// (0 to 4294967296, the largest wasm32 memory).
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_MEM_LEN,
+          value_parser = clap::value_parser!(u64).range(0..=MAX_GUEST_MEMORY_BYTES))]
+    mem_len: u64,
+
+    /// Print one JSON object instead of a table or a diagnostic.
+    #[arg(long)]
+    json: bool,
+
+    /// The argv buffer as hex digits; whitespace is ignored and several arguments are joined.
+    /// `-` reads the hex from stdin.
+    #[arg(value_name = "HEX", required = true, num_args = 1..)]
+    hex: Vec<String>,
+}
+
+/// Runs `kargs decode`.
+pub(crate) fn run(args: &DecodeArgs) -> Output {
+    let bytes = match read_input(&args.hex) {
+        Ok(bytes) => bytes,
+        Err(message) => return Output::usage(message),
+    };
+    let memory = GuestMemory::length_only(args.mem_len);
+    let (records, error) = walk(&bytes, &memory);
+    let status = if error.is_some() { Status::Rejected } else { Status::Accepted };
+    let text = if args.json {
+        Decoded::new(&records, error.as_ref()).to_line()
+    } else {
+        match &error {
+            None => table(&records, bytes.len(), args.mem_len),
+            Some(error) => diagnostic(&bytes, error, args.mem_len),
+        }
+    };
+    Output::stdout(text, status)
+}
+
+/// The input's bytes: the hex arguments joined, or stdin's hex for a lone `-`.
+fn read_input(pieces: &[String]) -> Result<Vec<u8>, String> {
+    let text = match pieces {
+        [only] if only == "-" => {
+            let mut text = String::new();
+            std::io::stdin()
+                .read_to_string(&mut text)
+                .map_err(|e| format!("cannot read hex from stdin: {e}"))?;
+            text
+        }
+        _ if pieces.iter().any(|p| p == "-") => {
+            return Err("`-` (read stdin) must be the only HEX argument".to_owned());
+        }
+        _ => pieces.join(" "),
+    };
+    hex::decode(&text).map_err(|e| e.to_string())
+}
+
+/// Every record the reader accepts, then the error that stopped it, if any.
+fn walk<'m>(bytes: &[u8], memory: &GuestMemory<'m>) -> (Vec<Record<'m>>, Option<ArgvError>) {
+    let reader = match RecordReader::new(bytes, memory) {
+        Ok(reader) => reader,
+        Err(error) => return (Vec::new(), Some(error)),
+    };
+    let mut records = Vec::new();
+    for item in reader {
+        match item {
+            Ok(record) => records.push(record),
+            Err(error) => return (records, Some(error)),
+        }
+    }
+    (records, None)
+}
+
+/// The table printed for an accepted argv.
+fn table(records: &[Record<'_>], len: usize, mem_len: u64) -> String {
+    let mut out = String::new();
+    let noun = if records.len() == 1 { "argument" } else { "arguments" };
+    let _ =
+        writeln!(out, "accepted: {} {noun} in {len} bytes (guest memory: {mem_len} bytes)", records.len());
+    if records.is_empty() {
+        return out;
+    }
+    let _ = writeln!(out, "\nindex  offset  type  value");
+    for record in records {
+        let _ = writeln!(
+            out,
+            "{:>5}  {:>6}  {:<4}  {}",
+            record.index,
+            record.offset,
+            record.arg.tag().name(),
+            human_value(&record.arg)
+        );
+    }
+    out
+}
+
+/// An argument's value as the table shows it.
+fn human_value<W: kernel_args_core::AsGuestRange>(arg: &Arg<W>) -> String {
+    match arg {
+        Arg::I32(v) => v.to_string(),
+        Arg::I64(v) => v.to_string(),
+        Arg::U32(v) => v.to_string(),
+        Arg::U64(v) => v.to_string(),
+        Arg::F32(bits) => {
+            float_text(bits.to_f32().is_nan(), bits.0 >> 31 == 1, bits.0 & (1 << 22) != 0, || {
+                (json::f32_value(*bits), json::f32_bits(*bits))
+            })
+        }
+        Arg::F64(bits) => {
+            float_text(bits.to_f64().is_nan(), bits.0 >> 63 == 1, bits.0 & (1 << 51) != 0, || {
+                (json::f64_value(*bits), json::f64_bits(*bits))
+            })
+        }
+        Arg::Ptr(w) => {
+            let range = w.guest_range();
+            format!("[{}, +{})  ends at {}", range.guest_offset, range.len, range.end())
+        }
+    }
+}
+
+/// `1.5 (bits 0x3fc00000)`, or for a NaN its sign and class: `-NaN quiet (bits 0xffc00001)`.
+fn float_text(is_nan: bool, negative: bool, quiet_bit: bool, spell: impl Fn() -> (String, String)) -> String {
+    let (value, bits) = spell();
+    if is_nan {
+        let sign = if negative { "-" } else { "" };
+        let class = if quiet_bit { "quiet" } else { "signalling" };
+        format!("{sign}NaN {class} (bits {bits})")
+    } else {
+        format!("{value} (bits {bits})")
+    }
+}
+
+/// The compiler-style diagnostic printed for a rejected argv.
+fn diagnostic(bytes: &[u8], error: &ArgvError, mem_len: u64) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "error[{}]: {error}", error.code());
+    let notes = notes(error, mem_len);
+    // Label width: the widest row offset shown, at least one column.
+    let (first_row, last_row, marks) = excerpt(bytes, error);
+    let gutter = last_row.max(first_row).to_string().len();
+    let pad = " ".repeat(gutter);
+    let _ = writeln!(out, "{pad} |");
+    if let Some(marks) = marks {
+        let mut labelled = false;
+        for row_start in (first_row..=last_row).step_by(ROW) {
+            let row_end = (row_start + ROW).min(bytes.len());
+            let row = bytes.get(row_start..row_end).unwrap_or_default();
+            let hex: Vec<String> = row.iter().map(|b| format!("{b:02x}")).collect();
+            let _ = writeln!(out, "{row_start:>gutter$} | {}", hex.join(" "));
+            let row_marks = marks.get(row_start..row_end).unwrap_or_default();
+            if row_marks.iter().any(|m| *m != ' ') {
+                let mut line: String = row_marks.iter().map(|m| format!("{m}{m} ")).collect();
+                line.truncate(line.trim_end().len());
+                if !labelled {
+                    let _ = write!(line, " record {}", error.index());
+                    labelled = true;
+                }
+                let _ = writeln!(out, "{pad} | {line}");
+            }
+        }
+        let _ = writeln!(out, "{pad} |");
+    }
+    for note in notes {
+        let _ = writeln!(out, "{pad} = note: {note}");
+    }
+    out
+}
+
+/// The rows of the excerpt (first and last row start) and a mark per byte: `^` under the
+/// offending record's first byte, `~` under the rest of its bytes, `' '` elsewhere. No marks
+/// when the buffer was refused before any byte was read.
+fn excerpt(bytes: &[u8], error: &ArgvError) -> (usize, usize, Option<Vec<char>>) {
+    let start = error.offset();
+    let record_len = match error.kind() {
+        ErrorKind::BufferTooLong { .. } => return (0, 0, None),
+        ErrorKind::TooManyRecords { .. } | ErrorKind::UnknownTag { .. } => 1,
+        ErrorKind::TruncatedRecord { .. } => bytes.len().saturating_sub(start),
+        ErrorKind::WindowOutOfBounds { .. } => ArgTag::Ptr.wire_size(),
+    };
+    let end = start.saturating_add(record_len).min(bytes.len());
+    let mut marks = vec![' '; bytes.len()];
+    for (i, mark) in marks.iter_mut().enumerate().take(end).skip(start) {
+        *mark = if i == start { '^' } else { '~' };
+    }
+    // One row of context before the record's first row.
+    let first_row = (start / ROW).saturating_sub(1) * ROW;
+    let last_row = (end.saturating_sub(1).max(start) / ROW) * ROW;
+    (first_row, last_row, Some(marks))
+}
+
+/// What helps the reader fix the argv, after the excerpt.
+fn notes(error: &ArgvError, mem_len: u64) -> Vec<String> {
+    let mut notes = Vec::new();
+    match error.kind() {
+        ErrorKind::BufferTooLong { max, .. } => {
+            notes.push(format!("the length is checked before any byte is read; the cap is {max} bytes"));
+        }
+        ErrorKind::TooManyRecords { max } => {
+            notes.push(format!(
+                "the host accepts at most {max} records; records 0 to {} are valid",
+                max.saturating_sub(1)
+            ));
+        }
+        ErrorKind::UnknownTag { .. } => {
+            let tags: Vec<String> = ArgTag::ALL.iter().map(|t| format!("{:#04x} {t}", t.byte())).collect();
+            notes.push(format!("the tags are {}", tags.join(", ")));
+        }
+        ErrorKind::TruncatedRecord { tag, needed, .. } => {
+            notes.push(format!(
+                "{tag} records are {} bytes: the tag byte and {needed} value bytes, little-endian",
+                tag.wire_size()
+            ));
+        }
+        ErrorKind::WindowOutOfBounds { guest_offset, len, memory_len } => {
+            let end = u64::from(guest_offset) + u64::from(len);
+            notes.push(format!(
+                "the window [{guest_offset}, +{len}) ends at {end}, past the end of guest memory at {memory_len}"
+            ));
+            if mem_len == DEFAULT_MEM_LEN {
+                notes.push(format!(
+                    "guest memory is the default {DEFAULT_MEM_LEN} bytes; set it with --mem-len"
+                ));
+            }
+        }
+    }
+    if error.index() > 0 && !matches!(error.kind(), ErrorKind::TooManyRecords { .. }) {
+        let records = if error.index() == 1 { "record 0 is" } else { "the records before it are" };
+        notes.push(format!("{records} valid"));
+    }
+    notes
+}
+
+/// `--mem-len`'s default: one 64 KiB wasm page.
+const DEFAULT_MEM_LEN: u64 = 65536;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn decode(hex: &str, mem_len: u64) -> (Vec<Record<'static>>, Option<ArgvError>, Vec<u8>) {
+        let bytes = hex::decode(hex).unwrap();
+        let (records, error) = walk(&bytes, &GuestMemory::length_only(mem_len));
+        (records, error, bytes)
+    }
+
+    #[test]
+    fn records_carry_index_and_offset() {
+        let (records, error, _) = decode("01f9ffffff 062a00000000000000 0740000000 80000000", 65536);
+        assert!(error.is_none());
+        let at: Vec<(usize, usize)> = records.iter().map(|r| (r.index, r.offset)).collect();
+        assert_eq!(at, [(0, 0), (1, 5), (2, 14)]);
+    }
+
+    #[test]
+    fn caret_sits_under_the_offending_records_first_byte() {
+        let (_, error, bytes) = decode("0501000000 0502000000 0503000000 ff", 65536);
+        let text = diagnostic(&bytes, &error.unwrap(), 65536);
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines[0], "error[InvalidArgs -9]: unknown tag 0xff at byte 15 (record 3)");
+        let row = lines.iter().position(|l| l.starts_with("0 | ")).unwrap();
+        let caret = lines[row + 1].find('^').unwrap();
+        assert_eq!(&lines[row][caret..caret + 2], "ff");
+    }
+
+    #[test]
+    fn truncated_records_are_underlined_to_the_end() {
+        let (_, error, bytes) = decode("0501000000 02010203", 65536);
+        let text = diagnostic(&bytes, &error.unwrap(), 65536);
+        assert!(text.contains("  |                ^^ ~~ ~~ ~~ record 1\n"), "{text}");
+    }
+}

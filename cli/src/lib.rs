@@ -1,1 +1,0 @@
-//! Placeholder while the crate is built.

@@ -1,0 +1,114 @@
+//! `kargs`: decode and encode wasi-cuda kernel-argument (argv) buffers.
+//!
+//! A tool for guest authors ("what does my argv look like to the host?") and the project's
+//! black-box conformance surface: `kargs decode --json` runs the same parser as the host, and
+//! the conformance vectors in `tests/vectors/` are run through it.
+//!
+//! ```text
+//! $ kargs encode i32:-7 ptr:64:128
+//! 01f9ffffff074000000080000000
+//! $ kargs decode 01f9ffffff074000000080000000
+//! ```
+//!
+//! Exit status: 0 when the argv is accepted (or encoded), 1 when it is rejected (or cannot be
+//! encoded within the host's caps), 2 on a usage error (bad hex, a malformed argument, an
+//! out-of-range `--mem-len`, ...) or when the output cannot be written.
+//!
+//! Each subcommand is one module with a `clap::Args` struct and a `run` function that returns
+//! an [`Output`]; adding a subcommand is a variant in [`Command`] and an arm in [`main`].
+
+mod decode;
+mod encode;
+mod hex;
+mod json;
+
+use std::io::Write;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+/// Decode and encode wasi-cuda kernel-argument (argv) buffers.
+#[derive(Debug, Parser)]
+#[command(name = "kargs", version, about, long_about = None)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+/// The subcommands; one module each.
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Parse an argv buffer as the host would and print its arguments or the first error.
+    Decode(decode::DecodeArgs),
+    /// Encode typed arguments into an argv buffer and print it as hex.
+    Encode(encode::EncodeArgs),
+}
+
+/// How a subcommand ended; each maps to one exit status.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Status {
+    /// 0: the argv was accepted or encoded.
+    Accepted,
+    /// 1: the argv was rejected (or could not be encoded within the host's caps).
+    Rejected,
+    /// 2: the command line or its input was not usable, or output could not be written.
+    Usage,
+}
+
+impl From<Status> for ExitCode {
+    fn from(status: Status) -> ExitCode {
+        ExitCode::from(match status {
+            Status::Accepted => 0,
+            Status::Rejected => 1,
+            Status::Usage => 2,
+        })
+    }
+}
+
+/// What a subcommand produced: text for stdout and stderr, and its status.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Output {
+    pub(crate) stdout: String,
+    pub(crate) stderr: String,
+    pub(crate) status: Status,
+}
+
+impl Output {
+    /// A result printed on stdout.
+    pub(crate) fn stdout(stdout: String, status: Status) -> Output {
+        Output { stdout, stderr: String::new(), status }
+    }
+
+    /// A usage error: `error: {message}` on stderr, exit status 2, in clap's own style.
+    pub(crate) fn usage(message: impl std::fmt::Display) -> Output {
+        Output {
+            stdout: String::new(),
+            stderr: format!("error: {message}\n\nFor more information, try '--help'.\n"),
+            status: Status::Usage,
+        }
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let output = match cli.command {
+        Command::Decode(args) => decode::run(&args),
+        Command::Encode(args) => encode::run(&args),
+    };
+    emit(output).into()
+}
+
+/// Writes an [`Output`]. A reader that goes away early (`kargs decode ... | head`) is not an
+/// error; any other write failure is reported and turns the status into 2.
+fn emit(output: Output) -> Status {
+    let stdout = std::io::stdout().lock().write_all(output.stdout.as_bytes());
+    // Nothing useful can be done if stderr itself cannot be written.
+    let _ = std::io::stderr().lock().write_all(output.stderr.as_bytes());
+    match stdout {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
+            let _ = writeln!(std::io::stderr(), "error: cannot write to stdout: {e}");
+            Status::Usage
+        }
+        _ => output.status,
+    }
+}
