@@ -1,0 +1,510 @@
+//! The `void**` parameter array that `cuLaunchKernel` reads, built without allocating.
+//!
+//! `cuLaunchKernel` takes `kernelParams`, an array of `N` pointers, pointer `i` addressing the
+//! value of the kernel's parameter `i` in the host's native byte order. The driver copies each
+//! value (as many bytes as the kernel's parameter declares) when the launch is enqueued, so
+//! the array and the values need to live only for the call.
+//!
+//! [`KernelParamStorage`] holds the values: one 8-byte, 8-aligned [`ParamSlot`] per argument
+//! in a fixed-capacity array (the capacity `N` is a const generic, [`MAX_KERNEL_ARGS`] by
+//! default, like the core parser's). A pointer argument's slot holds the device-visible
+//! address the launch will use: the host pointer into guest memory when the device reads
+//! pageable host memory ([`PointerPlacement::Direct`]), or the address of the device buffer the
+//! window was staged into ([`PointerPlacement::Staged`]).
+//!
+//! The storage holds no pointers into itself, so it can be moved freely. The pointer array is
+//! made only where it is used, by [`KernelParamStorage::params`], which borrows the storage
+//! mutably for as long as the returned [`ParamTable`] lives: while a table exists the storage
+//! can be neither moved nor changed, so no pointer in the table can dangle.
+//!
+//! ```
+//! use kernel_args_core::{ArgvBuilder, GuestMemory, ParsedArgv, parse_argv};
+//! use kernel_args_cuda::{KernelParamStorage, PointerPlacement, build_kernel_param_storage};
+//!
+//! let mut buf = [0u8; 32];
+//! let mut argv = ArgvBuilder::new(&mut buf);
+//! argv.ptr(0, 16)?.u32(4)?;
+//! let argv = argv.finish();
+//!
+//! let mut memory = vec![0u8; 64];
+//! let guest = GuestMemory::exclusive(&mut memory);
+//! let args: ParsedArgv = parse_argv(argv, &guest).expect("valid argv");
+//! let mut storage: KernelParamStorage =
+//!     build_kernel_param_storage(&args, PointerPlacement::Direct).expect("fits");
+//! assert_eq!(storage.arg_sizes(), &[8, 4]);
+//! let mut table = storage.params();
+//! assert_eq!(table.len(), 2);
+//! let kernel_params = table.as_mut_ptr(); // what cuLaunchKernel takes
+//! # let _ = kernel_params;
+//! # Ok::<(), kernel_args_core::EncodeError>(())
+//! ```
+
+use core::ffi::c_void;
+use core::fmt;
+use core::marker::PhantomData;
+
+use kernel_args::{AbiError, HostError};
+use kernel_args_core::{Arg, LoweredArg, MAX_KERNEL_ARGS};
+
+/// Bytes in one parameter slot: the widest argument (an `i64`, `u64`, `f64` or a device
+/// address).
+pub const SLOT_SIZE: usize = 8;
+
+/// One parameter's value in native byte order, 8-byte aligned, zero-padded past the value.
+///
+/// Every argument type of the wire format is at most 8 bytes with an alignment of at most 8,
+/// so one slot size and alignment fits them all.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[repr(C, align(8))]
+pub struct ParamSlot([u8; SLOT_SIZE]);
+
+impl ParamSlot {
+    /// The slot's bytes (the value first, then zero padding).
+    pub fn bytes(&self) -> &[u8; SLOT_SIZE] {
+        &self.0
+    }
+}
+
+/// Where the kernel finds the memory behind pointer arguments.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PointerPlacement<'a> {
+    /// Hand the kernel the host pointer into guest memory. Only valid where the device can
+    /// access pageable host memory; the window must come from an exclusively borrowed
+    /// [`GuestMemory`](kernel_args_core::GuestMemory), because the kernel may write through it.
+    Direct,
+    /// Hand the kernel these device addresses, one per pointer argument in argument order
+    /// (the buffers the windows were staged into).
+    Staged(&'a [u64]),
+}
+
+/// Why a parameter storage could not be built.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StorageError {
+    /// More arguments than the storage's capacity.
+    TooManyArgs {
+        /// The storage's capacity `N`.
+        capacity: usize,
+        /// The number of arguments given.
+        got: usize,
+    },
+    /// Pointer argument `index` has no writable host pointer: its guest memory was not borrowed
+    /// with [`GuestMemory::exclusive`](kernel_args_core::GuestMemory::exclusive).
+    NotWritable {
+        /// The argument's 0-based index.
+        index: usize,
+    },
+    /// [`PointerPlacement::Staged`] named fewer device addresses than there are pointer
+    /// arguments; `index` is the first argument without one.
+    MissingDeviceAddress {
+        /// The argument's 0-based index.
+        index: usize,
+    },
+}
+
+impl fmt::Display for StorageError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            StorageError::TooManyArgs { capacity, got } => {
+                write!(f, "{got} kernel arguments exceed the parameter storage's capacity of {capacity}")
+            }
+            StorageError::NotWritable { index } => write!(
+                f,
+                "argument {index}: the pointer window has no writable host pointer \
+                 (guest memory must be borrowed with GuestMemory::exclusive for a launch)"
+            ),
+            StorageError::MissingDeviceAddress { index } => {
+                write!(f, "argument {index}: no staged device address for this pointer argument")
+            }
+        }
+    }
+}
+
+impl std::error::Error for StorageError {}
+
+impl From<StorageError> for HostError {
+    fn from(e: StorageError) -> HostError {
+        let code = match e {
+            // The host's cap, like the parser's record cap.
+            StorageError::TooManyArgs { .. } => AbiError::KernelArgsUnsupported,
+            // Host-side mistakes, not the guest's.
+            StorageError::NotWritable { .. } | StorageError::MissingDeviceAddress { .. } => {
+                AbiError::Internal
+            }
+        };
+        HostError::msg(code, e.to_string())
+    }
+}
+
+/// The size in bytes of the value the kernel receives for `arg`: 4 for `i32`, `u32`, `f32`;
+/// 8 for `i64`, `u64`, `f64` and for a pointer (a 64-bit device address).
+pub fn arg_size<W>(arg: &Arg<W>) -> usize {
+    match arg {
+        Arg::I32(_) | Arg::U32(_) | Arg::F32(_) => 4,
+        Arg::I64(_) | Arg::U64(_) | Arg::F64(_) | Arg::Ptr(_) => 8,
+    }
+}
+
+/// The values of a launch's parameters, one [`ParamSlot`] each, with capacity `N`.
+///
+/// Build it with [`build_kernel_param_storage`]; hand [`params`](KernelParamStorage::params)'s
+/// table to `cuLaunchKernel`. The storage owns no heap memory and holds no pointer into itself.
+#[derive(Debug, Clone)]
+pub struct KernelParamStorage<const N: usize = MAX_KERNEL_ARGS> {
+    slots: [ParamSlot; N],
+    /// The value size of each slot in use (4 or 8).
+    sizes: [u8; N],
+    len: usize,
+}
+
+impl<const N: usize> KernelParamStorage<N> {
+    /// Number of parameters stored.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// `true` for a kernel without parameters.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The capacity `N`.
+    pub const fn capacity(&self) -> usize {
+        N
+    }
+
+    /// The value size in bytes of each stored parameter, in order.
+    pub fn arg_sizes(&self) -> &[u8] {
+        self.sizes.get(..self.len).unwrap_or(&[])
+    }
+
+    /// The value bytes of parameter `index` (without the slot's padding), or `None` past the
+    /// end.
+    pub fn value_bytes(&self, index: usize) -> Option<&[u8]> {
+        if index >= self.len {
+            return None;
+        }
+        let size = usize::from(*self.sizes.get(index)?);
+        self.slots.get(index)?.0.get(..size)
+    }
+
+    /// The `void**` table for `cuLaunchKernel`, made here, from a mutable borrow: while the
+    /// table lives the storage cannot move or change, so every pointer in it stays valid.
+    pub fn params(&mut self) -> ParamTable<'_, N> {
+        let base = self.slots.as_mut_ptr();
+        let mut ptrs = [core::ptr::null_mut::<c_void>(); N];
+        for (i, p) in ptrs.iter_mut().enumerate().take(self.len) {
+            // `i < len <= N`: in bounds of `slots`, so the pointer is in bounds and keeps the
+            // provenance of the whole array (derived once from `as_mut_ptr`).
+            *p = base.wrapping_add(i).cast::<c_void>();
+        }
+        ParamTable { ptrs, len: self.len, _storage: PhantomData }
+    }
+
+    /// Appends `bytes` (at most [`SLOT_SIZE`]) as the next parameter.
+    fn push(&mut self, bytes: &[u8]) -> Result<(), StorageError> {
+        let full = StorageError::TooManyArgs { capacity: N, got: self.len.saturating_add(1) };
+        let slot = self.slots.get_mut(self.len).ok_or(full)?;
+        let size = self.sizes.get_mut(self.len).ok_or(full)?;
+        let dst = slot.0.get_mut(..bytes.len()).ok_or(full)?;
+        dst.copy_from_slice(bytes);
+        *size = u8::try_from(bytes.len()).map_err(|_| full)?;
+        self.len = self.len.saturating_add(1);
+        Ok(())
+    }
+
+    /// An empty storage.
+    fn empty() -> Self {
+        KernelParamStorage { slots: [ParamSlot::default(); N], sizes: [0; N], len: 0 }
+    }
+}
+
+/// The `void**` array `cuLaunchKernel` reads, borrowed from a [`KernelParamStorage`].
+///
+/// Pointer `i` addresses the value of parameter `i`. Take [`as_mut_ptr`](ParamTable::as_mut_ptr)
+/// right at the launch call: it points into this table, so it must not outlive it or survive
+/// a move of it.
+#[derive(Debug)]
+pub struct ParamTable<'s, const N: usize = MAX_KERNEL_ARGS> {
+    ptrs: [*mut c_void; N],
+    len: usize,
+    _storage: PhantomData<&'s mut [ParamSlot; N]>,
+}
+
+impl<const N: usize> ParamTable<'_, N> {
+    /// Number of parameter pointers.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// `true` for a kernel without parameters.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The `void**` for `cuLaunchKernel`'s `kernelParams`: `len()` pointers, each to an
+    /// 8-aligned slot holding the parameter's value. Valid while `self` is neither moved nor
+    /// dropped.
+    pub fn as_mut_ptr(&mut self) -> *mut *mut c_void {
+        self.ptrs.as_mut_ptr()
+    }
+
+    /// The parameter pointers, for inspection.
+    pub fn pointers(&self) -> &[*mut c_void] {
+        self.ptrs.get(..self.len).unwrap_or(&[])
+    }
+}
+
+/// Builds the parameter storage for `args`, without allocating.
+///
+/// Scalars are stored in native byte order (floats as their exact bits). Pointer arguments are
+/// stored as the device-visible address `placement` gives: with
+/// [`Direct`](PointerPlacement::Direct), the window's writable host pointer
+/// ([`GuestWindow::host_ptr_mut`](kernel_args_core::GuestWindow::host_ptr_mut)); with
+/// [`Staged`](PointerPlacement::Staged), the next device address of the list.
+///
+/// # Errors
+///
+/// [`StorageError::TooManyArgs`] past the capacity `N`; [`StorageError::NotWritable`] for a
+/// direct pointer without a writable host pointer; [`StorageError::MissingDeviceAddress`] when
+/// a staged list is too short.
+pub fn build_kernel_param_storage<const N: usize>(
+    args: &[LoweredArg<'_>],
+    placement: PointerPlacement<'_>,
+) -> Result<KernelParamStorage<N>, StorageError> {
+    if args.len() > N {
+        return Err(StorageError::TooManyArgs { capacity: N, got: args.len() });
+    }
+    let mut storage = KernelParamStorage::<N>::empty();
+    let mut staged = match placement {
+        PointerPlacement::Direct => None,
+        PointerPlacement::Staged(addresses) => Some(addresses.iter()),
+    };
+    for (index, arg) in args.iter().enumerate() {
+        match arg {
+            Arg::I32(v) => storage.push(&v.to_ne_bytes())?,
+            Arg::I64(v) => storage.push(&v.to_ne_bytes())?,
+            Arg::F32(v) => storage.push(&v.0.to_ne_bytes())?,
+            Arg::F64(v) => storage.push(&v.0.to_ne_bytes())?,
+            Arg::U32(v) => storage.push(&v.to_ne_bytes())?,
+            Arg::U64(v) => storage.push(&v.to_ne_bytes())?,
+            Arg::Ptr(window) => {
+                let address = match staged.as_mut() {
+                    None => {
+                        let host = window.host_ptr_mut().ok_or(StorageError::NotWritable { index })?;
+                        // A `usize` address always fits `u64` on the hosts CUDA supports.
+                        host.addr() as u64
+                    }
+                    Some(addresses) => {
+                        *addresses.next().ok_or(StorageError::MissingDeviceAddress { index })?
+                    }
+                };
+                storage.push(&address.to_ne_bytes())?;
+            }
+        }
+    }
+    Ok(storage)
+}
+
+#[cfg(test)]
+mod tests {
+    use core::mem::align_of;
+
+    use kernel_args_core::{
+        F32Bits, F64Bits, GuestMemory, GuestRange, LoweredArgSnapshot, ParsedArgv, encode_argv, parse_argv,
+    };
+
+    use super::*;
+
+    /// Reads parameter `i` back through the raw `void**` table, as the driver does.
+    fn read_through_table(table: &mut ParamTable<'_, MAX_KERNEL_ARGS>, i: usize, size: usize) -> Vec<u8> {
+        let kernel_params = table.as_mut_ptr();
+        assert!(i < table.len());
+        // SAFETY: `i < len <= N`, so `kernel_params + i` is inside the table's pointer array.
+        let slot_ptr = unsafe { kernel_params.add(i) };
+        // SAFETY: `slot_ptr` is in bounds, aligned (it points into a `[*mut c_void; N]`) and
+        // initialised by `params()`.
+        let param = unsafe { slot_ptr.read() };
+        assert_eq!(param.addr() % align_of::<u64>(), 0, "slot {i} is not 8-aligned");
+        // SAFETY: `param` points at an 8-byte slot of the storage borrowed by `table`, which
+        // lives and is not written while the table exists; `size <= SLOT_SIZE`.
+        let bytes = unsafe { core::slice::from_raw_parts(param.cast::<u8>(), size) };
+        bytes.to_vec()
+    }
+
+    fn native_bytes(arg: &LoweredArgSnapshot, device_address: u64) -> Vec<u8> {
+        match *arg {
+            Arg::I32(v) => v.to_ne_bytes().to_vec(),
+            Arg::I64(v) => v.to_ne_bytes().to_vec(),
+            Arg::F32(v) => v.to_f32().to_ne_bytes().to_vec(),
+            Arg::F64(v) => v.to_f64().to_ne_bytes().to_vec(),
+            Arg::U32(v) => v.to_ne_bytes().to_vec(),
+            Arg::U64(v) => v.to_ne_bytes().to_vec(),
+            Arg::Ptr(_) => device_address.to_ne_bytes().to_vec(),
+        }
+    }
+
+    fn every_type() -> Vec<LoweredArgSnapshot> {
+        vec![
+            Arg::I32(-7),
+            Arg::Ptr(GuestRange { guest_offset: 8, len: 32 }),
+            Arg::I64(i64::MIN + 3),
+            Arg::F32(F32Bits(0x7fc0_0001)), // a NaN with a payload: bits must survive
+            Arg::F64(F64Bits::from_f64(-0.0)),
+            Arg::U32(0xdead_beef),
+            Arg::U64(u64::MAX - 1),
+            Arg::Ptr(GuestRange { guest_offset: 40, len: 0 }),
+            Arg::Ptr(GuestRange { guest_offset: 0, len: 64 }),
+        ]
+    }
+
+    #[test]
+    fn direct_slots_hold_native_bytes_and_host_pointers() {
+        let argv = every_type();
+        let mut buf = [0u8; 128];
+        let mut memory = vec![0u8; 64];
+        let base = memory.as_mut_ptr().addr() as u64;
+        let guest = GuestMemory::exclusive(&mut memory);
+        let n = encode_argv(&argv, &mut buf).unwrap();
+        let args: ParsedArgv = parse_argv(&buf[..n], &guest).unwrap();
+
+        let mut storage: KernelParamStorage =
+            build_kernel_param_storage(&args, PointerPlacement::Direct).unwrap();
+        // Moving the storage before the table is made must not matter.
+        let mut moved = Box::new(storage.clone());
+        for storage in [&mut storage, &mut *moved] {
+            assert_eq!(storage.len(), argv.len());
+            let sizes = storage.arg_sizes().to_vec();
+            let mut table = storage.params();
+            assert_eq!(table.len(), argv.len());
+            for (i, arg) in argv.iter().enumerate() {
+                let device_address = match arg {
+                    Arg::Ptr(r) => base + u64::from(r.guest_offset),
+                    _ => 0,
+                };
+                let want = native_bytes(arg, device_address);
+                assert_eq!(usize::from(sizes[i]), want.len(), "argument {i} size");
+                assert_eq!(usize::from(sizes[i]), arg_size(arg));
+                assert_eq!(read_through_table(&mut table, i, want.len()), want, "argument {i}");
+            }
+        }
+    }
+
+    #[test]
+    fn staged_slots_hold_the_device_addresses_in_order() {
+        let argv = every_type();
+        let mut buf = [0u8; 128];
+        let mut memory = vec![0u8; 64];
+        let guest = GuestMemory::exclusive(&mut memory);
+        let n = encode_argv(&argv, &mut buf).unwrap();
+        let args: ParsedArgv = parse_argv(&buf[..n], &guest).unwrap();
+        let device = [0x7f00_0000_1000u64, 0x7f00_0000_2000, 0x7f00_0000_3000];
+        let mut storage: KernelParamStorage =
+            build_kernel_param_storage(&args, PointerPlacement::Staged(&device)).unwrap();
+        let mut table = storage.params();
+        let mut next = device.iter();
+        for (i, arg) in argv.iter().enumerate() {
+            let device_address = match arg {
+                Arg::Ptr(_) => *next.next().unwrap(),
+                _ => 0,
+            };
+            let want = native_bytes(arg, device_address);
+            assert_eq!(read_through_table(&mut table, i, want.len()), want, "argument {i}");
+        }
+    }
+
+    #[test]
+    fn value_bytes_and_padding() {
+        let mut memory = vec![0u8; 8];
+        let guest = GuestMemory::exclusive(&mut memory);
+        let argv: [LoweredArgSnapshot; 2] = [Arg::U32(0x0102_0304), Arg::F64(F64Bits::from_f64(1.5))];
+        let mut buf = [0u8; 32];
+        let n = encode_argv(&argv, &mut buf).unwrap();
+        let args: ParsedArgv = parse_argv(&buf[..n], &guest).unwrap();
+        let storage: KernelParamStorage<4> =
+            build_kernel_param_storage(&args, PointerPlacement::Direct).unwrap();
+        assert_eq!(storage.capacity(), 4);
+        assert_eq!(storage.value_bytes(0), Some(&0x0102_0304u32.to_ne_bytes()[..]));
+        assert_eq!(storage.value_bytes(1), Some(&1.5f64.to_ne_bytes()[..]));
+        assert_eq!(storage.value_bytes(2), None);
+        assert_eq!(storage.slots[0].bytes()[4..], [0, 0, 0, 0], "padding is zero");
+    }
+
+    #[test]
+    fn empty_argv_gives_an_empty_table() {
+        let mut storage: KernelParamStorage<0> =
+            build_kernel_param_storage(&[], PointerPlacement::Direct).unwrap();
+        assert!(storage.is_empty());
+        let mut table = storage.params();
+        assert!(table.is_empty());
+        assert!(table.pointers().is_empty());
+        let _ = table.as_mut_ptr();
+    }
+
+    #[test]
+    fn capacity_is_enforced() {
+        let mut memory = vec![0u8; 8];
+        let guest = GuestMemory::exclusive(&mut memory);
+        let argv: [LoweredArgSnapshot; 3] = [Arg::U32(1), Arg::U32(2), Arg::U32(3)];
+        let mut buf = [0u8; 32];
+        let n = encode_argv(&argv, &mut buf).unwrap();
+        let args: ParsedArgv = parse_argv(&buf[..n], &guest).unwrap();
+        let err = build_kernel_param_storage::<2>(&args, PointerPlacement::Direct).unwrap_err();
+        assert_eq!(err, StorageError::TooManyArgs { capacity: 2, got: 3 });
+        assert_eq!(HostError::from(err).code(), AbiError::KernelArgsUnsupported);
+        assert!(build_kernel_param_storage::<3>(&args, PointerPlacement::Direct).is_ok());
+    }
+
+    #[test]
+    fn direct_pointers_need_an_exclusive_borrow() {
+        let memory = vec![0u8; 16];
+        let argv = [Arg::U32(1), Arg::Ptr(GuestRange { guest_offset: 0, len: 16 })];
+        let mut buf = [0u8; 32];
+        let n = encode_argv(&argv, &mut buf).unwrap();
+        for guest in [GuestMemory::shared(&memory), GuestMemory::length_only(16)] {
+            let args: ParsedArgv = parse_argv(&buf[..n], &guest).unwrap();
+            let err = build_kernel_param_storage::<4>(&args, PointerPlacement::Direct).unwrap_err();
+            assert_eq!(err, StorageError::NotWritable { index: 1 });
+            let host = HostError::from(err);
+            assert_eq!(host.code(), AbiError::Internal);
+            assert!(host.to_string().contains("argument 1"), "{host}");
+            // Staging does not read the host pointer, so it builds.
+            assert!(build_kernel_param_storage::<4>(&args, PointerPlacement::Staged(&[0x1000])).is_ok());
+        }
+    }
+
+    #[test]
+    fn staged_addresses_must_cover_every_pointer() {
+        let mut memory = vec![0u8; 16];
+        let guest = GuestMemory::exclusive(&mut memory);
+        let argv = [
+            Arg::Ptr(GuestRange { guest_offset: 0, len: 8 }),
+            Arg::Ptr(GuestRange { guest_offset: 8, len: 8 }),
+        ];
+        let mut buf = [0u8; 32];
+        let n = encode_argv(&argv, &mut buf).unwrap();
+        let args: ParsedArgv = parse_argv(&buf[..n], &guest).unwrap();
+        let err = build_kernel_param_storage::<4>(&args, PointerPlacement::Staged(&[0x1000])).unwrap_err();
+        assert_eq!(err, StorageError::MissingDeviceAddress { index: 1 });
+    }
+
+    #[test]
+    fn a_full_storage_of_every_slot() {
+        // The whole default capacity, read back through the table.
+        let mut memory = vec![0u8; 8];
+        let guest = GuestMemory::exclusive(&mut memory);
+        let argv: Vec<LoweredArgSnapshot> = (0..MAX_KERNEL_ARGS as u64)
+            .map(|i| if i % 2 == 0 { Arg::U64(i << 40 | i) } else { Arg::I32(-(i as i32)) })
+            .collect();
+        let mut buf = vec![0u8; kernel_args_core::MAX_KERNEL_ARGS_BYTES];
+        let n = encode_argv(&argv, &mut buf).unwrap();
+        let args: ParsedArgv = parse_argv(&buf[..n], &guest).unwrap();
+        let mut storage: KernelParamStorage =
+            build_kernel_param_storage(&args, PointerPlacement::Direct).unwrap();
+        let mut table = storage.params();
+        assert_eq!(table.pointers().len(), MAX_KERNEL_ARGS);
+        for (i, arg) in argv.iter().enumerate() {
+            let want = native_bytes(arg, 0);
+            assert_eq!(read_through_table(&mut table, i, want.len()), want, "argument {i}");
+        }
+    }
+}

@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Regenerates the PTX fixtures in cuda-backend/kernels/ from their .cu sources.
+#
+# Needs nvcc (Debian's nvidia-cuda-toolkit, non-free, has nvcc 11.8; it runs without a GPU).
+# CI never runs this: the generated .ptx files are committed beside their sources, and the
+# tests read them. compute_52 is nvcc 11.8's default virtual architecture; the driver JIT-compiles
+# the PTX for whatever GPU it finds (any newer architecture included).
+set -euo pipefail
+cd "$(dirname "$0")/../cuda-backend/kernels"
+for cu in *.cu; do
+    nvcc --ptx -arch=compute_52 -o "${cu%.cu}.ptx" "$cu"
+    echo "${cu%.cu}.ptx <- $cu ($(nvcc --version | tail -1))"
+done
