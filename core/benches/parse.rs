@@ -1,0 +1,106 @@
+//! Benchmarks of core's parser, its rejections and its encoder.
+//!
+//! Every benchmark's parameter is the number of arguments; the throughput is the buffer's
+//! length in bytes, so criterion reports bytes per second, and `scripts/bench-table.py` turns
+//! the estimates into a table with the time per argument. Inputs and guest memory are built
+//! before the timed closure; the closure only parses (or encodes).
+//!
+//! The storage-building and end-to-end benchmarks, with the heap-allocating reference and the
+//! unchecked floor, live with the storage in `cuda-backend/benches/`.
+
+// Bench code may unwrap, index and panic: a panic here is a failing test, not a broken contract.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing,
+    clippy::arithmetic_side_effects
+)]
+
+#[path = "../tests/support/mod.rs"]
+mod support;
+
+use std::hint::black_box;
+
+use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
+use kernel_args_core::{
+    GuestMemory, LoweredArgSnapshot, MAX_KERNEL_ARGS, MAX_KERNEL_ARGS_BYTES, ParsedArgv, encode_argv,
+    parse_argv, parse_argv_into,
+};
+
+/// The mixed-argument counts every group measures.
+const SIZES: [usize; 4] = [1, 4, 16, 128];
+
+/// `(id, argument count, buffer)` for each mixed size and the largest valid buffer.
+fn inputs() -> Vec<(&'static str, usize, Vec<u8>)> {
+    let mut inputs: Vec<_> =
+        SIZES.iter().map(|&n| ("mixed", n, support::encode(&support::mixed(n)))).collect();
+    inputs.push(("largest", MAX_KERNEL_ARGS, support::largest_valid()));
+    inputs
+}
+
+fn parse(c: &mut Criterion) {
+    let mut memory = vec![0u8; support::MEMORY_LEN];
+    let guest = GuestMemory::exclusive(&mut memory);
+    let mut group = c.benchmark_group("parse");
+    for (id, n, buf) in inputs() {
+        group.throughput(Throughput::Bytes(buf.len() as u64));
+        group.bench_with_input(BenchmarkId::new(id, n), &buf, |b, buf| {
+            b.iter(|| parse_argv::<MAX_KERNEL_ARGS>(black_box(buf), black_box(&guest)))
+        });
+    }
+    group.finish();
+
+    // The same into a caller's long-lived vector: no 4 KiB result is moved on return.
+    let mut group = c.benchmark_group("parse_into");
+    let mut out: ParsedArgv = ParsedArgv::new();
+    for (id, n, buf) in inputs() {
+        group.throughput(Throughput::Bytes(buf.len() as u64));
+        group.bench_with_input(BenchmarkId::new(id, n), &buf, |b, buf| {
+            b.iter(|| {
+                let result = parse_argv_into(black_box(buf), black_box(&guest), &mut out);
+                black_box(&out);
+                result
+            })
+        });
+    }
+    group.finish();
+}
+
+fn reject(c: &mut Criterion) {
+    let guest = GuestMemory::length_only(support::MEMORY_LEN as u64);
+    let too_long = vec![0x05; MAX_KERNEL_ARGS_BYTES + 1];
+    // (id, records read before the error is found, buffer)
+    let cases = [
+        ("too_long", 0, too_long),
+        ("early_unknown_tag", 1, support::early_error()),
+        ("late_window_out_of_bounds", MAX_KERNEL_ARGS, support::late_error()),
+    ];
+    let mut group = c.benchmark_group("reject");
+    for (id, n, buf) in cases {
+        assert!(parse_argv::<MAX_KERNEL_ARGS>(&buf, &guest).is_err(), "{id} must be refused");
+        group.throughput(Throughput::Bytes(buf.len() as u64));
+        group.bench_with_input(BenchmarkId::new(id, n), &buf, |b, buf| {
+            b.iter(|| parse_argv::<MAX_KERNEL_ARGS>(black_box(buf), black_box(&guest)))
+        });
+    }
+    group.finish();
+}
+
+fn encode(c: &mut Criterion) {
+    let mut out = [0u8; MAX_KERNEL_ARGS_BYTES];
+    let mut lists: Vec<(&str, usize, Vec<LoweredArgSnapshot>)> =
+        SIZES.iter().map(|&n| ("mixed", n, support::mixed(n))).collect();
+    lists.push(("largest", MAX_KERNEL_ARGS, support::wide(MAX_KERNEL_ARGS)));
+    let mut group = c.benchmark_group("encode");
+    for (id, n, args) in lists {
+        group.throughput(Throughput::Bytes(support::encode(&args).len() as u64));
+        group.bench_with_input(BenchmarkId::new(id, n), &args, |b, args| {
+            b.iter(|| encode_argv(black_box(args), black_box(&mut out)))
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, parse, reject, encode);
+criterion_main!(benches);

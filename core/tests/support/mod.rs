@@ -1,0 +1,85 @@
+//! Argument lists shared by core's allocation test and its benchmarks: mixed argvs of every
+//! size up to the record cap, and the largest buffer the parser can accept.
+
+#![allow(dead_code)] // Each includer uses a different subset.
+
+use kernel_args_core::wire::MAX_RECORD_SIZE;
+use kernel_args_core::{
+    ArgTag, F32Bits, F64Bits, GuestRange, LoweredArgSnapshot, MAX_KERNEL_ARGS, MAX_KERNEL_ARGS_BYTES,
+    encode_argv,
+};
+
+/// Guest memory length every pointer window below fits in (1 MiB).
+pub const MEMORY_LEN: usize = 1 << 20;
+
+/// The byte length of a pointer window in the generated lists.
+const WINDOW_LEN: u32 = 4096;
+
+/// The largest buffer the parser can accept: the record cap times the largest record
+/// (128 × 9 = 1152 bytes). The 4096-byte cap can only be reached by a buffer that breaks the
+/// record cap, which is refused.
+pub const LARGEST_VALID_LEN: usize = MAX_KERNEL_ARGS * MAX_RECORD_SIZE;
+
+/// The `i`-th argument of a list of type `tag`, with a value that depends on `i`.
+pub fn arg(tag: ArgTag, i: usize) -> LoweredArgSnapshot {
+    let n = i as u64;
+    match tag {
+        ArgTag::I32 => LoweredArgSnapshot::I32(-(i as i32) - 1),
+        ArgTag::I64 => LoweredArgSnapshot::I64(i64::MIN + n as i64),
+        ArgTag::F32 => LoweredArgSnapshot::F32(F32Bits::from_f32(i as f32 * 0.5)),
+        ArgTag::F64 => LoweredArgSnapshot::F64(F64Bits::from_f64(i as f64 * -0.25)),
+        ArgTag::U32 => LoweredArgSnapshot::U32(u32::MAX - i as u32),
+        ArgTag::U64 => LoweredArgSnapshot::U64(n << 32 | n),
+        ArgTag::Ptr => {
+            let slots = (MEMORY_LEN as u32) / WINDOW_LEN;
+            let guest_offset = (i as u32 % slots) * WINDOW_LEN;
+            LoweredArgSnapshot::Ptr(GuestRange { guest_offset, len: WINDOW_LEN })
+        }
+    }
+}
+
+/// `n` arguments cycling through every type (i32, i64, f32, f64, u32, u64, ptr, ...).
+pub fn mixed(n: usize) -> Vec<LoweredArgSnapshot> {
+    (0..n).map(|i| arg(ArgTag::ALL[i % ArgTag::ALL.len()], i)).collect()
+}
+
+/// `n` arguments cycling through the 9-byte types only (i64, f64, u64, ptr).
+pub fn wide(n: usize) -> Vec<LoweredArgSnapshot> {
+    const WIDE: [ArgTag; 4] = [ArgTag::I64, ArgTag::F64, ArgTag::U64, ArgTag::Ptr];
+    (0..n).map(|i| arg(WIDE[i % WIDE.len()], i)).collect()
+}
+
+/// The wire bytes of `args`.
+pub fn encode(args: &[LoweredArgSnapshot]) -> Vec<u8> {
+    let mut out = vec![0u8; MAX_KERNEL_ARGS_BYTES];
+    let len = encode_argv(args, &mut out).expect("the generated lists respect the caps");
+    out.truncate(len);
+    out
+}
+
+/// The largest valid buffer: [`MAX_KERNEL_ARGS`] 9-byte records.
+pub fn largest_valid() -> Vec<u8> {
+    let buf = encode(&wide(MAX_KERNEL_ARGS));
+    assert_eq!(buf.len(), LARGEST_VALID_LEN);
+    buf
+}
+
+/// A buffer whose first record has an unknown tag (the earliest error after the length cap):
+/// the largest valid buffer with its first tag byte replaced.
+pub fn early_error() -> Vec<u8> {
+    let mut buf = largest_valid();
+    buf[0] = 0xff;
+    buf
+}
+
+/// A buffer whose last record is a pointer window one byte past the end of guest memory (the
+/// latest error: every record before it is read and checked).
+pub fn late_error() -> Vec<u8> {
+    let mut args = wide(MAX_KERNEL_ARGS);
+    let last = args.last_mut().expect("non-empty");
+    *last = LoweredArgSnapshot::Ptr(GuestRange {
+        guest_offset: MEMORY_LEN as u32 - WINDOW_LEN + 1,
+        len: WINDOW_LEN,
+    });
+    encode(&args)
+}
