@@ -1,0 +1,210 @@
+//! The `kargs` command line: exit statuses, input forms, encode output and the human output.
+//!
+//! The human output is compared with golden files in `tests/golden/`; after an intended
+//! change, rewrite them with `UPDATE_GOLDEN=1 cargo test -p kargs --test cli`.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::{Command, Output, Stdio};
+
+fn kargs(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_kargs")).args(args).output().unwrap()
+}
+
+fn kargs_stdin(args: &[&str], stdin: &str) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_kargs"))
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(stdin.as_bytes()).unwrap();
+    child.wait_with_output().unwrap()
+}
+
+fn stdout(out: &Output) -> String {
+    String::from_utf8(out.stdout.clone()).unwrap()
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8(out.stderr.clone()).unwrap()
+}
+
+fn code(out: &Output) -> i32 {
+    out.status.code().unwrap()
+}
+
+fn golden(name: &str, actual: &str) {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/golden").join(name);
+    if std::env::var_os("UPDATE_GOLDEN").is_some() {
+        std::fs::write(&path, actual).unwrap();
+        return;
+    }
+    let expected = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    assert!(
+        expected == actual,
+        "{} differs (UPDATE_GOLDEN=1 rewrites it)\n--- expected\n{expected}\n--- actual\n{actual}",
+        path.display()
+    );
+}
+
+/// One record of each type: i32 -7, u64 42, f32 1.5, f64 1.5, ptr [64, +128), f32 signalling
+/// NaN, f64 -0, i64 min, u32 max.
+const MIXED: &str = "01f9ffffff 062a00000000000000 030000c03f 04000000000000f83f 074000000080000000 \
+                     030100a07f 040000000000000080 020000000000000080 05ffffffff";
+
+#[test]
+fn golden_table() {
+    let out = kargs(&["decode", MIXED]);
+    assert_eq!(code(&out), 0);
+    assert!(out.stderr.is_empty());
+    golden("decode_table.txt", &stdout(&out));
+}
+
+#[test]
+fn golden_diagnostics() {
+    let cases = [
+        ("decode_unknown_tag.txt", vec!["decode", "0501000000 0502000000 0503000000 ff"]),
+        ("decode_truncated.txt", vec!["decode", "0501000000 0502000000 0503000000 0504000000 02010203"]),
+        ("decode_window.txt", vec!["decode", "--mem-len", "100", "0501000000 07 60000000 08000000"]),
+        ("decode_window_default_memory.txt", vec!["decode", "07 00000100 01000000"]),
+    ];
+    for (file, args) in cases {
+        let out = kargs(&args);
+        assert_eq!(code(&out), 1, "{file}");
+        golden(file, &stdout(&out));
+    }
+}
+
+#[test]
+fn caret_sits_under_the_offending_byte() {
+    let out = kargs(&["decode", "0501000000 0502000000 0503000000 ff"]);
+    let text = stdout(&out);
+    assert!(text.starts_with("error[InvalidArgs -9]: unknown tag 0xff at byte 15 (record 3)\n"), "{text}");
+    let lines: Vec<&str> = text.lines().collect();
+    let row = lines.iter().position(|l| l.starts_with("0 | ")).unwrap();
+    let caret = lines[row + 1].find('^').unwrap();
+    assert_eq!(&lines[row][caret..caret + 2], "ff");
+}
+
+#[test]
+fn limits_in_the_human_output() {
+    let too_long = "00".repeat(4097);
+    let out = kargs(&["decode", &too_long]);
+    assert_eq!(code(&out), 1);
+    assert!(stdout(&out).starts_with(
+        "error[KernelArgsUnsupported -10]: argv buffer is 4097 bytes, over the cap of 4096 bytes\n"
+    ));
+    let too_many = "0500000000".repeat(129);
+    let out = kargs(&["decode", &too_many]);
+    assert_eq!(code(&out), 1);
+    let text = stdout(&out);
+    assert!(text.contains("record 128 at byte 640"), "{text}");
+    assert!(text.contains("640 | 05"), "{text}");
+}
+
+#[test]
+fn empty_and_json_outputs() {
+    let out = kargs(&["decode", ""]);
+    assert_eq!(
+        (code(&out), stdout(&out).as_str()),
+        (0, "accepted: 0 arguments in 0 bytes (guest memory: 65536 bytes)\n")
+    );
+    let out = kargs(&["decode", "--json", ""]);
+    assert_eq!((code(&out), stdout(&out).as_str()), (0, "{\"ok\":true,\"args\":[]}\n"));
+    let out = kargs(&["decode", "--json", "06ffffffffffffffff 020000000000000080"]);
+    assert_eq!(
+        stdout(&out),
+        "{\"ok\":true,\"args\":[{\"index\":0,\"offset\":0,\"type\":\"u64\",\"value\":18446744073709551615},\
+         {\"index\":1,\"offset\":9,\"type\":\"i64\",\"value\":-9223372036854775808}]}\n"
+    );
+    let out = kargs(&["decode", "--json", "0501000000 0502000000 0503000000 ff"]);
+    assert_eq!(code(&out), 1);
+    assert_eq!(
+        stdout(&out),
+        "{\"ok\":false,\"error\":{\"code\":-9,\"name\":\"InvalidArgs\",\"kind\":\"unknown_tag\",\"index\":3,\
+         \"offset\":15,\"message\":\"unknown tag 0xff at byte 15 (record 3)\"}}\n"
+    );
+}
+
+#[test]
+fn hex_from_stdin_and_whitespace() {
+    let expected = stdout(&kargs(&["decode", "--json", "01f9ffffff0740000000800000"]));
+    let out = kargs_stdin(&["decode", "--json", "-"], "01 f9ff\tffff\n07 40000000\r\n  800000\n");
+    assert_eq!((code(&out), stdout(&out)), (1, expected.clone()), "same (truncated) answer from stdin");
+    let out = kargs(&["decode", "--json", "01", "f9ffffff", "07 40000000", "800000"]);
+    assert_eq!(stdout(&out), expected, "several HEX arguments are joined");
+    let out = kargs_stdin(&["decode", "-"], "");
+    assert_eq!(code(&out), 0, "empty stdin is an empty argv");
+}
+
+#[test]
+fn usage_errors_exit_2() {
+    let cases: [&[&str]; 11] = [
+        &["decode", "0g"],
+        &["decode", "012"],
+        &["decode", "0x01"],
+        &["decode", "--mem-len", "4294967297", ""],
+        &["decode", "--mem-len", "-1", ""],
+        &["decode", "--mem-len", "lots", ""],
+        &["decode"],
+        &["decode", "-", "01"],
+        &["encode", "i32:2147483648"],
+        &["encode", "x:1"],
+        &["frobnicate"],
+    ];
+    for args in cases {
+        let out = kargs(args);
+        assert_eq!(code(&out), 2, "{args:?}: {}", stderr(&out));
+        assert!(out.stdout.is_empty(), "{args:?}");
+        assert!(stderr(&out).starts_with("error: "), "{args:?}: {}", stderr(&out));
+    }
+    assert!(stderr(&kargs(&["decode", "012"])).contains("3 hex digits is an odd count"));
+    assert!(stderr(&kargs(&["encode", "u32:7", "f32:0x1ffffffff"])).contains("f32:0x1ffffffff"));
+}
+
+#[test]
+fn mem_len_bounds_are_inclusive() {
+    for mem in ["0", "4294967296"] {
+        assert_eq!(code(&kargs(&["decode", "--mem-len", mem, "07 00000000 00000000"])), 0, "{mem}");
+    }
+    assert_eq!(code(&kargs(&["decode", "--mem-len", "4294967296", "07 ffffffff 01000000"])), 0);
+    assert_eq!(code(&kargs(&["decode", "--mem-len", "4294967295", "07 ffffffff 01000000"])), 1);
+}
+
+#[test]
+fn encode_prints_lowercase_hex() {
+    let out = kargs(&["encode", "i32:-7", "u64:42", "f32:1.5", "f64:0x3ff8000000000000", "ptr:64:128"]);
+    assert_eq!(code(&out), 0);
+    assert_eq!(stdout(&out), "01f9ffffff062a00000000000000030000c03f04000000000000f83f074000000080000000\n");
+    let out = kargs(&["encode", "f32:0x7fa00001", "f64:-0", "u32:0xFFFFFFFF", "i64:-9223372036854775808"]);
+    assert_eq!(stdout(&out), "030100a07f04000000000000008005ffffffff020000000000000080\n");
+    assert_eq!(stdout(&kargs(&["encode"])), "\n", "no arguments: the empty argv");
+}
+
+#[test]
+fn encode_then_decode_round_trips() {
+    let args = ["i32:-2147483648", "f32:NaN", "f64:-inf", "u64:18446744073709551615", "ptr:65535:1"];
+    let hex = stdout(&kargs(&["encode"].into_iter().chain(args).collect::<Vec<_>>()));
+    let out = kargs(&["decode", "--json", hex.trim()]);
+    assert_eq!(code(&out), 0);
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let types: Vec<&str> =
+        json["args"].as_array().unwrap().iter().map(|a| a["type"].as_str().unwrap()).collect();
+    assert_eq!(types, ["i32", "f32", "f64", "u64", "ptr"]);
+    assert_eq!(json["args"][1]["bits"], "0x7fc00000");
+    assert_eq!(json["args"][2]["value"], "-inf");
+}
+
+#[test]
+fn encode_past_the_record_cap_exits_1() {
+    let args: Vec<String> =
+        std::iter::once("encode".to_owned()).chain((0..129).map(|i| format!("u32:{i}"))).collect();
+    let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+    let out = kargs(&refs);
+    assert_eq!(code(&out), 1);
+    assert!(out.stdout.is_empty());
+    assert_eq!(stderr(&out), "error: cannot encode: argument 128 is past the cap of 128 arguments\n");
+    assert_eq!(code(&kargs(&refs[..129])), 0, "128 arguments encode");
+}
