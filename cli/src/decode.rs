@@ -8,12 +8,13 @@
 //! compiler's, with a hex excerpt and a caret under the offending record's first byte:
 //!
 //! ```text
-//! error[InvalidArgs -9]: unknown tag 0xff at byte 14 (record 3)
-//!    |
-//!  0 | 05 01 00 00 00 05 02 00 00 00 05 03 00 00 ff
-//!    |                                           ^^ record 3
-//!    |
-//!    = note: the tags are 0x01 i32, 0x02 i64, 0x03 f32, 0x04 f64, 0x05 u32, 0x06 u64, 0x07 ptr
+//! error[InvalidArgs -9]: unknown tag 0xff at byte 15 (record 3)
+//!   |
+//! 0 | 05 01 00 00 00 05 02 00 00 00 05 03 00 00 00 ff
+//!   |                                              ^^ record 3
+//!   |
+//!   = note: the tags are 0x01 i32, 0x02 i64, 0x03 f32, 0x04 f64, 0x05 u32, 0x06 u64, 0x07 ptr
+//!   = note: the records before it are valid
 //! ```
 //!
 //! `--json` prints one object instead (see the `json` module).

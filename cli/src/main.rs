@@ -29,7 +29,14 @@ use clap::{Parser, Subcommand};
 
 /// Decode and encode wasi-cuda kernel-argument (argv) buffers.
 #[derive(Debug, Parser)]
-#[command(name = "kargs", version, about, long_about = None)]
+#[command(
+    name = "kargs",
+    version,
+    after_help = "Exit status: 0 accepted (or encoded), 1 rejected (or over a cap), 2 usage error.\n\n\
+                  Examples:\n  kargs encode i32:-7 f32:1.5 ptr:64:128\n  \
+                  kargs decode --mem-len 256 01f9ffffff030000c03f074000000080000000\n  \
+                  echo '07 40000000 80000000' | kargs decode --json -"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
