@@ -113,3 +113,34 @@ fn a_smaller_capacity_only_lowers_the_record_cap() {
     }
     assert_eq!(MAX_KERNEL_ARGS, 128);
 }
+
+/// The worked examples of `docs/wire-format.md`, byte for byte, so the spec cannot drift.
+#[test]
+fn worked_examples_of_the_wire_format_doc() {
+    let hex = |s: &str| kernel_args_conformance::vectors::parse_hex(s).unwrap();
+    let valid = hex("01f9ffffff030000c03f062a000000000000000740000000800000000400000000000004c0");
+    let memory = GuestMemory::length_only(256);
+    let Expect::Args(args) = through_reader(&valid, &memory) else { panic!("the valid example is rejected") };
+    let at: Vec<(usize, usize)> = args.iter().map(|a| (a.index, a.offset)).collect();
+    assert_eq!(at, [(0, 0), (1, 5), (2, 10), (3, 19), (4, 28)]);
+    assert_eq!(args[4].value, ExpectedValue::F64 { bits: "0xc004000000000000".into(), value: "-2.5".into() });
+
+    let err = |buf: &[u8], mem: u64| match through_reader(buf, &GuestMemory::length_only(mem)) {
+        Expect::Error(e) => (e.kind, e.code, e.index, e.offset),
+        Expect::Args(_) => panic!("accepted"),
+    };
+    assert_eq!(err(&hex("05 01000000 05 20000000 ff 00"), 256), ("unknown_tag".into(), -9, 2, 10));
+    let window = hex("07 40000000 80000000 07 f00f0000 20000000");
+    assert_eq!(err(&window, 4096), ("window_out_of_bounds".into(), -2, 1, 9));
+    let accepted =
+        |h: &str| matches!(through_reader(&hex(h), &GuestMemory::length_only(4096)), Expect::Args(_));
+    assert!(accepted("07 f00f0000 10000000"), "[4080, +16) ends exactly at 4096");
+    assert!(accepted("07 00100000 00000000"), "zero-length window at 4096");
+    assert!(!accepted("07 01100000 00000000"), "zero-length window at 4097");
+    let mut cap = hex(&"0500000000".repeat(128));
+    cap.push(0xff);
+    assert_eq!(err(&cap, 256), ("too_many_records".into(), -10, 128, 640));
+    cap.resize(4097, 0xff);
+    assert_eq!(err(&cap, 256), ("buffer_too_long".into(), -10, 0, 0));
+    assert_eq!(err(&hex("07 ffffffff 0100"), 256), ("truncated_record".into(), -9, 0, 0));
+}
