@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Miri over the crates that hold the project's pointer handling: core (no unsafe, but it makes
+# and offsets host pointers into guest memory) and the CUDA backend's parameter storage (the
+# only unsafe code). Uses the dated nightly that also builds the fuzz targets.
+set -euo pipefail
+NIGHTLY="${KARGS_NIGHTLY:-nightly-2026-05-20}"
+rustup toolchain install "$NIGHTLY" --profile minimal --component miri,rust-src
+cargo "+$NIGHTLY" miri setup
+for crate in kernel-args-core kernel-args-cuda; do
+    t0=$(date +%s)
+    cargo "+$NIGHTLY" miri test -p "$crate"
+    echo "miri: $crate in $(( $(date +%s) - t0 ))s"
+done
