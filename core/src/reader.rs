@@ -2,8 +2,9 @@
 //!
 //! [`RecordReader`] walks a buffer one record at a time, validating as it goes, in the spirit
 //! of wasmparser's `BinaryReader`: every record it yields is whole and its window is inside
-//! guest memory; the first error ends the walk. [`parse_argv`] collects the records into a
-//! fixed-capacity [`heapless::Vec`].
+//! guest memory; the first error ends the walk. [`parse_argv`] reads the same records with the
+//! same code (one private `read_record` applies rules 3 to 5 for both) in a tight loop that
+//! writes straight into a fixed-capacity [`heapless::Vec`].
 //!
 //! The rules, in order of precedence (the first that applies decides):
 //!
@@ -22,10 +23,7 @@ use crate::arg::{Arg, F32Bits, F64Bits, LoweredArg};
 use crate::error::{ArgvError, ErrorKind};
 use crate::limits::{MAX_KERNEL_ARGS, MAX_KERNEL_ARGS_BYTES};
 use crate::memory::GuestMemory;
-use crate::wire::{
-    ArgTag, F32Value, F64Value, I32Value, I64Value, PtrValue, Record as WireRecord, TAG_SIZE, U32Value,
-    U64Value,
-};
+use crate::wire::{ArgTag, F32Value, F64Value, I32Value, I64Value, PtrValue, U32Value, U64Value};
 
 /// One record as the reader yields it: the argument plus where it was found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -74,19 +72,15 @@ impl<'a, 'm> RecordReader<'a, 'm> {
     ///
     /// Fails with [`ErrorKind::BufferTooLong`] when `buf` exceeds [`MAX_KERNEL_ARGS_BYTES`]:
     /// rule 1 is decided before any byte is read.
+    #[inline]
     pub fn new(buf: &'a [u8], memory: &'a GuestMemory<'m>) -> Result<Self, ArgvError> {
-        if buf.len() > MAX_KERNEL_ARGS_BYTES {
-            return Err(ArgvError::new(
-                ErrorKind::BufferTooLong { len: buf.len(), max: MAX_KERNEL_ARGS_BYTES },
-                0,
-                0,
-            ));
-        }
+        check_buffer_len(buf)?;
         Ok(RecordReader { buf, memory, pos: 0, index: 0, max_records: MAX_KERNEL_ARGS, done: false })
     }
 
     /// Lowers the record cap to `max` (it never rises above [`MAX_KERNEL_ARGS`]).
     #[must_use]
+    #[inline]
     pub fn with_max_records(mut self, max: usize) -> Self {
         self.max_records = max.min(MAX_KERNEL_ARGS);
         self
@@ -116,18 +110,79 @@ impl<'a, 'm> RecordReader<'a, 'm> {
         self.done = true;
         Some(Err(ArgvError::new(kind, self.index, self.pos)))
     }
+}
 
-    /// Reads the value of the record that starts at `rec` (tag byte included); the caller has
-    /// already checked that `rec` holds at least the record's wire size.
-    #[inline]
-    fn value<V: FromBytes + Unaligned>(rec: &[u8]) -> Option<V> {
-        WireRecord::<V>::read_from_prefix(rec).ok().map(|(r, _)| r.value)
+/// Rule 1, decided before any byte is read.
+#[inline]
+fn check_buffer_len(buf: &[u8]) -> Result<(), ArgvError> {
+    if buf.len() > MAX_KERNEL_ARGS_BYTES {
+        return Err(ArgvError::new(
+            ErrorKind::BufferTooLong { len: buf.len(), max: MAX_KERNEL_ARGS_BYTES },
+            0,
+            0,
+        ));
     }
+    Ok(())
+}
+
+/// Reads the value of type `V` at the start of `value` (the bytes after a record's tag byte):
+/// the value and the bytes after the record, or rule 4's error. The layout's size is the one
+/// length check.
+#[inline(always)]
+fn read_value<V: FromBytes + Unaligned>(value: &[u8], tag: ArgTag) -> Result<(V, &[u8]), ErrorKind> {
+    match V::read_from_prefix(value) {
+        Ok(read) => Ok(read),
+        Err(_) => Err(ErrorKind::TruncatedRecord { tag, needed: tag.value_size(), present: value.len() }),
+    }
+}
+
+/// Reads the record whose tag byte is `tag_byte` and whose value bytes start `value`, applying
+/// rules 3 to 5 (the caller applies rules 1 and 2): the argument and the bytes after the
+/// record. The record's layout is [`wire::Record`](crate::wire::Record): a tag byte, then the
+/// value.
+///
+/// The one place records are decoded, shared by [`RecordReader`] and [`parse_argv`]; inlined
+/// into both so that the parser's loop has no call and no intermediate value per record.
+#[inline(always)]
+fn read_record<'b, 'm>(
+    tag_byte: u8,
+    value: &'b [u8],
+    memory: &GuestMemory<'m>,
+) -> Result<(LoweredArg<'m>, &'b [u8]), ErrorKind> {
+    // Rule 3.
+    let Some(tag) = ArgTag::from_byte(tag_byte) else {
+        return Err(ErrorKind::UnknownTag { tag: tag_byte });
+    };
+    // Rule 4 is each arm's `read_value`; rule 5 the pointer arm's window check.
+    Ok(match tag {
+        ArgTag::I32 => read_value::<I32Value>(value, tag).map(|(v, rest)| (Arg::I32(v.get()), rest))?,
+        ArgTag::I64 => read_value::<I64Value>(value, tag).map(|(v, rest)| (Arg::I64(v.get()), rest))?,
+        ArgTag::F32 => {
+            read_value::<F32Value>(value, tag).map(|(v, rest)| (Arg::F32(F32Bits(v.get())), rest))?
+        }
+        ArgTag::F64 => {
+            read_value::<F64Value>(value, tag).map(|(v, rest)| (Arg::F64(F64Bits(v.get())), rest))?
+        }
+        ArgTag::U32 => read_value::<U32Value>(value, tag).map(|(v, rest)| (Arg::U32(v.get()), rest))?,
+        ArgTag::U64 => read_value::<U64Value>(value, tag).map(|(v, rest)| (Arg::U64(v.get()), rest))?,
+        ArgTag::Ptr => {
+            let (p, rest) = read_value::<PtrValue>(value, tag)?;
+            let (guest_offset, len) = (p.guest_offset.get(), p.len.get());
+            match memory.window(guest_offset, len) {
+                Some(window) => (Arg::Ptr(window), rest),
+                None => {
+                    let memory_len = memory.len();
+                    return Err(ErrorKind::WindowOutOfBounds { guest_offset, len, memory_len });
+                }
+            }
+        }
+    })
 }
 
 impl<'m> Iterator for RecordReader<'_, 'm> {
     type Item = Result<Record<'m>, ArgvError>;
 
+    #[inline]
     fn next(&mut self) -> Option<Self::Item> {
         if self.done {
             return None;
@@ -137,7 +192,7 @@ impl<'m> Iterator for RecordReader<'_, 'm> {
             self.done = true;
             return None;
         };
-        let Some(&tag_byte) = rec.first() else {
+        let Some((&tag_byte, value)) = rec.split_first() else {
             self.done = true;
             return None;
         };
@@ -145,47 +200,17 @@ impl<'m> Iterator for RecordReader<'_, 'm> {
         if self.index >= self.max_records {
             return self.fail(ErrorKind::TooManyRecords { max: self.max_records });
         }
-        // Rule 3.
-        let Some(tag) = ArgTag::from_byte(tag_byte) else {
-            return self.fail(ErrorKind::UnknownTag { tag: tag_byte });
-        };
-        // Rule 4.
-        let present = rec.len().saturating_sub(TAG_SIZE);
-        if present < tag.value_size() {
-            return self.fail(ErrorKind::TruncatedRecord { tag, needed: tag.value_size(), present });
+        match read_record(tag_byte, value, self.memory) {
+            Ok((arg, rest)) => {
+                let record = Record { index: self.index, offset: self.pos, arg };
+                // Both stay bounded: `rest` is a suffix of `buf`, and
+                // `index < max_records <= MAX_KERNEL_ARGS`.
+                self.pos = self.buf.len().saturating_sub(rest.len());
+                self.index = self.index.saturating_add(1);
+                Some(Ok(record))
+            }
+            Err(kind) => self.fail(kind),
         }
-        let arg = match tag {
-            ArgTag::I32 => Self::value::<I32Value>(rec).map(|v| Arg::I32(v.get())),
-            ArgTag::I64 => Self::value::<I64Value>(rec).map(|v| Arg::I64(v.get())),
-            ArgTag::F32 => Self::value::<F32Value>(rec).map(|v| Arg::F32(F32Bits(v.get()))),
-            ArgTag::F64 => Self::value::<F64Value>(rec).map(|v| Arg::F64(F64Bits(v.get()))),
-            ArgTag::U32 => Self::value::<U32Value>(rec).map(|v| Arg::U32(v.get())),
-            ArgTag::U64 => Self::value::<U64Value>(rec).map(|v| Arg::U64(v.get())),
-            ArgTag::Ptr => match Self::value::<PtrValue>(rec) {
-                Some(p) => {
-                    let (guest_offset, len) = (p.guest_offset.get(), p.len.get());
-                    // Rule 5.
-                    match self.memory.window(guest_offset, len) {
-                        Some(w) => Some(Arg::Ptr(w)),
-                        None => {
-                            let memory_len = self.memory.len();
-                            return self.fail(ErrorKind::WindowOutOfBounds { guest_offset, len, memory_len });
-                        }
-                    }
-                }
-                None => None,
-            },
-        };
-        let Some(arg) = arg else {
-            // Unreachable: the length was checked above. Reported as truncation, never a panic.
-            return self.fail(ErrorKind::TruncatedRecord { tag, needed: tag.value_size(), present });
-        };
-        let record = Record { index: self.index, offset: self.pos, arg };
-        // Both stay bounded: `pos + wire_size <= buf.len() <= MAX_KERNEL_ARGS_BYTES` and
-        // `index < max_records <= MAX_KERNEL_ARGS`.
-        self.pos = self.pos.saturating_add(tag.wire_size());
-        self.index = self.index.saturating_add(1);
-        Some(Ok(record))
     }
 
     fn size_hint(&self) -> (usize, Option<usize>) {
@@ -250,21 +275,31 @@ pub fn parse_argv_into<'m, const N: usize>(
     result
 }
 
+/// The parser's loop: [`RecordReader`]'s rules and its `read_record`, without the iterator's
+/// bookkeeping, writing each argument straight into `out` (which the caller has cleared).
+#[inline]
 fn fill<'m, const N: usize>(
     buf: &[u8],
     memory: &GuestMemory<'m>,
     out: &mut ParsedArgv<'m, N>,
 ) -> Result<(), ArgvError> {
-    for record in RecordReader::new(buf, memory)?.with_max_records(N) {
-        let record = record?;
-        // Cannot fail: the reader stops at `N` records. Refused rather than dropped if it did.
-        out.push(record.arg).map_err(|_| {
-            ArgvError::new(
-                ErrorKind::TooManyRecords { max: N.min(MAX_KERNEL_ARGS) },
-                record.index,
-                record.offset,
-            )
-        })?;
+    check_buffer_len(buf)?;
+    let cap = N.min(MAX_KERNEL_ARGS);
+    let mut rest = buf;
+    while let Some((&tag_byte, value)) = rest.split_first() {
+        let index = out.len();
+        // Only used on an error path; `rest` is a suffix of `buf`.
+        let offset = buf.len().saturating_sub(rest.len());
+        // Rule 2.
+        if index >= cap {
+            return Err(ArgvError::new(ErrorKind::TooManyRecords { max: cap }, index, offset));
+        }
+        let (arg, next) =
+            read_record(tag_byte, value, memory).map_err(|kind| ArgvError::new(kind, index, offset))?;
+        // Cannot fail (`index < cap <= N`, which also lets the compiler drop the check).
+        // Refused rather than dropped if it did.
+        out.push(arg).map_err(|_| ArgvError::new(ErrorKind::TooManyRecords { max: cap }, index, offset))?;
+        rest = next;
     }
     Ok(())
 }
