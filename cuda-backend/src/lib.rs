@@ -10,8 +10,18 @@
 //! - the allocation-free `void**` storage: [`storage`] ([`build_kernel_param_storage`],
 //!   [`KernelParamStorage`], [`ParamTable`]);
 //! - the PTX `.entry` parameter-list parser and the size check: [`signature`];
-//! - the driver launch path (feature `cuda`): `launcher` (`CudaLauncher`, `KernelRegistry`),
-//!   over the run-time-loaded driver table in `driver`.
+//! - the kernel registry (kernel id → PTX and entry): [`registry`];
+//! - driver result codes and their ABI mapping: [`cu_error`];
+//! - the driver launch path (feature `cuda`): `launcher` (`CudaLauncher`), over the driver's
+//!   function table, loaded from `libcuda.so.1` at run time (`driver`).
+//!
+//! ## Features
+//!
+//! - `cuda`: the launch path, through cust 0.3.2's raw driver types. Building it needs
+//!   `CUDA_LIBRARY_PATH` for cust's build script; where CUDA is not installed,
+//!   `scripts/cuda-link-stub.sh` makes a stand-in (see its comments). The binary does not
+//!   link the driver: it loads `libcuda.so.1` when a launcher is made, so it starts anywhere
+//!   and reports `NotAvailable` where there is no driver or no device.
 //!
 //! ## Unsafe
 //!
@@ -25,8 +35,20 @@
 #![deny(missing_docs)]
 #![deny(clippy::undocumented_unsafe_blocks, clippy::multiple_unsafe_ops_per_block)]
 
+pub mod cu_error;
+#[cfg(feature = "cuda")]
+mod driver;
+#[cfg(feature = "cuda")]
+pub mod launcher;
+pub mod registry;
 pub mod signature;
 pub mod storage;
+
+#[cfg(feature = "cuda")]
+pub use driver::DRIVER_LIBRARY;
+#[cfg(feature = "cuda")]
+pub use launcher::{CudaLauncher, CudaOptions, DeviceInfo, PointerModeChoice};
+pub use registry::{KernelEntry, KernelRegistry};
 
 pub use signature::{
     KernelSignature, PtxParam, PtxParseError, PtxType, check_param_sizes, find_entry, parse_ptx_entries,

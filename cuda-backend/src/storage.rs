@@ -12,10 +12,16 @@
 //! pageable host memory ([`PointerPlacement::Direct`]), or the address of the device buffer the
 //! window was staged into ([`PointerPlacement::Staged`]).
 //!
-//! The storage holds no pointers into itself, so it can be moved freely. The pointer array is
+//! The storage holds no pointer into itself, so it can be moved freely. The `void**` array is
 //! made only where it is used, by [`KernelParamStorage::params`], which borrows the storage
 //! mutably for as long as the returned [`ParamTable`] lives: while a table exists the storage
-//! can be neither moved nor changed, so no pointer in the table can dangle.
+//! can be neither moved nor changed, so no pointer in the table can dangle. The table writes
+//! only the entries in use (the rest of its array stays uninitialised, never read), so making
+//! it costs one pointer per parameter.
+//!
+//! A host that launches often keeps one storage and rebuilds it in place
+//! ([`KernelParamStorage::build`]): then a launch writes only the slots in use, and nothing of
+//! the capacity's size is zeroed or copied (see `docs/performance.md`).
 //!
 //! ```
 //! use kernel_args_core::{ArgvBuilder, GuestMemory, ParsedArgv, parse_argv};
@@ -42,6 +48,7 @@
 use core::ffi::c_void;
 use core::fmt;
 use core::marker::PhantomData;
+use core::mem::MaybeUninit;
 
 use kernel_args::{AbiError, HostError};
 use kernel_args_core::{Arg, LoweredArg, MAX_KERNEL_ARGS};
@@ -59,6 +66,12 @@ pub const SLOT_SIZE: usize = 8;
 pub struct ParamSlot([u8; SLOT_SIZE]);
 
 impl ParamSlot {
+    /// A slot holding a 4-byte value, zero-padded.
+    #[inline]
+    fn four([a, b, c, d]: [u8; 4]) -> ParamSlot {
+        ParamSlot([a, b, c, d, 0, 0, 0, 0])
+    }
+
     /// The slot's bytes (the value first, then zero padding).
     pub fn bytes(&self) -> &[u8; SLOT_SIZE] {
         &self.0
@@ -146,14 +159,23 @@ pub fn arg_size<W>(arg: &Arg<W>) -> usize {
 
 /// The values of a launch's parameters, one [`ParamSlot`] each, with capacity `N`.
 ///
-/// Build it with [`build_kernel_param_storage`]; hand [`params`](KernelParamStorage::params)'s
-/// table to `cuLaunchKernel`. The storage owns no heap memory and holds no pointer into itself.
+/// Build it with [`build_kernel_param_storage`], or make one with [`new`](Self::new) and
+/// rebuild it in place for every launch with [`build`](Self::build) (nothing of size `N` is
+/// then zeroed or copied per launch: only the slots in use are written); hand
+/// [`params`](KernelParamStorage::params)'s table to `cuLaunchKernel`. The storage owns no heap
+/// memory and holds no pointer (so it is `Send` and `Sync` without any `unsafe impl`).
 #[derive(Debug, Clone)]
 pub struct KernelParamStorage<const N: usize = MAX_KERNEL_ARGS> {
     slots: [ParamSlot; N],
     /// The value size of each slot in use (4 or 8).
     sizes: [u8; N],
     len: usize,
+}
+
+impl<const N: usize> Default for KernelParamStorage<N> {
+    fn default() -> Self {
+        Self::new()
+    }
 }
 
 impl<const N: usize> KernelParamStorage<N> {
@@ -189,32 +211,73 @@ impl<const N: usize> KernelParamStorage<N> {
 
     /// The `void**` table for `cuLaunchKernel`, made here, from a mutable borrow: while the
     /// table lives the storage cannot move or change, so every pointer in it stays valid.
+    /// Writes one pointer per parameter in use; the rest of the table is left uninitialised.
+    #[inline]
     pub fn params(&mut self) -> ParamTable<'_, N> {
         let base = self.slots.as_mut_ptr();
-        let mut ptrs = [core::ptr::null_mut::<c_void>(); N];
-        for (i, p) in ptrs.iter_mut().enumerate().take(self.len) {
+        let len = self.len;
+        let mut ptrs = [const { MaybeUninit::<*mut c_void>::uninit() }; N];
+        for (i, p) in ptrs.iter_mut().enumerate().take(len) {
             // `i < len <= N`: in bounds of `slots`, so the pointer is in bounds and keeps the
             // provenance of the whole array (derived once from `as_mut_ptr`).
-            *p = base.wrapping_add(i).cast::<c_void>();
+            p.write(base.wrapping_add(i).cast::<c_void>());
         }
-        ParamTable { ptrs, len: self.len, _storage: PhantomData }
+        ParamTable { ptrs, len, _storage: PhantomData }
     }
 
-    /// Appends `bytes` (at most [`SLOT_SIZE`]) as the next parameter.
-    fn push(&mut self, bytes: &[u8]) -> Result<(), StorageError> {
-        let full = StorageError::TooManyArgs { capacity: N, got: self.len.saturating_add(1) };
-        let slot = self.slots.get_mut(self.len).ok_or(full)?;
-        let size = self.sizes.get_mut(self.len).ok_or(full)?;
-        let dst = slot.0.get_mut(..bytes.len()).ok_or(full)?;
-        dst.copy_from_slice(bytes);
-        *size = u8::try_from(bytes.len()).map_err(|_| full)?;
-        self.len = self.len.saturating_add(1);
+    /// An empty storage, to be filled with [`build`](Self::build). This is the one place its
+    /// `N`-sized arrays are zeroed.
+    pub const fn new() -> Self {
+        KernelParamStorage { slots: [ParamSlot([0; SLOT_SIZE]); N], sizes: [0; N], len: 0 }
+    }
+
+    /// Rebuilds the storage in place for `args` (see [`build_kernel_param_storage`] for how
+    /// each argument is stored and for the errors). Only the slots in use are written. On
+    /// error the storage is left empty, so no parameter of an earlier launch survives.
+    #[inline]
+    pub fn build(
+        &mut self,
+        args: &[LoweredArg<'_>],
+        placement: PointerPlacement<'_>,
+    ) -> Result<(), StorageError> {
+        self.len = 0;
+        if args.len() > N {
+            return Err(StorageError::TooManyArgs { capacity: N, got: args.len() });
+        }
+        let mut staged = match placement {
+            PointerPlacement::Direct => None,
+            PointerPlacement::Staged(addresses) => Some(addresses.iter()),
+        };
+        // One pass over the arguments and the slots together: `args.len() <= N`, so the zip
+        // visits every argument, and no slot index is checked (or can fail) per argument.
+        let slots = self.slots.iter_mut().zip(self.sizes.iter_mut());
+        for (index, (arg, (slot, size))) in args.iter().zip(slots).enumerate() {
+            let (value, width) = match arg {
+                Arg::I32(v) => (ParamSlot::four(v.to_ne_bytes()), 4),
+                Arg::I64(v) => (ParamSlot(v.to_ne_bytes()), 8),
+                Arg::F32(v) => (ParamSlot::four(v.0.to_ne_bytes()), 4),
+                Arg::F64(v) => (ParamSlot(v.0.to_ne_bytes()), 8),
+                Arg::U32(v) => (ParamSlot::four(v.to_ne_bytes()), 4),
+                Arg::U64(v) => (ParamSlot(v.to_ne_bytes()), 8),
+                Arg::Ptr(window) => {
+                    let address = match staged.as_mut() {
+                        None => {
+                            let host = window.host_ptr_mut().ok_or(StorageError::NotWritable { index })?;
+                            // A `usize` address always fits `u64` on the hosts CUDA supports.
+                            host.addr() as u64
+                        }
+                        Some(addresses) => {
+                            *addresses.next().ok_or(StorageError::MissingDeviceAddress { index })?
+                        }
+                    };
+                    (ParamSlot(address.to_ne_bytes()), 8)
+                }
+            };
+            *slot = value;
+            *size = width;
+        }
+        self.len = args.len();
         Ok(())
-    }
-
-    /// An empty storage.
-    fn empty() -> Self {
-        KernelParamStorage { slots: [ParamSlot::default(); N], sizes: [0; N], len: 0 }
     }
 }
 
@@ -223,11 +286,20 @@ impl<const N: usize> KernelParamStorage<N> {
 /// Pointer `i` addresses the value of parameter `i`. Take [`as_mut_ptr`](ParamTable::as_mut_ptr)
 /// right at the launch call: it points into this table, so it must not outlive it or survive
 /// a move of it.
-#[derive(Debug)]
+///
+/// INVARIANT: `len <= N`, and `ptrs[..len]` are initialised (by
+/// [`KernelParamStorage::params`], the only constructor).
 pub struct ParamTable<'s, const N: usize = MAX_KERNEL_ARGS> {
-    ptrs: [*mut c_void; N],
+    ptrs: [MaybeUninit<*mut c_void>; N],
     len: usize,
+    /// The pointers address the storage's slots, borrowed mutably with it.
     _storage: PhantomData<&'s mut [ParamSlot; N]>,
+}
+
+impl<const N: usize> fmt::Debug for ParamTable<'_, N> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ParamTable").field("pointers", &self.pointers()).finish()
+    }
 }
 
 impl<const N: usize> ParamTable<'_, N> {
@@ -241,16 +313,21 @@ impl<const N: usize> ParamTable<'_, N> {
         self.len == 0
     }
 
-    /// The `void**` for `cuLaunchKernel`'s `kernelParams`: `len()` pointers, each to an
-    /// 8-aligned slot holding the parameter's value. Valid while `self` is neither moved nor
-    /// dropped.
+    /// The `void**` for `cuLaunchKernel`'s `kernelParams`: `len()` initialised pointers, each
+    /// to an 8-aligned slot holding the parameter's value (the driver reads exactly as many as
+    /// the kernel has parameters, which the signature check makes `len()`). Valid while `self`
+    /// is neither moved nor dropped.
     pub fn as_mut_ptr(&mut self) -> *mut *mut c_void {
-        self.ptrs.as_mut_ptr()
+        // `MaybeUninit<T>` has `T`'s layout, so the array is an array of `*mut c_void`.
+        self.ptrs.as_mut_ptr().cast::<*mut c_void>()
     }
 
     /// The parameter pointers, for inspection.
     pub fn pointers(&self) -> &[*mut c_void] {
-        self.ptrs.get(..self.len).unwrap_or(&[])
+        let init = self.ptrs.get(..self.len).unwrap_or(&[]);
+        // SAFETY: by the type's invariant the first `len` entries are initialised, and
+        // `MaybeUninit<T>` has the layout of `T`, so they can be read as `[*mut c_void]`.
+        unsafe { &*(core::ptr::from_ref(init) as *const [*mut c_void]) }
     }
 }
 
@@ -267,41 +344,13 @@ impl<const N: usize> ParamTable<'_, N> {
 /// [`StorageError::TooManyArgs`] past the capacity `N`; [`StorageError::NotWritable`] for a
 /// direct pointer without a writable host pointer; [`StorageError::MissingDeviceAddress`] when
 /// a staged list is too short.
+#[inline]
 pub fn build_kernel_param_storage<const N: usize>(
     args: &[LoweredArg<'_>],
     placement: PointerPlacement<'_>,
 ) -> Result<KernelParamStorage<N>, StorageError> {
-    if args.len() > N {
-        return Err(StorageError::TooManyArgs { capacity: N, got: args.len() });
-    }
-    let mut storage = KernelParamStorage::<N>::empty();
-    let mut staged = match placement {
-        PointerPlacement::Direct => None,
-        PointerPlacement::Staged(addresses) => Some(addresses.iter()),
-    };
-    for (index, arg) in args.iter().enumerate() {
-        match arg {
-            Arg::I32(v) => storage.push(&v.to_ne_bytes())?,
-            Arg::I64(v) => storage.push(&v.to_ne_bytes())?,
-            Arg::F32(v) => storage.push(&v.0.to_ne_bytes())?,
-            Arg::F64(v) => storage.push(&v.0.to_ne_bytes())?,
-            Arg::U32(v) => storage.push(&v.to_ne_bytes())?,
-            Arg::U64(v) => storage.push(&v.to_ne_bytes())?,
-            Arg::Ptr(window) => {
-                let address = match staged.as_mut() {
-                    None => {
-                        let host = window.host_ptr_mut().ok_or(StorageError::NotWritable { index })?;
-                        // A `usize` address always fits `u64` on the hosts CUDA supports.
-                        host.addr() as u64
-                    }
-                    Some(addresses) => {
-                        *addresses.next().ok_or(StorageError::MissingDeviceAddress { index })?
-                    }
-                };
-                storage.push(&address.to_ne_bytes())?;
-            }
-        }
-    }
+    let mut storage = KernelParamStorage::<N>::new();
+    storage.build(args, placement)?;
     Ok(storage)
 }
 
@@ -427,6 +476,34 @@ mod tests {
         assert_eq!(storage.value_bytes(1), Some(&1.5f64.to_ne_bytes()[..]));
         assert_eq!(storage.value_bytes(2), None);
         assert_eq!(storage.slots[0].bytes()[4..], [0, 0, 0, 0], "padding is zero");
+    }
+
+    #[test]
+    fn in_place_builds_replace_and_fail_empty() {
+        let mut memory = vec![0u8; 16];
+        let guest = GuestMemory::exclusive(&mut memory);
+        let mut buf = [0u8; 64];
+        let argv: [LoweredArgSnapshot; 3] =
+            [Arg::I64(-1), Arg::U32(7), Arg::Ptr(GuestRange { guest_offset: 0, len: 8 })];
+        let n = encode_argv(&argv, &mut buf).unwrap();
+        let args: ParsedArgv = parse_argv(&buf[..n], &guest).unwrap();
+        let mut storage = KernelParamStorage::<4>::default();
+        storage.build(&args, PointerPlacement::Staged(&[0xabc])).unwrap();
+        assert_eq!(storage.arg_sizes(), &[8, 4, 8]);
+        assert_eq!(storage.value_bytes(2), Some(&0xabcu64.to_ne_bytes()[..]));
+        storage.build(&args[1..2], PointerPlacement::Direct).unwrap();
+        assert_eq!((storage.len(), storage.value_bytes(0)), (1, Some(&7u32.to_ne_bytes()[..])));
+        assert_eq!(storage.params().pointers().len(), 1);
+        let err = storage.build(&args, PointerPlacement::Staged(&[])).unwrap_err();
+        assert_eq!(err, StorageError::MissingDeviceAddress { index: 2 });
+        assert!(storage.is_empty(), "a failed build leaves no part of the arguments");
+        assert!(storage.params().is_empty());
+    }
+
+    #[test]
+    fn storage_is_send_and_sync_without_unsafe_impls() {
+        fn send_sync<T: Send + Sync>() {}
+        send_sync::<KernelParamStorage>();
     }
 
     #[test]

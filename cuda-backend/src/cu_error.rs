@@ -1,0 +1,205 @@
+//! CUDA driver result codes, kept as integers, and their mapping to the ABI's error codes.
+//!
+//! The driver returns `CUresult`, a C enum. This crate never turns it into a Rust enum: cust
+//! 0.3.2's raw bindings declare `CUresult` as a `#[repr(i32)]` Rust enum generated from the
+//! CUDA 11.4 headers, so a code that a newer driver returns and 11.4 did not know (46
+//! `CUDA_ERROR_DEVICE_UNAVAILABLE`, 225 `CUDA_ERROR_UNSUPPORTED_DEVSIDE_SYNC`, 912
+//! `CUDA_ERROR_INVALID_CLUSTER_SIZE`, ...) would be an invalid enum value the moment a function
+//! declared to return it came back: undefined behaviour, before any `match` could catch it.
+//! The launcher therefore declares every driver function it calls with an `i32` return type
+//! (see `driver`), and this module names and maps the codes.
+//!
+//! The names are this crate's own table (from `cuda.h` of CUDA 12.x). Nothing here calls the
+//! driver: cust's `Display` for its error calls `cuGetErrorString`, which is exactly what must
+//! not run when the driver is missing or a stub.
+
+use kernel_args::{AbiError, HostError};
+
+/// `CUDA_SUCCESS`.
+pub const CUDA_SUCCESS: i32 = 0;
+/// `CUDA_ERROR_INVALID_VALUE`: also what `cuFuncGetParamInfo` returns past the last parameter.
+pub const CUDA_ERROR_INVALID_VALUE: i32 = 1;
+/// `CUDA_ERROR_NO_DEVICE`: the driver is there but sees no device.
+pub const CUDA_ERROR_NO_DEVICE: i32 = 100;
+/// `CUDA_ERROR_NOT_FOUND`: e.g. `cuModuleGetFunction` for an entry the module lacks.
+pub const CUDA_ERROR_NOT_FOUND: i32 = 500;
+
+/// The `cuda.h` name of a driver result code, or `None` for a code this table does not know
+/// (a newer driver's).
+pub fn cu_error_name(code: i32) -> Option<&'static str> {
+    Some(match code {
+        0 => "CUDA_SUCCESS",
+        1 => "CUDA_ERROR_INVALID_VALUE",
+        2 => "CUDA_ERROR_OUT_OF_MEMORY",
+        3 => "CUDA_ERROR_NOT_INITIALIZED",
+        4 => "CUDA_ERROR_DEINITIALIZED",
+        5 => "CUDA_ERROR_PROFILER_DISABLED",
+        6 => "CUDA_ERROR_PROFILER_NOT_INITIALIZED",
+        7 => "CUDA_ERROR_PROFILER_ALREADY_STARTED",
+        8 => "CUDA_ERROR_PROFILER_ALREADY_STOPPED",
+        34 => "CUDA_ERROR_STUB_LIBRARY",
+        46 => "CUDA_ERROR_DEVICE_UNAVAILABLE",
+        100 => "CUDA_ERROR_NO_DEVICE",
+        101 => "CUDA_ERROR_INVALID_DEVICE",
+        102 => "CUDA_ERROR_DEVICE_NOT_LICENSED",
+        200 => "CUDA_ERROR_INVALID_IMAGE",
+        201 => "CUDA_ERROR_INVALID_CONTEXT",
+        202 => "CUDA_ERROR_CONTEXT_ALREADY_CURRENT",
+        205 => "CUDA_ERROR_MAP_FAILED",
+        206 => "CUDA_ERROR_UNMAP_FAILED",
+        207 => "CUDA_ERROR_ARRAY_IS_MAPPED",
+        208 => "CUDA_ERROR_ALREADY_MAPPED",
+        209 => "CUDA_ERROR_NO_BINARY_FOR_GPU",
+        210 => "CUDA_ERROR_ALREADY_ACQUIRED",
+        211 => "CUDA_ERROR_NOT_MAPPED",
+        212 => "CUDA_ERROR_NOT_MAPPED_AS_ARRAY",
+        213 => "CUDA_ERROR_NOT_MAPPED_AS_POINTER",
+        214 => "CUDA_ERROR_ECC_UNCORRECTABLE",
+        215 => "CUDA_ERROR_UNSUPPORTED_LIMIT",
+        216 => "CUDA_ERROR_CONTEXT_ALREADY_IN_USE",
+        217 => "CUDA_ERROR_PEER_ACCESS_UNSUPPORTED",
+        218 => "CUDA_ERROR_INVALID_PTX",
+        219 => "CUDA_ERROR_INVALID_GRAPHICS_CONTEXT",
+        220 => "CUDA_ERROR_NVLINK_UNCORRECTABLE",
+        221 => "CUDA_ERROR_JIT_COMPILER_NOT_FOUND",
+        222 => "CUDA_ERROR_UNSUPPORTED_PTX_VERSION",
+        223 => "CUDA_ERROR_JIT_COMPILATION_DISABLED",
+        224 => "CUDA_ERROR_UNSUPPORTED_EXEC_AFFINITY",
+        225 => "CUDA_ERROR_UNSUPPORTED_DEVSIDE_SYNC",
+        300 => "CUDA_ERROR_INVALID_SOURCE",
+        301 => "CUDA_ERROR_FILE_NOT_FOUND",
+        302 => "CUDA_ERROR_SHARED_OBJECT_SYMBOL_NOT_FOUND",
+        303 => "CUDA_ERROR_SHARED_OBJECT_INIT_FAILED",
+        304 => "CUDA_ERROR_OPERATING_SYSTEM",
+        400 => "CUDA_ERROR_INVALID_HANDLE",
+        401 => "CUDA_ERROR_ILLEGAL_STATE",
+        402 => "CUDA_ERROR_LOSSY_QUERY",
+        500 => "CUDA_ERROR_NOT_FOUND",
+        600 => "CUDA_ERROR_NOT_READY",
+        700 => "CUDA_ERROR_ILLEGAL_ADDRESS",
+        701 => "CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES",
+        702 => "CUDA_ERROR_LAUNCH_TIMEOUT",
+        703 => "CUDA_ERROR_LAUNCH_INCOMPATIBLE_TEXTURING",
+        704 => "CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED",
+        705 => "CUDA_ERROR_PEER_ACCESS_NOT_ENABLED",
+        708 => "CUDA_ERROR_PRIMARY_CONTEXT_ACTIVE",
+        709 => "CUDA_ERROR_CONTEXT_IS_DESTROYED",
+        710 => "CUDA_ERROR_ASSERT",
+        711 => "CUDA_ERROR_TOO_MANY_PEERS",
+        712 => "CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED",
+        713 => "CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED",
+        714 => "CUDA_ERROR_HARDWARE_STACK_ERROR",
+        715 => "CUDA_ERROR_ILLEGAL_INSTRUCTION",
+        716 => "CUDA_ERROR_MISALIGNED_ADDRESS",
+        717 => "CUDA_ERROR_INVALID_ADDRESS_SPACE",
+        718 => "CUDA_ERROR_INVALID_PC",
+        719 => "CUDA_ERROR_LAUNCH_FAILED",
+        720 => "CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE",
+        800 => "CUDA_ERROR_NOT_PERMITTED",
+        801 => "CUDA_ERROR_NOT_SUPPORTED",
+        802 => "CUDA_ERROR_SYSTEM_NOT_READY",
+        803 => "CUDA_ERROR_SYSTEM_DRIVER_MISMATCH",
+        804 => "CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE",
+        805 => "CUDA_ERROR_MPS_CONNECTION_FAILED",
+        806 => "CUDA_ERROR_MPS_RPC_FAILURE",
+        807 => "CUDA_ERROR_MPS_SERVER_NOT_READY",
+        808 => "CUDA_ERROR_MPS_MAX_CLIENTS_REACHED",
+        809 => "CUDA_ERROR_MPS_MAX_CONNECTIONS_REACHED",
+        810 => "CUDA_ERROR_MPS_CLIENT_TERMINATED",
+        811 => "CUDA_ERROR_CDP_NOT_SUPPORTED",
+        812 => "CUDA_ERROR_CDP_VERSION_MISMATCH",
+        900 => "CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED",
+        901 => "CUDA_ERROR_STREAM_CAPTURE_INVALIDATED",
+        902 => "CUDA_ERROR_STREAM_CAPTURE_MERGE",
+        903 => "CUDA_ERROR_STREAM_CAPTURE_UNMATCHED",
+        904 => "CUDA_ERROR_STREAM_CAPTURE_UNJOINED",
+        905 => "CUDA_ERROR_STREAM_CAPTURE_ISOLATION",
+        906 => "CUDA_ERROR_STREAM_CAPTURE_IMPLICIT",
+        907 => "CUDA_ERROR_CAPTURED_EVENT",
+        908 => "CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD",
+        909 => "CUDA_ERROR_TIMEOUT",
+        910 => "CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE",
+        911 => "CUDA_ERROR_EXTERNAL_DEVICE",
+        912 => "CUDA_ERROR_INVALID_CLUSTER_SIZE",
+        913 => "CUDA_ERROR_FUNCTION_NOT_LOADED",
+        914 => "CUDA_ERROR_INVALID_RESOURCE_TYPE",
+        915 => "CUDA_ERROR_INVALID_RESOURCE_CONFIGURATION",
+        999 => "CUDA_ERROR_UNKNOWN",
+        _ => return None,
+    })
+}
+
+/// What the host was doing when a driver call failed; decides the ABI code.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Phase {
+    /// Loading the driver, finding the device, making the context and stream: every failure
+    /// means CUDA is not available here.
+    Setup,
+    /// Loading a module from PTX.
+    ModuleLoad,
+    /// Looking up the kernel's entry in its module.
+    GetFunction,
+    /// Staging, launching, synchronising.
+    Launch,
+}
+
+/// The ABI code for driver result `code` returned in `phase`.
+pub fn abi_code(phase: Phase, code: i32) -> AbiError {
+    match phase {
+        Phase::Setup => AbiError::NotAvailable,
+        Phase::ModuleLoad => match code {
+            // The image or PTX itself, or the JIT that compiles it.
+            200 | 209 | 218 | 221 | 222 | 223 | 300 | 302 | 303 => AbiError::MalformedPtx,
+            _ => AbiError::LaunchFailed,
+        },
+        Phase::GetFunction => match code {
+            CUDA_ERROR_NOT_FOUND | CUDA_ERROR_INVALID_VALUE => AbiError::InvalidKernel,
+            _ => AbiError::LaunchFailed,
+        },
+        Phase::Launch => AbiError::LaunchFailed,
+    }
+}
+
+/// The host error for driver result `code` of `call` in `phase`: the mapped ABI code and a
+/// message naming the call and the code (by this crate's table, never by asking the driver).
+pub fn driver_error(call: &str, code: i32, phase: Phase) -> HostError {
+    let message = match cu_error_name(code) {
+        Some(name) => format!("{call} failed: {name} ({code})"),
+        None => format!("{call} failed: CUDA error {code} (not in this host's table: a newer driver)"),
+    };
+    HostError::msg(abi_code(phase, code), message)
+}
+
+/// `Ok(())` for `CUDA_SUCCESS`, else [`driver_error`].
+pub fn check(call: &str, code: i32, phase: Phase) -> Result<(), HostError> {
+    if code == CUDA_SUCCESS { Ok(()) } else { Err(driver_error(call, code, phase)) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn codes_map_by_phase() {
+        assert_eq!(abi_code(Phase::Setup, CUDA_ERROR_NO_DEVICE), AbiError::NotAvailable);
+        assert_eq!(abi_code(Phase::Setup, 34), AbiError::NotAvailable);
+        assert_eq!(abi_code(Phase::ModuleLoad, 218), AbiError::MalformedPtx);
+        assert_eq!(abi_code(Phase::ModuleLoad, 222), AbiError::MalformedPtx);
+        assert_eq!(abi_code(Phase::ModuleLoad, 2), AbiError::LaunchFailed);
+        assert_eq!(abi_code(Phase::GetFunction, CUDA_ERROR_NOT_FOUND), AbiError::InvalidKernel);
+        assert_eq!(abi_code(Phase::Launch, 700), AbiError::LaunchFailed);
+        assert_eq!(check("cuInit", CUDA_SUCCESS, Phase::Setup), Ok(()));
+    }
+
+    #[test]
+    fn messages_name_the_call_and_the_code_without_the_driver() {
+        let e = driver_error("cuInit", 100, Phase::Setup);
+        assert_eq!(e.to_string(), "NotAvailable -1: cuInit failed: CUDA_ERROR_NO_DEVICE (100)");
+        // A code newer than any table: still an integer, still mapped, still printable.
+        let e = driver_error("cuLaunchKernel", 4242, Phase::Launch);
+        assert_eq!(e.code(), AbiError::LaunchFailed);
+        assert!(e.to_string().contains("CUDA error 4242"), "{e}");
+        assert_eq!(cu_error_name(i32::MIN), None);
+        assert_eq!(cu_error_name(912), Some("CUDA_ERROR_INVALID_CLUSTER_SIZE"));
+    }
+}

@@ -1,0 +1,280 @@
+//! The CUDA launch path against the real driver (feature `cuda`).
+//!
+//! Where the driver sees no device, the tests that need one print `SKIPPED <test>: <reason>`
+//! to stderr (past the harness's capture, so a skip is never silent) and return; the no-device
+//! tests assert `NotAvailable` there. On a GPU machine it is the other way round. Run on a GPU
+//! machine through `scripts/gpu-check.sh` (see docs/gpu-validation.md).
+
+use std::io::Write as _;
+use std::path::PathBuf;
+
+use kernel_args::{
+    AbiError, Detail, HostError, LaunchOutcome, LaunchRequest, LaunchShape, Launcher, PointerMode,
+};
+use kernel_args_core::{ArgvBuilder, GuestMemory, ParsedArgv, parse_argv};
+use kernel_args_cuda::{CudaLauncher, CudaOptions, KernelRegistry, PointerModeChoice};
+
+const VECTOR_ADD: i64 = 1;
+const VECTOR_ADD_MANGLED: i64 = 2;
+const EVERY_SCALAR: i64 = 3;
+const AFFINE: i64 = 4;
+
+fn registry() -> KernelRegistry {
+    let mut r = KernelRegistry::new();
+    let vector_add = include_str!("../kernels/vector_add.ptx");
+    r.register(VECTOR_ADD, vector_add, "vector_add").unwrap();
+    r.register(VECTOR_ADD_MANGLED, vector_add, "_Z18vector_add_mangledPKfS0_Pfj").unwrap();
+    r.register(EVERY_SCALAR, include_str!("../kernels/scalars.ptx"), "every_scalar").unwrap();
+    r.register(AFFINE, include_str!("../kernels/struct_param.ptx"), "affine").unwrap();
+    r
+}
+
+/// Writes one line to stderr directly: the harness captures `print!`/`eprint!`, not this, so
+/// the line shows in every run (one `write_all`, so parallel tests do not interleave it).
+fn say(line: String) {
+    let _ = std::io::stderr().write_all(format!("{line}\n").as_bytes());
+}
+
+fn report_skip(test: &str, reason: &dyn std::fmt::Display) {
+    say(format!("SKIPPED {test}: {reason}"));
+}
+
+/// A launcher in `mode`, or `None` (with the reason printed) where there is no device or the
+/// device cannot run in that mode.
+fn launcher(test: &str, mode: PointerModeChoice) -> Option<CudaLauncher> {
+    match CudaLauncher::new(registry(), CudaOptions { pointer_mode: mode, ..CudaOptions::default() }) {
+        Ok(l) => {
+            let d = l.device();
+            say(format!(
+                "{test}: device {} {} (sm_{}{}), driver {}, pageable memory access {}, cuFuncGetParamInfo {}, mode {:?}",
+                d.ordinal,
+                d.name,
+                d.compute_capability.0,
+                d.compute_capability.1,
+                d.driver_version,
+                d.pageable_memory_access,
+                d.param_info,
+                l.pointer_mode()
+            ));
+            Some(l)
+        }
+        Err(e) if e.code() == AbiError::NotAvailable => {
+            report_skip(test, &e);
+            None
+        }
+        Err(e) => panic!("{test}: launcher setup failed with {e}, not NotAvailable"),
+    }
+}
+
+fn shape(n: u32) -> LaunchShape {
+    LaunchShape { grid: [n.div_ceil(256).max(1), 1, 1], block: [256, 1, 1], shared_mem_bytes: 0 }
+}
+
+fn f32_at(memory: &[u8], offset: usize, i: usize) -> f32 {
+    let at = offset + 4 * i;
+    f32::from_le_bytes(memory[at..at + 4].try_into().unwrap())
+}
+
+/// Guest memory with `a` at 0, `b` after it and `out` after that (each `n` floats); `a` and
+/// `b` filled with values whose sums are exact in f32, `out` with a sentinel.
+fn vector_memory(n: usize) -> Vec<u8> {
+    let mut memory = vec![0u8; 3 * 4 * n];
+    for i in 0..n {
+        let a = i as f32 * 0.5 - 1000.0;
+        let b = (i % 977) as f32 * 0.25;
+        memory[4 * i..4 * i + 4].copy_from_slice(&a.to_le_bytes());
+        memory[4 * (n + i)..4 * (n + i) + 4].copy_from_slice(&b.to_le_bytes());
+        memory[4 * (2 * n + i)..4 * (2 * n + i) + 4].copy_from_slice(&f32::NAN.to_le_bytes());
+    }
+    memory
+}
+
+/// Launches `kernel` with argv `(a, b, out, n)` where the windows are given as guest offsets.
+fn launch_vector_add(
+    launcher: &mut CudaLauncher,
+    kernel: i64,
+    memory: &mut [u8],
+    windows: [u32; 3],
+    n: u32,
+) -> Result<LaunchOutcome, HostError> {
+    let mut buf = [0u8; 64];
+    let mut argv = ArgvBuilder::new(&mut buf);
+    argv.ptr(windows[0], 4 * n)
+        .unwrap()
+        .ptr(windows[1], 4 * n)
+        .unwrap()
+        .ptr(windows[2], 4 * n)
+        .unwrap()
+        .u32(n)
+        .unwrap();
+    let argv = argv.finish();
+    let guest = GuestMemory::exclusive(memory);
+    let args: ParsedArgv = parse_argv(argv, &guest).unwrap();
+    launcher.launch(&LaunchRequest { kernel_id: kernel, shape: shape(n), args: &args })
+}
+
+fn vector_add_in(test: &str, mode: PointerMode) {
+    let Some(mut launcher) = launcher(test, PointerModeChoice::Force(mode)) else { return };
+    // Not a multiple of the block size, so the bounds check in the kernel matters.
+    let n = (1usize << 20) + 3;
+    for kernel in [VECTOR_ADD, VECTOR_ADD_MANGLED] {
+        let mut memory = vector_memory(n);
+        let reference: Vec<f32> = (0..n).map(|i| f32_at(&memory, 0, i) + f32_at(&memory, 4 * n, i)).collect();
+        let windows = [0, (4 * n) as u32, (8 * n) as u32];
+        let outcome = launch_vector_add(&mut launcher, kernel, &mut memory, windows, n as u32).unwrap();
+        assert_eq!(outcome.pointer_mode, mode);
+        assert_ne!(outcome.signature, kernel_args::SignatureCheck::Skipped);
+        for (i, want) in reference.iter().enumerate() {
+            let got = f32_at(&memory, 8 * n, i);
+            assert_eq!(
+                got.to_bits(),
+                want.to_bits(),
+                "{test}: kernel {kernel}, element {i}: {got} != {want}"
+            );
+        }
+    }
+    say(format!("{test}: {n} elements checked against the CPU, twice"));
+}
+
+#[test]
+fn vector_add_staged() {
+    vector_add_in("vector_add_staged", PointerMode::Staged);
+}
+
+#[test]
+fn vector_add_direct() {
+    vector_add_in("vector_add_direct", PointerMode::Direct);
+}
+
+#[test]
+fn aliasing_windows_are_staged_as_one_buffer() {
+    let test = "aliasing_windows_are_staged_as_one_buffer";
+    let Some(mut launcher) = launcher(test, PointerModeChoice::Force(PointerMode::Staged)) else { return };
+    // out = a (in place): a[i] += b[i]; the two windows must be one device buffer.
+    let n = 4099usize;
+    let mut memory = vector_memory(n);
+    let reference: Vec<f32> = (0..n).map(|i| f32_at(&memory, 0, i) + f32_at(&memory, 4 * n, i)).collect();
+    launch_vector_add(&mut launcher, VECTOR_ADD, &mut memory, [0, (4 * n) as u32, 0], n as u32).unwrap();
+    for (i, want) in reference.iter().enumerate() {
+        assert_eq!(f32_at(&memory, 0, i).to_bits(), want.to_bits(), "element {i}");
+    }
+    // Partly overlapping: out starts half-way into b.
+    let mut memory = vector_memory(n);
+    let half = (4 * n + 4 * (n / 2)) as u32;
+    let a: Vec<f32> = (0..n).map(|i| f32_at(&memory, 0, i)).collect();
+    let b_before: Vec<f32> = (0..n).map(|i| f32_at(&memory, 4 * n, i)).collect();
+    launch_vector_add(&mut launcher, VECTOR_ADD, &mut memory, [0, (4 * n) as u32, half], 16).unwrap();
+    for i in 0..16 {
+        let got = f32_at(&memory, half as usize, i);
+        assert_eq!(got.to_bits(), (a[i] + b_before[i]).to_bits(), "overlap element {i}");
+    }
+}
+
+#[test]
+fn every_scalar_reaches_the_kernel_bit_exact() {
+    let test = "every_scalar_reaches_the_kernel_bit_exact";
+    let Some(mut launcher) = launcher(test, PointerModeChoice::Auto) else { return };
+    let mut memory = vec![0u8; 64];
+    let mut buf = [0u8; 64];
+    let mut argv = ArgvBuilder::new(&mut buf);
+    argv.i32(-123_456).unwrap().i64(-(1 << 40)).unwrap().f32(1.25).unwrap().f64(-2.5e-300).unwrap();
+    argv.u32(4_000_000_000).unwrap().u64(1 << 52).unwrap().ptr(8, 48).unwrap();
+    let argv = argv.finish();
+    {
+        let guest = GuestMemory::exclusive(&mut memory);
+        let args: ParsedArgv = parse_argv(argv, &guest).unwrap();
+        let request = LaunchRequest { kernel_id: EVERY_SCALAR, shape: shape(1), args: &args };
+        launcher.launch(&request).unwrap();
+    }
+    let out: Vec<f64> =
+        (0..6).map(|i| f64::from_le_bytes(memory[8 + 8 * i..16 + 8 * i].try_into().unwrap())).collect();
+    assert_eq!(out, [-123_456.0, -(2f64.powi(40)), 1.25, -2.5e-300, 4_000_000_000.0, 2f64.powi(52)]);
+}
+
+#[test]
+fn signature_mismatches_are_rejected_before_the_launch() {
+    let test = "signature_mismatches_are_rejected_before_the_launch";
+    let Some(mut launcher) = launcher(test, PointerModeChoice::Auto) else { return };
+    let mut memory = vector_memory(16);
+    let untouched = memory.clone();
+    {
+        let guest = GuestMemory::exclusive(&mut memory);
+        let mut buf = [0u8; 64];
+
+        // n as a u64: argument 3 is 8 bytes, the kernel's parameter 3 is 4.
+        let mut argv = ArgvBuilder::new(&mut buf);
+        argv.ptr(0, 64).unwrap().ptr(64, 64).unwrap().ptr(128, 64).unwrap().u64(16).unwrap();
+        let argv = argv.finish();
+        let args: ParsedArgv = parse_argv(argv, &guest).unwrap();
+        let err = launcher
+            .launch(&LaunchRequest { kernel_id: VECTOR_ADD, shape: shape(16), args: &args })
+            .unwrap_err();
+        assert_eq!(err.code(), AbiError::InvalidArgs);
+        assert_eq!(err.detail(), &Detail::ParamSize { index: 3, expected: 4, got: 8 });
+
+        // Three arguments for four parameters.
+        let err = launcher
+            .launch(&LaunchRequest { kernel_id: VECTOR_ADD, shape: shape(16), args: &args[..3] })
+            .unwrap_err();
+        assert_eq!(err.detail(), &Detail::ParamCount { expected: 4, got: 3 });
+
+        // A by-value struct cannot be passed as a u64.
+        let mut argv = ArgvBuilder::new(&mut buf);
+        argv.u64(0).unwrap().ptr(0, 64).unwrap().ptr(64, 128).unwrap();
+        let argv = argv.finish();
+        let args: ParsedArgv = parse_argv(argv, &guest).unwrap();
+        let err =
+            launcher.launch(&LaunchRequest { kernel_id: AFFINE, shape: shape(16), args: &args }).unwrap_err();
+        assert_eq!(err.detail(), &Detail::ParamSize { index: 0, expected: 24, got: 8 });
+    }
+    assert_eq!(memory, untouched, "a refused launch must not touch guest memory");
+}
+
+#[test]
+fn bad_ptx_and_unknown_kernels() {
+    let test = "bad_ptx_and_unknown_kernels";
+    let Some(mut launcher) = launcher(test, PointerModeChoice::Auto) else { return };
+    launcher.register(10, ".version 7.8\n.target sm_52\n.address_size 64\nthis is not ptx", "k").unwrap();
+    launcher.register(11, include_str!("../kernels/vector_add.ptx"), "no_such_entry").unwrap();
+    let mut memory = [0u8; 8];
+    let guest = GuestMemory::exclusive(&mut memory);
+    let args: ParsedArgv = parse_argv(&[], &guest).unwrap();
+    let launch = |l: &mut CudaLauncher, kernel_id| {
+        l.launch(&LaunchRequest { kernel_id, shape: shape(1), args: &args }).unwrap_err().code()
+    };
+    assert_eq!(launch(&mut launcher, 10), AbiError::MalformedPtx);
+    assert_eq!(launch(&mut launcher, 11), AbiError::InvalidKernel);
+    assert_eq!(launch(&mut launcher, 12), AbiError::InvalidKernel);
+}
+
+#[test]
+fn no_device_is_not_available() {
+    match CudaLauncher::new(registry(), CudaOptions::default()) {
+        Ok(l) => report_skip(
+            "no_device_is_not_available",
+            &format!("a device is present ({}), so the no-device path cannot be taken", l.device().name),
+        ),
+        Err(e) => {
+            assert_eq!(e.code(), AbiError::NotAvailable, "{e}");
+            say(format!("no_device_is_not_available: {e}"));
+        }
+    }
+}
+
+#[test]
+fn missing_driver_library_is_not_available() {
+    let options = CudaOptions {
+        driver_library: Some(PathBuf::from("/nonexistent/kernel-args/libcuda.so.1")),
+        ..CudaOptions::default()
+    };
+    let err = CudaLauncher::new(registry(), options).unwrap_err();
+    assert_eq!(err.code(), AbiError::NotAvailable);
+    assert!(err.to_string().contains("could not be loaded"), "{err}");
+}
+
+#[test]
+fn a_device_that_does_not_exist_is_not_available() {
+    let options = CudaOptions { device_ordinal: 4096, ..CudaOptions::default() };
+    let err = CudaLauncher::new(registry(), options).unwrap_err();
+    assert_eq!(err.code(), AbiError::NotAvailable, "{err}");
+}
