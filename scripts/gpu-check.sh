@@ -1,0 +1,109 @@
+#!/usr/bin/env bash
+# GPU validation of the CUDA backend, in two halves:
+#
+#   scripts/gpu-check.sh [BUNDLE_DIR]
+#       Here (x86-64 Linux with Rust; no GPU or CUDA needed): builds the link stub and the
+#       `cuda`-feature test binaries of kernel-args-cuda (and of kargs, when it has a `cuda`
+#       feature), and puts them in BUNDLE_DIR (default: $CARGO_TARGET_DIR or target, then
+#       /gpu-check) with the PTX fixtures and run.sh. Prints how to run the bundle.
+#
+#   bash BUNDLE_DIR/run.sh
+#       On the GPU machine: needs only the CUDA driver (libcuda.so.1) and bash; no Rust. Runs
+#       every test binary, then prints the GPU and driver, each binary's result and every
+#       SKIPPED line, and writes the same to BUNDLE_DIR/results.txt. Exits non-zero when a test
+#       fails, or when a device is present but a test that needs one was skipped for a reason
+#       other than the device lacking pageable memory access (direct mode).
+#
+# The test binaries embed the PTX (include_str!), so the .ptx files in the bundle are for
+# reference. What the tests check on a device: vector_add (the wasm guest's kernel, 3 pointers
+# + u32) on 1M+3 elements, every element against a CPU reference, in the staged and in the
+# direct pointer mode; aliasing windows staged as one buffer; every scalar type bit-exact on
+# the device; signature mismatches (size, count, by-value struct) refused with guest memory
+# untouched; malformed PTX and unknown entries mapped to their codes. Without a device, the
+# same binaries check the no-device path (NotAvailable). The whole run takes seconds.
+set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+cd "$root"
+target="${CARGO_TARGET_DIR:-$root/target}"
+bundle="${1:-$target/gpu-check}"
+
+eval "$(scripts/cuda-link-stub.sh)"   # exports CUDA_LIBRARY_PATH for cust's build script
+
+packages=(-p kernel-args-cuda)
+# kargs joins the bundle once it has a `cuda` feature (its GPU end-to-end test).
+if grep -qE '^cuda *=' cli/Cargo.toml 2>/dev/null; then
+    packages+=(-p kargs)
+fi
+
+rm -rf "$bundle"
+mkdir -p "$bundle/bin" "$bundle/kernels"
+# Every test executable cargo builds for these packages with the cuda feature, found from
+# cargo's JSON messages (the file names carry a hash).
+cargo test "${packages[@]}" --features cuda --no-run --message-format=json \
+    | grep '"reason":"compiler-artifact"' | grep '"test":true' | grep '"executable":"' \
+    | sed -E 's/.*"target":\{[^}]*"name":"([^"]*)".*"executable":"([^"]*)".*/\1\t\2/' \
+    | while IFS=$'\t' read -r name exe; do
+        # Without debug info the bundle stays small enough to carry (symbols remain, so
+        # backtraces still name functions).
+        objcopy --strip-debug "$exe" "$bundle/bin/$name" 2>/dev/null || cp "$exe" "$bundle/bin/$name"
+        echo "bundled $name <- ${exe#"$root"/}"
+    done
+cp cuda-backend/kernels/*.ptx cuda-backend/kernels/*.cu "$bundle/kernels/"
+
+cat > "$bundle/run.sh" <<'RUN'
+#!/usr/bin/env bash
+# Runs the bundled kernel-args CUDA tests on this machine (needs libcuda.so.1, no Rust).
+set -uo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+results="$here/results.txt"
+{
+    echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+    echo "host: $(uname -srm)"
+    if command -v nvidia-smi >/dev/null 2>&1; then
+        nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>&1 | sed 's/^/gpu: /'
+        nvidia-smi -q 2>/dev/null | grep -m1 'CUDA Version' | sed 's/^ */driver /'
+    else
+        echo "gpu: nvidia-smi not found"
+    fi
+} > "$results"
+status=0
+for bin in "$here"/bin/*; do
+    name="$(basename "$bin")"
+    log="$here/$name.log"
+    "$bin" --test-threads=1 > "$log" 2>&1
+    rc=$?
+    summary="$(grep -E '^test result:' "$log" | tail -1)"
+    echo "$name: exit $rc; ${summary:-no test summary}" >> "$results"
+    # The tests write these lines past the harness's capture, so they may follow a
+    # "test name ... " prefix on the same line.
+    grep -oE '(SKIPPED [a-z_0-9]+: .*|[a-z_0-9]+: (device|[0-9]+ elements) .*|no_device_is_not_available: .*)' \
+        "$log" >> "$results"
+    [ "$rc" -eq 0 ] || { status=1; grep -E -A15 'panicked|FAILED' "$log" | head -60 >> "$results"; }
+done
+# On a machine with a device, a GPU test may only skip for the direct mode's missing
+# pageable memory access, and the no-device test skips by design.
+if grep -q '^gpu: ' "$results" && ! grep -q 'nvidia-smi not found' "$results"; then
+    if grep '^SKIPPED' "$results" | grep -v -e 'no_device_is_not_available' \
+        -e 'CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS' | grep -q .; then
+        echo "FAIL: a GPU test was skipped on a machine with a GPU" >> "$results"
+        status=1
+    fi
+fi
+echo "overall: $([ "$status" -eq 0 ] && echo PASS || echo FAIL)" >> "$results"
+cat "$results"
+exit "$status"
+RUN
+chmod +x "$bundle/run.sh"
+
+size="$(du -sh "$bundle" | cut -f1)"
+rel="${bundle#"$root"/}"
+cat <<EOF
+
+Bundle ready: $rel ($size). On a machine with the CUDA driver (no Rust needed):
+
+    bash $rel/run.sh
+
+From a session with the device tool: run(command="bash $rel/run.sh", carry=["$rel"], timeout_s=300)
+Here (no GPU), the same run checks the no-device path:  bash $rel/run.sh
+Results: $rel/results.txt (record them in docs/gpu-validation.md).
+EOF
