@@ -47,7 +47,7 @@ use crate::cu_error::{CUDA_ERROR_INVALID_VALUE, CUDA_SUCCESS, Phase, check};
 use crate::driver::Driver;
 use crate::registry::KernelRegistry;
 use crate::signature::check_param_sizes;
-use crate::storage::{KernelParamStorage, PointerPlacement, StorageError, build_kernel_param_storage};
+use crate::storage::{KernelParamStorage, PointerPlacement, StorageError};
 
 /// How the launcher hands pointer arguments to the device.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -95,8 +95,11 @@ pub struct DeviceInfo {
 struct LoadedKernel {
     module: CUmodule,
     function: CUfunction,
-    /// Parameter sizes from `cuFuncGetParamInfo`, where the driver has it.
-    driver_param_sizes: Option<Vec<usize>>,
+    /// The kernel's parameter sizes, from the driver (`cuFuncGetParamInfo`) where it has it,
+    /// else from the PTX; `None` when neither knows them.
+    param_sizes: Option<Vec<usize>>,
+    /// Where `param_sizes` came from ([`SignatureCheck::Skipped`] when `None`).
+    signature: SignatureCheck,
 }
 
 /// Runs registered PTX kernels on one CUDA device. See the [module docs](self).
@@ -112,6 +115,8 @@ pub struct CudaLauncher {
     pointer_mode: PointerMode,
     registry: KernelRegistry,
     loaded: HashMap<i64, LoadedKernel>,
+    /// Rebuilt in place for every launch (boxed: it is 1 KiB and more).
+    storage: Box<KernelParamStorage>,
 }
 
 impl std::fmt::Debug for Driver {
@@ -235,6 +240,7 @@ impl CudaLauncher {
             pointer_mode,
             registry,
             loaded: HashMap::new(),
+            storage: Box::default(),
         };
         {
             let _current = Current::push(driver, context, Phase::Setup)?;
@@ -275,32 +281,36 @@ impl CudaLauncher {
     }
 
     /// Loads kernel `id`'s module on first use (a context must be current).
-    fn load(&mut self, id: i64) -> Result<&LoadedKernel, HostError> {
-        if !self.loaded.contains_key(&id) {
-            let kernel = self.registry.get(id).ok_or_else(|| {
-                HostError::msg(AbiError::InvalidKernel, format!("no kernel is registered with id {id}"))
-            })?;
-            let driver = self.driver;
-            let mut module: CUmodule = ptr::null_mut();
-            // SAFETY: `module` is writable; the image is NUL-terminated PTX text that lives for
-            // the call; a context is current.
-            let code =
-                unsafe { (driver.module_load_data)(&mut module, kernel.ptx().as_ptr().cast::<c_void>()) };
-            check("cuModuleLoadData", code, Phase::ModuleLoad)?;
-            let mut function: CUfunction = ptr::null_mut();
-            // SAFETY: `function` is writable; `module` was just loaded; the name is
-            // NUL-terminated.
-            let code =
-                unsafe { (driver.module_get_function)(&mut function, module, kernel.entry().as_ptr()) };
-            if let Err(e) = check("cuModuleGetFunction", code, Phase::GetFunction) {
-                // SAFETY: `module` was loaded above and nothing else refers to it.
-                let _ = unsafe { (driver.module_unload)(module) };
-                return Err(e);
-            }
-            let driver_param_sizes = driver_param_sizes(driver, function);
-            self.loaded.insert(id, LoadedKernel { module, function, driver_param_sizes });
+    fn ensure_loaded(&mut self, id: i64) -> Result<(), HostError> {
+        if self.loaded.contains_key(&id) {
+            return Ok(());
         }
-        self.loaded.get(&id).ok_or_else(|| HostError::msg(AbiError::Internal, "kernel cache lost an entry"))
+        let kernel = self.registry.get(id).ok_or_else(|| {
+            HostError::msg(AbiError::InvalidKernel, format!("no kernel is registered with id {id}"))
+        })?;
+        let driver = self.driver;
+        let mut module: CUmodule = ptr::null_mut();
+        // SAFETY: `module` is writable; the image is NUL-terminated PTX text that lives for the
+        // call; a context is current.
+        let code = unsafe { (driver.module_load_data)(&mut module, kernel.ptx().as_ptr().cast::<c_void>()) };
+        check("cuModuleLoadData", code, Phase::ModuleLoad)?;
+        let mut function: CUfunction = ptr::null_mut();
+        // SAFETY: `function` is writable; `module` was just loaded; the name is NUL-terminated.
+        let code = unsafe { (driver.module_get_function)(&mut function, module, kernel.entry().as_ptr()) };
+        if let Err(e) = check("cuModuleGetFunction", code, Phase::GetFunction) {
+            // SAFETY: `module` was loaded above and nothing else refers to it.
+            let _ = unsafe { (driver.module_unload)(module) };
+            return Err(e);
+        }
+        let (param_sizes, signature) = match driver_param_sizes(driver, function) {
+            Some(sizes) => (Some(sizes), SignatureCheck::Driver),
+            None => match kernel.signature() {
+                Some(signature) => (Some(signature.param_sizes()), SignatureCheck::Ptx),
+                None => (None, SignatureCheck::Skipped),
+            },
+        };
+        self.loaded.insert(id, LoadedKernel { module, function, param_sizes, signature });
+        Ok(())
     }
 }
 
@@ -443,16 +453,17 @@ impl Launcher for CudaLauncher {
         let (context, stream, pointer_mode) = (self.context, self.stream, self.pointer_mode);
         let _current = Current::push(driver, context, Phase::Launch)?;
         let args = request.args;
-        let kernel_signature = self.registry.get(request.kernel_id).and_then(|k| k.signature().cloned());
-        let kernel = self.load(request.kernel_id)?;
-        let signature = if let Some(sizes) = &kernel.driver_param_sizes {
-            check_param_sizes(sizes, args)?;
-            SignatureCheck::Driver
-        } else if let Some(signature) = kernel_signature {
-            check_param_sizes(&signature.param_sizes(), args)?;
-            SignatureCheck::Ptx
-        } else {
-            SignatureCheck::Skipped
+        self.ensure_loaded(request.kernel_id)?;
+        let kernel = self
+            .loaded
+            .get(&request.kernel_id)
+            .ok_or_else(|| HostError::msg(AbiError::Internal, "kernel cache lost an entry"))?;
+        let signature = match &kernel.param_sizes {
+            Some(sizes) => {
+                check_param_sizes(sizes, args)?;
+                kernel.signature
+            }
+            None => SignatureCheck::Skipped,
         };
         let function = kernel.function;
 
@@ -464,8 +475,8 @@ impl Launcher for CudaLauncher {
             None => PointerPlacement::Direct,
             Some(s) => PointerPlacement::Staged(&s.addresses),
         };
-        let mut storage: KernelParamStorage = build_kernel_param_storage(args, placement)?;
-        let mut table = storage.params();
+        self.storage.build(args, placement)?;
+        let mut table = self.storage.params();
         let shape = request.shape;
         // SAFETY: `function` is a loaded kernel whose parameter sizes were checked where known;
         // `table` holds one pointer per argument to an 8-aligned slot with its value, and lives
