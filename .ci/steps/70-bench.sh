@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Performance (issue 6, docs/performance.md).
+# - The criterion benchmarks must compile; they are not run here, because wall-clock numbers
+#   on a shared CI machine mean nothing (the numbers in docs/performance.md are measured with
+#   `cargo bench` and scripts/callgrind-parse-build.sh).
+# - The zero-allocation tests (core/tests/alloc.rs, cuda-backend/tests/alloc.rs) already run
+#   in 10-test.sh's `cargo test --workspace`.
+# - The parser's code size for thumbv7em-none-eabihf (opt-level "z") must stay under 8 KiB,
+#   with no panic path: scripts/parser-size.sh.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+cargo bench --no-run -p kernel-args-core -p kernel-args-cuda
+if ! command -v llvm-size >/dev/null && ! command -v arm-none-eabi-size >/dev/null; then
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq binutils-arm-none-eabi >/dev/null
+fi
+rustup target add thumbv7em-none-eabihf >/dev/null
+scripts/parser-size.sh

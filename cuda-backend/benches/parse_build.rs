@@ -1,0 +1,189 @@
+//! Benchmarks of the `void**` parameter storage and of parse + build end to end, against a
+//! heap-allocating reference and an unchecked floor (see `reference/mod.rs`).
+//!
+//! Groups (each benchmark's parameter is the number of arguments, its throughput the argv's
+//! length in bytes; inputs, guest memory and output buffers are made outside the timed part):
+//!
+//! - `build/{in_place,by_value}`: [`KernelParamStorage::build`] into a storage the host keeps,
+//!   or [`build_kernel_param_storage`] returning a fresh one, plus
+//!   [`KernelParamStorage::params`] (the `void**` table), from already parsed arguments;
+//! - `parse_build/{ours,ours_by_value,heap,floor}`: from the argv bytes to the `void**` table.
+//!
+//! After the run it prints, for every size measured, the two ratios the performance goals are
+//! stated in (heap ÷ ours, goal ≥ 5 at 16 arguments; ours ÷ floor, goal ≤ 1.5), from criterion's
+//! median estimates of this run. `scripts/bench-table.py` makes the table of all groups.
+
+// Bench code may unwrap, index and panic: a panic here is a failed run, not a broken contract.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::indexing_slicing)]
+
+mod reference;
+#[path = "../../core/tests/support/mod.rs"]
+mod support;
+
+use std::hint::black_box;
+use std::path::{Path, PathBuf};
+
+use criterion::{BenchmarkId, Criterion, Throughput};
+use kernel_args_core::{GuestMemory, MAX_KERNEL_ARGS, ParsedArgv, parse_argv_into};
+use kernel_args_cuda::{KernelParamStorage, PointerPlacement, build_kernel_param_storage};
+use reference::floor::{self, FloorTable};
+use reference::heap;
+
+/// The mixed-argument counts every group measures.
+const SIZES: [usize; 4] = [1, 4, 16, 128];
+
+/// `(id, argument count, buffer)` for each mixed size and the largest valid buffer.
+fn inputs() -> Vec<(&'static str, usize, Vec<u8>)> {
+    let mut inputs: Vec<_> =
+        SIZES.iter().map(|&n| ("mixed", n, support::encode(&support::mixed(n)))).collect();
+    inputs.push(("largest", MAX_KERNEL_ARGS, support::largest_valid()));
+    inputs
+}
+
+/// Ours, end to end: parse into the caller's vector (as the std adapter's host function does),
+/// build the storage, make the `void**` table. Returns the table's pointer so nothing is
+/// optimised away.
+#[inline(never)]
+fn ours<'m>(
+    buf: &[u8],
+    guest: &GuestMemory<'m>,
+    args: &mut ParsedArgv<'m>,
+    storage: &mut KernelParamStorage,
+) -> usize {
+    parse_argv_into(buf, guest, args).expect("valid argv");
+    storage.build(args, PointerPlacement::Direct).expect("fits");
+    let mut table = storage.params();
+    black_box(table.as_mut_ptr());
+    table.len()
+}
+
+/// Ours with a fresh storage per call ([`build_kernel_param_storage`], by value): what a
+/// launcher that does not keep its storage pays.
+#[inline(never)]
+fn ours_by_value<'m>(buf: &[u8], guest: &GuestMemory<'m>, args: &mut ParsedArgv<'m>) -> usize {
+    parse_argv_into(buf, guest, args).expect("valid argv");
+    let mut storage: KernelParamStorage =
+        build_kernel_param_storage(args, PointerPlacement::Direct).expect("fits");
+    let mut table = storage.params();
+    black_box(table.as_mut_ptr());
+    table.len()
+}
+
+fn build(c: &mut Criterion) {
+    let mut memory = vec![0u8; support::MEMORY_LEN];
+    let guest = GuestMemory::exclusive(&mut memory);
+    let mut group = c.benchmark_group("build");
+    let mut storage: Box<KernelParamStorage> = Box::default();
+    for (id, n, buf) in inputs() {
+        let mut args: ParsedArgv = ParsedArgv::new();
+        parse_argv_into(&buf, &guest, &mut args).unwrap();
+        group.throughput(Throughput::Bytes(buf.len() as u64));
+        // In place, into a storage the host keeps: what a launch costs.
+        group.bench_with_input(BenchmarkId::new(format!("in_place/{id}"), n), &args, |b, args| {
+            b.iter(|| {
+                storage.build(black_box(args), PointerPlacement::Direct).unwrap();
+                let mut table = storage.params();
+                black_box(table.as_mut_ptr());
+            })
+        });
+        // A fresh storage per call, by value.
+        group.bench_with_input(BenchmarkId::new(format!("by_value/{id}"), n), &args, |b, args| {
+            b.iter(|| {
+                let mut storage: KernelParamStorage =
+                    build_kernel_param_storage(black_box(args), PointerPlacement::Direct).unwrap();
+                let mut table = storage.params();
+                black_box(table.as_mut_ptr());
+            })
+        });
+    }
+    group.finish();
+}
+
+fn parse_build(c: &mut Criterion) {
+    let mut memory = vec![0u8; support::MEMORY_LEN];
+    for (id, n, buf) in inputs() {
+        let mut group = c.benchmark_group("parse_build");
+        group.throughput(Throughput::Bytes(buf.len() as u64));
+        {
+            let guest = GuestMemory::exclusive(&mut memory);
+            let mut args: ParsedArgv = ParsedArgv::new();
+            let mut storage: Box<KernelParamStorage> = Box::default();
+            assert_eq!(ours(&buf, &guest, &mut args, &mut storage), n);
+            group.bench_with_input(BenchmarkId::new(format!("ours/{id}"), n), &buf, |b, buf| {
+                b.iter(|| ours(black_box(buf), black_box(&guest), &mut args, &mut storage))
+            });
+            assert_eq!(ours_by_value(&buf, &guest, &mut args), n);
+            group.bench_with_input(BenchmarkId::new(format!("ours_by_value/{id}"), n), &buf, |b, buf| {
+                b.iter(|| ours_by_value(black_box(buf), black_box(&guest), &mut args))
+            });
+        }
+        assert_eq!(heap::parse_build(&buf, &mut memory).unwrap().slots.len(), n);
+        group.bench_with_input(BenchmarkId::new(format!("heap/{id}"), n), &buf, |b, buf| {
+            b.iter(|| heap::parse_build(black_box(buf), black_box(&mut memory)))
+        });
+        let base = memory.as_mut_ptr();
+        let mut table = Box::new(FloorTable::<MAX_KERNEL_ARGS>::new());
+        // SAFETY: as below.
+        unsafe { floor::decode(&buf, base, &mut table) };
+        assert_eq!(table.len, n);
+        group.bench_with_input(BenchmarkId::new(format!("floor/{id}"), n), &buf, |b, buf| {
+            b.iter(|| {
+                // SAFETY: `buf` is a valid argv of at most 128 records whose windows lie in
+                // `memory` (checked by `ours` above).
+                unsafe { floor::decode(black_box(buf), black_box(base), &mut table) };
+                black_box(&table.ptrs);
+            })
+        });
+        group.finish();
+    }
+}
+
+/// Where criterion writes its estimates (the rule criterion itself follows, without asking
+/// cargo): `$CRITERION_HOME`, else `$CARGO_TARGET_DIR/criterion`, else the workspace's
+/// `target/criterion`.
+fn criterion_home() -> PathBuf {
+    if let Some(home) = std::env::var_os("CRITERION_HOME") {
+        return home.into();
+    }
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../target"));
+    target.join("criterion")
+}
+
+/// Criterion's median estimate, in nanoseconds, of `group/function/parameter` in this run.
+fn median_ns(home: &Path, bench: &str) -> Option<f64> {
+    let path = home.join(bench).join("new/estimates.json");
+    let json: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(path).ok()?).ok()?;
+    json["median"]["point_estimate"].as_f64()
+}
+
+fn print_ratios(home: &Path) {
+    println!("\nparse + build: ratios of criterion's median estimates (this run)");
+    println!(
+        "{:>10} {:>12} {:>12} {:>12} {:>12} {:>12}",
+        "args", "ours ns", "heap ns", "floor ns", "heap/ours", "ours/floor"
+    );
+    for (id, n, _) in inputs() {
+        let get = |which: &str| median_ns(home, &format!("parse_build/{which}_{id}/{n}"));
+        let (Some(ours), Some(heap), Some(floor)) = (get("ours"), get("heap"), get("floor")) else {
+            continue; // filtered out of this run
+        };
+        let label = format!("{id} {n}");
+        println!(
+            "{label:>10} {ours:>12.1} {heap:>12.1} {floor:>12.1} {:>12.2} {:>12.2}",
+            heap / ours,
+            ours / floor
+        );
+    }
+    println!("goals at 16 mixed arguments: heap/ours >= 5, ours/floor <= 1.5");
+}
+
+fn main() {
+    let home = criterion_home();
+    let mut c = Criterion::default().output_directory(&home).configure_from_args();
+    build(&mut c);
+    parse_build(&mut c);
+    c.final_summary();
+    print_ratios(&home);
+}

@@ -1,0 +1,114 @@
+//! Runs one of the three parse + build implementations of `benches/parse_build.rs` in a loop,
+//! for counting instructions, which unlike wall-clock time do not depend on the machine's load:
+//!
+//! ```text
+//! cargo build --release -p kernel-args-cuda --example parse_build_loop
+//! valgrind --tool=callgrind target/release/examples/parse_build_loop ours 16 0
+//! valgrind --tool=callgrind target/release/examples/parse_build_loop ours 16 10000
+//! ```
+//!
+//! The difference of the two totals divided by the iterations is the instructions per
+//! parse + build. `scripts/callgrind-parse-build.sh` does this for all three.
+//! Arguments: `ours|ours_by_value|heap|floor`, the number of mixed arguments (or `largest`), the
+//! iterations; or `sizes` alone, to print the stack sizes of the parsed argv and the storage.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::indexing_slicing)]
+
+#[path = "../benches/reference/mod.rs"]
+mod reference;
+#[path = "../../core/tests/support/mod.rs"]
+mod support;
+
+use std::hint::black_box;
+
+use kernel_args_core::{GuestMemory, MAX_KERNEL_ARGS, ParsedArgv, parse_argv_into};
+use kernel_args_cuda::{KernelParamStorage, PointerPlacement, build_kernel_param_storage};
+use reference::floor::{self, FloorTable};
+use reference::heap;
+
+/// The same functions as the benchmark's.
+#[inline(never)]
+fn ours<'m>(
+    buf: &[u8],
+    guest: &GuestMemory<'m>,
+    args: &mut ParsedArgv<'m>,
+    storage: &mut KernelParamStorage,
+) -> usize {
+    parse_argv_into(buf, guest, args).expect("valid argv");
+    storage.build(args, PointerPlacement::Direct).expect("fits");
+    let mut table = storage.params();
+    black_box(table.as_mut_ptr());
+    table.len()
+}
+
+/// Ours with a fresh storage per call ([`build_kernel_param_storage`], by value): what a
+/// launcher that does not keep its storage pays.
+#[inline(never)]
+fn ours_by_value<'m>(buf: &[u8], guest: &GuestMemory<'m>, args: &mut ParsedArgv<'m>) -> usize {
+    parse_argv_into(buf, guest, args).expect("valid argv");
+    let mut storage: KernelParamStorage =
+        build_kernel_param_storage(args, PointerPlacement::Direct).expect("fits");
+    let mut table = storage.params();
+    black_box(table.as_mut_ptr());
+    table.len()
+}
+
+/// Prints the stack size of what a launch keeps on the stack (reported in
+/// `docs/performance.md`).
+fn print_sizes() {
+    use std::mem::size_of;
+    println!("LoweredArg                    {:>5} bytes", size_of::<kernel_args_core::LoweredArg<'_>>());
+    println!("ParsedArgv<'_, 128>           {:>5} bytes", size_of::<ParsedArgv<'_, 128>>());
+    println!("ParsedArgv<'_, 16>            {:>5} bytes", size_of::<ParsedArgv<'_, 16>>());
+    println!("KernelParamStorage<128>       {:>5} bytes", size_of::<KernelParamStorage<128>>());
+    println!("KernelParamStorage<16>        {:>5} bytes", size_of::<KernelParamStorage<16>>());
+    println!("ParamTable<'_, 128>           {:>5} bytes", size_of::<kernel_args_cuda::ParamTable<'_, 128>>());
+    println!("ParamTable<'_, 16>            {:>5} bytes", size_of::<kernel_args_cuda::ParamTable<'_, 16>>());
+}
+
+fn main() {
+    let argv: Vec<String> = std::env::args().collect();
+    if argv.get(1).map(String::as_str) == Some("sizes") {
+        return print_sizes();
+    }
+    let usage = "usage: parse_build_loop ours|ours_by_value|heap|floor N|largest ITERATIONS";
+    let [_, which, size, iterations] = argv.as_slice() else { panic!("{usage}") };
+    let buf = match size.as_str() {
+        "largest" => support::largest_valid(),
+        n => support::encode(&support::mixed(n.parse().expect(usage))),
+    };
+    let iterations: u64 = iterations.parse().expect(usage);
+    let mut memory = vec![0u8; support::MEMORY_LEN];
+    match which.as_str() {
+        "ours" => {
+            let guest = GuestMemory::exclusive(&mut memory);
+            let mut args: ParsedArgv = ParsedArgv::new();
+            let mut storage: Box<KernelParamStorage> = Box::default();
+            for _ in 0..iterations {
+                black_box(ours(black_box(&buf), black_box(&guest), &mut args, &mut storage));
+            }
+        }
+        "ours_by_value" => {
+            let guest = GuestMemory::exclusive(&mut memory);
+            let mut args: ParsedArgv = ParsedArgv::new();
+            for _ in 0..iterations {
+                black_box(ours_by_value(black_box(&buf), black_box(&guest), &mut args));
+            }
+        }
+        "heap" => {
+            for _ in 0..iterations {
+                black_box(heap::parse_build(black_box(&buf), black_box(&mut memory)).unwrap());
+            }
+        }
+        "floor" => {
+            let base = memory.as_mut_ptr();
+            let mut table = Box::new(FloorTable::<MAX_KERNEL_ARGS>::new());
+            for _ in 0..iterations {
+                // SAFETY: `buf` is a valid argv of at most 128 records inside `memory`.
+                unsafe { floor::decode(black_box(&buf), black_box(base), &mut table) };
+                black_box(&table.ptrs);
+            }
+        }
+        _ => panic!("{usage}"),
+    }
+}

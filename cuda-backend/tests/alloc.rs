@@ -1,0 +1,129 @@
+//! Proves that the launch path allocates nothing on the heap, up to the driver call: parsing,
+//! building the `void**` parameter storage and its table.
+//!
+//! The counting global allocator below counts the allocations (and reallocations) of the
+//! current thread only, so the test harness's own threads and bookkeeping are never counted,
+//! and it can be read at any moment. (The counter needs `unsafe` to implement `GlobalAlloc`, which is why
+//! this test lives in the one crate that may contain `unsafe`.) Every argv from 0 to
+//! `MAX_KERNEL_ARGS` mixed arguments is run, and the largest valid buffer.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::indexing_slicing)]
+
+#[path = "../../core/tests/support/mod.rs"]
+mod support;
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
+use std::hint::black_box;
+
+use kernel_args_core::{GuestMemory, MAX_KERNEL_ARGS, ParsedArgv, parse_argv_into};
+use kernel_args_cuda::{KernelParamStorage, PointerPlacement, build_kernel_param_storage};
+
+/// `System`, counting every allocation made by the calling thread.
+struct CountingAllocator;
+
+thread_local! {
+    /// Allocations made by this thread so far. A `const`-initialised `Cell` without a
+    /// destructor: reading or bumping it never allocates, so the allocator may use it.
+    static ALLOCATIONS: Cell<u64> = const { Cell::new(0) };
+}
+
+fn count_one() {
+    // `try_with`: the allocator may run while this thread's locals are being torn down.
+    let _ = ALLOCATIONS.try_with(|n| n.set(n.get() + 1));
+}
+
+/// This thread's allocations so far.
+fn allocations() -> u64 {
+    ALLOCATIONS.with(Cell::get)
+}
+
+// SAFETY: every method forwards its arguments unchanged to `System`, so the memory handed out
+// and its layout contract are `System`'s; counting touches only a thread-local `Cell`.
+unsafe impl GlobalAlloc for CountingAllocator {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        count_one();
+        // SAFETY: the caller's contract for `alloc` is passed through to `System`.
+        unsafe { System.alloc(layout) }
+    }
+
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        count_one();
+        // SAFETY: as for `alloc`.
+        unsafe { System.alloc_zeroed(layout) }
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        count_one();
+        // SAFETY: `ptr` was allocated by this allocator, that is by `System`, with `layout`.
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: `ptr` was allocated by this allocator, that is by `System`, with `layout`.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: CountingAllocator = CountingAllocator;
+
+/// Runs `f`, returning its result and the allocations it made on this thread.
+fn allocations_during<R>(f: impl FnOnce() -> R) -> (R, u64) {
+    let before = allocations();
+    let result = black_box(f());
+    (result, allocations() - before)
+}
+
+/// The argvs every test runs: each mixed size `0..=MAX_KERNEL_ARGS`, then the largest valid
+/// buffer.
+fn argvs() -> impl Iterator<Item = (String, usize, Vec<u8>)> {
+    (0..=MAX_KERNEL_ARGS)
+        .map(|n| (format!("{n} mixed args"), n, support::encode(&support::mixed(n))))
+        .chain([("the largest valid buffer".to_string(), MAX_KERNEL_ARGS, support::largest_valid())])
+}
+
+#[test]
+fn the_counter_sees_allocations() {
+    // Without this, a counter that never counts would make every other test pass.
+    let (v, n) = allocations_during(|| Vec::<u8>::with_capacity(64));
+    assert_eq!(n, 1);
+    let (_, n) = allocations_during(|| {
+        let mut v = v;
+        v.reserve(1 << 20);
+        v
+    });
+    assert_eq!(n, 1, "a reallocation counts");
+}
+
+#[test]
+fn parse_and_build_allocate_nothing() {
+    let mut memory = vec![0u8; support::MEMORY_LEN];
+    let guest = GuestMemory::exclusive(&mut memory);
+    let mut args: ParsedArgv = ParsedArgv::new();
+    let mut storage: Box<KernelParamStorage> = Box::default();
+    for (what, n, buf) in argvs() {
+        let (len, allocs) = allocations_during(|| {
+            parse_argv_into(&buf, &guest, &mut args).unwrap();
+            storage.build(&args, PointerPlacement::Direct).unwrap();
+            let mut table = storage.params();
+            black_box(table.as_mut_ptr());
+            table.len()
+        });
+        assert_eq!((len, allocs), (n, 0), "parse + build in place, {what}");
+
+        let (len, allocs) = allocations_during(|| {
+            let mut storage: KernelParamStorage =
+                build_kernel_param_storage(&args, PointerPlacement::Direct).unwrap();
+            let mut table = storage.params();
+            black_box(table.as_mut_ptr());
+            table.len()
+        });
+        assert_eq!((len, allocs), (n, 0), "build by value, {what}");
+
+        let pointers = args.iter().filter(|a| matches!(a, kernel_args_core::Arg::Ptr(_))).count();
+        let device: Vec<u64> = (0..pointers as u64).map(|i| 0x7f00_0000_0000 + (i << 12)).collect();
+        let (result, allocs) = allocations_during(|| storage.build(&args, PointerPlacement::Staged(&device)));
+        assert_eq!((result, allocs), (Ok(()), 0), "staged build, {what}");
+    }
+}

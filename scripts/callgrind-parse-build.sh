@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Instructions per parse + build (ours in place and by value, the heap reference, the unchecked floor), counted with
+# callgrind: load-independent, unlike wall-clock time. Each figure is
+# (Ir of ITER iterations - Ir of 0 iterations) / ITER, so the program's setup cancels out.
+# Usage: scripts/callgrind-parse-build.sh [SIZE...]   (default: 1 4 16 128 largest)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+target="${CARGO_TARGET_DIR:-target}"
+iters=20000
+cargo build --release -q -p kernel-args-cuda --example parse_build_loop
+bin="$target/release/examples/parse_build_loop"
+ir() {
+    valgrind --tool=callgrind --callgrind-out-file=/dev/null "$bin" "$@" 2>&1 \
+        | sed -n 's/.*Collected : \([0-9]*\).*/\1/p'
+}
+printf '%-8s %12s %14s %12s %12s %10s %11s\n' args ours ours_by_value heap floor heap/ours ours/floor
+sizes=("$@")
+[ ${#sizes[@]} -gt 0 ] || sizes=(1 4 16 128 largest)
+for size in "${sizes[@]}"; do
+    for which in ours ours_by_value heap floor; do
+        base=$(ir "$which" "$size" 0)
+        full=$(ir "$which" "$size" "$iters")
+        declare "$which=$(( (full - base) / iters ))"
+    done
+    printf '%-8s %12d %14d %12d %12d %10s %11s\n' "$size" "$ours" "$ours_by_value" "$heap" "$floor" \
+        "$(awk "BEGIN { printf \"%.2f\", $heap / $ours }")" "$(awk "BEGIN { printf \"%.2f\", $ours / $floor }")"
+done
