@@ -16,13 +16,14 @@
 //!      i.e. HMM or ATS): the kernel gets the host pointers into guest memory;
 //!    - **staged** (everywhere else): each window is copied into device memory before the
 //!      launch and back after it, and the kernel gets the device addresses. Overlapping (or
-//!      touching) windows are staged as one buffer, so that aliasing arguments alias on the
-//!      device too and the copy back cannot let one window's stale bytes overwrite another's
-//!      results;
+//!      touching) windows are staged as one buffer ([`StagingPlan`]), so that aliasing
+//!      arguments alias on the device too and the copy back cannot let one window's stale
+//!      bytes overwrite another's results;
 //! 4. builds the `void**` table ([`build_kernel_param_storage`]), calls `cuLaunchKernel` on the
 //!    launcher's stream, copies staged windows back and synchronises.
 //!
-//! GPU writes reach guest memory only through [`GuestWindow::host_ptr_mut`], which exists only
+//! GPU writes reach guest memory only through
+//! [`GuestWindow::host_ptr_mut`](kernel_args_core::GuestWindow::host_ptr_mut), which exists only
 //! for memory borrowed with [`GuestMemory::exclusive`](kernel_args_core::GuestMemory::exclusive):
 //! a `&mut` borrow held for the whole launch. A request whose windows are not writable is
 //! refused (`Internal`: the host's mistake, not the guest's).
@@ -41,12 +42,13 @@ use std::ptr;
 
 use cust::sys::{CUcontext, CUdevice, CUdevice_attribute, CUdeviceptr, CUfunction, CUmodule, CUstream};
 use kernel_args::{AbiError, HostError, LaunchOutcome, LaunchRequest, Launcher, PointerMode, SignatureCheck};
-use kernel_args_core::{Arg, GuestWindow, LoweredArg};
+use kernel_args_core::{Arg, GuestRange, LoweredArg};
 
 use crate::cu_error::{CUDA_ERROR_INVALID_VALUE, CUDA_SUCCESS, Phase, check};
 use crate::driver::Driver;
 use crate::registry::KernelRegistry;
 use crate::signature::check_param_sizes;
+use crate::staging::StagingPlan;
 use crate::storage::{KernelParamStorage, PointerPlacement, StorageError};
 
 /// How the launcher hands pointer arguments to the device.
@@ -336,7 +338,7 @@ fn driver_param_sizes(driver: &Driver, function: CUfunction) -> Option<Vec<usize
     None
 }
 
-/// One device buffer holding one or more overlapping guest windows.
+/// One device buffer holding one or more overlapping guest windows (see [`StagingPlan`]).
 struct Region {
     /// Guest offset of the region's first byte.
     start: u64,
@@ -372,28 +374,24 @@ impl<'d> Staging<'d> {
         stream: CUstream,
         args: &[LoweredArg<'_>],
     ) -> Result<Staging<'d>, HostError> {
-        let mut windows: Vec<(usize, GuestWindow<'_>, *mut u8)> = Vec::new();
+        let mut windows: Vec<(GuestRange, *mut u8)> = Vec::new();
         for (index, arg) in args.iter().enumerate() {
             if let Arg::Ptr(w) = arg {
                 let host = w.host_ptr_mut().ok_or(StorageError::NotWritable { index })?;
-                windows.push((index, *w, host));
+                windows.push((w.range(), host));
             }
         }
-        let mut order: Vec<usize> = (0..windows.len()).collect();
-        order.sort_by_key(|&i| windows.get(i).map(|(_, w, _)| w.range().guest_offset));
-        let mut staging = Staging { driver, stream, regions: Vec::new(), addresses: vec![0; windows.len()] };
-        // Region index of each window.
-        let mut region_of = vec![0usize; windows.len()];
-        for &i in &order {
-            let Some(&(_, w, host)) = windows.get(i) else { continue };
-            let (start, end) = (u64::from(w.guest_offset()), w.range().end());
-            match staging.regions.last_mut() {
-                Some(last) if start <= last.end => last.end = last.end.max(end),
-                _ => staging.regions.push(Region { start, end, host, device: 0 }),
-            }
-            if let Some(slot) = region_of.get_mut(i) {
-                *slot = staging.regions.len().saturating_sub(1);
-            }
+        let ranges: Vec<GuestRange> = windows.iter().map(|(range, _)| *range).collect();
+        let plan = StagingPlan::new(&ranges);
+        let mut staging = Staging { driver, stream, regions: Vec::new(), addresses: Vec::new() };
+        for &(start, end) in plan.regions() {
+            // The region's first byte is the start of the window with the lowest offset in it;
+            // the region is the union of checked windows, so it lies inside guest memory.
+            let host =
+                windows.iter().find(|(range, _)| u64::from(range.guest_offset) == start).map(|&(_, h)| h);
+            let host =
+                host.ok_or_else(|| HostError::msg(AbiError::Internal, "staging region without a window"))?;
+            staging.regions.push(Region { start, end, host, device: 0 });
         }
         for region in &mut staging.regions {
             let mut device: CUdeviceptr = 0;
@@ -411,10 +409,9 @@ impl<'d> Staging<'d> {
                 check("cuMemcpyHtoDAsync", code, Phase::Launch)?;
             }
         }
-        for (i, (_, w, _)) in windows.iter().enumerate() {
-            let region = region_of.get(i).and_then(|&r| staging.regions.get(r));
-            let (Some(region), Some(address)) = (region, staging.addresses.get_mut(i)) else { continue };
-            *address = region.device.saturating_add(u64::from(w.guest_offset()).saturating_sub(region.start));
+        for &(r, offset) in plan.placements() {
+            let device = staging.regions.get(r).map_or(0, |region| region.device);
+            staging.addresses.push(device.saturating_add(offset));
         }
         Ok(staging)
     }

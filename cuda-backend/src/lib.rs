@@ -11,6 +11,8 @@
 //!   [`KernelParamStorage`], [`ParamTable`]);
 //! - the PTX `.entry` parameter-list parser and the size check: [`signature`];
 //! - the kernel registry (kernel id → PTX and entry): [`registry`];
+//! - the staging plan for devices without pageable memory access (overlapping windows share
+//!   one buffer): [`staging`];
 //! - driver result codes and their ABI mapping: [`cu_error`];
 //! - the driver launch path (feature `cuda`): `launcher` (`CudaLauncher`), over the driver's
 //!   function table, loaded from `libcuda.so.1` at run time (`driver`).
@@ -42,6 +44,7 @@ mod driver;
 pub mod launcher;
 pub mod registry;
 pub mod signature;
+pub mod staging;
 pub mod storage;
 
 #[cfg(feature = "cuda")]
