@@ -59,8 +59,10 @@ pub(crate) struct Driver {
     pub ctx_push_current: unsafe extern "C" fn(CUcontext) -> CuResult,
     /// `CUresult cuCtxPopCurrent_v2(CUcontext *pctx)`.
     pub ctx_pop_current: unsafe extern "C" fn(*mut CUcontext) -> CuResult,
-    /// `CUresult cuModuleLoadData(CUmodule *module, const void *image)`.
-    pub module_load_data: unsafe extern "C" fn(*mut CUmodule, *const c_void) -> CuResult,
+    /// `CUresult cuModuleLoadDataEx(CUmodule *module, const void *image, unsigned int
+    /// numOptions, CUjit_option *options, void **optionValues)` (the option enum is a C `int`).
+    pub module_load_data_ex:
+        unsafe extern "C" fn(*mut CUmodule, *const c_void, c_uint, *mut c_int, *mut *mut c_void) -> CuResult,
     /// `CUresult cuModuleUnload(CUmodule hmod)`.
     pub module_unload: unsafe extern "C" fn(CUmodule) -> CuResult,
     /// `CUresult cuModuleGetFunction(CUfunction *hfunc, CUmodule hmod, const char *name)`.
@@ -169,7 +171,7 @@ impl Driver {
             // SAFETY: as above.
             ctx_pop_current: unsafe { symbol(lib, b"cuCtxPopCurrent_v2\0") }?,
             // SAFETY: as above.
-            module_load_data: unsafe { symbol(lib, b"cuModuleLoadData\0") }?,
+            module_load_data_ex: unsafe { symbol(lib, b"cuModuleLoadDataEx\0") }?,
             // SAFETY: as above.
             module_unload: unsafe { symbol(lib, b"cuModuleUnload\0") }?,
             // SAFETY: as above.

@@ -5,8 +5,9 @@
 //! device, a working kernel driver) is a clean `NotAvailable`, never a panic. Each
 //! [`launch`](Launcher::launch):
 //!
-//! 1. loads the kernel's module from its PTX on first use (`cuModuleLoadData`; a refused PTX
-//!    is `MalformedPtx`, a missing entry `InvalidKernel`);
+//! 1. loads the kernel's module from its PTX on first use (`cuModuleLoadDataEx`; a refused
+//!    PTX is `MalformedPtx`, with the JIT's error log in the message; a missing entry is
+//!    `InvalidKernel`);
 //! 2. checks the argument sizes against the kernel's parameters: the driver's
 //!    `cuFuncGetParamInfo` where the driver has it (CUDA 12.4+), else the PTX's `.entry`
 //!    declaration, else no check ([`SignatureCheck::Skipped`]); a mismatch is `InvalidArgs`
@@ -40,8 +41,12 @@ use std::ffi::{c_char, c_int, c_void};
 use std::path::PathBuf;
 use std::ptr;
 
-use cust::sys::{CUcontext, CUdevice, CUdevice_attribute, CUdeviceptr, CUfunction, CUmodule, CUstream};
-use kernel_args::{AbiError, HostError, LaunchOutcome, LaunchRequest, Launcher, PointerMode, SignatureCheck};
+use cust::sys::{
+    CUcontext, CUdevice, CUdevice_attribute, CUdeviceptr, CUfunction, CUjit_option, CUmodule, CUstream,
+};
+use kernel_args::{
+    AbiError, Detail, HostError, LaunchOutcome, LaunchRequest, Launcher, PointerMode, SignatureCheck,
+};
 use kernel_args_core::{Arg, GuestRange, LoweredArg};
 
 use crate::cu_error::{CUDA_ERROR_INVALID_VALUE, CUDA_SUCCESS, Phase, check};
@@ -292,10 +297,36 @@ impl CudaLauncher {
         })?;
         let driver = self.driver;
         let mut module: CUmodule = ptr::null_mut();
+        // The JIT's error log goes into the MalformedPtx message: it names the PTX line.
+        let mut log = [0u8; JIT_LOG_BYTES];
+        let mut options = [
+            CUjit_option::CU_JIT_ERROR_LOG_BUFFER as c_int,
+            CUjit_option::CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES as c_int,
+        ];
+        // The size option's value is the size itself, carried in the pointer.
+        let mut values = [log.as_mut_ptr().cast::<c_void>(), ptr::without_provenance_mut(JIT_LOG_BYTES)];
         // SAFETY: `module` is writable; the image is NUL-terminated PTX text that lives for the
-        // call; a context is current.
-        let code = unsafe { (driver.module_load_data)(&mut module, kernel.ptx().as_ptr().cast::<c_void>()) };
-        check("cuModuleLoadData", code, Phase::ModuleLoad)?;
+        // call; two options with their two values, the log buffer writable for the size given;
+        // a context is current.
+        let code = unsafe {
+            (driver.module_load_data_ex)(
+                &mut module,
+                kernel.ptx().as_ptr().cast::<c_void>(),
+                2,
+                options.as_mut_ptr(),
+                values.as_mut_ptr(),
+            )
+        };
+        if let Err(e) = check("cuModuleLoadDataEx", code, Phase::ModuleLoad) {
+            let end = log.iter().position(|&b| b == 0).unwrap_or(log.len());
+            let jit = String::from_utf8_lossy(log.get(..end).unwrap_or(&[])).trim().to_owned();
+            return Err(match e.detail() {
+                Detail::Message(m) if !jit.is_empty() => {
+                    HostError::msg(e.code(), format!("{m}; JIT log: {jit}"))
+                }
+                _ => e,
+            });
+        }
         let mut function: CUfunction = ptr::null_mut();
         // SAFETY: `function` is writable; `module` was just loaded; the name is NUL-terminated.
         let code = unsafe { (driver.module_get_function)(&mut function, module, kernel.entry().as_ptr()) };
@@ -315,6 +346,9 @@ impl CudaLauncher {
         Ok(())
     }
 }
+
+/// Bytes of the JIT's error log kept for a refused module.
+const JIT_LOG_BYTES: usize = 4096;
 
 /// The most parameters `cuFuncGetParamInfo` is asked about: a kernel's parameters take at
 /// most 32 764 bytes, so no kernel has more.

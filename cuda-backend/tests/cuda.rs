@@ -242,7 +242,10 @@ fn bad_ptx_and_unknown_kernels() {
     let launch = |l: &mut CudaLauncher, kernel_id| {
         l.launch(&LaunchRequest { kernel_id, shape: shape(1), args: &args }).unwrap_err().code()
     };
-    assert_eq!(launch(&mut launcher, 10), AbiError::MalformedPtx);
+    let err = launcher.launch(&LaunchRequest { kernel_id: 10, shape: shape(1), args: &args }).unwrap_err();
+    assert_eq!(err.code(), AbiError::MalformedPtx, "{err}");
+    assert!(err.to_string().contains("cuModuleLoadDataEx failed"), "{err}");
+    say(format!("{test}: {err}"));
     assert_eq!(launch(&mut launcher, 11), AbiError::InvalidKernel);
     assert_eq!(launch(&mut launcher, 12), AbiError::InvalidKernel);
 }
