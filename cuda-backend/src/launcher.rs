@@ -507,7 +507,12 @@ impl Launcher for CudaLauncher {
             Some(s) => PointerPlacement::Staged(&s.addresses),
         };
         self.storage.build(args, placement)?;
-        let mut table = self.storage.params();
+        // With the count checked the driver reads exactly the arguments' entries; without, the
+        // padded table gives any extra parameters zeros.
+        let mut table = match signature {
+            SignatureCheck::Skipped => self.storage.params_padded(),
+            SignatureCheck::Ptx | SignatureCheck::Driver => self.storage.params(),
+        };
         let shape = request.shape;
         // SAFETY: `function` is a loaded kernel whose parameter sizes were checked where known;
         // `table` holds one pointer per argument to an 8-aligned slot with its value, and lives

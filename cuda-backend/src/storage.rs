@@ -53,6 +53,13 @@ use core::mem::MaybeUninit;
 use kernel_args::{AbiError, HostError};
 use kernel_args_core::{Arg, LoweredArg, MAX_KERNEL_ARGS};
 
+/// The most bytes of parameters a CUDA kernel can take (CUDA 12.1 and later; 4 KiB before).
+pub const MAX_PARAM_BYTES: usize = 32_764;
+
+/// Zeroed, 8-aligned memory as large as any kernel's whole parameter list, for the padding of
+/// [`KernelParamStorage::params_padded`]. The driver only reads it.
+pub static ZERO_PARAMS: [u64; MAX_PARAM_BYTES.div_ceil(8)] = [0; MAX_PARAM_BYTES.div_ceil(8)];
+
 /// Bytes in one parameter slot: the widest argument (an `i64`, `u64`, `f64` or a device
 /// address).
 pub const SLOT_SIZE: usize = 8;
@@ -223,6 +230,21 @@ impl<const N: usize> KernelParamStorage<N> {
             p.write(base.wrapping_add(i).cast::<c_void>());
         }
         ParamTable { ptrs, len, _storage: PhantomData }
+    }
+
+    /// The `void**` table for a kernel whose parameter count is not known: as
+    /// [`params`](Self::params), and every entry past the arguments, up to the capacity `N`,
+    /// points at [`ZERO_PARAMS`]. If the kernel has more parameters than the guest passed, the
+    /// driver then copies zeros for them instead of dereferencing stray stack memory (a
+    /// kernel with more than `N` parameters would still read past the table: this is why the
+    /// launcher checks the count wherever the PTX or the driver tells it).
+    pub fn params_padded(&mut self) -> ParamTable<'_, N> {
+        let mut table = self.params();
+        let zeros = core::ptr::from_ref(&ZERO_PARAMS).cast_mut().cast::<c_void>();
+        for p in table.ptrs.iter_mut().skip(table.len) {
+            p.write(zeros);
+        }
+        table
     }
 
     /// An empty storage, to be filled with [`build`](Self::build). This is the one place its
@@ -504,6 +526,33 @@ mod tests {
     fn storage_is_send_and_sync_without_unsafe_impls() {
         fn send_sync<T: Send + Sync>() {}
         send_sync::<KernelParamStorage>();
+    }
+
+    #[test]
+    fn padded_tables_point_past_the_arguments_at_zeros() {
+        let mut memory = vec![0u8; 8];
+        let guest = GuestMemory::exclusive(&mut memory);
+        let argv: [LoweredArgSnapshot; 1] = [Arg::U32(9)];
+        let mut buf = [0u8; 8];
+        let n = encode_argv(&argv, &mut buf).unwrap();
+        let args: ParsedArgv = parse_argv(&buf[..n], &guest).unwrap();
+        let mut storage: KernelParamStorage =
+            build_kernel_param_storage(&args, PointerPlacement::Direct).unwrap();
+        let mut table = storage.params_padded();
+        assert_eq!(table.len(), 1);
+        assert_eq!(read_through_table(&mut table, 0, 4), 9u32.to_ne_bytes());
+        let kernel_params = table.as_mut_ptr();
+        for i in [1, MAX_KERNEL_ARGS - 1] {
+            // SAFETY: `i < N`, inside the table's array.
+            let entry = unsafe { kernel_params.add(i) };
+            // SAFETY: padded tables initialise all `N` entries.
+            let param = unsafe { entry.read() };
+            assert_eq!(param.cast_const().cast::<u8>(), ZERO_PARAMS.as_ptr().cast::<u8>());
+            // SAFETY: `ZERO_PARAMS` is a static of `MAX_PARAM_BYTES` or more bytes.
+            let bytes =
+                unsafe { core::slice::from_raw_parts(param.cast_const().cast::<u8>(), MAX_PARAM_BYTES) };
+            assert!(bytes.iter().all(|&b| b == 0));
+        }
     }
 
     #[test]
