@@ -3,8 +3,8 @@
 #
 #   scripts/gpu-check.sh [BUNDLE_DIR]
 #       Here (x86-64 Linux with Rust; no GPU or CUDA needed): builds the link stub and the
-#       `cuda`-feature test binaries of kernel-args-cuda (and of kargs, when it has a `cuda`
-#       feature), and puts them in BUNDLE_DIR (default: $CARGO_TARGET_DIR or target, then
+#       `cuda`-feature test binaries of kernel-args-cuda (and kargs's cuda_demo test, when kargs
+#       has a `cuda` feature), and puts them in BUNDLE_DIR (default: $CARGO_TARGET_DIR or target, then
 #       /gpu-check) with the PTX fixtures and run.sh. Prints how to run the bundle.
 #
 #   bash BUNDLE_DIR/run.sh
@@ -29,25 +29,30 @@ bundle="${1:-$target/gpu-check}"
 
 eval "$(scripts/cuda-link-stub.sh)"   # exports CUDA_LIBRARY_PATH for cust's build script
 
-packages=(-p kernel-args-cuda)
-# kargs joins the bundle once it has a `cuda` feature (its GPU end-to-end test).
-if grep -qE '^cuda *=' cli/Cargo.toml 2>/dev/null; then
-    packages+=(-p kargs)
-fi
-
 rm -rf "$bundle"
 mkdir -p "$bundle/bin" "$bundle/kernels"
-# Every test executable cargo builds for these packages with the cuda feature, found from
-# cargo's JSON messages (the file names carry a hash).
-cargo test "${packages[@]}" --features cuda --no-run --message-format=json \
-    | grep '"reason":"compiler-artifact"' | grep '"test":true' | grep '"executable":"' \
-    | sed -E 's/.*"target":\{[^}]*"name":"([^"]*)".*"executable":"([^"]*)".*/\1\t\2/' \
-    | while IFS=$'\t' read -r name exe; do
-        # Without debug info the bundle stays small enough to carry (symbols remain, so
-        # backtraces still name functions).
-        objcopy --strip-debug "$exe" "$bundle/bin/$name" 2>/dev/null || cp "$exe" "$bundle/bin/$name"
-        echo "bundled $name <- ${exe#"$root"/}"
-    done
+
+# Builds the test executables of `cargo test ARGS --no-run` and copies them into the bundle,
+# found from cargo's JSON messages (the file names carry a hash).
+bundle_tests() {
+    cargo test "$@" --no-run --message-format=json \
+        | grep '"reason":"compiler-artifact"' | grep '"test":true' | grep '"executable":"' \
+        | sed -E 's/.*"target":\{[^}]*"name":"([^"]*)".*"executable":"([^"]*)".*/\1\t\2/' \
+        | while IFS=$'\t' read -r name exe; do
+            # Without debug info the bundle stays small enough to carry (symbols remain, so
+            # backtraces still name functions).
+            objcopy --strip-debug "$exe" "$bundle/bin/$name" 2>/dev/null || cp "$exe" "$bundle/bin/$name"
+            echo "bundled $name <- ${exe#"$root"/}"
+        done
+}
+
+# The backend's unit tests and its GPU tests (tests/cuda.rs).
+bundle_tests -p kernel-args-cuda --features cuda
+# The wasm guest's vector_add through `kargs demo`'s host on the GPU, once kargs has its
+# `cuda` feature (only that test: kargs's other tests read files of the repository).
+if grep -qE '^cuda *=' cli/Cargo.toml 2>/dev/null && [ -f cli/tests/cuda_demo.rs ]; then
+    bundle_tests -p kargs --features cuda --test cuda_demo
+fi
 cp cuda-backend/kernels/*.ptx cuda-backend/kernels/*.cu "$bundle/kernels/"
 
 cat > "$bundle/run.sh" <<'RUN'
