@@ -20,8 +20,9 @@
 //!      touching) windows are staged as one buffer ([`StagingPlan`]), so that aliasing
 //!      arguments alias on the device too and the copy back cannot let one window's stale
 //!      bytes overwrite another's results;
-//! 4. builds the `void**` table ([`build_kernel_param_storage`]), calls `cuLaunchKernel` on the
-//!    launcher's stream, copies staged windows back and synchronises.
+//! 4. rebuilds the parameter storage in place ([`KernelParamStorage::build`]), makes its
+//!    `void**` table, calls `cuLaunchKernel` on the launcher's stream, copies staged windows
+//!    back and synchronises.
 //!
 //! GPU writes reach guest memory only through
 //! [`GuestWindow::host_ptr_mut`](kernel_args_core::GuestWindow::host_ptr_mut), which exists only
