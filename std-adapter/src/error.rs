@@ -20,6 +20,8 @@ use std::fmt;
 
 use kernel_args_core::{ArgvError, ErrorCode};
 
+use crate::checks::{RegionError, ShapeError};
+
 /// The wasi-cuda ABI error codes. The discriminants are the stable codes the host function
 /// returns.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -152,10 +154,24 @@ pub enum Detail {
     },
     /// Anything else, in words.
     Message(String),
+    /// The argument region (`args_ptr`, `args_len`) was refused before parsing.
+    Region(RegionError),
+    /// The launch shape is out of range: which quantity, its value, the bound.
+    Shape(ShapeError),
+    /// The wasi-cuda capability is disabled for this guest.
+    CapabilityDisabled,
+    /// The calling module exports no linear memory named `memory`, so no pointer can be
+    /// resolved.
+    NoExportedMemory,
+    /// No CUDA device is present: the launch was recorded by a dry run, not run.
+    NoDevice,
+    /// The launcher panicked; the host caught it so the guest sees an error code, not a trap.
+    LauncherPanicked,
 }
 
 /// An error from a host call: the [`AbiError`] code the guest sees, plus the [`Detail`] the
-/// host keeps for logs and tools. `source()` yields the core's [`ArgvError`] where there is one.
+/// host keeps for logs and tools. `source()` yields the typed cause where there is one: the
+/// core's [`ArgvError`], a [`RegionError`] or a [`ShapeError`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HostError {
     code: AbiError,
@@ -196,6 +212,12 @@ impl fmt::Display for HostError {
                 write!(f, "argument {index} is {got} bytes but kernel parameter {index} is {expected} bytes")
             }
             Detail::Message(m) => f.write_str(m),
+            Detail::Region(e) => write!(f, "{e}"),
+            Detail::Shape(e) => write!(f, "{e}"),
+            Detail::CapabilityDisabled => f.write_str("the wasi-cuda capability is disabled for this guest"),
+            Detail::NoExportedMemory => f.write_str("the guest exports no linear memory named `memory`"),
+            Detail::NoDevice => f.write_str("no CUDA device: dry run, the launch was recorded but not run"),
+            Detail::LauncherPanicked => f.write_str("the launcher panicked"),
         }
     }
 }
@@ -204,6 +226,8 @@ impl std::error::Error for HostError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match &self.detail {
             Detail::Argv(e) => Some(e),
+            Detail::Region(e) => Some(e),
+            Detail::Shape(e) => Some(e),
             _ => None,
         }
     }
@@ -212,5 +236,77 @@ impl std::error::Error for HostError {
 impl From<ArgvError> for HostError {
     fn from(e: ArgvError) -> HostError {
         HostError { code: e.code().into(), detail: Detail::Argv(e) }
+    }
+}
+
+impl From<RegionError> for HostError {
+    fn from(e: RegionError) -> HostError {
+        HostError { code: AbiError::InvalidPointer, detail: Detail::Region(e) }
+    }
+}
+
+impl From<ShapeError> for HostError {
+    fn from(e: ShapeError) -> HostError {
+        HostError { code: AbiError::InvalidDimensions, detail: Detail::Shape(e) }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::error::Error as _;
+
+    use kernel_args_core::{ArgTag, ErrorKind};
+
+    use super::*;
+    use crate::checks::{Bound, Dimension};
+
+    #[test]
+    fn codes_names_and_round_trips() {
+        for (i, e) in AbiError::ALL.into_iter().enumerate() {
+            assert_eq!(e.code(), -(i as i32) - 1, "ALL is in ABI order");
+            assert_eq!(AbiError::try_from(e.code()), Ok(e));
+            assert_eq!(e.to_string(), format!("{} {}", e.name(), e.code()));
+        }
+        for code in [0, -11, 1, i32::MIN, i32::MAX] {
+            assert_eq!(AbiError::try_from(code), Err(UnknownAbiCode(code)));
+        }
+        assert_eq!(UnknownAbiCode(-11).to_string(), "-11 is not a wasi-cuda ABI error code");
+    }
+
+    #[test]
+    fn argv_errors_keep_their_detail() {
+        let argv = ArgvError::new(ErrorKind::UnknownTag { tag: 0x42 }, 3, 17);
+        let e = HostError::from(argv);
+        assert_eq!(e.code(), AbiError::InvalidArgs);
+        assert_eq!(e.to_string(), "InvalidArgs -9: unknown tag 0x42 at byte 17 (record 3)");
+        let source = e.source().unwrap().downcast_ref::<ArgvError>().unwrap();
+        assert_eq!((source.index(), source.offset()), (3, 17));
+        assert_eq!(AbiError::from(argv), AbiError::InvalidArgs);
+        let truncated =
+            ArgvError::new(ErrorKind::TruncatedRecord { tag: ArgTag::U64, needed: 8, present: 2 }, 0, 0);
+        assert_eq!(AbiError::from(truncated), AbiError::InvalidArgs);
+    }
+
+    #[test]
+    fn typed_details_map_to_their_codes() {
+        let region = HostError::from(RegionError::NegativeLength { args_len: -3 });
+        assert_eq!(region.code(), AbiError::InvalidPointer);
+        assert_eq!(region.to_string(), "InvalidPointer -2: args_len -3 is negative");
+        assert!(region.source().unwrap().is::<RegionError>());
+
+        let shape = ShapeError { dimension: Dimension::GridY, value: 70_000, bound: Bound::AtMost(65_535) };
+        let e = HostError::from(shape);
+        assert_eq!(e.code(), AbiError::InvalidDimensions);
+        assert_eq!(e.detail(), &Detail::Shape(shape));
+        assert_eq!(e.to_string(), "InvalidDimensions -8: grid.y is 70000, must be at most 65535");
+        assert!(e.source().unwrap().is::<ShapeError>());
+
+        let none = HostError::new(AbiError::NotAvailable, Detail::NoDevice);
+        assert!(none.source().is_none());
+        assert!(none.to_string().starts_with("NotAvailable -1: no CUDA device"));
+        let msg = HostError::msg(AbiError::LaunchFailed, "CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES");
+        assert_eq!(msg.to_string(), "LaunchFailed -5: CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES");
+        let count = HostError::new(AbiError::InvalidArgs, Detail::ParamCount { expected: 4, got: 3 });
+        assert_eq!(count.to_string(), "InvalidArgs -9: kernel takes 4 parameters, argv has 3 arguments");
     }
 }

@@ -6,9 +6,10 @@
 //! windows borrow guest memory exclusively for the duration of the call, so a launcher may let
 //! the device read and write guest memory but cannot keep a pointer past the call.
 
-use kernel_args_core::LoweredArg;
+use kernel_args_core::{LoweredArg, LoweredArgSnapshot};
 
-use crate::error::HostError;
+use crate::error::{AbiError, HostError};
+use crate::limits::MAX_KERNEL_ARGS;
 
 /// Grid and block dimensions and dynamic shared memory of a launch, as the guest gave them
 /// (already checked by the host function when a launcher sees them).
@@ -67,4 +68,58 @@ pub struct LaunchOutcome {
 pub trait Launcher {
     /// Launches the kernel and waits for it; an `Err` carries the ABI code the guest will see.
     fn launch(&mut self, request: &LaunchRequest<'_, '_>) -> Result<LaunchOutcome, HostError>;
+}
+
+impl<L: Launcher + ?Sized> Launcher for &mut L {
+    fn launch(&mut self, request: &LaunchRequest<'_, '_>) -> Result<LaunchOutcome, HostError> {
+        (**self).launch(request)
+    }
+}
+
+impl<L: Launcher + ?Sized> Launcher for Box<L> {
+    fn launch(&mut self, request: &LaunchRequest<'_, '_>) -> Result<LaunchOutcome, HostError> {
+        (**self).launch(request)
+    }
+}
+
+/// The pointer-free copy of a [`LaunchRequest`]: kernel id, shape and argument snapshots
+/// (pointer arguments as guest offset and length). `Send + Sync`; holds its arguments inline,
+/// so taking one never allocates.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct LaunchSnapshot {
+    kernel_id: i64,
+    shape: LaunchShape,
+    args: heapless::Vec<LoweredArgSnapshot, MAX_KERNEL_ARGS>,
+}
+
+impl LaunchSnapshot {
+    /// Snapshots `request`. Fails with `KernelArgsUnsupported` when it holds more than
+    /// [`MAX_KERNEL_ARGS`] arguments (a request built by the host function never does).
+    pub fn capture(request: &LaunchRequest<'_, '_>) -> Result<LaunchSnapshot, HostError> {
+        let mut args = heapless::Vec::new();
+        for arg in request.args {
+            args.push(arg.snapshot()).map_err(|_| {
+                HostError::msg(
+                    AbiError::KernelArgsUnsupported,
+                    format!("{} arguments, at most {MAX_KERNEL_ARGS} can be snapshot", request.args.len()),
+                )
+            })?;
+        }
+        Ok(LaunchSnapshot { kernel_id: request.kernel_id, shape: request.shape, args })
+    }
+
+    /// The guest's kernel handle.
+    pub fn kernel_id(&self) -> i64 {
+        self.kernel_id
+    }
+
+    /// The checked launch shape.
+    pub fn shape(&self) -> LaunchShape {
+        self.shape
+    }
+
+    /// The arguments, pointer-free, in argv order.
+    pub fn args(&self) -> &[LoweredArgSnapshot] {
+        &self.args
+    }
 }

@@ -1,9 +1,89 @@
 //! # kernel-args
 //!
-//! The std side of the wasi-cuda kernel-argument ABI (work in progress: see the issue).
+//! The std side of the wasi-cuda kernel-argument ABI: the host half of `wasi_cuda_launch`.
+//!
+//! A wasm guest asks the host to launch a GPU kernel by passing a kernel id, a launch shape
+//! and its kernel parameters as one buffer of tagged records in its linear memory
+//! (`args_ptr`, `args_len`; the format is [`kernel_args_core::wire`]). This crate checks all
+//! of it before anything runs, and hands a bounds-checked [`LaunchRequest`] to a [`Launcher`]:
+//!
+//! 1. capability gate → `NotAvailable`;
+//! 2. argument region ([`check_args_region`]) → `InvalidPointer`;
+//! 3. launch shape ([`check_launch_shape`], limits in [`limits`]) → `InvalidDimensions`;
+//! 4. parse (the core parser, no heap) → `InvalidArgs`, `InvalidPointer`,
+//!    `KernelArgsUnsupported`;
+//! 5. dispatch through the [`Launcher`] trait: [`DryRunLauncher`] here, the CUDA backend in
+//!    `kernel-args-cuda`.
+//!
+//! ```
+//! use kernel_args::{AbiError, ArgvBuilder, DryRunLauncher, LaunchCall, LaunchHost};
+//!
+//! // The guest's linear memory: an argv at offset 0 naming two 16-byte buffers.
+//! let mut memory = vec![0u8; 1024];
+//! let mut argv = ArgvBuilder::new(&mut memory[..64]);
+//! argv.ptr(256, 16)?.ptr(512, 16)?.u32(4)?;
+//! let args_len = argv.len() as i32;
+//!
+//! let mut host = LaunchHost::new(DryRunLauncher::new());
+//! let call = LaunchCall { args_len, ..LaunchCall::new(1, [1, 1, 1], [4, 1, 1]) };
+//! // No GPU here: the dry run records the launch and answers NotAvailable.
+//! assert_eq!(host.call(Some(&mut memory), &call), AbiError::NotAvailable.code());
+//! assert_eq!(host.last_launch().unwrap().snapshot().args().len(), 3);
+//!
+//! // A block of 2048 threads is refused before the argv is even parsed.
+//! let call = LaunchCall { block: [2048, 1, 1], ..call };
+//! assert_eq!(host.call(Some(&mut memory), &call), AbiError::InvalidDimensions.code());
+//! assert!(host.last_launch().is_none());
+//! assert_eq!(
+//!     host.last_error_message().unwrap(),
+//!     "InvalidDimensions -8: block.x is 2048, must be at most 1024"
+//! );
+//! # Ok::<(), kernel_args::EncodeError>(())
+//! ```
+//!
+//! ## Where to find what
+//!
+//! - the ABI error table and the host's error type: [`error`];
+//! - every limit: [`limits`]; the region and shape checks: [`checks`];
+//! - the launcher seam: [`launcher`]; the dry run: [`dry_run`];
+//! - the runtime-independent host call and its recorded state: [`host`];
+//! - the wasmtime host function (feature `wasmtime`): `wasmtime_host`;
+//! - the bundled demo guest (feature `demo-guest`): `guest`;
+//! - `Vec` conveniences for std tools: [`argv`];
+//! - the WIT contract: `wit/wasi-cuda.wit` in the repository.
+//!
+//! ## Features
+//!
+//! - `wasmtime` (default): `wasmtime_host::add_to_linker` registers the host
+//!   function on a `wasmtime::Linker`.
+//! - `demo-guest` (default): builds the `no_std` vector_add guest in `guest/` for
+//!   `wasm32-unknown-unknown` from `build.rs` and bundles it as `guest::GUEST_WASM`.
 
+pub mod argv;
+pub mod checks;
+pub mod dry_run;
 pub mod error;
+#[cfg(feature = "demo-guest")]
+pub mod guest;
+pub mod host;
 pub mod launcher;
+pub mod limits;
+#[cfg(feature = "wasmtime")]
+pub mod wasmtime_host;
 
+pub use argv::{encode_argv_vec, parse_argv_vec, parse_snapshots};
+pub use checks::{
+    ArgsRegion, Bound, Dimension, LaunchLimits, RegionError, ShapeError, check_args_region,
+    check_launch_shape,
+};
+pub use dry_run::DryRunLauncher;
 pub use error::{AbiError, Detail, HostError, UnknownAbiCode};
-pub use launcher::{LaunchOutcome, LaunchRequest, LaunchShape, Launcher, PointerMode, SignatureCheck};
+pub use host::{LaunchCall, LaunchHost, LaunchRecord};
+pub use launcher::{
+    LaunchOutcome, LaunchRequest, LaunchShape, LaunchSnapshot, Launcher, PointerMode, SignatureCheck,
+};
+
+pub use kernel_args_core::{
+    Arg, ArgTag, ArgvBuilder, ArgvError, EncodeError, ErrorCode, ErrorKind, F32Bits, F64Bits, GuestMemory,
+    GuestRange, GuestWindow, LoweredArg, LoweredArgSnapshot,
+};

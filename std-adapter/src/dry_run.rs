@@ -1,0 +1,55 @@
+//! The dry-run launcher: records what would be launched and reports that no CUDA device is
+//! present. It needs no GPU, so the whole host path (checks, parser, dispatch) runs and is
+//! tested on any machine.
+//!
+//! ```
+//! use kernel_args::{AbiError, DryRunLauncher, LaunchRequest, LaunchShape, Launcher, LoweredArg};
+//!
+//! let mut dry = DryRunLauncher::new();
+//! let shape = LaunchShape { grid: [1, 1, 1], block: [32, 1, 1], shared_mem_bytes: 0 };
+//! let args = [LoweredArg::U32(32)];
+//! let err = dry.launch(&LaunchRequest { kernel_id: 7, shape, args: &args }).unwrap_err();
+//! assert_eq!(err.code(), AbiError::NotAvailable);
+//! let recorded = dry.last().unwrap();
+//! assert_eq!((recorded.kernel_id(), recorded.args()), (7, &[LoweredArg::U32(32).snapshot()][..]));
+//! assert_eq!(dry.launches(), 1);
+//! ```
+
+use crate::error::{AbiError, Detail, HostError};
+use crate::launcher::{LaunchOutcome, LaunchRequest, LaunchSnapshot, Launcher};
+
+/// A [`Launcher`] that runs nothing: it keeps a pointer-free snapshot of the last request and
+/// answers [`AbiError::NotAvailable`] with [`Detail::NoDevice`]. Recording and answering never
+/// allocate.
+#[derive(Debug, Clone, Default)]
+pub struct DryRunLauncher {
+    last: Option<LaunchSnapshot>,
+    launches: u64,
+}
+
+impl DryRunLauncher {
+    /// A launcher that has recorded nothing.
+    pub fn new() -> DryRunLauncher {
+        DryRunLauncher::default()
+    }
+
+    /// The last request it was handed, pointer-free.
+    pub fn last(&self) -> Option<&LaunchSnapshot> {
+        self.last.as_ref()
+    }
+
+    /// How many requests it has been handed.
+    pub fn launches(&self) -> u64 {
+        self.launches
+    }
+}
+
+impl Launcher for DryRunLauncher {
+    fn launch(&mut self, request: &LaunchRequest<'_, '_>) -> Result<LaunchOutcome, HostError> {
+        self.launches = self.launches.saturating_add(1);
+        // Cleared first: a request it cannot snapshot leaves no older one behind.
+        self.last = None;
+        self.last = Some(LaunchSnapshot::capture(request)?);
+        Err(HostError::new(AbiError::NotAvailable, Detail::NoDevice))
+    }
+}

@@ -1,0 +1,402 @@
+//! The host side of one `wasi_cuda_launch` call, independent of any wasm runtime.
+//!
+//! [`LaunchHost`] is the state an embedder keeps per guest: whether the capability is granted,
+//! the launch limits, the [`Launcher`] that runs kernels, and what the last call did. Its
+//! [`call`](LaunchHost::call) runs the whole pipeline over the guest's linear memory:
+//!
+//! 1. **capability gate**: a disabled host answers `NotAvailable` and records nothing;
+//! 2. **argument region**: `args_ptr`/`args_len` checked against the memory
+//!    ([`check_args_region`]) → `InvalidPointer`; a guest without a memory also gets
+//!    `InvalidPointer`, as no pointer can lie in it;
+//! 3. **launch shape** ([`check_launch_shape`]) → `InvalidDimensions`;
+//! 4. **parse**: the argv bytes are copied to the stack (at most
+//!    [`MAX_KERNEL_ARGS_BYTES`]; a longer buffer is `KernelArgsUnsupported` as in the core
+//!    parser) and parsed against an exclusive borrow of guest memory into a stack
+//!    [`ParsedArgv`];
+//! 5. **dispatch** to the launcher, whose answer (0 or its error code) is the call's answer.
+//!
+//! Up to the launcher nothing is allocated on the heap: the argv copy and the parsed
+//! arguments live on the stack and the record of the launch is stored inline. Bad guest input
+//! only ever produces an ABI code, never a panic; a panicking launcher is caught and answered
+//! with `Internal`.
+//!
+//! ```
+//! use kernel_args::{AbiError, ArgvBuilder, DryRunLauncher, LaunchCall, LaunchHost, LoweredArgSnapshot, GuestRange};
+//!
+//! // A guest memory with an argv at offset 0: one pointer window and an element count.
+//! let mut memory = vec![0u8; 4096];
+//! let len = {
+//!     let mut argv = ArgvBuilder::new(&mut memory[..64]);
+//!     argv.ptr(1024, 256)?.u32(64)?;
+//!     argv.len()
+//! };
+//! let mut host = LaunchHost::new(DryRunLauncher::new());
+//! let call = LaunchCall { args_len: len as i32, ..LaunchCall::new(1, [1, 1, 1], [64, 1, 1]) };
+//! assert_eq!(host.call(Some(&mut memory), &call), AbiError::NotAvailable.code());
+//!
+//! let launch = host.last_launch().expect("the call reached the launcher");
+//! assert_eq!(
+//!     launch.snapshot().args(),
+//!     &[LoweredArgSnapshot::Ptr(GuestRange { guest_offset: 1024, len: 256 }), LoweredArgSnapshot::U32(64)]
+//! );
+//! assert_eq!(host.last_error_message().as_deref(), Some(
+//!     "NotAvailable -1: no CUDA device: dry run, the launch was recorded but not run"
+//! ));
+//! # Ok::<(), kernel_args::EncodeError>(())
+//! ```
+
+use std::panic::{AssertUnwindSafe, catch_unwind};
+
+use kernel_args_core::{ArgvError, ErrorKind, GuestMemory, ParsedArgv, parse_argv_into};
+
+use crate::checks::{LaunchLimits, check_args_region, check_launch_shape};
+use crate::error::{AbiError, Detail, HostError};
+use crate::launcher::{LaunchOutcome, LaunchRequest, LaunchSnapshot, Launcher};
+use crate::limits::MAX_KERNEL_ARGS_BYTES;
+
+/// The parameters of one `wasi_cuda_launch` call, exactly as the guest passed them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct LaunchCall {
+    /// The guest's kernel handle.
+    pub kernel_id: i64,
+    /// Blocks in x, y, z.
+    pub grid: [i32; 3],
+    /// Threads per block in x, y, z.
+    pub block: [i32; 3],
+    /// Dynamic shared memory per block, in bytes.
+    pub shared_mem: i32,
+    /// Offset of the argv buffer in guest memory.
+    pub args_ptr: i32,
+    /// Length of the argv buffer in bytes (0: no arguments).
+    pub args_len: i32,
+}
+
+impl LaunchCall {
+    /// A call with no shared memory and no arguments (`args_ptr` and `args_len` 0).
+    pub const fn new(kernel_id: i64, grid: [i32; 3], block: [i32; 3]) -> LaunchCall {
+        LaunchCall { kernel_id, grid, block, shared_mem: 0, args_ptr: 0, args_len: 0 }
+    }
+}
+
+/// What the last call that reached the launcher handed it, and what it answered.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LaunchRecord {
+    snapshot: LaunchSnapshot,
+    result: Result<LaunchOutcome, AbiError>,
+}
+
+impl LaunchRecord {
+    /// The launch, pointer-free: kernel id, shape, argument snapshots.
+    pub fn snapshot(&self) -> &LaunchSnapshot {
+        &self.snapshot
+    }
+
+    /// The launcher's answer: its outcome, or the code the guest was given.
+    pub fn result(&self) -> Result<LaunchOutcome, AbiError> {
+        self.result
+    }
+}
+
+/// Per-guest host state for `wasi_cuda_launch`: capability, limits, launcher, last call.
+///
+/// `L` is any [`Launcher`]: [`DryRunLauncher`](crate::DryRunLauncher), the CUDA backend, or
+/// `Box<dyn Launcher>` to choose at run time.
+#[derive(Debug)]
+pub struct LaunchHost<L> {
+    launcher: L,
+    enabled: bool,
+    limits: LaunchLimits,
+    last_launch: Option<LaunchRecord>,
+    last_error: Option<HostError>,
+}
+
+impl<L: Launcher> LaunchHost<L> {
+    /// An enabled host with the default [`LaunchLimits`].
+    pub fn new(launcher: L) -> LaunchHost<L> {
+        LaunchHost {
+            launcher,
+            enabled: true,
+            limits: LaunchLimits::DEFAULT,
+            last_launch: None,
+            last_error: None,
+        }
+    }
+
+    /// Sets the launch limits.
+    #[must_use]
+    pub fn with_limits(mut self, limits: LaunchLimits) -> LaunchHost<L> {
+        self.limits = limits;
+        self
+    }
+
+    /// Grants (`true`) or withholds (`false`) the capability; a host without it answers every
+    /// call with `NotAvailable` and records nothing.
+    #[must_use]
+    pub fn with_enabled(mut self, enabled: bool) -> LaunchHost<L> {
+        self.enabled = enabled;
+        self
+    }
+
+    /// Grants or withholds the capability from now on.
+    pub fn set_enabled(&mut self, enabled: bool) {
+        self.enabled = enabled;
+    }
+
+    /// Whether the capability is granted.
+    pub fn is_enabled(&self) -> bool {
+        self.enabled
+    }
+
+    /// The launch limits in force.
+    pub fn limits(&self) -> &LaunchLimits {
+        &self.limits
+    }
+
+    /// The launcher.
+    pub fn launcher(&self) -> &L {
+        &self.launcher
+    }
+
+    /// The launcher, mutably.
+    pub fn launcher_mut(&mut self) -> &mut L {
+        &mut self.launcher
+    }
+
+    /// The host's state dropped, its launcher returned.
+    pub fn into_launcher(self) -> L {
+        self.launcher
+    }
+
+    /// What the last call handed the launcher; `None` when the last call was refused before
+    /// dispatch (or no call was made), so a failed call never leaves an older launch's
+    /// arguments behind.
+    pub fn last_launch(&self) -> Option<&LaunchRecord> {
+        self.last_launch.as_ref()
+    }
+
+    /// The last call's error; `None` when it succeeded (or no call was made).
+    pub fn last_error(&self) -> Option<&HostError> {
+        self.last_error.as_ref()
+    }
+
+    /// The last call's error as a message (`"InvalidDimensions -8: block.x is 2048, ..."`).
+    pub fn last_error_message(&self) -> Option<String> {
+        self.last_error.as_ref().map(HostError::to_string)
+    }
+
+    /// Runs one `wasi_cuda_launch` call against the guest's linear memory (`None` when the
+    /// guest has none) and returns what the guest sees: `0` or a negative [`AbiError`] code.
+    /// See the [module docs](self) for the order of the checks.
+    pub fn call(&mut self, memory: Option<&mut [u8]>, call: &LaunchCall) -> i32 {
+        self.last_launch = None;
+        self.last_error = None;
+        match self.run(memory, call) {
+            Ok(_) => 0,
+            Err(e) => {
+                let code = e.code().code();
+                self.last_error = Some(e);
+                code
+            }
+        }
+    }
+
+    fn run(&mut self, memory: Option<&mut [u8]>, call: &LaunchCall) -> Result<LaunchOutcome, HostError> {
+        if !self.enabled {
+            return Err(HostError::new(AbiError::NotAvailable, Detail::CapabilityDisabled));
+        }
+        let Some(memory) = memory else {
+            return Err(HostError::new(AbiError::InvalidPointer, Detail::NoExportedMemory));
+        };
+        let memory_len = u64::try_from(memory.len()).unwrap_or(u64::MAX);
+        let region = check_args_region(call.args_ptr, call.args_len, memory_len)?;
+        let shape = check_launch_shape(call.grid, call.block, call.shared_mem, &self.limits)?;
+
+        // The parser's first rule, decided here because the bytes are copied before parsing.
+        if region.len() > MAX_KERNEL_ARGS_BYTES {
+            let kind = ErrorKind::BufferTooLong { len: region.len(), max: MAX_KERNEL_ARGS_BYTES };
+            return Err(ArgvError::new(kind, 0, 0).into());
+        }
+        // Copied out because the parser borrows the whole memory exclusively (pointer windows
+        // may be written by the device), and so the guest's bytes cannot change under it.
+        let mut argv_copy = [0u8; MAX_KERNEL_ARGS_BYTES];
+        let internal = || HostError::msg(AbiError::Internal, "checked args region not sliceable");
+        let argv = argv_copy.get_mut(..region.len()).ok_or_else(internal)?;
+        argv.copy_from_slice(memory.get(region.range()).ok_or_else(internal)?);
+
+        let guest = GuestMemory::exclusive(memory);
+        let mut args: ParsedArgv<'_> = ParsedArgv::new();
+        parse_argv_into(argv, &guest, &mut args)?;
+
+        let request = LaunchRequest { kernel_id: call.kernel_id, shape, args: &args };
+        let snapshot = LaunchSnapshot::capture(&request)?;
+        let record = self.last_launch.insert(LaunchRecord { snapshot, result: Err(AbiError::Internal) });
+        let launcher = &mut self.launcher;
+        let result = catch_unwind(AssertUnwindSafe(|| launcher.launch(&request)))
+            .unwrap_or_else(|_| Err(HostError::new(AbiError::Internal, Detail::LauncherPanicked)));
+        record.result = result.as_ref().map(|outcome| *outcome).map_err(HostError::code);
+        result
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use kernel_args_core::{ArgvBuilder, GuestRange, LoweredArgSnapshot};
+
+    use super::*;
+    use crate::checks::{Dimension, RegionError};
+    use crate::dry_run::DryRunLauncher;
+    use crate::launcher::{PointerMode, SignatureCheck};
+
+    const OUTCOME: LaunchOutcome =
+        LaunchOutcome { pointer_mode: PointerMode::Direct, signature: SignatureCheck::Skipped };
+
+    /// Succeeds, counting calls; or panics when told to.
+    #[derive(Default)]
+    struct Counting {
+        calls: usize,
+        panic: bool,
+    }
+
+    impl Launcher for Counting {
+        fn launch(&mut self, _: &LaunchRequest<'_, '_>) -> Result<LaunchOutcome, HostError> {
+            self.calls += 1;
+            assert!(!self.panic, "launcher told to panic");
+            Ok(OUTCOME)
+        }
+    }
+
+    /// A 4 KiB memory with an argv `[ptr(1024, 64), u32 16]` at offset 0; returns its length.
+    fn memory_with_argv() -> (Vec<u8>, i32) {
+        let mut memory = vec![0u8; 4096];
+        let mut b = ArgvBuilder::new(&mut memory[..64]);
+        b.ptr(1024, 64).unwrap().u32(16).unwrap();
+        let len = b.len() as i32;
+        (memory, len)
+    }
+
+    fn good_call(args_len: i32) -> LaunchCall {
+        LaunchCall { args_len, ..LaunchCall::new(3, [1, 1, 1], [16, 1, 1]) }
+    }
+
+    #[test]
+    fn success_records_the_launch_and_clears_the_error() {
+        let (mut memory, len) = memory_with_argv();
+        let mut host = LaunchHost::new(Counting::default());
+        assert_eq!(host.call(Some(&mut memory), &good_call(len)), 0);
+        let record = host.last_launch().unwrap();
+        assert_eq!(record.result(), Ok(OUTCOME));
+        assert_eq!(record.snapshot().kernel_id(), 3);
+        assert_eq!(
+            record.snapshot().args(),
+            &[
+                LoweredArgSnapshot::Ptr(GuestRange { guest_offset: 1024, len: 64 }),
+                LoweredArgSnapshot::U32(16)
+            ]
+        );
+        assert!(host.last_error().is_none());
+        assert_eq!(host.launcher().calls, 1);
+    }
+
+    #[test]
+    fn zero_length_args_read_nothing() {
+        // Even a memory full of invalid tags: nothing is read.
+        let mut memory = vec![0xffu8; 64];
+        let mut host = LaunchHost::new(Counting::default());
+        assert_eq!(host.call(Some(&mut memory), &LaunchCall::new(1, [1, 1, 1], [1, 1, 1])), 0);
+        assert!(host.last_launch().unwrap().snapshot().args().is_empty());
+    }
+
+    #[test]
+    fn disabled_capability_records_nothing() {
+        let (mut memory, len) = memory_with_argv();
+        let mut host = LaunchHost::new(Counting::default()).with_enabled(false);
+        assert_eq!(host.call(Some(&mut memory), &good_call(len)), AbiError::NotAvailable.code());
+        assert!(host.last_launch().is_none());
+        assert_eq!(host.launcher().calls, 0);
+        assert_eq!(host.last_error().unwrap().detail(), &Detail::CapabilityDisabled);
+        // The gate comes first: even a call that is wrong in every other way gets -1.
+        let bad = LaunchCall { args_ptr: -1, ..LaunchCall::new(1, [0, 0, 0], [0, 0, 0]) };
+        assert_eq!(host.call(None, &bad), -1);
+        host.set_enabled(true);
+        assert!(host.is_enabled());
+        assert_eq!(host.call(Some(&mut memory), &good_call(len)), 0);
+    }
+
+    #[test]
+    fn no_memory_is_an_invalid_pointer() {
+        let mut host = LaunchHost::new(Counting::default());
+        assert_eq!(host.call(None, &LaunchCall::new(1, [1, 1, 1], [1, 1, 1])), -2);
+        assert_eq!(host.last_error().unwrap().detail(), &Detail::NoExportedMemory);
+    }
+
+    #[test]
+    fn region_is_checked_before_shape_and_parse() {
+        let mut memory = vec![0xffu8; 64];
+        let mut host = LaunchHost::new(Counting::default());
+        // Bad region, bad shape, bad bytes: the region decides.
+        let call = LaunchCall { args_ptr: 60, args_len: 8, ..LaunchCall::new(1, [0, 1, 1], [1, 1, 1]) };
+        assert_eq!(host.call(Some(&mut memory), &call), -2);
+        assert_eq!(
+            host.last_error().unwrap().detail(),
+            &Detail::Region(RegionError::PastMemory { args_ptr: 60, args_len: 8, memory_len: 64 })
+        );
+        // Good region, bad shape, bad bytes: the shape decides.
+        let call = LaunchCall { args_ptr: 0, args_len: 8, ..call };
+        assert_eq!(host.call(Some(&mut memory), &call), -8);
+        let Detail::Shape(e) = host.last_error().unwrap().detail() else { panic!("shape detail") };
+        assert_eq!((e.dimension, e.value), (Dimension::GridX, 0));
+        // Then the parser.
+        let call = LaunchCall { grid: [1, 1, 1], ..call };
+        assert_eq!(host.call(Some(&mut memory), &call), -9);
+        assert_eq!(host.launcher().calls, 0);
+    }
+
+    #[test]
+    fn argv_longer_than_the_cap_is_unsupported() {
+        let mut memory = vec![0u8; 8192];
+        let mut host = LaunchHost::new(Counting::default());
+        let call =
+            LaunchCall { args_len: MAX_KERNEL_ARGS_BYTES as i32 + 1, ..LaunchCall::new(1, [1; 3], [1; 3]) };
+        assert_eq!(host.call(Some(&mut memory), &call), -10);
+        let Detail::Argv(e) = host.last_error().unwrap().detail() else { panic!("argv detail") };
+        assert_eq!(e.kind(), ErrorKind::BufferTooLong { len: 4097, max: 4096 });
+    }
+
+    #[test]
+    fn a_failed_call_leaves_no_stale_launch() {
+        let (mut memory, len) = memory_with_argv();
+        let mut host = LaunchHost::new(DryRunLauncher::new());
+        assert_eq!(host.call(Some(&mut memory), &good_call(len)), -1);
+        assert_eq!(host.last_launch().unwrap().snapshot().args().len(), 2);
+        assert_eq!(host.last_launch().unwrap().result(), Err(AbiError::NotAvailable));
+
+        // Same argv, but the window now points past memory: refused by the parser.
+        memory[1..5].copy_from_slice(&4090u32.to_le_bytes());
+        assert_eq!(host.call(Some(&mut memory), &good_call(len)), -2);
+        assert!(host.last_launch().is_none(), "the previous launch's args must not survive");
+        let message = host.last_error_message().unwrap();
+        assert!(message.starts_with("InvalidPointer -2: "), "{message}");
+        // The dry run still shows the first launch (it is the launcher's own record), once.
+        assert_eq!(host.launcher().launches(), 1);
+    }
+
+    #[test]
+    fn a_panicking_launcher_is_an_internal_error() {
+        let (mut memory, len) = memory_with_argv();
+        let mut host = LaunchHost::new(Counting { calls: 0, panic: true });
+        assert_eq!(host.call(Some(&mut memory), &good_call(len)), AbiError::Internal.code());
+        assert_eq!(host.last_error().unwrap().detail(), &Detail::LauncherPanicked);
+        assert_eq!(host.last_launch().unwrap().result(), Err(AbiError::Internal));
+    }
+
+    #[test]
+    fn boxed_launchers_plug_in() {
+        let (mut memory, len) = memory_with_argv();
+        let launcher: Box<dyn Launcher> = Box::new(Counting::default());
+        let mut host = LaunchHost::new(launcher).with_limits(LaunchLimits { max_shared_mem_bytes: 0 });
+        assert_eq!(host.call(Some(&mut memory), &good_call(len)), 0);
+        let call = LaunchCall { shared_mem: 1, ..good_call(len) };
+        assert_eq!(host.call(Some(&mut memory), &call), -8);
+        assert_eq!(host.limits().max_shared_mem_bytes, 0);
+    }
+}

@@ -1,0 +1,39 @@
+//! Every limit the host enforces, in one place: the launch-shape limits checked by
+//! [`check_launch_shape`](crate::check_launch_shape) and, re-exported, the argv caps the core
+//! parser enforces.
+//!
+//! The shape limits are those of every CUDA device of compute capability 5.0 and later, so a
+//! shape the host accepts is one the driver can launch on any of them (a smaller device may
+//! still refuse it with `LaunchFailed`). Only the shared-memory cap is configurable
+//! ([`LaunchLimits`](crate::LaunchLimits)), because it is the one that differs between devices.
+
+pub use kernel_args_core::limits::{MAX_GUEST_MEMORY_BYTES, MAX_KERNEL_ARGS, MAX_KERNEL_ARGS_BYTES};
+
+/// Every grid and block dimension is at least 1: a zero dimension launches nothing, and a
+/// negative one is a guest bug.
+pub const MIN_DIM: u32 = 1;
+
+/// Largest grid x dimension: 2³¹ − 1 blocks.
+pub const MAX_GRID_X: u32 = (1 << 31) - 1;
+
+/// Largest grid y dimension.
+pub const MAX_GRID_Y: u32 = 65_535;
+
+/// Largest grid z dimension.
+pub const MAX_GRID_Z: u32 = 65_535;
+
+/// Largest block x dimension.
+pub const MAX_BLOCK_X: u32 = 1024;
+
+/// Largest block y dimension.
+pub const MAX_BLOCK_Y: u32 = 1024;
+
+/// Largest block z dimension.
+pub const MAX_BLOCK_Z: u32 = 64;
+
+/// Largest number of threads in one block (`block.x * block.y * block.z`).
+pub const MAX_THREADS_PER_BLOCK: u32 = 1024;
+
+/// Default cap on dynamic shared memory per block: 227 KiB, the most a current GPU
+/// (compute capability 9.0) lets one block opt into.
+pub const DEFAULT_MAX_SHARED_MEM_BYTES: u32 = 227 * 1024;

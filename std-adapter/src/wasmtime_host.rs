@@ -1,0 +1,92 @@
+//! The `wasi_cuda_launch` host function on a [`wasmtime::Linker`] (feature `wasmtime`).
+//!
+//! The guest imports, from module [`IMPORT_MODULE`] (`wasi:cuda/host@0.2.0`):
+//!
+//! ```text
+//! wasi_cuda_launch(kernel_id: i64,
+//!                  grid_x: i32, grid_y: i32, grid_z: i32,
+//!                  block_x: i32, block_y: i32, block_z: i32,
+//!                  shared_mem: i32, args_ptr: i32, args_len: i32) -> i32
+//! ```
+//!
+//! and gets `0` or a negative [`AbiError`](crate::AbiError) code. It is the hand-lowered form
+//! of `launch` in `wit/wasi-cuda.wit`. The function never traps: every failure, including a
+//! module that exports no linear memory named [`MEMORY_EXPORT`] (answered with
+//! `InvalidPointer`), is an ABI code, with the detail in
+//! [`LaunchHost::last_error`](crate::LaunchHost::last_error).
+//!
+//! ```
+//! use kernel_args::wasmtime_host::add_to_linker;
+//! use kernel_args::{DryRunLauncher, LaunchHost};
+//! use wasmtime::{Engine, Linker, Store};
+//!
+//! let engine = Engine::default();
+//! let mut linker: Linker<LaunchHost<DryRunLauncher>> = Linker::new(&engine);
+//! add_to_linker(&mut linker, |host| host)?;
+//! let mut store = Store::new(&engine, LaunchHost::new(DryRunLauncher::new()));
+//! // instantiate a guest with `linker.instantiate(&mut store, &module)`, call its exports,
+//! // then look at `store.data().last_launch()`.
+//! # let _ = &mut store;
+//! # Ok::<(), wasmtime::Error>(())
+//! ```
+
+use wasmtime::{Caller, Extern, Linker};
+
+use crate::host::{LaunchCall, LaunchHost};
+use crate::launcher::Launcher;
+
+/// The import module the host function is registered under.
+pub const IMPORT_MODULE: &str = "wasi:cuda/host@0.2.0";
+
+/// The host function's import name.
+pub const LAUNCH_IMPORT: &str = "wasi_cuda_launch";
+
+/// The export the host resolves guest pointers against.
+pub const MEMORY_EXPORT: &str = "memory";
+
+/// Registers `wasi_cuda_launch` under [`IMPORT_MODULE`] on `linker`. `get` finds the
+/// [`LaunchHost`] in the store's data (`|host| host` when the data is the host itself).
+pub fn add_to_linker<T, L>(
+    linker: &mut Linker<T>,
+    get: impl Fn(&mut T) -> &mut LaunchHost<L> + Send + Sync + Copy + 'static,
+) -> wasmtime::Result<()>
+where
+    T: 'static,
+    L: Launcher + 'static,
+{
+    linker.func_wrap(
+        IMPORT_MODULE,
+        LAUNCH_IMPORT,
+        move |mut caller: Caller<'_, T>,
+              kernel_id: i64,
+              grid_x: i32,
+              grid_y: i32,
+              grid_z: i32,
+              block_x: i32,
+              block_y: i32,
+              block_z: i32,
+              shared_mem: i32,
+              args_ptr: i32,
+              args_len: i32|
+              -> i32 {
+            let call = LaunchCall {
+                kernel_id,
+                grid: [grid_x, grid_y, grid_z],
+                block: [block_x, block_y, block_z],
+                shared_mem,
+                args_ptr,
+                args_len,
+            };
+            match caller.get_export(MEMORY_EXPORT) {
+                Some(Extern::Memory(memory)) => {
+                    let (data, state) = memory.data_and_store_mut(&mut caller);
+                    get(state).call(Some(data), &call)
+                }
+                // No memory, or a shared memory (which other threads may write while the
+                // host reads it): no pointer can be resolved safely.
+                _ => get(caller.data_mut()).call(None, &call),
+            }
+        },
+    )?;
+    Ok(())
+}
