@@ -275,6 +275,26 @@ pub fn parse_argv_into<'m, const N: usize>(
     result
 }
 
+/// The error of a record [`read_record`] refused, at record `index`, byte `offset`: kept out of
+/// the parser's loop so that no error field is carried through it.
+#[cold]
+#[inline(never)]
+fn record_error(
+    tag_byte: u8,
+    value: &[u8],
+    memory: &GuestMemory<'_>,
+    index: usize,
+    offset: usize,
+) -> ArgvError {
+    let kind = match read_record(tag_byte, value, memory) {
+        Err(kind) => kind,
+        // Unreachable: `read_record` is deterministic and refused this record. Reported as an
+        // unknown tag rather than a panic.
+        Ok(_) => ErrorKind::UnknownTag { tag: tag_byte },
+    };
+    ArgvError::new(kind, index, offset)
+}
+
 /// The parser's loop: [`RecordReader`]'s rules and its `read_record`, without the iterator's
 /// bookkeeping, writing each argument straight into `out` (which the caller has cleared).
 #[inline]
@@ -294,8 +314,11 @@ fn fill<'m, const N: usize>(
         if index >= cap {
             return Err(ArgvError::new(ErrorKind::TooManyRecords { max: cap }, index, offset));
         }
-        let (arg, next) =
-            read_record(tag_byte, value, memory).map_err(|kind| ArgvError::new(kind, index, offset))?;
+        // The hot path keeps no error data: a refused record is read again, cold, for its
+        // error (the same `read_record`, so the same rule decides).
+        let Ok((arg, next)) = read_record(tag_byte, value, memory) else {
+            return Err(record_error(tag_byte, value, memory, index, offset));
+        };
         // Cannot fail (`index < cap <= N`, which also lets the compiler drop the check).
         // Refused rather than dropped if it did.
         out.push(arg).map_err(|_| ArgvError::new(ErrorKind::TooManyRecords { max: cap }, index, offset))?;
