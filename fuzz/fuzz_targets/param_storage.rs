@@ -10,7 +10,10 @@
 //! - staged placement with a device address for every pointer: pointer slots hold those
 //!   addresses, in order;
 //! - staged with one address too few: `MissingDeviceAddress` naming the last pointer;
-//! - a capacity of 4: `TooManyArgs` past it, the same slots below it.
+//! - a capacity of 4: `TooManyArgs` past it, the same slots below it;
+//! - in place, into one storage kept across all inputs (as the CUDA launcher keeps one): after
+//!   a refused build it must be empty, and after a good one it must equal a fresh build, so no
+//!   parameter of an earlier launch survives into a later one.
 //!
 //! The `void**` table must hold `len()` pointers, each 8-aligned and addressing exactly the
 //! slot whose bytes `value_bytes(i)` returned (checked by address, so this target needs no
@@ -22,8 +25,13 @@ use kernel_args_core::{Arg, GuestMemory, LoweredArg, ParsedArgv, parse_argv};
 use kernel_args_cuda::{
     KernelParamStorage, PointerPlacement, SLOT_SIZE, StorageError, arg_size, build_kernel_param_storage,
 };
+use std::sync::Mutex;
+
 use kernel_args_fuzz::ArgvInput;
 use libfuzzer_sys::fuzz_target;
+
+/// The storage reused across inputs, rebuilt in place like the launcher's.
+static REUSED: Mutex<KernelParamStorage> = Mutex::new(KernelParamStorage::new());
 
 /// A made-up device address for pointer number `k`: distinct, 256-aligned, never a host one.
 fn device_address(k: usize) -> u64 {
@@ -95,6 +103,16 @@ fuzz_target!(|data: &[u8]| {
             (None, Ok(_)) => {}
             (first_ptr, built) => panic!("first pointer {first_ptr:?}, built {:?}", built.map(|s| s.len())),
         }
+        let mut reused = REUSED.lock().unwrap();
+        match (first_ptr, reused.build(&args, PointerPlacement::Direct)) {
+            (Some(index), Err(e)) => {
+                assert_eq!(e, StorageError::NotWritable { index });
+                assert!(reused.is_empty(), "a refused in-place build left {} parameters", reused.len());
+                assert_eq!(reused.value_bytes(0), None);
+            }
+            (None, Ok(())) => assert_eq!(reused.len(), args.len()),
+            (first_ptr, built) => panic!("first pointer {first_ptr:?}, in-place build {built:?}"),
+        }
     }
 
     let guest = GuestMemory::exclusive(&mut memory);
@@ -118,7 +136,17 @@ fuzz_target!(|data: &[u8]| {
         let last_ptr = args.iter().rposition(|a| matches!(a, Arg::Ptr(_))).unwrap();
         let err = build_kernel_param_storage::<128>(&args, PointerPlacement::Staged(short)).unwrap_err();
         assert_eq!(err, StorageError::MissingDeviceAddress { index: last_ptr });
+        let mut reused = REUSED.lock().unwrap();
+        let err = reused.build(&args, PointerPlacement::Staged(short)).unwrap_err();
+        assert_eq!(err, StorageError::MissingDeviceAddress { index: last_ptr });
+        assert!(reused.is_empty(), "a refused in-place build left {} parameters", reused.len());
     }
+
+    // In place, over whatever the previous input left: the same slots as a fresh build.
+    let mut reused = REUSED.lock().unwrap();
+    reused.build(&args, PointerPlacement::Staged(&device)).expect("in-place staged build");
+    check_storage(&mut reused, &args, |_, k, _| device_address(k));
+    drop(reused);
 
     match build_kernel_param_storage::<4>(&args, PointerPlacement::Direct) {
         Ok(mut small) => {
