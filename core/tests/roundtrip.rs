@@ -58,8 +58,19 @@ fn build(args: &[LoweredArgSnapshot], out: &mut [u8]) -> Result<usize, EncodeErr
     Ok(builder.len())
 }
 
+/// 1024 cases natively. Under Miri, which runs each case thousands of times slower and
+/// isolates the file system, a few cases and no failure file (proptest writes one next to the
+/// source, which needs `getcwd`).
+fn config() -> ProptestConfig {
+    if cfg!(miri) {
+        ProptestConfig { cases: 4, failure_persistence: None, ..ProptestConfig::default() }
+    } else {
+        ProptestConfig::with_cases(1024)
+    }
+}
+
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(1024))]
+    #![proptest_config(config())]
 
     #[test]
     fn encode_then_parse_gives_the_same_arguments(args in prop::collection::vec(arg(), 0..=MAX_KERNEL_ARGS)) {
