@@ -10,7 +10,8 @@
 //! - the allocation-free `void**` storage: [`storage`] ([`build_kernel_param_storage`],
 //!   [`KernelParamStorage`], [`ParamTable`]);
 //! - the PTX `.entry` parameter-list parser and the size check: [`signature`];
-//! - the kernel registry (kernel id → PTX and entry): [`registry`];
+//! - the kernel registry (kernel id → PTX and entry): [`registry`]; the bundled PTX of the
+//!   demo guest's `vector_add`: [`kernels`];
 //! - the staging plan for devices without pageable memory access (overlapping windows share
 //!   one buffer): [`staging`];
 //! - driver result codes and their ABI mapping: [`cu_error`];
@@ -40,6 +41,7 @@
 pub mod cu_error;
 #[cfg(feature = "cuda")]
 mod driver;
+pub mod kernels;
 #[cfg(feature = "cuda")]
 pub mod launcher;
 pub mod registry;

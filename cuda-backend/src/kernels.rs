@@ -1,0 +1,18 @@
+//! The bundled PTX kernels (`cuda-backend/kernels/`, made by nvcc from the `.cu` sources
+//! beside them), for hosts and tools that launch the demo guest's kernel.
+//!
+//! ```
+//! use kernel_args_cuda::{KernelRegistry, kernels};
+//!
+//! let mut registry = KernelRegistry::new();
+//! registry.register(1, kernels::VECTOR_ADD_PTX, kernels::VECTOR_ADD_ENTRY)?;
+//! assert_eq!(registry.get(1).unwrap().signature().unwrap().param_sizes(), [8, 8, 8, 4]);
+//! # Ok::<(), kernel_args::HostError>(())
+//! ```
+
+/// `vector_add(const float *a, const float *b, float *out, unsigned n)`: `out[i] = a[i] + b[i]`
+/// for `i < n`, one thread per element (the wasm demo guest's kernel).
+pub const VECTOR_ADD_PTX: &str = include_str!("../kernels/vector_add.ptx");
+
+/// The entry name of the `extern "C"` vector_add in [`VECTOR_ADD_PTX`].
+pub const VECTOR_ADD_ENTRY: &str = "vector_add";
