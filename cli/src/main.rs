@@ -18,6 +18,7 @@
 //! an [`Output`]; adding a subcommand is a variant in [`Command`] and an arm in [`main`].
 
 mod decode;
+mod demo;
 mod encode;
 mod hex;
 mod json;
@@ -49,6 +50,9 @@ enum Command {
     Decode(decode::DecodeArgs),
     /// Encode typed arguments into an argv buffer and print it as hex.
     Encode(encode::EncodeArgs),
+    /// Run the bundled wasm guest's vector_add launch on wasmtime through the host function
+    /// and show what the host lowered and the launch's outcome (a dry run without a CUDA device).
+    Demo(demo::DemoArgs),
 }
 
 /// How a subcommand ended; each maps to one exit status.
@@ -101,6 +105,7 @@ fn main() -> ExitCode {
     let output = match cli.command {
         Command::Decode(args) => decode::run(&args),
         Command::Encode(args) => encode::run(&args),
+        Command::Demo(args) => demo::run(&args),
     };
     emit(output).into()
 }

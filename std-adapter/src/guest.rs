@@ -83,3 +83,105 @@ pub mod exports {
     /// `() -> i32`: a valid argv with a 2048-thread block (→ -8).
     pub const SEND_BAD_DIMENSIONS: &str = "send_bad_dimensions";
 }
+
+#[cfg(feature = "wasmtime")]
+pub use runner::GuestRunner;
+
+#[cfg(feature = "wasmtime")]
+mod runner {
+    use wasmtime::{Engine, Instance, Linker, Memory, Module, Store, WasmParams, WasmResults};
+
+    use super::{GUEST_WASM, exports};
+    use crate::host::LaunchHost;
+    use crate::launcher::Launcher;
+    use crate::wasmtime_host::{MEMORY_EXPORT, add_to_linker};
+
+    /// The demo guest instantiated on wasmtime with a [`LaunchHost`] as its store's data: what
+    /// `kargs demo` and the GPU tests drive. Any [`Launcher`] plugs in.
+    ///
+    /// ```
+    /// use kernel_args::guest::GuestRunner;
+    /// use kernel_args::{AbiError, DryRunLauncher, LaunchHost};
+    ///
+    /// let mut guest = GuestRunner::new(LaunchHost::new(DryRunLauncher::new()))?;
+    /// assert_eq!(guest.run_vector_add(100)?, AbiError::NotAvailable.code());
+    /// assert_eq!(guest.host().last_launch().unwrap().snapshot().args().len(), 4);
+    /// assert_eq!(guest.first_mismatch(100)?, Some(0), "nothing ran");
+    /// assert!(guest.first_mismatch(-1).is_err());
+    /// # Ok::<(), wasmtime::Error>(())
+    /// ```
+    pub struct GuestRunner<L: 'static> {
+        store: Store<LaunchHost<L>>,
+        instance: Instance,
+        memory: Memory,
+    }
+
+    impl<L: Launcher + 'static> GuestRunner<L> {
+        /// Compiles [`GUEST_WASM`] with a default engine and instantiates it with
+        /// `wasi_cuda_launch` served by `host`.
+        pub fn new(host: LaunchHost<L>) -> wasmtime::Result<GuestRunner<L>> {
+            let engine = Engine::default();
+            let module = Module::new(&engine, GUEST_WASM)?;
+            let mut linker = Linker::new(&engine);
+            add_to_linker(&mut linker, |host: &mut LaunchHost<L>| host)?;
+            let mut store = Store::new(&engine, host);
+            let instance = linker.instantiate(&mut store, &module)?;
+            let memory = instance
+                .get_memory(&mut store, MEMORY_EXPORT)
+                .ok_or_else(|| wasmtime::Error::msg("the demo guest exports no memory"))?;
+            Ok(GuestRunner { store, instance, memory })
+        }
+
+        /// Calls the guest export `name` (see [`exports`] for the signatures).
+        pub fn call<P: WasmParams, R: WasmResults>(&mut self, name: &str, params: P) -> wasmtime::Result<R> {
+            let func = self.instance.get_typed_func::<P, R>(&mut self.store, name)?;
+            func.call(&mut self.store, params)
+        }
+
+        /// Fills `a` and `b` for `n` elements and launches vector_add; returns what the host
+        /// answered the guest (`0`, an ABI code, or a guest code such as
+        /// [`ERR_BAD_COUNT`](super::ERR_BAD_COUNT)).
+        pub fn run_vector_add(&mut self, n: i32) -> wasmtime::Result<i32> {
+            self.call(exports::RUN_VECTOR_ADD, n)
+        }
+
+        /// The first index below `n` where `out != a + b`, or `None` when every element is
+        /// right (after a real launch: the kernel ran correctly). An `n` outside
+        /// `0..=CAPACITY` is an error.
+        pub fn first_mismatch(&mut self, n: i32) -> wasmtime::Result<Option<u32>> {
+            let index: i32 = self.call(exports::FIRST_MISMATCH, n)?;
+            match index {
+                -1 => Ok(None),
+                i => u32::try_from(i).map(Some).map_err(|_| {
+                    wasmtime::Error::msg(format!("first_mismatch({n}) answered {i}: n is out of range"))
+                }),
+            }
+        }
+
+        /// `out[i]`.
+        pub fn out(&mut self, i: i32) -> wasmtime::Result<f32> {
+            self.call(exports::OUT_AT, i)
+        }
+
+        /// The guest's linear memory, as the host sees it.
+        pub fn memory(&self) -> &[u8] {
+            self.memory.data(&self.store)
+        }
+
+        /// The host state: the last launch, the last error, the launcher.
+        pub fn host(&self) -> &LaunchHost<L> {
+            self.store.data()
+        }
+
+        /// The host state, mutably (e.g. to withhold the capability).
+        pub fn host_mut(&mut self) -> &mut LaunchHost<L> {
+            self.store.data_mut()
+        }
+    }
+
+    impl<L: 'static> std::fmt::Debug for GuestRunner<L> {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.debug_struct("GuestRunner").field("memory_bytes", &self.memory.data_size(&self.store)).finish()
+        }
+    }
+}

@@ -32,6 +32,9 @@
 
 use wasmtime::{Caller, Extern, Linker};
 
+/// The wasmtime this crate is built against, for embedders that want the same version.
+pub use ::wasmtime;
+
 use crate::host::{LaunchCall, LaunchHost};
 use crate::launcher::Launcher;
 
