@@ -279,18 +279,15 @@ pub fn check_launch_shape(
 /// `value` as a `u32` if `min <= value <= max`, compared in `i64` so no bound can wrap.
 fn dim(dimension: Dimension, value: i32, min: u32, max: u32) -> Result<u32, ShapeError> {
     let wide = i64::from(value);
-    let bound = if wide < i64::from(min) {
-        Bound::AtLeast(u64::from(min))
-    } else if wide > i64::from(max) {
-        Bound::AtMost(u64::from(max))
-    } else {
-        return u32::try_from(value).map_err(|_| ShapeError {
-            dimension,
-            value: wide,
-            bound: Bound::AtLeast(u64::from(min)),
-        });
-    };
-    Err(ShapeError { dimension, value: wide, bound })
+    let refuse = |bound| ShapeError { dimension, value: wide, bound };
+    if wide < i64::from(min) {
+        return Err(refuse(Bound::AtLeast(u64::from(min))));
+    }
+    if wide > i64::from(max) {
+        return Err(refuse(Bound::AtMost(u64::from(max))));
+    }
+    // Not negative here (`min` is unsigned), so the conversion succeeds.
+    u32::try_from(value).map_err(|_| refuse(Bound::AtLeast(u64::from(min))))
 }
 
 #[cfg(test)]
