@@ -1,9 +1,11 @@
 //! Proves that the launch path allocates nothing on the heap, up to the driver call: parsing,
-//! building the `void**` parameter storage and its table.
+//! building the `void**` parameter storage and its table, and the std adapter's host function
+//! (argument-region check, shape check, parse, dispatch) up to the [`Launcher`].
 //!
 //! The counting global allocator below counts the allocations (and reallocations) of the
 //! current thread only, so the test harness's own threads and bookkeeping are never counted,
-//! and it can be read at any moment. (The counter needs `unsafe` to implement `GlobalAlloc`, which is why
+//! and it can be read at any moment: the recording launcher reads it at the instant the host
+//! function calls it. (The counter needs `unsafe` to implement `GlobalAlloc`, which is why
 //! this test lives in the one crate that may contain `unsafe`.) Every argv from 0 to
 //! `MAX_KERNEL_ARGS` mixed arguments is run, and the largest valid buffer.
 
@@ -16,6 +18,9 @@ use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 use std::hint::black_box;
 
+use kernel_args::{
+    HostError, LaunchCall, LaunchHost, LaunchOutcome, LaunchRequest, Launcher, PointerMode, SignatureCheck,
+};
 use kernel_args_core::{GuestMemory, MAX_KERNEL_ARGS, ParsedArgv, parse_argv_into};
 use kernel_args_cuda::{KernelParamStorage, PointerPlacement, build_kernel_param_storage};
 
@@ -125,5 +130,55 @@ fn parse_and_build_allocate_nothing() {
         let device: Vec<u64> = (0..pointers as u64).map(|i| 0x7f00_0000_0000 + (i << 12)).collect();
         let (result, allocs) = allocations_during(|| storage.build(&args, PointerPlacement::Staged(&device)));
         assert_eq!((result, allocs), (Ok(()), 0), "staged build, {what}");
+    }
+}
+
+/// A launcher that records the allocation count at the moment it is called, then builds the
+/// parameter storage and its `void**` table exactly as the CUDA launcher does before
+/// `cuLaunchKernel`, and records the count again.
+struct RecordingLauncher {
+    storage: Box<KernelParamStorage>,
+    at_call: Option<u64>,
+    after_build: Option<u64>,
+    args: usize,
+}
+
+impl Launcher for RecordingLauncher {
+    fn launch(&mut self, request: &LaunchRequest<'_, '_>) -> Result<LaunchOutcome, HostError> {
+        self.at_call = Some(allocations());
+        self.storage.build(request.args, PointerPlacement::Direct)?;
+        let mut table = self.storage.params();
+        black_box(table.as_mut_ptr());
+        self.args = table.len();
+        self.after_build = Some(allocations());
+        Ok(LaunchOutcome { pointer_mode: PointerMode::Direct, signature: SignatureCheck::Skipped })
+    }
+}
+
+#[test]
+fn the_host_function_allocates_nothing_up_to_the_launcher() {
+    let launcher = RecordingLauncher { storage: Box::default(), at_call: None, after_build: None, args: 0 };
+    let mut host = LaunchHost::new(launcher);
+    let mut memory = vec![0u8; support::MEMORY_LEN];
+    // The argv sits at the end of guest memory, past every pointer window but the last.
+    for (what, n, buf) in argvs() {
+        let args_ptr = support::MEMORY_LEN - buf.len();
+        memory[args_ptr..].copy_from_slice(&buf);
+        let call = LaunchCall {
+            args_ptr: args_ptr as i32,
+            args_len: buf.len() as i32,
+            ..LaunchCall::new(7, [4, 2, 1], [128, 1, 1])
+        };
+        let before = allocations();
+        let code = host.call(Some(&mut memory), &call);
+        let total = allocations() - before;
+        assert_eq!(code, 0, "{what}: {:?}", host.last_error());
+        let launcher = host.launcher_mut();
+        assert_eq!(launcher.args, n, "{what}: the launcher saw every argument");
+        let at_call = launcher.at_call.take().expect("the launcher was called") - before;
+        let after_build = launcher.after_build.take().expect("the storage was built") - before;
+        assert_eq!(at_call, 0, "{what}: allocations before the launcher was called");
+        assert_eq!(after_build, 0, "{what}: allocations up to the void** table");
+        assert_eq!(total, 0, "{what}: allocations in the whole call");
     }
 }
