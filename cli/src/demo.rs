@@ -57,10 +57,41 @@ pub(crate) struct LauncherChoice {
 /// its launcher (with [`VECTOR_ADD_KERNEL_ID`] registered) when a device is present, and fall
 /// through to the dry run, with the reason in the description, when `CudaLauncher::new`
 /// answers `NotAvailable`.
+#[cfg(not(feature = "cuda"))]
 pub(crate) fn choose_launcher() -> LauncherChoice {
     LauncherChoice {
         launcher: Box::new(DryRunLauncher::new()),
         description: "dry run (this kargs has no CUDA backend)".to_owned(),
+    }
+}
+
+// cuda (issue 4, owned by the cuda-backend): the CUDA launcher where a device is present.
+#[cfg(feature = "cuda")]
+pub(crate) fn choose_launcher() -> LauncherChoice {
+    use kernel_args_cuda::{CudaLauncher, CudaOptions, KernelRegistry, kernels};
+
+    let mut registry = KernelRegistry::new();
+    let launcher = registry
+        .register(VECTOR_ADD_KERNEL_ID, kernels::VECTOR_ADD_PTX, kernels::VECTOR_ADD_ENTRY)
+        .and_then(|()| CudaLauncher::new(registry, CudaOptions::default()));
+    match launcher {
+        Ok(launcher) => {
+            let device = launcher.device();
+            let description = format!(
+                "CUDA device {} {} (compute capability {}.{}, driver {}), {:?} pointers",
+                device.ordinal,
+                device.name,
+                device.compute_capability.0,
+                device.compute_capability.1,
+                device.driver_version,
+                launcher.pointer_mode()
+            );
+            LauncherChoice { launcher: Box::new(launcher), description }
+        }
+        Err(e) => LauncherChoice {
+            launcher: Box::new(DryRunLauncher::new()),
+            description: format!("dry run ({e})"),
+        },
     }
 }
 

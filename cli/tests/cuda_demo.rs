@@ -1,0 +1,72 @@
+//! The wasm guest's vector_add on a real GPU (kargs feature `cuda`): wasmtime runs the bundled
+//! no_std guest, whose `wasi_cuda_launch` goes through the host function's checks and the
+//! parser to the CUDA launcher, in the staged and in the direct pointer mode; every element
+//! the kernel wrote is compared with the CPU's `a[i] + b[i]`, in the guest and here.
+//!
+//! Where there is no device the tests print `SKIPPED <test>: <reason>` (past the harness's
+//! capture) and return (the no-device path itself is tested in `cuda-backend/tests/cuda.rs`).
+//! Run on a GPU through `scripts/gpu-check.sh` (docs/gpu-validation.md).
+
+use std::io::Write as _;
+
+use kernel_args::guest::{CAPACITY, GuestRunner, THREADS_PER_BLOCK, VECTOR_ADD_KERNEL_ID};
+use kernel_args::{AbiError, LaunchHost, PointerMode, SignatureCheck};
+use kernel_args_cuda::{CudaLauncher, CudaOptions, KernelRegistry, PointerModeChoice, kernels};
+
+fn say(line: String) {
+    let _ = std::io::stderr().write_all(format!("{line}\n").as_bytes());
+}
+
+fn registry() -> KernelRegistry {
+    let mut registry = KernelRegistry::new();
+    registry.register(VECTOR_ADD_KERNEL_ID, kernels::VECTOR_ADD_PTX, kernels::VECTOR_ADD_ENTRY).unwrap();
+    registry
+}
+
+fn guest_on_gpu(test: &str, mode: PointerMode) -> Option<GuestRunner<CudaLauncher>> {
+    let options = CudaOptions { pointer_mode: PointerModeChoice::Force(mode), ..CudaOptions::default() };
+    match CudaLauncher::new(registry(), options) {
+        Ok(launcher) => {
+            say(format!("{test}: device {} ({:?})", launcher.device().name, launcher.pointer_mode()));
+            Some(GuestRunner::new(LaunchHost::new(launcher)).unwrap())
+        }
+        Err(e) if e.code() == AbiError::NotAvailable => {
+            say(format!("SKIPPED {test}: {e}"));
+            None
+        }
+        Err(e) => panic!("{test}: launcher setup failed with {e}, not NotAvailable"),
+    }
+}
+
+fn vector_add_from_the_guest(test: &str, mode: PointerMode) {
+    let Some(mut guest) = guest_on_gpu(test, mode) else { return };
+    let capacity = CAPACITY as i32;
+    // One element, a partial block, exactly one block, one past it, and the whole buffers.
+    let block = THREADS_PER_BLOCK as i32;
+    for n in [1, block - 1, block, block + 1, capacity] {
+        let code = guest.run_vector_add(n).unwrap();
+        let error = guest.host().last_error_message();
+        assert_eq!(code, 0, "{test}: n = {n}: the guest got {code} ({error:?})");
+        let outcome = guest.host().last_launch().unwrap().result().unwrap();
+        assert_eq!(outcome.pointer_mode, mode);
+        assert_ne!(outcome.signature, SignatureCheck::Skipped);
+        // The guest's own check (bit for bit), then ours from outside, element by element.
+        assert_eq!(guest.first_mismatch(n).unwrap(), None, "{test}: n = {n}");
+        for i in 0..n {
+            let want = i as f32 + (2 * i + 1) as f32;
+            let got = guest.out(i).unwrap();
+            assert_eq!(got.to_bits(), want.to_bits(), "{test}: n = {n}, element {i}: {got} != {want}");
+        }
+    }
+    say(format!("{test}: vector_add from the wasm guest, every element checked, n up to {capacity}"));
+}
+
+#[test]
+fn guest_vector_add_staged() {
+    vector_add_from_the_guest("guest_vector_add_staged", PointerMode::Staged);
+}
+
+#[test]
+fn guest_vector_add_direct() {
+    vector_add_from_the_guest("guest_vector_add_direct", PointerMode::Direct);
+}
