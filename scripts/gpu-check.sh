@@ -9,7 +9,7 @@
 #
 #   bash BUNDLE_DIR/run.sh
 #       On the GPU machine: needs only the CUDA driver (libcuda.so.1) and bash; no Rust. Runs
-#       every test binary, then prints the GPU and driver, each binary's result and every
+#       every test binary and `kargs demo --n 4096`, then prints the GPU and driver, each binary's result and every
 #       SKIPPED line, and writes the same to BUNDLE_DIR/results.txt. Exits non-zero when a test
 #       fails, or when a device is present but a test that needs one was skipped for a reason
 #       other than the device lacking pageable memory access (direct mode).
@@ -19,8 +19,10 @@
 # + u32) on 1M+3 elements, every element against a CPU reference, in the staged and in the
 # direct pointer mode; aliasing windows staged as one buffer; every scalar type bit-exact on
 # the device; signature mismatches (size, count, by-value struct) refused with guest memory
-# untouched; malformed PTX and unknown entries mapped to their codes. Without a device, the
-# same binaries check the no-device path (NotAvailable). The whole run takes seconds.
+# untouched; malformed PTX and unknown entries mapped to their codes; and (kargs's cuda_demo
+# and `kargs demo`) the wasm guest's vector_add through wasmtime and wasi_cuda_launch, every
+# element checked. Without a device, the same binaries check the no-device path
+# (NotAvailable). The whole run takes seconds.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
@@ -32,16 +34,22 @@ eval "$(scripts/cuda-link-stub.sh)"   # exports CUDA_LIBRARY_PATH for cust's bui
 rm -rf "$bundle"
 mkdir -p "$bundle/bin" "$bundle/kernels"
 
+# Stripped and gzipped, the binaries that embed wasmtime (~45 MB each as built) stay well
+# under what a device session can carry (64 MiB); run.sh unpacks them.
+pack() {
+    strip -o "$2" "$1" 2>/dev/null || cp "$1" "$2"
+    gzip -6 -f "$2"
+}
+
 # Builds the test executables of `cargo test ARGS --no-run` and copies them into the bundle,
 # found from cargo's JSON messages (the file names carry a hash).
 bundle_tests() {
     cargo test "$@" --no-run --message-format=json \
         | grep '"reason":"compiler-artifact"' | grep '"test":true' | grep '"executable":"' \
+        | grep -v '"kind":\["bin"\]' \
         | sed -E 's/.*"target":\{[^}]*"name":"([^"]*)".*"executable":"([^"]*)".*/\1\t\2/' \
         | while IFS=$'\t' read -r name exe; do
-            # Without debug info the bundle stays small enough to carry (symbols remain, so
-            # backtraces still name functions).
-            objcopy --strip-debug "$exe" "$bundle/bin/$name" 2>/dev/null || cp "$exe" "$bundle/bin/$name"
+            pack "$exe" "$bundle/bin/$name"
             echo "bundled $name <- ${exe#"$root"/}"
         done
 }
@@ -52,6 +60,11 @@ bundle_tests -p kernel-args-cuda --features cuda
 # `cuda` feature (only that test: kargs's other tests read files of the repository).
 if grep -qE '^cuda *=' cli/Cargo.toml 2>/dev/null && [ -f cli/tests/cuda_demo.rs ]; then
     bundle_tests -p kargs --features cuda --test cuda_demo
+    # And the kargs binary itself, for `kargs demo` on the device (run.sh runs it).
+    kargs="$(cargo build -p kargs --features cuda --message-format=json \
+        | grep '"reason":"compiler-artifact"' | grep -o '"executable":"[^"]*/kargs"' | cut -d'"' -f4 | tail -1)"
+    pack "$kargs" "$bundle/kargs"
+    echo "bundled kargs <- ${kargs#"$root"/}"
 fi
 cp cuda-backend/kernels/*.ptx cuda-backend/kernels/*.cu "$bundle/kernels/"
 
@@ -61,6 +74,15 @@ cat > "$bundle/run.sh" <<'RUN'
 set -uo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 results="$here/results.txt"
+# The binaries travel gzipped; unpack them where this machine lets us write.
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+mkdir -p "$work/bin"
+for packed in "$here"/bin/*.gz; do
+    gunzip -c "$packed" > "$work/bin/$(basename "$packed" .gz)"
+done
+[ -f "$here/kargs.gz" ] && gunzip -c "$here/kargs.gz" > "$work/kargs"
+chmod +x "$work"/bin/* "$work"/kargs 2>/dev/null
 {
     echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
     echo "host: $(uname -srm)"
@@ -72,7 +94,7 @@ results="$here/results.txt"
     fi
 } > "$results"
 status=0
-for bin in "$here"/bin/*; do
+for bin in "$work"/bin/*; do
     name="$(basename "$bin")"
     log="$here/$name.log"
     "$bin" --test-threads=1 > "$log" 2>&1
@@ -85,6 +107,19 @@ for bin in "$here"/bin/*; do
         "$log" >> "$results"
     [ "$rc" -eq 0 ] || { status=1; grep -E -A15 'panicked|FAILED' "$log" | head -60 >> "$results"; }
 done
+# `kargs demo` on the whole buffers: launched and checked on a device, a dry run without.
+if [ -x "$work/kargs" ]; then
+    "$work/kargs" demo --n 4096 > "$here/kargs-demo.log" 2>&1
+    rc=$?
+    echo "kargs demo --n 4096: exit $rc" >> "$results"
+    grep -E '^(launcher:|outcome:|host:|         pointers )' "$here/kargs-demo.log" >> "$results"
+    [ "$rc" -eq 0 ] || status=1
+    if grep -q '^gpu: ' "$results" && ! grep -q 'nvidia-smi not found' "$results" \
+        && ! grep -q '^outcome: launched; out' "$here/kargs-demo.log"; then
+        echo "FAIL: kargs demo did not launch on a machine with a GPU" >> "$results"
+        status=1
+    fi
+fi
 # On a machine with a device, a GPU test may only skip for the direct mode's missing
 # pageable memory access, and the no-device test skips by design.
 if grep -q '^gpu: ' "$results" && ! grep -q 'nvidia-smi not found' "$results"; then
