@@ -2,8 +2,9 @@
 //!
 //! A counting global allocator counts the allocations made by the current thread (the test
 //! harness runs tests on several threads and allocates for its own bookkeeping, which must not
-//! be counted). Every argv from 0 to [`MAX_KERNEL_ARGS`] mixed arguments is parsed, as well
-//! as the largest valid buffer and buffers that fail early, late and on each cap.
+//! be counted). Every argv from 0 to [`MAX_KERNEL_ARGS`] mixed arguments is parsed (a few of
+//! them under Miri), as well as the largest valid buffer and buffers that fail early, late and
+//! on each cap.
 
 // Test code may unwrap, index and panic: a panic here is a failing test, not a broken contract.
 #![allow(
@@ -44,7 +45,7 @@ fn the_counter_sees_allocations() {
 fn parsing_every_size_up_to_the_cap_allocates_nothing() {
     let mut memory = vec![0u8; support::MEMORY_LEN];
     let guest = GuestMemory::exclusive(&mut memory);
-    for n in 0..=MAX_KERNEL_ARGS {
+    for n in support::sizes() {
         let buf = support::encode(&support::mixed(n));
         let (parsed, allocs) = allocations_during(|| parse_argv::<MAX_KERNEL_ARGS>(&buf, &guest));
         let parsed = parsed.unwrap_or_else(|e| panic!("{n} args: {e}"));
@@ -102,7 +103,7 @@ fn rejecting_allocates_nothing_and_neither_does_the_error() {
 #[test]
 fn encoding_every_size_up_to_the_cap_allocates_nothing() {
     let mut out = [0u8; MAX_KERNEL_ARGS_BYTES];
-    for n in 0..=MAX_KERNEL_ARGS {
+    for n in support::sizes() {
         let args: Vec<LoweredArgSnapshot> = support::mixed(n);
         let expected = support::encode(&args);
         let (len, allocs) = allocations_during(|| encode_argv(&args, &mut out));

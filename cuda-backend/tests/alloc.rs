@@ -80,10 +80,11 @@ fn allocations_during<R>(f: impl FnOnce() -> R) -> (R, u64) {
     (result, allocations() - before)
 }
 
-/// The argvs every test runs: each mixed size `0..=MAX_KERNEL_ARGS`, then the largest valid
-/// buffer.
+/// The argvs every test runs: each mixed size `0..=MAX_KERNEL_ARGS` (a few under Miri), then
+/// the largest valid buffer.
 fn argvs() -> impl Iterator<Item = (String, usize, Vec<u8>)> {
-    (0..=MAX_KERNEL_ARGS)
+    support::sizes()
+        .into_iter()
         .map(|n| (format!("{n} mixed args"), n, support::encode(&support::mixed(n))))
         .chain([("the largest valid buffer".to_string(), MAX_KERNEL_ARGS, support::largest_valid())])
 }

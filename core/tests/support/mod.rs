@@ -20,6 +20,17 @@ const WINDOW_LEN: u32 = 4096;
 /// record cap, which is refused.
 pub const LARGEST_VALID_LEN: usize = MAX_KERNEL_ARGS * MAX_RECORD_SIZE;
 
+/// The argv sizes the allocation tests run: every size from 0 to the record cap natively; under
+/// Miri (which looks for undefined behaviour, at a small fraction of native speed) the edges and
+/// a few sizes between, so the CI's Miri step stays short.
+pub fn sizes() -> Vec<usize> {
+    if cfg!(miri) {
+        vec![0, 1, 2, 7, 16, MAX_KERNEL_ARGS - 1, MAX_KERNEL_ARGS]
+    } else {
+        (0..=MAX_KERNEL_ARGS).collect()
+    }
+}
+
 /// The `i`-th argument of a list of type `tag`, with a value that depends on `i`.
 pub fn arg(tag: ArgTag, i: usize) -> LoweredArgSnapshot {
     let n = i as u64;
