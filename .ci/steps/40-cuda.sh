@@ -33,8 +33,12 @@ echo "CUDA_LIBRARY_PATH=$CUDA_LIBRARY_PATH"
 cargo clippy -p kernel-args-cuda --features cuda --all-targets -- -D warnings
 cargo test -p kernel-args-cuda --features cuda
 if grep -qE '^cuda *=' cli/Cargo.toml; then
+    # kargs demo with the CUDA launcher: lints, the GPU end-to-end test (skips, printed, here),
+    # and the demo itself, which must fall back to the dry run with the driver's reason.
     cargo clippy -p kargs --features cuda --all-targets -- -D warnings
-    cargo test -p kargs --features cuda
+    cargo test -p kargs --features cuda --test cuda_demo
+    cargo run -q -p kargs --features cuda -- demo --n 64 | tee /tmp/kargs-demo.txt
+    grep -q '^launcher: dry run (NotAvailable' /tmp/kargs-demo.txt
 fi
 
 # The cuda-feature binaries must not depend on the driver library at load time (it is
