@@ -55,7 +55,7 @@ use crate::driver::Driver;
 use crate::registry::KernelRegistry;
 use crate::signature::check_param_sizes;
 use crate::staging::StagingPlan;
-use crate::storage::{KernelParamStorage, PointerPlacement, StorageError};
+use crate::storage::{KernelParamStorage, ParamTable, PointerPlacement, StorageError};
 
 /// How the launcher hands pointer arguments to the device.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -510,30 +510,34 @@ impl Launcher for CudaLauncher {
         self.storage.build(args, placement)?;
         // With the count checked the driver reads exactly the arguments' entries; without, the
         // padded table gives any extra parameters zeros.
-        let mut table = match signature {
-            SignatureCheck::Skipped => self.storage.params_padded(),
-            SignatureCheck::Ptx | SignatureCheck::Driver => self.storage.params(),
-        };
         let shape = request.shape;
-        // SAFETY: `function` is a loaded kernel whose parameter sizes were checked where known;
-        // `table` holds one pointer per argument to an 8-aligned slot with its value, and lives
-        // (with the storage it borrows) until after the call, which copies the values; pointer
-        // values are host addresses of exclusively borrowed guest memory (direct mode, on a
-        // device with pageable memory access) or device buffers (staged); `extra` is null.
-        let code = unsafe {
-            (driver.launch_kernel)(
-                function,
-                shape.grid[0],
-                shape.grid[1],
-                shape.grid[2],
-                shape.block[0],
-                shape.block[1],
-                shape.block[2],
-                shape.shared_mem_bytes,
-                stream,
-                table.as_mut_ptr(),
-                ptr::null_mut(),
-            )
+        let launch = |table: &mut ParamTable<'_>| {
+            // SAFETY: `function` is a loaded kernel whose parameter sizes were checked where
+            // known; `table` holds one pointer per argument to an 8-aligned slot with its value
+            // (padded with pointers to zeros when the count is unknown), and lives (with the
+            // storage it borrows) until after the call, which copies the values; pointer values
+            // are host addresses of exclusively borrowed guest memory (direct mode, on a device
+            // with pageable memory access) or device buffers (staged); `extra` is null.
+            unsafe {
+                (driver.launch_kernel)(
+                    function,
+                    shape.grid[0],
+                    shape.grid[1],
+                    shape.grid[2],
+                    shape.block[0],
+                    shape.block[1],
+                    shape.block[2],
+                    shape.shared_mem_bytes,
+                    stream,
+                    table.as_mut_ptr(),
+                    ptr::null_mut(),
+                )
+            }
+        };
+        let code = match signature {
+            SignatureCheck::Skipped => launch(&mut self.storage.params_padded()),
+            // The table is made in place, not returned by value.
+            SignatureCheck::Ptx | SignatureCheck::Driver => self.storage.with_params(launch),
         };
         check("cuLaunchKernel", code, Phase::Launch)?;
         if let Some(staging) = &staging {

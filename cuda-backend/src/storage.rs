@@ -221,15 +221,39 @@ impl<const N: usize> KernelParamStorage<N> {
     /// Writes one pointer per parameter in use; the rest of the table is left uninitialised.
     #[inline]
     pub fn params(&mut self) -> ParamTable<'_, N> {
+        let mut table = ParamTable {
+            ptrs: [const { MaybeUninit::<*mut c_void>::uninit() }; N],
+            len: self.len,
+            _storage: PhantomData,
+        };
+        self.fill_table(&mut table.ptrs);
+        table
+    }
+
+    /// Calls `f` with the `void**` table, made in this call's frame: as
+    /// [`params`](Self::params), without returning the table (its `N` pointers) by value, so
+    /// no copy of the array is made. The table, and any pointer taken from it, is valid only
+    /// inside `f`.
+    #[inline]
+    pub fn with_params<R>(&mut self, f: impl FnOnce(&mut ParamTable<'_, N>) -> R) -> R {
+        let mut table = ParamTable {
+            ptrs: [const { MaybeUninit::<*mut c_void>::uninit() }; N],
+            len: self.len,
+            _storage: PhantomData,
+        };
+        self.fill_table(&mut table.ptrs);
+        f(&mut table)
+    }
+
+    /// Writes the first `len` entries of `ptrs`: pointer `i` to slot `i`.
+    #[inline]
+    fn fill_table(&mut self, ptrs: &mut [MaybeUninit<*mut c_void>; N]) {
         let base = self.slots.as_mut_ptr();
-        let len = self.len;
-        let mut ptrs = [const { MaybeUninit::<*mut c_void>::uninit() }; N];
-        for (i, p) in ptrs.iter_mut().enumerate().take(len) {
+        for (i, p) in ptrs.iter_mut().enumerate().take(self.len) {
             // `i < len <= N`: in bounds of `slots`, so the pointer is in bounds and keeps the
             // provenance of the whole array (derived once from `as_mut_ptr`).
             p.write(base.wrapping_add(i).cast::<c_void>());
         }
-        ParamTable { ptrs, len, _storage: PhantomData }
     }
 
     /// The `void**` table for a kernel whose parameter count is not known: as
@@ -526,6 +550,27 @@ mod tests {
     fn storage_is_send_and_sync_without_unsafe_impls() {
         fn send_sync<T: Send + Sync>() {}
         send_sync::<KernelParamStorage>();
+    }
+
+    #[test]
+    fn with_params_gives_the_same_table_in_place() {
+        let argv = every_type();
+        let mut buf = [0u8; 128];
+        let mut memory = vec![0u8; 64];
+        let guest = GuestMemory::exclusive(&mut memory);
+        let n = encode_argv(&argv, &mut buf).unwrap();
+        let args: ParsedArgv = parse_argv(&buf[..n], &guest).unwrap();
+        let mut storage: KernelParamStorage =
+            build_kernel_param_storage(&args, PointerPlacement::Staged(&[1, 2, 3])).unwrap();
+        let by_value: Vec<Vec<u8>> = {
+            let mut table = storage.params();
+            (0..argv.len()).map(|i| read_through_table(&mut table, i, arg_size(&argv[i]))).collect()
+        };
+        let in_place = storage.with_params(|table| {
+            assert_eq!(table.len(), argv.len());
+            (0..argv.len()).map(|i| read_through_table(table, i, arg_size(&argv[i]))).collect::<Vec<_>>()
+        });
+        assert_eq!(by_value, in_place);
     }
 
     #[test]
