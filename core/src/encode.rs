@@ -72,6 +72,13 @@ pub struct ArgvBuilder<'b> {
     count: usize,
 }
 
+#[cfg(feature = "defmt")]
+impl defmt::Format for ArgvBuilder<'_> {
+    fn format(&self, f: defmt::Formatter<'_>) {
+        defmt::write!(f, "ArgvBuilder {{ len: {=usize}, count: {=usize} }}", self.len, self.count)
+    }
+}
+
 impl<'b> ArgvBuilder<'b> {
     /// A builder that writes into `out`, starting at its first byte.
     pub fn new(out: &'b mut [u8]) -> ArgvBuilder<'b> {

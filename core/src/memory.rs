@@ -206,6 +206,13 @@ impl<'m> GuestWindow<'m> {
 }
 
 #[cfg(feature = "defmt")]
+impl defmt::Format for GuestMemory<'_> {
+    fn format(&self, f: defmt::Formatter<'_>) {
+        defmt::write!(f, "GuestMemory {{ len: {=u64}, access: {} }}", self.len, self.access)
+    }
+}
+
+#[cfg(feature = "defmt")]
 impl defmt::Format for GuestWindow<'_> {
     fn format(&self, f: defmt::Formatter<'_>) {
         defmt::write!(

@@ -66,6 +66,20 @@ pub struct RecordReader<'a, 'm> {
     done: bool,
 }
 
+#[cfg(feature = "defmt")]
+impl defmt::Format for RecordReader<'_, '_> {
+    fn format(&self, f: defmt::Formatter<'_>) {
+        defmt::write!(
+            f,
+            "RecordReader {{ len: {=usize}, offset: {=usize}, records_read: {=usize}, max_records: {=usize} }}",
+            self.buf.len(),
+            self.pos,
+            self.index,
+            self.max_records
+        )
+    }
+}
+
 impl<'a, 'm> RecordReader<'a, 'm> {
     /// A reader over `buf`, checking windows against `memory`, capped at
     /// [`MAX_KERNEL_ARGS`] records.

@@ -82,6 +82,25 @@ pub struct PtrValue {
     pub len: le::U32,
 }
 
+#[cfg(feature = "defmt")]
+impl<V: IntoBytes + Immutable> defmt::Format for Record<V> {
+    fn format(&self, f: defmt::Formatter<'_>) {
+        defmt::write!(f, "Record {{ tag: {=u8:#04x}, value: {=[u8]:02x} }}", self.tag, self.value.as_bytes())
+    }
+}
+
+#[cfg(feature = "defmt")]
+impl defmt::Format for PtrValue {
+    fn format(&self, f: defmt::Formatter<'_>) {
+        defmt::write!(
+            f,
+            "PtrValue {{ guest_offset: {=u32}, len: {=u32} }}",
+            self.guest_offset.get(),
+            self.len.get()
+        )
+    }
+}
+
 /// Value layout of an `i32` record.
 pub type I32Value = le::I32;
 /// Value layout of an `i64` record.
