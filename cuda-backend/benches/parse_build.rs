@@ -28,6 +28,7 @@ use kernel_args_core::{GuestMemory, MAX_KERNEL_ARGS, ParsedArgv, parse_argv_into
 use kernel_args_cuda::{KernelParamStorage, PointerPlacement, build_kernel_param_storage};
 use reference::floor::{self, FloorTable};
 use reference::heap;
+use reference::ours::{ours, ours_by_value};
 
 /// The mixed-argument counts every group measures.
 const SIZES: [usize; 4] = [1, 4, 16, 128];
@@ -38,35 +39,6 @@ fn inputs() -> Vec<(&'static str, usize, Vec<u8>)> {
         SIZES.iter().map(|&n| ("mixed", n, support::encode(&support::mixed(n)))).collect();
     inputs.push(("largest", MAX_KERNEL_ARGS, support::largest_valid()));
     inputs
-}
-
-/// Ours, end to end: parse into the caller's vector (as the std adapter's host function does),
-/// build the storage, make the `void**` table. Returns the table's pointer so nothing is
-/// optimised away.
-#[inline(never)]
-fn ours<'m>(
-    buf: &[u8],
-    guest: &GuestMemory<'m>,
-    args: &mut ParsedArgv<'m>,
-    storage: &mut KernelParamStorage,
-) -> usize {
-    parse_argv_into(buf, guest, args).expect("valid argv");
-    storage.build(args, PointerPlacement::Direct).expect("fits");
-    let mut table = storage.params();
-    black_box(table.as_mut_ptr());
-    table.len()
-}
-
-/// Ours with a fresh storage per call ([`build_kernel_param_storage`], by value): what a
-/// launcher that does not keep its storage pays.
-#[inline(never)]
-fn ours_by_value<'m>(buf: &[u8], guest: &GuestMemory<'m>, args: &mut ParsedArgv<'m>) -> usize {
-    parse_argv_into(buf, guest, args).expect("valid argv");
-    let mut storage: KernelParamStorage =
-        build_kernel_param_storage(args, PointerPlacement::Direct).expect("fits");
-    let mut table = storage.params();
-    black_box(table.as_mut_ptr());
-    table.len()
 }
 
 fn build(c: &mut Criterion) {

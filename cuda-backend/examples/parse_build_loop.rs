@@ -21,37 +21,11 @@ mod support;
 
 use std::hint::black_box;
 
-use kernel_args_core::{GuestMemory, MAX_KERNEL_ARGS, ParsedArgv, parse_argv_into};
-use kernel_args_cuda::{KernelParamStorage, PointerPlacement, build_kernel_param_storage};
+use kernel_args_core::{GuestMemory, MAX_KERNEL_ARGS, ParsedArgv};
+use kernel_args_cuda::KernelParamStorage;
 use reference::floor::{self, FloorTable};
 use reference::heap;
-
-/// The same functions as the benchmark's.
-#[inline(never)]
-fn ours<'m>(
-    buf: &[u8],
-    guest: &GuestMemory<'m>,
-    args: &mut ParsedArgv<'m>,
-    storage: &mut KernelParamStorage,
-) -> usize {
-    parse_argv_into(buf, guest, args).expect("valid argv");
-    storage.build(args, PointerPlacement::Direct).expect("fits");
-    let mut table = storage.params();
-    black_box(table.as_mut_ptr());
-    table.len()
-}
-
-/// Ours with a fresh storage per call ([`build_kernel_param_storage`], by value): what a
-/// launcher that does not keep its storage pays.
-#[inline(never)]
-fn ours_by_value<'m>(buf: &[u8], guest: &GuestMemory<'m>, args: &mut ParsedArgv<'m>) -> usize {
-    parse_argv_into(buf, guest, args).expect("valid argv");
-    let mut storage: KernelParamStorage =
-        build_kernel_param_storage(args, PointerPlacement::Direct).expect("fits");
-    let mut table = storage.params();
-    black_box(table.as_mut_ptr());
-    table.len()
-}
+use reference::ours::{ours, ours_by_value};
 
 /// Prints the stack size of what a launch keeps on the stack (reported in
 /// `docs/performance.md`).

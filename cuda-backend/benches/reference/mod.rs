@@ -210,3 +210,40 @@ pub mod floor {
         out.len = i;
     }
 }
+
+/// Ours, the functions both the benchmark and `examples/parse_build_loop.rs` measure.
+pub mod ours {
+    use std::hint::black_box;
+
+    use kernel_args_core::{GuestMemory, ParsedArgv, parse_argv_into};
+    use kernel_args_cuda::{KernelParamStorage, PointerPlacement, build_kernel_param_storage};
+
+    /// Ours, end to end: parse into the caller's vector (as the std adapter's host function does),
+    /// build the storage, make the `void**` table. Returns the table's pointer so nothing is
+    /// optimised away.
+    #[inline(never)]
+    pub fn ours<'m>(
+        buf: &[u8],
+        guest: &GuestMemory<'m>,
+        args: &mut ParsedArgv<'m>,
+        storage: &mut KernelParamStorage,
+    ) -> usize {
+        parse_argv_into(buf, guest, args).expect("valid argv");
+        storage.build(args, PointerPlacement::Direct).expect("fits");
+        let mut table = storage.params();
+        black_box(table.as_mut_ptr());
+        table.len()
+    }
+
+    /// Ours with a fresh storage per call ([`build_kernel_param_storage`], by value): what a
+    /// launcher that does not keep its storage pays.
+    #[inline(never)]
+    pub fn ours_by_value<'m>(buf: &[u8], guest: &GuestMemory<'m>, args: &mut ParsedArgv<'m>) -> usize {
+        parse_argv_into(buf, guest, args).expect("valid argv");
+        let mut storage: KernelParamStorage =
+            build_kernel_param_storage(args, PointerPlacement::Direct).expect("fits");
+        let mut table = storage.params();
+        black_box(table.as_mut_ptr());
+        table.len()
+    }
+}
