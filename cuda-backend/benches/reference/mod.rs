@@ -230,9 +230,12 @@ pub mod ours {
     ) -> usize {
         parse_argv_into(buf, guest, args).expect("valid argv");
         storage.build(args, PointerPlacement::Direct).expect("fits");
-        let mut table = storage.params();
-        black_box(table.as_mut_ptr());
-        table.len()
+        // As CudaLauncher does for a kernel with a known signature: the table is made in the
+        // callee's frame, not returned by value.
+        storage.with_params(|table| {
+            black_box(table.as_mut_ptr());
+            table.len()
+        })
     }
 
     /// Ours with a fresh storage per call ([`build_kernel_param_storage`], by value): what a
