@@ -28,16 +28,7 @@ use kernel_args_core::{
     parse_argv, parse_argv_into,
 };
 
-/// The mixed-argument counts every group measures.
-const SIZES: [usize; 4] = [1, 4, 16, 128];
-
-/// `(id, argument count, buffer)` for each mixed size and the largest valid buffer.
-fn inputs() -> Vec<(&'static str, usize, Vec<u8>)> {
-    let mut inputs: Vec<_> =
-        SIZES.iter().map(|&n| ("mixed", n, support::encode(&support::mixed(n)))).collect();
-    inputs.push(("largest", MAX_KERNEL_ARGS, support::largest_valid()));
-    inputs
-}
+use support::{BENCH_SIZES as SIZES, bench_inputs as inputs};
 
 fn parse(c: &mut Criterion) {
     let mut memory = vec![0u8; support::MEMORY_LEN];

@@ -30,16 +30,7 @@ use reference::floor::{self, FloorTable};
 use reference::heap;
 use reference::ours::{ours, ours_by_value};
 
-/// The mixed-argument counts every group measures.
-const SIZES: [usize; 4] = [1, 4, 16, 128];
-
-/// `(id, argument count, buffer)` for each mixed size and the largest valid buffer.
-fn inputs() -> Vec<(&'static str, usize, Vec<u8>)> {
-    let mut inputs: Vec<_> =
-        SIZES.iter().map(|&n| ("mixed", n, support::encode(&support::mixed(n)))).collect();
-    inputs.push(("largest", MAX_KERNEL_ARGS, support::largest_valid()));
-    inputs
-}
+use support::bench_inputs as inputs;
 
 fn build(c: &mut Criterion) {
     let mut memory = vec![0u8; support::MEMORY_LEN];

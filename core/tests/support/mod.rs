@@ -94,3 +94,13 @@ pub fn late_error() -> Vec<u8> {
     });
     encode(&args)
 }
+
+/// The mixed-argument counts every benchmark group measures.
+pub const BENCH_SIZES: [usize; 4] = [1, 4, 16, 128];
+
+/// `(id, argument count, buffer)` for each of [`BENCH_SIZES`] and the largest valid buffer.
+pub fn bench_inputs() -> Vec<(&'static str, usize, Vec<u8>)> {
+    let mut inputs: Vec<_> = BENCH_SIZES.iter().map(|&n| ("mixed", n, encode(&mixed(n)))).collect();
+    inputs.push(("largest", MAX_KERNEL_ARGS, largest_valid()));
+    inputs
+}
