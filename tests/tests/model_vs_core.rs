@@ -5,10 +5,11 @@
 //! from valid records (with random values and windows near the memory's end), then damaged:
 //! a byte overwritten, the tail cut, junk appended, or the record count pushed past the cap.
 
-use kernel_args_conformance::model::{self, Failure, Value};
-use kernel_args_core::{
-    Arg, ArgvError, ErrorKind, GuestMemory, ParsedArgv, RecordReader, encode_argv, parse_argv,
-};
+mod common;
+
+use common::core_rejection;
+use kernel_args_conformance::model::{self, Value};
+use kernel_args_core::{Arg, GuestMemory, ParsedArgv, RecordReader, encode_argv, parse_argv};
 use proptest::prelude::*;
 
 fn core_value<W: kernel_args_core::AsGuestRange + Copy>(arg: &Arg<W>) -> Value {
@@ -23,22 +24,6 @@ fn core_value<W: kernel_args_core::AsGuestRange + Copy>(arg: &Arg<W>) -> Value {
     }
 }
 
-fn core_rejection(e: &ArgvError) -> model::Rejection {
-    let failure = match e.kind() {
-        ErrorKind::BufferTooLong { len, .. } => Failure::BufferTooLong { len },
-        ErrorKind::TooManyRecords { .. } => Failure::TooManyRecords,
-        ErrorKind::UnknownTag { tag } => Failure::UnknownTag { tag },
-        ErrorKind::TruncatedRecord { tag, needed, present } => {
-            Failure::TruncatedRecord { tag: tag.byte(), needed, present }
-        }
-        ErrorKind::WindowOutOfBounds { guest_offset, len, memory_len } => {
-            Failure::WindowOutOfBounds { guest_offset, len, mem_len: memory_len }
-        }
-    };
-    model::Rejection { failure, index: e.index(), offset: e.offset() }
-}
-
-/// The core's answer in the model's terms, through the record reader.
 fn core_parse(buf: &[u8], mem_len: u64) -> Result<Vec<model::Arg>, model::Rejection> {
     let memory = GuestMemory::length_only(mem_len);
     let reader = RecordReader::new(buf, &memory).map_err(|e| core_rejection(&e))?;
