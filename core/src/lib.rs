@@ -78,5 +78,5 @@ pub use encode::{ArgvBuilder, encode_argv, encoded_len};
 pub use error::{ArgvError, EncodeError, ErrorCode, ErrorKind};
 pub use limits::{MAX_GUEST_MEMORY_BYTES, MAX_KERNEL_ARGS, MAX_KERNEL_ARGS_BYTES};
 pub use memory::{Access, GuestMemory, GuestRange, GuestWindow};
-pub use reader::{ParsedArgv, Record, RecordReader, parse_argv, parse_argv_into};
+pub use reader::{ArgSink, ParsedArgv, Record, RecordReader, SinkFull, parse_argv, parse_argv_into};
 pub use wire::ArgTag;

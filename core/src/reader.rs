@@ -19,7 +19,7 @@
 
 use zerocopy::{FromBytes, Unaligned};
 
-use crate::arg::{Arg, F32Bits, F64Bits, LoweredArg};
+use crate::arg::{Arg, F32Bits, F64Bits, LoweredArg, LoweredArgSnapshot};
 use crate::error::{ArgvError, ErrorKind};
 use crate::limits::{MAX_KERNEL_ARGS, MAX_KERNEL_ARGS_BYTES};
 use crate::memory::GuestMemory;
@@ -242,6 +242,97 @@ impl core::iter::FusedIterator for RecordReader<'_, '_> {}
 /// [`MAX_KERNEL_ARGS`]; a small host may choose less.
 pub type ParsedArgv<'m, const N: usize = MAX_KERNEL_ARGS> = heapless::Vec<LoweredArg<'m>, N>;
 
+/// A sink that is full: returned by [`ArgSink::push`] when it holds
+/// [`capacity`](ArgSink::capacity) arguments already.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct SinkFull;
+
+/// Where [`parse_argv_into`] puts the arguments it accepts, in order.
+///
+/// The parser is one loop, generic over its sink and inlined into each caller, so a sink that
+/// turns each argument into what its host needs (a [`ParsedArgv`], pointer-free snapshots, a
+/// launcher's parameter slots) gets it in the same pass that reads and checks the record,
+/// with no intermediate list. Every rule stays the parser's: the sink sees only arguments that
+/// passed all of them, and the record cap, the record index and the error are the parser's
+/// own, whatever the sink does.
+///
+/// Implemented for [`ParsedArgv`] (`heapless::Vec<LoweredArg, N>`) and for
+/// `heapless::Vec<LoweredArgSnapshot, N>`.
+///
+/// ```
+/// use kernel_args_core::{ArgSink, GuestMemory, LoweredArg, SinkFull, parse_argv_into};
+///
+/// /// Keeps only the sum of the `u32` arguments.
+/// #[derive(Default)]
+/// struct SumU32 { sum: u64, len: usize }
+///
+/// impl<'m> ArgSink<'m> for SumU32 {
+///     fn capacity(&self) -> usize { 16 }
+///     fn clear(&mut self) { *self = SumU32::default(); }
+///     fn push(&mut self, arg: LoweredArg<'m>) -> Result<(), SinkFull> {
+///         if self.len == 16 { return Err(SinkFull); }
+///         if let LoweredArg::U32(v) = arg { self.sum += u64::from(v); }
+///         self.len += 1;
+///         Ok(())
+///     }
+/// }
+///
+/// let mut sink = SumU32::default();
+/// let buf = [0x05, 2, 0, 0, 0, 0x01, 9, 0, 0, 0, 0x05, 3, 0, 0, 0];
+/// parse_argv_into(&buf, &GuestMemory::length_only(0), &mut sink)?;
+/// assert_eq!((sink.sum, sink.len), (5, 3));
+/// # Ok::<(), kernel_args_core::ArgvError>(())
+/// ```
+pub trait ArgSink<'m> {
+    /// The most arguments it takes. The parser's record cap is this or [`MAX_KERNEL_ARGS`],
+    /// whichever is smaller.
+    fn capacity(&self) -> usize;
+
+    /// Forgets every argument pushed so far. The parser calls it before the first record
+    /// and after any error, so nothing of an earlier or a refused buffer survives.
+    fn clear(&mut self);
+
+    /// Appends `arg`, the next argument in argv order. The parser calls it at most
+    /// `min(capacity(), MAX_KERNEL_ARGS)` times after a `clear`; a sink that refuses anyway
+    /// makes the parse fail with [`ErrorKind::TooManyRecords`] at that record, never drop it.
+    fn push(&mut self, arg: LoweredArg<'m>) -> Result<(), SinkFull>;
+}
+
+impl<'m, const N: usize> ArgSink<'m> for heapless::Vec<LoweredArg<'m>, N> {
+    #[inline]
+    fn capacity(&self) -> usize {
+        N
+    }
+
+    #[inline]
+    fn clear(&mut self) {
+        heapless::Vec::clear(self);
+    }
+
+    #[inline]
+    fn push(&mut self, arg: LoweredArg<'m>) -> Result<(), SinkFull> {
+        heapless::Vec::push(self, arg).map_err(|_| SinkFull)
+    }
+}
+
+impl<'m, const N: usize> ArgSink<'m> for heapless::Vec<LoweredArgSnapshot, N> {
+    #[inline]
+    fn capacity(&self) -> usize {
+        N
+    }
+
+    #[inline]
+    fn clear(&mut self) {
+        heapless::Vec::clear(self);
+    }
+
+    #[inline]
+    fn push(&mut self, arg: LoweredArg<'m>) -> Result<(), SinkFull> {
+        heapless::Vec::push(self, arg.snapshot()).map_err(|_| SinkFull)
+    }
+}
+
 /// Parses a tagged argv buffer into at most `N` arguments, bounds-checking every pointer
 /// window against `memory`. Never allocates, never panics.
 ///
@@ -269,17 +360,23 @@ pub fn parse_argv<'m, const N: usize>(
     buf: &[u8],
     memory: &GuestMemory<'m>,
 ) -> Result<ParsedArgv<'m, N>, ArgvError> {
-    let mut out = heapless::Vec::new();
+    let mut out = ParsedArgv::new();
     parse_argv_into(buf, memory, &mut out)?;
     Ok(out)
 }
 
-/// Like [`parse_argv`], into a caller's vector, which is cleared first and left empty on
-/// error, so no argument from an earlier call can survive into this one.
-pub fn parse_argv_into<'m, const N: usize>(
+/// Like [`parse_argv`], into a caller's [`ArgSink`] (a [`ParsedArgv`], snapshots, or a
+/// launcher's own storage), which is cleared first and cleared again on error, so no argument
+/// from an earlier call, nor a refused buffer's first records, can survive into this one.
+///
+/// The record cap is `min(out.capacity(), MAX_KERNEL_ARGS)`. The parser's loop is inlined into
+/// each caller with the sink's `push`, so the argument is written straight where the sink
+/// keeps it.
+#[inline]
+pub fn parse_argv_into<'m, S: ArgSink<'m> + ?Sized>(
     buf: &[u8],
     memory: &GuestMemory<'m>,
-    out: &mut ParsedArgv<'m, N>,
+    out: &mut S,
 ) -> Result<(), ArgvError> {
     out.clear();
     let result = fill(buf, memory, out);
@@ -309,33 +406,42 @@ fn record_error(
     ArgvError::new(kind, index, offset)
 }
 
+/// The error for a record that starts when the cap is reached (or that a full sink refused).
+#[cold]
+#[inline(never)]
+fn cap_error(cap: usize, index: usize, offset: usize) -> ArgvError {
+    ArgvError::new(ErrorKind::TooManyRecords { max: cap }, index, offset)
+}
+
 /// The parser's loop: [`RecordReader`]'s rules and its `read_record`, without the iterator's
-/// bookkeeping, writing each argument straight into `out` (which the caller has cleared).
-#[inline]
-fn fill<'m, const N: usize>(
+/// bookkeeping, handing each argument straight to `out` (which the caller has cleared).
+#[inline(always)]
+fn fill<'m, S: ArgSink<'m> + ?Sized>(
     buf: &[u8],
     memory: &GuestMemory<'m>,
-    out: &mut ParsedArgv<'m, N>,
+    out: &mut S,
 ) -> Result<(), ArgvError> {
     check_buffer_len(buf)?;
-    let cap = N.min(MAX_KERNEL_ARGS);
+    let cap = out.capacity().min(MAX_KERNEL_ARGS);
     let mut rest = buf;
+    // The parser counts records itself: the cap and the error's record index never depend
+    // on the sink. `index < cap <= MAX_KERNEL_ARGS`, so it cannot overflow.
+    let mut index = 0usize;
     while let Some((&tag_byte, value)) = rest.split_first() {
-        let index = out.len();
-        // Only used on an error path; `rest` is a suffix of `buf`.
-        let offset = buf.len().saturating_sub(rest.len());
-        // Rule 2.
+        // Rule 2. (The offset is only computed on error paths; `rest` is a suffix of `buf`.)
         if index >= cap {
-            return Err(ArgvError::new(ErrorKind::TooManyRecords { max: cap }, index, offset));
+            return Err(cap_error(cap, index, buf.len().saturating_sub(rest.len())));
         }
         // The hot path keeps no error data: a refused record is read again, cold, for its
         // error (the same `read_record`, so the same rule decides).
         let Ok((arg, next)) = read_record(tag_byte, value, memory) else {
-            return Err(record_error(tag_byte, value, memory, index, offset));
+            return Err(record_error(tag_byte, value, memory, index, buf.len().saturating_sub(rest.len())));
         };
-        // Cannot fail (`index < cap <= N`, which also lets the compiler drop the check).
-        // Refused rather than dropped if it did.
-        out.push(arg).map_err(|_| ArgvError::new(ErrorKind::TooManyRecords { max: cap }, index, offset))?;
+        // Refused rather than dropped if a sink holds fewer than it said.
+        if out.push(arg).is_err() {
+            return Err(cap_error(cap, index, buf.len().saturating_sub(rest.len())));
+        }
+        index = index.saturating_add(1);
         rest = next;
     }
     Ok(())
@@ -502,6 +608,81 @@ mod tests {
         assert_eq!(out.len(), 1);
         assert!(parse_argv_into(&[0x05, 9, 0, 0, 0, 0xff], &mem, &mut out).is_err());
         assert!(out.is_empty(), "a failed parse must not leave the earlier arguments behind");
+    }
+
+    /// Says it holds `capacity` arguments but refuses every push past `accepts`.
+    struct Lying {
+        capacity: usize,
+        accepts: usize,
+        held: heapless::Vec<S, 8>,
+        clears: usize,
+    }
+
+    impl<'m> ArgSink<'m> for Lying {
+        fn capacity(&self) -> usize {
+            self.capacity
+        }
+        fn clear(&mut self) {
+            self.held.clear();
+            self.clears += 1;
+        }
+        fn push(&mut self, arg: LoweredArg<'m>) -> Result<(), SinkFull> {
+            if self.held.len() >= self.accepts {
+                return Err(SinkFull);
+            }
+            self.held.push(arg.snapshot()).map_err(|_| SinkFull)
+        }
+    }
+
+    #[test]
+    fn snapshot_sink_gets_what_the_vector_gets() {
+        let mut memory = [0u8; 192];
+        let guest = GuestMemory::exclusive(&mut memory);
+        let args: ParsedArgv = parse_argv(&EVERY_TYPE, &guest).unwrap();
+        let mut snaps: heapless::Vec<S, 7> = heapless::Vec::new();
+        parse_argv_into(&EVERY_TYPE, &guest, &mut snaps).unwrap();
+        assert_eq!(snaps, snapshots(&args));
+        // Its capacity is its cap: 6 records fit, the 7th start is refused.
+        let mut small: heapless::Vec<S, 6> = heapless::Vec::new();
+        let err = parse_argv_into(&EVERY_TYPE, &guest, &mut small).unwrap_err();
+        assert_eq!((err.index(), err.offset(), err.kind()), (6, 42, ErrorKind::TooManyRecords { max: 6 }));
+        assert!(small.is_empty());
+    }
+
+    #[test]
+    fn a_sink_that_refuses_is_an_error_not_a_truncation() {
+        let mem = GuestMemory::length_only(192);
+        let mut sink = Lying { capacity: 8, accepts: 2, held: heapless::Vec::new(), clears: 0 };
+        let err = parse_argv_into(&EVERY_TYPE, &mem, &mut sink).unwrap_err();
+        // Record 2 starts at byte 14; the cap named is the one the sink claimed.
+        assert_eq!((err.index(), err.offset(), err.kind()), (2, 14, ErrorKind::TooManyRecords { max: 8 }));
+        assert!(sink.held.is_empty(), "cleared after the error");
+        assert_eq!(sink.clears, 2, "cleared before parsing and after the error");
+    }
+
+    #[test]
+    fn the_cap_is_the_parsers_whatever_the_sink_claims() {
+        // A sink claiming more than MAX_KERNEL_ARGS still gets at most MAX_KERNEL_ARGS.
+        struct Counting(usize);
+        impl<'m> ArgSink<'m> for Counting {
+            fn capacity(&self) -> usize {
+                usize::MAX
+            }
+            fn clear(&mut self) {
+                self.0 = 0;
+            }
+            fn push(&mut self, _: LoweredArg<'m>) -> Result<(), SinkFull> {
+                self.0 += 1;
+                Ok(())
+            }
+        }
+        let buf = [ArgTag::U32.byte(), 0, 0, 0, 0].repeat(MAX_KERNEL_ARGS + 1);
+        let mut sink = Counting(0);
+        let err = parse_argv_into(&buf[..], &GuestMemory::length_only(0), &mut sink).unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::TooManyRecords { max: MAX_KERNEL_ARGS });
+        assert_eq!((err.index(), sink.0), (MAX_KERNEL_ARGS, 0));
+        parse_argv_into(&buf[..5 * MAX_KERNEL_ARGS], &GuestMemory::length_only(0), &mut sink).unwrap();
+        assert_eq!(sink.0, MAX_KERNEL_ARGS);
     }
 
     #[test]

@@ -59,6 +59,6 @@ pub use signature::{
     KernelSignature, PtxParam, PtxParseError, PtxType, check_param_sizes, find_entry, parse_ptx_entries,
 };
 pub use storage::{
-    KernelParamStorage, MAX_PARAM_BYTES, ParamSlot, ParamTable, PointerPlacement, SLOT_SIZE, StorageError,
-    ZERO_PARAMS, arg_size, build_kernel_param_storage,
+    KernelParamStorage, MAX_PARAM_BYTES, ParamSlot, ParamTable, ParseError, PointerPlacement, SLOT_SIZE,
+    StorageError, ZERO_PARAMS, arg_size, build_kernel_param_storage,
 };

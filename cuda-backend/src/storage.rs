@@ -51,7 +51,9 @@ use core::marker::PhantomData;
 use core::mem::MaybeUninit;
 
 use kernel_args::{AbiError, HostError};
-use kernel_args_core::{Arg, LoweredArg, MAX_KERNEL_ARGS};
+use kernel_args_core::{
+    Arg, ArgSink, ArgvError, GuestMemory, LoweredArg, MAX_KERNEL_ARGS, SinkFull, parse_argv_into,
+};
 
 /// The most bytes of parameters a CUDA kernel can take (CUDA 12.1 and later; 4 KiB before).
 pub const MAX_PARAM_BYTES: usize = 32_764;
@@ -155,6 +157,45 @@ impl From<StorageError> for HostError {
     }
 }
 
+/// Why [`KernelParamStorage::parse_direct`] refused a buffer: the guest's argv broke a rule
+/// of the wire format, or the host's memory borrow cannot give the kernel a pointer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ParseError {
+    /// The argv broke a rule of the wire format: what and where, as the core parser says.
+    Argv(ArgvError),
+    /// The argv is valid but cannot be stored ([`StorageError::NotWritable`] for a pointer
+    /// into memory not borrowed with `GuestMemory::exclusive`).
+    Storage(StorageError),
+}
+
+impl fmt::Display for ParseError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ParseError::Argv(e) => e.fmt(f),
+            ParseError::Storage(e) => e.fmt(f),
+        }
+    }
+}
+
+impl std::error::Error for ParseError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            ParseError::Argv(e) => Some(e),
+            ParseError::Storage(e) => Some(e),
+        }
+    }
+}
+
+impl From<ParseError> for HostError {
+    fn from(e: ParseError) -> HostError {
+        match e {
+            // The guest's codes (-2, -9, -10) with the record and byte.
+            ParseError::Argv(e) => HostError::from(e),
+            ParseError::Storage(e) => HostError::from(e),
+        }
+    }
+}
+
 /// The size in bytes of the value the kernel receives for `arg`: 4 for `i32`, `u32`, `f32`;
 /// 8 for `i64`, `u64`, `f64` and for a pointer (a 64-bit device address).
 pub fn arg_size<W>(arg: &Arg<W>) -> usize {
@@ -162,6 +203,28 @@ pub fn arg_size<W>(arg: &Arg<W>) -> usize {
         Arg::I32(_) | Arg::U32(_) | Arg::F32(_) => 4,
         Arg::I64(_) | Arg::U64(_) | Arg::F64(_) | Arg::Ptr(_) => 8,
     }
+}
+
+/// The slot and value size of `arg`, a pointer's slot holding the address `address` gives for
+/// its window: the one place an argument's native bytes are made.
+#[inline(always)]
+fn slot_of<W, E>(arg: &Arg<W>, address: impl FnOnce(&W) -> Result<u64, E>) -> Result<(ParamSlot, u8), E> {
+    Ok(match arg {
+        Arg::I32(v) => (ParamSlot::four(v.to_ne_bytes()), 4),
+        Arg::I64(v) => (ParamSlot(v.to_ne_bytes()), 8),
+        Arg::F32(v) => (ParamSlot::four(v.0.to_ne_bytes()), 4),
+        Arg::F64(v) => (ParamSlot(v.0.to_ne_bytes()), 8),
+        Arg::U32(v) => (ParamSlot::four(v.to_ne_bytes()), 4),
+        Arg::U64(v) => (ParamSlot(v.to_ne_bytes()), 8),
+        Arg::Ptr(window) => (ParamSlot(address(window)?.to_ne_bytes()), 8),
+    })
+}
+
+/// The direct placement of a pointer argument: its window's writable host pointer.
+#[inline(always)]
+fn direct_address(window: &kernel_args_core::GuestWindow<'_>) -> Option<u64> {
+    // A `usize` address always fits `u64` on the hosts CUDA supports.
+    window.host_ptr_mut().map(|host| host.addr() as u64)
 }
 
 /// The values of a launch's parameters, one [`ParamSlot`] each, with capacity `N`.
@@ -298,31 +361,111 @@ impl<const N: usize> KernelParamStorage<N> {
         // visits every argument, and no slot index is checked (or can fail) per argument.
         let slots = self.slots.iter_mut().zip(self.sizes.iter_mut());
         for (index, (arg, (slot, size))) in args.iter().zip(slots).enumerate() {
-            let (value, width) = match arg {
-                Arg::I32(v) => (ParamSlot::four(v.to_ne_bytes()), 4),
-                Arg::I64(v) => (ParamSlot(v.to_ne_bytes()), 8),
-                Arg::F32(v) => (ParamSlot::four(v.0.to_ne_bytes()), 4),
-                Arg::F64(v) => (ParamSlot(v.0.to_ne_bytes()), 8),
-                Arg::U32(v) => (ParamSlot::four(v.to_ne_bytes()), 4),
-                Arg::U64(v) => (ParamSlot(v.to_ne_bytes()), 8),
-                Arg::Ptr(window) => {
-                    let address = match staged.as_mut() {
-                        None => {
-                            let host = window.host_ptr_mut().ok_or(StorageError::NotWritable { index })?;
-                            // A `usize` address always fits `u64` on the hosts CUDA supports.
-                            host.addr() as u64
-                        }
-                        Some(addresses) => {
-                            *addresses.next().ok_or(StorageError::MissingDeviceAddress { index })?
-                        }
-                    };
-                    (ParamSlot(address.to_ne_bytes()), 8)
+            let (value, width) = slot_of(arg, |window| match staged.as_mut() {
+                None => direct_address(window).ok_or(StorageError::NotWritable { index }),
+                Some(addresses) => {
+                    addresses.next().copied().ok_or(StorageError::MissingDeviceAddress { index })
                 }
-            };
+            })?;
             *slot = value;
             *size = width;
         }
         self.len = args.len();
+        Ok(())
+    }
+}
+
+impl<const N: usize> KernelParamStorage<N> {
+    /// Parses `argv` against `memory` straight into the slots, in one pass: each record is
+    /// read, checked by the core parser's rules and stored as its parameter value, pointer
+    /// arguments as their windows' writable host pointers ([`PointerPlacement::Direct`]).
+    /// This is [`parse_argv_into`](kernel_args_core::parse_argv_into) followed by
+    /// [`build`](Self::build) with `Direct`, without the list of
+    /// [`LoweredArg`]s in between; it is what the CUDA launcher does in direct mode.
+    ///
+    /// The record cap is `min(N, MAX_KERNEL_ARGS)`. On error the storage is left empty.
+    ///
+    /// # Errors
+    ///
+    /// [`ParseError::Argv`] with the core parser's error (kind, record, byte) for a buffer it
+    /// refuses; [`ParseError::Storage`] with [`StorageError::NotWritable`] (the first such
+    /// argument) for a valid buffer with a pointer into memory not borrowed with
+    /// [`GuestMemory::exclusive`]. The argv's own errors come first.
+    ///
+    /// ```
+    /// use kernel_args_core::{ArgvBuilder, GuestMemory};
+    /// use kernel_args_cuda::KernelParamStorage;
+    ///
+    /// let mut buf = [0u8; 32];
+    /// let mut argv = ArgvBuilder::new(&mut buf);
+    /// argv.ptr(16, 32)?.f32(0.5)?;
+    /// let argv = argv.finish();
+    ///
+    /// let mut memory = vec![0u8; 64];
+    /// let base = memory.as_mut_ptr().addr() as u64;
+    /// let guest = GuestMemory::exclusive(&mut memory);
+    /// let mut storage = KernelParamStorage::<16>::new();
+    /// storage.parse_direct(argv, &guest).expect("valid argv");
+    /// assert_eq!(storage.arg_sizes(), &[8, 4]);
+    /// assert_eq!(storage.value_bytes(0), Some(&(base + 16).to_ne_bytes()[..]));
+    /// let n = storage.with_params(|table| table.len()); // hand the table to cuLaunchKernel
+    /// assert_eq!(n, 2);
+    ///
+    /// let err = storage.parse_direct(&[0x05, 1, 0], &guest).unwrap_err();
+    /// assert_eq!(err.to_string(), "truncated u32 record at byte 0 (record 0): needs 4 value bytes, 2 present");
+    /// assert!(storage.is_empty());
+    /// # Ok::<(), kernel_args_core::EncodeError>(())
+    /// ```
+    #[inline]
+    pub fn parse_direct(&mut self, argv: &[u8], memory: &GuestMemory<'_>) -> Result<(), ParseError> {
+        let mut sink = DirectSink { storage: self, not_writable: None };
+        parse_argv_into(argv, memory, &mut sink).map_err(ParseError::Argv)?;
+        if let Some(index) = sink.not_writable {
+            self.len = 0;
+            return Err(ParseError::Storage(StorageError::NotWritable { index }));
+        }
+        Ok(())
+    }
+}
+
+/// The storage as the core parser's [`ArgSink`], placing pointers direct: each argument is
+/// written to the next slot as the parser accepts it.
+struct DirectSink<'s, const N: usize> {
+    storage: &'s mut KernelParamStorage<N>,
+    /// The first pointer argument without a writable host pointer (its slot holds 0, and
+    /// [`KernelParamStorage::parse_direct`] refuses the whole buffer after parsing).
+    not_writable: Option<usize>,
+}
+
+impl<'m, const N: usize> ArgSink<'m> for DirectSink<'_, N> {
+    #[inline]
+    fn capacity(&self) -> usize {
+        N
+    }
+
+    #[inline]
+    fn clear(&mut self) {
+        self.storage.len = 0;
+        self.not_writable = None;
+    }
+
+    #[inline(always)]
+    fn push(&mut self, arg: LoweredArg<'m>) -> Result<(), SinkFull> {
+        let index = self.storage.len;
+        let (Some(slot), Some(size)) = (self.storage.slots.get_mut(index), self.storage.sizes.get_mut(index))
+        else {
+            return Err(SinkFull);
+        };
+        let not_writable = &mut self.not_writable;
+        let stored = slot_of(&arg, |window| {
+            Ok::<_, core::convert::Infallible>(direct_address(window).unwrap_or_else(|| {
+                not_writable.get_or_insert(index);
+                0
+            }))
+        });
+        let Ok((value, width)) = stored;
+        (*slot, *size) = (value, width);
+        self.storage.len = index.saturating_add(1);
         Ok(())
     }
 }

@@ -216,13 +216,27 @@ pub mod ours {
     use std::hint::black_box;
 
     use kernel_args_core::{GuestMemory, ParsedArgv, parse_argv_into};
-    use kernel_args_cuda::{KernelParamStorage, PointerPlacement, build_kernel_param_storage};
+    use kernel_args_cuda::{KernelParamStorage, PointerPlacement};
 
-    /// Ours, end to end: parse into the caller's vector (as the std adapter's host function does),
-    /// build the storage, make the `void**` table. Returns the table's pointer so nothing is
-    /// optimised away.
+    /// Ours, end to end, as the CUDA launcher runs a direct-mode launch: parse straight into
+    /// the storage it keeps ([`KernelParamStorage::parse_direct`], one pass), then make the
+    /// `void**` table in place ([`KernelParamStorage::with_params`]). Returns the table's length
+    /// so nothing is optimised away.
     #[inline(never)]
-    pub fn ours<'m>(
+    pub fn ours(buf: &[u8], guest: &GuestMemory<'_>, storage: &mut KernelParamStorage) -> usize {
+        storage.parse_direct(buf, guest).expect("valid argv");
+        storage.with_params(|table| {
+            black_box(table.as_mut_ptr());
+            table.len()
+        })
+    }
+
+    /// Ours in two passes: parse into a [`ParsedArgv`] of [`LoweredArg`](kernel_args_core::LoweredArg)s,
+    /// then [`KernelParamStorage::build`] from it, then the table: the shape of a staged
+    /// launch (whose device addresses are known only after the windows are read), and of any
+    /// host that keeps the parsed list.
+    #[inline(never)]
+    pub fn ours_two_pass<'m>(
         buf: &[u8],
         guest: &GuestMemory<'m>,
         args: &mut ParsedArgv<'m>,
@@ -230,23 +244,9 @@ pub mod ours {
     ) -> usize {
         parse_argv_into(buf, guest, args).expect("valid argv");
         storage.build(args, PointerPlacement::Direct).expect("fits");
-        // As CudaLauncher does for a kernel with a known signature: the table is made in the
-        // callee's frame, not returned by value.
         storage.with_params(|table| {
             black_box(table.as_mut_ptr());
             table.len()
         })
-    }
-
-    /// Ours with a fresh storage per call ([`build_kernel_param_storage`], by value): what a
-    /// launcher that does not keep its storage pays.
-    #[inline(never)]
-    pub fn ours_by_value<'m>(buf: &[u8], guest: &GuestMemory<'m>, args: &mut ParsedArgv<'m>) -> usize {
-        parse_argv_into(buf, guest, args).expect("valid argv");
-        let mut storage: KernelParamStorage =
-            build_kernel_param_storage(args, PointerPlacement::Direct).expect("fits");
-        let mut table = storage.params();
-        black_box(table.as_mut_ptr());
-        table.len()
     }
 }
