@@ -8,21 +8,25 @@
 //! 1. loads the kernel's module from its PTX on first use (`cuModuleLoadDataEx`; a refused
 //!    PTX is `MalformedPtx`, with the JIT's error log in the message; a missing entry is
 //!    `InvalidKernel`);
-//! 2. checks the argument sizes against the kernel's parameters: the driver's
+//! 2. parses the request's argv (checked by the host function already) into its parameter
+//!    storage, and checks the argument sizes against the kernel's parameters: the driver's
 //!    `cuFuncGetParamInfo` where the driver has it (CUDA 12.4+), else the PTX's `.entry`
 //!    declaration, else no check ([`SignatureCheck::Skipped`]); a mismatch is `InvalidArgs`
 //!    naming the argument and both sizes;
 //! 3. hands pointer arguments to the device in the launcher's [`PointerMode`]:
 //!    - **direct** (chosen where the device reports `CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS`,
-//!      i.e. HMM or ATS): the kernel gets the host pointers into guest memory;
+//!      i.e. HMM or ATS): the kernel gets the host pointers into guest memory, and the argv
+//!      is parsed straight into the parameter slots in one pass
+//!      ([`KernelParamStorage::parse_direct`]);
 //!    - **staged** (everywhere else): each window is copied into device memory before the
 //!      launch and back after it, and the kernel gets the device addresses. Overlapping (or
 //!      touching) windows are staged as one buffer ([`StagingPlan`]), so that aliasing
 //!      arguments alias on the device too and the copy back cannot let one window's stale
-//!      bytes overwrite another's results;
-//! 4. rebuilds the parameter storage in place ([`KernelParamStorage::build`]), makes its
-//!    `void**` table, calls `cuLaunchKernel` on the launcher's stream, copies staged windows
-//!    back and synchronises.
+//!      bytes overwrite another's results. The argv is parsed into a [`ParsedArgv`], and the
+//!      storage built from it once the device addresses are known
+//!      ([`KernelParamStorage::build`]);
+//! 4. makes the storage's `void**` table in place, calls `cuLaunchKernel` on the launcher's
+//!    stream, copies staged windows back and synchronises.
 //!
 //! GPU writes reach guest memory only through
 //! [`GuestWindow::host_ptr_mut`](kernel_args_core::GuestWindow::host_ptr_mut), which exists only
@@ -48,12 +52,12 @@ use cust::sys::{
 use kernel_args::{
     AbiError, Detail, HostError, LaunchOutcome, LaunchRequest, Launcher, PointerMode, SignatureCheck,
 };
-use kernel_args_core::{Arg, GuestRange, LoweredArg};
+use kernel_args_core::{Arg, GuestRange, LoweredArg, ParsedArgv};
 
 use crate::cu_error::{CUDA_ERROR_INVALID_VALUE, CUDA_SUCCESS, Phase, check};
 use crate::driver::Driver;
 use crate::registry::KernelRegistry;
-use crate::signature::check_param_sizes;
+use crate::signature::{check_arg_sizes, check_param_sizes};
 use crate::staging::StagingPlan;
 use crate::storage::{KernelParamStorage, ParamTable, PointerPlacement, StorageError};
 
@@ -484,30 +488,35 @@ impl Launcher for CudaLauncher {
         let driver = self.driver;
         let (context, stream, pointer_mode) = (self.context, self.stream, self.pointer_mode);
         let _current = Current::push(driver, context, Phase::Launch)?;
-        let args = request.args;
         self.ensure_loaded(request.kernel_id)?;
         let kernel = self
             .loaded
             .get(&request.kernel_id)
             .ok_or_else(|| HostError::msg(AbiError::Internal, "kernel cache lost an entry"))?;
-        let signature = match &kernel.param_sizes {
-            Some(sizes) => {
-                check_param_sizes(sizes, args)?;
-                kernel.signature
-            }
-            None => SignatureCheck::Skipped,
-        };
-        let function = kernel.function;
+        let (function, param_sizes) = (kernel.function, kernel.param_sizes.as_deref());
+        let signature = if param_sizes.is_some() { kernel.signature } else { SignatureCheck::Skipped };
 
         let staging = match pointer_mode {
-            PointerMode::Direct => None,
-            PointerMode::Staged => Some(Staging::stage_in(driver, stream, args)?),
+            // One pass from the argv bytes to the parameter slots, pointers as host pointers.
+            PointerMode::Direct => {
+                self.storage.parse_direct(request.argv, request.memory)?;
+                if let Some(sizes) = param_sizes {
+                    check_arg_sizes(sizes, self.storage.arg_sizes())?;
+                }
+                None
+            }
+            // The windows are read (and copied to the device) before their device addresses,
+            // and so the slots, are known: parse, check, stage, then build.
+            PointerMode::Staged => {
+                let args: ParsedArgv<'_> = request.args()?;
+                if let Some(sizes) = param_sizes {
+                    check_param_sizes(sizes, &args)?;
+                }
+                let staging = Staging::stage_in(driver, stream, &args)?;
+                self.storage.build(&args, PointerPlacement::Staged(&staging.addresses))?;
+                Some(staging)
+            }
         };
-        let placement = match &staging {
-            None => PointerPlacement::Direct,
-            Some(s) => PointerPlacement::Staged(&s.addresses),
-        };
-        self.storage.build(args, placement)?;
         // With the count checked the driver reads exactly the arguments' entries; without, the
         // padded table gives any extra parameters zeros.
         let shape = request.shape;

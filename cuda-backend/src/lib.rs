@@ -56,7 +56,8 @@ pub use launcher::{CudaLauncher, CudaOptions, DeviceInfo, PointerModeChoice};
 pub use registry::{KernelEntry, KernelRegistry};
 
 pub use signature::{
-    KernelSignature, PtxParam, PtxParseError, PtxType, check_param_sizes, find_entry, parse_ptx_entries,
+    KernelSignature, PtxParam, PtxParseError, PtxType, check_arg_sizes, check_param_sizes, find_entry,
+    parse_ptx_entries,
 };
 pub use storage::{
     KernelParamStorage, MAX_PARAM_BYTES, ParamSlot, ParamTable, ParseError, PointerPlacement, SLOT_SIZE,

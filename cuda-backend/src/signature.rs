@@ -182,14 +182,28 @@ pub fn find_entry(ptx: &str, name: &str) -> Result<Option<KernelSignature>, PtxP
 /// naming the first argument whose size (4 or 8; 8 for a pointer, a device address) differs
 /// from its parameter's.
 pub fn check_param_sizes<W>(param_sizes: &[usize], args: &[Arg<W>]) -> Result<(), HostError> {
-    if param_sizes.len() != args.len() {
+    check_sizes(param_sizes, args.iter().map(arg_size))
+}
+
+/// As [`check_param_sizes`], from the arguments' value sizes (a
+/// [`KernelParamStorage::arg_sizes`](crate::KernelParamStorage::arg_sizes)).
+///
+/// # Errors
+///
+/// As [`check_param_sizes`].
+pub fn check_arg_sizes(param_sizes: &[usize], arg_sizes: &[u8]) -> Result<(), HostError> {
+    check_sizes(param_sizes, arg_sizes.iter().map(|&size| usize::from(size)))
+}
+
+/// The count, then each size in order.
+fn check_sizes(param_sizes: &[usize], got: impl ExactSizeIterator<Item = usize>) -> Result<(), HostError> {
+    if param_sizes.len() != got.len() {
         return Err(HostError::new(
             AbiError::InvalidArgs,
-            Detail::ParamCount { expected: param_sizes.len(), got: args.len() },
+            Detail::ParamCount { expected: param_sizes.len(), got: got.len() },
         ));
     }
-    for (index, (&expected, arg)) in param_sizes.iter().zip(args).enumerate() {
-        let got = arg_size(arg);
+    for (index, (&expected, got)) in param_sizes.iter().zip(got).enumerate() {
         if expected != got {
             return Err(HostError::new(AbiError::InvalidArgs, Detail::ParamSize { index, expected, got }));
         }
@@ -461,6 +475,13 @@ mod tests {
         // A float where a pointer goes.
         let err =
             check_param_sizes(&sizes, &[ptr(4), Arg::F32(F32Bits(0)), ptr(4), Arg::U32(1)]).unwrap_err();
+        assert_eq!(err.detail(), &Detail::ParamSize { index: 1, expected: 8, got: 4 });
+        // The same checks from a storage's value sizes, as the launcher makes them in direct
+        // mode.
+        assert!(check_arg_sizes(&sizes, &[8, 8, 8, 4]).is_ok());
+        let err = check_arg_sizes(&sizes, &[8, 8, 8]).unwrap_err();
+        assert_eq!(err.detail(), &Detail::ParamCount { expected: 4, got: 3 });
+        let err = check_arg_sizes(&sizes, &[8, 4, 8, 4]).unwrap_err();
         assert_eq!(err.detail(), &Detail::ParamSize { index: 1, expected: 8, got: 4 });
     }
 

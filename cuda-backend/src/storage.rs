@@ -801,6 +801,98 @@ mod tests {
         assert_eq!(err, StorageError::MissingDeviceAddress { index: 1 });
     }
 
+    /// The storage `parse_direct` makes from `buf`, and the one parse + build makes, compared
+    /// slot by slot.
+    fn assert_one_pass_matches_two(buf: &[u8], guest: &GuestMemory<'_>) {
+        let args: ParsedArgv = parse_argv(buf, guest).unwrap();
+        let two: KernelParamStorage = build_kernel_param_storage(&args, PointerPlacement::Direct).unwrap();
+        let mut one = KernelParamStorage::<MAX_KERNEL_ARGS>::new();
+        one.parse_direct(buf, guest).unwrap();
+        assert_eq!(one.arg_sizes(), two.arg_sizes());
+        for i in 0..args.len() {
+            assert_eq!(one.slots[i], two.slots[i], "slot {i}");
+        }
+    }
+
+    #[test]
+    fn parse_direct_stores_what_parse_then_build_stores() {
+        let mut memory = vec![0u8; 64];
+        let guest = GuestMemory::exclusive(&mut memory);
+        let mut buf = [0u8; 128];
+        let n = encode_argv(&every_type(), &mut buf).unwrap();
+        assert_one_pass_matches_two(&buf[..n], &guest);
+        assert_one_pass_matches_two(&[], &guest);
+
+        // The whole capacity, every slot.
+        let argv: Vec<LoweredArgSnapshot> = (0..MAX_KERNEL_ARGS as u32)
+            .map(|i| match i % 4 {
+                0 => Arg::Ptr(GuestRange { guest_offset: i % 64, len: 0 }),
+                1 => Arg::F32(F32Bits(i)),
+                2 => Arg::I64(-i64::from(i)),
+                _ => Arg::U32(i),
+            })
+            .collect();
+        let mut buf = vec![0u8; kernel_args_core::MAX_KERNEL_ARGS_BYTES];
+        let n = encode_argv(&argv, &mut buf).unwrap();
+        assert_one_pass_matches_two(&buf[..n], &guest);
+    }
+
+    #[test]
+    fn parse_direct_refuses_with_the_parsers_error_and_leaves_nothing() {
+        let mut memory = vec![0u8; 64];
+        let guest = GuestMemory::exclusive(&mut memory);
+        let mut storage = KernelParamStorage::<4>::new();
+        storage.parse_direct(&[0x05, 7, 0, 0, 0], &guest).unwrap();
+        assert_eq!(storage.len(), 1);
+
+        // A window past memory in record 1, byte 5: -2 with its place, and the earlier
+        // storage is gone.
+        let buf = [0x05, 7, 0, 0, 0, 0x07, 60, 0, 0, 0, 8, 0, 0, 0];
+        let err = storage.parse_direct(&buf, &guest).unwrap_err();
+        let ParseError::Argv(argv) = err else { panic!("argv error expected, got {err:?}") };
+        assert_eq!((argv.index(), argv.offset()), (1, 5));
+        assert_eq!(HostError::from(err).code(), AbiError::InvalidPointer);
+        assert!(storage.is_empty() && storage.params().is_empty());
+
+        // The capacity is the record cap: the fifth record start is -10.
+        let five = [0x05, 1, 0, 0, 0].repeat(5);
+        let err = storage.parse_direct(&five, &guest).unwrap_err();
+        let ParseError::Argv(argv) = err else { panic!("argv error expected, got {err:?}") };
+        assert_eq!((argv.index(), argv.offset()), (4, 20));
+        assert_eq!(HostError::from(err).code(), AbiError::KernelArgsUnsupported);
+        assert!(storage.is_empty());
+        storage.parse_direct(&five[..20], &guest).unwrap();
+        assert_eq!(storage.len(), 4);
+    }
+
+    #[test]
+    fn parse_direct_needs_an_exclusive_borrow_for_pointers() {
+        let memory = vec![0u8; 16];
+        let argv = [
+            Arg::U32(1),
+            Arg::Ptr(GuestRange { guest_offset: 0, len: 16 }),
+            Arg::Ptr(GuestRange { guest_offset: 4, len: 4 }),
+        ];
+        let mut buf = [0u8; 32];
+        let n = encode_argv(&argv, &mut buf).unwrap();
+        for guest in [GuestMemory::shared(&memory), GuestMemory::length_only(16)] {
+            let mut storage = KernelParamStorage::<4>::new();
+            let err = storage.parse_direct(&buf[..n], &guest).unwrap_err();
+            // The first pointer argument is named.
+            assert_eq!(err, ParseError::Storage(StorageError::NotWritable { index: 1 }));
+            assert_eq!(HostError::from(err).code(), AbiError::Internal);
+            assert!(storage.is_empty());
+            // Scalars alone need no borrow of any kind...
+            storage.parse_direct(&buf[..5], &guest).unwrap();
+            assert_eq!(storage.len(), 1);
+            // ...and the guest's own error comes before the host's.
+            let mut bad = buf;
+            bad[n] = 0xee;
+            let err = storage.parse_direct(&bad[..=n], &guest).unwrap_err();
+            assert!(matches!(err, ParseError::Argv(e) if e.index() == 3), "{err:?}");
+        }
+    }
+
     #[test]
     fn a_full_storage_of_every_slot() {
         // The whole default capacity, read back through the table.

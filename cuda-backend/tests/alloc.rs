@@ -119,6 +119,15 @@ fn parse_and_build_allocate_nothing() {
         assert_eq!((len, allocs), (n, 0), "parse + build in place, {what}");
 
         let (len, allocs) = allocations_during(|| {
+            storage.parse_direct(&buf, &guest).unwrap();
+            storage.with_params(|table| {
+                black_box(table.as_mut_ptr());
+                table.len()
+            })
+        });
+        assert_eq!((len, allocs), (n, 0), "parse_direct in one pass + with_params, {what}");
+
+        let (len, allocs) = allocations_during(|| {
             let mut storage: KernelParamStorage =
                 build_kernel_param_storage(&args, PointerPlacement::Direct).unwrap();
             let mut table = storage.params();
@@ -134,9 +143,9 @@ fn parse_and_build_allocate_nothing() {
     }
 }
 
-/// A launcher that records the allocation count at the moment it is called, then builds the
-/// parameter storage and its `void**` table exactly as the CUDA launcher does before
-/// `cuLaunchKernel`, and records the count again.
+/// A launcher that records the allocation count at the moment it is called, then parses the
+/// request into the parameter storage and makes its `void**` table exactly as the CUDA
+/// launcher does in direct mode before `cuLaunchKernel`, and records the count again.
 struct RecordingLauncher {
     storage: Box<KernelParamStorage>,
     at_call: Option<u64>,
@@ -147,10 +156,11 @@ struct RecordingLauncher {
 impl Launcher for RecordingLauncher {
     fn launch(&mut self, request: &LaunchRequest<'_, '_>) -> Result<LaunchOutcome, HostError> {
         self.at_call = Some(allocations());
-        self.storage.build(request.args, PointerPlacement::Direct)?;
-        let mut table = self.storage.params();
-        black_box(table.as_mut_ptr());
-        self.args = table.len();
+        self.storage.parse_direct(request.argv, request.memory)?;
+        self.args = self.storage.with_params(|table| {
+            black_box(table.as_mut_ptr());
+            table.len()
+        });
         self.after_build = Some(allocations());
         Ok(LaunchOutcome { pointer_mode: PointerMode::Direct, signature: SignatureCheck::Skipped })
     }

@@ -11,7 +11,7 @@ use std::path::PathBuf;
 use kernel_args::{
     AbiError, Detail, HostError, LaunchOutcome, LaunchRequest, LaunchShape, Launcher, PointerMode,
 };
-use kernel_args_core::{ArgvBuilder, GuestMemory, ParsedArgv, parse_argv};
+use kernel_args_core::{ArgvBuilder, GuestMemory};
 use kernel_args_cuda::{CudaLauncher, CudaOptions, KernelRegistry, PointerModeChoice};
 
 const VECTOR_ADD: i64 = 1;
@@ -109,8 +109,7 @@ fn launch_vector_add(
         .unwrap();
     let argv = argv.finish();
     let guest = GuestMemory::exclusive(memory);
-    let args: ParsedArgv = parse_argv(argv, &guest).unwrap();
-    launcher.launch(&LaunchRequest { kernel_id: kernel, shape: shape(n), args: &args })
+    launcher.launch(&LaunchRequest { kernel_id: kernel, shape: shape(n), argv, memory: &guest })
 }
 
 fn vector_add_in(test: &str, mode: PointerMode) {
@@ -182,8 +181,7 @@ fn every_scalar_reaches_the_kernel_bit_exact() {
     let argv = argv.finish();
     {
         let guest = GuestMemory::exclusive(&mut memory);
-        let args: ParsedArgv = parse_argv(argv, &guest).unwrap();
-        let request = LaunchRequest { kernel_id: EVERY_SCALAR, shape: shape(1), args: &args };
+        let request = LaunchRequest { kernel_id: EVERY_SCALAR, shape: shape(1), argv, memory: &guest };
         launcher.launch(&request).unwrap();
     }
     let out: Vec<f64> =
@@ -205,16 +203,21 @@ fn signature_mismatches_are_rejected_before_the_launch() {
         let mut argv = ArgvBuilder::new(&mut buf);
         argv.ptr(0, 64).unwrap().ptr(64, 64).unwrap().ptr(128, 64).unwrap().u64(16).unwrap();
         let argv = argv.finish();
-        let args: ParsedArgv = parse_argv(argv, &guest).unwrap();
         let err = launcher
-            .launch(&LaunchRequest { kernel_id: VECTOR_ADD, shape: shape(16), args: &args })
+            .launch(&LaunchRequest { kernel_id: VECTOR_ADD, shape: shape(16), argv, memory: &guest })
             .unwrap_err();
         assert_eq!(err.code(), AbiError::InvalidArgs);
         assert_eq!(err.detail(), &Detail::ParamSize { index: 3, expected: 4, got: 8 });
 
         // Three arguments for four parameters.
         let err = launcher
-            .launch(&LaunchRequest { kernel_id: VECTOR_ADD, shape: shape(16), args: &args[..3] })
+            // The first three records: 3 pointers of 9 bytes.
+            .launch(&LaunchRequest {
+                kernel_id: VECTOR_ADD,
+                shape: shape(16),
+                argv: &argv[..27],
+                memory: &guest,
+            })
             .unwrap_err();
         assert_eq!(err.detail(), &Detail::ParamCount { expected: 4, got: 3 });
 
@@ -222,9 +225,9 @@ fn signature_mismatches_are_rejected_before_the_launch() {
         let mut argv = ArgvBuilder::new(&mut buf);
         argv.u64(0).unwrap().ptr(0, 64).unwrap().ptr(64, 128).unwrap();
         let argv = argv.finish();
-        let args: ParsedArgv = parse_argv(argv, &guest).unwrap();
-        let err =
-            launcher.launch(&LaunchRequest { kernel_id: AFFINE, shape: shape(16), args: &args }).unwrap_err();
+        let err = launcher
+            .launch(&LaunchRequest { kernel_id: AFFINE, shape: shape(16), argv, memory: &guest })
+            .unwrap_err();
         assert_eq!(err.detail(), &Detail::ParamSize { index: 0, expected: 24, got: 8 });
     }
     assert_eq!(memory, untouched, "a refused launch must not touch guest memory");
@@ -238,11 +241,12 @@ fn bad_ptx_and_unknown_kernels() {
     launcher.register(11, include_str!("../kernels/vector_add.ptx"), "no_such_entry").unwrap();
     let mut memory = [0u8; 8];
     let guest = GuestMemory::exclusive(&mut memory);
-    let args: ParsedArgv = parse_argv(&[], &guest).unwrap();
     let launch = |l: &mut CudaLauncher, kernel_id| {
-        l.launch(&LaunchRequest { kernel_id, shape: shape(1), args: &args }).unwrap_err().code()
+        l.launch(&LaunchRequest { kernel_id, shape: shape(1), argv: &[], memory: &guest }).unwrap_err().code()
     };
-    let err = launcher.launch(&LaunchRequest { kernel_id: 10, shape: shape(1), args: &args }).unwrap_err();
+    let err = launcher
+        .launch(&LaunchRequest { kernel_id: 10, shape: shape(1), argv: &[], memory: &guest })
+        .unwrap_err();
     assert_eq!(err.code(), AbiError::MalformedPtx, "{err}");
     assert!(err.to_string().contains("cuModuleLoadDataEx failed"), "{err}");
     say(format!("{test}: {err}"));

@@ -81,7 +81,9 @@ struct Checking {
 impl Launcher for Checking {
     fn launch(&mut self, request: &LaunchRequest<'_, '_>) -> Result<LaunchOutcome, HostError> {
         let (base, len) = self.memory;
-        for (i, arg) in request.args.iter().enumerate() {
+        // The host checked the argv before dispatch: parsing it again cannot fail.
+        let args: kernel_args::ParsedArgv<'_> = request.args().expect("the host dispatched a checked argv");
+        for (i, arg) in args.iter().enumerate() {
             let Arg::Ptr(w) = arg else { continue };
             assert_eq!(w.access(), Access::ReadWrite, "argument {i}: a launcher needs writable windows");
             let p = w.host_ptr_mut().expect("an exclusive window has a writable pointer").addr();
@@ -92,7 +94,7 @@ impl Launcher for Checking {
         self.seen = Some(Seen {
             kernel_id: request.kernel_id,
             shape: request.shape,
-            args: request.args.iter().map(LoweredArgSnapshot::from).collect(),
+            args: args.iter().map(LoweredArgSnapshot::from).collect(),
         });
         if self.fail {
             Err(HostError::msg(AbiError::LaunchFailed, "the fuzz launcher fails"))

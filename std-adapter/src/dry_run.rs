@@ -3,15 +3,16 @@
 //! tested on any machine.
 //!
 //! ```
-//! use kernel_args::{AbiError, DryRunLauncher, LaunchRequest, LaunchShape, Launcher, LoweredArg};
+//! use kernel_args::{AbiError, DryRunLauncher, GuestMemory, LaunchRequest, LaunchShape, Launcher, LoweredArgSnapshot};
 //!
 //! let mut dry = DryRunLauncher::new();
 //! let shape = LaunchShape { grid: [1, 1, 1], block: [32, 1, 1], shared_mem_bytes: 0 };
-//! let args = [LoweredArg::U32(32)];
-//! let err = dry.launch(&LaunchRequest { kernel_id: 7, shape, args: &args }).unwrap_err();
+//! let argv = [0x05, 32, 0, 0, 0]; // u32 32
+//! let memory = GuestMemory::length_only(0);
+//! let err = dry.launch(&LaunchRequest { kernel_id: 7, shape, argv: &argv, memory: &memory }).unwrap_err();
 //! assert_eq!(err.code(), AbiError::NotAvailable);
 //! let recorded = dry.last().unwrap();
-//! assert_eq!((recorded.kernel_id(), recorded.args()), (7, &[LoweredArg::U32(32).snapshot()][..]));
+//! assert_eq!((recorded.kernel_id(), recorded.args()), (7, &[LoweredArgSnapshot::U32(32)][..]));
 //! assert_eq!(dry.launches(), 1);
 //! ```
 

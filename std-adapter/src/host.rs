@@ -11,12 +11,16 @@
 //! 3. **launch shape** ([`check_launch_shape`]) → `InvalidDimensions`;
 //! 4. **parse**: the argv bytes are copied to the stack (at most
 //!    [`MAX_KERNEL_ARGS_BYTES`]; a longer buffer is `KernelArgsUnsupported` as in the core
-//!    parser) and parsed against an exclusive borrow of guest memory into a stack
-//!    [`ParsedArgv`];
-//! 5. **dispatch** to the launcher, whose answer (0 or its error code) is the call's answer.
+//!    parser) and parsed against an exclusive borrow of guest memory straight into the
+//!    launch's record (pointer-free snapshots, [`LaunchSnapshot::capture`]): every rule is
+//!    checked here, before any launcher sees the request;
+//! 5. **dispatch** to the launcher, with the checked argv bytes and the memory
+//!    ([`LaunchRequest`]): it parses them again into whatever it launches from (the CUDA
+//!    launcher straight into its parameter slots), which for these bytes cannot fail. Its answer
+//!    (0 or its error code) is the call's answer.
 //!
-//! Up to the launcher nothing is allocated on the heap: the argv copy and the parsed
-//! arguments live on the stack and the record of the launch is stored inline. Bad guest input
+//! Up to the launcher nothing is allocated on the heap: the argv copy lives on the stack and
+//! the record of the launch is stored inline. Bad guest input
 //! only ever produces an ABI code, never a panic; a panicking launcher is caught and answered
 //! with `Internal`.
 //!
@@ -47,7 +51,7 @@
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
-use kernel_args_core::{ArgvError, ErrorKind, GuestMemory, ParsedArgv, parse_argv_into};
+use kernel_args_core::{ArgvError, ErrorKind, GuestMemory};
 
 use crate::checks::{LaunchLimits, check_args_region, check_launch_shape};
 use crate::error::{AbiError, Detail, HostError};
@@ -224,10 +228,9 @@ impl<L: Launcher> LaunchHost<L> {
         argv.copy_from_slice(memory.get(region.range()).ok_or_else(internal)?);
 
         let guest = GuestMemory::exclusive(memory);
-        let mut args: ParsedArgv<'_> = ParsedArgv::new();
-        parse_argv_into(argv, &guest, &mut args)?;
-
-        let request = LaunchRequest { kernel_id: call.kernel_id, shape, args: &args };
+        let request = LaunchRequest { kernel_id: call.kernel_id, shape, argv, memory: &guest };
+        // The one check of the argv before dispatch: parsed into the record, which the
+        // launcher never sees refused.
         let snapshot = LaunchSnapshot::capture(&request)?;
         let record = self.last_launch.insert(LaunchRecord { snapshot, result: Err(AbiError::Internal) });
         let launcher = &mut self.launcher;

@@ -1,14 +1,20 @@
 //! The seam between the host function and whatever runs the kernel.
 //!
-//! The host function checks the argument region and the launch shape, parses the argv and
-//! then hands a [`LaunchRequest`] to a [`Launcher`]: the dry-run launcher in this crate, or the
-//! CUDA backend (`kernel-args-cuda`). A request borrows the parsed arguments, whose pointer
-//! windows borrow guest memory exclusively for the duration of the call, so a launcher may let
-//! the device read and write guest memory but cannot keep a pointer past the call.
+//! The host function checks the argument region and the launch shape, checks the whole argv
+//! (every rule of the wire format, every pointer window) while it records the launch, and then
+//! hands a [`LaunchRequest`] to a [`Launcher`]: the dry-run launcher in this crate, or the CUDA
+//! backend (`kernel-args-cuda`).
+//!
+//! A request carries the argv bytes and the guest memory, not a parsed list: each launcher
+//! parses them into what it needs with [`LaunchRequest::parse_into`], in one pass (the CUDA
+//! launcher straight into its parameter slots, a recorder into snapshots, anything else into
+//! a [`ParsedArgv`]). Pointer windows borrow guest memory exclusively for the duration of the
+//! call, so a launcher may let the device read and write guest memory but cannot keep a
+//! pointer past the call.
 
-use kernel_args_core::{LoweredArg, LoweredArgSnapshot};
+use kernel_args_core::{ArgSink, GuestMemory, LoweredArgSnapshot, ParsedArgv, parse_argv_into};
 
-use crate::error::{AbiError, HostError};
+use crate::error::HostError;
 use crate::limits::MAX_KERNEL_ARGS;
 
 /// Grid and block dimensions and dynamic shared memory of a launch, as the guest gave them
@@ -24,14 +30,68 @@ pub struct LaunchShape {
 }
 
 /// One launch, ready for a [`Launcher`].
+///
+/// From the host function, `argv` has passed every rule of the wire format against `memory`
+/// (the host parsed it to record the launch before dispatching), so parsing it again cannot
+/// fail; a launcher still propagates [`parse_into`](Self::parse_into)'s error, because a
+/// request made by hand may hold anything.
+///
+/// ```
+/// use kernel_args::{ArgvBuilder, GuestMemory, LaunchRequest, LaunchShape, LoweredArg, ParsedArgv};
+///
+/// let mut buf = [0u8; 16];
+/// let mut argv = ArgvBuilder::new(&mut buf);
+/// argv.ptr(0, 64)?.u32(16)?;
+/// let argv = argv.finish();
+/// let mut memory = vec![0u8; 64];
+/// let guest = GuestMemory::exclusive(&mut memory);
+/// let shape = LaunchShape { grid: [1, 1, 1], block: [16, 1, 1], shared_mem_bytes: 0 };
+/// let request = LaunchRequest { kernel_id: 1, shape, argv, memory: &guest };
+///
+/// let mut args: ParsedArgv = ParsedArgv::new();
+/// request.parse_into(&mut args).expect("a valid argv");
+/// assert_eq!(args[1], LoweredArg::U32(16));
+/// # Ok::<(), kernel_args::EncodeError>(())
+/// ```
 #[derive(Debug, Clone, Copy)]
 pub struct LaunchRequest<'a, 'm> {
     /// The guest's kernel handle.
     pub kernel_id: i64,
     /// The checked launch shape.
     pub shape: LaunchShape,
-    /// The parsed, bounds-checked arguments; pointer windows borrow guest memory for `'m`.
-    pub args: &'a [LoweredArg<'m>],
+    /// The argv bytes (a copy of the guest's, so they cannot change during the call).
+    pub argv: &'a [u8],
+    /// Guest memory, which the argv's pointer windows are checked against and point into;
+    /// borrowed exclusively for `'m` by the host function.
+    pub memory: &'a GuestMemory<'m>,
+}
+
+impl<'m> LaunchRequest<'_, 'm> {
+    /// Parses the arguments into `out` (any [`ArgSink`]: a [`ParsedArgv`], snapshots, a
+    /// launcher's own parameter storage), in one pass; `out` is cleared first, and left empty
+    /// on error.
+    ///
+    /// # Errors
+    ///
+    /// The core parser's error (`InvalidArgs`, `InvalidPointer` or `KernelArgsUnsupported`,
+    /// with the record and byte): never for a request from the host function, which checked the
+    /// same bytes against the same memory.
+    #[inline]
+    pub fn parse_into<S: ArgSink<'m> + ?Sized>(&self, out: &mut S) -> Result<(), HostError> {
+        parse_argv_into(self.argv, self.memory, out).map_err(HostError::from)
+    }
+
+    /// The arguments as a [`ParsedArgv`] of at most `N`, by value (see
+    /// [`parse_into`](Self::parse_into)).
+    ///
+    /// # Errors
+    ///
+    /// As [`parse_into`](Self::parse_into).
+    pub fn args<const N: usize>(&self) -> Result<ParsedArgv<'m, N>, HostError> {
+        let mut args = ParsedArgv::new();
+        self.parse_into(&mut args)?;
+        Ok(args)
+    }
 }
 
 /// How pointer arguments reached the device.
@@ -93,18 +153,16 @@ pub struct LaunchSnapshot {
 }
 
 impl LaunchSnapshot {
-    /// Snapshots `request`. Fails with `KernelArgsUnsupported` when it holds more than
-    /// [`MAX_KERNEL_ARGS`] arguments (a request built by the host function never does).
+    /// Snapshots `request`, parsing its argv straight into snapshots (one pass, no heap). This
+    /// is also how the host function checks an argv before dispatch.
+    ///
+    /// # Errors
+    ///
+    /// The core parser's error for an argv it refuses (see
+    /// [`LaunchRequest::parse_into`]).
     pub fn capture(request: &LaunchRequest<'_, '_>) -> Result<LaunchSnapshot, HostError> {
         let mut args = heapless::Vec::new();
-        for arg in request.args {
-            args.push(arg.snapshot()).map_err(|_| {
-                HostError::msg(
-                    AbiError::KernelArgsUnsupported,
-                    format!("{} arguments, at most {MAX_KERNEL_ARGS} can be snapshot", request.args.len()),
-                )
-            })?;
-        }
+        request.parse_into(&mut args)?;
         Ok(LaunchSnapshot { kernel_id: request.kernel_id, shape: request.shape, args })
     }
 

@@ -10,8 +10,8 @@
 //! 1. capability gate → `NotAvailable`;
 //! 2. argument region ([`check_args_region`]) → `InvalidPointer`;
 //! 3. launch shape ([`check_launch_shape`], limits in [`limits`]) → `InvalidDimensions`;
-//! 4. parse (the core parser, no heap) → `InvalidArgs`, `InvalidPointer`,
-//!    `KernelArgsUnsupported`;
+//! 4. parse (the core parser, no heap, into the launch's record) → `InvalidArgs`,
+//!    `InvalidPointer`, `KernelArgsUnsupported`;
 //! 5. dispatch through the [`Launcher`] trait: [`DryRunLauncher`] here, the CUDA backend in
 //!    `kernel-args-cuda`.
 //!
@@ -84,6 +84,6 @@ pub use launcher::{
 };
 
 pub use kernel_args_core::{
-    Arg, ArgTag, ArgvBuilder, ArgvError, EncodeError, ErrorCode, ErrorKind, F32Bits, F64Bits, GuestMemory,
-    GuestRange, GuestWindow, LoweredArg, LoweredArgSnapshot,
+    Arg, ArgSink, ArgTag, ArgvBuilder, ArgvError, EncodeError, ErrorCode, ErrorKind, F32Bits, F64Bits,
+    GuestMemory, GuestRange, GuestWindow, LoweredArg, LoweredArgSnapshot, ParsedArgv, SinkFull,
 };

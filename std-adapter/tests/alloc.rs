@@ -40,7 +40,9 @@ struct CountingLauncher {
 impl Launcher for CountingLauncher {
     fn launch(&mut self, request: &LaunchRequest<'_, '_>) -> Result<LaunchOutcome, HostError> {
         self.calls += 1;
-        self.args = black_box(request.args).len();
+        // Parsed as a launcher parses (a `ParsedArgv` on the stack, no heap).
+        let args: kernel_args::ParsedArgv<'_> = request.args()?;
+        self.args = black_box(&args).len();
         Ok(LaunchOutcome { pointer_mode: PointerMode::Direct, signature: SignatureCheck::Skipped })
     }
 }

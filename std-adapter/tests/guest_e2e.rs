@@ -129,7 +129,8 @@ fn a_launcher_that_succeeds_gives_the_guest_zero() {
     struct Accepts(Vec<Vec<LoweredArgSnapshot>>);
     impl Launcher for Accepts {
         fn launch(&mut self, request: &LaunchRequest<'_, '_>) -> Result<LaunchOutcome, HostError> {
-            self.0.push(request.args.iter().map(|a| a.snapshot()).collect());
+            let args: kernel_args::ParsedArgv<'_> = request.args()?;
+            self.0.push(args.iter().map(|a| a.snapshot()).collect());
             Ok(LaunchOutcome { pointer_mode: PointerMode::Staged, signature: SignatureCheck::Skipped })
         }
     }
