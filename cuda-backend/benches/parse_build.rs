@@ -11,6 +11,11 @@
 //!   `ours` is the one-pass [`KernelParamStorage::parse_direct`] the CUDA launcher runs in direct
 //!   mode, `ours_two_pass` parses into a `ParsedArgv` and then builds from it.
 //!
+//! - `host_call/mixed`: the std adapter's whole `LaunchHost::call` (region and shape checks, argv
+//!   copy, the argv parsed into the launch's record, then the launcher's one-pass parse into its
+//!   parameter storage and the `void**` table): everything a launch does before
+//!   `cuLaunchKernel`.
+//!
 //! After the run it prints, for every size measured, the two ratios the performance goals are
 //! stated in (heap ÷ ours, goal ≥ 5 at 16 arguments; ours ÷ floor, goal ≤ 1.5), from criterion's
 //! median estimates of this run. `scripts/bench-table.py` makes the table of all groups.
@@ -26,10 +31,12 @@ use std::hint::black_box;
 use std::path::{Path, PathBuf};
 
 use criterion::{BenchmarkId, Criterion, Throughput};
+use kernel_args::LaunchHost;
 use kernel_args_core::{GuestMemory, MAX_KERNEL_ARGS, ParsedArgv, parse_argv_into};
 use kernel_args_cuda::{KernelParamStorage, PointerPlacement, build_kernel_param_storage};
 use reference::floor::{self, FloorTable};
 use reference::heap;
+use reference::ours::host;
 use reference::ours::{ours, ours_two_pass};
 
 use support::bench_inputs as inputs;
@@ -106,6 +113,22 @@ fn parse_build(c: &mut Criterion) {
 /// Where criterion writes its estimates (the rule criterion itself follows, without asking
 /// cargo): `$CRITERION_HOME`, else `$CARGO_TARGET_DIR/criterion`, else the workspace's
 /// `target/criterion`.
+fn host_call(c: &mut Criterion) {
+    let mut memory = vec![0u8; support::MEMORY_LEN];
+    let mut host = LaunchHost::new(host::DirectLauncher::default());
+    let mut group = c.benchmark_group("host_call");
+    for (id, n, buf) in inputs() {
+        let call = host::place(&mut memory, &buf);
+        assert_eq!(host::call(&mut host, &mut memory, &call), 0, "{:?}", host.last_error());
+        assert_eq!(host.last_launch().unwrap().snapshot().args().len(), n);
+        group.throughput(Throughput::Bytes(buf.len() as u64));
+        group.bench_function(BenchmarkId::new(id, n), |b| {
+            b.iter(|| host::call(&mut host, black_box(&mut memory), black_box(&call)))
+        });
+    }
+    group.finish();
+}
+
 fn criterion_home() -> PathBuf {
     if let Some(home) = std::env::var_os("CRITERION_HOME") {
         return home.into();
@@ -149,6 +172,7 @@ fn main() {
     let mut c = Criterion::default().output_directory(&home).configure_from_args();
     build(&mut c);
     parse_build(&mut c);
+    host_call(&mut c);
     c.final_summary();
     print_ratios(&home);
 }

@@ -9,7 +9,7 @@
 //!
 //! The difference of the two totals divided by the iterations is the instructions per
 //! parse + build. `scripts/callgrind-parse-build.sh` does this for all three.
-//! Arguments: `ours|ours_two_pass|heap|floor`, the number of mixed arguments (or `largest`), the
+//! Arguments: `ours|ours_two_pass|host|heap|floor`, the number of mixed arguments (or `largest`), the
 //! iterations; or `sizes` alone, to print the stack sizes of the parsed argv and the storage.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::indexing_slicing)]
@@ -45,7 +45,7 @@ fn main() {
     if argv.get(1).map(String::as_str) == Some("sizes") {
         return print_sizes();
     }
-    let usage = "usage: parse_build_loop ours|ours_two_pass|heap|floor N|largest ITERATIONS";
+    let usage = "usage: parse_build_loop ours|ours_two_pass|host|heap|floor N|largest ITERATIONS";
     let [_, which, size, iterations] = argv.as_slice() else { panic!("{usage}") };
     let buf = match size.as_str() {
         "largest" => support::largest_valid(),
@@ -67,6 +67,13 @@ fn main() {
             let mut storage: Box<KernelParamStorage> = Box::default();
             for _ in 0..iterations {
                 black_box(ours_two_pass(black_box(&buf), black_box(&guest), &mut args, &mut storage));
+            }
+        }
+        "host" => {
+            let mut host = kernel_args::LaunchHost::new(reference::ours::host::DirectLauncher::default());
+            let call = reference::ours::host::place(&mut memory, &buf);
+            for _ in 0..iterations {
+                black_box(reference::ours::host::call(&mut host, black_box(&mut memory), black_box(&call)));
             }
         }
         "heap" => {

@@ -15,6 +15,12 @@
 //!   a refused build it must be empty, and after a good one it must equal a fresh build, so no
 //!   parameter of an earlier launch survives into a later one.
 //!
+//! The one-pass `KernelParamStorage::parse_direct` (what the CUDA launcher runs in direct mode)
+//! must agree with all of that: on a refused argv the core parser's exact error and an empty
+//! storage, on an accepted one the same slots as parse + direct build (in a fresh storage, in
+//! the reused one, and with a capacity of 4, whose cap is then the parser's record cap), and
+//! against a shared or length-only memory `NotWritable` for the first pointer.
+//!
 //! The `void**` table must hold `len()` pointers, each 8-aligned and addressing exactly the
 //! slot whose bytes `value_bytes(i)` returned (checked by address, so this target needs no
 //! `unsafe`; the backend's Miri-run tests read through the table). A shared or length-only
@@ -22,8 +28,10 @@
 #![no_main]
 
 use kernel_args_core::{Arg, GuestMemory, LoweredArg, ParsedArgv, parse_argv};
+use kernel_args_core::{ArgvError, ErrorKind};
 use kernel_args_cuda::{
-    KernelParamStorage, PointerPlacement, SLOT_SIZE, StorageError, arg_size, build_kernel_param_storage,
+    KernelParamStorage, ParseError, PointerPlacement, SLOT_SIZE, StorageError, arg_size,
+    build_kernel_param_storage,
 };
 use std::sync::Mutex;
 
@@ -113,10 +121,52 @@ fuzz_target!(|data: &[u8]| {
             (None, Ok(())) => assert_eq!(reused.len(), args.len()),
             (first_ptr, built) => panic!("first pointer {first_ptr:?}, in-place build {built:?}"),
         }
+        // One pass: the same refusal, for the same argument.
+        match (first_ptr, reused.parse_direct(input.argv, &shared)) {
+            (Some(index), Err(e)) => {
+                assert_eq!(e, ParseError::Storage(StorageError::NotWritable { index }));
+                assert!(reused.is_empty(), "a refused parse_direct left {} parameters", reused.len());
+            }
+            (None, Ok(())) => assert_eq!(reused.len(), args.len()),
+            (first_ptr, parsed) => panic!("first pointer {first_ptr:?}, parse_direct {parsed:?}"),
+        }
     }
 
     let guest = GuestMemory::exclusive(&mut memory);
-    let Ok(args): Result<ParsedArgv, _> = parse_argv(input.argv, &guest) else { return };
+    let parsed: Result<ParsedArgv, ArgvError> = parse_argv(input.argv, &guest);
+
+    // The one-pass parse into the storage the launcher keeps, over whatever the previous input
+    // left in it.
+    let mut reused = REUSED.lock().unwrap();
+    let one_pass = reused.parse_direct(input.argv, &guest);
+    let mut small = KernelParamStorage::<4>::new();
+    let small_pass = small.parse_direct(input.argv, &guest);
+    let args = match parsed {
+        Err(e) => {
+            assert_eq!(one_pass, Err(ParseError::Argv(e)), "parse_direct must refuse as the parser does");
+            assert!(reused.is_empty(), "a refused parse_direct left {} parameters", reused.len());
+            assert!(matches!(small_pass, Err(ParseError::Argv(_))) && small.is_empty());
+            return;
+        }
+        Ok(args) => args,
+    };
+    assert_eq!(one_pass, Ok(()), "parse_direct refused an argv the parser accepts");
+    let host_address = |_: usize, _: usize, arg: &LoweredArg<'_>| match arg {
+        Arg::Ptr(w) => host_base + u64::from(w.guest_offset()),
+        _ => 0,
+    };
+    check_storage(&mut reused, &args, host_address);
+    drop(reused);
+    if args.len() <= 4 {
+        assert_eq!(small_pass, Ok(()));
+        check_storage(&mut small, &args, host_address);
+    } else {
+        // The fifth record is the first past the cap; it starts where the first four end.
+        let offset: usize = args[..4].iter().map(|a| 1 + a.tag().value_size()).sum();
+        let want = ArgvError::new(ErrorKind::TooManyRecords { max: 4 }, 4, offset);
+        assert_eq!(small_pass, Err(ParseError::Argv(want)));
+        assert!(small.is_empty());
+    }
     let pointer_count = args.iter().filter(|a| matches!(a, Arg::Ptr(_))).count();
 
     let mut direct: KernelParamStorage =

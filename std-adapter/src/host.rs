@@ -110,7 +110,10 @@ pub struct LaunchHost<L> {
     launcher: L,
     enabled: bool,
     limits: LaunchLimits,
-    last_launch: Option<LaunchRecord>,
+    /// The last launch handed to the launcher, valid while `recorded`; kept in place (and
+    /// parsed into in place) so that recording a launch copies nothing.
+    record: LaunchRecord,
+    recorded: bool,
     last_error: Option<HostError>,
 }
 
@@ -121,7 +124,8 @@ impl<L: Launcher> LaunchHost<L> {
             launcher,
             enabled: true,
             limits: LaunchLimits::DEFAULT,
-            last_launch: None,
+            record: LaunchRecord { snapshot: LaunchSnapshot::EMPTY, result: Err(AbiError::Internal) },
+            recorded: false,
             last_error: None,
         }
     }
@@ -175,7 +179,7 @@ impl<L: Launcher> LaunchHost<L> {
     /// dispatch (or no call was made), so a failed call never leaves an older launch's
     /// arguments behind.
     pub fn last_launch(&self) -> Option<&LaunchRecord> {
-        self.last_launch.as_ref()
+        self.recorded.then_some(&self.record)
     }
 
     /// The last call's error; `None` when it succeeded (or no call was made).
@@ -192,7 +196,7 @@ impl<L: Launcher> LaunchHost<L> {
     /// guest has none) and returns what the guest sees: `0` or a negative [`AbiError`] code.
     /// See the [module docs](self) for the order of the checks.
     pub fn call(&mut self, memory: Option<&mut [u8]>, call: &LaunchCall) -> i32 {
-        self.last_launch = None;
+        self.recorded = false;
         self.last_error = None;
         match self.run(memory, call) {
             Ok(_) => 0,
@@ -221,22 +225,23 @@ impl<L: Launcher> LaunchHost<L> {
             return Err(ArgvError::new(kind, 0, 0).into());
         }
         // Copied out because the parser borrows the whole memory exclusively (pointer windows
-        // may be written by the device), and so the guest's bytes cannot change under it.
-        let mut argv_copy = [0u8; MAX_KERNEL_ARGS_BYTES];
-        let internal = || HostError::msg(AbiError::Internal, "checked args region not sliceable");
-        let argv = argv_copy.get_mut(..region.len()).ok_or_else(internal)?;
-        argv.copy_from_slice(memory.get(region.range()).ok_or_else(internal)?);
+        // may be written by the device), and so the guest's bytes cannot change under it. Only
+        // the argv's own bytes are written (the vector's spare capacity is never initialised).
+        let mut argv: heapless::Vec<u8, MAX_KERNEL_ARGS_BYTES> = heapless::Vec::new();
+        let internal = || HostError::msg(AbiError::Internal, "checked args region not copyable");
+        argv.extend_from_slice(memory.get(region.range()).ok_or_else(internal)?).map_err(|_| internal())?;
 
         let guest = GuestMemory::exclusive(memory);
-        let request = LaunchRequest { kernel_id: call.kernel_id, shape, argv, memory: &guest };
-        // The one check of the argv before dispatch: parsed into the record, which the
-        // launcher never sees refused.
-        let snapshot = LaunchSnapshot::capture(&request)?;
-        let record = self.last_launch.insert(LaunchRecord { snapshot, result: Err(AbiError::Internal) });
+        let request = LaunchRequest { kernel_id: call.kernel_id, shape, argv: &argv, memory: &guest };
+        // The one check of the argv before dispatch: parsed straight into the record (in
+        // place), which the launcher never sees refused.
+        self.record.result = Err(AbiError::Internal);
+        self.record.snapshot.recapture(&request)?;
+        self.recorded = true;
         let launcher = &mut self.launcher;
         let result = catch_unwind(AssertUnwindSafe(|| launcher.launch(&request)))
             .unwrap_or_else(|_| Err(HostError::new(AbiError::Internal, Detail::LauncherPanicked)));
-        record.result = result.as_ref().map(|outcome| *outcome).map_err(HostError::code);
+        self.record.result = result.as_ref().map(|outcome| *outcome).map_err(HostError::code);
         result
     }
 }

@@ -161,9 +161,23 @@ impl LaunchSnapshot {
     /// The core parser's error for an argv it refuses (see
     /// [`LaunchRequest::parse_into`]).
     pub fn capture(request: &LaunchRequest<'_, '_>) -> Result<LaunchSnapshot, HostError> {
-        let mut args = heapless::Vec::new();
-        request.parse_into(&mut args)?;
-        Ok(LaunchSnapshot { kernel_id: request.kernel_id, shape: request.shape, args })
+        let mut snapshot = LaunchSnapshot::EMPTY;
+        snapshot.recapture(request)?;
+        Ok(snapshot)
+    }
+
+    /// No launch: kernel 0, an all-zero shape, no arguments.
+    pub(crate) const EMPTY: LaunchSnapshot = LaunchSnapshot {
+        kernel_id: 0,
+        shape: LaunchShape { grid: [0; 3], block: [0; 3], shared_mem_bytes: 0 },
+        args: heapless::Vec::new(),
+    };
+
+    /// [`capture`](Self::capture), in place. On error the snapshot holds no arguments.
+    pub(crate) fn recapture(&mut self, request: &LaunchRequest<'_, '_>) -> Result<(), HostError> {
+        self.kernel_id = request.kernel_id;
+        self.shape = request.shape;
+        request.parse_into(&mut self.args)
     }
 
     /// The guest's kernel handle.

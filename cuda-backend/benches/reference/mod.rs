@@ -249,4 +249,49 @@ pub mod ours {
             table.len()
         })
     }
+
+    /// The host function's whole path for one launch, up to where `cuLaunchKernel` would be
+    /// called: a [`LaunchHost`](kernel_args::LaunchHost) over [`DirectLauncher`].
+    pub mod host {
+        use std::hint::black_box;
+
+        use kernel_args::{
+            HostError, LaunchCall, LaunchHost, LaunchOutcome, LaunchRequest, Launcher, PointerMode,
+            SignatureCheck,
+        };
+        use kernel_args_cuda::KernelParamStorage;
+
+        /// Does what the CUDA launcher does in direct mode before `cuLaunchKernel`: parse the
+        /// request into the storage it keeps, make the `void**` table in place.
+        #[derive(Default)]
+        pub struct DirectLauncher {
+            storage: Box<KernelParamStorage>,
+        }
+
+        impl Launcher for DirectLauncher {
+            fn launch(&mut self, request: &LaunchRequest<'_, '_>) -> Result<LaunchOutcome, HostError> {
+                self.storage.parse_direct(request.argv, request.memory)?;
+                self.storage.with_params(|table| black_box(table.as_mut_ptr()));
+                Ok(LaunchOutcome { pointer_mode: PointerMode::Direct, signature: SignatureCheck::Skipped })
+            }
+        }
+
+        /// A call for the argv `buf`, which it places at the end of `memory` (past the pointer
+        /// windows of the benchmark's argvs).
+        pub fn place(memory: &mut [u8], buf: &[u8]) -> LaunchCall {
+            let args_ptr = memory.len() - buf.len();
+            memory[args_ptr..].copy_from_slice(buf);
+            LaunchCall {
+                args_ptr: args_ptr as i32,
+                args_len: buf.len() as i32,
+                ..LaunchCall::new(1, [8, 1, 1], [256, 1, 1])
+            }
+        }
+
+        /// One host call; its answer (0).
+        #[inline(never)]
+        pub fn call(host: &mut LaunchHost<DirectLauncher>, memory: &mut [u8], call: &LaunchCall) -> i32 {
+            host.call(Some(memory), call)
+        }
+    }
 }
