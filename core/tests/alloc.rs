@@ -57,6 +57,12 @@ fn parsing_every_size_up_to_the_cap_allocates_nothing() {
         result.unwrap();
         assert_eq!((out.len(), allocs), (n, 0), "parse_argv_into of {n} mixed args");
 
+        // Into the other sink the core provides: pointer-free snapshots (the host's record).
+        let mut snapshots: heapless::Vec<LoweredArgSnapshot, MAX_KERNEL_ARGS> = heapless::Vec::new();
+        let (result, allocs) = allocations_during(|| parse_argv_into(&buf, &guest, &mut snapshots));
+        result.unwrap();
+        assert_eq!((snapshots.len(), allocs), (n, 0), "parse_argv_into snapshots of {n} mixed args");
+
         let (count, allocs) = allocations_during(|| {
             RecordReader::new(&buf, &guest).map(|reader| reader.filter(Result::is_ok).count())
         });

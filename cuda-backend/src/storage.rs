@@ -418,12 +418,15 @@ impl<const N: usize> KernelParamStorage<N> {
     /// ```
     #[inline]
     pub fn parse_direct(&mut self, argv: &[u8], memory: &GuestMemory<'_>) -> Result<(), ParseError> {
-        let mut sink = DirectSink { storage: self, not_writable: None };
+        let KernelParamStorage { slots, sizes, len } = self;
+        // The count lives in the sink (a register) while parsing, and is stored once.
+        *len = 0;
+        let mut sink = DirectSink { slots, sizes, len: 0, not_writable: None };
         parse_argv_into(argv, memory, &mut sink).map_err(ParseError::Argv)?;
         if let Some(index) = sink.not_writable {
-            self.len = 0;
             return Err(ParseError::Storage(StorageError::NotWritable { index }));
         }
+        *len = sink.len;
         Ok(())
     }
 }
@@ -431,7 +434,10 @@ impl<const N: usize> KernelParamStorage<N> {
 /// The storage as the core parser's [`ArgSink`], placing pointers direct: each argument is
 /// written to the next slot as the parser accepts it.
 struct DirectSink<'s, const N: usize> {
-    storage: &'s mut KernelParamStorage<N>,
+    slots: &'s mut [ParamSlot; N],
+    sizes: &'s mut [u8; N],
+    /// Slots written.
+    len: usize,
     /// The first pointer argument without a writable host pointer (its slot holds 0, and
     /// [`KernelParamStorage::parse_direct`] refuses the whole buffer after parsing).
     not_writable: Option<usize>,
@@ -445,15 +451,14 @@ impl<'m, const N: usize> ArgSink<'m> for DirectSink<'_, N> {
 
     #[inline]
     fn clear(&mut self) {
-        self.storage.len = 0;
+        self.len = 0;
         self.not_writable = None;
     }
 
     #[inline(always)]
     fn push(&mut self, arg: LoweredArg<'m>) -> Result<(), SinkFull> {
-        let index = self.storage.len;
-        let (Some(slot), Some(size)) = (self.storage.slots.get_mut(index), self.storage.sizes.get_mut(index))
-        else {
+        let index = self.len;
+        let (Some(slot), Some(size)) = (self.slots.get_mut(index), self.sizes.get_mut(index)) else {
             return Err(SinkFull);
         };
         let not_writable = &mut self.not_writable;
@@ -465,7 +470,7 @@ impl<'m, const N: usize> ArgSink<'m> for DirectSink<'_, N> {
         });
         let Ok((value, width)) = stored;
         (*slot, *size) = (value, width);
-        self.storage.len = index.saturating_add(1);
+        self.len = index.saturating_add(1);
         Ok(())
     }
 }
