@@ -38,6 +38,8 @@ fn print_sizes() {
     println!("KernelParamStorage<16>        {:>5} bytes", size_of::<KernelParamStorage<16>>());
     println!("ParamTable<'_, 128>           {:>5} bytes", size_of::<kernel_args_cuda::ParamTable<'_, 128>>());
     println!("ParamTable<'_, 16>            {:>5} bytes", size_of::<kernel_args_cuda::ParamTable<'_, 16>>());
+    println!("LoweredArgSnapshot            {:>5} bytes", size_of::<kernel_args_core::LoweredArgSnapshot>());
+    println!("LaunchSnapshot (the record)   {:>5} bytes", size_of::<kernel_args::LaunchSnapshot>());
 }
 
 fn main() {
