@@ -4,7 +4,15 @@
 # callgrind: load-independent, unlike wall-clock time. Each figure is
 # (Ir of ITER iterations - Ir of 0 iterations) / ITER, so the program's setup cancels out.
 # Usage: scripts/callgrind-parse-build.sh [SIZE...]   (default: 1 4 16 128 largest)
+#        scripts/callgrind-parse-build.sh --check        (16 mixed arguments only; fails unless
+#        heap/ours >= 5 and ours/floor <= 1.5, the goals of docs/performance.md: CI's guard)
 set -euo pipefail
+check=false
+if [ "${1:-}" = "--check" ]; then
+    check=true
+    shift
+    set -- 16
+fi
 cd "$(dirname "$0")/.."
 target="${CARGO_TARGET_DIR:-target}"
 iters=20000
@@ -26,3 +34,11 @@ for size in "${sizes[@]}"; do
     printf '%-8s %12d %14d %12d %12d %10s %11s %10d\n' "$size" "$ours" "$ours_two_pass" "$heap" "$floor" \
         "$(awk "BEGIN { printf \"%.2f\", $heap / $ours }")" "$(awk "BEGIN { printf \"%.2f\", $ours / $floor }")" "$host"
 done
+if $check; then
+    # $size, $ours, $heap and $floor are those of the last (only) size, 16.
+    if ! awk "BEGIN { exit !($heap >= 5 * $ours && 2 * $ours <= 3 * $floor) }"; then
+        echo "callgrind: at 16 mixed arguments heap/ours must be >= 5 and ours/floor <= 1.5" >&2
+        exit 1
+    fi
+    echo "callgrind: goals at 16 mixed arguments hold (heap/ours >= 5, ours/floor <= 1.5)"
+fi
