@@ -7,7 +7,9 @@
 //! little-endian value ([`wire`]). The host parses it without trusting a byte: every pointer
 //! window is checked against the guest's linear memory ([`GuestMemory`]), every error says what
 //! and where ([`ArgvError`]), and the result lands in a fixed-capacity [`heapless::Vec`]
-//! ([`ParsedArgv`]) whose capacity the host chooses.
+//! ([`ParsedArgv`]) whose capacity the host chooses, or, through [`parse_argv_into`], in any
+//! [`ArgSink`]: a launcher's own parameter slots, filled in the same pass that checks each
+//! record.
 //!
 //! ```
 //! use kernel_args_core::{ArgvBuilder, GuestMemory, LoweredArg, ParsedArgv, parse_argv};
@@ -33,7 +35,8 @@
 //! - the limits: [`limits`];
 //! - the error table and its ABI codes: [`error`];
 //! - guest memory, windows and the lifetime that ties them: [`memory`];
-//! - the reader, the parser and the precedence of its rules: [`reader`];
+//! - the reader, the parser, the precedence of its rules and the [`ArgSink`] it writes to:
+//!   [`reader`];
 //! - the encoder and the guest-side builder: [`encode`].
 //!
 //! ## Contract
