@@ -10,7 +10,7 @@
 //! value, and `value`, Rust's shortest round-trip spelling of it (`"1.5"`, `"-0.0"`, `"1e-45"`,
 //! `"inf"`, `"-inf"`, `"NaN"`), which is for people. Pointers carry `guest_offset` and `len`.
 
-use kernel_args_core::{Arg, ArgvError, F32Bits, F64Bits, Record};
+use kernel_args_core::{Arg, ArgvError, F32Bits, F64Bits, LoweredArgSnapshot, Record};
 use serde::Serialize;
 
 /// The whole output: accepted with its arguments, or rejected with its first error.
@@ -86,18 +86,25 @@ pub(crate) fn f64_value(bits: F64Bits) -> String {
     format!("{:?}", bits.to_f64())
 }
 
-impl From<&Record<'_>> for JsonArg {
-    fn from(record: &Record<'_>) -> JsonArg {
-        let value = match record.arg {
+impl JsonArg {
+    /// Argument `index`, whose record starts at byte `offset`.
+    pub(crate) fn new(index: usize, offset: usize, arg: &LoweredArgSnapshot) -> JsonArg {
+        let value = match *arg {
             Arg::I32(value) => JsonValue::I32 { value },
             Arg::I64(value) => JsonValue::I64 { value },
             Arg::F32(bits) => JsonValue::F32 { bits: f32_bits(bits), value: f32_value(bits) },
             Arg::F64(bits) => JsonValue::F64 { bits: f64_bits(bits), value: f64_value(bits) },
             Arg::U32(value) => JsonValue::U32 { value },
             Arg::U64(value) => JsonValue::U64 { value },
-            Arg::Ptr(window) => JsonValue::Ptr { guest_offset: window.guest_offset(), len: window.len() },
+            Arg::Ptr(range) => JsonValue::Ptr { guest_offset: range.guest_offset, len: range.len },
         };
-        JsonArg { index: record.index, offset: record.offset, value }
+        JsonArg { index, offset, value }
+    }
+}
+
+impl From<&Record<'_>> for JsonArg {
+    fn from(record: &Record<'_>) -> JsonArg {
+        JsonArg::new(record.index, record.offset, &record.arg.snapshot())
     }
 }
 

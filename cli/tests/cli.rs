@@ -208,3 +208,26 @@ fn encode_past_the_record_cap_exits_1() {
     assert_eq!(stderr(&out), "error: cannot encode: argument 128 is past the cap of 128 arguments\n");
     assert_eq!(code(&kargs(&refs[..129])), 0, "128 arguments encode");
 }
+
+#[test]
+fn demo_json_is_one_object_and_the_exit_status_is_the_texts() {
+    // No CUDA backend in this build: a dry run, exit 0, the launch as the host lowered it.
+    let out = kargs(&["demo", "--json", "--n", "4"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let text = stdout(&out);
+    assert_eq!(text.lines().count(), 1, "{text}");
+    let json: serde_json::Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(json["guest"]["n"], 4);
+    assert_eq!(json["outcome"]["result"], "dry_run");
+    let args = json["launch"]["args"].as_array().unwrap();
+    assert_eq!(
+        args.iter().map(|a| a["type"].as_str().unwrap()).collect::<Vec<_>>(),
+        ["ptr", "ptr", "ptr", "u32"]
+    );
+    assert!(args[..3].iter().all(|a| a["len"] == 16), "{text}");
+    // The same launch as the table shows.
+    let table = stdout(&kargs(&["demo", "--n", "4"]));
+    assert!(table.contains(&format!("[{}, +16)", args[0]["guest_offset"])), "{table}");
+    // --n outside 0..=4096 is a usage error in both forms.
+    assert_eq!(code(&kargs(&["demo", "--json", "--n", "4097"])), 2);
+}
