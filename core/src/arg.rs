@@ -158,6 +158,13 @@ impl From<&LoweredArg<'_>> for LoweredArgSnapshot {
     }
 }
 
+impl From<LoweredArg<'_>> for LoweredArgSnapshot {
+    #[inline]
+    fn from(arg: LoweredArg<'_>) -> LoweredArgSnapshot {
+        arg.snapshot()
+    }
+}
+
 impl From<i32> for LoweredArgSnapshot {
     fn from(v: i32) -> Self {
         Arg::I32(v)

@@ -19,7 +19,7 @@
 
 use zerocopy::{FromBytes, Unaligned};
 
-use crate::arg::{Arg, F32Bits, F64Bits, LoweredArg, LoweredArgSnapshot};
+use crate::arg::{Arg, F32Bits, F64Bits, LoweredArg};
 use crate::error::{ArgvError, ErrorKind};
 use crate::limits::{MAX_KERNEL_ARGS, MAX_KERNEL_ARGS_BYTES};
 use crate::memory::GuestMemory;
@@ -257,8 +257,8 @@ pub struct SinkFull;
 /// passed all of them, and the record cap, the record index and the error are the parser's
 /// own, whatever the sink does.
 ///
-/// Implemented for [`ParsedArgv`] (`heapless::Vec<LoweredArg, N>`) and for
-/// `heapless::Vec<LoweredArgSnapshot, N>`.
+/// Implemented for every `heapless::Vec<T, N>` whose `T` converts from a [`LoweredArg`]: a
+/// [`ParsedArgv`] and a vector of [`LoweredArgSnapshot`](crate::LoweredArgSnapshot)s.
 ///
 /// ```
 /// use kernel_args_core::{ArgSink, GuestMemory, LoweredArg, SinkFull, parse_argv_into};
@@ -299,7 +299,9 @@ pub trait ArgSink<'m> {
     fn push(&mut self, arg: LoweredArg<'m>) -> Result<(), SinkFull>;
 }
 
-impl<'m, const N: usize> ArgSink<'m> for heapless::Vec<LoweredArg<'m>, N> {
+/// Any fixed-capacity vector of something an argument converts into: [`ParsedArgv`] keeps the
+/// arguments as they are, a vector of [`LoweredArgSnapshot`](crate::LoweredArgSnapshot)s keeps them pointer-free.
+impl<'m, T: From<LoweredArg<'m>>, const N: usize> ArgSink<'m> for heapless::Vec<T, N> {
     #[inline]
     fn capacity(&self) -> usize {
         N
@@ -312,24 +314,7 @@ impl<'m, const N: usize> ArgSink<'m> for heapless::Vec<LoweredArg<'m>, N> {
 
     #[inline]
     fn push(&mut self, arg: LoweredArg<'m>) -> Result<(), SinkFull> {
-        heapless::Vec::push(self, arg).map_err(|_| SinkFull)
-    }
-}
-
-impl<'m, const N: usize> ArgSink<'m> for heapless::Vec<LoweredArgSnapshot, N> {
-    #[inline]
-    fn capacity(&self) -> usize {
-        N
-    }
-
-    #[inline]
-    fn clear(&mut self) {
-        heapless::Vec::clear(self);
-    }
-
-    #[inline]
-    fn push(&mut self, arg: LoweredArg<'m>) -> Result<(), SinkFull> {
-        heapless::Vec::push(self, arg.snapshot()).map_err(|_| SinkFull)
+        heapless::Vec::push(self, T::from(arg)).map_err(|_| SinkFull)
     }
 }
 

@@ -493,8 +493,9 @@ impl Launcher for CudaLauncher {
             .loaded
             .get(&request.kernel_id)
             .ok_or_else(|| HostError::msg(AbiError::Internal, "kernel cache lost an entry"))?;
-        let (function, param_sizes) = (kernel.function, kernel.param_sizes.as_deref());
-        let signature = if param_sizes.is_some() { kernel.signature } else { SignatureCheck::Skipped };
+        // `signature` is `Skipped` exactly when no parameter sizes are known.
+        let (function, param_sizes, signature) =
+            (kernel.function, kernel.param_sizes.as_deref(), kernel.signature);
 
         let staging = match pointer_mode {
             // One pass from the argv bytes to the parameter slots, pointers as host pointers.
