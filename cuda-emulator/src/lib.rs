@@ -1,0 +1,290 @@
+//! # kernel-args-cuda-emulator
+//!
+//! An emulated CUDA driver, for tests: a shared library that the CUDA launcher
+//! (`kernel-args-cuda` with feature `cuda`) loads with `dlopen` in place of `libcuda.so.1`. It
+//! exports every driver entry point the launcher calls, with the driver's semantics, and runs
+//! CPU implementations of the project's fixture kernels, so that the real launch path —
+//! module load, signature check, staging, the `void**` hand-off, synchronisation, error
+//! mapping, fault recovery — runs in every CI run without a GPU. Every device it emulates is
+//! named "kernel-args emulated CUDA device (CPU, not a GPU)", so that nothing mistakes it for
+//! a GPU; a library starts with one (ordinal 0: pageable memory access through the host's page
+//! tables, compute capability 9.0, 227 KiB of opt-in shared memory), and tests add others.
+//!
+//! This crate is the logic; the libraries are two `cdylib` packages that each expand
+//! [`export_driver_api!`] once:
+//!
+//! | package | library | `export_driver_api!` | `cuDriverGetVersion` |
+//! |---|---|---|---|
+//! | `kernel-args-cuda-emulator-driver` | `libkargs_emulated_cuda.so` | `cuda_12_9` | 12090 |
+//! | `kernel-args-cuda-emulator-driver-12-2` | `libkargs_emulated_cuda_12_2.so` | `cuda_12_2` | 12020, without `cuFuncGetParamInfo` and `cuFuncGetParamCount` (CUDA 12.4) |
+//!
+//! Each loaded library has its own state: devices, contexts, memory, counters.
+//!
+//! ## Where to find what
+//!
+//! - the entry points' implementations, and where the emulator differs from the driver:
+//!   [`api`]; the `CUresult` codes: [`result`];
+//! - devices, primary contexts, handles, the sticky error: [`state`];
+//! - device memory and the checked accessor every kernel access goes through: [`memory`];
+//! - the PTX reader standing in for ptxas (what is malformed): [`ptx`];
+//! - the CPU kernels: [`kernels`];
+//! - the control API for tests (`kargs_emu_*`): [`control`]; per-thread fault injection, held
+//!   calls and call counts: [`faults`]; a client that loads a built library and calls its
+//!   control API, for the launcher's tests: [`client`].
+//!
+//! ## Unsafe
+//!
+//! Only where the C ABI needs it: reading and writing the caller's pointers, the memory
+//! accesses of kernels and copies, reserving device memory, and (in [`client`]) loading a
+//! library and calling it. Every block carries a `// SAFETY:` comment and does one unsafe
+//! thing; the exported functions' contract is `cuda.h`'s. No panic crosses the C ABI: each entry point catches one and answers
+//! `CUDA_ERROR_UNKNOWN` (999).
+
+#![deny(missing_docs)]
+#![deny(unsafe_op_in_unsafe_fn, clippy::undocumented_unsafe_blocks, clippy::multiple_unsafe_ops_per_block)]
+
+pub mod api;
+pub mod client;
+pub mod control;
+pub mod faults;
+pub mod kernels;
+pub mod memory;
+pub mod ptx;
+pub mod result;
+pub mod state;
+
+/// Defines the exported C symbols of an emulated driver library, each forwarding to this
+/// crate: the driver entry points (`cuInit`, ..., `cuLaunchKernel`) and the control API
+/// (`kargs_emu_*`). The symbol table is declared here, once.
+///
+/// `export_driver_api!(cuda_12_9)` exports every entry point and reports version 12090;
+/// `export_driver_api!(cuda_12_2)` reports 12020 and does not export `cuFuncGetParamInfo` and
+/// `cuFuncGetParamCount`, which a driver older than 12.4 lacks (the launcher looks them up
+/// with `dlsym` and must find them absent).
+///
+/// Expand it once, at the root of a `cdylib`:
+///
+/// ```ignore
+/// kernel_args_cuda_emulator::export_driver_api!(cuda_12_9);
+/// ```
+#[macro_export]
+macro_rules! export_driver_api {
+    (cuda_12_9) => {
+        $crate::export_driver_api!(@driver $crate::api::EmulatedDriver::Cuda12_9, since_12_4);
+    };
+    (cuda_12_2) => {
+        $crate::export_driver_api!(@driver $crate::api::EmulatedDriver::Cuda12_2, before_12_4);
+    };
+
+    (@driver $driver:expr, $age:ident) => {
+        $crate::export_driver_api! { @exports
+            /// `CUresult cuInit(unsigned int Flags)`.
+            fn cuInit(flags: ::core::ffi::c_uint) -> $crate::result::CuResult = $crate::api::init[];
+            /// `CUresult cuDriverGetVersion(int *driverVersion)`.
+            unsafe fn cuDriverGetVersion(driver_version: *mut ::core::ffi::c_int) -> $crate::result::CuResult
+                = $crate::api::driver_get_version[$driver];
+            /// `CUresult cuDeviceGetCount(int *count)`.
+            unsafe fn cuDeviceGetCount(count: *mut ::core::ffi::c_int) -> $crate::result::CuResult
+                = $crate::api::device_get_count[];
+            /// `CUresult cuDeviceGet(CUdevice *device, int ordinal)`.
+            unsafe fn cuDeviceGet(device: *mut $crate::api::CUdevice, ordinal: ::core::ffi::c_int)
+                -> $crate::result::CuResult = $crate::api::device_get[];
+            /// `CUresult cuDeviceGetAttribute(int *pi, CUdevice_attribute attrib, CUdevice dev)`.
+            unsafe fn cuDeviceGetAttribute(
+                pi: *mut ::core::ffi::c_int,
+                attrib: ::core::ffi::c_int,
+                dev: $crate::api::CUdevice,
+            ) -> $crate::result::CuResult = $crate::api::device_get_attribute[];
+            /// `CUresult cuDeviceGetName(char *name, int len, CUdevice dev)`.
+            unsafe fn cuDeviceGetName(
+                name: *mut ::core::ffi::c_char,
+                len: ::core::ffi::c_int,
+                dev: $crate::api::CUdevice,
+            ) -> $crate::result::CuResult = $crate::api::device_get_name[];
+            /// `CUresult cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev)`.
+            unsafe fn cuDevicePrimaryCtxRetain(pctx: *mut $crate::api::CUcontext, dev: $crate::api::CUdevice)
+                -> $crate::result::CuResult = $crate::api::device_primary_ctx_retain[];
+            /// `CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev)`.
+            fn cuDevicePrimaryCtxRelease_v2(dev: $crate::api::CUdevice) -> $crate::result::CuResult
+                = $crate::api::device_primary_ctx_release[];
+            /// `CUresult cuDevicePrimaryCtxReset_v2(CUdevice dev)`.
+            fn cuDevicePrimaryCtxReset_v2(dev: $crate::api::CUdevice) -> $crate::result::CuResult
+                = $crate::api::device_primary_ctx_reset[];
+            /// `CUresult cuCtxPushCurrent_v2(CUcontext ctx)`.
+            fn cuCtxPushCurrent_v2(ctx: $crate::api::CUcontext) -> $crate::result::CuResult
+                = $crate::api::ctx_push_current[];
+            /// `CUresult cuCtxPopCurrent_v2(CUcontext *pctx)`.
+            unsafe fn cuCtxPopCurrent_v2(pctx: *mut $crate::api::CUcontext) -> $crate::result::CuResult
+                = $crate::api::ctx_pop_current[];
+            /// `CUresult cuModuleLoadDataEx(CUmodule *module, const void *image, unsigned int
+            /// numOptions, CUjit_option *options, void **optionValues)`.
+            unsafe fn cuModuleLoadDataEx(
+                module: *mut $crate::api::CUmodule,
+                image: *const ::core::ffi::c_void,
+                num_options: ::core::ffi::c_uint,
+                options: *mut ::core::ffi::c_int,
+                option_values: *mut *mut ::core::ffi::c_void,
+            ) -> $crate::result::CuResult = $crate::api::module_load_data_ex[$driver];
+            /// `CUresult cuModuleUnload(CUmodule hmod)`.
+            fn cuModuleUnload(hmod: $crate::api::CUmodule) -> $crate::result::CuResult
+                = $crate::api::module_unload[];
+            /// `CUresult cuModuleGetFunction(CUfunction *hfunc, CUmodule hmod, const char *name)`.
+            unsafe fn cuModuleGetFunction(
+                hfunc: *mut $crate::api::CUfunction,
+                hmod: $crate::api::CUmodule,
+                name: *const ::core::ffi::c_char,
+            ) -> $crate::result::CuResult = $crate::api::module_get_function[];
+            /// `CUresult cuFuncGetAttribute(int *pi, CUfunction_attribute attrib, CUfunction hfunc)`.
+            unsafe fn cuFuncGetAttribute(
+                pi: *mut ::core::ffi::c_int,
+                attrib: ::core::ffi::c_int,
+                hfunc: $crate::api::CUfunction,
+            ) -> $crate::result::CuResult = $crate::api::func_get_attribute[];
+            /// `CUresult cuFuncSetAttribute(CUfunction hfunc, CUfunction_attribute attrib, int value)`.
+            fn cuFuncSetAttribute(
+                hfunc: $crate::api::CUfunction,
+                attrib: ::core::ffi::c_int,
+                value: ::core::ffi::c_int,
+            ) -> $crate::result::CuResult = $crate::api::func_set_attribute[];
+            /// `CUresult cuStreamCreate(CUstream *phStream, unsigned int Flags)`.
+            unsafe fn cuStreamCreate(ph_stream: *mut $crate::api::CUstream, flags: ::core::ffi::c_uint)
+                -> $crate::result::CuResult = $crate::api::stream_create[];
+            /// `CUresult cuStreamDestroy_v2(CUstream hStream)`.
+            fn cuStreamDestroy_v2(h_stream: $crate::api::CUstream) -> $crate::result::CuResult
+                = $crate::api::stream_destroy[];
+            /// `CUresult cuStreamSynchronize(CUstream hStream)`.
+            fn cuStreamSynchronize(h_stream: $crate::api::CUstream) -> $crate::result::CuResult
+                = $crate::api::stream_synchronize[];
+            /// `CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize)`.
+            unsafe fn cuMemAlloc_v2(dptr: *mut $crate::api::CUdeviceptr, bytesize: usize)
+                -> $crate::result::CuResult = $crate::api::mem_alloc[];
+            /// `CUresult cuMemFree_v2(CUdeviceptr dptr)`.
+            fn cuMemFree_v2(dptr: $crate::api::CUdeviceptr) -> $crate::result::CuResult = $crate::api::mem_free[];
+            /// `CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr dstDevice, const void *srcHost,
+            /// size_t ByteCount, CUstream hStream)`.
+            unsafe fn cuMemcpyHtoDAsync_v2(
+                dst_device: $crate::api::CUdeviceptr,
+                src_host: *const ::core::ffi::c_void,
+                byte_count: usize,
+                h_stream: $crate::api::CUstream,
+            ) -> $crate::result::CuResult = $crate::api::memcpy_htod_async[];
+            /// `CUresult cuMemcpyDtoHAsync_v2(void *dstHost, CUdeviceptr srcDevice,
+            /// size_t ByteCount, CUstream hStream)`.
+            unsafe fn cuMemcpyDtoHAsync_v2(
+                dst_host: *mut ::core::ffi::c_void,
+                src_device: $crate::api::CUdeviceptr,
+                byte_count: usize,
+                h_stream: $crate::api::CUstream,
+            ) -> $crate::result::CuResult = $crate::api::memcpy_dtoh_async[];
+            /// `CUresult cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsigned int
+            /// gridDimY, unsigned int gridDimZ, unsigned int blockDimX, unsigned int blockDimY,
+            /// unsigned int blockDimZ, unsigned int sharedMemBytes, CUstream hStream,
+            /// void **kernelParams, void **extra)`.
+            unsafe fn cuLaunchKernel(
+                f: $crate::api::CUfunction,
+                grid_dim_x: ::core::ffi::c_uint,
+                grid_dim_y: ::core::ffi::c_uint,
+                grid_dim_z: ::core::ffi::c_uint,
+                block_dim_x: ::core::ffi::c_uint,
+                block_dim_y: ::core::ffi::c_uint,
+                block_dim_z: ::core::ffi::c_uint,
+                shared_mem_bytes: ::core::ffi::c_uint,
+                h_stream: $crate::api::CUstream,
+                kernel_params: *mut *mut ::core::ffi::c_void,
+                extra: *mut *mut ::core::ffi::c_void,
+            ) -> $crate::result::CuResult = $crate::api::launch_kernel[];
+
+            /// Control API: `int kargs_emu_add_device(int pageable_memory_access,
+            /// int uses_host_page_tables, int cc_major, int cc_minor, int shared_memory_optin)`.
+            fn kargs_emu_add_device(
+                pageable_memory_access: ::core::ffi::c_int,
+                uses_host_page_tables: ::core::ffi::c_int,
+                cc_major: ::core::ffi::c_int,
+                cc_minor: ::core::ffi::c_int,
+                shared_memory_optin: ::core::ffi::c_int,
+            ) -> ::core::ffi::c_int = $crate::control::add_device[];
+            /// Control API: `void kargs_emu_fail_call(const char *name, unsigned long long nth,
+            /// int code)`.
+            unsafe fn kargs_emu_fail_call(
+                name: *const ::core::ffi::c_char,
+                nth: ::core::ffi::c_ulonglong,
+                code: ::core::ffi::c_int,
+            ) -> () = $crate::control::fail_call[];
+            /// Control API: `void kargs_emu_clear_faults(void)`.
+            fn kargs_emu_clear_faults() -> () = $crate::control::clear_faults[];
+            /// Control API: `unsigned long long kargs_emu_call_count(const char *name)`.
+            unsafe fn kargs_emu_call_count(name: *const ::core::ffi::c_char) -> ::core::ffi::c_ulonglong
+                = $crate::control::call_count[];
+            /// Control API: `void kargs_emu_hold_call(const char *name)`.
+            unsafe fn kargs_emu_hold_call(name: *const ::core::ffi::c_char) -> () = $crate::control::hold_call[];
+            /// Control API: `unsigned long long kargs_emu_held(void)`.
+            fn kargs_emu_held() -> ::core::ffi::c_ulonglong = $crate::control::held[];
+            /// Control API: `void kargs_emu_release_held(void)`.
+            fn kargs_emu_release_held() -> () = $crate::control::release_held[];
+            /// Control API: `long long kargs_emu_live(int ordinal, int what)`.
+            fn kargs_emu_live(ordinal: ::core::ffi::c_int, what: ::core::ffi::c_int) -> ::core::ffi::c_longlong
+                = $crate::control::live[];
+            /// Control API: `int kargs_emu_sticky_error(int ordinal)`.
+            fn kargs_emu_sticky_error(ordinal: ::core::ffi::c_int) -> ::core::ffi::c_int
+                = $crate::control::sticky_error[];
+            /// Control API: `unsigned long long kargs_emu_stat(int what)`.
+            fn kargs_emu_stat(what: ::core::ffi::c_int) -> ::core::ffi::c_ulonglong = $crate::control::stat[];
+        }
+        $crate::export_driver_api! { @since_12_4 $age
+            /// `CUresult cuFuncGetParamInfo(CUfunction func, size_t paramIndex,
+            /// size_t *paramOffset, size_t *paramSize)` (CUDA 12.4).
+            unsafe fn cuFuncGetParamInfo(
+                func: $crate::api::CUfunction,
+                param_index: usize,
+                param_offset: *mut usize,
+                param_size: *mut usize,
+            ) -> $crate::result::CuResult = $crate::api::func_get_param_info[];
+            /// `CUresult cuFuncGetParamCount(CUfunction func, size_t *paramCount)` (CUDA 12.4).
+            unsafe fn cuFuncGetParamCount(func: $crate::api::CUfunction, param_count: *mut usize)
+                -> $crate::result::CuResult = $crate::api::func_get_param_count[];
+        }
+    };
+
+    // Entry points a driver has from CUDA 12.4 on.
+    (@since_12_4 since_12_4 $($exports:tt)*) => {
+        $crate::export_driver_api! { @exports $($exports)* }
+    };
+    (@since_12_4 before_12_4 $($exports:tt)*) => {};
+
+    // One export per row: `[unsafe] fn symbol(args) -> ret = implementation[leading args];`.
+    (@exports) => {};
+    (@exports
+        $(#[$doc:meta])*
+        fn $name:ident($($arg:ident: $ty:ty),* $(,)?) -> $ret:ty = $imp:path[$($lead:expr),*];
+        $($rest:tt)*
+    ) => {
+        $(#[$doc])*
+        ///
+        /// # Safety
+        ///
+        /// None: every argument is a value. (`unsafe` as every C entry point of the library.)
+        #[unsafe(no_mangle)]
+        pub unsafe extern "C" fn $name($($arg: $ty),*) -> $ret {
+            $imp($($lead,)* $($arg),*)
+        }
+        $crate::export_driver_api! { @exports $($rest)* }
+    };
+    (@exports
+        $(#[$doc:meta])*
+        unsafe fn $name:ident($($arg:ident: $ty:ty),* $(,)?) -> $ret:ty = $imp:path[$($lead:expr),*];
+        $($rest:tt)*
+    ) => {
+        $(#[$doc])*
+        ///
+        /// # Safety
+        ///
+        /// The caller keeps the prototype's contract (`cuda.h`'s, for a driver entry point):
+        /// each pointer argument is null or valid for what is read or written through it.
+        #[unsafe(no_mangle)]
+        pub unsafe extern "C" fn $name($($arg: $ty),*) -> $ret {
+            // SAFETY: the implementation's contract is this function's, which the caller keeps.
+            unsafe { $imp($($lead,)* $($arg),*) }
+        }
+        $crate::export_driver_api! { @exports $($rest)* }
+    };
+}

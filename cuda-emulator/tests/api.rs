@@ -1,0 +1,859 @@
+//! The entry points through `api` (what the exported symbols forward to), as a launcher calls
+//! them: devices, contexts, modules, the fixture kernels, launch checks, the sticky error,
+//! fault injection, counts. Tests run in parallel in one process, so each one that launches
+//! or counts adds a device of its own (tests on device 0 only read it).
+
+use std::ffi::{CString, c_int, c_void};
+use std::ptr;
+
+use kernel_args_cuda_emulator::api::{
+    self, CUcontext, CUfunction, CUmodule, CUstream, EmulatedDriver, device_attribute as dev_attr,
+    function_attribute as fn_attr,
+};
+use kernel_args_cuda_emulator::control;
+use kernel_args_cuda_emulator::result::*;
+use kernel_args_cuda_emulator::state::DEVICE_NAME;
+
+const VECTOR_ADD: &str = include_str!("../../cuda-backend/kernels/vector_add.ptx");
+const SCALARS: &str = include_str!("../../cuda-backend/kernels/scalars.ptx");
+const STRUCT_PARAM: &str = include_str!("../../cuda-backend/kernels/struct_param.ptx");
+
+/// A kernel with 4 KiB of static shared memory and no CPU implementation.
+const SHARED_KERNEL: &str = ".version 7.8\n.target sm_52\n.address_size 64\n.visible .entry tiled(\n\
+    \t.param .u64 tiled_param_0\n)\n{\n\t.shared .align 4 .b8 tile[4096];\n\tret;\n}\n";
+
+/// A device of the test's own, its primary context retained and current on this thread;
+/// popped and released on drop.
+struct Session {
+    ordinal: c_int,
+    context: CUcontext,
+}
+
+fn session_on(pageable: bool, optin: c_int) -> Session {
+    assert_eq!(api::init(0), CUDA_SUCCESS);
+    let ordinal = control::add_device(c_int::from(pageable), c_int::from(pageable), 9, 0, optin);
+    assert!(ordinal > 0);
+    let context = retain(ordinal).unwrap();
+    assert_eq!(api::ctx_push_current(context), CUDA_SUCCESS);
+    Session { ordinal, context }
+}
+
+fn session() -> Session {
+    session_on(true, 232_448)
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        let _ = pop();
+        let _ = api::device_primary_ctx_release(self.ordinal);
+    }
+}
+
+fn retain(ordinal: c_int) -> Result<CUcontext, CuResult> {
+    let mut context = ptr::null_mut();
+    // SAFETY: `context` is writable.
+    match unsafe { api::device_primary_ctx_retain(&mut context, ordinal) } {
+        CUDA_SUCCESS => Ok(context),
+        code => Err(code),
+    }
+}
+
+fn pop() -> Result<CUcontext, CuResult> {
+    let mut context = ptr::null_mut();
+    // SAFETY: `context` is writable.
+    match unsafe { api::ctx_pop_current(&mut context) } {
+        CUDA_SUCCESS => Ok(context),
+        code => Err(code),
+    }
+}
+
+/// Loads `ptx` with a 256-byte error log (0xff-filled): the code, the module, the log and the
+/// size option's value after the call.
+fn load_raw(driver: EmulatedDriver, ptx: &str) -> (CuResult, CUmodule, [u8; 256], usize) {
+    let image = CString::new(ptx).unwrap();
+    let mut log = [0xffu8; 256];
+    let mut options = [5 as c_int, 6];
+    let mut values = [log.as_mut_ptr().cast::<c_void>(), ptr::without_provenance_mut(log.len())];
+    let mut module = ptr::null_mut();
+    // SAFETY: NUL-terminated image, two options with their values, the log writable for its size.
+    let code = unsafe {
+        api::module_load_data_ex(
+            driver,
+            &mut module,
+            image.as_ptr().cast(),
+            2,
+            options.as_mut_ptr(),
+            values.as_mut_ptr(),
+        )
+    };
+    (code, module, log, values[1].addr())
+}
+
+/// Loads `ptx`: the module, or the code and the log with the byte count written back.
+fn load_on(driver: EmulatedDriver, ptx: &str) -> Result<CUmodule, (CuResult, String, usize)> {
+    let (code, module, log, written) = load_raw(driver, ptx);
+    if matches!(code, CUDA_ERROR_INVALID_CONTEXT | CUDA_ERROR_ILLEGAL_ADDRESS) {
+        // Refused before the PTX is read: nothing written.
+        assert_eq!((log, written), ([0xff; 256], 256));
+        return Err((code, String::new(), written));
+    }
+    let end = log.iter().position(|&b| b == 0).unwrap();
+    assert_eq!(end, written, "the size written back is the log's length");
+    if code == CUDA_SUCCESS {
+        assert_eq!(written, 0);
+        Ok(module)
+    } else {
+        Err((code, String::from_utf8(log[..end].to_vec()).unwrap(), written))
+    }
+}
+
+fn load(ptx: &str) -> CUmodule {
+    load_on(EmulatedDriver::Cuda12_9, ptx).unwrap()
+}
+
+fn function(module: CUmodule, name: &str) -> Result<CUfunction, CuResult> {
+    let name = CString::new(name).unwrap();
+    let mut function = ptr::null_mut();
+    // SAFETY: `function` is writable, `name` NUL-terminated.
+    match unsafe { api::module_get_function(&mut function, module, name.as_ptr()) } {
+        CUDA_SUCCESS => Ok(function),
+        code => Err(code),
+    }
+}
+
+fn param_layout(function: CUfunction) -> Vec<(usize, usize)> {
+    let mut count = 0;
+    // SAFETY: `count` is writable.
+    assert_eq!(unsafe { api::func_get_param_count(function, &mut count) }, CUDA_SUCCESS);
+    (0..count)
+        .map(|i| {
+            let (mut offset, mut size) = (0, 0);
+            // SAFETY: both writable.
+            assert_eq!(
+                unsafe { api::func_get_param_info(function, i, &mut offset, &mut size) },
+                CUDA_SUCCESS
+            );
+            (offset, size)
+        })
+        .collect()
+}
+
+fn func_attribute(function: CUfunction, attribute: c_int) -> Result<c_int, CuResult> {
+    let mut value = -1;
+    // SAFETY: `value` is writable.
+    match unsafe { api::func_get_attribute(&mut value, attribute, function) } {
+        CUDA_SUCCESS => Ok(value),
+        code => Err(code),
+    }
+}
+
+fn alloc(bytes: usize) -> Result<u64, CuResult> {
+    let mut dptr = 0;
+    // SAFETY: `dptr` is writable.
+    match unsafe { api::mem_alloc(&mut dptr, bytes) } {
+        CUDA_SUCCESS => Ok(dptr),
+        code => Err(code),
+    }
+}
+
+fn upload(dst: u64, bytes: &[u8]) -> CuResult {
+    // SAFETY: `bytes` is readable for its length.
+    unsafe { api::memcpy_htod_async(dst, bytes.as_ptr().cast(), bytes.len(), ptr::null_mut()) }
+}
+
+fn download(src: u64, bytes: &mut [u8]) -> CuResult {
+    // SAFETY: `bytes` is writable for its length.
+    unsafe { api::memcpy_dtoh_async(bytes.as_mut_ptr().cast(), src, bytes.len(), ptr::null_mut()) }
+}
+
+fn stream() -> CUstream {
+    let mut stream = ptr::null_mut();
+    // SAFETY: `stream` is writable.
+    assert_eq!(unsafe { api::stream_create(&mut stream, 1) }, CUDA_SUCCESS);
+    stream
+}
+
+/// Launches `function` with one parameter per element of `params`, each pointing at its bytes.
+fn launch_with(
+    function: CUfunction,
+    grid: [u32; 3],
+    block: [u32; 3],
+    shared: u32,
+    params: &mut [Vec<u8>],
+) -> CuResult {
+    let mut table: Vec<*mut c_void> = params.iter_mut().map(|p| p.as_mut_ptr().cast()).collect();
+    let table = if table.is_empty() { ptr::null_mut() } else { table.as_mut_ptr() };
+    // SAFETY: one readable pointer per parameter, each as long as the kernel's parameter (the
+    // tests pass the declared sizes); kernel pointers are device memory or live host memory.
+    unsafe {
+        api::launch_kernel(
+            function,
+            grid[0],
+            grid[1],
+            grid[2],
+            block[0],
+            block[1],
+            block[2],
+            shared,
+            ptr::null_mut(),
+            table,
+            ptr::null_mut(),
+        )
+    }
+}
+
+fn floats(values: impl IntoIterator<Item = f32>) -> Vec<u8> {
+    values.into_iter().flat_map(f32::to_le_bytes).collect()
+}
+
+fn vector_add_params(a: u64, b: u64, out: u64, n: u32) -> Vec<Vec<u8>> {
+    vec![
+        a.to_le_bytes().to_vec(),
+        b.to_le_bytes().to_vec(),
+        out.to_le_bytes().to_vec(),
+        n.to_le_bytes().to_vec(),
+    ]
+}
+
+#[test]
+fn device_queries() {
+    assert_eq!(api::init(1), CUDA_ERROR_INVALID_VALUE);
+    assert_eq!(api::init(0), CUDA_SUCCESS);
+    let mut version = 0;
+    // SAFETY: `version` is writable.
+    assert_eq!(unsafe { api::driver_get_version(EmulatedDriver::Cuda12_9, &mut version) }, CUDA_SUCCESS);
+    assert_eq!(version, 12090);
+    // SAFETY: as above.
+    assert_eq!(unsafe { api::driver_get_version(EmulatedDriver::Cuda12_2, &mut version) }, CUDA_SUCCESS);
+    assert_eq!(version, 12020);
+    let mut count = 0;
+    // SAFETY: `count` is writable.
+    assert_eq!(unsafe { api::device_get_count(&mut count) }, CUDA_SUCCESS);
+    assert!(count >= 1);
+    let mut device = -1;
+    // SAFETY: `device` is writable.
+    assert_eq!(unsafe { api::device_get(&mut device, 0) }, CUDA_SUCCESS);
+    assert_eq!(device, 0);
+    // SAFETY: as above.
+    assert_eq!(unsafe { api::device_get(&mut device, -1) }, CUDA_ERROR_INVALID_DEVICE);
+    // SAFETY: as above.
+    assert_eq!(unsafe { api::device_get(&mut device, i32::MAX) }, CUDA_ERROR_INVALID_DEVICE);
+    // SAFETY: a null out-parameter is refused before any write.
+    assert_eq!(unsafe { api::device_get(ptr::null_mut(), 0) }, CUDA_ERROR_INVALID_VALUE);
+
+    let attribute = |attribute: c_int, device: c_int| {
+        let mut value = -1;
+        // SAFETY: `value` is writable.
+        let code = unsafe { api::device_get_attribute(&mut value, attribute, device) };
+        (code == CUDA_SUCCESS).then_some(value).ok_or(code)
+    };
+    let expected = [
+        (dev_attr::MAX_THREADS_PER_BLOCK, 1024),
+        (dev_attr::MAX_BLOCK_DIM_X, 1024),
+        (dev_attr::MAX_BLOCK_DIM_Y, 1024),
+        (dev_attr::MAX_BLOCK_DIM_Z, 64),
+        (dev_attr::MAX_GRID_DIM_X, 2_147_483_647),
+        (dev_attr::MAX_GRID_DIM_Y, 65535),
+        (dev_attr::MAX_GRID_DIM_Z, 65535),
+        (dev_attr::MAX_SHARED_MEMORY_PER_BLOCK, 49152),
+        (dev_attr::WARP_SIZE, 32),
+        (dev_attr::MULTIPROCESSOR_COUNT, 1),
+        (dev_attr::COMPUTE_CAPABILITY_MAJOR, 9),
+        (dev_attr::COMPUTE_CAPABILITY_MINOR, 0),
+        (dev_attr::PAGEABLE_MEMORY_ACCESS, 1),
+        (dev_attr::MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, 232_448),
+        (dev_attr::PAGEABLE_MEMORY_ACCESS_USES_HOST_PAGE_TABLES, 1),
+    ];
+    for (which, value) in expected {
+        assert_eq!(attribute(which, 0), Ok(value), "attribute {which}");
+    }
+    assert_eq!(attribute(9, 0), Err(CUDA_ERROR_INVALID_VALUE));
+    assert_eq!(attribute(dev_attr::WARP_SIZE, 4096), Err(CUDA_ERROR_INVALID_DEVICE));
+
+    let turing = control::add_device(1, 0, 7, 5, 65536);
+    assert_eq!(attribute(dev_attr::COMPUTE_CAPABILITY_MAJOR, turing), Ok(7));
+    assert_eq!(attribute(dev_attr::COMPUTE_CAPABILITY_MINOR, turing), Ok(5));
+    assert_eq!(attribute(dev_attr::PAGEABLE_MEMORY_ACCESS, turing), Ok(1));
+    assert_eq!(attribute(dev_attr::PAGEABLE_MEMORY_ACCESS_USES_HOST_PAGE_TABLES, turing), Ok(0));
+    assert_eq!(attribute(dev_attr::MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, turing), Ok(65536));
+    assert_eq!(control::add_device(1, 1, -1, 0, 0), -1);
+
+    let mut name = [0x55u8; 100];
+    // SAFETY: `name` is writable for its length.
+    assert_eq!(unsafe { api::device_get_name(name.as_mut_ptr().cast(), 100, 0) }, CUDA_SUCCESS);
+    let end = name.iter().position(|&b| b == 0).unwrap();
+    assert_eq!(&name[..end], DEVICE_NAME.as_bytes());
+    assert_eq!(DEVICE_NAME, "kernel-args emulated CUDA device (CPU, not a GPU)");
+    // SAFETY: writable for 8 bytes.
+    assert_eq!(unsafe { api::device_get_name(name.as_mut_ptr().cast(), 8, 0) }, CUDA_SUCCESS);
+    assert_eq!(&name[..8], b"kernel-\0");
+    // SAFETY: a length of 0 is refused before any write.
+    assert_eq!(unsafe { api::device_get_name(name.as_mut_ptr().cast(), 0, 0) }, CUDA_ERROR_INVALID_VALUE);
+}
+
+#[test]
+fn primary_contexts_are_retained_released_and_reset() {
+    assert_eq!(api::init(0), CUDA_SUCCESS);
+    let ordinal = control::add_device(1, 1, 9, 0, 232_448);
+    assert_eq!(api::device_primary_ctx_release(ordinal), CUDA_ERROR_INVALID_CONTEXT);
+    let first = retain(ordinal).unwrap();
+    assert!(!first.is_null());
+    assert_eq!(retain(ordinal), Ok(first));
+    assert_eq!(control::live(ordinal, 0), 2);
+    assert_eq!(api::device_primary_ctx_release(ordinal), CUDA_SUCCESS);
+    assert_eq!(control::live(ordinal, 0), 1);
+
+    // A reset destroys the context and keeps the count; the old handle is dead.
+    assert_eq!(api::ctx_push_current(first), CUDA_SUCCESS);
+    let module = load(VECTOR_ADD);
+    let dptr = alloc(64).unwrap();
+    assert_eq!(control::live(ordinal, 1), 1);
+    assert_eq!(api::device_primary_ctx_reset(ordinal), CUDA_SUCCESS);
+    assert_eq!(control::live(ordinal, 0), 1);
+    assert_eq!(control::live(ordinal, 1), 0);
+    assert_eq!(control::live(ordinal, 3), 0);
+    assert_eq!(api::module_unload(module), CUDA_ERROR_INVALID_CONTEXT);
+    assert_eq!(api::mem_free(dptr), CUDA_ERROR_INVALID_CONTEXT);
+    assert_eq!(api::ctx_push_current(first), CUDA_ERROR_INVALID_CONTEXT);
+    assert_eq!(pop(), Ok(first));
+
+    let second = retain(ordinal).unwrap();
+    assert_ne!(second, first);
+    assert_eq!(control::live(ordinal, 0), 2);
+    assert_eq!(api::ctx_push_current(second), CUDA_SUCCESS);
+    assert_eq!(api::module_unload(module), CUDA_ERROR_INVALID_HANDLE, "the module died with the old context");
+    assert_eq!(pop(), Ok(second));
+    assert_eq!(pop(), Err(CUDA_ERROR_INVALID_CONTEXT));
+    // SAFETY: a null out-parameter is allowed.
+    assert_eq!(unsafe { api::ctx_pop_current(ptr::null_mut()) }, CUDA_ERROR_INVALID_CONTEXT);
+    assert_eq!(api::device_primary_ctx_release(ordinal), CUDA_SUCCESS);
+    assert_eq!(api::device_primary_ctx_release(ordinal), CUDA_SUCCESS);
+    assert_eq!(control::live(ordinal, 0), 0);
+    assert_eq!(api::ctx_push_current(second), CUDA_ERROR_INVALID_CONTEXT);
+    assert_eq!(api::device_primary_ctx_release(ordinal), CUDA_ERROR_INVALID_CONTEXT);
+    assert_eq!(api::device_primary_ctx_reset(4096), CUDA_ERROR_INVALID_DEVICE);
+}
+
+#[test]
+fn calls_without_a_current_context_are_invalid_context() {
+    assert_eq!(api::init(0), CUDA_SUCCESS);
+    // This test's thread never pushes a context.
+    assert_eq!(alloc(16), Err(CUDA_ERROR_INVALID_CONTEXT));
+    assert_eq!(api::stream_synchronize(ptr::null_mut()), CUDA_ERROR_INVALID_CONTEXT);
+    assert_eq!(load_on(EmulatedDriver::Cuda12_9, VECTOR_ADD).unwrap_err().0, CUDA_ERROR_INVALID_CONTEXT);
+    assert_eq!(api::ctx_push_current(ptr::null_mut()), CUDA_ERROR_INVALID_CONTEXT);
+    assert_eq!(api::ctx_push_current(ptr::without_provenance_mut(0x1234_5678)), CUDA_ERROR_INVALID_CONTEXT);
+}
+
+#[test]
+fn the_fixtures_report_their_parameter_layout() {
+    let _session = session();
+    let vector_add = load(VECTOR_ADD);
+    for name in ["vector_add", "_Z18vector_add_mangledPKfS0_Pfj"] {
+        let f = function(vector_add, name).unwrap();
+        assert_eq!(param_layout(f), [(0, 8), (8, 8), (16, 8), (24, 4)]);
+        assert_eq!(function(vector_add, name), Ok(f), "the same handle every time");
+    }
+    assert_eq!(function(vector_add, "vector_ad"), Err(CUDA_ERROR_NOT_FOUND));
+    let scalars = load(SCALARS);
+    let every = function(scalars, "every_scalar").unwrap();
+    let sizes: Vec<usize> = param_layout(every).iter().map(|p| p.1).collect();
+    assert_eq!(sizes, [4, 8, 4, 8, 4, 8, 8]);
+    let narrow = function(scalars, "narrow_scalars").unwrap();
+    assert_eq!(param_layout(narrow), [(0, 1), (1, 1), (2, 2), (4, 2), (8, 8)]);
+    let affine = function(load(STRUCT_PARAM), "affine").unwrap();
+    assert_eq!(param_layout(affine), [(0, 24), (24, 8), (32, 8)]);
+
+    let (mut offset, mut size) = (7, 7);
+    // SAFETY: both writable.
+    assert_eq!(
+        unsafe { api::func_get_param_info(affine, 3, &mut offset, &mut size) },
+        CUDA_ERROR_INVALID_VALUE
+    );
+    assert_eq!((offset, size), (7, 7));
+    // SAFETY: `offset` is writable; the size may be null.
+    assert_eq!(unsafe { api::func_get_param_info(affine, 1, &mut offset, ptr::null_mut()) }, CUDA_SUCCESS);
+    assert_eq!(offset, 24);
+    assert_eq!(func_attribute(affine, fn_attr::MAX_THREADS_PER_BLOCK), Ok(1024));
+    assert_eq!(func_attribute(affine, fn_attr::SHARED_SIZE_BYTES), Ok(0));
+    assert_eq!(func_attribute(affine, fn_attr::MAX_DYNAMIC_SHARED_SIZE_BYTES), Ok(49152));
+    assert_eq!(func_attribute(affine, 2), Err(CUDA_ERROR_INVALID_VALUE));
+
+    assert_eq!(api::module_unload(scalars), CUDA_SUCCESS);
+    assert_eq!(func_attribute(every, fn_attr::SHARED_SIZE_BYTES), Err(CUDA_ERROR_INVALID_HANDLE));
+    assert_eq!(api::module_unload(scalars), CUDA_ERROR_INVALID_HANDLE);
+    assert_eq!(function(scalars, "every_scalar"), Err(CUDA_ERROR_INVALID_HANDLE));
+}
+
+#[test]
+fn malformed_ptx_is_refused_with_the_line_in_the_log() {
+    let _session = session();
+    let (code, log, written) =
+        load_on(EmulatedDriver::Cuda12_9, ".version 7.8\n.target sm_52\n.address_size 64\nthis is not ptx")
+            .unwrap_err();
+    assert_eq!(code, CUDA_ERROR_INVALID_PTX);
+    assert_eq!(log, "ptxas application ptx input, line 4; fatal   : Parsing error near 'this': syntax error");
+    assert_eq!(written, log.len());
+    let (code, log, _) = load_on(EmulatedDriver::Cuda12_9, "").unwrap_err();
+    assert_eq!(
+        (code, log.as_str()),
+        (
+            CUDA_ERROR_INVALID_PTX,
+            "ptxas application ptx input, line 1; fatal   : Missing .version directive at start of file"
+        )
+    );
+
+    // A log buffer shorter than the message: truncated, NUL-terminated.
+    let image = CString::new("junk").unwrap();
+    let mut log = [0xffu8; 10];
+    let mut options = [6 as c_int, 3, 5];
+    let mut values =
+        [ptr::without_provenance_mut(log.len()), ptr::null_mut(), log.as_mut_ptr().cast::<c_void>()];
+    let mut module = ptr::null_mut();
+    // SAFETY: NUL-terminated image, three options (one ignored) with their values, the log
+    // writable for its size.
+    let code = unsafe {
+        api::module_load_data_ex(
+            EmulatedDriver::Cuda12_9,
+            &mut module,
+            image.as_ptr().cast(),
+            3,
+            options.as_mut_ptr(),
+            values.as_mut_ptr(),
+        )
+    };
+    assert_eq!(code, CUDA_ERROR_INVALID_PTX);
+    assert_eq!(&log, b"ptxas app\0");
+    assert_eq!(values[0].addr(), 9);
+    assert!(module.is_null());
+    // Options without their arrays.
+    // SAFETY: the null arrays are refused before they are read.
+    let code = unsafe {
+        api::module_load_data_ex(
+            EmulatedDriver::Cuda12_9,
+            &mut module,
+            image.as_ptr().cast(),
+            1,
+            ptr::null_mut(),
+            ptr::null_mut(),
+        )
+    };
+    assert_eq!(code, CUDA_ERROR_INVALID_VALUE);
+
+    // A PTX ISA newer than the driver's.
+    let newer = VECTOR_ADD.replace(".version 7.8", ".version 8.5");
+    let (code, log, _) = load_on(EmulatedDriver::Cuda12_2, &newer).unwrap_err();
+    assert_eq!(code, CUDA_ERROR_UNSUPPORTED_PTX_VERSION);
+    assert_eq!(
+        log,
+        "ptxas application ptx input, line 9; fatal   : Unsupported .version 8.5; current version is '8.2'"
+    );
+    assert!(load_on(EmulatedDriver::Cuda12_9, &newer).is_ok());
+    assert_eq!(control::live(_session.ordinal, 1), 1);
+}
+
+#[test]
+fn vector_add_through_device_memory_and_host_memory() {
+    let session = session();
+    let module = load(VECTOR_ADD);
+    let n = 1000u32;
+    let a: Vec<f32> = (0..n).map(|i| i as f32 * 0.25).collect();
+    let b: Vec<f32> = (0..n).map(|i| 3.0 - i as f32).collect();
+    let s = stream();
+    for name in ["vector_add", "_Z18vector_add_mangledPKfS0_Pfj"] {
+        let f = function(module, name).unwrap();
+        // Staged: device buffers.
+        let bytes = 4 * n as usize;
+        let (da, db, dout) = (alloc(bytes).unwrap(), alloc(bytes).unwrap(), alloc(bytes).unwrap());
+        assert_eq!(upload(da, &floats(a.iter().copied())), CUDA_SUCCESS);
+        assert_eq!(upload(db, &floats(b.iter().copied())), CUDA_SUCCESS);
+        let grid = n.div_ceil(128);
+        assert_eq!(
+            launch_with(f, [grid, 1, 1], [128, 1, 1], 0, &mut vector_add_params(da, db, dout, n)),
+            CUDA_SUCCESS
+        );
+        assert_eq!(api::stream_synchronize(s), CUDA_SUCCESS);
+        let mut out = vec![0u8; bytes];
+        assert_eq!(download(dout, &mut out), CUDA_SUCCESS);
+        assert_eq!(out, floats((0..n as usize).map(|i| a[i] + b[i])));
+        for d in [da, db, dout] {
+            assert_eq!(api::mem_free(d), CUDA_SUCCESS);
+        }
+        // Direct: host pointers, on a device with pageable memory access.
+        let mut host_out = vec![f32::NAN; n as usize];
+        let params = &mut vector_add_params(
+            a.as_ptr().expose_provenance() as u64,
+            b.as_ptr().expose_provenance() as u64,
+            host_out.as_mut_ptr().expose_provenance() as u64,
+            n - 1,
+        );
+        assert_eq!(launch_with(f, [grid, 1, 1], [128, 1, 1], 0, params), CUDA_SUCCESS);
+        for i in 0..n as usize - 1 {
+            assert_eq!(host_out[i].to_bits(), (a[i] + b[i]).to_bits(), "element {i}");
+        }
+        assert!(host_out[n as usize - 1].is_nan(), "i < n only");
+    }
+    assert_eq!(api::stream_destroy(s), CUDA_SUCCESS);
+    assert_eq!(control::sticky_error(session.ordinal), 0);
+}
+
+#[test]
+fn scalar_and_struct_kernels_compute_what_their_sources_say() {
+    let _session = session();
+    let scalars = load(SCALARS);
+    let out = alloc(64).unwrap();
+
+    let every = function(scalars, "every_scalar").unwrap();
+    let mut params = vec![
+        (-7i32).to_le_bytes().to_vec(),
+        (1i64 << 60 | 1).to_le_bytes().to_vec(),
+        1.5f32.to_le_bytes().to_vec(),
+        f64::from_bits(0x7ff0_0000_0000_0001).to_le_bytes().to_vec(),
+        u32::MAX.to_le_bytes().to_vec(),
+        u64::MAX.to_le_bytes().to_vec(),
+        out.to_le_bytes().to_vec(),
+    ];
+    assert_eq!(launch_with(every, [2, 1, 1], [32, 2, 1], 0, &mut params), CUDA_SUCCESS);
+    let mut bytes = [0u8; 48];
+    assert_eq!(download(out, &mut bytes), CUDA_SUCCESS);
+    let got: Vec<u64> = bytes.chunks(8).map(|c| u64::from_le_bytes(c.try_into().unwrap())).collect();
+    let want = [
+        (-7f64).to_bits(),
+        ((1i64 << 60 | 1) as f64).to_bits(),
+        1.5f64.to_bits(),
+        0x7ff0_0000_0000_0001,
+        f64::from(u32::MAX).to_bits(),
+        (u64::MAX as f64).to_bits(),
+    ];
+    assert_eq!(got, want);
+
+    let narrow = function(scalars, "narrow_scalars").unwrap();
+    let mut params = vec![
+        vec![0x80],
+        vec![0xff],
+        (-2i16).to_le_bytes().to_vec(),
+        65535u16.to_le_bytes().to_vec(),
+        out.to_le_bytes().to_vec(),
+    ];
+    assert_eq!(launch_with(narrow, [1, 1, 1], [1, 1, 1], 0, &mut params), CUDA_SUCCESS);
+    let mut bytes = [0u8; 16];
+    assert_eq!(download(out, &mut bytes), CUDA_SUCCESS);
+    let got: Vec<i32> = bytes.chunks(4).map(|c| i32::from_le_bytes(c.try_into().unwrap())).collect();
+    assert_eq!(got, [-128, 255, -2, 65535]);
+
+    let affine = function(load(STRUCT_PARAM), "affine").unwrap();
+    let input: Vec<f32> = (0..40).map(|i| i as f32 / 3.0).collect();
+    let (din, dout) = (alloc(160).unwrap(), alloc(320).unwrap());
+    assert_eq!(upload(din, &floats(input.iter().copied())), CUDA_SUCCESS);
+    let mut p = [0u8; 24];
+    p[0..4].copy_from_slice(&1.1f32.to_le_bytes());
+    p[8..16].copy_from_slice(&0.125f64.to_le_bytes());
+    p[16..20].copy_from_slice(&33i32.to_le_bytes());
+    let mut params = vec![p.to_vec(), din.to_le_bytes().to_vec(), dout.to_le_bytes().to_vec()];
+    assert_eq!(launch_with(affine, [2, 1, 1], [32, 1, 1], 0, &mut params), CUDA_SUCCESS);
+    let mut bytes = [0u8; 320];
+    assert_eq!(download(dout, &mut bytes), CUDA_SUCCESS);
+    for (i, chunk) in bytes.chunks(8).enumerate() {
+        let got = f64::from_le_bytes(chunk.try_into().unwrap());
+        let want = if i < 33 { f64::from(input[i] * 1.1f32) + 0.125 } else { 0.0 };
+        assert_eq!(got.to_bits(), want.to_bits(), "element {i}");
+    }
+}
+
+#[test]
+fn launches_are_checked_as_the_driver_checks_them() {
+    let _session = session();
+    let module = load(VECTOR_ADD);
+    let f = function(module, "vector_add").unwrap();
+    let d = alloc(4096).unwrap();
+    let ok = |grid: [u32; 3], block: [u32; 3], shared: u32| {
+        launch_with(f, grid, block, shared, &mut vector_add_params(d, d, d, 0))
+    };
+    assert_eq!(ok([1, 1, 1], [1, 1, 1], 0), CUDA_SUCCESS);
+    assert_eq!(ok([4096, 2, 2], [8, 4, 2], 0), CUDA_SUCCESS, "every thread runs; n = 0 writes nothing");
+    for (grid, block) in [
+        ([0, 1, 1], [1, 1, 1]),
+        ([1, 0, 1], [1, 1, 1]),
+        ([1, 1, 1], [1, 1, 0]),
+        ([1, 1, 1], [1025, 1, 1]),
+        ([1, 1, 1], [1, 1025, 1]),
+        ([1, 1, 1], [1, 1, 65]),
+        ([1, 1, 1], [32, 32, 2]),
+        ([2_147_483_648, 1, 1], [1, 1, 1]),
+        ([1, 65536, 1], [1, 1, 1]),
+        ([1, 1, 65536], [1, 1, 1]),
+    ] {
+        assert_eq!(ok(grid, block, 0), CUDA_ERROR_INVALID_VALUE, "{grid:?} {block:?}");
+    }
+    assert_eq!(ok([1, 1, 1], [1024, 1, 1], 49152), CUDA_SUCCESS);
+    assert_eq!(ok([1, 1, 1], [1024, 1, 1], 49153), CUDA_ERROR_INVALID_VALUE);
+
+    let mut params = vector_add_params(d, d, d, 0);
+    let mut table: Vec<*mut c_void> = params.iter_mut().map(|p| p.as_mut_ptr().cast()).collect();
+    let mut extra = [ptr::null_mut::<c_void>()];
+    // SAFETY: a valid table; `extra` is refused before it is read.
+    let code = unsafe {
+        api::launch_kernel(f, 1, 1, 1, 1, 1, 1, 0, ptr::null_mut(), table.as_mut_ptr(), extra.as_mut_ptr())
+    };
+    assert_eq!(code, CUDA_ERROR_INVALID_VALUE);
+    // SAFETY: a null table is refused for a kernel with parameters.
+    let code = unsafe {
+        api::launch_kernel(f, 1, 1, 1, 1, 1, 1, 0, ptr::null_mut(), ptr::null_mut(), ptr::null_mut())
+    };
+    assert_eq!(code, CUDA_ERROR_INVALID_VALUE);
+    table[2] = ptr::null_mut();
+    // SAFETY: a valid table but for a null entry, which is refused.
+    let code = unsafe {
+        api::launch_kernel(f, 1, 1, 1, 1, 1, 1, 0, ptr::null_mut(), table.as_mut_ptr(), ptr::null_mut())
+    };
+    assert_eq!(code, CUDA_ERROR_INVALID_VALUE);
+    // SAFETY: a valid table; the stream is refused.
+    let code = unsafe {
+        api::launch_kernel(
+            f,
+            1,
+            1,
+            1,
+            1,
+            1,
+            1,
+            0,
+            ptr::without_provenance_mut(0x99_9999),
+            table.as_mut_ptr(),
+            ptr::null_mut(),
+        )
+    };
+    assert_eq!(code, CUDA_ERROR_INVALID_HANDLE);
+    assert_eq!(launch_with(ptr::null_mut(), [1, 1, 1], [1, 1, 1], 0, &mut []), CUDA_ERROR_INVALID_HANDLE);
+
+    // A kernel without a CPU implementation.
+    let tiled = function(load(SHARED_KERNEL), "tiled").unwrap();
+    assert_eq!(
+        launch_with(tiled, [1, 1, 1], [1, 1, 1], 0, &mut [d.to_le_bytes().to_vec()]),
+        CUDA_ERROR_NOT_SUPPORTED
+    );
+}
+
+#[test]
+fn dynamic_shared_memory_past_48_kib_needs_the_opt_in() {
+    let _session = session_on(true, 65536);
+    let f = function(load(VECTOR_ADD), "vector_add").unwrap();
+    let d = alloc(16).unwrap();
+    let launch = |shared| launch_with(f, [1, 1, 1], [4, 1, 1], shared, &mut vector_add_params(d, d, d, 4));
+    assert_eq!(launch(49152), CUDA_SUCCESS);
+    assert_eq!(launch(49153), CUDA_ERROR_INVALID_VALUE);
+    assert_eq!(
+        api::func_set_attribute(f, fn_attr::MAX_DYNAMIC_SHARED_SIZE_BYTES, 65537),
+        CUDA_ERROR_INVALID_VALUE
+    );
+    assert_eq!(
+        api::func_set_attribute(f, fn_attr::MAX_DYNAMIC_SHARED_SIZE_BYTES, -1),
+        CUDA_ERROR_INVALID_VALUE
+    );
+    assert_eq!(api::func_set_attribute(f, fn_attr::SHARED_SIZE_BYTES, 0), CUDA_ERROR_INVALID_VALUE);
+    assert_eq!(api::func_set_attribute(f, fn_attr::MAX_DYNAMIC_SHARED_SIZE_BYTES, 65536), CUDA_SUCCESS);
+    assert_eq!(func_attribute(f, fn_attr::MAX_DYNAMIC_SHARED_SIZE_BYTES), Ok(65536));
+    assert_eq!(launch(65536), CUDA_SUCCESS);
+    assert_eq!(launch(65537), CUDA_ERROR_INVALID_VALUE);
+    assert_eq!(api::func_set_attribute(f, fn_attr::MAX_DYNAMIC_SHARED_SIZE_BYTES, 1000), CUDA_SUCCESS);
+    assert_eq!(launch(1001), CUDA_ERROR_INVALID_VALUE);
+
+    // Static shared memory counts against both limits.
+    let tiled = function(load(SHARED_KERNEL), "tiled").unwrap();
+    assert_eq!(func_attribute(tiled, fn_attr::SHARED_SIZE_BYTES), Ok(4096));
+    assert_eq!(func_attribute(tiled, fn_attr::MAX_DYNAMIC_SHARED_SIZE_BYTES), Ok(49152 - 4096));
+    assert_eq!(
+        api::func_set_attribute(tiled, fn_attr::MAX_DYNAMIC_SHARED_SIZE_BYTES, 65536 - 4096),
+        CUDA_SUCCESS
+    );
+    assert_eq!(
+        api::func_set_attribute(tiled, fn_attr::MAX_DYNAMIC_SHARED_SIZE_BYTES, 65536 - 4095),
+        CUDA_ERROR_INVALID_VALUE
+    );
+}
+
+#[test]
+fn handles_of_other_contexts_are_refused() {
+    let first = session();
+    let module = load(VECTOR_ADD);
+    let f = function(module, "vector_add").unwrap();
+    let s = stream();
+    let d = alloc(64).unwrap();
+    let second = session();
+    assert_eq!(function(module, "vector_add"), Err(CUDA_ERROR_INVALID_HANDLE));
+    assert_eq!(func_attribute(f, fn_attr::SHARED_SIZE_BYTES), Err(CUDA_ERROR_INVALID_HANDLE));
+    assert_eq!(api::stream_synchronize(s), CUDA_ERROR_INVALID_HANDLE);
+    assert_eq!(api::stream_destroy(s), CUDA_ERROR_INVALID_HANDLE);
+    assert_eq!(api::module_unload(module), CUDA_ERROR_INVALID_HANDLE);
+    assert_eq!(api::mem_free(d), CUDA_ERROR_INVALID_VALUE);
+    assert_eq!(upload(d, &[0; 4]), CUDA_ERROR_INVALID_VALUE);
+    assert_eq!(
+        launch_with(f, [1, 1, 1], [1, 1, 1], 0, &mut vector_add_params(d, d, d, 1)),
+        CUDA_ERROR_INVALID_HANDLE
+    );
+    drop(second);
+    // Back in the first context: everything works, within bounds.
+    assert_eq!(upload(d, &[1; 64]), CUDA_SUCCESS);
+    assert_eq!(upload(d + 60, &[1; 5]), CUDA_ERROR_INVALID_VALUE);
+    assert_eq!(download(d + 1, &mut [0; 64]), CUDA_ERROR_INVALID_VALUE);
+    assert_eq!(upload(d + 64, &[]), CUDA_SUCCESS, "0 bytes copy nothing");
+    assert_eq!(api::mem_free(d + 4), CUDA_ERROR_INVALID_VALUE);
+    assert_eq!(alloc(0), Err(CUDA_ERROR_INVALID_VALUE));
+    assert_eq!(alloc(usize::MAX), Err(CUDA_ERROR_OUT_OF_MEMORY));
+    assert_eq!(api::stream_destroy(ptr::null_mut()), CUDA_ERROR_INVALID_HANDLE);
+    assert_eq!(api::stream_destroy(s), CUDA_SUCCESS);
+    assert_eq!(api::stream_destroy(s), CUDA_ERROR_INVALID_HANDLE);
+    assert_eq!(api::mem_free(d), CUDA_SUCCESS);
+    assert_eq!(api::mem_free(d), CUDA_ERROR_INVALID_VALUE);
+    drop(first);
+}
+
+#[test]
+fn an_illegal_access_makes_the_context_sticky_until_it_is_reset() {
+    let session = session_on(false, 232_448);
+    let ordinal = session.ordinal;
+    let module = load(VECTOR_ADD);
+    let f = function(module, "vector_add").unwrap();
+    let s = stream();
+    let d = alloc(64).unwrap();
+    let kept = alloc(16).unwrap();
+    // Without pageable memory access a host pointer is an illegal address.
+    let host = [0f32; 16];
+    let host_addr = host.as_ptr().expose_provenance() as u64;
+    let launched = control::stat(0);
+    assert_eq!(
+        launch_with(f, [1, 1, 1], [16, 1, 1], 0, &mut vector_add_params(host_addr, d, d, 16)),
+        CUDA_SUCCESS
+    );
+    assert!(control::stat(0) > launched);
+    assert_eq!(control::sticky_error(ordinal), CUDA_ERROR_ILLEGAL_ADDRESS);
+
+    let mut bytes = [0u8; 4];
+    let mut value = 0;
+    let mut count = 0;
+    let mut new_stream = ptr::null_mut();
+    let sticky = [
+        ("cuStreamSynchronize", api::stream_synchronize(s)),
+        ("cuMemcpyHtoDAsync_v2", upload(d, &bytes)),
+        ("cuMemcpyDtoHAsync_v2", download(d, &mut bytes)),
+        ("cuMemAlloc_v2", alloc(4).unwrap_err()),
+        ("cuMemFree_v2", api::mem_free(kept)),
+        ("cuModuleLoadDataEx", load_on(EmulatedDriver::Cuda12_9, VECTOR_ADD).unwrap_err().0),
+        ("cuModuleGetFunction", function(module, "vector_add").unwrap_err()),
+        // SAFETY: `count` is writable.
+        ("cuFuncGetParamCount", unsafe { api::func_get_param_count(f, &mut count) }),
+        // SAFETY: `value` is writable.
+        ("cuFuncGetAttribute", unsafe { api::func_get_attribute(&mut value, 1, f) }),
+        ("cuFuncSetAttribute", api::func_set_attribute(f, fn_attr::MAX_DYNAMIC_SHARED_SIZE_BYTES, 0)),
+        // SAFETY: `new_stream` is writable.
+        ("cuStreamCreate", unsafe { api::stream_create(&mut new_stream, 0) }),
+        ("cuStreamDestroy_v2", api::stream_destroy(s)),
+        ("cuLaunchKernel", launch_with(f, [1, 1, 1], [1, 1, 1], 0, &mut vector_add_params(d, d, d, 1))),
+        ("cuModuleUnload", api::module_unload(module)),
+    ];
+    for (entry, code) in sticky {
+        assert_eq!(code, CUDA_ERROR_ILLEGAL_ADDRESS, "{entry}");
+    }
+    assert!(new_stream.is_null());
+    // Context management still works.
+    assert_eq!(pop(), Ok(session.context));
+    assert_eq!(api::ctx_push_current(session.context), CUDA_SUCCESS);
+    assert_eq!(retain(ordinal), Ok(session.context));
+    assert_eq!(api::device_primary_ctx_release(ordinal), CUDA_SUCCESS);
+    assert_eq!(control::live(ordinal, 3), 2);
+
+    // The reset clears it: a fresh context, nothing left of the old one.
+    assert_eq!(api::device_primary_ctx_reset(ordinal), CUDA_SUCCESS);
+    assert_eq!(control::sticky_error(ordinal), 0);
+    assert_eq!(control::live(ordinal, 3), 0);
+    assert_eq!(api::stream_synchronize(s), CUDA_ERROR_INVALID_CONTEXT);
+    assert_eq!(pop(), Ok(session.context));
+    let fresh = retain(ordinal).unwrap();
+    assert_eq!(api::ctx_push_current(fresh), CUDA_SUCCESS);
+    assert_eq!(control::live(ordinal, 0), 2);
+    let f = function(load(VECTOR_ADD), "vector_add").unwrap();
+    let d = alloc(64).unwrap();
+    assert_eq!(launch_with(f, [1, 1, 1], [16, 1, 1], 0, &mut vector_add_params(d, d, d, 16)), CUDA_SUCCESS);
+    assert_eq!(api::stream_synchronize(ptr::null_mut()), CUDA_SUCCESS);
+    // Reading one float past the end of an allocation faults too.
+    assert_eq!(launch_with(f, [1, 1, 1], [17, 1, 1], 0, &mut vector_add_params(d, d, d, 17)), CUDA_SUCCESS);
+    assert_eq!(api::stream_synchronize(ptr::null_mut()), CUDA_ERROR_ILLEGAL_ADDRESS);
+    assert_eq!(api::device_primary_ctx_release(ordinal), CUDA_SUCCESS);
+    drop(session);
+    assert_eq!(control::live(ordinal, 0), 0);
+    assert_eq!(control::sticky_error(ordinal), 0, "destroyed with its context");
+}
+
+#[test]
+fn injected_failures_have_no_effect() {
+    let session = session();
+    let ordinal = session.ordinal;
+    control::clear_faults();
+    let name = |s: &str| CString::new(s).unwrap();
+    let alloc_name = name("cuMemAlloc_v2");
+    // SAFETY: NUL-terminated names.
+    unsafe {
+        control::fail_call(alloc_name.as_ptr(), 2, 9999);
+    }
+    // SAFETY: as above.
+    unsafe { control::fail_call(alloc_name.as_ptr(), 3, i32::MAX) };
+    // SAFETY: as above.
+    unsafe { control::fail_call(name("cuModuleLoadDataEx").as_ptr(), 1, -1) };
+    // SAFETY: as above.
+    unsafe { control::fail_call(name("cuLaunchKernel").as_ptr(), 1, 700) };
+    // SAFETY: as above; an unknown name arms nothing.
+    unsafe { control::fail_call(name("cuMemAlloc").as_ptr(), 1, 2) };
+
+    let first = alloc(16).unwrap();
+    let mut dptr = 0xdead;
+    // SAFETY: `dptr` is writable.
+    assert_eq!(unsafe { api::mem_alloc(&mut dptr, 16) }, 9999);
+    assert_eq!(dptr, 0xdead, "no out-parameter written");
+    // SAFETY: as above.
+    assert_eq!(unsafe { api::mem_alloc(&mut dptr, 16) }, i32::MAX);
+    assert_eq!(control::live(ordinal, 3), 1, "nothing allocated");
+    assert_ne!(alloc(16).unwrap(), first);
+    // SAFETY: a NUL-terminated name.
+    assert_eq!(unsafe { control::call_count(alloc_name.as_ptr()) }, 4);
+
+    let (code, module, log, written) = load_raw(EmulatedDriver::Cuda12_9, VECTOR_ADD);
+    assert_eq!((code, module, log, written), (-1, ptr::null_mut(), [0xff; 256], 256), "no log, no module");
+    assert_eq!(control::live(ordinal, 1), 0);
+    let f = function(load(VECTOR_ADD), "vector_add").unwrap();
+    let d = alloc(64).unwrap();
+    let launched = control::stat(0);
+    assert_eq!(launch_with(f, [1, 1, 1], [16, 1, 1], 0, &mut vector_add_params(0, 0, 0, 16)), 700);
+    assert_eq!(control::sticky_error(ordinal), 0, "an injected 700 is no kernel fault");
+    assert_eq!(launch_with(f, [1, 1, 1], [16, 1, 1], 0, &mut vector_add_params(d, d, d, 16)), CUDA_SUCCESS);
+    assert!(control::stat(0) > launched);
+    assert!(control::stat(2) >= 16);
+
+    control::clear_faults();
+    // SAFETY: a NUL-terminated name.
+    assert_eq!(unsafe { control::call_count(alloc_name.as_ptr()) }, 0);
+    // SAFETY: null names arm and count nothing.
+    unsafe { control::fail_call(ptr::null(), 1, 1) };
+    // SAFETY: as above.
+    assert_eq!(unsafe { control::call_count(ptr::null()) }, 0);
+}
+
+#[test]
+fn releasing_the_context_frees_everything_in_it() {
+    let session = session_on(false, 232_448);
+    let ordinal = session.ordinal;
+    let module = load(VECTOR_ADD);
+    let _ = load(SCALARS);
+    let _streams = [stream(), stream()];
+    let _memory = [alloc(100).unwrap(), alloc(28).unwrap(), alloc(4096).unwrap()];
+    let f = function(module, "vector_add").unwrap();
+    let d = alloc(64).unwrap();
+    assert_eq!(launch_with(f, [1, 1, 1], [16, 1, 1], 0, &mut vector_add_params(d, d, d, 16)), CUDA_SUCCESS);
+    assert_eq!(
+        (0..5).map(|what| control::live(ordinal, what)).collect::<Vec<_>>(),
+        [1, 2, 2, 4, 100 + 28 + 4096 + 64]
+    );
+    assert_eq!(control::live(ordinal, 5), -1);
+    assert_eq!(control::live(-1, 0), -1);
+    drop(session);
+    assert_eq!((0..5).map(|what| control::live(ordinal, what)).collect::<Vec<_>>(), [0; 5]);
+}
