@@ -3,8 +3,8 @@
 #
 #   scripts/gpu-check.sh [BUNDLE_DIR]
 #       Here (x86-64 Linux with Rust; no GPU or CUDA needed): builds the link stub and the
-#       `cuda`-feature test binaries of kernel-args-cuda (and kargs's cuda_demo test, when kargs
-#       has a `cuda` feature), and puts them in BUNDLE_DIR (default: $CARGO_TARGET_DIR or target, then
+#       `cuda`-feature test binaries of kernel-args-cuda (and kargs's cuda_demo and tenants
+#       tests), and puts them in BUNDLE_DIR (default: $CARGO_TARGET_DIR or target, then
 #       /gpu-check) with the PTX fixtures and run.sh. Prints how to run the bundle.
 #
 #   bash BUNDLE_DIR/run.sh
@@ -12,16 +12,20 @@
 #       every test binary and `kargs demo --n 4096`, then prints the GPU and driver, each binary's result and every
 #       SKIPPED line, and writes the same to BUNDLE_DIR/results.txt. Exits non-zero when a test
 #       fails, or when a device is present but a test that needs one was skipped for a reason
-#       other than the device lacking pageable memory access (direct mode).
+#       other than the device lacking pageable memory access (direct mode). The tests that
+#       need the emulated driver (tests/emulator.rs, tests/fault_matrix.rs) skip there: they
+#       run in CI.
 #
 # The test binaries embed the PTX (include_str!), so the .ptx files in the bundle are for
 # reference. What the tests check on a device: vector_add (the wasm guest's kernel, 3 pointers
 # + u32) on 1M+3 elements, every element against a CPU reference, in the staged and in the
 # direct pointer mode; aliasing windows staged as one buffer; every scalar type bit-exact on
 # the device; signature mismatches (size, count, by-value struct) refused with guest memory
-# untouched; malformed PTX and unknown entries mapped to their codes; and (kargs's cuda_demo
-# and `kargs demo`) the wasm guest's vector_add through wasmtime and wasi_cuda_launch, every
-# element checked. Without a device, the same binaries check the no-device path
+# untouched; malformed PTX and unknown entries mapped to their codes; dynamic shared memory
+# past 48 KiB opted in up to the device's limit; (kargs's cuda_demo and `kargs demo`) the wasm
+# guest's vector_add through wasmtime and wasi_cuda_launch, every element checked; and
+# (tenants) 8 threads x 4 wasmtime stores x 10,000 launches on one shared device, every
+# element checked, with the launch rate printed. Without a device, the same binaries check the no-device path
 # (NotAvailable). The whole run takes seconds.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -59,7 +63,7 @@ bundle_tests -p kernel-args-cuda --features cuda
 # The wasm guest's vector_add through `kargs demo`'s host on the GPU, once kargs has its
 # `cuda` feature (only that test: kargs's other tests read files of the repository).
 if grep -qE '^cuda *=' cli/Cargo.toml 2>/dev/null && [ -f cli/tests/cuda_demo.rs ]; then
-    bundle_tests -p kargs --features cuda --test cuda_demo
+    bundle_tests -p kargs --features cuda --test cuda_demo --test tenants
     # And the kargs binary itself, for `kargs demo` on the device (run.sh runs it).
     kargs="$(cargo build -p kargs --features cuda --message-format=json \
         | grep '"reason":"compiler-artifact"' | grep -o '"executable":"[^"]*/kargs"' | cut -d'"' -f4 | tail -1)"
@@ -103,7 +107,7 @@ for bin in "$work"/bin/*; do
     echo "$name: exit $rc; ${summary:-no test summary}" >> "$results"
     # The tests write these lines past the harness's capture, so they may follow a
     # "test name ... " prefix on the same line.
-    grep -oE '(SKIPPED [a-z_0-9]+: .*|[a-z_0-9]+: (device|[0-9]+ elements) .*|no_device_is_not_available: .*)' \
+    grep -oE '(SKIPPED [a-z_0-9]+: .*|[a-z_0-9]+: (device|[0-9]+ elements|[0-9]+ launches|Direct|Staged|resident) .*|no_device_is_not_available: .*)' \
         "$log" >> "$results"
     [ "$rc" -eq 0 ] || { status=1; grep -E -A15 'panicked|FAILED' "$log" | head -60 >> "$results"; }
 done
@@ -124,7 +128,7 @@ fi
 # pageable memory access, and the no-device test skips by design.
 if grep -q '^gpu: ' "$results" && ! grep -q 'nvidia-smi not found' "$results"; then
     if grep '^SKIPPED' "$results" | grep -v -e 'no_device_is_not_available' \
-        -e 'CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS' | grep -q .; then
+        -e 'CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS' -e 'needs the emulated driver' | grep -q .; then
         echo "FAIL: a GPU test was skipped on a machine with a GPU" >> "$results"
         status=1
     fi

@@ -1,15 +1,18 @@
 #!/usr/bin/env bash
-# The CUDA backend's `cuda` feature on a machine without a GPU and without CUDA:
+# The CUDA backend's `cuda` feature, on a machine without a GPU:
 #
-# - Debian's libcuda1 (the NVIDIA driver library, non-free; ~3 MB) so that the driver is
-#   really loaded at run time and `cuInit` really answers "no device";
+# - the emulated CUDA driver (cuda-emulator/: libkargs_emulated_cuda.so, a CUDA 12.9 driver,
+#   and libkargs_emulated_cuda_12_2.so, one without cuFuncGetParamInfo), built here and named by
+#   KARGS_CUDA_DRIVER: every launch test runs against it, in both pointer modes, and
+#   KARGS_CUDA_REQUIRE_DEVICE=1 makes a test that cannot launch fail instead of skipping;
+# - Debian's libcuda1 (the NVIDIA driver library, non-free) so that the real driver is loaded
+#   at run time too and `cuInit` really answers "no device" (the no-device tests, and
+#   `kargs demo` falling back to the dry run);
 # - the link stub (scripts/cuda-link-stub.sh, from a committed C file) that cust's build
-#   script and `-lcuda` need in place of a CUDA installation;
-# - clippy and the tests with `--features cuda`: the tests that need a device print SKIPPED
-#   with the reason, the no-device and no-driver-library tests assert NotAvailable.
+#   script and `-lcuda` need in place of a CUDA installation.
 #
 # nvcc is never needed here: the PTX fixtures are committed (scripts/build-ptx.sh made them).
-# Miri over this crate runs in 50-miri.sh: `cargo +nightly miri test -p kernel-args-cuda`.
+# The fault matrix under AddressSanitizer runs in 55-cuda-asan.sh.
 set -euo pipefail
 export DEBIAN_FRONTEND=noninteractive
 
@@ -29,17 +32,29 @@ ls -l /usr/lib/x86_64-linux-gnu/libcuda.so.1
 
 eval "$(scripts/cuda-link-stub.sh)"
 echo "CUDA_LIBRARY_PATH=$CUDA_LIBRARY_PATH"
+eval "$(scripts/cuda-emulator.sh)"
+echo "KARGS_CUDA_DRIVER=$KARGS_CUDA_DRIVER"
+export KARGS_CUDA_REQUIRE_DEVICE=1
 
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
 cargo clippy -p kernel-args-cuda --features cuda --all-targets -- -D warnings
-cargo test -p kernel-args-cuda --features cuda
-if grep -qE '^cuda *=' cli/Cargo.toml; then
-    # kargs demo with the CUDA launcher: lints, the GPU end-to-end test (skips, printed, here),
-    # and the demo itself, which must fall back to the dry run with the driver's reason.
-    cargo clippy -p kargs --features cuda --all-targets -- -D warnings
-    cargo test -p kargs --features cuda --test cuda_demo
-    cargo run -q -p kargs --features cuda -- demo --n 64 | tee /tmp/kargs-demo.txt
-    grep -q '^launcher: dry run (NotAvailable' /tmp/kargs-demo.txt
+cargo test -p kernel-args-cuda --features cuda 2>&1 | tee "$log"
+cargo clippy -p kargs --features cuda --all-targets -- -D warnings
+# The wasm guest through the CUDA launcher, and many tenants on one device.
+cargo test -p kargs --features cuda --test cuda_demo --test tenants 2>&1 | tee -a "$log"
+if grep -q 'SKIPPED' "$log"; then
+    echo "error: a CUDA test skipped against the emulated driver" >&2
+    exit 1
 fi
+
+# kargs demo launches on the emulated device and checks every element...
+cargo run -q -p kargs --features cuda -- demo --n 4096 | tee /tmp/kargs-demo.txt
+grep -q '^launcher: CUDA device 0 kernel-args emulated CUDA device (CPU, not a GPU)' /tmp/kargs-demo.txt
+grep -q '^outcome: launched; out\[i\] == a\[i\] + b\[i\] for all 4096 elements' /tmp/kargs-demo.txt
+# ...and with the system's driver and no GPU it falls back to the dry run with the reason.
+KARGS_CUDA_DRIVER= cargo run -q -p kargs --features cuda -- demo --n 64 | tee /tmp/kargs-demo.txt
+grep -q '^launcher: dry run (NotAvailable' /tmp/kargs-demo.txt
 
 # The cuda-feature binaries must not depend on the driver library at load time (it is
 # dlopen'ed), or a machine without it could not even start them.

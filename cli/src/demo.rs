@@ -78,28 +78,34 @@ pub(crate) fn choose_launcher() -> LauncherChoice {
     }
 }
 
-// cuda (issue 4, owned by the cuda-backend): the CUDA launcher where a device is present.
+// The CUDA launcher where the driver reports a device: the system's libcuda, or the driver
+// library named by KARGS_CUDA_DRIVER (the emulated driver of cuda-emulator/ in CI).
 #[cfg(feature = "cuda")]
 pub(crate) fn choose_launcher() -> LauncherChoice {
-    use kernel_args_cuda::{CudaLauncher, CudaOptions, KernelRegistry, kernels};
+    use kernel_args_cuda::{CudaDevice, CudaOptions, DRIVER_ENV, KernelRegistry, kernels};
 
+    let options = CudaOptions::from_env();
+    let library = match &options.driver_library {
+        Some(path) => format!(", driver library {} (from {DRIVER_ENV})", path.display()),
+        None => String::new(),
+    };
     let mut registry = KernelRegistry::new();
-    let launcher = registry
+    let device = registry
         .register(VECTOR_ADD_KERNEL_ID, kernels::VECTOR_ADD_PTX, kernels::VECTOR_ADD_ENTRY)
-        .and_then(|()| CudaLauncher::new(registry, CudaOptions::default()));
-    match launcher {
-        Ok(launcher) => {
-            let device = launcher.device();
+        .and_then(|()| CudaDevice::open(registry, options));
+    match device {
+        Ok(device) => {
+            let info = device.info();
             let description = format!(
-                "CUDA device {} {} (compute capability {}.{}, driver {}), {:?} pointers",
-                device.ordinal,
-                device.name,
-                device.compute_capability.0,
-                device.compute_capability.1,
-                device.driver_version,
-                launcher.pointer_mode()
+                "CUDA device {} {} (compute capability {}.{}, driver {}{library}), {:?} pointers",
+                info.ordinal,
+                info.name,
+                info.compute_capability.0,
+                info.compute_capability.1,
+                info.driver_version,
+                device.pointer_mode()
             );
-            LauncherChoice { launcher: Box::new(launcher), description }
+            LauncherChoice { launcher: Box::new(device.launcher()), description }
         }
         Err(e) => LauncherChoice {
             launcher: Box::new(DryRunLauncher::new()),

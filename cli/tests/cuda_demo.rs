@@ -1,17 +1,18 @@
-//! The wasm guest's vector_add on a real GPU (kargs feature `cuda`): wasmtime runs the bundled
-//! no_std guest, whose `wasi_cuda_launch` goes through the host function's checks and the
-//! parser to the CUDA launcher, in the staged and in the direct pointer mode; every element
-//! the kernel wrote is compared with the CPU's `a[i] + b[i]`, in the guest and here.
+//! The wasm guest's vector_add through the CUDA launcher (kargs feature `cuda`): wasmtime runs
+//! the bundled no_std guest, whose `wasi_cuda_launch` goes through the host function's checks
+//! and the parser to the CUDA launcher, in the staged and in the direct pointer mode; every
+//! element the kernel wrote is compared with the CPU's `a[i] + b[i]`, in the guest and here.
 //!
-//! Where there is no device the tests print `SKIPPED <test>: <reason>` (past the harness's
-//! capture) and return (the no-device path itself is tested in `cuda-backend/tests/cuda.rs`).
-//! Run on a GPU through `scripts/gpu-check.sh` (docs/gpu-validation.md).
+//! The driver is the one `KARGS_CUDA_DRIVER` names (the emulated driver in CI), else the
+//! system's; on a GPU these run through `scripts/gpu-check.sh` (docs/gpu-validation.md). Where
+//! there is no device the tests print `SKIPPED <test>: <reason>` (past the harness's capture)
+//! and return, or fail where `KARGS_CUDA_REQUIRE_DEVICE=1` (CI).
 
 use std::io::Write as _;
 
 use kernel_args::guest::{CAPACITY, GuestRunner, THREADS_PER_BLOCK, VECTOR_ADD_KERNEL_ID};
 use kernel_args::{AbiError, LaunchHost, PointerMode, SignatureCheck};
-use kernel_args_cuda::{CudaLauncher, CudaOptions, KernelRegistry, PointerModeChoice, kernels};
+use kernel_args_cuda::{CudaDevice, CudaLauncher, CudaOptions, KernelRegistry, PointerModeChoice, kernels};
 
 fn say(line: String) {
     let _ = std::io::stderr().write_all(format!("{line}\n").as_bytes());
@@ -24,13 +25,16 @@ fn registry() -> KernelRegistry {
 }
 
 fn guest_on_gpu(test: &str, mode: PointerMode) -> Option<GuestRunner<CudaLauncher>> {
-    let options = CudaOptions { pointer_mode: PointerModeChoice::Force(mode), ..CudaOptions::default() };
-    match CudaLauncher::new(registry(), options) {
-        Ok(launcher) => {
-            say(format!("{test}: device {} ({:?})", launcher.device().name, launcher.pointer_mode()));
-            Some(GuestRunner::new(LaunchHost::new(launcher)).unwrap())
+    let options = CudaOptions { pointer_mode: PointerModeChoice::Force(mode), ..CudaOptions::from_env() };
+    match CudaDevice::open(registry(), options) {
+        Ok(device) => {
+            say(format!("{test}: device {} ({:?})", device.info().name, device.pointer_mode()));
+            Some(GuestRunner::new(LaunchHost::new(device.launcher())).unwrap())
         }
         Err(e) if e.code() == AbiError::NotAvailable => {
+            if std::env::var_os("KARGS_CUDA_REQUIRE_DEVICE").is_some_and(|v| v == "1") {
+                panic!("{test}: KARGS_CUDA_REQUIRE_DEVICE=1, but there is no device: {e}");
+            }
             say(format!("SKIPPED {test}: {e}"));
             None
         }

@@ -13,6 +13,8 @@
 //! driver: cust's `Display` for its error calls `cuGetErrorString`, which is exactly what must
 //! not run when the driver is missing or a stub.
 
+#![deny(unsafe_code)]
+
 use kernel_args::{AbiError, HostError};
 
 /// `CUDA_SUCCESS`.
@@ -143,13 +145,26 @@ pub enum Phase {
     Launch,
 }
 
+/// `CUDA_ERROR_ILLEGAL_ADDRESS`: a kernel accessed memory it may not; sticky.
+pub const CUDA_ERROR_ILLEGAL_ADDRESS: i32 = 700;
+
+/// Whether `code` is one of the driver's sticky errors: a fault during a kernel's execution
+/// that leaves the context unusable, so that every later call in it returns the same code
+/// (`cuda.h`: "the context cannot be used, so it must be destroyed").
+pub fn is_sticky(code: i32) -> bool {
+    matches!(code, 214 | 220 | 700 | 702 | 710 | 714 | 715 | 716 | 717 | 718 | 719)
+}
+
 /// The ABI code for driver result `code` returned in `phase`.
 pub fn abi_code(phase: Phase, code: i32) -> AbiError {
     match phase {
         Phase::Setup => AbiError::NotAvailable,
         Phase::ModuleLoad => match code {
-            // The image or PTX itself, or the JIT that compiles it.
-            200 | 209 | 218 | 221 | 222 | 223 | 300 | 302 | 303 => AbiError::MalformedPtx,
+            // The host has no working JIT (221: not found, 223: disabled): nothing is wrong
+            // with the kernel, CUDA just cannot run PTX here.
+            221 | 223 => AbiError::NotAvailable,
+            // The image or PTX itself.
+            200 | 209 | 218 | 222 | 300 | 302 | 303 => AbiError::MalformedPtx,
             _ => AbiError::LaunchFailed,
         },
         Phase::GetFunction => match code {
@@ -170,11 +185,6 @@ pub fn driver_error(call: &str, code: i32, phase: Phase) -> HostError {
     HostError::msg(abi_code(phase, code), message)
 }
 
-/// `Ok(())` for `CUDA_SUCCESS`, else [`driver_error`].
-pub fn check(call: &str, code: i32, phase: Phase) -> Result<(), HostError> {
-    if code == CUDA_SUCCESS { Ok(()) } else { Err(driver_error(call, code, phase)) }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -185,10 +195,12 @@ mod tests {
         assert_eq!(abi_code(Phase::Setup, 34), AbiError::NotAvailable);
         assert_eq!(abi_code(Phase::ModuleLoad, 218), AbiError::MalformedPtx);
         assert_eq!(abi_code(Phase::ModuleLoad, 222), AbiError::MalformedPtx);
+        assert_eq!(abi_code(Phase::ModuleLoad, 221), AbiError::NotAvailable);
+        assert_eq!(abi_code(Phase::ModuleLoad, 223), AbiError::NotAvailable);
         assert_eq!(abi_code(Phase::ModuleLoad, 2), AbiError::LaunchFailed);
         assert_eq!(abi_code(Phase::GetFunction, CUDA_ERROR_NOT_FOUND), AbiError::InvalidKernel);
         assert_eq!(abi_code(Phase::Launch, 700), AbiError::LaunchFailed);
-        assert_eq!(check("cuInit", CUDA_SUCCESS, Phase::Setup), Ok(()));
+        assert!(is_sticky(CUDA_ERROR_ILLEGAL_ADDRESS) && is_sticky(719) && !is_sticky(2) && !is_sticky(9999));
     }
 
     #[test]

@@ -15,25 +15,30 @@
 //! - the staging plan for devices without pageable memory access (overlapping windows share
 //!   one buffer): [`staging`];
 //! - driver result codes and their ABI mapping: [`cu_error`];
-//! - the driver launch path (feature `cuda`): `launcher` (`CudaLauncher`), over the driver's
-//!   function table, loaded from `libcuda.so.1` at run time (`driver`).
+//! - the launch path (feature `cuda`): `launcher` (`CudaDevice`, shared by every launcher of
+//!   a process, and `CudaLauncher`, one per guest), over the driver layer `driver` (the one
+//!   module that calls the driver, loaded at run time from `libcuda.so.1` or the library that
+//!   `CudaOptions::driver_library` or `KARGS_CUDA_DRIVER` names).
 //!
 //! ## Features
 //!
 //! - `cuda`: the launch path, through cust 0.3.2's raw driver types. Building it needs
 //!   `CUDA_LIBRARY_PATH` for cust's build script; where CUDA is not installed,
 //!   `scripts/cuda-link-stub.sh` makes a stand-in (see its comments). The binary does not
-//!   link the driver: it loads `libcuda.so.1` when a launcher is made, so it starts anywhere
-//!   and reports `NotAvailable` where there is no driver or no device.
+//!   link the driver: it loads the driver library when a device is opened, so it starts
+//!   anywhere and reports `NotAvailable` where there is no driver or no device. The tests run
+//!   it against the emulated driver of `cuda-emulator/` (`scripts/cuda-emulator.sh`).
 //!
 //! ## Unsafe
 //!
-//! This is the only crate of the workspace with `unsafe`: raw pointers are what the CUDA
-//! driver takes. Every block carries a `// SAFETY:` comment and does one unsafe thing
-//! (`clippy::undocumented_unsafe_blocks` and `clippy::multiple_unsafe_ops_per_block` are
-//! denied). The storage and its tests run under Miri:
+//! Raw pointers are what the CUDA driver takes, so this crate has `unsafe`, in two modules:
+//! the parameter table ([`storage`]) and the driver layer (`driver`). Every other module is
+//! `#![deny(unsafe_code)]`. Every block carries a `// SAFETY:` comment and does one unsafe
+//! thing (`clippy::undocumented_unsafe_blocks` and `clippy::multiple_unsafe_ops_per_block`
+//! are denied). The storage and its tests run under Miri:
 //! `cargo +nightly miri test -p kernel-args-cuda` (without the `cuda` feature, which calls
-//! into the driver).
+//! into a C library, where Miri cannot follow); the launch path's tests run under
+//! AddressSanitizer in CI (`.ci/steps/55-cuda-asan.sh`).
 
 #![deny(missing_docs)]
 #![deny(clippy::undocumented_unsafe_blocks, clippy::multiple_unsafe_ops_per_block)]
@@ -52,7 +57,9 @@ pub mod storage;
 #[cfg(feature = "cuda")]
 pub use driver::DRIVER_LIBRARY;
 #[cfg(feature = "cuda")]
-pub use launcher::{CudaLauncher, CudaOptions, DeviceInfo, PointerModeChoice};
+pub use launcher::{
+    CudaDevice, CudaLauncher, CudaOptions, DRIVER_ENV, DeviceInfo, MAX_KEPT_STAGING_BYTES, PointerModeChoice,
+};
 pub use registry::{KernelEntry, KernelRegistry};
 
 pub use signature::{

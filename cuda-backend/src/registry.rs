@@ -14,6 +14,8 @@
 //! # Ok::<(), kernel_args::HostError>(())
 //! ```
 
+#![deny(unsafe_code)]
+
 use std::collections::HashMap;
 use std::ffi::{CStr, CString};
 

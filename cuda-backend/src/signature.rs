@@ -33,6 +33,8 @@
 //! given, else the type's size. Anything else inside a parameter list is an error naming the
 //! line.
 
+#![deny(unsafe_code)]
+
 use std::fmt;
 
 use kernel_args::{AbiError, Detail, HostError};

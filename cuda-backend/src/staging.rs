@@ -25,6 +25,8 @@
 //! assert_eq!(plan.placements(), &[(0, 0), (0, 64), (0, 0)]);
 //! ```
 
+#![deny(unsafe_code)]
+
 use kernel_args_core::GuestRange;
 
 /// The device buffers of a staged launch and where each pointer window lies in them.

@@ -92,7 +92,7 @@ impl ParamSlot {
 pub enum PointerPlacement<'a> {
     /// Hand the kernel the host pointer into guest memory. Only valid where the device can
     /// access pageable host memory; the window must come from an exclusively borrowed
-    /// [`GuestMemory`](kernel_args_core::GuestMemory), because the kernel may write through it.
+    /// [`GuestMemory`], because the kernel may write through it.
     Direct,
     /// Hand the kernel these device addresses, one per pointer argument in argument order
     /// (the buffers the windows were staged into).
@@ -223,8 +223,10 @@ fn slot_of<W, E>(arg: &Arg<W>, address: impl FnOnce(&W) -> Result<u64, E>) -> Re
 /// The direct placement of a pointer argument: its window's writable host pointer.
 #[inline(always)]
 fn direct_address(window: &kernel_args_core::GuestWindow<'_>) -> Option<u64> {
-    // A `usize` address always fits `u64` on the hosts CUDA supports.
-    window.host_ptr_mut().map(|host| host.addr() as u64)
+    // The device will use the address as a pointer (direct mode: the kernel dereferences it),
+    // so its provenance is exposed, not dropped. A `usize` address always fits `u64` on the
+    // hosts CUDA supports.
+    window.host_ptr_mut().map(|host| host.expose_provenance() as u64)
 }
 
 /// The values of a launch's parameters, one [`ParamSlot`] each, with capacity `N`.
@@ -379,7 +381,7 @@ impl<const N: usize> KernelParamStorage<N> {
     /// Parses `argv` against `memory` straight into the slots, in one pass: each record is
     /// read, checked by the core parser's rules and stored as its parameter value, pointer
     /// arguments as their windows' writable host pointers ([`PointerPlacement::Direct`]).
-    /// This is [`parse_argv_into`](kernel_args_core::parse_argv_into) followed by
+    /// This is [`parse_argv_into`] followed by
     /// [`build`](Self::build) with `Direct`, without the list of
     /// [`LoweredArg`]s in between; it is what the CUDA launcher does in direct mode.
     ///

@@ -1,69 +1,28 @@
-//! The CUDA launch path against the real driver (feature `cuda`).
+//! The CUDA launch path against a driver (feature `cuda`): the same tests run against the
+//! emulated driver in every CI run (`KARGS_CUDA_DRIVER` names it, `KARGS_CUDA_REQUIRE_DEVICE=1`
+//! turns a skip into a failure) and against a GPU's real driver through
+//! `scripts/gpu-check.sh` (docs/gpu-validation.md).
 //!
 //! Where the driver sees no device, the tests that need one print `SKIPPED <test>: <reason>`
 //! to stderr (past the harness's capture, so a skip is never silent) and return; the no-device
-//! tests assert `NotAvailable` there. On a GPU machine it is the other way round. Run on a GPU
-//! machine through `scripts/gpu-check.sh` (see docs/gpu-validation.md).
+//! tests assert `NotAvailable` there.
 
-use std::io::Write as _;
+mod support;
+
 use std::path::PathBuf;
 
 use kernel_args::{
-    AbiError, Detail, HostError, LaunchOutcome, LaunchRequest, LaunchShape, Launcher, PointerMode,
+    AbiError, Bound, Detail, Dimension, HostError, LaunchOutcome, LaunchRequest, LaunchShape, Launcher,
+    PointerMode, ShapeError,
 };
 use kernel_args_core::{ArgvBuilder, GuestMemory};
-use kernel_args_cuda::{CudaLauncher, CudaOptions, KernelRegistry, PointerModeChoice};
+use kernel_args_cuda::{CudaDevice, CudaLauncher, CudaOptions, PointerModeChoice};
+use support::{AFFINE, EVERY_SCALAR, VECTOR_ADD, VECTOR_ADD_MANGLED, options, registry, say};
 
-const VECTOR_ADD: i64 = 1;
-const VECTOR_ADD_MANGLED: i64 = 2;
-const EVERY_SCALAR: i64 = 3;
-const AFFINE: i64 = 4;
-
-fn registry() -> KernelRegistry {
-    let mut r = KernelRegistry::new();
-    let vector_add = include_str!("../kernels/vector_add.ptx");
-    r.register(VECTOR_ADD, vector_add, "vector_add").unwrap();
-    r.register(VECTOR_ADD_MANGLED, vector_add, "_Z18vector_add_mangledPKfS0_Pfj").unwrap();
-    r.register(EVERY_SCALAR, include_str!("../kernels/scalars.ptx"), "every_scalar").unwrap();
-    r.register(AFFINE, include_str!("../kernels/struct_param.ptx"), "affine").unwrap();
-    r
-}
-
-/// Writes one line to stderr directly: the harness captures `print!`/`eprint!`, not this, so
-/// the line shows in every run (one `write_all`, so parallel tests do not interleave it).
-fn say(line: String) {
-    let _ = std::io::stderr().write_all(format!("{line}\n").as_bytes());
-}
-
-fn report_skip(test: &str, reason: &dyn std::fmt::Display) {
-    say(format!("SKIPPED {test}: {reason}"));
-}
-
-/// A launcher in `mode`, or `None` (with the reason printed) where there is no device or the
-/// device cannot run in that mode.
+/// A launcher in `mode` on the device from the environment, or `None` (with the reason
+/// printed) where there is no device or it cannot run in that mode.
 fn launcher(test: &str, mode: PointerModeChoice) -> Option<CudaLauncher> {
-    match CudaLauncher::new(registry(), CudaOptions { pointer_mode: mode, ..CudaOptions::default() }) {
-        Ok(l) => {
-            let d = l.device();
-            say(format!(
-                "{test}: device {} {} (sm_{}{}), driver {}, pageable memory access {}, cuFuncGetParamInfo {}, mode {:?}",
-                d.ordinal,
-                d.name,
-                d.compute_capability.0,
-                d.compute_capability.1,
-                d.driver_version,
-                d.pageable_memory_access,
-                d.param_info,
-                l.pointer_mode()
-            ));
-            Some(l)
-        }
-        Err(e) if e.code() == AbiError::NotAvailable => {
-            report_skip(test, &e);
-            None
-        }
-        Err(e) => panic!("{test}: launcher setup failed with {e}, not NotAvailable"),
-    }
+    support::open(test, options(mode)).map(|device| device.launcher())
 }
 
 fn shape(n: u32) -> LaunchShape {
@@ -157,15 +116,27 @@ fn aliasing_windows_are_staged_as_one_buffer() {
     for (i, want) in reference.iter().enumerate() {
         assert_eq!(f32_at(&memory, 0, i).to_bits(), want.to_bits(), "element {i}");
     }
-    // Partly overlapping: out starts half-way into b.
+    // Partly overlapping windows: b's window is 32 floats from `b0`, out's 32 floats from
+    // `b0 + 64`, so the two share 64 bytes. The kernel (n = 16) reads b[0..16) and writes
+    // out[0..16), i.e. the shared bytes: staged as two buffers, copying b's window back after
+    // out's would put b's stale bytes over the results.
     let mut memory = vector_memory(n);
-    let half = (4 * n + 4 * (n / 2)) as u32;
-    let a: Vec<f32> = (0..n).map(|i| f32_at(&memory, 0, i)).collect();
-    let b_before: Vec<f32> = (0..n).map(|i| f32_at(&memory, 4 * n, i)).collect();
-    launch_vector_add(&mut launcher, VECTOR_ADD, &mut memory, [0, (4 * n) as u32, half], 16).unwrap();
+    let b0 = (4 * n) as u32;
+    let a: Vec<f32> = (0..16).map(|i| f32_at(&memory, 0, i)).collect();
+    let b: Vec<f32> = (0..16).map(|i| f32_at(&memory, b0 as usize, i)).collect();
+    let mut buf = [0u8; 64];
+    let mut argv = ArgvBuilder::new(&mut buf);
+    argv.ptr(0, 64).unwrap().ptr(b0, 128).unwrap().ptr(b0 + 64, 128).unwrap().u32(16).unwrap();
+    let argv = argv.finish();
+    {
+        let guest = GuestMemory::exclusive(&mut memory);
+        let request = LaunchRequest { kernel_id: VECTOR_ADD, shape: shape(16), argv, memory: &guest };
+        launcher.launch(&request).unwrap();
+    }
     for i in 0..16 {
-        let got = f32_at(&memory, half as usize, i);
-        assert_eq!(got.to_bits(), (a[i] + b_before[i]).to_bits(), "overlap element {i}");
+        let got = f32_at(&memory, b0 as usize + 64, i);
+        assert_eq!(got.to_bits(), (a[i] + b[i]).to_bits(), "overlap element {i}");
+        assert_eq!(f32_at(&memory, b0 as usize, i).to_bits(), b[i].to_bits(), "b[{i}] is only read");
     }
 }
 
@@ -236,30 +207,81 @@ fn signature_mismatches_are_rejected_before_the_launch() {
 #[test]
 fn bad_ptx_and_unknown_kernels() {
     let test = "bad_ptx_and_unknown_kernels";
-    let Some(mut launcher) = launcher(test, PointerModeChoice::Auto) else { return };
-    launcher.register(10, ".version 7.8\n.target sm_52\n.address_size 64\nthis is not ptx", "k").unwrap();
-    launcher.register(11, include_str!("../kernels/vector_add.ptx"), "no_such_entry").unwrap();
+    let Some(device) = support::open(test, options(PointerModeChoice::Auto)) else { return };
+    device.register(10, ".version 7.8\n.target sm_52\n.address_size 64\nthis is not ptx", "k").unwrap();
+    device.register(11, support::VECTOR_ADD_PTX, "no_such_entry").unwrap();
+    let mut launcher = device.launcher();
     let mut memory = [0u8; 8];
     let guest = GuestMemory::exclusive(&mut memory);
-    let launch = |l: &mut CudaLauncher, kernel_id| {
-        l.launch(&LaunchRequest { kernel_id, shape: shape(1), argv: &[], memory: &guest }).unwrap_err().code()
+    let mut launch = |kernel_id| {
+        launcher.launch(&LaunchRequest { kernel_id, shape: shape(1), argv: &[], memory: &guest }).unwrap_err()
     };
-    let err = launcher
-        .launch(&LaunchRequest { kernel_id: 10, shape: shape(1), argv: &[], memory: &guest })
-        .unwrap_err();
+    let err = launch(10);
     assert_eq!(err.code(), AbiError::MalformedPtx, "{err}");
     assert!(err.to_string().contains("cuModuleLoadDataEx failed"), "{err}");
+    assert!(err.to_string().contains("JIT log: "), "the JIT's log names the line: {err}");
     say(format!("{test}: {err}"));
-    assert_eq!(launch(&mut launcher, 11), AbiError::InvalidKernel);
-    assert_eq!(launch(&mut launcher, 12), AbiError::InvalidKernel);
+    // The refusal is remembered: the same answer, without compiling the PTX again.
+    assert_eq!(launch(10), err);
+    assert_eq!(launch(11).code(), AbiError::InvalidKernel);
+    assert_eq!(launch(12).code(), AbiError::InvalidKernel);
+    // Registering the kernel again forgets the refusal.
+    device.register(10, support::VECTOR_ADD_PTX, "vector_add").unwrap();
+    let mut memory = vector_memory(4);
+    launch_vector_add(&mut device.launcher(), 10, &mut memory, [0, 16, 32], 4).unwrap();
+}
+
+#[test]
+fn dynamic_shared_memory_past_48_kib_is_opted_in_up_to_the_device_limit() {
+    let test = "dynamic_shared_memory_past_48_kib_is_opted_in_up_to_the_device_limit";
+    let Some(mut launcher) = launcher(test, PointerModeChoice::Auto) else { return };
+    let info = launcher.device().info().clone();
+    let n = 1000usize;
+    let mut buf = [0u8; 64];
+    let mut argv = ArgvBuilder::new(&mut buf);
+    let len = (4 * n) as u32;
+    argv.ptr(0, len).unwrap().ptr(len, len).unwrap().ptr(2 * len, len).unwrap().u32(n as u32).unwrap();
+    let argv = argv.finish();
+    let mut launch = |memory: &mut [u8], shared_mem_bytes: u32| {
+        let guest = GuestMemory::exclusive(memory);
+        let shape = LaunchShape { shared_mem_bytes, ..shape(n as u32) };
+        launcher.launch(&LaunchRequest { kernel_id: VECTOR_ADD, shape, argv, memory: &guest })
+    };
+    // vector_add declares no static shared memory, so it may have all the device offers.
+    let most = info.shared_memory_per_block_optin;
+    assert!(most > info.shared_memory_per_block, "{info:?}");
+    for shared in [info.shared_memory_per_block, info.shared_memory_per_block + 1, 64 * 1024, most] {
+        let mut memory = vector_memory(n);
+        launch(&mut memory, shared).unwrap_or_else(|e| panic!("{shared} bytes of shared memory: {e}"));
+        for i in 0..n {
+            let want = f32_at(&memory, 0, i) + f32_at(&memory, 4 * n, i);
+            assert_eq!(f32_at(&memory, 8 * n, i).to_bits(), want.to_bits(), "element {i}");
+        }
+    }
+    let mut memory = vector_memory(n);
+    let untouched = memory.clone();
+    let err = launch(&mut memory, most + 1).unwrap_err();
+    let bound = ShapeError {
+        dimension: Dimension::SharedMem,
+        value: i64::from(most + 1),
+        bound: Bound::AtMost(u64::from(most)),
+    };
+    assert_eq!(err, HostError::new(AbiError::InvalidDimensions, Detail::Shape(bound)));
+    assert_eq!(memory, untouched);
 }
 
 #[test]
 fn no_device_is_not_available() {
-    match CudaLauncher::new(registry(), CudaOptions::default()) {
-        Ok(l) => report_skip(
+    // The system's driver library, whatever KARGS_CUDA_DRIVER says: on a machine without a GPU
+    // it is missing or answers CUDA_ERROR_NO_DEVICE.
+    let options = CudaOptions {
+        driver_library: Some(PathBuf::from(kernel_args_cuda::DRIVER_LIBRARY)),
+        ..CudaOptions::default()
+    };
+    match CudaDevice::open(registry(), options) {
+        Ok(device) => support::skip(
             "no_device_is_not_available",
-            &format!("a device is present ({}), so the no-device path cannot be taken", l.device().name),
+            &format!("a device is present ({}), so the no-device path cannot be taken", device.info().name),
         ),
         Err(e) => {
             assert_eq!(e.code(), AbiError::NotAvailable, "{e}");
@@ -274,14 +296,14 @@ fn missing_driver_library_is_not_available() {
         driver_library: Some(PathBuf::from("/nonexistent/kernel-args/libcuda.so.1")),
         ..CudaOptions::default()
     };
-    let err = CudaLauncher::new(registry(), options).unwrap_err();
+    let err = CudaDevice::open(registry(), options).unwrap_err();
     assert_eq!(err.code(), AbiError::NotAvailable);
     assert!(err.to_string().contains("could not be loaded"), "{err}");
 }
 
 #[test]
 fn a_device_that_does_not_exist_is_not_available() {
-    let options = CudaOptions { device_ordinal: 4096, ..CudaOptions::default() };
-    let err = CudaLauncher::new(registry(), options).unwrap_err();
+    let options = CudaOptions { device_ordinal: 4096, ..CudaOptions::from_env() };
+    let err = CudaDevice::open(registry(), options).unwrap_err();
     assert_eq!(err.code(), AbiError::NotAvailable, "{err}");
 }

@@ -168,6 +168,11 @@ mod runner {
             self.memory.data(&self.store)
         }
 
+        /// The guest's linear memory, writable: a host that lays out a launch's data itself.
+        pub fn memory_mut(&mut self) -> &mut [u8] {
+            self.memory.data_mut(&mut self.store)
+        }
+
         /// The host state: the last launch, the last error, the launcher.
         pub fn host(&self) -> &LaunchHost<L> {
             self.store.data()

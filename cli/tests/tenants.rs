@@ -1,0 +1,292 @@
+//! Many tenants on one device (kargs feature `cuda`): wasm guests in many wasmtime stores, on
+//! many threads, launching through launchers that share one `CudaDevice`.
+//!
+//! - **Load:** 8 threads × 4 stores × 10,000 launches of the bundled guest's `vector_add`
+//!   through `wasi_cuda_launch`, half the threads on a device in direct mode and half staged.
+//!   Each store has its own element count and its own data in every launch, laid out by the
+//!   host in the guest's memory; every output element is checked, so a tenant that saw another's
+//!   arguments or data fails the test. At the end every launcher and the devices are dropped and
+//!   the driver's live handles and allocations are back where they were; resident memory is
+//!   sampled through the run and must stay flat across its last 90 %.
+//! - **Cost:** one store alone, 10,000 launches: launches per second and the host's share of
+//!   each launch (everything but the kernel's own run), printed for `docs/performance.md`.
+//! - **Async:** the guest instantiated with `instantiate_async` and called with `call_async`
+//!   on another thread than the one that made its store.
+//!
+//! The driver is the one `KARGS_CUDA_DRIVER` names. The counts need the emulated driver; with
+//! another (a GPU's) the load still runs and the counts are skipped.
+
+use std::io::Write as _;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use kernel_args::guest::{CAPACITY, GUEST_WASM, GuestRunner, VECTOR_ADD_KERNEL_ID, exports};
+use kernel_args::wasmtime_host::{MEMORY_EXPORT, add_to_linker, wasmtime};
+use kernel_args::{AbiError, ArgvBuilder, LaunchHost, PointerMode};
+use kernel_args_cuda::{CudaDevice, CudaLauncher, CudaOptions, KernelRegistry, PointerModeChoice, kernels};
+use kernel_args_cuda_emulator::client::{Emulator, Stat};
+
+const THREADS: usize = 8;
+const STORES_PER_THREAD: usize = 4;
+const LAUNCHES_PER_STORE: u32 = 10_000;
+
+/// The launch statistics read the whole driver: one test of this file at a time.
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn say(line: String) {
+    let _ = std::io::stderr().write_all(format!("{line}\n").as_bytes());
+}
+
+fn device(test: &str, mode: PointerMode) -> Option<Arc<CudaDevice>> {
+    let mut registry = KernelRegistry::new();
+    registry.register(VECTOR_ADD_KERNEL_ID, kernels::VECTOR_ADD_PTX, kernels::VECTOR_ADD_ENTRY).unwrap();
+    let options = CudaOptions { pointer_mode: PointerModeChoice::Force(mode), ..CudaOptions::from_env() };
+    match CudaDevice::open(registry, options) {
+        Ok(device) => Some(device),
+        Err(e) if e.code() == AbiError::NotAvailable => {
+            if std::env::var_os("KARGS_CUDA_REQUIRE_DEVICE").is_some_and(|v| v == "1") {
+                panic!("{test}: KARGS_CUDA_REQUIRE_DEVICE=1, but there is no device: {e}");
+            }
+            say(format!("SKIPPED {test}: {e}"));
+            None
+        }
+        Err(e) => panic!("{test}: device setup failed with {e}"),
+    }
+}
+
+/// The emulated driver, where `KARGS_CUDA_DRIVER` names it.
+fn emulator() -> Option<&'static Emulator> {
+    CudaOptions::from_env().driver_library.and_then(|path| Emulator::load(&path).ok())
+}
+
+fn resident_bytes() -> u64 {
+    let statm = std::fs::read_to_string("/proc/self/statm").unwrap_or_default();
+    let pages: u64 = statm.split_whitespace().nth(1).and_then(|p| p.parse().ok()).unwrap_or(0);
+    pages * 4096
+}
+
+/// One tenant: a guest in its own store, with its own element count and data.
+struct Tenant {
+    guest: GuestRunner<CudaLauncher>,
+    id: u32,
+    n: u32,
+    a: usize,
+    b: usize,
+    out: usize,
+    argv_at: i32,
+    argv_len: i32,
+}
+
+impl Tenant {
+    fn new(device: &Arc<CudaDevice>, id: u32) -> Tenant {
+        let mut guest = GuestRunner::new(LaunchHost::new(device.launcher())).unwrap();
+        let offset =
+            |guest: &mut GuestRunner<CudaLauncher>, name| guest.call::<(), i32>(name, ()).unwrap() as u32;
+        let (a, b, out) = (
+            offset(&mut guest, exports::A_PTR),
+            offset(&mut guest, exports::B_PTR),
+            offset(&mut guest, exports::OUT_PTR),
+        );
+        let n = 16 + id % 48;
+        // The argv goes in the last 64 bytes of `out`, which no launch of n <= 64 touches.
+        let argv_at = out + 4 * (CAPACITY as u32) - 64;
+        let mut buf = [0u8; 64];
+        let mut argv = ArgvBuilder::new(&mut buf);
+        argv.ptr(a, 4 * n).unwrap().ptr(b, 4 * n).unwrap().ptr(out, 4 * n).unwrap().u32(n).unwrap();
+        let argv = argv.finish();
+        guest.memory_mut()[argv_at as usize..argv_at as usize + argv.len()].copy_from_slice(argv);
+        Tenant {
+            id,
+            n,
+            a: a as usize,
+            b: b as usize,
+            out: out as usize,
+            argv_at: argv_at as i32,
+            argv_len: argv.len() as i32,
+            guest,
+        }
+    }
+
+    fn launch(&mut self, round: u32) {
+        let (n, id) = (self.n, self.id);
+        let memory = self.guest.memory_mut();
+        for i in 0..n {
+            let (a, b) = inputs(id, round, i);
+            let (at_a, at_b) = (self.a + 4 * i as usize, self.b + 4 * i as usize);
+            memory[at_a..at_a + 4].copy_from_slice(&a.to_le_bytes());
+            memory[at_b..at_b + 4].copy_from_slice(&b.to_le_bytes());
+        }
+        let code: i32 = self
+            .guest
+            .call(
+                exports::LAUNCH_RAW,
+                (VECTOR_ADD_KERNEL_ID, 1, 1, 1, 64, 1, 1, 0, self.argv_at, self.argv_len),
+            )
+            .unwrap();
+        assert_eq!(code, 0, "tenant {} round {round}: {:?}", self.id, self.guest.host().last_error_message());
+        let memory = self.guest.memory();
+        for i in 0..n {
+            let (a, b) = inputs(id, round, i);
+            let at = self.out + 4 * i as usize;
+            let got = f32::from_le_bytes(memory[at..at + 4].try_into().unwrap());
+            assert_eq!(got.to_bits(), (a + b).to_bits(), "tenant {} round {round} element {i}", self.id);
+        }
+    }
+}
+
+/// Tenant `id`'s inputs for launch `round`, element `i`: exact in f32, and different from every
+/// other tenant's and round's.
+fn inputs(id: u32, round: u32, i: u32) -> (f32, f32) {
+    ((id * 4096 + i) as f32, (round % 8192) as f32 * 0.5 + i as f32)
+}
+
+#[test]
+fn many_tenants_on_many_threads_share_one_device() {
+    let test = "many_tenants_on_many_threads_share_one_device";
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(direct) = device(test, PointerMode::Direct) else { return };
+    let Some(staged) = device(test, PointerMode::Staged) else { return };
+    let ordinal = direct.info().ordinal;
+    let emulator = emulator();
+    let live_before = emulator.map(|e| e.live_all(ordinal));
+
+    // The stores are made here and moved to the threads that run them.
+    let mut groups: Vec<Vec<Tenant>> = (0..THREADS)
+        .map(|t| {
+            let device = if t % 2 == 0 { &direct } else { &staged };
+            (0..STORES_PER_THREAD).map(|s| Tenant::new(device, (t * STORES_PER_THREAD + s) as u32)).collect()
+        })
+        .collect();
+    drop((direct, staged));
+    let total = (THREADS * STORES_PER_THREAD) as u64 * u64::from(LAUNCHES_PER_STORE);
+    let done = Arc::new(AtomicU64::new(0));
+    let started = Instant::now();
+    let threads: Vec<_> = groups
+        .drain(..)
+        .map(|mut tenants| {
+            let done = Arc::clone(&done);
+            std::thread::spawn(move || {
+                for round in 0..LAUNCHES_PER_STORE {
+                    for tenant in &mut tenants {
+                        tenant.launch(round);
+                    }
+                    done.fetch_add(tenants.len() as u64, Ordering::Relaxed);
+                }
+                tenants
+            })
+        })
+        .collect();
+    // Resident memory at every 5 % of the launches.
+    let mut samples: Vec<(u64, u64)> = Vec::new();
+    let mut next = total / 20;
+    while threads.iter().any(|t| !t.is_finished()) {
+        let now = done.load(Ordering::Relaxed);
+        if now >= next {
+            samples.push((now, resident_bytes()));
+            next += total / 20;
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    let tenants: Vec<Tenant> = threads.into_iter().flat_map(|t| t.join().unwrap()).collect();
+    let elapsed = started.elapsed();
+    samples.push((total, resident_bytes()));
+    assert_eq!(done.load(Ordering::Relaxed), total);
+    let rate = total as f64 / elapsed.as_secs_f64();
+    say(format!(
+        "{test}: {total} launches by {} tenants on {THREADS} threads in {:.2} s: {rate:.0} launches/s",
+        tenants.len(),
+        elapsed.as_secs_f64()
+    ));
+    let late: Vec<u64> = samples.iter().filter(|(at, _)| *at >= total / 10).map(|&(_, rss)| rss).collect();
+    let (low, high) = (late.iter().min().copied().unwrap_or(0), late.iter().max().copied().unwrap_or(0));
+    say(format!(
+        "{test}: resident memory over the last 90 %: {:.1} to {:.1} MiB in {} samples",
+        low as f64 / 1048576.0,
+        high as f64 / 1048576.0,
+        late.len()
+    ));
+    assert!(late.len() >= 10, "{samples:?}");
+    assert!(high - low <= 8 << 20, "resident memory grew by {} bytes: {samples:?}", high - low);
+
+    drop(tenants);
+    if let (Some(emulator), Some(before)) = (emulator, live_before) {
+        // Everything the tenants made is gone; the devices' context was retained by them alone.
+        assert_eq!(emulator.live_all(ordinal)[1..], before[1..]);
+        assert_eq!(emulator.live_all(ordinal)[0], 0);
+    }
+}
+
+#[test]
+fn one_tenant_launch_rate_and_host_share() {
+    let test = "one_tenant_launch_rate_and_host_share";
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    for mode in [PointerMode::Direct, PointerMode::Staged] {
+        let Some(device) = device(test, mode) else { return };
+        let mut tenant = Tenant::new(&device, 7);
+        tenant.launch(0);
+        let kernel_before = emulator().map(|e| (e.stat(Stat::KernelNanos), e.stat(Stat::KernelsRun)));
+        let started = Instant::now();
+        for round in 1..=LAUNCHES_PER_STORE {
+            tenant.launch(round);
+        }
+        let elapsed = started.elapsed();
+        let per_launch = elapsed.as_nanos() as f64 / f64::from(LAUNCHES_PER_STORE);
+        let mut line = format!(
+            "{test}: {mode:?}: {} launches of n = {} in {:.3} s: {:.0} launches/s, {:.1} us each",
+            LAUNCHES_PER_STORE,
+            tenant.n,
+            elapsed.as_secs_f64(),
+            1e9 / per_launch,
+            per_launch / 1e3
+        );
+        if let (Some(emulator), Some((nanos, runs))) = (emulator(), kernel_before) {
+            let kernel = (emulator.stat(Stat::KernelNanos) - nanos) as f64;
+            assert_eq!(emulator.stat(Stat::KernelsRun) - runs, u64::from(LAUNCHES_PER_STORE));
+            let kernel_per_launch = kernel / f64::from(LAUNCHES_PER_STORE);
+            line += &format!(
+                "; the emulated kernel {:.2} us of each, the host (guest call, checks, parse, launcher, driver) {:.1} %",
+                kernel_per_launch / 1e3,
+                100.0 * (1.0 - kernel_per_launch / per_launch)
+            );
+        }
+        say(line);
+    }
+}
+
+#[test]
+fn a_guest_in_an_async_store_launches_from_another_thread() {
+    let test = "a_guest_in_an_async_store_launches_from_another_thread";
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(device) = device(test, PointerMode::Direct) else { return };
+    // wasmtime's `async` feature (on in kernel-args) lets every store run guests with
+    // `call_async`; no `Config` switch is needed.
+    let engine = wasmtime::Engine::default();
+    let module = wasmtime::Module::new(&engine, GUEST_WASM).unwrap();
+    let mut linker = wasmtime::Linker::new(&engine);
+    add_to_linker(&mut linker, |host: &mut LaunchHost<CudaLauncher>| host).unwrap();
+    let store = wasmtime::Store::new(&engine, LaunchHost::new(device.launcher()));
+    // The store moves to another thread, which runs the guest to completion there.
+    let worker = std::thread::spawn(move || {
+        let mut store = store;
+        pollster::block_on(async {
+            let instance = linker.instantiate_async(&mut store, &module).await.unwrap();
+            let run = instance.get_typed_func::<i32, i32>(&mut store, exports::RUN_VECTOR_ADD).unwrap();
+            let mismatch = instance.get_typed_func::<i32, i32>(&mut store, exports::FIRST_MISMATCH).unwrap();
+            for n in [1, 255, 256, 1000] {
+                assert_eq!(
+                    run.call_async(&mut store, n).await.unwrap(),
+                    0,
+                    "{:?}",
+                    store.data().last_error_message()
+                );
+                assert_eq!(mismatch.call_async(&mut store, n).await.unwrap(), -1, "n = {n}");
+            }
+            assert!(instance.get_memory(&mut store, MEMORY_EXPORT).is_some());
+            store.data().last_launch().unwrap().result().unwrap()
+        })
+    });
+    let outcome = worker.join().unwrap();
+    assert_eq!(outcome.pointer_mode, PointerMode::Direct);
+    say(format!("{test}: 4 launches from an async store on a worker thread, every element checked"));
+}

@@ -1,0 +1,379 @@
+//! The launch path against the emulated driver's devices, faults and counts (feature `cuda`):
+//! what only an emulator can set up or observe. Each test adds a device of its own, so tests
+//! running in parallel never share a context, a fault or a count; faults are injected on the
+//! test's own thread.
+//!
+//! With any other driver (a GPU's) these tests print `SKIPPED` and return.
+
+mod support;
+
+use std::sync::Arc;
+use std::thread;
+use std::time::Duration;
+
+use kernel_args::{
+    AbiError, Bound, Detail, Dimension, HostError, LaunchOutcome, LaunchRequest, LaunchShape, Launcher,
+    PointerMode, ShapeError, SignatureCheck,
+};
+use kernel_args_core::{ArgvBuilder, GuestMemory};
+use kernel_args_cuda::{CudaDevice, CudaLauncher, CudaOptions, KernelRegistry, PointerModeChoice};
+use kernel_args_cuda_emulator::client::{DeviceConfig, Emulator, Live};
+use support::{VECTOR_ADD, VECTOR_ADD_PTX, registry, say};
+
+/// A device without pageable memory access: every launch stages its windows.
+const STAGED_ONLY: DeviceConfig =
+    DeviceConfig { pageable_memory_access: false, uses_host_page_tables: false, ..DEFAULT };
+const DEFAULT: DeviceConfig = DeviceConfig {
+    pageable_memory_access: true,
+    uses_host_page_tables: true,
+    compute_capability: (9, 0),
+    shared_memory_optin: 232_448,
+};
+
+/// The emulator, a fresh device with `config` on it, and the options that open it.
+fn fresh(test: &str, config: DeviceConfig) -> Option<(&'static Emulator, u32, CudaOptions)> {
+    let (emulator, path) = support::emulator(test)?;
+    emulator.clear_faults();
+    let ordinal = emulator.add_device(config);
+    let options =
+        CudaOptions { device_ordinal: ordinal, driver_library: Some(path), ..CudaOptions::default() };
+    Some((emulator, ordinal, options))
+}
+
+fn open(options: CudaOptions) -> Arc<CudaDevice> {
+    CudaDevice::open(registry(), options).unwrap()
+}
+
+fn f32_at(memory: &[u8], i: usize) -> f32 {
+    f32::from_le_bytes(memory[4 * i..4 * i + 4].try_into().unwrap())
+}
+
+/// `a` (floats 0..n), `b` (n..2n), `out` (2n..3n, NaN), with exact sums.
+fn vectors(n: usize) -> Vec<u8> {
+    let mut memory = vec![0u8; 12 * n];
+    for i in 0..n {
+        memory[4 * i..4 * i + 4].copy_from_slice(&(i as f32).to_le_bytes());
+        memory[4 * (n + i)..4 * (n + i) + 4].copy_from_slice(&(0.5 * i as f32 + 3.0).to_le_bytes());
+        memory[4 * (2 * n + i)..4 * (2 * n + i) + 4].copy_from_slice(&f32::NAN.to_le_bytes());
+    }
+    memory
+}
+
+fn check_sums(memory: &[u8], n: usize) {
+    for i in 0..n {
+        let want = f32_at(memory, i) + f32_at(memory, n + i);
+        assert_eq!(f32_at(memory, 2 * n + i).to_bits(), want.to_bits(), "element {i}");
+    }
+}
+
+/// vector_add over `n` elements whose windows are `window` floats long (a window shorter than
+/// `n` makes the kernel read past it).
+fn vector_add(
+    launcher: &mut CudaLauncher,
+    kernel_id: i64,
+    memory: &mut [u8],
+    n: usize,
+    window: usize,
+    shared_mem_bytes: u32,
+) -> Result<LaunchOutcome, HostError> {
+    let mut buf = [0u8; 64];
+    let mut argv = ArgvBuilder::new(&mut buf);
+    let (len, at) = ((4 * window) as u32, |k: usize| (4 * k * n) as u32);
+    argv.ptr(at(0), len).unwrap().ptr(at(1), len).unwrap().ptr(at(2), len).unwrap().u32(n as u32).unwrap();
+    let argv = argv.finish();
+    let guest = GuestMemory::exclusive(memory);
+    let shape = LaunchShape { grid: [(n as u32).div_ceil(128), 1, 1], block: [128, 1, 1], shared_mem_bytes };
+    launcher.launch(&LaunchRequest { kernel_id, shape, argv, memory: &guest })
+}
+
+fn good_launch(launcher: &mut CudaLauncher, n: usize) -> LaunchOutcome {
+    let mut memory = vectors(n);
+    let outcome = vector_add(launcher, VECTOR_ADD, &mut memory, n, n, 0).unwrap();
+    check_sums(&memory, n);
+    outcome
+}
+
+#[test]
+fn auto_picks_direct_under_ats_only() {
+    let test = "auto_picks_direct_under_ats_only";
+    let hmm = DeviceConfig { uses_host_page_tables: false, ..DEFAULT };
+    for (config, auto, direct_allowed) in [
+        (DEFAULT, PointerMode::Direct, true),
+        (hmm, PointerMode::Staged, true),
+        (STAGED_ONLY, PointerMode::Staged, false),
+    ] {
+        let Some((_, ordinal, options)) = fresh(test, config) else { return };
+        let device = open(options.clone());
+        let info = device.info();
+        assert_eq!(info.ordinal, ordinal);
+        assert_eq!(
+            (info.pageable_memory_access, info.uses_host_page_tables),
+            (config.pageable_memory_access, config.uses_host_page_tables)
+        );
+        assert!(info.name.contains("emulated") && info.name.contains("not a GPU"), "{}", info.name);
+        assert_eq!(device.pointer_mode(), auto, "{config:?}");
+        assert_eq!(good_launch(&mut device.launcher(), 300).pointer_mode, auto);
+        let forced = CudaOptions { pointer_mode: PointerModeChoice::Force(PointerMode::Direct), ..options };
+        match CudaDevice::open(registry(), forced) {
+            Ok(device) => {
+                assert!(direct_allowed, "{config:?}");
+                assert_eq!(good_launch(&mut device.launcher(), 300).pointer_mode, PointerMode::Direct);
+            }
+            Err(e) => {
+                assert!(!direct_allowed, "{config:?}: {e}");
+                assert_eq!(e.code(), AbiError::NotAvailable);
+            }
+        }
+    }
+}
+
+/// vector_add's PTX with a second entry whose `.v4` parameter the launcher's PTX parser does not
+/// read, so the registry knows no signature for the module's entries.
+fn ptx_the_parser_cannot_read() -> String {
+    format!(
+        "{VECTOR_ADD_PTX}\n.visible .entry vec4_param(\n\t.param .v4 .f32 vec4_param_0\n)\n{{\n\tret;\n}}\n"
+    )
+}
+
+#[test]
+fn the_signature_comes_from_the_driver_else_the_ptx_else_none() {
+    let test = "the_signature_comes_from_the_driver_else_the_ptx_else_none";
+    let Some((emulator, _, options)) = fresh(test, DEFAULT) else { return };
+    let device = open(options.clone());
+    assert!(device.info().param_info);
+    assert_eq!(good_launch(&mut device.launcher(), 100).signature, SignatureCheck::Driver);
+
+    // The CUDA 12.2 driver has no cuFuncGetParamInfo: the PTX's declaration is checked.
+    let old = CudaOptions {
+        driver_library: Some(support::emulator_12_2(options.driver_library.as_deref().unwrap())),
+        ..CudaOptions::default()
+    };
+    let device = open(old.clone());
+    assert!(!device.info().param_info);
+    assert_eq!(device.info().driver_version, 12020);
+    let mut launcher = device.launcher();
+    assert_eq!(good_launch(&mut launcher, 100).signature, SignatureCheck::Ptx);
+    // ...and a mismatch is refused before the launch, naming the argument.
+    let mut memory = vectors(16);
+    let mut buf = [0u8; 64];
+    let mut argv = ArgvBuilder::new(&mut buf);
+    argv.ptr(0, 64).unwrap().ptr(64, 64).unwrap().ptr(128, 64).unwrap().u64(16).unwrap();
+    let argv = argv.finish();
+    let shape = LaunchShape { grid: [1, 1, 1], block: [16, 1, 1], shared_mem_bytes: 0 };
+    let err = {
+        let guest = GuestMemory::exclusive(&mut memory);
+        launcher.launch(&LaunchRequest { kernel_id: VECTOR_ADD, shape, argv, memory: &guest }).unwrap_err()
+    };
+    assert_eq!(err.detail(), &Detail::ParamSize { index: 3, expected: 4, got: 8 });
+
+    // Neither knows: no check, and the padded table still gives the kernel its arguments.
+    let mut unreadable = KernelRegistry::new();
+    unreadable.register(VECTOR_ADD, &ptx_the_parser_cannot_read(), "vector_add").unwrap();
+    assert!(unreadable.get(VECTOR_ADD).unwrap().signature().is_none());
+    let device = CudaDevice::open(unreadable, old).unwrap();
+    assert_eq!(good_launch(&mut device.launcher(), 100).signature, SignatureCheck::Skipped);
+    let _ = emulator;
+}
+
+#[test]
+fn a_driver_that_cannot_describe_the_kernel_does_not_override_the_ptx() {
+    let test = "a_driver_that_cannot_describe_the_kernel_does_not_override_the_ptx";
+    let Some((emulator, _, options)) = fresh(test, DEFAULT) else { return };
+    // No count, and CUDA_ERROR_INVALID_VALUE for parameter 0: not "no parameters".
+    emulator.fail_call("cuFuncGetParamCount", 1, 801);
+    emulator.fail_call("cuFuncGetParamInfo", 1, 1);
+    let device = open(options.clone());
+    assert_eq!(good_launch(&mut device.launcher(), 64).signature, SignatureCheck::Ptx);
+    drop(device);
+    // No count, and the driver stops answering after two parameters: the PTX's four win.
+    emulator.clear_faults();
+    emulator.fail_call("cuFuncGetParamCount", 1, 801);
+    emulator.fail_call("cuFuncGetParamInfo", 3, 1);
+    let device = open(options);
+    assert_eq!(good_launch(&mut device.launcher(), 64).signature, SignatureCheck::Ptx);
+    emulator.clear_faults();
+}
+
+#[test]
+fn a_kernel_fault_fails_the_launch_and_the_next_launch_recovers() {
+    let test = "a_kernel_fault_fails_the_launch_and_the_next_launch_recovers";
+    let Some((emulator, ordinal, options)) = fresh(test, STAGED_ONLY) else { return };
+    let device = open(options);
+    let mut launcher = device.launcher();
+    good_launch(&mut launcher, 256);
+    // n = 1000 with 16-float windows: the kernel reads past its staged buffers.
+    let mut memory = vectors(1000);
+    let before = memory.clone();
+    let err = vector_add(&mut launcher, VECTOR_ADD, &mut memory, 1000, 16, 0).unwrap_err();
+    assert_eq!(err.code(), AbiError::LaunchFailed, "{err}");
+    assert!(err.to_string().contains("CUDA_ERROR_ILLEGAL_ADDRESS (700)"), "{err}");
+    assert_eq!(memory, before, "nothing was copied back from a faulted launch");
+    assert_eq!(emulator.sticky_error(ordinal), 700, "the fault is sticky in the context");
+    say(format!("{test}: {err}"));
+    // The next launch resets the context and runs in the fresh one.
+    good_launch(&mut launcher, 256);
+    assert_eq!(emulator.sticky_error(ordinal), 0);
+    assert_eq!(emulator.live(ordinal, Live::Modules), 1, "the module was loaded again");
+    good_launch(&mut device.launcher(), 256);
+    drop((launcher, device));
+    assert_eq!(emulator.live_all(ordinal), [0; 5]);
+}
+
+#[test]
+fn a_fault_fails_the_launches_in_flight_and_the_next_ones_succeed() {
+    let test = "a_fault_fails_the_launches_in_flight_and_the_next_ones_succeed";
+    let Some((emulator, ordinal, options)) = fresh(test, STAGED_ONLY) else { return };
+    let device = open(options);
+    let mut tenant_a = device.launcher();
+    let mut tenant_b = device.launcher();
+    good_launch(&mut tenant_a, 64);
+    good_launch(&mut tenant_b, 64);
+    // Tenant B's launch is in flight: it waits inside its first stream synchronisation.
+    let b = thread::spawn(move || {
+        emulator.hold_call("cuStreamSynchronize");
+        let mut memory = vectors(64);
+        let result = vector_add(&mut tenant_b, VECTOR_ADD, &mut memory, 64, 64, 0);
+        (tenant_b, result)
+    });
+    while emulator.held() == 0 {
+        thread::sleep(Duration::from_millis(1));
+    }
+    // Tenant A's kernel faults in the context they share.
+    let mut memory = vectors(1000);
+    let err = vector_add(&mut tenant_a, VECTOR_ADD, &mut memory, 1000, 16, 0).unwrap_err();
+    assert_eq!(err.code(), AbiError::LaunchFailed);
+    emulator.release_held();
+    let (mut tenant_b, in_flight) = b.join().unwrap();
+    let err = in_flight.unwrap_err();
+    assert_eq!(err.code(), AbiError::LaunchFailed, "{err}");
+    assert!(err.to_string().contains("(700)"), "{err}");
+    // Both go on in a fresh context.
+    for _ in 0..3 {
+        good_launch(&mut tenant_b, 64);
+        good_launch(&mut tenant_a, 64);
+    }
+    assert_eq!(emulator.sticky_error(ordinal), 0);
+    drop((tenant_a, tenant_b, device));
+    assert_eq!(emulator.live_all(ordinal), [0; 5]);
+}
+
+#[test]
+fn a_missing_or_disabled_jit_is_not_available_and_not_remembered() {
+    let test = "a_missing_or_disabled_jit_is_not_available_and_not_remembered";
+    let Some((emulator, _, options)) = fresh(test, DEFAULT) else { return };
+    let device = open(options);
+    let mut launcher = device.launcher();
+    for code in [221, 223] {
+        emulator.fail_call("cuModuleLoadDataEx", 1, code);
+        let mut memory = vectors(8);
+        let err = vector_add(&mut launcher, VECTOR_ADD, &mut memory, 8, 8, 0).unwrap_err();
+        assert_eq!(err.code(), AbiError::NotAvailable, "{err}");
+        emulator.clear_faults();
+    }
+    good_launch(&mut launcher, 8);
+}
+
+#[test]
+fn a_refused_module_is_compiled_once() {
+    let test = "a_refused_module_is_compiled_once";
+    let Some((emulator, _, options)) = fresh(test, DEFAULT) else { return };
+    let device = open(options);
+    device.register(9, ".version 7.8\n.target sm_52\n.address_size 64\nthis is not ptx", "k").unwrap();
+    let mut launcher = device.launcher();
+    let mut memory = [0u8; 4];
+    let guest = GuestMemory::exclusive(&mut memory);
+    let shape = LaunchShape { grid: [1, 1, 1], block: [1, 1, 1], shared_mem_bytes: 0 };
+    let errors: Vec<HostError> = (0..5)
+        .map(|_| {
+            launcher.launch(&LaunchRequest { kernel_id: 9, shape, argv: &[], memory: &guest }).unwrap_err()
+        })
+        .collect();
+    assert!(errors.iter().all(|e| e == &errors[0] && e.code() == AbiError::MalformedPtx), "{errors:?}");
+    assert!(errors[0].to_string().contains("line 4"), "the JIT log names the line: {}", errors[0]);
+    assert_eq!(emulator.call_count("cuModuleLoadDataEx"), 1);
+}
+
+#[test]
+fn staging_buffers_are_kept_and_reused() {
+    let test = "staging_buffers_are_kept_and_reused";
+    let Some((emulator, ordinal, options)) = fresh(test, STAGED_ONLY) else { return };
+    let device = open(options);
+    let mut launcher = device.launcher();
+    for _ in 0..20 {
+        good_launch(&mut launcher, 500);
+    }
+    // a, b and out touch: one region, one buffer, allocated once.
+    assert_eq!(emulator.call_count("cuMemAlloc_v2"), 1);
+    assert_eq!(emulator.call_count("cuMemFree_v2"), 0);
+    assert_eq!(emulator.live(ordinal, Live::Allocations), 1);
+    // Larger windows: the buffer grows, once.
+    for _ in 0..5 {
+        good_launch(&mut launcher, 5000);
+    }
+    assert_eq!(emulator.call_count("cuMemAlloc_v2"), 2);
+    assert_eq!(emulator.call_count("cuMemFree_v2"), 1);
+    // Three windows apart from each other: three buffers, the kept one reused for the first.
+    for _ in 0..5 {
+        let n = 100;
+        let mut memory = vec![0u8; 4 * 3 * 2 * n];
+        let mut buf = [0u8; 64];
+        let mut argv = ArgvBuilder::new(&mut buf);
+        let len = (4 * n) as u32;
+        argv.ptr(0, len)
+            .unwrap()
+            .ptr(2 * len, len)
+            .unwrap()
+            .ptr(4 * len, len)
+            .unwrap()
+            .u32(n as u32)
+            .unwrap();
+        let argv = argv.finish();
+        let guest = GuestMemory::exclusive(&mut memory);
+        let shape = LaunchShape { grid: [1, 1, 1], block: [128, 1, 1], shared_mem_bytes: 0 };
+        launcher.launch(&LaunchRequest { kernel_id: VECTOR_ADD, shape, argv, memory: &guest }).unwrap();
+    }
+    assert_eq!(emulator.call_count("cuMemAlloc_v2"), 4);
+    assert_eq!(emulator.live(ordinal, Live::Allocations), 3);
+    drop(launcher);
+    assert_eq!(emulator.live(ordinal, Live::Allocations), 0);
+    assert_eq!(emulator.live(ordinal, Live::Streams), 0);
+}
+
+#[test]
+fn dynamic_shared_memory_past_48_kib_is_opted_in_once_and_capped_by_the_device() {
+    let test = "dynamic_shared_memory_past_48_kib_is_opted_in_once_and_capped_by_the_device";
+    // A device that offers 64 KiB per block, as compute capability 7.5 does.
+    let turing = DeviceConfig { compute_capability: (7, 5), shared_memory_optin: 65_536, ..DEFAULT };
+    let Some((emulator, _, options)) = fresh(test, turing) else { return };
+    let device = open(options);
+    let mut launcher = device.launcher();
+    for shared in [0, 49_152, 60_000, 65_536, 50_000] {
+        let mut memory = vectors(300);
+        vector_add(&mut launcher, VECTOR_ADD, &mut memory, 300, 300, shared).unwrap();
+        check_sums(&memory, 300);
+    }
+    assert_eq!(emulator.call_count("cuFuncSetAttribute"), 1, "one opt-in, to the device's limit");
+    let mut memory = vectors(300);
+    let err = vector_add(&mut launcher, VECTOR_ADD, &mut memory, 300, 300, 65_537).unwrap_err();
+    let refused = ShapeError { dimension: Dimension::SharedMem, value: 65_537, bound: Bound::AtMost(65_536) };
+    assert_eq!(err, HostError::new(AbiError::InvalidDimensions, Detail::Shape(refused)));
+    assert_eq!(emulator.call_count("cuLaunchKernel"), 5);
+}
+
+#[test]
+fn devices_and_launchers_release_everything() {
+    let test = "devices_and_launchers_release_everything";
+    let Some((emulator, ordinal, options)) = fresh(test, STAGED_ONLY) else { return };
+    let device = open(options);
+    let mut launchers: Vec<CudaLauncher> = (0..4).map(|_| device.launcher()).collect();
+    for launcher in &mut launchers {
+        good_launch(launcher, 100);
+    }
+    // One module, and per launcher a stream and a staging buffer (a, b and out touch: one
+    // region).
+    assert_eq!(emulator.live_all(ordinal)[..4], [1, 1, 4, 4]);
+    drop(launchers);
+    assert_eq!(emulator.live_all(ordinal)[..4], [1, 1, 0, 0]);
+    drop(device);
+    assert_eq!(emulator.live_all(ordinal), [0; 5]);
+}

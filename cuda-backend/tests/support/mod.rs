@@ -1,0 +1,104 @@
+//! What the CUDA tests share: the fixture kernels' registry, opening a device from the
+//! environment, and reporting a skip.
+//!
+//! The driver library comes from `KARGS_CUDA_DRIVER` ([`CudaOptions::from_env`]): the emulated
+//! driver of `cuda-emulator/` in CI, the system's `libcuda.so.1` where it is unset (a GPU
+//! machine). Where the driver reports no device a test prints `SKIPPED <test>: <reason>` and
+//! returns; with `KARGS_CUDA_REQUIRE_DEVICE=1` (set by CI) it fails instead, so that a run in
+//! which a launch test did not launch cannot pass.
+
+#![allow(dead_code)] // each test file uses its own part
+
+use std::io::Write as _;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use kernel_args::AbiError;
+use kernel_args_cuda::{CudaDevice, CudaOptions, DRIVER_ENV, KernelRegistry, PointerModeChoice};
+use kernel_args_cuda_emulator::client::Emulator;
+
+pub const VECTOR_ADD: i64 = 1;
+pub const VECTOR_ADD_MANGLED: i64 = 2;
+pub const EVERY_SCALAR: i64 = 3;
+pub const AFFINE: i64 = 4;
+
+pub const VECTOR_ADD_PTX: &str = include_str!("../../kernels/vector_add.ptx");
+
+pub fn registry() -> KernelRegistry {
+    let mut r = KernelRegistry::new();
+    r.register(VECTOR_ADD, VECTOR_ADD_PTX, "vector_add").unwrap();
+    r.register(VECTOR_ADD_MANGLED, VECTOR_ADD_PTX, "_Z18vector_add_mangledPKfS0_Pfj").unwrap();
+    r.register(EVERY_SCALAR, include_str!("../../kernels/scalars.ptx"), "every_scalar").unwrap();
+    r.register(AFFINE, include_str!("../../kernels/struct_param.ptx"), "affine").unwrap();
+    r
+}
+
+/// Writes one line to stderr directly: the harness captures `print!`/`eprint!`, not this, so
+/// the line shows in every run (one `write_all`, so parallel tests do not interleave it).
+pub fn say(line: String) {
+    let _ = std::io::stderr().write_all(format!("{line}\n").as_bytes());
+}
+
+/// Reports that `test` cannot run here, or fails it where CI requires a device.
+pub fn skip(test: &str, reason: &dyn std::fmt::Display) {
+    if std::env::var_os("KARGS_CUDA_REQUIRE_DEVICE").is_some_and(|v| v == "1") {
+        panic!("{test}: KARGS_CUDA_REQUIRE_DEVICE=1, but it cannot run: {reason}");
+    }
+    say(format!("SKIPPED {test}: {reason}"));
+}
+
+/// The options from the environment, with `mode`.
+pub fn options(mode: PointerModeChoice) -> CudaOptions {
+    CudaOptions { pointer_mode: mode, ..CudaOptions::from_env() }
+}
+
+/// The device `options` name with the fixture kernels, or `None` (the skip reported) where
+/// the driver has none or it cannot run in that mode.
+pub fn open(test: &str, options: CudaOptions) -> Option<Arc<CudaDevice>> {
+    match CudaDevice::open(registry(), options) {
+        Ok(device) => {
+            let d = device.info();
+            say(format!(
+                "{test}: device {} {} (sm_{}{}), driver {}, pageable memory access {} (host page tables {}), \
+                 cuFuncGetParamInfo {}, mode {:?}",
+                d.ordinal,
+                d.name,
+                d.compute_capability.0,
+                d.compute_capability.1,
+                d.driver_version,
+                d.pageable_memory_access,
+                d.uses_host_page_tables,
+                d.param_info,
+                device.pointer_mode()
+            ));
+            Some(device)
+        }
+        Err(e) if e.code() == AbiError::NotAvailable => {
+            skip(test, &e);
+            None
+        }
+        Err(e) => panic!("{test}: device setup failed with {e}, not NotAvailable"),
+    }
+}
+
+/// The emulated driver that `KARGS_CUDA_DRIVER` names, for the tests that set its devices up,
+/// inject faults and count its handles; `None` (the skip reported) with any other driver.
+pub fn emulator(test: &str) -> Option<(&'static Emulator, PathBuf)> {
+    let Some(path) = CudaOptions::from_env().driver_library else {
+        skip(test, &format!("{DRIVER_ENV} is not set: this test needs the emulated driver"));
+        return None;
+    };
+    match Emulator::load(&path) {
+        Ok(emulator) => Some((emulator, path)),
+        Err(e) => {
+            skip(test, &format!("{} is not the emulated driver: {e}", path.display()));
+            None
+        }
+    }
+}
+
+/// The emulated CUDA 12.2 driver beside the one `KARGS_CUDA_DRIVER` names (it lacks
+/// `cuFuncGetParamInfo`).
+pub fn emulator_12_2(path: &std::path::Path) -> PathBuf {
+    path.with_file_name(kernel_args_cuda_emulator::client::LIBRARY_12_2)
+}
