@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The wasm demo guest lives outside the workspace (it is built for wasm32 by std-adapter's
-# build.rs during 10-test), so the workspace-wide fmt and clippy do not see it: check it here.
+# The wasm demo guest lives outside the workspace (scripts/build-guest.sh builds it for wasm32;
+# 25-package.sh checks the committed module), so the workspace-wide fmt and clippy do not see it:
+# check it here.
 # Then the std adapter without its default features (no wasmtime, no guest), which 10-test
 # does not build.
 set -euo pipefail

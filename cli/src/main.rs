@@ -18,10 +18,12 @@
 //! an [`Output`]; adding a subcommand is a variant in [`Command`] and an arm in [`main`].
 
 mod decode;
+#[cfg(feature = "demo")]
 mod demo;
 mod encode;
 mod hex;
 mod json;
+mod value;
 
 use std::io::Write;
 use std::process::ExitCode;
@@ -52,6 +54,8 @@ enum Command {
     Encode(encode::EncodeArgs),
     /// Run the bundled wasm guest's vector_add launch on wasmtime through the host function
     /// and show what the host lowered and the launch's outcome (a dry run without a CUDA device).
+    /// Only with the `demo` feature (a default one), the one part that needs wasmtime.
+    #[cfg(feature = "demo")]
     Demo(demo::DemoArgs),
 }
 
@@ -105,6 +109,7 @@ fn main() -> ExitCode {
     let output = match cli.command {
         Command::Decode(args) => decode::run(&args),
         Command::Encode(args) => encode::run(&args),
+        #[cfg(feature = "demo")]
         Command::Demo(args) => demo::run(&args),
     };
     emit(output).into()

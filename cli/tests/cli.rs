@@ -1,7 +1,7 @@
 //! The `kargs` command line: exit statuses, input forms, encode output and the human output.
 //!
 //! The human output is compared with golden files in `tests/golden/`; after an intended
-//! change, rewrite them with `UPDATE_GOLDEN=1 cargo test -p kargs --test cli`.
+//! change, rewrite them with `UPDATE_GOLDEN=1 cargo test -p kernel-args-cli --test cli`.
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -210,6 +210,7 @@ fn encode_past_the_record_cap_exits_1() {
 }
 
 #[test]
+#[cfg(feature = "demo")]
 fn demo_json_is_one_object_and_the_exit_status_is_the_texts() {
     // No CUDA backend in this build: a dry run, exit 0, the launch as the host lowered it.
     let out = kargs(&["demo", "--json", "--n", "4"]);
@@ -230,4 +231,12 @@ fn demo_json_is_one_object_and_the_exit_status_is_the_texts() {
     assert!(table.contains(&format!("[{}, +16)", args[0]["guest_offset"])), "{table}");
     // --n outside 0..=4096 is a usage error in both forms.
     assert_eq!(code(&kargs(&["demo", "--json", "--n", "4097"])), 2);
+}
+
+#[test]
+#[cfg(not(feature = "demo"))]
+fn without_the_demo_feature_there_is_no_demo_subcommand() {
+    let out = kargs(&["demo"]);
+    assert_eq!(code(&out), 2);
+    assert!(stderr(&out).contains("unrecognized subcommand 'demo'"), "{}", stderr(&out));
 }

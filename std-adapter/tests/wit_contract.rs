@@ -7,7 +7,7 @@ use kernel_args::AbiError;
 use kernel_args::wasmtime_host::IMPORT_MODULE;
 use wit_parser::{Resolve, Type, TypeDefKind};
 
-const WIT_PATH: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../wit/wasi-cuda.wit");
+const WIT_PATH: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/wit/wasi-cuda.wit");
 
 fn resolve() -> (Resolve, wit_parser::InterfaceId) {
     let source = std::fs::read_to_string(WIT_PATH).expect("wit/wasi-cuda.wit is readable");

@@ -23,7 +23,7 @@
 #![no_std]
 
 #[cfg(not(target_arch = "wasm32"))]
-compile_error!("the demo guest is built for wasm32-unknown-unknown (std-adapter's build.rs does this)");
+compile_error!("the demo guest is built for wasm32-unknown-unknown (scripts/build-guest.sh does this)");
 
 use core::sync::atomic::{AtomicU8, AtomicU32, Ordering::Relaxed};
 
