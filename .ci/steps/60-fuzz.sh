@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Fuzzing: build every cargo-fuzz target in fuzz/, run the fuzz crate's own unit tests (the
-# specification model), replay each target's committed corpus, then fuzz each target for
-# FUZZ_SECONDS (60 by default) from that corpus. A crash fails the step and is left in
-# fuzz/artifacts/<target>/ (how to reproduce it: fuzz/README.md).
+# input layout; the specification model's are the test kit's, run by 10-test.sh), replay each
+# target's committed corpus, then fuzz each target for FUZZ_SECONDS (60 by default) from that
+# corpus. A crash fails the step and is left in fuzz/artifacts/<target>/ (how to reproduce it:
+# fuzz/README.md).
 set -euo pipefail
 NIGHTLY="${KARGS_NIGHTLY:-nightly-2026-05-20}"
 CARGO_FUZZ_VERSION=0.13.2

@@ -17,9 +17,6 @@
     clippy::arithmetic_side_effects
 )]
 
-#[path = "../tests/support/mod.rs"]
-mod support;
-
 use std::hint::black_box;
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
@@ -27,11 +24,10 @@ use kernel_args_core::{
     GuestMemory, LoweredArgSnapshot, MAX_KERNEL_ARGS, MAX_KERNEL_ARGS_BYTES, ParsedArgv, encode_argv,
     parse_argv, parse_argv_into,
 };
-
-use support::{BENCH_SIZES as SIZES, bench_inputs as inputs};
+use kernel_args_testkit::argvs::{self, BENCH_SIZES as SIZES, bench_inputs as inputs};
 
 fn parse(c: &mut Criterion) {
-    let mut memory = vec![0u8; support::MEMORY_LEN];
+    let mut memory = vec![0u8; argvs::MEMORY_LEN];
     let guest = GuestMemory::exclusive(&mut memory);
     let mut group = c.benchmark_group("parse");
     for (id, n, buf) in inputs() {
@@ -60,13 +56,13 @@ fn parse(c: &mut Criterion) {
 }
 
 fn reject(c: &mut Criterion) {
-    let guest = GuestMemory::length_only(support::MEMORY_LEN as u64);
+    let guest = GuestMemory::length_only(argvs::MEMORY_LEN as u64);
     let too_long = vec![0x05; MAX_KERNEL_ARGS_BYTES + 1];
     // (id, records read before the error is found, buffer)
     let cases = [
         ("too_long", 0, too_long),
-        ("early_unknown_tag", 1, support::early_error()),
-        ("late_window_out_of_bounds", MAX_KERNEL_ARGS, support::late_error()),
+        ("early_unknown_tag", 1, argvs::early_error()),
+        ("late_window_out_of_bounds", MAX_KERNEL_ARGS, argvs::late_error()),
     ];
     // Into a caller's vector, as hosts parse: `parse_argv` would also move its 3 KiB result
     // (an `Err` included) out of the call, which is not the parser's work.
@@ -85,11 +81,11 @@ fn reject(c: &mut Criterion) {
 fn encode(c: &mut Criterion) {
     let mut out = [0u8; MAX_KERNEL_ARGS_BYTES];
     let mut lists: Vec<(&str, usize, Vec<LoweredArgSnapshot>)> =
-        SIZES.iter().map(|&n| ("mixed", n, support::mixed(n))).collect();
-    lists.push(("largest", MAX_KERNEL_ARGS, support::wide(MAX_KERNEL_ARGS)));
+        SIZES.iter().map(|&n| ("mixed", n, argvs::mixed(n))).collect();
+    lists.push(("largest", MAX_KERNEL_ARGS, argvs::wide(MAX_KERNEL_ARGS)));
     let mut group = c.benchmark_group("encode");
     for (id, n, args) in lists {
-        group.throughput(Throughput::Bytes(support::encode(&args).len() as u64));
+        group.throughput(Throughput::Bytes(argvs::encode(&args).len() as u64));
         group.bench_with_input(BenchmarkId::new(id, n), &args, |b, args| {
             b.iter(|| encode_argv(black_box(args), black_box(&mut out)))
         });

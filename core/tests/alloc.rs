@@ -15,12 +15,11 @@
     clippy::arithmetic_side_effects
 )]
 
-mod support;
-
 use kernel_args_core::{
     ErrorCode, GuestMemory, LoweredArgSnapshot, MAX_KERNEL_ARGS, MAX_KERNEL_ARGS_BYTES, ParsedArgv,
     RecordReader, encode_argv, parse_argv, parse_argv_into,
 };
+use kernel_args_testkit::argvs;
 
 /// Runs `f` and returns its result with the number of heap allocations (reallocations
 /// included) it made on this thread. `allocation-counter` installs the counting global
@@ -43,10 +42,10 @@ fn the_counter_sees_allocations() {
 
 #[test]
 fn parsing_every_size_up_to_the_cap_allocates_nothing() {
-    let mut memory = vec![0u8; support::MEMORY_LEN];
+    let mut memory = vec![0u8; argvs::MEMORY_LEN];
     let guest = GuestMemory::exclusive(&mut memory);
-    for n in support::sizes() {
-        let buf = support::encode(&support::mixed(n));
+    for n in argvs::sizes() {
+        let buf = argvs::encode(&argvs::mixed(n));
         let (parsed, allocs) = allocations_during(|| parse_argv::<MAX_KERNEL_ARGS>(&buf, &guest));
         let parsed = parsed.unwrap_or_else(|e| panic!("{n} args: {e}"));
         assert_eq!(parsed.len(), n);
@@ -72,11 +71,11 @@ fn parsing_every_size_up_to_the_cap_allocates_nothing() {
 
 #[test]
 fn parsing_the_largest_valid_buffer_allocates_nothing() {
-    let buf = support::largest_valid();
-    let guest = GuestMemory::length_only(support::MEMORY_LEN as u64);
+    let buf = argvs::largest_valid();
+    let guest = GuestMemory::length_only(argvs::MEMORY_LEN as u64);
     let (parsed, allocs) = allocations_during(|| parse_argv::<MAX_KERNEL_ARGS>(&buf, &guest));
     assert_eq!((parsed.map(|p| p.len()), allocs), (Ok(MAX_KERNEL_ARGS), 0));
-    let memory = vec![0u8; support::MEMORY_LEN];
+    let memory = vec![0u8; argvs::MEMORY_LEN];
     let guest = GuestMemory::shared(&memory);
     let (parsed, allocs) = allocations_during(|| parse_argv::<MAX_KERNEL_ARGS>(&buf, &guest));
     assert_eq!((parsed.map(|p| p.len()), allocs), (Ok(MAX_KERNEL_ARGS), 0));
@@ -84,15 +83,15 @@ fn parsing_the_largest_valid_buffer_allocates_nothing() {
 
 #[test]
 fn rejecting_allocates_nothing_and_neither_does_the_error() {
-    let guest = GuestMemory::length_only(support::MEMORY_LEN as u64);
-    let too_many = support::encode(&support::mixed(MAX_KERNEL_ARGS))
+    let guest = GuestMemory::length_only(argvs::MEMORY_LEN as u64);
+    let too_many = argvs::encode(&argvs::mixed(MAX_KERNEL_ARGS))
         .into_iter()
         .chain([0x05, 0, 0, 0, 0])
         .collect::<Vec<u8>>();
     let too_long = vec![0x05; MAX_KERNEL_ARGS_BYTES + 1];
     let cases = [
-        (support::early_error(), ErrorCode::InvalidArgs, 0),
-        (support::late_error(), ErrorCode::InvalidPointer, MAX_KERNEL_ARGS - 1),
+        (argvs::early_error(), ErrorCode::InvalidArgs, 0),
+        (argvs::late_error(), ErrorCode::InvalidPointer, MAX_KERNEL_ARGS - 1),
         (too_many, ErrorCode::KernelArgsUnsupported, MAX_KERNEL_ARGS),
         (too_long, ErrorCode::KernelArgsUnsupported, 0),
         (vec![0x02, 1, 2, 3], ErrorCode::InvalidArgs, 0),
@@ -109,9 +108,9 @@ fn rejecting_allocates_nothing_and_neither_does_the_error() {
 #[test]
 fn encoding_every_size_up_to_the_cap_allocates_nothing() {
     let mut out = [0u8; MAX_KERNEL_ARGS_BYTES];
-    for n in support::sizes() {
-        let args: Vec<LoweredArgSnapshot> = support::mixed(n);
-        let expected = support::encode(&args);
+    for n in argvs::sizes() {
+        let args: Vec<LoweredArgSnapshot> = argvs::mixed(n);
+        let expected = argvs::encode(&args);
         let (len, allocs) = allocations_during(|| encode_argv(&args, &mut out));
         assert_eq!((len, allocs), (Ok(expected.len()), 0), "{n} args");
         assert_eq!(&out[..expected.len()], &expected[..]);

@@ -1,4 +1,5 @@
-//! `differential`: the core against the plainly written specification model in `spec.rs`.
+//! `differential`: the core against the plainly written specification model,
+//! `kernel_args_testkit::model` (`testkit/src/model.rs`).
 //!
 //! Input: 8 bytes of little-endian memory length, then the argv buffer (see `ArgvInput`).
 //! For the full capacity (128) and two small ones, the core and the model must both accept
@@ -8,24 +9,24 @@
 
 use kernel_args_core::{GuestMemory, ParsedArgv, parse_argv};
 use kernel_args_fuzz::ArgvInput;
-use kernel_args_fuzz::check::{spec_error, spec_value};
-use kernel_args_fuzz::spec::spec_parse;
+use kernel_args_testkit::model::{self, Rejection, Value};
 use libfuzzer_sys::fuzz_target;
 
 fn compare<const N: usize>(argv: &[u8], memory_len: u64) {
     let memory = GuestMemory::length_only(memory_len);
     let core: Result<ParsedArgv<'_, N>, _> = parse_argv(argv, &memory);
-    let model = spec_parse(argv, memory_len, N);
+    let model = model::parse_with_capacity(argv, memory_len, N);
     match (core, model) {
-        (Ok(args), Ok(values)) => {
-            let args: Vec<_> = args.iter().map(|a| spec_value(&a.snapshot())).collect();
+        (Ok(args), Ok(model_args)) => {
+            let args: Vec<Value> = args.iter().map(|a| Value::from(a.snapshot())).collect();
+            let values: Vec<Value> = model_args.iter().map(|a| a.value).collect();
             assert_eq!(args, values, "accepted with different values (capacity {N})");
         }
         (Err(e), Err(m)) => {
-            let e = spec_error(&e);
-            assert_eq!(e.kind.code(), m.kind.code(), "different codes: core {e:?}, model {m:?}");
+            let e = Rejection::from(&e);
+            assert_eq!(e.failure.code(), m.failure.code(), "different codes: core {e:?}, model {m:?}");
             assert_eq!((e.index, e.offset), (m.index, m.offset), "different places: core {e:?}, model {m:?}");
-            assert_eq!(e.kind.name(), m.kind.name(), "different kinds: core {e:?}, model {m:?}");
+            assert_eq!(e.failure.kind(), m.failure.kind(), "different kinds: core {e:?}, model {m:?}");
             assert_eq!(e, m, "different details (capacity {N})");
         }
         (core, model) => panic!("capacity {N}: core {core:?}, model {model:?}"),

@@ -6,8 +6,6 @@ use kernel_args_core::{
     MAX_KERNEL_ARGS_BYTES, ParsedArgv, RecordReader, encode_argv, parse_argv, parse_argv_into,
 };
 
-use crate::spec::{SpecError, SpecKind, SpecValue};
-
 /// What a parse returned, pointer-free, for comparing parses against each other.
 pub type Outcome = Result<Vec<LoweredArgSnapshot>, ArgvError>;
 
@@ -148,33 +146,4 @@ fn check_reader_agrees<const N: usize>(
         }
         Err(e) => assert_eq!(error.as_ref(), Some(e)),
     }
-}
-
-/// The core's argument in the model's terms.
-pub fn spec_value(arg: &LoweredArgSnapshot) -> SpecValue {
-    match *arg {
-        Arg::I32(v) => SpecValue::I32(v),
-        Arg::I64(v) => SpecValue::I64(v),
-        Arg::F32(v) => SpecValue::F32(v.0),
-        Arg::F64(v) => SpecValue::F64(v.0),
-        Arg::U32(v) => SpecValue::U32(v),
-        Arg::U64(v) => SpecValue::U64(v),
-        Arg::Ptr(r) => SpecValue::Ptr { offset: r.guest_offset, len: r.len },
-    }
-}
-
-/// The core's error in the model's terms.
-pub fn spec_error(e: &ArgvError) -> SpecError {
-    let kind = match e.kind() {
-        ErrorKind::BufferTooLong { len, max } => SpecKind::BufferTooLong { len, max },
-        ErrorKind::TooManyRecords { max } => SpecKind::TooManyRecords { max },
-        ErrorKind::UnknownTag { tag } => SpecKind::UnknownTag { tag },
-        ErrorKind::TruncatedRecord { tag, needed, present } => {
-            SpecKind::TruncatedRecord { tag: tag.byte(), needed, present }
-        }
-        ErrorKind::WindowOutOfBounds { guest_offset, len, memory_len } => {
-            SpecKind::WindowOutOfBounds { offset: guest_offset, len, memory_len }
-        }
-    };
-    SpecError { kind, index: e.index(), offset: e.offset() }
 }

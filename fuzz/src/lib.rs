@@ -5,16 +5,16 @@
 //!   seed corpora and `seeds.py` write this layout.
 //! - [`FuzzArg`]: a fuzz-local argument type with a derived `arbitrary::Arbitrary`, mapped to
 //!   the core's [`LoweredArgSnapshot`], for the structured targets.
-//! - [`spec`]: the independent specification model the `differential` target checks the core
-//!   against.
 //! - [`check`]: the properties every accepted or refused parse must have, shared by targets.
+//!
+//! The independent specification model the `differential` target checks the core against is
+//! `kernel_args_testkit::model` (`testkit/src/model.rs`), shared with the conformance tests.
 
 // The fuzz crate checks the core by panicking when a property fails: that is how libFuzzer
 // learns of a bug.
 #![allow(clippy::panic, clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
 
 pub mod check;
-pub mod spec;
 
 use arbitrary::Arbitrary;
 use kernel_args_core::{Arg, F32Bits, F64Bits, GuestRange, LoweredArgSnapshot, MAX_GUEST_MEMORY_BYTES};

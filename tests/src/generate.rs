@@ -6,7 +6,8 @@
 //! parser. The committed JSON is the artifact; the `vectors_file` test fails when it differs
 //! from what this module generates, and `UPDATE_VECTORS=1` rewrites it.
 
-use crate::model::{self, Value};
+use kernel_args_testkit::model::{self, Value};
+
 use crate::vectors::{Expect, ExpectedArg, ExpectedError, ExpectedValue, Vector, VectorFile, to_hex};
 
 /// One 64 KiB wasm page: the memory length of most vectors.

@@ -14,9 +14,8 @@
 //!
 //! Argument objects are exactly those of `kargs decode --json`.
 
+use kernel_args_testkit::model::{self, Value};
 use serde::{Deserialize, Serialize};
-
-use crate::model::{self, Value};
 
 /// The committed vector file's text.
 pub const ARGV_JSON: &str = include_str!("../vectors/argv.json");

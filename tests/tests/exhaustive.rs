@@ -8,8 +8,8 @@
 mod common;
 
 use common::core_rejection;
-use kernel_args_conformance::model;
 use kernel_args_core::{ArgvError, GuestMemory, ParsedArgv, parse_argv};
+use kernel_args_testkit::model;
 
 fn compare(buf: &[u8], memory: &GuestMemory<'_>) {
     let core: Result<ParsedArgv, ArgvError> = parse_argv(buf, memory);

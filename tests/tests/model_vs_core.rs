@@ -8,28 +8,16 @@
 mod common;
 
 use common::core_rejection;
-use kernel_args_conformance::model::{self, Value};
-use kernel_args_core::{Arg, GuestMemory, ParsedArgv, RecordReader, encode_argv, parse_argv};
+use kernel_args_core::{GuestMemory, ParsedArgv, RecordReader, encode_argv, parse_argv};
+use kernel_args_testkit::model::{self, Value};
 use proptest::prelude::*;
-
-fn core_value<W: kernel_args_core::AsGuestRange + Copy>(arg: &Arg<W>) -> Value {
-    match arg.snapshot() {
-        Arg::I32(v) => Value::I32(v),
-        Arg::I64(v) => Value::I64(v),
-        Arg::F32(b) => Value::F32(b.0),
-        Arg::F64(b) => Value::F64(b.0),
-        Arg::U32(v) => Value::U32(v),
-        Arg::U64(v) => Value::U64(v),
-        Arg::Ptr(r) => Value::Ptr { guest_offset: r.guest_offset, len: r.len },
-    }
-}
 
 fn core_parse(buf: &[u8], mem_len: u64) -> Result<Vec<model::Arg>, model::Rejection> {
     let memory = GuestMemory::length_only(mem_len);
     let reader = RecordReader::new(buf, &memory).map_err(|e| core_rejection(&e))?;
     reader
         .map(|r| {
-            r.map(|r| model::Arg { index: r.index, offset: r.offset, value: core_value(&r.arg) })
+            r.map(|r| model::Arg { index: r.index, offset: r.offset, value: Value::from(r.arg.snapshot()) })
                 .map_err(|e| core_rejection(&e))
         })
         .collect()

@@ -7,10 +7,10 @@
 use std::collections::BTreeSet;
 
 use kernel_args_conformance::generate::vector_file;
-use kernel_args_conformance::model::TAGS;
 use kernel_args_conformance::vectors::{
     ARGV_JSON, ARGV_JSON_PATH, Expect, ExpectedValue, VectorFile, argv_vectors, to_pretty_json,
 };
+use kernel_args_testkit::model::TAGS;
 
 fn committed() -> VectorFile {
     argv_vectors().unwrap_or_else(|e| panic!("{ARGV_JSON_PATH}: {e}"))

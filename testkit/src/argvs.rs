@@ -1,7 +1,14 @@
-//! Argument lists shared by core's allocation test and its benchmarks: mixed argvs of every
-//! size up to the record cap, and the largest buffer the parser can accept.
-
-#![allow(dead_code)] // Each includer uses a different subset.
+//! The argvs the zero-allocation tests (core, std-adapter, cuda-backend) and the benchmarks
+//! (core's parser, cuda-backend's parse + build and its instruction-count loop) run: mixed
+//! argvs of every size up to the record cap, and the largest buffer the parser can accept.
+//!
+//! ```
+//! use kernel_args_testkit::argvs;
+//!
+//! let buf = argvs::encode(&argvs::mixed(16));
+//! assert_eq!(argvs::largest_valid().len(), argvs::LARGEST_VALID_LEN);
+//! # assert!(!buf.is_empty());
+//! ```
 
 use kernel_args_core::wire::MAX_RECORD_SIZE;
 use kernel_args_core::{

@@ -1,25 +1,34 @@
 //! An independent, plainly written specification model of the argv parser.
 //!
 //! This is the wire format and the rules of `docs/wire-format.md`, written as directly as
-//! possible, sharing no code with `kernel-args-core`: its own tag table, its own byte
-//! decoding, its own bounds arithmetic. The exhaustive sweep and the property tests hold the
-//! core to it, and the conformance vectors are checked against both.
+//! possible, sharing no code with `kernel-args-core` (this module does not use it): its own tag
+//! table, its own byte decoding, its own bounds arithmetic (in `u128`). It is written to be read
+//! against the specification, not to be fast. The exhaustive sweep and the property tests of
+//! `kernel-args-conformance` and the `differential` fuzz target hold the core to it, and the
+//! conformance vectors are checked against both.
 //!
 //! The rules, in order of precedence (the first that applies decides):
 //!
-//! 1. a buffer longer than 4096 bytes is refused before any byte is read;
-//! 2. when a record starts and 128 records are already parsed: too many records;
-//! 3. a tag byte outside `0x01..=0x07`: unknown tag;
-//! 4. fewer value bytes left than the tag needs: truncated record;
-//! 5. a pointer window `[offset, offset + len)` not inside `[0, mem_len]`: out of bounds.
+//! 1. a buffer longer than 4096 bytes is refused before any byte is read (`-10`);
+//! 2. when a record starts and the record cap is already reached: too many records (`-10`).
+//!    The cap is 128, or a host's smaller output capacity ([`parse_with_capacity`]);
+//! 3. a tag byte outside `0x01..=0x07`: unknown tag (`-9`);
+//! 4. fewer value bytes left than the tag needs: truncated record (`-9`);
+//! 5. a pointer window `[offset, offset + len)` not inside `[0, mem_len]`: out of bounds (`-2`).
+//!
+//! Every rejection names the offending record's index and the byte at which it starts (both 0
+//! for rule 1), and carries the details the specification's error table lists.
 //!
 //! ```
-//! use kernel_args_conformance::model::{self, Failure, Value};
+//! use kernel_args_testkit::model::{self, Failure, Value};
 //!
 //! let args = model::parse(&[0x05, 42, 0, 0, 0], 0).unwrap();
 //! assert_eq!(args[0].value, Value::U32(42));
 //! let err = model::parse(&[0x05, 42, 0, 0, 0, 0xff], 0).unwrap_err();
 //! assert_eq!((err.failure, err.index, err.offset), (Failure::UnknownTag { tag: 0xff }, 1, 5));
+//! // A host whose output holds one record: the cap is 1.
+//! let err = model::parse_with_capacity(&[0x05, 42, 0, 0, 0, 0xff], 0, 1).unwrap_err();
+//! assert_eq!((err.failure, err.index, err.offset), (Failure::TooManyRecords { max: 1 }, 1, 5));
 //! ```
 
 /// The record cap: at most this many records per buffer.
@@ -141,9 +150,14 @@ pub enum Failure {
     BufferTooLong {
         /// The buffer's length.
         len: usize,
+        /// The byte cap, [`MAX_BYTES`].
+        max: usize,
     },
-    /// Rule 2: a record starts after [`MAX_RECORDS`] records.
-    TooManyRecords,
+    /// Rule 2: a record starts when the record cap is reached.
+    TooManyRecords {
+        /// The record cap in force: [`MAX_RECORDS`], or a smaller output capacity.
+        max: usize,
+    },
     /// Rule 3: the tag byte is not in [`TAGS`].
     UnknownTag {
         /// The byte.
@@ -174,7 +188,7 @@ impl Failure {
     pub fn kind(&self) -> &'static str {
         match self {
             Failure::BufferTooLong { .. } => "buffer_too_long",
-            Failure::TooManyRecords => "too_many_records",
+            Failure::TooManyRecords { .. } => "too_many_records",
             Failure::UnknownTag { .. } => "unknown_tag",
             Failure::TruncatedRecord { .. } => "truncated_record",
             Failure::WindowOutOfBounds { .. } => "window_out_of_bounds",
@@ -213,18 +227,28 @@ pub struct Rejection {
     pub offset: usize,
 }
 
-/// Parses `buf` against a guest memory of `mem_len` bytes, by the five rules.
+/// Parses `buf` against a guest memory of `mem_len` bytes, by the five rules, with the
+/// specification's record cap ([`MAX_RECORDS`]).
 pub fn parse(buf: &[u8], mem_len: u64) -> Result<Vec<Arg>, Rejection> {
+    parse_with_capacity(buf, mem_len, MAX_RECORDS)
+}
+
+/// Parses `buf` as a host whose output holds `capacity` records: the same rules, with the
+/// record cap `min(capacity, MAX_RECORDS)` (a host may enforce a smaller cap, never a larger
+/// one).
+pub fn parse_with_capacity(buf: &[u8], mem_len: u64, capacity: usize) -> Result<Vec<Arg>, Rejection> {
     if buf.len() > MAX_BYTES {
-        return Err(Rejection { failure: Failure::BufferTooLong { len: buf.len() }, index: 0, offset: 0 });
+        let failure = Failure::BufferTooLong { len: buf.len(), max: MAX_BYTES };
+        return Err(Rejection { failure, index: 0, offset: 0 });
     }
+    let max_records = capacity.min(MAX_RECORDS);
     let mut args = Vec::new();
     let mut offset = 0;
     while offset < buf.len() {
         let index = args.len();
         let reject = |failure| Err(Rejection { failure, index, offset });
-        if index == MAX_RECORDS {
-            return reject(Failure::TooManyRecords);
+        if index == max_records {
+            return reject(Failure::TooManyRecords { max: max_records });
         }
         let tag = buf[offset];
         let Some(spec) = tag_spec(tag) else {
@@ -265,12 +289,15 @@ mod tests {
 
     #[test]
     fn the_five_rules() {
-        assert_eq!(parse(&[0xff; 4097], 0).unwrap_err().failure, Failure::BufferTooLong { len: 4097 });
+        assert_eq!(
+            parse(&[0xff; 4097], 0).unwrap_err().failure,
+            Failure::BufferTooLong { len: 4097, max: 4096 }
+        );
         let mut buf = encode(&[Value::U32(1); 128]);
         assert_eq!(parse(&buf, 0).unwrap().len(), 128);
         buf.push(0xff);
         let err = parse(&buf, 0).unwrap_err();
-        assert_eq!((err.failure, err.index, err.offset), (Failure::TooManyRecords, 128, 640));
+        assert_eq!((err.failure, err.index, err.offset), (Failure::TooManyRecords { max: 128 }, 128, 640));
         assert_eq!(parse(&[0x00], 0).unwrap_err().failure, Failure::UnknownTag { tag: 0 });
         let err = parse(&[0x02, 1, 2], 0).unwrap_err();
         assert_eq!(err.failure, Failure::TruncatedRecord { tag: 2, needed: 8, present: 2 });
@@ -292,5 +319,110 @@ mod tests {
         ];
         let parsed: Vec<Value> = parse(&encode(&values), 7).unwrap().into_iter().map(|a| a.value).collect();
         assert_eq!(parsed, values);
+    }
+
+    fn values(args: Vec<Arg>) -> Vec<Value> {
+        args.into_iter().map(|a| a.value).collect()
+    }
+
+    #[test]
+    fn model_reads_every_type() {
+        let buf =
+            [0x01, 0xf9, 0xff, 0xff, 0xff, 0x03, 0x00, 0x00, 0xc0, 0x3f, 0x07, 64, 0, 0, 0, 128, 0, 0, 0];
+        let got = values(parse_with_capacity(&buf, 192, 128).unwrap());
+        assert_eq!(
+            got,
+            [Value::I32(-7), Value::F32(1.5f32.to_bits()), Value::Ptr { guest_offset: 64, len: 128 }]
+        );
+    }
+
+    #[test]
+    fn model_rules_and_precedence() {
+        let err = parse_with_capacity(&[0xff; 4097], 0, 128).unwrap_err();
+        assert_eq!((err.failure.code(), err.index, err.offset), (-10, 0, 0));
+        let err = parse_with_capacity(&[0x05, 1, 0, 0, 0, 0x05, 1, 0, 0, 0, 0xee], 0, 2).unwrap_err();
+        assert_eq!(err, Rejection { failure: Failure::TooManyRecords { max: 2 }, index: 2, offset: 10 });
+        let err = parse_with_capacity(&[0x05, 1, 0, 0, 0, 0x02, 1], 0, 128).unwrap_err();
+        let failure = Failure::TruncatedRecord { tag: 2, needed: 8, present: 1 };
+        assert_eq!(err, Rejection { failure, index: 1, offset: 5 });
+        let err = parse_with_capacity(&[0x07, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff], 1 << 32, 128);
+        assert_eq!(err.unwrap_err().failure.code(), -2);
+        assert!(parse_with_capacity(&[0x07, 0xff, 0xff, 0xff, 0xff, 1, 0, 0, 0], 1 << 32, 128).is_ok());
+        assert!(parse_with_capacity(&[], 0, 0).is_ok());
+    }
+}
+
+#[cfg(test)]
+mod vectors {
+    //! The model against the conformance vectors, read here as plain JSON (not through
+    //! `kernel-args-conformance`'s loader), so that the model the conformance tests and the
+    //! `differential` fuzz target trust is itself checked against the project's written-out
+    //! expectations.
+    use super::*;
+    use serde_json::Value as Json;
+
+    fn value_of(arg: &Json) -> Value {
+        let int = |k: &str| arg[k].as_i64().unwrap_or_else(|| panic!("{k} in {arg}"));
+        let uint = |k: &str| arg[k].as_u64().unwrap_or_else(|| panic!("{k} in {arg}"));
+        let bits = |arg: &Json| {
+            let s = arg["bits"].as_str().unwrap();
+            u64::from_str_radix(s.trim_start_matches("0x"), 16).unwrap()
+        };
+        match arg["type"].as_str().unwrap() {
+            "i32" => Value::I32(int("value") as i32),
+            "i64" => Value::I64(int("value")),
+            "f32" => Value::F32(bits(arg) as u32),
+            "f64" => Value::F64(bits(arg)),
+            "u32" => Value::U32(uint("value") as u32),
+            "u64" => Value::U64(uint("value")),
+            "ptr" => Value::Ptr { guest_offset: uint("guest_offset") as u32, len: uint("len") as u32 },
+            other => panic!("unknown type {other}"),
+        }
+    }
+
+    #[test]
+    fn model_agrees_with_every_conformance_vector() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/vectors/argv.json");
+        let doc: Json = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+        assert_eq!(doc["version"], 1);
+        let vectors = doc["vectors"].as_array().unwrap();
+        assert!(!vectors.is_empty());
+        for v in vectors {
+            let name = v["name"].as_str().unwrap();
+            let hex: String = v["hex"].as_str().unwrap().split_whitespace().collect();
+            let buf: Vec<u8> =
+                (0..hex.len()).step_by(2).map(|i| u8::from_str_radix(&hex[i..i + 2], 16).unwrap()).collect();
+            let got = parse_with_capacity(&buf, v["mem_len"].as_u64().unwrap(), MAX_RECORDS);
+            match (&v["expect"]["args"], &v["expect"]["error"], got) {
+                (Json::Array(args), Json::Null, Ok(got)) => {
+                    let expected: Vec<Value> = args.iter().map(value_of).collect();
+                    let got: Vec<Value> = got.into_iter().map(|a| a.value).collect();
+                    assert_eq!(got, expected, "{name}");
+                    let mut offset = 0;
+                    for (i, (arg, value)) in args.iter().zip(&got).enumerate() {
+                        assert_eq!(
+                            (arg["index"].as_u64(), arg["offset"].as_u64()),
+                            (Some(i as u64), Some(offset))
+                        );
+                        offset += match value {
+                            Value::I32(_) | Value::F32(_) | Value::U32(_) => 5,
+                            _ => 9,
+                        };
+                    }
+                }
+                (Json::Null, error, Err(e)) => {
+                    let expected = (
+                        error["code"].as_i64().unwrap(),
+                        error["kind"].as_str().unwrap(),
+                        error["index"].as_u64().unwrap(),
+                        error["offset"].as_u64().unwrap(),
+                    );
+                    let got =
+                        (i64::from(e.failure.code()), e.failure.kind(), e.index as u64, e.offset as u64);
+                    assert_eq!(got, expected, "{name}");
+                }
+                (_, _, got) => panic!("{name}: expected {}, model gave {got:?}", v["expect"]),
+            }
+        }
     }
 }
