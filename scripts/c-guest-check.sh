@@ -1,0 +1,125 @@
+#!/usr/bin/env bash
+# C and C++ guests: checks include/kargs_guest.h natively and as a wasm guest on wasmtime.
+#
+#   scripts/c-guest-check.sh            # everything (CI: .ci/steps/35-c-guest.sh)
+#   scripts/c-guest-check.sh --no-cargo # the C checks only: no Rust build, no wasmtime
+#
+# 1. Installs what is missing, with apt: clang, lld (wasm-ld), clang's sanitizer runtimes
+#    (libclang-rt-N-dev), gcc and g++.
+# 2. Generates the vectors table from tests/vectors/argv.json, std-adapter/src/error.rs and
+#    core/src/limits.rs (include/tests/gen_vectors.py; into $out, never committed).
+# 3. include/tests/vectors_test.c as C99 and as C++17, with gcc and with clang
+#    (-Wall -Wextra -Werror -pedantic, AddressSanitizer + UBSan, no recovery): every accepted
+#    vector encoded exactly, every refusal with nothing half-written.
+# 4. include/tests/freestanding.c: every function of the header compiled -ffreestanding
+#    (gcc and clang, -O0 and -O2, C99 and C++17) references no symbol at all (no libc).
+# 5. The C guest include/examples/vector_add.c for wasm32-unknown-unknown, as C99 and as
+#    C++17, at -O2 and -O0 (-nostdlib: wasm-ld refuses any undefined symbol), warnings as
+#    errors.
+# 6. std-adapter/tests/c_guest_e2e.rs on the wasmtime host against the C build and the C++
+#    build (KARGS_REQUIRE_C_GUEST=1: a missing module fails instead of skipping). It is built
+#    with the workspace's features, so it reuses 10-test's build of wasmtime in target/.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+cargo_too=1
+case "${1:-}" in
+    "") ;;
+    --no-cargo) cargo_too=0 ;;
+    *) echo "usage: $0 [--no-cargo]" >&2; exit 2 ;;
+esac
+root="$(pwd)"
+target="${CARGO_TARGET_DIR:-target}"
+mkdir -p "$target"
+out="$(cd "$target" && pwd)/c-guest"
+rm -rf "$out"
+mkdir -p "$out"
+t_start=$(date +%s)
+phase() { echo "c-guest: $*"; }
+
+# 1. Tools.
+missing=()
+command -v gcc >/dev/null || missing+=(gcc)
+command -v g++ >/dev/null || missing+=(g++)
+command -v clang >/dev/null || missing+=(clang)
+command -v wasm-ld >/dev/null || missing+=(lld)
+if [ ${#missing[@]} -gt 0 ]; then
+    phase "installing ${missing[*]}"
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+# clang's ASan/UBSan runtimes are a package of their own on Debian (libclang-rt-14-dev for
+# Debian 12's clang 14): probe by linking.
+echo 'int main(void) { return 0; }' > "$out/probe.c"
+if ! clang -fsanitize=address,undefined "$out/probe.c" -o "$out/probe" 2>/dev/null; then
+    rt="libclang-rt-$(clang -dumpversion | cut -d. -f1)-dev"
+    phase "installing $rt (clang's sanitizer runtimes)"
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$rt" >/dev/null
+fi
+phase "$(gcc --version | head -1); $(clang --version | head -1); $(wasm-ld --version | head -1)"
+t_tools=$(date +%s)
+
+# 2. The generated table.
+python3 include/tests/gen_vectors.py "$out/kargs_vectors.h"
+
+# 3. The vectors, natively: C99 and C++17, gcc and clang, sanitized.
+warn=(-Wall -Wextra -Werror -pedantic)
+san=(-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer -g -O1)
+export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1" UBSAN_OPTIONS="print_stacktrace=1"
+for cc in gcc clang; do
+    case "$cc" in gcc) cxx=g++ ;; clang) cxx=clang++ ;; esac
+    for lang in c99 c++17; do
+        case "$lang" in
+            c99) compiler=("$cc" -std=c99) ;;
+            c++17) compiler=("$cxx" -x c++ -std=c++17) ;;
+        esac
+        bin="$out/vectors_test-$cc-$lang"
+        phase "vectors_test: ${compiler[*]}"
+        "${compiler[@]}" "${warn[@]}" "${san[@]}" -Iinclude -I"$out" include/tests/vectors_test.c -o "$bin"
+        "$bin"
+    done
+done
+t_native=$(date +%s)
+
+# 4. Freestanding: no symbol from anywhere.
+for cc in gcc clang; do
+    case "$cc" in gcc) cxx=g++ ;; clang) cxx=clang++ ;; esac
+    for opt in -O0 -O2; do
+        for compiler in "$cc -std=c99" "$cxx -x c++ -std=c++17"; do
+            # shellcheck disable=SC2086 # the compiler and its language flags, split on purpose
+            $compiler "${warn[@]}" -ffreestanding -fno-builtin $opt -Iinclude -c \
+                include/tests/freestanding.c -o "$out/freestanding.o"
+            undefined="$(nm -u "$out/freestanding.o")"
+            if [ -n "$undefined" ]; then
+                echo "c-guest: $compiler $opt: the header needs symbols: $undefined" >&2
+                exit 1
+            fi
+        done
+    done
+done
+phase "freestanding: gcc and clang, -O0 and -O2, C99 and C++17: no undefined symbols"
+
+# 5. The C guest for wasm32 (C99 and C++17; -O0 too, where nothing is inlined).
+wasm=(--target=wasm32-unknown-unknown -nostdlib -ffreestanding "${warn[@]}" -Iinclude -Wl,--no-entry)
+clang -std=c99 "${wasm[@]}" -O2 -o "$out/vector_add.wasm" include/examples/vector_add.c
+clang++ -x c++ -std=c++17 "${wasm[@]}" -O2 -o "$out/vector_add_cxx.wasm" include/examples/vector_add.c
+clang -std=c99 "${wasm[@]}" -O0 -o "$out/vector_add_O0.wasm" include/examples/vector_add.c
+phase "guest: $(wc -c < "$out/vector_add.wasm") bytes (C99 -O2), $(wc -c < "$out/vector_add_cxx.wasm") (C++17 -O2), $(wc -c < "$out/vector_add_O0.wasm") (C99 -O0)"
+t_guest=$(date +%s)
+
+# 6. On wasmtime.
+if [ "$cargo_too" = 1 ]; then
+    # The workspace's features (`--workspace`, as 10-test's `cargo test --workspace`), so that
+    # every dependency is the build already in target/: only the test itself is compiled.
+    cargo test --workspace --test c_guest_e2e --no-run
+    for module in vector_add.wasm vector_add_cxx.wasm vector_add_O0.wasm; do
+        phase "c_guest_e2e on wasmtime: $module"
+        KARGS_C_GUEST_WASM="$out/$module" KARGS_REQUIRE_C_GUEST=1 \
+            cargo test -q --workspace --test c_guest_e2e
+    done
+else
+    phase "--no-cargo: c_guest_e2e not run"
+fi
+t_end=$(date +%s)
+phase "ok in $((t_end - t_start))s (tools $((t_tools - t_start))s, native $((t_native - t_tools))s," \
+    "freestanding and guest $((t_guest - t_native))s, wasmtime $((t_end - t_guest))s)"
