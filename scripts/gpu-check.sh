@@ -63,9 +63,9 @@ bundle_tests -p kernel-args-cuda --features cuda
 # The wasm guest's vector_add through `kargs demo`'s host on the GPU, once kargs has its
 # `cuda` feature (only that test: kargs's other tests read files of the repository).
 if grep -qE '^cuda *=' cli/Cargo.toml 2>/dev/null && [ -f cli/tests/cuda_demo.rs ]; then
-    bundle_tests -p kargs --features cuda --test cuda_demo --test tenants
+    bundle_tests -p kernel-args-cli --features cuda --test cuda_demo --test tenants
     # And the kargs binary itself, for `kargs demo` on the device (run.sh runs it).
-    kargs="$(cargo build -p kargs --features cuda --message-format=json \
+    kargs="$(cargo build -p kernel-args-cli --features cuda --message-format=json \
         | grep '"reason":"compiler-artifact"' | grep -o '"executable":"[^"]*/kargs"' | cut -d'"' -f4 | tail -1)"
     pack "$kargs" "$bundle/kargs"
     echo "bundled kargs <- ${kargs#"$root"/}"

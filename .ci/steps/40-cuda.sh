@@ -40,20 +40,20 @@ log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 cargo clippy -p kernel-args-cuda --features cuda --all-targets -- -D warnings
 cargo test -p kernel-args-cuda --features cuda 2>&1 | tee "$log"
-cargo clippy -p kargs --features cuda --all-targets -- -D warnings
+cargo clippy -p kernel-args-cli --features cuda --all-targets -- -D warnings
 # The wasm guest through the CUDA launcher, and many tenants on one device.
-cargo test -p kargs --features cuda --test cuda_demo --test tenants 2>&1 | tee -a "$log"
+cargo test -p kernel-args-cli --features cuda --test cuda_demo --test tenants 2>&1 | tee -a "$log"
 if grep -q 'SKIPPED' "$log"; then
     echo "error: a CUDA test skipped against the emulated driver" >&2
     exit 1
 fi
 
 # kargs demo launches on the emulated device and checks every element...
-cargo run -q -p kargs --features cuda -- demo --n 4096 | tee /tmp/kargs-demo.txt
+cargo run -q -p kernel-args-cli --features cuda -- demo --n 4096 | tee /tmp/kargs-demo.txt
 grep -q '^launcher: CUDA device 0 kernel-args emulated CUDA device (CPU, not a GPU)' /tmp/kargs-demo.txt
 grep -q '^outcome: launched; out\[i\] == a\[i\] + b\[i\] for all 4096 elements' /tmp/kargs-demo.txt
 # ...and with the system's driver and no GPU it falls back to the dry run with the reason.
-KARGS_CUDA_DRIVER= cargo run -q -p kargs --features cuda -- demo --n 64 | tee /tmp/kargs-demo.txt
+KARGS_CUDA_DRIVER= cargo run -q -p kernel-args-cli --features cuda -- demo --n 64 | tee /tmp/kargs-demo.txt
 grep -q '^launcher: dry run (NotAvailable' /tmp/kargs-demo.txt
 
 # The cuda-feature binaries must not depend on the driver library at load time (it is

@@ -27,8 +27,8 @@ use kernel_args_core::{
     Arg, ArgTag, ArgvError, ErrorKind, GuestMemory, MAX_GUEST_MEMORY_BYTES, Record, RecordReader,
 };
 
-use crate::json::{self, Decoded};
-use crate::{Output, Status, hex};
+use crate::json::Decoded;
+use crate::{Output, Status, hex, value};
 
 /// Bytes per row of a diagnostic's hex excerpt.
 const ROW: usize = 16;
@@ -117,52 +117,22 @@ fn table(records: &[Record<'_>], len: usize, mem_len: u64) -> String {
     }
     let _ = writeln!(out, "\nindex  offset  type  value");
     for record in records {
-        let _ = writeln!(
+        let arg = record.arg.snapshot();
+        let _ = write!(
             out,
             "{:>5}  {:>6}  {:<4}  {}",
             record.index,
             record.offset,
-            record.arg.tag().name(),
-            human_value(&record.arg)
+            arg.tag().name(),
+            value::human(&arg)
         );
+        // The table also says where a window ends: that is what `--mem-len` is checked against.
+        if let Arg::Ptr(range) = arg {
+            let _ = write!(out, "  ends at {}", range.end());
+        }
+        out.push('\n');
     }
     out
-}
-
-/// An argument's value as the table shows it.
-fn human_value<W: kernel_args_core::AsGuestRange>(arg: &Arg<W>) -> String {
-    match arg {
-        Arg::I32(v) => v.to_string(),
-        Arg::I64(v) => v.to_string(),
-        Arg::U32(v) => v.to_string(),
-        Arg::U64(v) => v.to_string(),
-        Arg::F32(bits) => {
-            float_text(bits.to_f32().is_nan(), bits.0 >> 31 == 1, bits.0 & (1 << 22) != 0, || {
-                (json::f32_value(*bits), json::f32_bits(*bits))
-            })
-        }
-        Arg::F64(bits) => {
-            float_text(bits.to_f64().is_nan(), bits.0 >> 63 == 1, bits.0 & (1 << 51) != 0, || {
-                (json::f64_value(*bits), json::f64_bits(*bits))
-            })
-        }
-        Arg::Ptr(w) => {
-            let range = w.guest_range();
-            format!("[{}, +{})  ends at {}", range.guest_offset, range.len, range.end())
-        }
-    }
-}
-
-/// `1.5 (bits 0x3fc00000)`, or for a NaN its sign and class: `-NaN quiet (bits 0xffc00001)`.
-fn float_text(is_nan: bool, negative: bool, quiet_bit: bool, spell: impl Fn() -> (String, String)) -> String {
-    let (value, bits) = spell();
-    if is_nan {
-        let sign = if negative { "-" } else { "" };
-        let class = if quiet_bit { "quiet" } else { "signalling" };
-        format!("{sign}NaN {class} (bits {bits})")
-    } else {
-        format!("{value} (bits {bits})")
-    }
 }
 
 /// The compiler-style diagnostic printed for a rejected argv.

@@ -1,4 +1,5 @@
-//! The JSON shapes `kargs decode --json` prints; the conformance vectors use the same shapes.
+//! The JSON shapes `kargs decode --json` prints; the conformance vectors use the same shapes,
+//! and `kargs demo --json` uses its argument and error shapes.
 //!
 //! ```text
 //! {"ok":true,"args":[{"index":0,"offset":0,"type":"i32","value":-7}, ...]}
@@ -10,8 +11,10 @@
 //! value, and `value`, Rust's shortest round-trip spelling of it (`"1.5"`, `"-0.0"`, `"1e-45"`,
 //! `"inf"`, `"-inf"`, `"NaN"`), which is for people. Pointers carry `guest_offset` and `len`.
 
-use kernel_args_core::{Arg, ArgvError, F32Bits, F64Bits, LoweredArgSnapshot, Record};
+use kernel_args_core::{Arg, ArgvError, LoweredArgSnapshot, Record};
 use serde::Serialize;
+
+use crate::value;
 
 /// The whole output: accepted with its arguments, or rejected with its first error.
 #[derive(Debug, Serialize)]
@@ -55,35 +58,21 @@ pub(crate) enum JsonValue {
     Ptr { guest_offset: u32, len: u32 },
 }
 
-/// A rejection: the ABI code and name, the kind (`ErrorKind::name`), where, and a message.
+/// An error: the ABI `code`, its `name` and a `message` for people. An argv error (`kargs
+/// decode`) also says what kind it is and where: `kind` (`ErrorKind::name`), `index` and
+/// `offset`; an error with no argv error behind it (`kargs demo`'s launch outcome) leaves those
+/// three out. `name` is `null` for a code that is not one of the ABI's.
 #[derive(Debug, Serialize)]
 pub(crate) struct JsonError {
     code: i32,
-    name: &'static str,
-    kind: &'static str,
-    index: usize,
-    offset: usize,
+    name: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    kind: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    index: Option<usize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    offset: Option<usize>,
     message: String,
-}
-
-/// `0x` and the 8 hex digits of an `f32`'s bits.
-pub(crate) fn f32_bits(bits: F32Bits) -> String {
-    format!("{:#010x}", bits.0)
-}
-
-/// `0x` and the 16 hex digits of an `f64`'s bits.
-pub(crate) fn f64_bits(bits: F64Bits) -> String {
-    format!("{:#018x}", bits.0)
-}
-
-/// The shortest decimal that reads back as the same `f32` (`"NaN"` for every NaN).
-pub(crate) fn f32_value(bits: F32Bits) -> String {
-    format!("{:?}", bits.to_f32())
-}
-
-/// The shortest decimal that reads back as the same `f64` (`"NaN"` for every NaN).
-pub(crate) fn f64_value(bits: F64Bits) -> String {
-    format!("{:?}", bits.to_f64())
 }
 
 impl JsonArg {
@@ -92,8 +81,8 @@ impl JsonArg {
         let value = match *arg {
             Arg::I32(value) => JsonValue::I32 { value },
             Arg::I64(value) => JsonValue::I64 { value },
-            Arg::F32(bits) => JsonValue::F32 { bits: f32_bits(bits), value: f32_value(bits) },
-            Arg::F64(bits) => JsonValue::F64 { bits: f64_bits(bits), value: f64_value(bits) },
+            Arg::F32(bits) => JsonValue::F32 { bits: value::f32_bits(bits), value: value::f32_value(bits) },
+            Arg::F64(bits) => JsonValue::F64 { bits: value::f64_bits(bits), value: value::f64_value(bits) },
             Arg::U32(value) => JsonValue::U32 { value },
             Arg::U64(value) => JsonValue::U64 { value },
             Arg::Ptr(range) => JsonValue::Ptr { guest_offset: range.guest_offset, len: range.len },
@@ -112,11 +101,27 @@ impl From<&ArgvError> for JsonError {
     fn from(error: &ArgvError) -> JsonError {
         JsonError {
             code: error.code().code(),
-            name: error.code().name(),
-            kind: error.kind().name(),
-            index: error.index(),
-            offset: error.offset(),
+            name: Some(error.code().name()),
+            kind: Some(error.kind().name()),
+            index: Some(error.index()),
+            offset: Some(error.offset()),
             message: error.to_string(),
+        }
+    }
+}
+
+#[cfg(feature = "demo")]
+impl JsonError {
+    /// An ABI `code` (named where it is one of the ABI's) with the host's `message`, and no argv
+    /// error behind it.
+    pub(crate) fn abi(code: i32, message: &str) -> JsonError {
+        JsonError {
+            code,
+            name: kernel_args::AbiError::try_from(code).map(kernel_args::AbiError::name).ok(),
+            kind: None,
+            index: None,
+            offset: None,
+            message: message.to_owned(),
         }
     }
 }
@@ -142,20 +147,30 @@ impl Decoded {
 
 #[cfg(test)]
 mod tests {
+    use kernel_args_core::ErrorKind;
+
     use super::*;
 
     #[test]
-    fn float_spellings() {
-        assert_eq!(f32_bits(F32Bits::from_f32(1.5)), "0x3fc00000");
-        assert_eq!(f32_bits(F32Bits(1)), "0x00000001");
-        assert_eq!(f64_bits(F64Bits::from_f64(1.5)), "0x3ff8000000000000");
-        assert_eq!(f64_bits(F64Bits(0)), "0x0000000000000000");
-        assert_eq!(f32_value(F32Bits::from_f32(1.5)), "1.5");
-        assert_eq!(f32_value(F32Bits(0x8000_0000)), "-0.0");
-        assert_eq!(f32_value(F32Bits(0xff80_0000)), "-inf");
-        assert_eq!(f32_value(F32Bits(0x7fa0_0001)), "NaN");
-        assert_eq!(f32_value(F32Bits(1)), "1e-45");
-        assert_eq!(f64_value(F64Bits::from_f64(f64::MAX)), "1.7976931348623157e308");
-        assert_eq!(f64_value(F64Bits(0x7ff0_0000_0000_0000)), "inf");
+    fn an_argv_error_has_its_kind_and_place() {
+        let error = ArgvError::new(ErrorKind::UnknownTag { tag: 0xff }, 3, 15);
+        assert_eq!(
+            serde_json::to_string(&JsonError::from(&error)).unwrap(),
+            "{\"code\":-9,\"name\":\"InvalidArgs\",\"kind\":\"unknown_tag\",\"index\":3,\"offset\":15,\
+             \"message\":\"unknown tag 0xff at byte 15 (record 3)\"}"
+        );
+    }
+
+    #[test]
+    #[cfg(feature = "demo")]
+    fn an_abi_error_has_its_code_name_and_message_only() {
+        assert_eq!(
+            serde_json::to_string(&JsonError::abi(-3, "no kernel")).unwrap(),
+            "{\"code\":-3,\"name\":\"InvalidKernel\",\"message\":\"no kernel\"}"
+        );
+        assert_eq!(
+            serde_json::to_string(&JsonError::abi(7, "guest answered 7")).unwrap(),
+            "{\"code\":7,\"name\":null,\"message\":\"guest answered 7\"}"
+        );
     }
 }

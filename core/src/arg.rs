@@ -109,7 +109,7 @@ impl<W> Arg<W> {
 
     /// The same argument with its pointer payload mapped through `f`.
     #[inline]
-    pub fn map_ptr<V>(self, f: impl FnOnce(W) -> V) -> Arg<V> {
+    fn map_ptr<V>(self, f: impl FnOnce(W) -> V) -> Arg<V> {
         match self {
             Arg::I32(v) => Arg::I32(v),
             Arg::I64(v) => Arg::I64(v),

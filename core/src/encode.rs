@@ -29,7 +29,7 @@ use crate::arg::{Arg, AsGuestRange, F32Bits, F64Bits};
 use crate::error::EncodeError;
 use crate::limits::{MAX_KERNEL_ARGS, MAX_KERNEL_ARGS_BYTES};
 use crate::memory::GuestRange;
-use crate::wire::{ArgTag, PtrValue, Record};
+use crate::wire::{ArgTag, PtrValue, RecordLayout};
 
 /// Encodes `args` into `out` and returns the number of bytes written.
 ///
@@ -202,7 +202,7 @@ impl<'b> ArgvBuilder<'b> {
         }
         let too_small = EncodeError::BufferTooSmall { index, needed: end, available: self.out.len() };
         let dst = self.out.get_mut(self.len..end).ok_or(too_small)?;
-        Record { tag: tag.byte(), value }.write_to(dst).map_err(|_| too_small)?;
+        RecordLayout { tag: tag.byte(), value }.write_to(dst).map_err(|_| too_small)?;
         self.len = end;
         self.count = index.saturating_add(1);
         Ok(self)

@@ -56,6 +56,7 @@
 //! - `defmt`: derives `defmt::Format` for every public type, for embedded hosts.
 
 #![no_std]
+#![cfg_attr(docsrs, feature(doc_cfg))]
 // Tests may unwrap and index: a panic there is a failing test, not a broken contract.
 #![cfg_attr(
     test,

@@ -110,11 +110,6 @@ impl<'a, 'm> RecordReader<'a, 'm> {
         self.pos
     }
 
-    /// The number of records yielded so far.
-    pub fn records_read(&self) -> usize {
-        self.index
-    }
-
     /// `true` once every byte has been read or an error was yielded.
     pub fn is_finished(&self) -> bool {
         self.done || self.pos >= self.buf.len()
@@ -152,7 +147,7 @@ fn read_value<V: FromBytes + Unaligned>(value: &[u8], tag: ArgTag) -> Result<(V,
 
 /// Reads the record whose tag byte is `tag_byte` and whose value bytes start `value`, applying
 /// rules 3 to 5 (the caller applies rules 1 and 2): the argument and the bytes after the
-/// record. The record's layout is [`wire::Record`](crate::wire::Record): a tag byte, then the
+/// record. The record's layout is [`wire::RecordLayout`](crate::wire::RecordLayout): a tag byte, then the
 /// value.
 ///
 /// The one place records are decoded, shared by [`RecordReader`] and [`parse_argv`]; inlined

@@ -15,20 +15,20 @@
 //!
 //! Every other tag byte (`0x00`, `0x08..=0xFF`) is invalid. The tag values are frozen ABI.
 //!
-//! Each record's layout is a `#[repr(C)]` [`Record`] of a tag byte and an unaligned
+//! Each record's layout is a `#[repr(C)]` [`RecordLayout`] of a tag byte and an unaligned
 //! little-endian value type from [`zerocopy::little_endian`]; every size in this crate is
 //! derived from those layouts, never written as a number.
 //!
 //! ```
-//! use kernel_args_core::wire::{ArgTag, Record, PtrValue};
+//! use kernel_args_core::wire::{ArgTag, RecordLayout, PtrValue};
 //! use zerocopy::{FromBytes, little_endian as le};
 //!
 //! let bytes = [0x07, 0x40, 0, 0, 0, 0x80, 0, 0, 0];
-//! let (rec, rest) = Record::<PtrValue>::read_from_prefix(&bytes).unwrap();
+//! let (rec, rest) = RecordLayout::<PtrValue>::read_from_prefix(&bytes).unwrap();
 //! assert_eq!(ArgTag::from_byte(rec.tag), Some(ArgTag::Ptr));
 //! assert_eq!((rec.value.guest_offset.get(), rec.value.len.get()), (64, 128));
 //! assert!(rest.is_empty());
-//! assert_eq!(ArgTag::Ptr.wire_size(), core::mem::size_of::<Record<PtrValue>>());
+//! assert_eq!(ArgTag::Ptr.wire_size(), core::mem::size_of::<RecordLayout<PtrValue>>());
 //! # let _ = le::U32::ZERO;
 //! ```
 
@@ -62,10 +62,10 @@ pub enum ArgTag {
 /// One record on the wire: the tag byte followed by the little-endian value `V`.
 ///
 /// `V` is one of the value layouts below; all of them are [`Unaligned`], so the record has no
-/// padding and `size_of::<Record<V>>()` is exactly the record's wire size.
+/// padding and `size_of::<RecordLayout<V>>()` is exactly the record's wire size.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned)]
 #[repr(C)]
-pub struct Record<V> {
+pub struct RecordLayout<V> {
     /// The tag byte ([`ArgTag`] as `u8`).
     pub tag: u8,
     /// The value, little-endian.
@@ -83,9 +83,14 @@ pub struct PtrValue {
 }
 
 #[cfg(feature = "defmt")]
-impl<V: IntoBytes + Immutable> defmt::Format for Record<V> {
+impl<V: IntoBytes + Immutable> defmt::Format for RecordLayout<V> {
     fn format(&self, f: defmt::Formatter<'_>) {
-        defmt::write!(f, "Record {{ tag: {=u8:#04x}, value: {=[u8]:02x} }}", self.tag, self.value.as_bytes())
+        defmt::write!(
+            f,
+            "RecordLayout {{ tag: {=u8:#04x}, value: {=[u8]:02x} }}",
+            self.tag,
+            self.value.as_bytes()
+        )
     }
 }
 
@@ -118,7 +123,7 @@ pub type U64Value = le::U64;
 pub const TAG_SIZE: usize = size_of::<u8>();
 
 /// The largest wire size of any record (an `i64`, `f64`, `u64` or `ptr` record).
-pub const MAX_RECORD_SIZE: usize = size_of::<Record<PtrValue>>();
+pub const MAX_RECORD_SIZE: usize = size_of::<RecordLayout<PtrValue>>();
 
 impl ArgTag {
     /// Every tag, in wire-value order.
@@ -164,13 +169,13 @@ impl ArgTag {
     #[inline]
     pub const fn wire_size(self) -> usize {
         match self {
-            ArgTag::I32 => size_of::<Record<I32Value>>(),
-            ArgTag::I64 => size_of::<Record<I64Value>>(),
-            ArgTag::F32 => size_of::<Record<F32Value>>(),
-            ArgTag::F64 => size_of::<Record<F64Value>>(),
-            ArgTag::U32 => size_of::<Record<U32Value>>(),
-            ArgTag::U64 => size_of::<Record<U64Value>>(),
-            ArgTag::Ptr => size_of::<Record<PtrValue>>(),
+            ArgTag::I32 => size_of::<RecordLayout<I32Value>>(),
+            ArgTag::I64 => size_of::<RecordLayout<I64Value>>(),
+            ArgTag::F32 => size_of::<RecordLayout<F32Value>>(),
+            ArgTag::F64 => size_of::<RecordLayout<F64Value>>(),
+            ArgTag::U32 => size_of::<RecordLayout<U32Value>>(),
+            ArgTag::U64 => size_of::<RecordLayout<U64Value>>(),
+            ArgTag::Ptr => size_of::<RecordLayout<PtrValue>>(),
         }
     }
 
@@ -236,9 +241,9 @@ mod tests {
 
     #[test]
     fn record_layout_is_tag_then_little_endian_value() {
-        let rec = Record { tag: ArgTag::U32.byte(), value: U32Value::new(0x0403_0201) };
+        let rec = RecordLayout { tag: ArgTag::U32.byte(), value: U32Value::new(0x0403_0201) };
         assert_eq!(rec.as_bytes(), &[0x05, 0x01, 0x02, 0x03, 0x04]);
-        let ptr = Record {
+        let ptr = RecordLayout {
             tag: ArgTag::Ptr.byte(),
             value: PtrValue { guest_offset: le::U32::new(0x10), len: le::U32::new(0x0100) },
         };

@@ -1,5 +1,6 @@
-//! Runs one of the three parse + build implementations of `benches/parse_build.rs` in a loop,
-//! for counting instructions, which unlike wall-clock time do not depend on the machine's load:
+//! Runs one of the parse + build implementations of `benches/parse_build.rs` (ours, the heap
+//! reference, the unchecked floor), or one of its two host calls, in a loop, for counting
+//! instructions, which unlike wall-clock time do not depend on the machine's load:
 //!
 //! ```text
 //! cargo build --release -p kernel-args-cuda --example parse_build_loop
@@ -8,24 +9,24 @@
 //! ```
 //!
 //! The difference of the two totals divided by the iterations is the instructions per
-//! parse + build. `scripts/callgrind-parse-build.sh` does this for all three.
-//! Arguments: `ours|ours_two_pass|host|heap|floor`, the number of mixed arguments (or `largest`), the
-//! iterations; or `sizes` alone, to print the stack sizes of the parsed argv and the storage.
+//! parse + build (or host call). `scripts/callgrind-parse-build.sh` does this for all five.
+//! Arguments: `ours|heap|floor|host_one_pass|host_two_pass`, the number of mixed arguments (or
+//! `largest`), the iterations; or `sizes` alone, to print the stack sizes of the parsed argv and
+//! the storage. `host_one_pass` is `LaunchHost::call` with a launcher whose parameter storage is
+//! the host's argv sink (the argv parsed once), `host_two_pass` with one that parses the request
+//! itself (twice); both do what `CudaLauncher` does in direct mode before `cuLaunchKernel`.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::indexing_slicing)]
-
-#[path = "../benches/reference/mod.rs"]
-mod reference;
-#[path = "../../core/tests/support/mod.rs"]
-mod support;
 
 use std::hint::black_box;
 
 use kernel_args_core::{GuestMemory, MAX_KERNEL_ARGS, ParsedArgv};
 use kernel_args_cuda::KernelParamStorage;
-use reference::floor::{self, FloorTable};
-use reference::heap;
-use reference::ours::{ours, ours_two_pass};
+use kernel_args_testkit::argvs;
+use kernel_args_testkit::reference::floor::{self, FloorTable};
+use kernel_args_testkit::reference::heap;
+use kernel_args_testkit::reference::ours::host::{self, DirectLauncher};
+use kernel_args_testkit::reference::ours::ours;
 
 /// Prints the stack size of what a launch keeps on the stack (reported in
 /// `docs/performance.md`).
@@ -47,14 +48,14 @@ fn main() {
     if argv.get(1).map(String::as_str) == Some("sizes") {
         return print_sizes();
     }
-    let usage = "usage: parse_build_loop ours|ours_two_pass|host|heap|floor N|largest ITERATIONS";
+    let usage = "usage: parse_build_loop ours|heap|floor|host_one_pass|host_two_pass N|largest ITERATIONS";
     let [_, which, size, iterations] = argv.as_slice() else { panic!("{usage}") };
     let buf = match size.as_str() {
-        "largest" => support::largest_valid(),
-        n => support::encode(&support::mixed(n.parse().expect(usage))),
+        "largest" => argvs::largest_valid(),
+        n => argvs::encode(&argvs::mixed(n.parse().expect(usage))),
     };
     let iterations: u64 = iterations.parse().expect(usage);
-    let mut memory = vec![0u8; support::MEMORY_LEN];
+    let mut memory = vec![0u8; argvs::MEMORY_LEN];
     match which.as_str() {
         "ours" => {
             let guest = GuestMemory::exclusive(&mut memory);
@@ -63,19 +64,16 @@ fn main() {
                 black_box(ours(black_box(&buf), black_box(&guest), &mut storage));
             }
         }
-        "ours_two_pass" => {
-            let guest = GuestMemory::exclusive(&mut memory);
-            let mut args: ParsedArgv = ParsedArgv::new();
-            let mut storage: Box<KernelParamStorage> = Box::default();
+        "host_one_pass" | "host_two_pass" => {
+            let launcher = if which == "host_one_pass" {
+                DirectLauncher::one_pass()
+            } else {
+                DirectLauncher::two_pass()
+            };
+            let (mut host, call) = host::setup(launcher, &mut memory, &buf);
+            assert_eq!(host::call(&mut host, &mut memory, &call), 0, "{:?}", host.last_error());
             for _ in 0..iterations {
-                black_box(ours_two_pass(black_box(&buf), black_box(&guest), &mut args, &mut storage));
-            }
-        }
-        "host" => {
-            let mut host = kernel_args::LaunchHost::new(reference::ours::host::DirectLauncher::default());
-            let call = reference::ours::host::place(&mut memory, &buf);
-            for _ in 0..iterations {
-                black_box(reference::ours::host::call(&mut host, black_box(&mut memory), black_box(&call)));
+                black_box(host::call(&mut host, black_box(&mut memory), black_box(&call)));
             }
         }
         "heap" => {

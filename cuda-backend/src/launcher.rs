@@ -40,8 +40,11 @@
 //! 2. opts the kernel in to more than 48 KiB of dynamic shared memory when the launch asks
 //!    for it (`cuFuncSetAttribute`), and refuses with `InvalidDimensions` more than the
 //!    device's opt-in limit less the kernel's static shared memory;
-//! 3. parses the argv into its parameter storage and checks the argument sizes against the
-//!    kernel's (a mismatch is `InvalidArgs` naming the argument and both sizes);
+//! 3. takes the arguments into its parameter storage and checks their sizes against the
+//!    kernel's (a mismatch is `InvalidArgs` naming the argument and both sizes). In direct
+//!    mode the host function's own pass over the argv fills the storage
+//!    ([`Launcher::parse_recorded`]), so a call through the host function parses the argv once;
+//!    a request made otherwise is parsed here;
 //! 4. hands pointer arguments to the device in the device's [`PointerMode`]:
 //!    - **direct**: the kernel gets host pointers into guest memory, and the argv is parsed
 //!      straight into the parameter slots in one pass
@@ -53,8 +56,9 @@
 //!      copy-on-write file mapping that HMM cannot migrate; `Force(Direct)` still allows it
 //!      there (see `docs/RISKS.md`);
 //!    - **staged**: each window is copied into device memory before the launch and back
-//!      after it, and the kernel gets the device addresses. Overlapping (or touching) windows
-//!      are staged as one buffer ([`StagingPlan`]), so aliasing arguments alias on the device
+//!      after it, and the kernel gets the device addresses
+//!      ([`KernelParamStorage::build_staged`]). Overlapping (or touching) windows
+//!      are staged as one buffer (the crate's staging plan), so aliasing arguments alias on the device
 //!      too. The buffers are kept by the launcher and reused (no `cuMemAlloc`/`cuMemFree` per
 //!      launch), except those over [`MAX_KEPT_STAGING_BYTES`], freed after their launch;
 //! 5. launches on the launcher's stream, copies staged windows back and synchronises: when
@@ -63,7 +67,8 @@
 //! GPU writes reach guest memory only through windows of memory borrowed with
 //! [`GuestMemory::exclusive`](kernel_args_core::GuestMemory::exclusive); a request whose
 //! windows are not writable is refused (`Internal`: the host's mistake, not the guest's).
-//! Driver errors are mapped by [`cu_error`](crate::cu_error), from the integer code.
+//! Driver errors are mapped from the integer code (the crate's `cu_error` table), never by
+//! asking the driver.
 //!
 //! ## Kernel faults and recovery
 //!
@@ -87,8 +92,8 @@ use std::sync::{Arc, Mutex, PoisonError, RwLock, RwLockReadGuard};
 
 use cust::sys::{CUdevice_attribute, CUfunction_attribute};
 use kernel_args::{
-    AbiError, Bound, Detail, Dimension, HostError, LaunchOutcome, LaunchRequest, Launcher, PointerMode,
-    ShapeError, SignatureCheck,
+    AbiError, Bound, Detail, Dimension, HostError, LaunchOutcome, LaunchRequest, LaunchSnapshot, Launcher,
+    PointerMode, ShapeError, SignatureCheck,
 };
 use kernel_args_core::{Arg, GuestRange, GuestWindow, ParsedArgv};
 
@@ -100,7 +105,7 @@ use crate::driver::{
 use crate::registry::{KernelEntry, KernelRegistry};
 use crate::signature::{check_arg_sizes, check_param_sizes};
 use crate::staging::StagingPlan;
-use crate::storage::{KernelParamStorage, PointerPlacement};
+use crate::storage::KernelParamStorage;
 
 /// The environment variable [`CudaOptions::from_env`] reads the driver library's path from.
 pub const DRIVER_ENV: &str = "KARGS_CUDA_DRIVER";
@@ -411,7 +416,7 @@ impl CudaDevice {
             KernelLoadError::Module { error, log } => {
                 let e = fail(error, Phase::ModuleLoad);
                 match e.detail() {
-                    Detail::Message(m) if !log.is_empty() => {
+                    Detail::Message { text: m, .. } if !log.is_empty() => {
                         HostError::msg(e.code(), format!("{m}; JIT log: {log}"))
                     }
                     _ => e,
@@ -499,6 +504,20 @@ impl CudaLauncher {
 }
 
 impl Launcher for CudaLauncher {
+    /// In direct mode, the host function's one pass over the argv fills the parameter slots
+    /// and its record together, and the launch uses the slots as they are.
+    fn parse_recorded(
+        &mut self,
+        request: &LaunchRequest<'_, '_>,
+        record: &mut LaunchSnapshot,
+    ) -> Option<Result<(), HostError>> {
+        match self.device.pointer_mode {
+            PointerMode::Direct => Some(request.parse_recorded(record, &mut *self.storage)),
+            // The slots need the staged windows' device addresses: parsed at the launch.
+            PointerMode::Staged => None,
+        }
+    }
+
     fn launch(&mut self, request: &LaunchRequest<'_, '_>) -> Result<LaunchOutcome, HostError> {
         let device = &*self.device;
         let state = device.usable_context()?;
@@ -532,7 +551,7 @@ impl Launcher for CudaLauncher {
                     value: i64::from(shared),
                     bound: Bound::AtMost(u64::from(most)),
                 };
-                return Err(HostError::new(AbiError::InvalidDimensions, Detail::Shape(refused)));
+                return Err(HostError::new(Detail::Shape(refused)));
             }
             // Opt in to all the kernel may have, once, so concurrent launches never lower it.
             let attribute = CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES;
@@ -546,16 +565,21 @@ impl Launcher for CudaLauncher {
         let stream = &resources.stream;
         let storage = &mut *self.storage;
         let launched = match device.pointer_mode {
-            // One pass from the argv bytes to the parameter slots, pointers as host pointers.
+            // One pass from the argv bytes to the parameter slots, pointers as host pointers:
+            // the host function's (see `parse_recorded`), or this one.
             PointerMode::Direct => {
-                storage.parse_direct(request.argv, request.memory)?;
+                if request.in_sink() {
+                    storage.direct_error()?;
+                } else {
+                    storage.parse_direct(request.argv, request.memory)?;
+                }
                 if let Some(sizes) = param_sizes {
                     check_arg_sizes(sizes, storage.arg_sizes())?;
                 }
                 match kernel.signature {
-                    SignatureCheck::Skipped => {
-                        stream.launch(&current, &kernel.kernel, &shape, &mut storage.params_padded(), &[])
-                    }
+                    SignatureCheck::Skipped => storage.with_padded_params(|table| {
+                        stream.launch(&current, &kernel.kernel, &shape, table, &[])
+                    }),
                     SignatureCheck::Ptx | SignatureCheck::Driver => storage
                         .with_params(|table| stream.launch(&current, &kernel.kernel, &shape, table, &[])),
                 }
@@ -603,15 +627,11 @@ impl Launcher for CudaLauncher {
                     .iter()
                     .map(|&(r, offset)| buffers.get(r).map_or(0, |b| b.address().saturating_add(offset)))
                     .collect();
-                storage.build(&args, PointerPlacement::Staged(&addresses))?;
+                storage.build_staged(&args, &addresses)?;
                 let launched = match kernel.signature {
-                    SignatureCheck::Skipped => stream.launch(
-                        &current,
-                        &kernel.kernel,
-                        &shape,
-                        &mut storage.params_padded(),
-                        &transfers,
-                    ),
+                    SignatureCheck::Skipped => storage.with_padded_params(|table| {
+                        stream.launch(&current, &kernel.kernel, &shape, table, &transfers)
+                    }),
                     SignatureCheck::Ptx | SignatureCheck::Driver => storage.with_params(|table| {
                         stream.launch(&current, &kernel.kernel, &shape, table, &transfers)
                     }),

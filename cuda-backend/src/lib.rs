@@ -7,14 +7,16 @@
 //!
 //! ## Where to find what
 //!
-//! - the allocation-free `void**` storage: [`storage`] ([`build_kernel_param_storage`],
-//!   [`KernelParamStorage`], [`ParamTable`]);
+//! - the allocation-free `void**` storage: [`storage`] ([`KernelParamStorage`], filled in
+//!   place by [`parse_direct`](KernelParamStorage::parse_direct) or
+//!   [`build_staged`](KernelParamStorage::build_staged); its [`ParamTable`]);
 //! - the PTX `.entry` parameter-list parser and the size check: [`signature`];
 //! - the kernel registry (kernel id → PTX and entry): [`registry`]; the bundled PTX of the
 //!   demo guest's `vector_add`: [`kernels`];
 //! - the staging plan for devices without pageable memory access (overlapping windows share
-//!   one buffer): [`staging`];
-//! - driver result codes and their ABI mapping: [`cu_error`];
+//!   one buffer): `staging`, internal to the launch path;
+//! - driver result codes and their ABI mapping: `cu_error` (the table of `cuda.h`'s names
+//!   that every driver error message uses);
 //! - the launch path (feature `cuda`): `launcher` (`CudaDevice`, shared by every launcher of
 //!   a process, and `CudaLauncher`, one per guest), over the driver layer `driver` (the one
 //!   module that calls the driver, loaded at run time from `libcuda.so.1` or the library that
@@ -41,32 +43,40 @@
 //! AddressSanitizer in CI (`.ci/steps/55-cuda-asan.sh`).
 
 #![deny(missing_docs)]
+#![cfg_attr(docsrs, feature(doc_cfg))]
 #![deny(clippy::undocumented_unsafe_blocks, clippy::multiple_unsafe_ops_per_block)]
 
-pub mod cu_error;
+#[cfg(feature = "cuda")]
+mod cu_error;
 #[cfg(feature = "cuda")]
 mod driver;
 pub mod kernels;
 #[cfg(feature = "cuda")]
+#[cfg_attr(docsrs, doc(cfg(feature = "cuda")))]
 pub mod launcher;
 pub mod registry;
 pub mod signature;
+// The staging plan is internal to the launch path; the `fuzzing` feature exposes it to the
+// `staging_plan` fuzz target.
+#[cfg(feature = "fuzzing")]
+#[doc(hidden)]
 pub mod staging;
+#[cfg(not(feature = "fuzzing"))]
+#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+mod staging;
 pub mod storage;
 
 #[cfg(feature = "cuda")]
+#[cfg_attr(docsrs, doc(cfg(feature = "cuda")))]
 pub use driver::DRIVER_LIBRARY;
 #[cfg(feature = "cuda")]
+#[cfg_attr(docsrs, doc(cfg(feature = "cuda")))]
 pub use launcher::{
     CudaDevice, CudaLauncher, CudaOptions, DRIVER_ENV, DeviceInfo, MAX_KEPT_STAGING_BYTES, PointerModeChoice,
 };
 pub use registry::{KernelEntry, KernelRegistry};
 
-pub use signature::{
-    KernelSignature, PtxParam, PtxParseError, PtxType, check_arg_sizes, check_param_sizes, find_entry,
-    parse_ptx_entries,
-};
+pub use signature::{KernelSignature, PtxParam, PtxParseError, PtxType};
 pub use storage::{
-    KernelParamStorage, MAX_PARAM_BYTES, ParamSlot, ParamTable, ParseError, PointerPlacement, SLOT_SIZE,
-    StorageError, ZERO_PARAMS, arg_size, build_kernel_param_storage,
+    KernelParamStorage, MAX_PARAM_BYTES, ParamSlot, ParamTable, ParseError, SLOT_SIZE, StorageError,
 };

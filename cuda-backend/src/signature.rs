@@ -6,21 +6,26 @@
 //! kernel's parameter `i` declares, whatever the host put there. This module closes that gap
 //! before the launch. The parameter list comes from one of two sources:
 //!
-//! 1. the module's PTX text, parsed here without a GPU ([`parse_ptx_entries`],
-//!    [`find_entry`]): each `.entry name( .param ..., ... )` declaration gives the parameters'
-//!    types, alignments and array lengths, hence their sizes;
-//! 2. at run time, the driver's `cuFuncGetParamInfo` (CUDA 12.4 and later; see the launcher).
+//! 1. the module's PTX text, parsed here without a GPU when a kernel is registered
+//!    ([`KernelEntry::signature`](crate::KernelEntry::signature)): each
+//!    `.entry name( .param ..., ... )` declaration gives the parameters' types, alignments
+//!    and array lengths, hence their sizes;
+//! 2. at run time, the driver's `cuFuncGetParamCount` and `cuFuncGetParamInfo` (CUDA 12.4
+//!    and later; see the launcher).
 //!
-//! [`check_param_sizes`] compares the argument sizes with the parameter sizes: a count or size
-//! mismatch is `InvalidArgs` with [`Detail::ParamCount`] or [`Detail::ParamSize`], naming the
-//! argument index and both sizes.
+//! The launcher compares the argument sizes with the parameter sizes before it launches: a
+//! count or size mismatch is `InvalidArgs` with [`Detail::ParamCount`] or
+//! [`Detail::ParamSize`], naming the argument index and both sizes.
 //!
 //! ```
-//! use kernel_args_cuda::signature::find_entry;
+//! use kernel_args_cuda::KernelRegistry;
 //!
 //! let ptx = ".visible .entry scale(\n\t.param .u64 scale_param_0,\n\t.param .f32 scale_param_1\n)\n{ ret; }";
-//! let entry = find_entry(ptx, "scale").unwrap().expect("declared");
-//! assert_eq!(entry.param_sizes(), vec![8, 4]);
+//! let mut registry = KernelRegistry::new();
+//! registry.register(7, ptx, "scale")?;
+//! let signature = registry.get(7).and_then(|k| k.signature()).expect("declared");
+//! assert_eq!(signature.param_sizes(), vec![8, 4]);
+//! # Ok::<(), kernel_args::HostError>(())
 //! ```
 //!
 //! ## What the parser accepts
@@ -37,7 +42,7 @@
 
 use std::fmt;
 
-use kernel_args::{AbiError, Detail, HostError};
+use kernel_args::{Detail, HostError};
 use kernel_args_core::Arg;
 
 use crate::storage::arg_size;
@@ -61,7 +66,7 @@ pub enum PtxType {
 
 impl PtxType {
     /// The type for a PTX type directive (`".u32"`, ...), if it is a fundamental type.
-    pub fn from_directive(directive: &str) -> Option<PtxType> {
+    pub(crate) fn from_directive(directive: &str) -> Option<PtxType> {
         Some(match directive {
             ".b8" | ".u8" | ".s8" => PtxType::Bits8,
             ".b16" | ".u16" | ".s16" | ".f16" => PtxType::Bits16,
@@ -93,10 +98,6 @@ pub struct PtxParam {
     pub ty: PtxType,
     /// The array length for `name[M]`, `None` for a scalar.
     pub array_len: Option<usize>,
-    /// The declared `.align N`, if any.
-    pub align: Option<usize>,
-    /// `true` when the parameter carries the `.ptr` qualifier.
-    pub is_ptr: bool,
 }
 
 impl PtxParam {
@@ -150,7 +151,7 @@ impl std::error::Error for PtxParseError {}
 /// # Errors
 ///
 /// A [`PtxParseError`] naming the line of the first parameter list it cannot read.
-pub fn parse_ptx_entries(ptx: &str) -> Result<Vec<KernelSignature>, PtxParseError> {
+pub(crate) fn parse_ptx_entries(ptx: &str) -> Result<Vec<KernelSignature>, PtxParseError> {
     let tokens = tokenize(ptx)?;
     let mut entries = Vec::new();
     let mut i = 0;
@@ -172,7 +173,7 @@ pub fn parse_ptx_entries(ptx: &str) -> Result<Vec<KernelSignature>, PtxParseErro
 /// # Errors
 ///
 /// A [`PtxParseError`] for a parameter list the parser cannot read (of any entry).
-pub fn find_entry(ptx: &str, name: &str) -> Result<Option<KernelSignature>, PtxParseError> {
+pub(crate) fn find_entry(ptx: &str, name: &str) -> Result<Option<KernelSignature>, PtxParseError> {
     Ok(parse_ptx_entries(ptx)?.into_iter().find(|e| e.entry == name))
 }
 
@@ -193,21 +194,19 @@ pub fn check_param_sizes<W>(param_sizes: &[usize], args: &[Arg<W>]) -> Result<()
 /// # Errors
 ///
 /// As [`check_param_sizes`].
-pub fn check_arg_sizes(param_sizes: &[usize], arg_sizes: &[u8]) -> Result<(), HostError> {
+#[cfg(any(feature = "cuda", test))]
+pub(crate) fn check_arg_sizes(param_sizes: &[usize], arg_sizes: &[u8]) -> Result<(), HostError> {
     check_sizes(param_sizes, arg_sizes.iter().map(|&size| usize::from(size)))
 }
 
 /// The count, then each size in order.
 fn check_sizes(param_sizes: &[usize], got: impl ExactSizeIterator<Item = usize>) -> Result<(), HostError> {
     if param_sizes.len() != got.len() {
-        return Err(HostError::new(
-            AbiError::InvalidArgs,
-            Detail::ParamCount { expected: param_sizes.len(), got: got.len() },
-        ));
+        return Err(HostError::new(Detail::ParamCount { expected: param_sizes.len(), got: got.len() }));
     }
     for (index, (&expected, got)) in param_sizes.iter().zip(got).enumerate() {
         if expected != got {
-            return Err(HostError::new(AbiError::InvalidArgs, Detail::ParamSize { index, expected, got }));
+            return Err(HostError::new(Detail::ParamSize { index, expected, got }));
         }
     }
     Ok(())
@@ -322,21 +321,18 @@ fn parse_param(tokens: &[Token<'_>], mut i: usize, entry: &str) -> Result<(PtxPa
         return Err(err(first.line, format!("expected `.param`, found `{}`", first.text)));
     }
     i = i.saturating_add(1);
-    let (mut ty, mut align, mut is_ptr) = (None, None, false);
+    let (mut ty, mut is_ptr) = (None, false);
     let name = loop {
         let tok = tokens.get(i).ok_or_else(|| err(first.line, "parameter without a name".into()))?;
         i = i.saturating_add(1);
         match tok.text {
             ".align" => {
                 let n = tokens.get(i).and_then(|t| t.text.parse::<usize>().ok());
-                let n = n
-                    .filter(|n| n.is_power_of_two())
+                // Checked, not kept: a parameter's size does not depend on it (with `.ptr` it is
+                // the pointee's alignment anyway).
+                n.filter(|n| n.is_power_of_two())
                     .ok_or_else(|| err(tok.line, "`.align` must be followed by a power of two".into()))?;
                 i = i.saturating_add(1);
-                // With `.ptr`, `.align` is the pointee's alignment, not the parameter's.
-                if !is_ptr {
-                    align = Some(n);
-                }
             }
             ".ptr" => is_ptr = true,
             ".global" | ".const" | ".local" | ".shared" if is_ptr => {}
@@ -366,7 +362,7 @@ fn parse_param(tokens: &[Token<'_>], mut i: usize, entry: &str) -> Result<(PtxPa
         }
         i = i.saturating_add(3);
     }
-    Ok((PtxParam { name: name.text.to_owned(), ty, array_len, align, is_ptr }, i))
+    Ok((PtxParam { name: name.text.to_owned(), ty, array_len }, i))
 }
 
 /// A PTX identifier: a letter, or `_`/`$`/`%` followed by at least one more character.
@@ -384,6 +380,7 @@ fn is_identifier(word: &str) -> bool {
 
 #[cfg(test)]
 mod tests {
+    use kernel_args::AbiError;
     use kernel_args_core::{F32Bits, F64Bits, GuestRange, LoweredArgSnapshot};
 
     use super::*;
@@ -454,7 +451,7 @@ mod tests {
     fn struct_by_value() {
         let entry = find_entry(STRUCT_PARAM, "affine").unwrap().unwrap();
         let p = &entry.params[0];
-        assert_eq!((p.ty, p.array_len, p.align, p.is_ptr), (PtxType::Bits8, Some(24), Some(8), false));
+        assert_eq!((p.ty, p.array_len, p.size()), (PtxType::Bits8, Some(24), 24));
         assert_eq!(entry.param_sizes(), [24, 8, 8]);
         let err = check_param_sizes(&entry.param_sizes(), &[Arg::U64(0), ptr(4), ptr(8)]).unwrap_err();
         assert_eq!(err.code(), AbiError::InvalidArgs);
@@ -511,9 +508,8 @@ mod tests {
         let k = &entries[0];
         assert_eq!(k.entry, "k");
         assert_eq!(k.param_sizes(), [8, 8, 4, 8, 2, 12]);
-        assert!(k.params[0].is_ptr && k.params[1].is_ptr && !k.params[2].is_ptr);
-        assert_eq!(k.params[0].align, None, "a pointer's .align is the pointee's");
-        assert_eq!(k.params[5].align, Some(4));
+        assert_eq!(k.param_sizes()[..2], [8, 8], "`.ptr` parameters are 64-bit addresses");
+        assert_eq!(k.params[5].size(), 12);
         assert_eq!((entries[1].entry.as_str(), entries[1].params.len()), ("no_params", 0));
         assert_eq!((entries[2].entry.as_str(), entries[2].params.len()), ("no_parens", 0));
         assert_eq!(find_entry(ptx, "nope").unwrap(), None);

@@ -13,17 +13,8 @@
 //! This module only plans (no driver, no allocation beyond the plan's vectors), so it is
 //! tested without a GPU and under Miri.
 //!
-//! ```
-//! use kernel_args_core::GuestRange;
-//! use kernel_args_cuda::staging::StagingPlan;
-//!
-//! // a = [0, 64), out = a (in place), b = [64, 128): one region, [0, 128).
-//! let windows =
-//!     [GuestRange { guest_offset: 0, len: 64 }, GuestRange { guest_offset: 64, len: 64 }, GuestRange { guest_offset: 0, len: 64 }];
-//! let plan = StagingPlan::new(&windows);
-//! assert_eq!(plan.regions(), &[(0, 128)]);
-//! assert_eq!(plan.placements(), &[(0, 0), (0, 64), (0, 0)]);
-//! ```
+//! For example, a = `[0, 64)`, b = `[64, 128)` and out = a (in place) are one region,
+//! `[0, 128)`; a is placed at 0 in it, b at 64, out at 0 (the `in_place_and_touching` test).
 
 #![deny(unsafe_code)]
 
@@ -100,6 +91,14 @@ mod tests {
         for pair in plan.regions().windows(2) {
             assert!(pair[0].1 < pair[1].0, "regions {pair:?} overlap or touch");
         }
+    }
+
+    #[test]
+    fn in_place_and_touching() {
+        let windows = [w(0, 64), w(64, 64), w(0, 64)];
+        let plan = StagingPlan::new(&windows);
+        assert_eq!(plan.regions(), &[(0, 128)]);
+        assert_eq!(plan.placements(), &[(0, 0), (0, 64), (0, 0)]);
     }
 
     #[test]

@@ -7,25 +7,34 @@
 //!
 //! [`KernelParamStorage`] holds the values: one 8-byte, 8-aligned [`ParamSlot`] per argument
 //! in a fixed-capacity array (the capacity `N` is a const generic, [`MAX_KERNEL_ARGS`] by
-//! default, like the core parser's). A pointer argument's slot holds the device-visible
-//! address the launch will use: the host pointer into guest memory when the device reads
-//! pageable host memory ([`PointerPlacement::Direct`]), or the address of the device buffer the
-//! window was staged into ([`PointerPlacement::Staged`]).
+//! default, like the core parser's). A host keeps one storage and fills it in place for every
+//! launch: only the slots in use are written, and nothing of the capacity's size is zeroed or
+//! copied per launch (see `docs/performance.md`). A pointer argument's slot holds the
+//! device-visible address the launch will use, and there is one way to fill the storage for
+//! each way a device reaches guest memory:
+//!
+//! - **direct** (the device reads pageable host memory): the window's host pointer into guest
+//!   memory. [`KernelParamStorage::parse_direct`] parses the argv bytes straight into the
+//!   slots, in one pass; or the storage is itself the core parser's [`ArgSink`], for a host
+//!   whose own pass over the argv fills it (the host function's, through
+//!   `kernel_args::Launcher::parse_recorded`), checked afterwards with
+//!   [`direct_error`](KernelParamStorage::direct_error). Both are the same path: the same
+//!   slots, the same refusals.
+//! - **staged** (each window is copied to a device buffer first):
+//!   [`KernelParamStorage::build_staged`] builds the slots from the parsed arguments and the
+//!   device address of each staged window.
 //!
 //! The storage holds no pointer into itself, so it can be moved freely. The `void**` array is
-//! made only where it is used, by [`KernelParamStorage::params`], which borrows the storage
-//! mutably for as long as the returned [`ParamTable`] lives: while a table exists the storage
-//! can be neither moved nor changed, so no pointer in the table can dangle. The table writes
-//! only the entries in use (the rest of its array stays uninitialised, never read), so making
-//! it costs one pointer per parameter.
-//!
-//! A host that launches often keeps one storage and rebuilds it in place
-//! ([`KernelParamStorage::build`]): then a launch writes only the slots in use, and nothing of
-//! the capacity's size is zeroed or copied (see `docs/performance.md`).
+//! made only where it is used, in the frame of [`KernelParamStorage::with_params`] (or
+//! [`with_padded_params`](KernelParamStorage::with_padded_params), for a kernel whose
+//! parameter count is unknown), which borrows the storage mutably while its closure runs:
+//! while a table exists the storage can be neither moved nor changed, so no pointer in the
+//! table can dangle. The table writes only the entries in use (the rest of its array stays
+//! uninitialised, never read), so making it costs one pointer per parameter.
 //!
 //! ```
 //! use kernel_args_core::{ArgvBuilder, GuestMemory, ParsedArgv, parse_argv};
-//! use kernel_args_cuda::{KernelParamStorage, PointerPlacement, build_kernel_param_storage};
+//! use kernel_args_cuda::KernelParamStorage;
 //!
 //! let mut buf = [0u8; 32];
 //! let mut argv = ArgvBuilder::new(&mut buf);
@@ -34,14 +43,22 @@
 //!
 //! let mut memory = vec![0u8; 64];
 //! let guest = GuestMemory::exclusive(&mut memory);
-//! let args: ParsedArgv = parse_argv(argv, &guest).expect("valid argv");
-//! let mut storage: KernelParamStorage =
-//!     build_kernel_param_storage(&args, PointerPlacement::Direct).expect("fits");
+//! let mut storage = KernelParamStorage::<16>::new(); // kept across launches
+//!
+//! // Direct: one pass from the argv bytes to the slots, the pointer as a host pointer.
+//! storage.parse_direct(argv, &guest).expect("valid argv");
 //! assert_eq!(storage.arg_sizes(), &[8, 4]);
-//! let mut table = storage.params();
-//! assert_eq!(table.len(), 2);
-//! let kernel_params = table.as_mut_ptr(); // what cuLaunchKernel takes
-//! # let _ = kernel_params;
+//! let n = storage.with_params(|table| {
+//!     let kernel_params = table.as_mut_ptr(); // what cuLaunchKernel takes
+//!     assert!(!kernel_params.is_null());
+//!     table.len()
+//! });
+//! assert_eq!(n, 2);
+//!
+//! // Staged: the parsed arguments, and the device address each window was copied to.
+//! let args: ParsedArgv = parse_argv(argv, &guest).expect("valid argv");
+//! storage.build_staged(&args, &[0x7f00_0000_1000]).expect("fits");
+//! assert_eq!(storage.value_bytes(0), Some(&0x7f00_0000_1000u64.to_ne_bytes()[..]));
 //! # Ok::<(), kernel_args_core::EncodeError>(())
 //! ```
 
@@ -59,8 +76,8 @@ use kernel_args_core::{
 pub const MAX_PARAM_BYTES: usize = 32_764;
 
 /// Zeroed, 8-aligned memory as large as any kernel's whole parameter list, for the padding of
-/// [`KernelParamStorage::params_padded`]. The driver only reads it.
-pub static ZERO_PARAMS: [u64; MAX_PARAM_BYTES.div_ceil(8)] = [0; MAX_PARAM_BYTES.div_ceil(8)];
+/// [`KernelParamStorage::with_padded_params`]. The driver only reads it.
+static ZERO_PARAMS: [u64; MAX_PARAM_BYTES.div_ceil(8)] = [0; MAX_PARAM_BYTES.div_ceil(8)];
 
 /// Bytes in one parameter slot: the widest argument (an `i64`, `u64`, `f64` or a device
 /// address).
@@ -87,19 +104,7 @@ impl ParamSlot {
     }
 }
 
-/// Where the kernel finds the memory behind pointer arguments.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum PointerPlacement<'a> {
-    /// Hand the kernel the host pointer into guest memory. Only valid where the device can
-    /// access pageable host memory; the window must come from an exclusively borrowed
-    /// [`GuestMemory`], because the kernel may write through it.
-    Direct,
-    /// Hand the kernel these device addresses, one per pointer argument in argument order
-    /// (the buffers the windows were staged into).
-    Staged(&'a [u64]),
-}
-
-/// Why a parameter storage could not be built.
+/// Why a parameter storage could not be filled.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum StorageError {
     /// More arguments than the storage's capacity.
@@ -115,8 +120,8 @@ pub enum StorageError {
         /// The argument's 0-based index.
         index: usize,
     },
-    /// [`PointerPlacement::Staged`] named fewer device addresses than there are pointer
-    /// arguments; `index` is the first argument without one.
+    /// [`KernelParamStorage::build_staged`] was given fewer device addresses than there are
+    /// pointer arguments; `index` is the first argument without one.
     MissingDeviceAddress {
         /// The argument's 0-based index.
         index: usize,
@@ -198,7 +203,7 @@ impl From<ParseError> for HostError {
 
 /// The size in bytes of the value the kernel receives for `arg`: 4 for `i32`, `u32`, `f32`;
 /// 8 for `i64`, `u64`, `f64` and for a pointer (a 64-bit device address).
-pub fn arg_size<W>(arg: &Arg<W>) -> usize {
+pub(crate) fn arg_size<W>(arg: &Arg<W>) -> usize {
     match arg {
         Arg::I32(_) | Arg::U32(_) | Arg::F32(_) => 4,
         Arg::I64(_) | Arg::U64(_) | Arg::F64(_) | Arg::Ptr(_) => 8,
@@ -231,17 +236,21 @@ fn direct_address(window: &kernel_args_core::GuestWindow<'_>) -> Option<u64> {
 
 /// The values of a launch's parameters, one [`ParamSlot`] each, with capacity `N`.
 ///
-/// Build it with [`build_kernel_param_storage`], or make one with [`new`](Self::new) and
-/// rebuild it in place for every launch with [`build`](Self::build) (nothing of size `N` is
-/// then zeroed or copied per launch: only the slots in use are written); hand
-/// [`params`](KernelParamStorage::params)'s table to `cuLaunchKernel`. The storage owns no heap
-/// memory and holds no pointer (so it is `Send` and `Sync` without any `unsafe impl`).
+/// Make one with [`new`](Self::new), keep it, and fill it in place for every launch: with
+/// [`parse_direct`](Self::parse_direct) (or as an [`ArgSink`]) where the device is handed host
+/// pointers, with [`build_staged`](Self::build_staged) where the windows were staged into
+/// device buffers. Only the slots in use are written, and a failed fill leaves the storage
+/// empty. Hand the table of [`with_params`](Self::with_params) (or
+/// [`with_padded_params`](Self::with_padded_params)) to `cuLaunchKernel`. The storage owns no
+/// heap memory and holds no pointer (so it is `Send` and `Sync` without any `unsafe impl`).
 #[derive(Debug, Clone)]
 pub struct KernelParamStorage<const N: usize = MAX_KERNEL_ARGS> {
     slots: [ParamSlot; N],
     /// The value size of each slot in use (4 or 8).
     sizes: [u8; N],
     len: usize,
+    /// Filled as an [`ArgSink`]: the first pointer argument without a writable host pointer.
+    not_writable: Option<usize>,
 }
 
 impl<const N: usize> Default for KernelParamStorage<N> {
@@ -251,6 +260,17 @@ impl<const N: usize> Default for KernelParamStorage<N> {
 }
 
 impl<const N: usize> KernelParamStorage<N> {
+    /// An empty storage, to be filled in place for each launch. This is the one place its
+    /// `N`-sized arrays are zeroed.
+    pub const fn new() -> Self {
+        KernelParamStorage {
+            slots: [ParamSlot([0; SLOT_SIZE]); N],
+            sizes: [0; N],
+            len: 0,
+            not_writable: None,
+        }
+    }
+
     /// Number of parameters stored.
     pub fn len(&self) -> usize {
         self.len
@@ -281,24 +301,11 @@ impl<const N: usize> KernelParamStorage<N> {
         self.slots.get(index)?.0.get(..size)
     }
 
-    /// The `void**` table for `cuLaunchKernel`, made here, from a mutable borrow: while the
-    /// table lives the storage cannot move or change, so every pointer in it stays valid.
+    /// Calls `f` with the `void**` table for `cuLaunchKernel`, made in this call's frame from a
+    /// mutable borrow: while `f` runs the storage cannot move or change, so every pointer in
+    /// the table stays valid, and the table (its `N` pointers) is never returned or copied.
     /// Writes one pointer per parameter in use; the rest of the table is left uninitialised.
-    #[inline]
-    pub fn params(&mut self) -> ParamTable<'_, N> {
-        let mut table = ParamTable {
-            ptrs: [const { MaybeUninit::<*mut c_void>::uninit() }; N],
-            len: self.len,
-            _storage: PhantomData,
-        };
-        self.fill_table(&mut table.ptrs);
-        table
-    }
-
-    /// Calls `f` with the `void**` table, made in this call's frame: as
-    /// [`params`](Self::params), without returning the table (its `N` pointers) by value, so
-    /// no copy of the array is made. The table, and any pointer taken from it, is valid only
-    /// inside `f`.
+    /// The table, and any pointer taken from it, is valid only inside `f`.
     #[inline]
     pub fn with_params<R>(&mut self, f: impl FnOnce(&mut ParamTable<'_, N>) -> R) -> R {
         let mut table = ParamTable {
@@ -306,68 +313,57 @@ impl<const N: usize> KernelParamStorage<N> {
             len: self.len,
             _storage: PhantomData,
         };
-        self.fill_table(&mut table.ptrs);
-        f(&mut table)
-    }
-
-    /// Writes the first `len` entries of `ptrs`: pointer `i` to slot `i`.
-    #[inline]
-    fn fill_table(&mut self, ptrs: &mut [MaybeUninit<*mut c_void>; N]) {
         let base = self.slots.as_mut_ptr();
-        for (i, p) in ptrs.iter_mut().enumerate().take(self.len) {
+        for (i, p) in table.ptrs.iter_mut().enumerate().take(self.len) {
             // `i < len <= N`: in bounds of `slots`, so the pointer is in bounds and keeps the
             // provenance of the whole array (derived once from `as_mut_ptr`).
             p.write(base.wrapping_add(i).cast::<c_void>());
         }
+        f(&mut table)
     }
 
-    /// The `void**` table for a kernel whose parameter count is not known: as
-    /// [`params`](Self::params), and every entry past the arguments, up to the capacity `N`,
-    /// points at [`ZERO_PARAMS`]. If the kernel has more parameters than the guest passed, the
-    /// driver then copies zeros for them instead of dereferencing stray stack memory (a
-    /// kernel with more than `N` parameters would still read past the table: this is why the
-    /// launcher checks the count wherever the PTX or the driver tells it).
-    pub fn params_padded(&mut self) -> ParamTable<'_, N> {
-        let mut table = self.params();
-        let zeros = core::ptr::from_ref(&ZERO_PARAMS).cast_mut().cast::<c_void>();
-        for p in table.ptrs.iter_mut().skip(table.len) {
-            p.write(zeros);
-        }
-        table
-    }
-
-    /// An empty storage, to be filled with [`build`](Self::build). This is the one place its
-    /// `N`-sized arrays are zeroed.
-    pub const fn new() -> Self {
-        KernelParamStorage { slots: [ParamSlot([0; SLOT_SIZE]); N], sizes: [0; N], len: 0 }
-    }
-
-    /// Rebuilds the storage in place for `args` (see [`build_kernel_param_storage`] for how
-    /// each argument is stored and for the errors). Only the slots in use are written. On
-    /// error the storage is left empty, so no parameter of an earlier launch survives.
+    /// As [`with_params`](Self::with_params), for a kernel whose parameter count is not known:
+    /// every entry past the arguments, up to the capacity `N`, points at zeroed memory as
+    /// large as any kernel's parameter list. If the kernel has more parameters than the guest
+    /// passed, the driver then copies zeros for them instead of dereferencing stray stack
+    /// memory (a kernel with more than `N` parameters would still read past the table: this
+    /// is why the launcher checks the count wherever the PTX or the driver tells it).
     #[inline]
-    pub fn build(
-        &mut self,
-        args: &[LoweredArg<'_>],
-        placement: PointerPlacement<'_>,
-    ) -> Result<(), StorageError> {
+    pub fn with_padded_params<R>(&mut self, f: impl FnOnce(&mut ParamTable<'_, N>) -> R) -> R {
+        self.with_params(|table| {
+            let zeros = core::ptr::from_ref(&ZERO_PARAMS).cast_mut().cast::<c_void>();
+            for p in table.ptrs.iter_mut().skip(table.len) {
+                p.write(zeros);
+            }
+            f(table)
+        })
+    }
+
+    /// Builds the slots in place for a staged launch: `args` as parsed, each pointer argument
+    /// as the next address of `addresses` (the device buffer its window was staged into, in
+    /// argument order). Scalars are stored in native byte order (floats as their exact bits).
+    /// Only the slots in use are written. On error the storage is left empty, so no parameter
+    /// of an earlier launch survives.
+    ///
+    /// # Errors
+    ///
+    /// [`StorageError::TooManyArgs`] past the capacity `N`;
+    /// [`StorageError::MissingDeviceAddress`] for the first pointer argument past the end of
+    /// `addresses`.
+    #[inline]
+    pub fn build_staged(&mut self, args: &[LoweredArg<'_>], addresses: &[u64]) -> Result<(), StorageError> {
         self.len = 0;
+        self.not_writable = None;
         if args.len() > N {
             return Err(StorageError::TooManyArgs { capacity: N, got: args.len() });
         }
-        let mut staged = match placement {
-            PointerPlacement::Direct => None,
-            PointerPlacement::Staged(addresses) => Some(addresses.iter()),
-        };
+        let mut addresses = addresses.iter();
         // One pass over the arguments and the slots together: `args.len() <= N`, so the zip
         // visits every argument, and no slot index is checked (or can fail) per argument.
         let slots = self.slots.iter_mut().zip(self.sizes.iter_mut());
         for (index, (arg, (slot, size))) in args.iter().zip(slots).enumerate() {
-            let (value, width) = slot_of(arg, |window| match staged.as_mut() {
-                None => direct_address(window).ok_or(StorageError::NotWritable { index }),
-                Some(addresses) => {
-                    addresses.next().copied().ok_or(StorageError::MissingDeviceAddress { index })
-                }
+            let (value, width) = slot_of(arg, |_| {
+                addresses.next().copied().ok_or(StorageError::MissingDeviceAddress { index })
             })?;
             *slot = value;
             *size = width;
@@ -375,15 +371,14 @@ impl<const N: usize> KernelParamStorage<N> {
         self.len = args.len();
         Ok(())
     }
-}
 
-impl<const N: usize> KernelParamStorage<N> {
-    /// Parses `argv` against `memory` straight into the slots, in one pass: each record is
-    /// read, checked by the core parser's rules and stored as its parameter value, pointer
-    /// arguments as their windows' writable host pointers ([`PointerPlacement::Direct`]).
-    /// This is [`parse_argv_into`] followed by
-    /// [`build`](Self::build) with `Direct`, without the list of
-    /// [`LoweredArg`]s in between; it is what the CUDA launcher does in direct mode.
+    /// Parses `argv` against `memory` straight into the slots, in one pass, for a direct
+    /// launch: each record is read, checked by the core parser's rules ([`parse_argv_into`])
+    /// and stored as its parameter value, scalars in native byte order (floats as their exact
+    /// bits), pointer arguments as their windows' writable host pointers
+    /// ([`GuestWindow::host_ptr_mut`](kernel_args_core::GuestWindow::host_ptr_mut)). No list
+    /// of [`LoweredArg`]s is made; this is what the CUDA launcher does in direct mode when the
+    /// host function has not filled the storage already.
     ///
     /// The record cap is `min(N, MAX_KERNEL_ARGS)`. On error the storage is left empty.
     ///
@@ -420,7 +415,8 @@ impl<const N: usize> KernelParamStorage<N> {
     /// ```
     #[inline]
     pub fn parse_direct(&mut self, argv: &[u8], memory: &GuestMemory<'_>) -> Result<(), ParseError> {
-        let KernelParamStorage { slots, sizes, len } = self;
+        let KernelParamStorage { slots, sizes, len, not_writable } = self;
+        *not_writable = None;
         // The count lives in the sink (a register) while parsing, and is stored once.
         *len = 0;
         let mut sink = DirectSink { slots, sizes, len: 0, not_writable: None };
@@ -431,10 +427,21 @@ impl<const N: usize> KernelParamStorage<N> {
         *len = sink.len;
         Ok(())
     }
+
+    /// After the storage was filled as an [`ArgSink`]: [`StorageError::NotWritable`] for the
+    /// first pointer argument without a writable host pointer (its slot holds 0 and must not
+    /// reach a kernel).
+    pub fn direct_error(&self) -> Result<(), StorageError> {
+        match self.not_writable {
+            Some(index) => Err(StorageError::NotWritable { index }),
+            None => Ok(()),
+        }
+    }
 }
 
-/// The storage as the core parser's [`ArgSink`], placing pointers direct: each argument is
-/// written to the next slot as the parser accepts it.
+/// The storage as the core parser's [`ArgSink`] inside
+/// [`KernelParamStorage::parse_direct`], placing pointers direct: each argument is written to
+/// the next slot as the parser accepts it, the count kept in a register.
 struct DirectSink<'s, const N: usize> {
     slots: &'s mut [ParamSlot; N],
     sizes: &'s mut [u8; N],
@@ -459,32 +466,69 @@ impl<'m, const N: usize> ArgSink<'m> for DirectSink<'_, N> {
 
     #[inline(always)]
     fn push(&mut self, arg: LoweredArg<'m>) -> Result<(), SinkFull> {
-        let index = self.len;
-        let (Some(slot), Some(size)) = (self.slots.get_mut(index), self.sizes.get_mut(index)) else {
-            return Err(SinkFull);
-        };
-        let not_writable = &mut self.not_writable;
-        let stored = slot_of(&arg, |window| {
-            Ok::<_, core::convert::Infallible>(direct_address(window).unwrap_or_else(|| {
-                not_writable.get_or_insert(index);
-                0
-            }))
-        });
-        let Ok((value, width)) = stored;
-        (*slot, *size) = (value, width);
-        self.len = index.saturating_add(1);
+        self.len = store_direct(self.slots, self.sizes, self.len, &arg, &mut self.not_writable)?;
         Ok(())
     }
 }
 
-/// The `void**` array `cuLaunchKernel` reads, borrowed from a [`KernelParamStorage`].
+/// Stores `arg` as parameter `index`, placing a pointer direct (a pointer without a writable
+/// host pointer is stored as 0 and its index kept in `not_writable`, the first such); the
+/// number of parameters stored after it.
+#[inline(always)]
+fn store_direct<const N: usize>(
+    slots: &mut [ParamSlot; N],
+    sizes: &mut [u8; N],
+    index: usize,
+    arg: &LoweredArg<'_>,
+    not_writable: &mut Option<usize>,
+) -> Result<usize, SinkFull> {
+    let (Some(slot), Some(size)) = (slots.get_mut(index), sizes.get_mut(index)) else {
+        return Err(SinkFull);
+    };
+    let stored = slot_of(arg, |window| {
+        Ok::<_, core::convert::Infallible>(direct_address(window).unwrap_or_else(|| {
+            not_writable.get_or_insert(index);
+            0
+        }))
+    });
+    let Ok((value, width)) = stored;
+    (*slot, *size) = (value, width);
+    Ok(index.saturating_add(1))
+}
+
+/// The storage as a sink of its own, placing pointers direct, for a host that parses the
+/// argv for other reasons too (the host function's one pass, `kernel_args::Launcher::parse_recorded`):
+/// what [`parse_direct`](KernelParamStorage::parse_direct) does, with the not-writable check
+/// left to [`direct_error`](KernelParamStorage::direct_error).
+impl<'m, const N: usize> ArgSink<'m> for KernelParamStorage<N> {
+    #[inline]
+    fn capacity(&self) -> usize {
+        N
+    }
+
+    #[inline]
+    fn clear(&mut self) {
+        self.len = 0;
+        self.not_writable = None;
+    }
+
+    #[inline]
+    fn push(&mut self, arg: LoweredArg<'m>) -> Result<(), SinkFull> {
+        self.len = store_direct(&mut self.slots, &mut self.sizes, self.len, &arg, &mut self.not_writable)?;
+        Ok(())
+    }
+}
+
+/// The `void**` array `cuLaunchKernel` reads, borrowed from a [`KernelParamStorage`] inside
+/// [`with_params`](KernelParamStorage::with_params) or
+/// [`with_padded_params`](KernelParamStorage::with_padded_params).
 ///
 /// Pointer `i` addresses the value of parameter `i`. Take [`as_mut_ptr`](ParamTable::as_mut_ptr)
-/// right at the launch call: it points into this table, so it must not outlive it or survive
-/// a move of it.
+/// right at the launch call: it points into this table, so it must not outlive it.
 ///
 /// INVARIANT: `len <= N`, and `ptrs[..len]` are initialised (by
-/// [`KernelParamStorage::params`], the only constructor).
+/// [`KernelParamStorage::with_params`], the only maker; `with_padded_params` initialises all
+/// `N`).
 pub struct ParamTable<'s, const N: usize = MAX_KERNEL_ARGS> {
     ptrs: [MaybeUninit<*mut c_void>; N],
     len: usize,
@@ -527,29 +571,6 @@ impl<const N: usize> ParamTable<'_, N> {
     }
 }
 
-/// Builds the parameter storage for `args`, without allocating.
-///
-/// Scalars are stored in native byte order (floats as their exact bits). Pointer arguments are
-/// stored as the device-visible address `placement` gives: with
-/// [`Direct`](PointerPlacement::Direct), the window's writable host pointer
-/// ([`GuestWindow::host_ptr_mut`](kernel_args_core::GuestWindow::host_ptr_mut)); with
-/// [`Staged`](PointerPlacement::Staged), the next device address of the list.
-///
-/// # Errors
-///
-/// [`StorageError::TooManyArgs`] past the capacity `N`; [`StorageError::NotWritable`] for a
-/// direct pointer without a writable host pointer; [`StorageError::MissingDeviceAddress`] when
-/// a staged list is too short.
-#[inline]
-pub fn build_kernel_param_storage<const N: usize>(
-    args: &[LoweredArg<'_>],
-    placement: PointerPlacement<'_>,
-) -> Result<KernelParamStorage<N>, StorageError> {
-    let mut storage = KernelParamStorage::<N>::new();
-    storage.build(args, placement)?;
-    Ok(storage)
-}
-
 #[cfg(test)]
 mod tests {
     use core::mem::align_of;
@@ -567,7 +588,7 @@ mod tests {
         // SAFETY: `i < len <= N`, so `kernel_params + i` is inside the table's pointer array.
         let slot_ptr = unsafe { kernel_params.add(i) };
         // SAFETY: `slot_ptr` is in bounds, aligned (it points into a `[*mut c_void; N]`) and
-        // initialised by `params()`.
+        // initialised by `with_params`.
         let param = unsafe { slot_ptr.read() };
         assert_eq!(param.addr() % align_of::<u64>(), 0, "slot {i} is not 8-aligned");
         // SAFETY: `param` points at an 8-byte slot of the storage borrowed by `table`, which
@@ -576,6 +597,7 @@ mod tests {
         bytes.to_vec()
     }
 
+    /// What the kernel must read for `arg`: its native bytes, a pointer as `device_address`.
     fn native_bytes(arg: &LoweredArgSnapshot, device_address: u64) -> Vec<u8> {
         match *arg {
             Arg::I32(v) => v.to_ne_bytes().to_vec(),
@@ -610,27 +632,27 @@ mod tests {
         let base = memory.as_mut_ptr().addr() as u64;
         let guest = GuestMemory::exclusive(&mut memory);
         let n = encode_argv(&argv, &mut buf).unwrap();
-        let args: ParsedArgv = parse_argv(&buf[..n], &guest).unwrap();
 
-        let mut storage: KernelParamStorage =
-            build_kernel_param_storage(&args, PointerPlacement::Direct).unwrap();
+        let mut storage: KernelParamStorage = KernelParamStorage::new();
+        storage.parse_direct(&buf[..n], &guest).unwrap();
         // Moving the storage before the table is made must not matter.
         let mut moved = Box::new(storage.clone());
         for storage in [&mut storage, &mut *moved] {
             assert_eq!(storage.len(), argv.len());
             let sizes = storage.arg_sizes().to_vec();
-            let mut table = storage.params();
-            assert_eq!(table.len(), argv.len());
-            for (i, arg) in argv.iter().enumerate() {
-                let device_address = match arg {
-                    Arg::Ptr(r) => base + u64::from(r.guest_offset),
-                    _ => 0,
-                };
-                let want = native_bytes(arg, device_address);
-                assert_eq!(usize::from(sizes[i]), want.len(), "argument {i} size");
-                assert_eq!(usize::from(sizes[i]), arg_size(arg));
-                assert_eq!(read_through_table(&mut table, i, want.len()), want, "argument {i}");
-            }
+            storage.with_params(|table| {
+                assert_eq!(table.len(), argv.len());
+                for (i, arg) in argv.iter().enumerate() {
+                    let device_address = match arg {
+                        Arg::Ptr(r) => base + u64::from(r.guest_offset),
+                        _ => 0,
+                    };
+                    let want = native_bytes(arg, device_address);
+                    assert_eq!(usize::from(sizes[i]), want.len(), "argument {i} size");
+                    assert_eq!(usize::from(sizes[i]), arg_size(arg));
+                    assert_eq!(read_through_table(table, i, want.len()), want, "argument {i}");
+                }
+            });
         }
     }
 
@@ -643,18 +665,19 @@ mod tests {
         let n = encode_argv(&argv, &mut buf).unwrap();
         let args: ParsedArgv = parse_argv(&buf[..n], &guest).unwrap();
         let device = [0x7f00_0000_1000u64, 0x7f00_0000_2000, 0x7f00_0000_3000];
-        let mut storage: KernelParamStorage =
-            build_kernel_param_storage(&args, PointerPlacement::Staged(&device)).unwrap();
-        let mut table = storage.params();
-        let mut next = device.iter();
-        for (i, arg) in argv.iter().enumerate() {
-            let device_address = match arg {
-                Arg::Ptr(_) => *next.next().unwrap(),
-                _ => 0,
-            };
-            let want = native_bytes(arg, device_address);
-            assert_eq!(read_through_table(&mut table, i, want.len()), want, "argument {i}");
-        }
+        let mut storage: KernelParamStorage = KernelParamStorage::new();
+        storage.build_staged(&args, &device).unwrap();
+        storage.with_params(|table| {
+            let mut next = device.iter();
+            for (i, arg) in argv.iter().enumerate() {
+                let device_address = match arg {
+                    Arg::Ptr(_) => *next.next().unwrap(),
+                    _ => 0,
+                };
+                let want = native_bytes(arg, device_address);
+                assert_eq!(read_through_table(table, i, want.len()), want, "argument {i}");
+            }
+        });
     }
 
     #[test]
@@ -664,9 +687,8 @@ mod tests {
         let argv: [LoweredArgSnapshot; 2] = [Arg::U32(0x0102_0304), Arg::F64(F64Bits::from_f64(1.5))];
         let mut buf = [0u8; 32];
         let n = encode_argv(&argv, &mut buf).unwrap();
-        let args: ParsedArgv = parse_argv(&buf[..n], &guest).unwrap();
-        let storage: KernelParamStorage<4> =
-            build_kernel_param_storage(&args, PointerPlacement::Direct).unwrap();
+        let mut storage = KernelParamStorage::<4>::new();
+        storage.parse_direct(&buf[..n], &guest).unwrap();
         assert_eq!(storage.capacity(), 4);
         assert_eq!(storage.value_bytes(0), Some(&0x0102_0304u32.to_ne_bytes()[..]));
         assert_eq!(storage.value_bytes(1), Some(&1.5f64.to_ne_bytes()[..]));
@@ -675,7 +697,7 @@ mod tests {
     }
 
     #[test]
-    fn in_place_builds_replace_and_fail_empty() {
+    fn in_place_fills_replace_and_fail_empty() {
         let mut memory = vec![0u8; 16];
         let guest = GuestMemory::exclusive(&mut memory);
         let mut buf = [0u8; 64];
@@ -684,16 +706,21 @@ mod tests {
         let n = encode_argv(&argv, &mut buf).unwrap();
         let args: ParsedArgv = parse_argv(&buf[..n], &guest).unwrap();
         let mut storage = KernelParamStorage::<4>::default();
-        storage.build(&args, PointerPlacement::Staged(&[0xabc])).unwrap();
+        storage.build_staged(&args, &[0xabc]).unwrap();
         assert_eq!(storage.arg_sizes(), &[8, 4, 8]);
         assert_eq!(storage.value_bytes(2), Some(&0xabcu64.to_ne_bytes()[..]));
-        storage.build(&args[1..2], PointerPlacement::Direct).unwrap();
+        // A direct fill of fewer arguments replaces the staged one...
+        storage.parse_direct(&[0x05, 7, 0, 0, 0], &guest).unwrap();
         assert_eq!((storage.len(), storage.value_bytes(0)), (1, Some(&7u32.to_ne_bytes()[..])));
-        assert_eq!(storage.params().pointers().len(), 1);
-        let err = storage.build(&args, PointerPlacement::Staged(&[])).unwrap_err();
+        assert_eq!(storage.with_params(|table| table.pointers().len()), 1);
+        // ...and a staged one the direct one.
+        storage.parse_direct(&buf[..n], &guest).unwrap();
+        storage.build_staged(&args[1..2], &[]).unwrap();
+        assert_eq!((storage.len(), storage.value_bytes(0)), (1, Some(&7u32.to_ne_bytes()[..])));
+        let err = storage.build_staged(&args, &[]).unwrap_err();
         assert_eq!(err, StorageError::MissingDeviceAddress { index: 2 });
         assert!(storage.is_empty(), "a failed build leaves no part of the arguments");
-        assert!(storage.params().is_empty());
+        assert!(storage.with_params(|table| table.is_empty()));
     }
 
     #[test]
@@ -703,62 +730,64 @@ mod tests {
     }
 
     #[test]
-    fn with_params_gives_the_same_table_in_place() {
+    fn padded_and_plain_tables_agree_on_the_arguments() {
         let argv = every_type();
         let mut buf = [0u8; 128];
         let mut memory = vec![0u8; 64];
         let guest = GuestMemory::exclusive(&mut memory);
         let n = encode_argv(&argv, &mut buf).unwrap();
         let args: ParsedArgv = parse_argv(&buf[..n], &guest).unwrap();
-        let mut storage: KernelParamStorage =
-            build_kernel_param_storage(&args, PointerPlacement::Staged(&[1, 2, 3])).unwrap();
-        let by_value: Vec<Vec<u8>> = {
-            let mut table = storage.params();
-            (0..argv.len()).map(|i| read_through_table(&mut table, i, arg_size(&argv[i]))).collect()
-        };
-        let in_place = storage.with_params(|table| {
+        let mut storage: KernelParamStorage = KernelParamStorage::new();
+        storage.build_staged(&args, &[1, 2, 3]).unwrap();
+        let read = |table: &mut ParamTable<'_>| {
             assert_eq!(table.len(), argv.len());
-            (0..argv.len()).map(|i| read_through_table(table, i, arg_size(&argv[i]))).collect::<Vec<_>>()
-        });
-        assert_eq!(by_value, in_place);
+            let values: Vec<Vec<u8>> =
+                (0..argv.len()).map(|i| read_through_table(table, i, arg_size(&argv[i]))).collect();
+            let pointers: Vec<usize> = table.pointers().iter().map(|p| p.addr()).collect();
+            (values, pointers)
+        };
+        let plain = storage.with_params(read);
+        let padded = storage.with_padded_params(read);
+        assert_eq!(plain, padded);
     }
 
     #[test]
     fn padded_tables_point_past_the_arguments_at_zeros() {
         let mut memory = vec![0u8; 8];
         let guest = GuestMemory::exclusive(&mut memory);
-        let argv: [LoweredArgSnapshot; 1] = [Arg::U32(9)];
-        let mut buf = [0u8; 8];
-        let n = encode_argv(&argv, &mut buf).unwrap();
-        let args: ParsedArgv = parse_argv(&buf[..n], &guest).unwrap();
-        let mut storage: KernelParamStorage =
-            build_kernel_param_storage(&args, PointerPlacement::Direct).unwrap();
-        let mut table = storage.params_padded();
-        assert_eq!(table.len(), 1);
-        assert_eq!(read_through_table(&mut table, 0, 4), 9u32.to_ne_bytes());
-        let kernel_params = table.as_mut_ptr();
-        for i in [1, MAX_KERNEL_ARGS - 1] {
-            // SAFETY: `i < N`, inside the table's array.
-            let entry = unsafe { kernel_params.add(i) };
-            // SAFETY: padded tables initialise all `N` entries.
-            let param = unsafe { entry.read() };
-            assert_eq!(param.cast_const().cast::<u8>(), ZERO_PARAMS.as_ptr().cast::<u8>());
-            // SAFETY: `ZERO_PARAMS` is a static of `MAX_PARAM_BYTES` or more bytes.
-            let bytes =
-                unsafe { core::slice::from_raw_parts(param.cast_const().cast::<u8>(), MAX_PARAM_BYTES) };
-            assert!(bytes.iter().all(|&b| b == 0));
-        }
+        let mut storage: KernelParamStorage = KernelParamStorage::new();
+        storage.parse_direct(&[0x05, 9, 0, 0, 0], &guest).unwrap();
+        storage.with_padded_params(|table| {
+            assert_eq!(table.len(), 1);
+            assert_eq!(read_through_table(table, 0, 4), 9u32.to_ne_bytes());
+            let kernel_params = table.as_mut_ptr();
+            for i in [1, MAX_KERNEL_ARGS - 1] {
+                // SAFETY: `i < N`, inside the table's array.
+                let entry = unsafe { kernel_params.add(i) };
+                // SAFETY: padded tables initialise all `N` entries.
+                let param = unsafe { entry.read() };
+                assert_eq!(param.cast_const().cast::<u8>(), ZERO_PARAMS.as_ptr().cast::<u8>());
+                // SAFETY: `ZERO_PARAMS` is a static of `MAX_PARAM_BYTES` or more bytes.
+                let bytes =
+                    unsafe { core::slice::from_raw_parts(param.cast_const().cast::<u8>(), MAX_PARAM_BYTES) };
+                assert!(bytes.iter().all(|&b| b == 0));
+            }
+        });
     }
 
     #[test]
     fn empty_argv_gives_an_empty_table() {
-        let mut storage: KernelParamStorage<0> =
-            build_kernel_param_storage(&[], PointerPlacement::Direct).unwrap();
+        let mut storage = KernelParamStorage::<0>::new();
+        storage.parse_direct(&[], &GuestMemory::length_only(0)).unwrap();
         assert!(storage.is_empty());
-        let mut table = storage.params();
-        assert!(table.is_empty());
-        assert!(table.pointers().is_empty());
-        let _ = table.as_mut_ptr();
+        storage.with_params(|table| {
+            assert!(table.is_empty());
+            assert!(table.pointers().is_empty());
+            let _ = table.as_mut_ptr();
+        });
+        storage.build_staged(&[], &[]).unwrap();
+        assert!(storage.is_empty());
+        assert!(storage.with_padded_params(|table| table.is_empty()));
     }
 
     #[test]
@@ -769,27 +798,27 @@ mod tests {
         let mut buf = [0u8; 32];
         let n = encode_argv(&argv, &mut buf).unwrap();
         let args: ParsedArgv = parse_argv(&buf[..n], &guest).unwrap();
-        let err = build_kernel_param_storage::<2>(&args, PointerPlacement::Direct).unwrap_err();
+        let mut two = KernelParamStorage::<2>::new();
+        let err = two.build_staged(&args, &[]).unwrap_err();
         assert_eq!(err, StorageError::TooManyArgs { capacity: 2, got: 3 });
         assert_eq!(HostError::from(err).code(), AbiError::KernelArgsUnsupported);
-        assert!(build_kernel_param_storage::<3>(&args, PointerPlacement::Direct).is_ok());
+        assert!(two.is_empty());
+        assert!(KernelParamStorage::<3>::new().build_staged(&args, &[]).is_ok());
     }
 
     #[test]
-    fn direct_pointers_need_an_exclusive_borrow() {
+    fn staging_needs_no_writable_host_pointer() {
         let memory = vec![0u8; 16];
         let argv = [Arg::U32(1), Arg::Ptr(GuestRange { guest_offset: 0, len: 16 })];
         let mut buf = [0u8; 32];
         let n = encode_argv(&argv, &mut buf).unwrap();
         for guest in [GuestMemory::shared(&memory), GuestMemory::length_only(16)] {
             let args: ParsedArgv = parse_argv(&buf[..n], &guest).unwrap();
-            let err = build_kernel_param_storage::<4>(&args, PointerPlacement::Direct).unwrap_err();
-            assert_eq!(err, StorageError::NotWritable { index: 1 });
-            let host = HostError::from(err);
-            assert_eq!(host.code(), AbiError::Internal);
-            assert!(host.to_string().contains("argument 1"), "{host}");
-            // Staging does not read the host pointer, so it builds.
-            assert!(build_kernel_param_storage::<4>(&args, PointerPlacement::Staged(&[0x1000])).is_ok());
+            // Staging does not read the host pointer, so it builds where direct cannot
+            // (`parse_direct_needs_an_exclusive_borrow_for_pointers`).
+            let mut storage = KernelParamStorage::<4>::new();
+            storage.build_staged(&args, &[0x1000]).unwrap();
+            assert_eq!(storage.value_bytes(1), Some(&0x1000u64.to_ne_bytes()[..]));
         }
     }
 
@@ -804,31 +833,59 @@ mod tests {
         let mut buf = [0u8; 32];
         let n = encode_argv(&argv, &mut buf).unwrap();
         let args: ParsedArgv = parse_argv(&buf[..n], &guest).unwrap();
-        let err = build_kernel_param_storage::<4>(&args, PointerPlacement::Staged(&[0x1000])).unwrap_err();
+        let mut storage = KernelParamStorage::<4>::new();
+        let err = storage.build_staged(&args, &[0x1000]).unwrap_err();
         assert_eq!(err, StorageError::MissingDeviceAddress { index: 1 });
+        let host = HostError::from(err);
+        assert_eq!(host.code(), AbiError::Internal);
+        assert!(host.to_string().contains("argument 1"), "{host}");
+        assert!(storage.is_empty());
     }
 
-    /// The storage `parse_direct` makes from `buf`, and the one parse + build makes, compared
-    /// slot by slot.
-    fn assert_one_pass_matches_two(buf: &[u8], guest: &GuestMemory<'_>) {
+    /// `buf` filled into a storage by `parse_direct` and by the parser with the storage as its
+    /// sink, against the parser's own output: every slot holds its argument's native bytes, a
+    /// pointer its window's host address (`base` + its offset); and a staged build handed those
+    /// host addresses stores the same slots.
+    fn assert_direct_stores_what_the_parser_accepts(buf: &[u8], guest: &GuestMemory<'_>, base: u64) {
         let args: ParsedArgv = parse_argv(buf, guest).unwrap();
-        let two: KernelParamStorage = build_kernel_param_storage(&args, PointerPlacement::Direct).unwrap();
-        let mut one = KernelParamStorage::<MAX_KERNEL_ARGS>::new();
-        one.parse_direct(buf, guest).unwrap();
-        assert_eq!(one.arg_sizes(), two.arg_sizes());
-        for i in 0..args.len() {
-            assert_eq!(one.slots[i], two.slots[i], "slot {i}");
+        let mut direct: KernelParamStorage = KernelParamStorage::new();
+        direct.parse_direct(buf, guest).unwrap();
+        let mut sink: KernelParamStorage = KernelParamStorage::new();
+        parse_argv_into(buf, guest, &mut sink).unwrap();
+        sink.direct_error().unwrap();
+
+        let mut hosts = Vec::new();
+        assert_eq!((direct.len(), sink.len()), (args.len(), args.len()));
+        for (i, arg) in args.iter().enumerate() {
+            let arg = arg.snapshot();
+            let host = match arg {
+                Arg::Ptr(r) => base + u64::from(r.guest_offset),
+                _ => 0,
+            };
+            if let Arg::Ptr(_) = arg {
+                hosts.push(host);
+            }
+            let want = native_bytes(&arg, host);
+            assert_eq!(direct.value_bytes(i), Some(&want[..]), "slot {i}");
+            assert_eq!(sink.value_bytes(i), Some(&want[..]), "slot {i} filled as a sink");
         }
+        let mut staged: KernelParamStorage = KernelParamStorage::new();
+        staged.build_staged(&args, &hosts).unwrap();
+        assert_eq!(staged.arg_sizes(), direct.arg_sizes());
+        let len = args.len();
+        assert_eq!(staged.slots[..len], direct.slots[..len]);
+        assert_eq!(sink.slots[..len], direct.slots[..len]);
     }
 
     #[test]
-    fn parse_direct_stores_what_parse_then_build_stores() {
+    fn parse_direct_stores_what_the_parser_accepts() {
         let mut memory = vec![0u8; 64];
+        let base = memory.as_mut_ptr().addr() as u64;
         let guest = GuestMemory::exclusive(&mut memory);
         let mut buf = [0u8; 128];
         let n = encode_argv(&every_type(), &mut buf).unwrap();
-        assert_one_pass_matches_two(&buf[..n], &guest);
-        assert_one_pass_matches_two(&[], &guest);
+        assert_direct_stores_what_the_parser_accepts(&buf[..n], &guest, base);
+        assert_direct_stores_what_the_parser_accepts(&[], &guest, base);
 
         // The whole capacity, every slot.
         let argv: Vec<LoweredArgSnapshot> = (0..MAX_KERNEL_ARGS as u32)
@@ -841,7 +898,7 @@ mod tests {
             .collect();
         let mut buf = vec![0u8; kernel_args_core::MAX_KERNEL_ARGS_BYTES];
         let n = encode_argv(&argv, &mut buf).unwrap();
-        assert_one_pass_matches_two(&buf[..n], &guest);
+        assert_direct_stores_what_the_parser_accepts(&buf[..n], &guest, base);
     }
 
     #[test]
@@ -859,7 +916,11 @@ mod tests {
         let ParseError::Argv(argv) = err else { panic!("argv error expected, got {err:?}") };
         assert_eq!((argv.index(), argv.offset()), (1, 5));
         assert_eq!(HostError::from(err).code(), AbiError::InvalidPointer);
-        assert!(storage.is_empty() && storage.params().is_empty());
+        assert!(storage.is_empty() && storage.with_params(|table| table.is_empty()));
+        // Filled as a sink: the same error, and nothing left either.
+        storage.parse_direct(&buf[..5], &guest).unwrap();
+        assert_eq!(parse_argv_into(&buf, &guest, &mut storage), Err(argv));
+        assert!(storage.is_empty());
 
         // The capacity is the record cap: the fifth record start is -10.
         let five = [0x05, 1, 0, 0, 0].repeat(5);
@@ -867,6 +928,8 @@ mod tests {
         let ParseError::Argv(argv) = err else { panic!("argv error expected, got {err:?}") };
         assert_eq!((argv.index(), argv.offset()), (4, 20));
         assert_eq!(HostError::from(err).code(), AbiError::KernelArgsUnsupported);
+        assert!(storage.is_empty());
+        assert_eq!(parse_argv_into(&five, &guest, &mut storage), Err(argv));
         assert!(storage.is_empty());
         storage.parse_direct(&five[..20], &guest).unwrap();
         assert_eq!(storage.len(), 4);
@@ -887,11 +950,18 @@ mod tests {
             let err = storage.parse_direct(&buf[..n], &guest).unwrap_err();
             // The first pointer argument is named.
             assert_eq!(err, ParseError::Storage(StorageError::NotWritable { index: 1 }));
-            assert_eq!(HostError::from(err).code(), AbiError::Internal);
+            let host = HostError::from(err);
+            assert_eq!(host.code(), AbiError::Internal);
+            assert!(host.to_string().contains("argument 1"), "{host}");
             assert!(storage.is_empty());
+            // Filled as a sink, the parse succeeds and `direct_error` names the same argument.
+            parse_argv_into(&buf[..n], &guest, &mut storage).unwrap();
+            assert_eq!(storage.direct_error(), Err(StorageError::NotWritable { index: 1 }));
             // Scalars alone need no borrow of any kind...
             storage.parse_direct(&buf[..5], &guest).unwrap();
             assert_eq!(storage.len(), 1);
+            parse_argv_into(&buf[..5], &guest, &mut storage).unwrap();
+            assert_eq!(storage.direct_error(), Ok(()));
             // ...and the guest's own error comes before the host's.
             let mut bad = buf;
             bad[n] = 0xee;
@@ -910,14 +980,14 @@ mod tests {
             .collect();
         let mut buf = vec![0u8; kernel_args_core::MAX_KERNEL_ARGS_BYTES];
         let n = encode_argv(&argv, &mut buf).unwrap();
-        let args: ParsedArgv = parse_argv(&buf[..n], &guest).unwrap();
-        let mut storage: KernelParamStorage =
-            build_kernel_param_storage(&args, PointerPlacement::Direct).unwrap();
-        let mut table = storage.params();
-        assert_eq!(table.pointers().len(), MAX_KERNEL_ARGS);
-        for (i, arg) in argv.iter().enumerate() {
-            let want = native_bytes(arg, 0);
-            assert_eq!(read_through_table(&mut table, i, want.len()), want, "argument {i}");
-        }
+        let mut storage: KernelParamStorage = KernelParamStorage::new();
+        storage.parse_direct(&buf[..n], &guest).unwrap();
+        storage.with_params(|table| {
+            assert_eq!(table.pointers().len(), MAX_KERNEL_ARGS);
+            for (i, arg) in argv.iter().enumerate() {
+                let want = native_bytes(arg, 0);
+                assert_eq!(read_through_table(table, i, want.len()), want, "argument {i}");
+            }
+        });
     }
 }

@@ -1,6 +1,8 @@
 //! Proves that the launch path allocates nothing on the heap, up to the driver call: parsing,
-//! building the `void**` parameter storage and its table, and the std adapter's host function
-//! (argument-region check, shape check, parse, dispatch) up to the [`Launcher`].
+//! filling the `void**` parameter storage (direct and staged) and making its table, and the std
+//! adapter's host function (argument-region check, shape check, parse, dispatch) up to and
+//! through the [`Launcher`], both where the launcher's storage is the host's argv sink (one
+//! pass, as `CudaLauncher` in direct mode) and where the launcher parses the request itself.
 //!
 //! The counting global allocator below counts the allocations (and reallocations) of the
 //! current thread only, so the test harness's own threads and bookkeeping are never counted,
@@ -11,18 +13,17 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::indexing_slicing)]
 
-#[path = "../../core/tests/support/mod.rs"]
-mod support;
-
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 use std::hint::black_box;
 
 use kernel_args::{
-    HostError, LaunchCall, LaunchHost, LaunchOutcome, LaunchRequest, Launcher, PointerMode, SignatureCheck,
+    HostError, LaunchCall, LaunchHost, LaunchOutcome, LaunchRequest, LaunchSnapshot, Launcher, PointerMode,
+    SignatureCheck,
 };
 use kernel_args_core::{GuestMemory, MAX_KERNEL_ARGS, ParsedArgv, parse_argv_into};
-use kernel_args_cuda::{KernelParamStorage, PointerPlacement, build_kernel_param_storage};
+use kernel_args_cuda::KernelParamStorage;
+use kernel_args_testkit::argvs;
 
 /// `System`, counting every allocation made by the calling thread.
 struct CountingAllocator;
@@ -83,10 +84,10 @@ fn allocations_during<R>(f: impl FnOnce() -> R) -> (R, u64) {
 /// The argvs every test runs: each mixed size `0..=MAX_KERNEL_ARGS` (a few under Miri), then
 /// the largest valid buffer.
 fn argvs() -> impl Iterator<Item = (String, usize, Vec<u8>)> {
-    support::sizes()
+    argvs::sizes()
         .into_iter()
-        .map(|n| (format!("{n} mixed args"), n, support::encode(&support::mixed(n))))
-        .chain([("the largest valid buffer".to_string(), MAX_KERNEL_ARGS, support::largest_valid())])
+        .map(|n| (format!("{n} mixed args"), n, argvs::encode(&argvs::mixed(n))))
+        .chain([("the largest valid buffer".to_string(), MAX_KERNEL_ARGS, argvs::largest_valid())])
 }
 
 #[test]
@@ -104,20 +105,11 @@ fn the_counter_sees_allocations() {
 
 #[test]
 fn parse_and_build_allocate_nothing() {
-    let mut memory = vec![0u8; support::MEMORY_LEN];
+    let mut memory = vec![0u8; argvs::MEMORY_LEN];
     let guest = GuestMemory::exclusive(&mut memory);
     let mut args: ParsedArgv = ParsedArgv::new();
     let mut storage: Box<KernelParamStorage> = Box::default();
     for (what, n, buf) in argvs() {
-        let (len, allocs) = allocations_during(|| {
-            parse_argv_into(&buf, &guest, &mut args).unwrap();
-            storage.build(&args, PointerPlacement::Direct).unwrap();
-            let mut table = storage.params();
-            black_box(table.as_mut_ptr());
-            table.len()
-        });
-        assert_eq!((len, allocs), (n, 0), "parse + build in place, {what}");
-
         let (len, allocs) = allocations_during(|| {
             storage.parse_direct(&buf, &guest).unwrap();
             storage.with_params(|table| {
@@ -128,35 +120,84 @@ fn parse_and_build_allocate_nothing() {
         assert_eq!((len, allocs), (n, 0), "parse_direct in one pass + with_params, {what}");
 
         let (len, allocs) = allocations_during(|| {
-            let mut storage: KernelParamStorage =
-                build_kernel_param_storage(&args, PointerPlacement::Direct).unwrap();
-            let mut table = storage.params();
-            black_box(table.as_mut_ptr());
-            table.len()
+            parse_argv_into(&buf, &guest, &mut *storage).unwrap();
+            storage.direct_error().unwrap();
+            storage.with_padded_params(|table| {
+                black_box(table.as_mut_ptr());
+                table.len()
+            })
         });
-        assert_eq!((len, allocs), (n, 0), "build by value, {what}");
+        assert_eq!((len, allocs), (n, 0), "the storage as the parser's sink + with_padded_params, {what}");
 
+        let (len, allocs) = allocations_during(|| {
+            let mut storage: KernelParamStorage = KernelParamStorage::new();
+            storage.parse_direct(&buf, &guest).unwrap();
+            storage.with_params(|table| {
+                black_box(table.as_mut_ptr());
+                table.len()
+            })
+        });
+        assert_eq!((len, allocs), (n, 0), "a fresh storage on the stack, {what}");
+
+        parse_argv_into(&buf, &guest, &mut args).unwrap();
         let pointers = args.iter().filter(|a| matches!(a, kernel_args_core::Arg::Ptr(_))).count();
         let device: Vec<u64> = (0..pointers as u64).map(|i| 0x7f00_0000_0000 + (i << 12)).collect();
-        let (result, allocs) = allocations_during(|| storage.build(&args, PointerPlacement::Staged(&device)));
-        assert_eq!((result, allocs), (Ok(()), 0), "staged build, {what}");
+        let (len, allocs) = allocations_during(|| {
+            parse_argv_into(&buf, &guest, &mut args).unwrap();
+            storage.build_staged(&args, &device).unwrap();
+            storage.with_params(|table| {
+                black_box(table.as_mut_ptr());
+                table.len()
+            })
+        });
+        assert_eq!((len, allocs), (n, 0), "parse + staged build in place, {what}");
     }
 }
 
-/// A launcher that records the allocation count at the moment it is called, then parses the
-/// request into the parameter storage and makes its `void**` table exactly as the CUDA
-/// launcher does in direct mode before `cuLaunchKernel`, and records the count again.
+/// A launcher that records the allocation count at the moment it is called, then takes the
+/// request's arguments into its parameter storage and makes its `void**` table exactly as the
+/// CUDA launcher does in direct mode before `cuLaunchKernel`, and records the count again.
+/// With `one_pass` its storage is the host's argv sink (as `CudaLauncher`'s), so the host
+/// function's own pass fills it; without, it parses the request itself.
 struct RecordingLauncher {
     storage: Box<KernelParamStorage>,
+    one_pass: bool,
     at_call: Option<u64>,
     after_build: Option<u64>,
     args: usize,
+    in_sink: bool,
+}
+
+impl RecordingLauncher {
+    fn new(one_pass: bool) -> RecordingLauncher {
+        RecordingLauncher {
+            storage: Box::default(),
+            one_pass,
+            at_call: None,
+            after_build: None,
+            args: 0,
+            in_sink: false,
+        }
+    }
 }
 
 impl Launcher for RecordingLauncher {
+    fn parse_recorded(
+        &mut self,
+        request: &LaunchRequest<'_, '_>,
+        record: &mut LaunchSnapshot,
+    ) -> Option<Result<(), HostError>> {
+        self.one_pass.then(|| request.parse_recorded(record, &mut *self.storage))
+    }
+
     fn launch(&mut self, request: &LaunchRequest<'_, '_>) -> Result<LaunchOutcome, HostError> {
         self.at_call = Some(allocations());
-        self.storage.parse_direct(request.argv, request.memory)?;
+        self.in_sink = request.in_sink();
+        if request.in_sink() {
+            self.storage.direct_error()?;
+        } else {
+            self.storage.parse_direct(request.argv, request.memory)?;
+        }
         self.args = self.storage.with_params(|table| {
             black_box(table.as_mut_ptr());
             table.len()
@@ -168,28 +209,31 @@ impl Launcher for RecordingLauncher {
 
 #[test]
 fn the_host_function_allocates_nothing_up_to_the_launcher() {
-    let launcher = RecordingLauncher { storage: Box::default(), at_call: None, after_build: None, args: 0 };
-    let mut host = LaunchHost::new(launcher);
-    let mut memory = vec![0u8; support::MEMORY_LEN];
-    // The argv sits at the end of guest memory, past every pointer window but the last.
-    for (what, n, buf) in argvs() {
-        let args_ptr = support::MEMORY_LEN - buf.len();
-        memory[args_ptr..].copy_from_slice(&buf);
-        let call = LaunchCall {
-            args_ptr: args_ptr as i32,
-            args_len: buf.len() as i32,
-            ..LaunchCall::new(7, [4, 2, 1], [128, 1, 1])
-        };
-        let before = allocations();
-        let code = host.call(Some(&mut memory), &call);
-        let total = allocations() - before;
-        assert_eq!(code, 0, "{what}: {:?}", host.last_error());
-        let launcher = host.launcher_mut();
-        assert_eq!(launcher.args, n, "{what}: the launcher saw every argument");
-        let at_call = launcher.at_call.take().expect("the launcher was called") - before;
-        let after_build = launcher.after_build.take().expect("the storage was built") - before;
-        assert_eq!(at_call, 0, "{what}: allocations before the launcher was called");
-        assert_eq!(after_build, 0, "{what}: allocations up to the void** table");
-        assert_eq!(total, 0, "{what}: allocations in the whole call");
+    for one_pass in [true, false] {
+        let passes = if one_pass { "one pass (the storage is the argv sink)" } else { "two passes" };
+        let mut host = LaunchHost::new(RecordingLauncher::new(one_pass));
+        let mut memory = vec![0u8; argvs::MEMORY_LEN];
+        // The argv sits at the end of guest memory, past every pointer window but the last.
+        for (what, n, buf) in argvs() {
+            let args_ptr = argvs::MEMORY_LEN - buf.len();
+            memory[args_ptr..].copy_from_slice(&buf);
+            let call = LaunchCall {
+                args_ptr: args_ptr as i32,
+                args_len: buf.len() as i32,
+                ..LaunchCall::new(7, [4, 2, 1], [128, 1, 1])
+            };
+            let before = allocations();
+            let code = host.call(Some(&mut memory), &call);
+            let total = allocations() - before;
+            assert_eq!(code, 0, "{passes}, {what}: {:?}", host.last_error());
+            let launcher = host.launcher_mut();
+            assert_eq!(launcher.in_sink, one_pass, "{passes}, {what}: the host filled the sink");
+            assert_eq!(launcher.args, n, "{passes}, {what}: the launcher saw every argument");
+            let at_call = launcher.at_call.take().expect("the launcher was called") - before;
+            let after_build = launcher.after_build.take().expect("the storage was built") - before;
+            assert_eq!(at_call, 0, "{passes}, {what}: allocations before the launcher was called");
+            assert_eq!(after_build, 0, "{passes}, {what}: allocations up to the void** table");
+            assert_eq!(total, 0, "{passes}, {what}: allocations in the whole call");
+        }
     }
 }

@@ -20,10 +20,7 @@
 use std::sync::{LazyLock, Mutex};
 
 use arbitrary::Arbitrary;
-use kernel_args::{
-    AbiError, HostError, LaunchCall, LaunchHost, LaunchLimits, LaunchOutcome, LaunchRequest, Launcher,
-    PointerMode, SignatureCheck, check_args_region, check_launch_shape,
-};
+use kernel_args::{AbiError, HostError, LaunchCall, LaunchHost, LaunchLimits, LaunchOutcome, LaunchRequest, Launcher, PointerMode, SignatureCheck, check_args_region, check_launch_shape};
 use kernel_args_core::{
     Access, Arg, GuestMemory, LoweredArgSnapshot, MAX_KERNEL_ARGS_BYTES, ParsedArgv, encode_argv, parse_argv,
 };
@@ -82,7 +79,7 @@ impl Launcher for Checking {
     fn launch(&mut self, request: &LaunchRequest<'_, '_>) -> Result<LaunchOutcome, HostError> {
         let (base, len) = self.memory;
         // The host checked the argv before dispatch: parsing it again cannot fail.
-        let args: kernel_args::ParsedArgv<'_> = request.args().expect("the host dispatched a checked argv");
+        let args: kernel_args_core::ParsedArgv<'_> = request.args().expect("the host dispatched a checked argv");
         for (i, arg) in args.iter().enumerate() {
             let Arg::Ptr(w) = arg else { continue };
             assert_eq!(w.access(), Access::ReadWrite, "argument {i}: a launcher needs writable windows");

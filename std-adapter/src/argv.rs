@@ -5,7 +5,8 @@
 //! rather not name a capacity. The rules, caps and errors are the core's, unchanged.
 //!
 //! ```
-//! use kernel_args::{GuestMemory, LoweredArgSnapshot, encode_argv_vec, parse_argv_vec};
+//! use kernel_args::{encode_argv_vec, parse_argv_vec};
+//! use kernel_args_core::{GuestMemory, LoweredArgSnapshot};
 //!
 //! let args = [LoweredArgSnapshot::I32(-7), LoweredArgSnapshot::from(1.5f32)];
 //! let bytes = encode_argv_vec(&args)?;

@@ -27,7 +27,6 @@
 use std::fmt;
 use std::ops::Range;
 
-use crate::launcher::LaunchShape;
 use crate::limits::{
     DEFAULT_MAX_SHARED_MEM_BYTES, MAX_BLOCK_X, MAX_BLOCK_Y, MAX_BLOCK_Z, MAX_GRID_X, MAX_GRID_Y, MAX_GRID_Z,
     MAX_THREADS_PER_BLOCK, MIN_DIM,
@@ -138,6 +137,18 @@ pub fn check_args_region(args_ptr: i32, args_len: i32, memory_len: u64) -> Resul
     let start = usize::try_from(args_ptr).map_err(|_| past)?;
     let len = usize::try_from(args_len).map_err(|_| past)?;
     Ok(ArgsRegion { start, len })
+}
+
+/// Grid and block dimensions and dynamic shared memory of a launch, as the guest gave them
+/// (already checked by the host function when a launcher sees them).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct LaunchShape {
+    /// Blocks in x, y, z.
+    pub grid: [u32; 3],
+    /// Threads per block in x, y, z.
+    pub block: [u32; 3],
+    /// Dynamic shared memory per block, in bytes.
+    pub shared_mem_bytes: u32,
 }
 
 /// Configurable launch limits. Only the shared-memory cap varies between devices; every other

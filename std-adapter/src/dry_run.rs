@@ -3,24 +3,25 @@
 //! tested on any machine.
 //!
 //! ```
-//! use kernel_args::{AbiError, DryRunLauncher, GuestMemory, LaunchRequest, LaunchShape, Launcher, LoweredArgSnapshot};
+//! use kernel_args::{AbiError, DryRunLauncher, LaunchRequest, LaunchShape, Launcher};
+//! use kernel_args_core::{GuestMemory, LoweredArgSnapshot};
 //!
 //! let mut dry = DryRunLauncher::new();
 //! let shape = LaunchShape { grid: [1, 1, 1], block: [32, 1, 1], shared_mem_bytes: 0 };
 //! let argv = [0x05, 32, 0, 0, 0]; // u32 32
 //! let memory = GuestMemory::length_only(0);
-//! let err = dry.launch(&LaunchRequest { kernel_id: 7, shape, argv: &argv, memory: &memory }).unwrap_err();
+//! let err = dry.launch(&LaunchRequest::new(7, shape, &argv, &memory)).unwrap_err();
 //! assert_eq!(err.code(), AbiError::NotAvailable);
 //! let recorded = dry.last().unwrap();
 //! assert_eq!((recorded.kernel_id(), recorded.args()), (7, &[LoweredArgSnapshot::U32(32)][..]));
 //! assert_eq!(dry.launches(), 1);
 //! ```
 
-use crate::error::{AbiError, Detail, HostError};
+use crate::error::{Detail, HostError};
 use crate::launcher::{LaunchOutcome, LaunchRequest, LaunchSnapshot, Launcher};
 
 /// A [`Launcher`] that runs nothing: it keeps a pointer-free snapshot of the last request and
-/// answers [`AbiError::NotAvailable`] with [`Detail::NoDevice`]. Recording and answering never
+/// answers [`AbiError::NotAvailable`](crate::AbiError::NotAvailable) with [`Detail::NoDevice`]. Recording and answering never
 /// allocate.
 #[derive(Debug, Clone, Default)]
 pub struct DryRunLauncher {
@@ -51,6 +52,6 @@ impl Launcher for DryRunLauncher {
         // Cleared first: a request it cannot snapshot leaves no older one behind.
         self.last = None;
         self.last = Some(LaunchSnapshot::capture(request)?);
-        Err(HostError::new(AbiError::NotAvailable, Detail::NoDevice))
+        Err(HostError::new(Detail::NoDevice))
     }
 }

@@ -152,8 +152,13 @@ pub enum Detail {
         /// The argument's size in bytes (8 for a pointer: a device address).
         got: usize,
     },
-    /// Anything else, in words.
-    Message(String),
+    /// Anything else, in words, with the code it is answered with.
+    Message {
+        /// The ABI code.
+        code: AbiError,
+        /// What went wrong.
+        text: String,
+    },
     /// The argument region (`args_ptr`, `args_len`) was refused before parsing.
     Region(RegionError),
     /// The launch shape is out of range: which quantity, its value, the bound.
@@ -169,29 +174,44 @@ pub enum Detail {
     LauncherPanicked,
 }
 
-/// An error from a host call: the [`AbiError`] code the guest sees, plus the [`Detail`] the
-/// host keeps for logs and tools. `source()` yields the typed cause where there is one: the
-/// core's [`ArgvError`], a [`RegionError`] or a [`ShapeError`].
+impl Detail {
+    /// The ABI code this detail is answered with: each detail has exactly one.
+    pub fn code(&self) -> AbiError {
+        match self {
+            Detail::Argv(e) => e.code().into(),
+            Detail::ParamCount { .. } | Detail::ParamSize { .. } => AbiError::InvalidArgs,
+            Detail::Message { code, .. } => *code,
+            Detail::Region(_) | Detail::NoExportedMemory => AbiError::InvalidPointer,
+            Detail::Shape(_) => AbiError::InvalidDimensions,
+            Detail::CapabilityDisabled | Detail::NoDevice => AbiError::NotAvailable,
+            Detail::LauncherPanicked => AbiError::Internal,
+        }
+    }
+}
+
+/// An error from a host call: the [`Detail`] the host keeps for logs and tools, and the
+/// [`AbiError`] code the guest sees, which the detail decides ([`Detail::code`]), so the two
+/// can never disagree. `source()` yields the typed cause where there is one: the core's
+/// [`ArgvError`], a [`RegionError`] or a [`ShapeError`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HostError {
-    code: AbiError,
     detail: Detail,
 }
 
 impl HostError {
-    /// An error with `code` and `detail`.
-    pub fn new(code: AbiError, detail: Detail) -> HostError {
-        HostError { code, detail }
+    /// The error of `detail`.
+    pub fn new(detail: Detail) -> HostError {
+        HostError { detail }
     }
 
-    /// An error with `code` and a message.
-    pub fn msg(code: AbiError, message: impl Into<String>) -> HostError {
-        HostError { code, detail: Detail::Message(message.into()) }
+    /// An error answered with `code`, described in words ([`Detail::Message`]).
+    pub fn msg(code: AbiError, text: impl Into<String>) -> HostError {
+        HostError { detail: Detail::Message { code, text: text.into() } }
     }
 
     /// The ABI code the guest sees.
     pub fn code(&self) -> AbiError {
-        self.code
+        self.detail.code()
     }
 
     /// What exactly went wrong.
@@ -202,7 +222,7 @@ impl HostError {
 
 impl fmt::Display for HostError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}: ", self.code)?;
+        write!(f, "{}: ", self.code())?;
         match &self.detail {
             Detail::Argv(e) => write!(f, "{e}"),
             Detail::ParamCount { expected, got } => {
@@ -211,7 +231,7 @@ impl fmt::Display for HostError {
             Detail::ParamSize { index, expected, got } => {
                 write!(f, "argument {index} is {got} bytes but kernel parameter {index} is {expected} bytes")
             }
-            Detail::Message(m) => f.write_str(m),
+            Detail::Message { text, .. } => f.write_str(text),
             Detail::Region(e) => write!(f, "{e}"),
             Detail::Shape(e) => write!(f, "{e}"),
             Detail::CapabilityDisabled => f.write_str("the wasi-cuda capability is disabled for this guest"),
@@ -235,19 +255,19 @@ impl std::error::Error for HostError {
 
 impl From<ArgvError> for HostError {
     fn from(e: ArgvError) -> HostError {
-        HostError { code: e.code().into(), detail: Detail::Argv(e) }
+        HostError::new(Detail::Argv(e))
     }
 }
 
 impl From<RegionError> for HostError {
     fn from(e: RegionError) -> HostError {
-        HostError { code: AbiError::InvalidPointer, detail: Detail::Region(e) }
+        HostError::new(Detail::Region(e))
     }
 }
 
 impl From<ShapeError> for HostError {
     fn from(e: ShapeError) -> HostError {
-        HostError { code: AbiError::InvalidDimensions, detail: Detail::Shape(e) }
+        HostError::new(Detail::Shape(e))
     }
 }
 
@@ -301,12 +321,13 @@ mod tests {
         assert_eq!(e.to_string(), "InvalidDimensions -8: grid.y is 70000, must be at most 65535");
         assert!(e.source().unwrap().is::<ShapeError>());
 
-        let none = HostError::new(AbiError::NotAvailable, Detail::NoDevice);
+        let none = HostError::new(Detail::NoDevice);
         assert!(none.source().is_none());
         assert!(none.to_string().starts_with("NotAvailable -1: no CUDA device"));
         let msg = HostError::msg(AbiError::LaunchFailed, "CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES");
         assert_eq!(msg.to_string(), "LaunchFailed -5: CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES");
-        let count = HostError::new(AbiError::InvalidArgs, Detail::ParamCount { expected: 4, got: 3 });
+        let count = HostError::new(Detail::ParamCount { expected: 4, got: 3 });
+        assert_eq!(count.code(), AbiError::InvalidArgs);
         assert_eq!(count.to_string(), "InvalidArgs -9: kernel takes 4 parameters, argv has 3 arguments");
     }
 }

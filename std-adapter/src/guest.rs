@@ -1,5 +1,6 @@
 //! The bundled demo guest (feature `demo-guest`): a `no_std` Rust module, built from
-//! `std-adapter/guest/` for `wasm32-unknown-unknown` by this crate's build script, that
+//! `std-adapter/guest/` for `wasm32-unknown-unknown` and committed beside this crate's manifest
+//! (`scripts/build-guest.sh` rebuilds it; CI checks it is what the source builds), that
 //! launches a `vector_add` kernel through `wasi_cuda_launch` with an argv built by
 //! `kernel-args-core`'s [`ArgvBuilder`](kernel_args_core::ArgvBuilder).
 //!
@@ -13,7 +14,8 @@
 //! # #[cfg(feature = "wasmtime")] {
 //! use kernel_args::guest::{GUEST_WASM, VECTOR_ADD_KERNEL_ID, exports};
 //! use kernel_args::wasmtime_host::add_to_linker;
-//! use kernel_args::{DryRunLauncher, LaunchHost, LoweredArgSnapshot};
+//! use kernel_args::{DryRunLauncher, LaunchHost};
+//! use kernel_args_core::LoweredArgSnapshot;
 //! use wasmtime::{Engine, Linker, Module, Store};
 //!
 //! let engine = Engine::default();
@@ -33,7 +35,7 @@
 //! ```
 
 /// The guest module's bytes (wasm32-unknown-unknown, release build).
-pub const GUEST_WASM: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/kernel_args_demo_guest.wasm"));
+pub const GUEST_WASM: &[u8] = include_bytes!("../kernel_args_demo_guest.wasm");
 
 /// The kernel id the guest launches `vector_add` with.
 pub const VECTOR_ADD_KERNEL_ID: i64 = 1;
@@ -176,11 +178,6 @@ mod runner {
         /// The host state: the last launch, the last error, the launcher.
         pub fn host(&self) -> &LaunchHost<L> {
             self.store.data()
-        }
-
-        /// The host state, mutably (e.g. to withhold the capability).
-        pub fn host_mut(&mut self) -> &mut LaunchHost<L> {
-            self.store.data_mut()
         }
     }
 

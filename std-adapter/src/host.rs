@@ -25,7 +25,8 @@
 //! with `Internal`.
 //!
 //! ```
-//! use kernel_args::{AbiError, ArgvBuilder, DryRunLauncher, LaunchCall, LaunchHost, LoweredArgSnapshot, GuestRange};
+//! use kernel_args::{AbiError, DryRunLauncher, LaunchCall, LaunchHost};
+//! use kernel_args_core::{ArgvBuilder, LoweredArgSnapshot, GuestRange};
 //!
 //! // A guest memory with an argv at offset 0: one pointer window and an element count.
 //! let mut memory = vec![0u8; 4096];
@@ -46,7 +47,7 @@
 //! assert_eq!(host.last_error_message().as_deref(), Some(
 //!     "NotAvailable -1: no CUDA device: dry run, the launch was recorded but not run"
 //! ));
-//! # Ok::<(), kernel_args::EncodeError>(())
+//! # Ok::<(), kernel_args_core::EncodeError>(())
 //! ```
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -170,11 +171,6 @@ impl<L: Launcher> LaunchHost<L> {
         &mut self.launcher
     }
 
-    /// The host's state dropped, its launcher returned.
-    pub fn into_launcher(self) -> L {
-        self.launcher
-    }
-
     /// What the last call handed the launcher; `None` when the last call was refused before
     /// dispatch (or no call was made), so a failed call never leaves an older launch's
     /// arguments behind.
@@ -210,10 +206,10 @@ impl<L: Launcher> LaunchHost<L> {
 
     fn run(&mut self, memory: Option<&mut [u8]>, call: &LaunchCall) -> Result<LaunchOutcome, HostError> {
         if !self.enabled {
-            return Err(HostError::new(AbiError::NotAvailable, Detail::CapabilityDisabled));
+            return Err(HostError::new(Detail::CapabilityDisabled));
         }
         let Some(memory) = memory else {
-            return Err(HostError::new(AbiError::InvalidPointer, Detail::NoExportedMemory));
+            return Err(HostError::new(Detail::NoExportedMemory));
         };
         let memory_len = u64::try_from(memory.len()).unwrap_or(u64::MAX);
         let region = check_args_region(call.args_ptr, call.args_len, memory_len)?;
@@ -232,15 +228,22 @@ impl<L: Launcher> LaunchHost<L> {
         argv.extend_from_slice(memory.get(region.range()).ok_or_else(internal)?).map_err(|_| internal())?;
 
         let guest = GuestMemory::exclusive(memory);
-        let request = LaunchRequest { kernel_id: call.kernel_id, shape, argv: &argv, memory: &guest };
-        // The one check of the argv before dispatch: parsed straight into the record (in
-        // place), which the launcher never sees refused.
+        let mut request = LaunchRequest::new(call.kernel_id, shape, &argv, &guest);
+        // The one check of the argv before dispatch, and the one pass over it: parsed straight
+        // into the record (in place) and, where the launcher offers one, into its sink (its
+        // parameter slots). A refused argv reaches no launcher and leaves both empty.
         self.record.result = Err(AbiError::Internal);
-        self.record.snapshot.recapture(&request)?;
-        self.recorded = true;
         let launcher = &mut self.launcher;
+        match launcher.parse_recorded(&request, &mut self.record.snapshot) {
+            Some(parsed) => {
+                parsed?;
+                request = request.parsed_into_sink();
+            }
+            None => self.record.snapshot.recapture(&request)?,
+        }
+        self.recorded = true;
         let result = catch_unwind(AssertUnwindSafe(|| launcher.launch(&request)))
-            .unwrap_or_else(|_| Err(HostError::new(AbiError::Internal, Detail::LauncherPanicked)));
+            .unwrap_or_else(|_| Err(HostError::new(Detail::LauncherPanicked)));
         self.record.result = result.as_ref().map(|outcome| *outcome).map_err(HostError::code);
         result
     }

@@ -12,22 +12,13 @@
 //! call, so a launcher may let the device read and write guest memory but cannot keep a
 //! pointer past the call.
 
-use kernel_args_core::{ArgSink, GuestMemory, LoweredArgSnapshot, ParsedArgv, parse_argv_into};
+use kernel_args_core::{
+    ArgSink, GuestMemory, LoweredArg, LoweredArgSnapshot, ParsedArgv, SinkFull, parse_argv_into,
+};
 
+use crate::checks::LaunchShape;
 use crate::error::HostError;
 use crate::limits::MAX_KERNEL_ARGS;
-
-/// Grid and block dimensions and dynamic shared memory of a launch, as the guest gave them
-/// (already checked by the host function when a launcher sees them).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct LaunchShape {
-    /// Blocks in x, y, z.
-    pub grid: [u32; 3],
-    /// Threads per block in x, y, z.
-    pub block: [u32; 3],
-    /// Dynamic shared memory per block, in bytes.
-    pub shared_mem_bytes: u32,
-}
 
 /// One launch, ready for a [`Launcher`].
 ///
@@ -37,7 +28,8 @@ pub struct LaunchShape {
 /// request made by hand may hold anything.
 ///
 /// ```
-/// use kernel_args::{ArgvBuilder, GuestMemory, LaunchRequest, LaunchShape, LoweredArg, ParsedArgv};
+/// use kernel_args::{LaunchRequest, LaunchShape};
+/// use kernel_args_core::{ArgvBuilder, GuestMemory, LoweredArg, ParsedArgv};
 ///
 /// let mut buf = [0u8; 16];
 /// let mut argv = ArgvBuilder::new(&mut buf);
@@ -46,12 +38,12 @@ pub struct LaunchShape {
 /// let mut memory = vec![0u8; 64];
 /// let guest = GuestMemory::exclusive(&mut memory);
 /// let shape = LaunchShape { grid: [1, 1, 1], block: [16, 1, 1], shared_mem_bytes: 0 };
-/// let request = LaunchRequest { kernel_id: 1, shape, argv, memory: &guest };
+/// let request = LaunchRequest::new(1, shape, argv, &guest);
 ///
 /// let mut args: ParsedArgv = ParsedArgv::new();
 /// request.parse_into(&mut args).expect("a valid argv");
 /// assert_eq!(args[1], LoweredArg::U32(16));
-/// # Ok::<(), kernel_args::EncodeError>(())
+/// # Ok::<(), kernel_args_core::EncodeError>(())
 /// ```
 #[derive(Debug, Clone, Copy)]
 pub struct LaunchRequest<'a, 'm> {
@@ -64,9 +56,49 @@ pub struct LaunchRequest<'a, 'm> {
     /// Guest memory, which the argv's pointer windows are checked against and point into;
     /// borrowed exclusively for `'m` by the host function.
     pub memory: &'a GuestMemory<'m>,
+    /// Set only by the host function, when its one pass over `argv` also filled the launcher's
+    /// [`Launcher::parse_recorded`] in this call.
+    in_sink: bool,
 }
 
-impl<'m> LaunchRequest<'_, 'm> {
+impl<'a, 'm> LaunchRequest<'a, 'm> {
+    /// A request for `kernel_id` with `shape`, whose arguments are `argv` over `memory`.
+    pub fn new(kernel_id: i64, shape: LaunchShape, argv: &'a [u8], memory: &'a GuestMemory<'m>) -> Self {
+        LaunchRequest { kernel_id, shape, argv, memory, in_sink: false }
+    }
+
+    /// The same request, with its arguments already in the launcher's sink (the host
+    /// function's one pass).
+    pub(crate) fn parsed_into_sink(self) -> Self {
+        LaunchRequest { in_sink: true, ..self }
+    }
+
+    /// Whether the host function's one pass ([`Launcher::parse_recorded`]) put this request's
+    /// arguments into the launcher's own sink in this call, successfully: the sink then holds
+    /// exactly these arguments, checked, and need not be filled again. Only the host function
+    /// can make such a request.
+    pub fn in_sink(&self) -> bool {
+        self.in_sink
+    }
+
+    /// Parses the arguments into `record` (the host's pointer-free record of this launch) and
+    /// into `sink` together, in one pass; both are cleared first, and left empty on error.
+    /// This is what a launcher's [`Launcher::parse_recorded`] calls with its own sink.
+    ///
+    /// # Errors
+    ///
+    /// As [`parse_into`](Self::parse_into).
+    #[inline]
+    pub fn parse_recorded<S: ArgSink<'m> + ?Sized>(
+        &self,
+        record: &mut LaunchSnapshot,
+        sink: &mut S,
+    ) -> Result<(), HostError> {
+        record.kernel_id = self.kernel_id;
+        record.shape = self.shape;
+        self.parse_into(&mut Both { record: &mut record.args, sink })
+    }
+
     /// Parses the arguments into `out` (any [`ArgSink`]: a [`ParsedArgv`], snapshots, a
     /// launcher's own parameter storage), in one pass; `out` is cleared first, and left empty
     /// on error.
@@ -126,17 +158,50 @@ pub struct LaunchOutcome {
 
 /// Runs a checked launch request. Implemented by the dry-run launcher and the CUDA backend.
 pub trait Launcher {
+    /// The host function's one pass over a call's argv, before dispatch. A launcher that
+    /// launches from its own parameter slots parses `request` into them and into `record`
+    /// (the host's pointer-free record of the launch) together, with
+    /// [`LaunchRequest::parse_recorded`], and returns that result; the host then refuses the
+    /// call on an error, and otherwise hands the launcher the request with
+    /// [`in_sink`](LaunchRequest::in_sink) set, so the argv is parsed once per call. `None`
+    /// (the default): the host parses into its record alone, and the launcher parses the
+    /// request itself at the launch. Nothing may be launched here.
+    fn parse_recorded(
+        &mut self,
+        request: &LaunchRequest<'_, '_>,
+        record: &mut LaunchSnapshot,
+    ) -> Option<Result<(), HostError>> {
+        let _ = (request, record);
+        None
+    }
+
     /// Launches the kernel and waits for it; an `Err` carries the ABI code the guest will see.
     fn launch(&mut self, request: &LaunchRequest<'_, '_>) -> Result<LaunchOutcome, HostError>;
 }
 
 impl<L: Launcher + ?Sized> Launcher for &mut L {
+    fn parse_recorded(
+        &mut self,
+        request: &LaunchRequest<'_, '_>,
+        record: &mut LaunchSnapshot,
+    ) -> Option<Result<(), HostError>> {
+        (**self).parse_recorded(request, record)
+    }
+
     fn launch(&mut self, request: &LaunchRequest<'_, '_>) -> Result<LaunchOutcome, HostError> {
         (**self).launch(request)
     }
 }
 
 impl<L: Launcher + ?Sized> Launcher for Box<L> {
+    fn parse_recorded(
+        &mut self,
+        request: &LaunchRequest<'_, '_>,
+        record: &mut LaunchSnapshot,
+    ) -> Option<Result<(), HostError>> {
+        (**self).parse_recorded(request, record)
+    }
+
     fn launch(&mut self, request: &LaunchRequest<'_, '_>) -> Result<LaunchOutcome, HostError> {
         (**self).launch(request)
     }
@@ -193,5 +258,30 @@ impl LaunchSnapshot {
     /// The arguments, pointer-free, in argv order.
     pub fn args(&self) -> &[LoweredArgSnapshot] {
         &self.args
+    }
+}
+
+/// One pass: each argument into the launch's record and into the launcher's sink.
+struct Both<'s, S: ?Sized> {
+    record: &'s mut heapless::Vec<LoweredArgSnapshot, MAX_KERNEL_ARGS>,
+    sink: &'s mut S,
+}
+
+impl<'m, S: ArgSink<'m> + ?Sized> ArgSink<'m> for Both<'_, S> {
+    #[inline]
+    fn capacity(&self) -> usize {
+        self.sink.capacity().min(MAX_KERNEL_ARGS)
+    }
+
+    #[inline]
+    fn clear(&mut self) {
+        self.record.clear();
+        self.sink.clear();
+    }
+
+    #[inline(always)]
+    fn push(&mut self, arg: LoweredArg<'m>) -> Result<(), SinkFull> {
+        self.record.push(LoweredArgSnapshot::from(&arg)).map_err(|_| SinkFull)?;
+        self.sink.push(arg)
     }
 }

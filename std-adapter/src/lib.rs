@@ -16,7 +16,8 @@
 //!    `kernel-args-cuda`.
 //!
 //! ```
-//! use kernel_args::{AbiError, ArgvBuilder, DryRunLauncher, LaunchCall, LaunchHost};
+//! use kernel_args::{AbiError, DryRunLauncher, LaunchCall, LaunchHost};
+//! use kernel_args_core::ArgvBuilder;
 //!
 //! // The guest's linear memory: an argv at offset 0 naming two 16-byte buffers.
 //! let mut memory = vec![0u8; 1024];
@@ -38,7 +39,7 @@
 //!     host.last_error_message().unwrap(),
 //!     "InvalidDimensions -8: block.x is 2048, must be at most 1024"
 //! );
-//! # Ok::<(), kernel_args::EncodeError>(())
+//! # Ok::<(), kernel_args_core::EncodeError>(())
 //! ```
 //!
 //! ## Where to find what
@@ -50,40 +51,38 @@
 //! - the wasmtime host function (feature `wasmtime`): `wasmtime_host`;
 //! - the bundled demo guest (feature `demo-guest`): `guest`;
 //! - `Vec` conveniences for std tools: [`argv`];
-//! - the WIT contract: `wit/wasi-cuda.wit` in the repository.
+//! - the WIT contract: `wit/wasi-cuda.wit` in this crate (a test checks it against [`AbiError`]).
 //!
 //! ## Features
 //!
 //! - `wasmtime` (default): `wasmtime_host::add_to_linker` registers the host
 //!   function on a `wasmtime::Linker`.
-//! - `demo-guest` (default): builds the `no_std` vector_add guest in `guest/` for
-//!   `wasm32-unknown-unknown` from `build.rs` and bundles it as `guest::GUEST_WASM`.
+//! - `demo-guest` (default): bundles the `no_std` vector_add guest (source in `guest/`, built
+//!   for `wasm32-unknown-unknown` by `scripts/build-guest.sh`; the committed module is checked
+//!   against a fresh build in CI) as `guest::GUEST_WASM`.
+
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 pub mod argv;
 pub mod checks;
 pub mod dry_run;
 pub mod error;
 #[cfg(feature = "demo-guest")]
+#[cfg_attr(docsrs, doc(cfg(feature = "demo-guest")))]
 pub mod guest;
 pub mod host;
 pub mod launcher;
 pub mod limits;
 #[cfg(feature = "wasmtime")]
+#[cfg_attr(docsrs, doc(cfg(feature = "wasmtime")))]
 pub mod wasmtime_host;
 
 pub use argv::{encode_argv_vec, parse_argv_vec, parse_snapshots};
 pub use checks::{
-    ArgsRegion, Bound, Dimension, LaunchLimits, RegionError, ShapeError, check_args_region,
+    ArgsRegion, Bound, Dimension, LaunchLimits, LaunchShape, RegionError, ShapeError, check_args_region,
     check_launch_shape,
 };
 pub use dry_run::DryRunLauncher;
 pub use error::{AbiError, Detail, HostError, UnknownAbiCode};
 pub use host::{LaunchCall, LaunchHost, LaunchRecord};
-pub use launcher::{
-    LaunchOutcome, LaunchRequest, LaunchShape, LaunchSnapshot, Launcher, PointerMode, SignatureCheck,
-};
-
-pub use kernel_args_core::{
-    Arg, ArgSink, ArgTag, ArgvBuilder, ArgvError, EncodeError, ErrorCode, ErrorKind, F32Bits, F64Bits,
-    GuestMemory, GuestRange, GuestWindow, LoweredArg, LoweredArgSnapshot, ParsedArgv, SinkFull,
-};
+pub use launcher::{LaunchOutcome, LaunchRequest, LaunchSnapshot, Launcher, PointerMode, SignatureCheck};

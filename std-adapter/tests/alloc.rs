@@ -12,9 +12,6 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::indexing_slicing)]
 
-#[path = "../../core/tests/support/mod.rs"]
-mod support;
-
 use std::hint::black_box;
 
 use kernel_args::{
@@ -22,6 +19,7 @@ use kernel_args::{
     SignatureCheck,
 };
 use kernel_args_core::MAX_KERNEL_ARGS;
+use kernel_args_testkit::argvs;
 
 /// Runs `f` and returns its result with the heap allocations it made on this thread.
 fn allocations_during<R>(f: impl FnOnce() -> R) -> (R, u64) {
@@ -41,7 +39,7 @@ impl Launcher for CountingLauncher {
     fn launch(&mut self, request: &LaunchRequest<'_, '_>) -> Result<LaunchOutcome, HostError> {
         self.calls += 1;
         // Parsed as a launcher parses (a `ParsedArgv` on the stack, no heap).
-        let args: kernel_args::ParsedArgv<'_> = request.args()?;
+        let args: kernel_args_core::ParsedArgv<'_> = request.args()?;
         self.args = black_box(&args).len();
         Ok(LaunchOutcome { pointer_mode: PointerMode::Direct, signature: SignatureCheck::Skipped })
     }
@@ -68,13 +66,13 @@ fn the_counter_sees_allocations() {
 #[test]
 fn a_launch_allocates_nothing_up_to_the_launcher() {
     let mut host = LaunchHost::new(CountingLauncher::default());
-    let mut memory = vec![0u8; support::MEMORY_LEN];
-    let argvs = support::sizes()
+    let mut memory = vec![0u8; argvs::MEMORY_LEN];
+    let argvs = argvs::sizes()
         .into_iter()
-        .map(|n| (format!("{n} mixed args"), support::mixed(n)))
-        .chain([("the largest valid buffer".to_string(), support::wide(MAX_KERNEL_ARGS))]);
+        .map(|n| (format!("{n} mixed args"), argvs::mixed(n)))
+        .chain([("the largest valid buffer".to_string(), argvs::wide(MAX_KERNEL_ARGS))]);
     for (what, args) in argvs {
-        let call = place(&mut memory, &support::encode(&args));
+        let call = place(&mut memory, &argvs::encode(&args));
         let calls = host.launcher().calls;
         let (code, allocs) = allocations_during(|| host.call(Some(&mut memory), &call));
         assert_eq!(code, 0, "{what}: {:?}", host.last_error());
@@ -89,12 +87,12 @@ fn a_launch_allocates_nothing_up_to_the_launcher() {
 #[test]
 fn refusing_a_call_allocates_nothing() {
     let mut host = LaunchHost::new(CountingLauncher::default());
-    let mut memory = vec![0u8; support::MEMORY_LEN];
-    let good = place(&mut memory, &support::encode(&support::mixed(16)));
+    let mut memory = vec![0u8; argvs::MEMORY_LEN];
+    let good = place(&mut memory, &argvs::encode(&argvs::mixed(16)));
     let cases = [
         (
             "region past memory",
-            LaunchCall { args_ptr: support::MEMORY_LEN as i32, ..good },
+            LaunchCall { args_ptr: argvs::MEMORY_LEN as i32, ..good },
             AbiError::InvalidPointer,
         ),
         ("negative length", LaunchCall { args_len: -1, ..good }, AbiError::InvalidPointer),
@@ -105,8 +103,8 @@ fn refusing_a_call_allocates_nothing() {
         assert_eq!((got, allocs), (code.code(), 0), "{what}");
     }
     for (what, buf, code) in [
-        ("early: unknown tag", support::early_error(), AbiError::InvalidArgs),
-        ("late: window out of bounds", support::late_error(), AbiError::InvalidPointer),
+        ("early: unknown tag", argvs::early_error(), AbiError::InvalidArgs),
+        ("late: window out of bounds", argvs::late_error(), AbiError::InvalidPointer),
     ] {
         let call = place(&mut memory, &buf);
         let (got, allocs) = allocations_during(|| host.call(Some(&mut memory), &call));

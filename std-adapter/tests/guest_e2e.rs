@@ -7,10 +7,10 @@ use std::sync::OnceLock;
 use kernel_args::guest::{self, GUEST_WASM, VECTOR_ADD_KERNEL_ID, exports};
 use kernel_args::wasmtime_host::add_to_linker;
 use kernel_args::{
-    AbiError, Bound, Detail, Dimension, DryRunLauncher, ErrorKind, GuestMemory, GuestRange, HostError,
-    LaunchHost, LaunchOutcome, LaunchRequest, LaunchShape, Launcher, LoweredArgSnapshot, PointerMode,
-    RegionError, SignatureCheck, encode_argv_vec, parse_snapshots,
+    AbiError, Bound, Detail, Dimension, DryRunLauncher, HostError, LaunchHost, LaunchOutcome, LaunchRequest,
+    LaunchShape, Launcher, PointerMode, RegionError, SignatureCheck, encode_argv_vec, parse_snapshots,
 };
+use kernel_args_core::{ErrorKind, GuestMemory, GuestRange, LoweredArgSnapshot};
 use wasmtime::{Engine, Instance, Linker, Memory, Module, Store, WasmParams, WasmResults};
 
 /// One engine and one compiled module for all tests: compiling is the slow part.
@@ -129,7 +129,7 @@ fn a_launcher_that_succeeds_gives_the_guest_zero() {
     struct Accepts(Vec<Vec<LoweredArgSnapshot>>);
     impl Launcher for Accepts {
         fn launch(&mut self, request: &LaunchRequest<'_, '_>) -> Result<LaunchOutcome, HostError> {
-            let args: kernel_args::ParsedArgv<'_> = request.args()?;
+            let args: kernel_args_core::ParsedArgv<'_> = request.args()?;
             self.0.push(args.iter().map(|a| a.snapshot()).collect());
             Ok(LaunchOutcome { pointer_mode: PointerMode::Staged, signature: SignatureCheck::Skipped })
         }

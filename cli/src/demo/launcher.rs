@@ -1,0 +1,61 @@
+//! The launcher `kargs demo` runs the guest with: the dry run, or with kargs's `cuda` feature
+//! the CUDA device that `CudaOptions::from_env()` finds, falling back to the dry run (with the
+//! reason) where there is none.
+
+use kernel_args::{DryRunLauncher, Launcher};
+
+/// The launcher the demo runs the guest with, and a line that says what it is.
+pub(super) struct LauncherChoice {
+    /// Runs (or records) the launch.
+    pub(super) launcher: Box<dyn Launcher>,
+    /// Printed after `launcher: `.
+    pub(super) description: String,
+}
+
+/// Without the `cuda` feature: the dry run.
+#[cfg(not(feature = "cuda"))]
+pub(super) fn choose_launcher() -> LauncherChoice {
+    LauncherChoice {
+        launcher: Box::new(DryRunLauncher::new()),
+        description: "dry run (this kargs has no CUDA backend)".to_owned(),
+    }
+}
+
+/// With the `cuda` feature: the CUDA launcher, with the guest's `vector_add` registered, where
+/// the driver reports a device (the system's libcuda, or the driver library named by
+/// `KARGS_CUDA_DRIVER`: the emulated driver of `cuda-emulator/` in CI); otherwise the dry run,
+/// with the reason `CudaDevice::open` gave in the description.
+#[cfg(feature = "cuda")]
+pub(super) fn choose_launcher() -> LauncherChoice {
+    use kernel_args::guest::VECTOR_ADD_KERNEL_ID;
+    use kernel_args_cuda::{CudaDevice, CudaOptions, DRIVER_ENV, KernelRegistry, kernels};
+
+    let options = CudaOptions::from_env();
+    let library = match &options.driver_library {
+        Some(path) => format!(", driver library {} (from {DRIVER_ENV})", path.display()),
+        None => String::new(),
+    };
+    let mut registry = KernelRegistry::new();
+    let device = registry
+        .register(VECTOR_ADD_KERNEL_ID, kernels::VECTOR_ADD_PTX, kernels::VECTOR_ADD_ENTRY)
+        .and_then(|()| CudaDevice::open(registry, options));
+    match device {
+        Ok(device) => {
+            let info = device.info();
+            let description = format!(
+                "CUDA device {} {} (compute capability {}.{}, driver {}{library}), {:?} pointers",
+                info.ordinal,
+                info.name,
+                info.compute_capability.0,
+                info.compute_capability.1,
+                info.driver_version,
+                device.pointer_mode()
+            );
+            LauncherChoice { launcher: Box::new(device.launcher()), description }
+        }
+        Err(e) => LauncherChoice {
+            launcher: Box::new(DryRunLauncher::new()),
+            description: format!("dry run ({e})"),
+        },
+    }
+}

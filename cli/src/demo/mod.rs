@@ -1,0 +1,137 @@
+//! `kargs demo`: run the bundled wasm guest on wasmtime through the real `wasi_cuda_launch`
+//! host function, and show what the host lowered and what came of the launch.
+//!
+//! The guest (`std-adapter/guest/`, a `no_std` Rust module built for `wasm32-unknown-unknown`)
+//! lays out `a`, `b` and `out` in its linear memory, encodes the argv of
+//! `vector_add(const float *a, const float *b, float *out, unsigned n)` with the core's
+//! `ArgvBuilder` and calls the import. The host checks the region and the shape, parses the
+//! argv against the guest's memory and hands it to the launcher [`launcher::choose_launcher`]
+//! picked:
+//!
+//! ```text
+//! kargs demo: the bundled vector_add guest (3088 bytes of wasm32) on wasmtime
+//! guest: run_vector_add(1024): out[i] = a[i] + b[i] with a[i] = i, b[i] = 2i + 1
+//! launcher: dry run (this kargs has no CUDA backend)
+//!
+//! wasi_cuda_launch(kernel 1, grid [4, 1, 1], block [256, 1, 1], shared memory 0 bytes, argv 32 bytes)
+//!
+//! index  type  value or window
+//!     0  ptr   [1048588, +4096)  a
+//!     1  ptr   [1064972, +4096)  b
+//!     2  ptr   [1081356, +4096)  out
+//!     3  u32   1024              n
+//!
+//! outcome: dry run, no CUDA device was found: nothing ran; the table above is
+//!          what a device would have been given.
+//! host:    NotAvailable -1: no CUDA device: dry run, the launch was recorded but not run
+//! ```
+//!
+//! `--json` prints the same report as one JSON object (the guest, the launcher, the launch as
+//! the host lowered it with its arguments in `kargs decode --json`'s shape, and the outcome with
+//! its ABI code); see [`render::JsonDemo`].
+//!
+//! Exit status: 0 when the kernel ran and every `out[i]` is right, or on a dry run; 1 when the
+//! launch was refused or the result is wrong; 2 when the guest could not be run at all.
+//!
+//! One module per step: [`launcher`] picks the launcher, [`guest`] runs the guest into a
+//! [`guest::Report`], and [`render`] prints it as text or JSON.
+
+mod guest;
+mod launcher;
+mod render;
+
+use clap::Args;
+use kernel_args::guest::CAPACITY;
+
+use crate::{Output, Status};
+
+/// `kargs demo [--n N] [--json]`
+#[derive(Debug, Args)]
+pub(crate) struct DemoArgs {
+    /// Elements in each vector (0 to 4096, the guest's buffer capacity).
+    #[arg(long, short, value_name = "N", default_value_t = 1024,
+          value_parser = clap::value_parser!(i32).range(0..=CAPACITY as i64))]
+    n: i32,
+    /// Print one JSON object (the guest, the launcher, the lowered launch, the outcome)
+    /// instead of the table.
+    #[arg(long)]
+    json: bool,
+}
+
+/// Runs `kargs demo`.
+pub(crate) fn run(args: &DemoArgs) -> Output {
+    let launcher::LauncherChoice { launcher, description } = launcher::choose_launcher();
+    match guest::run(args.n, launcher, &description) {
+        Ok(report) => {
+            let stdout = if args.json { render::json(&report) } else { render::text(&report) };
+            Output::stdout(stdout, report.status())
+        }
+        Err(e) => Output {
+            stdout: String::new(),
+            stderr: format!("error: the demo guest could not be run: {e:#}\n"),
+            status: Status::Usage,
+        },
+    }
+}
+
+/// Checks the line is one JSON object and returns it.
+#[cfg(test)]
+fn parse_json_line(line: &str) -> serde_json::Value {
+    assert_eq!(line.matches('\n').count(), 1, "one line: {line}");
+    serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use kernel_args::guest::{GUEST_WASM, VECTOR_ADD_KERNEL_ID};
+
+    use super::*;
+
+    #[test]
+    fn dry_run_shows_the_lowered_argv() {
+        let output = run(&DemoArgs { n: 1000, json: false });
+        assert_eq!(output.status, Status::Accepted);
+        let text = output.stdout;
+        assert!(text.contains("grid [4, 1, 1], block [256, 1, 1]"), "{text}");
+        assert!(text.contains("argv 32 bytes"), "{text}");
+        assert!(text.contains("u32   1000"), "{text}");
+        assert_eq!(text.matches("ptr   [").count(), 3, "{text}");
+        assert!(text.contains("+4000)"), "{text}");
+        assert!(text.contains("dry run, no CUDA device was found"), "{text}");
+    }
+
+    #[test]
+    fn zero_elements_is_one_empty_block() {
+        let text = run(&DemoArgs { n: 0, json: false }).stdout;
+        assert!(text.contains("grid [1, 1, 1]"), "{text}");
+        assert_eq!(text.matches("+0)").count(), 3, "{text}");
+    }
+
+    #[test]
+    fn json_dry_run_has_the_launch_and_the_reason() {
+        let output = run(&DemoArgs { n: 16, json: true });
+        assert_eq!(output.status, Status::Accepted);
+        let json = parse_json_line(&output.stdout);
+        assert_eq!(json["guest"], serde_json::json!({"wasm_bytes": GUEST_WASM.len(), "n": 16}));
+        assert_eq!(json["launcher"], "dry run (this kargs has no CUDA backend)");
+        let launch = &json["launch"];
+        assert_eq!(launch["kernel_id"], VECTOR_ADD_KERNEL_ID);
+        assert_eq!(
+            (launch["grid"].clone(), launch["block"].clone()),
+            (serde_json::json!([1, 1, 1]), serde_json::json!([256, 1, 1]))
+        );
+        assert_eq!(launch["argv_bytes"], 32);
+        let args = launch["args"].as_array().unwrap();
+        assert_eq!(args.len(), 4);
+        // Three 9-byte pointer records of 64 bytes each, then the u32: offsets follow the wire.
+        for (i, arg) in args.iter().take(3).enumerate() {
+            assert_eq!((arg["index"].as_u64(), arg["offset"].as_u64()), (Some(i as u64), Some(9 * i as u64)));
+            assert_eq!((arg["type"].as_str(), arg["len"].as_u64()), (Some("ptr"), Some(64)));
+        }
+        assert_eq!(args[3], serde_json::json!({"index": 3, "offset": 27, "type": "u32", "value": 16}));
+        assert_eq!(json["outcome"]["result"], "dry_run");
+        assert_eq!(json["outcome"]["code"], -1);
+        assert_eq!(json["outcome"]["name"], "NotAvailable");
+        assert!(json["outcome"]["message"].as_str().unwrap().contains("no CUDA device"), "{json}");
+    }
+}
