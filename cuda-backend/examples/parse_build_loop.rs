@@ -12,9 +12,10 @@
 //! parse + build (or host call). `scripts/callgrind-parse-build.sh` does this for all five.
 //! Arguments: `ours|heap|floor|host_one_pass|host_two_pass`, the number of mixed arguments (or
 //! `largest`), the iterations; or `sizes` alone, to print the stack sizes of the parsed argv and
-//! the storage. `host_one_pass` is `LaunchHost::call` with a launcher whose parameter storage is
-//! the host's argv sink (the argv parsed once), `host_two_pass` with one that parses the request
-//! itself (twice); both do what `CudaLauncher` does in direct mode before `cuLaunchKernel`.
+//! the storage. `host_one_pass` is `LaunchHost::call` with a launcher whose parameter storage the
+//! host's own pass fills (`Launcher::parse_recorded`: the argv parsed once), `host_two_pass` with
+//! one that parses the request itself (twice); both do what `CudaLauncher` does in direct mode
+//! before `cuLaunchKernel`.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::indexing_slicing)]
 
