@@ -22,7 +22,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use kernel_args::guest::{CAPACITY, GUEST_WASM, GuestRunner, VECTOR_ADD_KERNEL_ID, exports};
-use kernel_args::wasmtime_host::{MEMORY_EXPORT, add_to_linker, wasmtime};
+use kernel_args::MEMORY_EXPORT;
+use kernel_args::wasmtime_host::{add_to_linker, wasmtime};
 use kernel_args::{AbiError, LaunchHost, PointerMode};
 use kernel_args_core::ArgvBuilder;
 use kernel_args_cuda::{CudaDevice, CudaLauncher, CudaOptions, KernelRegistry, PointerModeChoice, kernels};

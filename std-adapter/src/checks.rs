@@ -24,8 +24,8 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
-use std::fmt;
-use std::ops::Range;
+use core::fmt;
+use core::ops::Range;
 
 use crate::limits::{
     DEFAULT_MAX_SHARED_MEM_BYTES, MAX_BLOCK_X, MAX_BLOCK_Y, MAX_BLOCK_Z, MAX_GRID_X, MAX_GRID_Y, MAX_GRID_Z,
@@ -34,6 +34,7 @@ use crate::limits::{
 
 /// The guest's argument buffer: a checked region of its linear memory.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct ArgsRegion {
     start: usize,
     len: usize,
@@ -65,6 +66,7 @@ impl ArgsRegion {
 /// Why the argument region was refused. Every case maps to
 /// [`AbiError::InvalidPointer`](crate::AbiError::InvalidPointer).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum RegionError {
     /// `args_ptr` is negative.
     NegativePointer {
@@ -111,7 +113,7 @@ impl fmt::Display for RegionError {
     }
 }
 
-impl std::error::Error for RegionError {}
+impl core::error::Error for RegionError {}
 
 /// Checks the guest's `args_ptr`/`args_len` against a memory of `memory_len` bytes.
 ///
@@ -142,6 +144,7 @@ pub fn check_args_region(args_ptr: i32, args_len: i32, memory_len: u64) -> Resul
 /// Grid and block dimensions and dynamic shared memory of a launch, as the guest gave them
 /// (already checked by the host function when a launcher sees them).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct LaunchShape {
     /// Blocks in x, y, z.
     pub grid: [u32; 3],
@@ -154,6 +157,7 @@ pub struct LaunchShape {
 /// Configurable launch limits. Only the shared-memory cap varies between devices; every other
 /// limit is a constant in [`limits`](crate::limits).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct LaunchLimits {
     /// The most dynamic shared memory per block a launch may ask for, in bytes.
     pub max_shared_mem_bytes: u32,
@@ -172,6 +176,7 @@ impl Default for LaunchLimits {
 
 /// One quantity of a launch shape.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum Dimension {
     /// Blocks in x.
     GridX,
@@ -215,6 +220,7 @@ impl fmt::Display for Dimension {
 
 /// The bound a refused value broke.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum Bound {
     /// The value must be at least this.
     AtLeast(u64),
@@ -234,6 +240,7 @@ impl fmt::Display for Bound {
 /// A launch shape out of range: which quantity, its value, and the bound it broke. Maps to
 /// [`AbiError::InvalidDimensions`](crate::AbiError::InvalidDimensions).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct ShapeError {
     /// The quantity that is out of range.
     pub dimension: Dimension,
@@ -249,7 +256,7 @@ impl fmt::Display for ShapeError {
     }
 }
 
-impl std::error::Error for ShapeError {}
+impl core::error::Error for ShapeError {}
 
 /// Checks a launch shape as the guest passed it and returns it as a [`LaunchShape`].
 ///

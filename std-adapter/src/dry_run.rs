@@ -24,6 +24,7 @@ use crate::launcher::{LaunchOutcome, LaunchRequest, LaunchSnapshot, Launcher};
 /// answers [`AbiError::NotAvailable`](crate::AbiError::NotAvailable) with [`Detail::NoDevice`]. Recording and answering never
 /// allocate.
 #[derive(Debug, Clone, Default)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct DryRunLauncher {
     last: Option<LaunchSnapshot>,
     launches: u64,

@@ -16,7 +16,7 @@
 //! A successful call returns `0`. The order of the variants is the order of the WIT
 //! `abi-error` enum in `wit/wasi-cuda.wit`, which a test checks.
 
-use std::fmt;
+use core::fmt;
 
 use kernel_args_core::{ArgvError, ErrorCode};
 
@@ -25,6 +25,7 @@ use crate::checks::{RegionError, ShapeError};
 /// The wasi-cuda ABI error codes. The discriminants are the stable codes the host function
 /// returns.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 #[repr(i32)]
 pub enum AbiError {
     /// `-1`: the capability is disabled or no CUDA device is present.
@@ -92,10 +93,11 @@ impl fmt::Display for AbiError {
     }
 }
 
-impl std::error::Error for AbiError {}
+impl core::error::Error for AbiError {}
 
 /// The code is not one of the ABI's ten error codes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct UnknownAbiCode(pub i32);
 
 impl fmt::Display for UnknownAbiCode {
@@ -104,7 +106,7 @@ impl fmt::Display for UnknownAbiCode {
     }
 }
 
-impl std::error::Error for UnknownAbiCode {}
+impl core::error::Error for UnknownAbiCode {}
 
 impl TryFrom<i32> for AbiError {
     type Error = UnknownAbiCode;
@@ -152,7 +154,18 @@ pub enum Detail {
         /// The argument's size in bytes (8 for a pointer: a device address).
         got: usize,
     },
-    /// Anything else, in words, with the code it is answered with.
+    /// Anything else, in words fixed at compile time, with the code it is answered with: what
+    /// a launcher without an allocator reports.
+    Static {
+        /// The ABI code.
+        code: AbiError,
+        /// What went wrong.
+        text: &'static str,
+    },
+    /// Anything else, in words made at run time, with the code it is answered with
+    /// (feature `std`).
+    #[cfg(feature = "std")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "std")))]
     Message {
         /// The ABI code.
         code: AbiError,
@@ -180,6 +193,8 @@ impl Detail {
         match self {
             Detail::Argv(e) => e.code().into(),
             Detail::ParamCount { .. } | Detail::ParamSize { .. } => AbiError::InvalidArgs,
+            Detail::Static { code, .. } => *code,
+            #[cfg(feature = "std")]
             Detail::Message { code, .. } => *code,
             Detail::Region(_) | Detail::NoExportedMemory => AbiError::InvalidPointer,
             Detail::Shape(_) => AbiError::InvalidDimensions,
@@ -204,7 +219,16 @@ impl HostError {
         HostError { detail }
     }
 
-    /// An error answered with `code`, described in words ([`Detail::Message`]).
+    /// An error answered with `code`, described in fixed words ([`Detail::Static`]). Never
+    /// allocates.
+    pub const fn fixed(code: AbiError, text: &'static str) -> HostError {
+        HostError { detail: Detail::Static { code, text } }
+    }
+
+    /// An error answered with `code`, described in words made at run time
+    /// ([`Detail::Message`], feature `std`).
+    #[cfg(feature = "std")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "std")))]
     pub fn msg(code: AbiError, text: impl Into<String>) -> HostError {
         HostError { detail: Detail::Message { code, text: text.into() } }
     }
@@ -231,6 +255,8 @@ impl fmt::Display for HostError {
             Detail::ParamSize { index, expected, got } => {
                 write!(f, "argument {index} is {got} bytes but kernel parameter {index} is {expected} bytes")
             }
+            Detail::Static { text, .. } => f.write_str(text),
+            #[cfg(feature = "std")]
             Detail::Message { text, .. } => f.write_str(text),
             Detail::Region(e) => write!(f, "{e}"),
             Detail::Shape(e) => write!(f, "{e}"),
@@ -242,8 +268,15 @@ impl fmt::Display for HostError {
     }
 }
 
-impl std::error::Error for HostError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+#[cfg(feature = "defmt")]
+impl defmt::Format for HostError {
+    fn format(&self, f: defmt::Formatter<'_>) {
+        defmt::write!(f, "{}", defmt::Display2Format(self));
+    }
+}
+
+impl core::error::Error for HostError {
+    fn source(&self) -> Option<&(dyn core::error::Error + 'static)> {
         match &self.detail {
             Detail::Argv(e) => Some(e),
             Detail::Region(e) => Some(e),
@@ -271,7 +304,7 @@ impl From<ShapeError> for HostError {
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, feature = "std"))]
 mod tests {
     use std::error::Error as _;
 

@@ -96,7 +96,8 @@ mod runner {
     use super::{GUEST_WASM, exports};
     use crate::host::LaunchHost;
     use crate::launcher::Launcher;
-    use crate::wasmtime_host::{MEMORY_EXPORT, add_to_linker};
+    use crate::host::MEMORY_EXPORT;
+    use crate::wasmtime_host::add_to_linker;
 
     /// The demo guest instantiated on wasmtime with a [`LaunchHost`] as its store's data: what
     /// `kargs demo` and the GPU tests drive. Any [`Launcher`] plugs in.

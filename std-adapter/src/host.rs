@@ -19,10 +19,14 @@
 //!    launcher straight into its parameter slots), which for these bytes cannot fail. Its answer
 //!    (0 or its error code) is the call's answer.
 //!
-//! Up to the launcher nothing is allocated on the heap: the argv copy lives on the stack and
-//! the record of the launch is stored inline. Bad guest input
-//! only ever produces an ABI code, never a panic; a panicking launcher is caught and answered
-//! with `Internal`.
+//! Nothing is allocated on the heap, with or without std: the argv copy lives on the stack and
+//! the record of the launch is stored inline. Bad guest input only ever produces an ABI code,
+//! never a panic. With the `std` feature a panicking launcher is caught and answered with
+//! `Internal`; without it a launcher's panic is the embedder's panic handler's to handle (a
+//! firmware built with `panic = "abort"` cannot unwind).
+//!
+//! The names a guest links against are here too, for every runtime binding:
+//! [`IMPORT_MODULE`], [`LAUNCH_IMPORT`] and [`MEMORY_EXPORT`].
 //!
 //! ```
 //! use kernel_args::{AbiError, DryRunLauncher, LaunchCall, LaunchHost};
@@ -50,6 +54,7 @@
 //! # Ok::<(), kernel_args_core::EncodeError>(())
 //! ```
 
+#[cfg(feature = "std")]
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
 use kernel_args_core::{ArgvError, ErrorKind, GuestMemory};
@@ -59,8 +64,18 @@ use crate::error::{AbiError, Detail, HostError};
 use crate::launcher::{LaunchOutcome, LaunchRequest, LaunchSnapshot, Launcher};
 use crate::limits::MAX_KERNEL_ARGS_BYTES;
 
+/// The import module the host function is registered under.
+pub const IMPORT_MODULE: &str = "wasi:cuda/host@0.2.0";
+
+/// The host function's import name.
+pub const LAUNCH_IMPORT: &str = "wasi_cuda_launch";
+
+/// The export the host resolves guest pointers against.
+pub const MEMORY_EXPORT: &str = "memory";
+
 /// The parameters of one `wasi_cuda_launch` call, exactly as the guest passed them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct LaunchCall {
     /// The guest's kernel handle.
     pub kernel_id: i64,
@@ -85,6 +100,7 @@ impl LaunchCall {
 
 /// What the last call that reached the launcher handed it, and what it answered.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct LaunchRecord {
     snapshot: LaunchSnapshot,
     result: Result<LaunchOutcome, AbiError>,
@@ -183,7 +199,11 @@ impl<L: Launcher> LaunchHost<L> {
         self.last_error.as_ref()
     }
 
-    /// The last call's error as a message (`"InvalidDimensions -8: block.x is 2048, ..."`).
+    /// The last call's error as a message (`"InvalidDimensions -8: block.x is 2048, ..."`;
+    /// feature `std`). Without std, [`last_error`](Self::last_error) is `Display`: write it
+    /// with `core::fmt` wherever the host logs.
+    #[cfg(feature = "std")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "std")))]
     pub fn last_error_message(&self) -> Option<String> {
         self.last_error.as_ref().map(HostError::to_string)
     }
@@ -224,7 +244,7 @@ impl<L: Launcher> LaunchHost<L> {
         // may be written by the device), and so the guest's bytes cannot change under it. Only
         // the argv's own bytes are written (the vector's spare capacity is never initialised).
         let mut argv: heapless::Vec<u8, MAX_KERNEL_ARGS_BYTES> = heapless::Vec::new();
-        let internal = || HostError::msg(AbiError::Internal, "checked args region not copyable");
+        let internal = || HostError::fixed(AbiError::Internal, "checked args region not copyable");
         argv.extend_from_slice(memory.get(region.range()).ok_or_else(internal)?).map_err(|_| internal())?;
 
         let guest = GuestMemory::exclusive(memory);
@@ -242,8 +262,11 @@ impl<L: Launcher> LaunchHost<L> {
             None => self.record.snapshot.recapture(&request)?,
         }
         self.recorded = true;
+        #[cfg(feature = "std")]
         let result = catch_unwind(AssertUnwindSafe(|| launcher.launch(&request)))
             .unwrap_or_else(|_| Err(HostError::new(Detail::LauncherPanicked)));
+        #[cfg(not(feature = "std"))]
+        let result = launcher.launch(&request);
         self.record.result = result.as_ref().map(|outcome| *outcome).map_err(HostError::code);
         result
     }

@@ -128,6 +128,7 @@ impl<'a, 'm> LaunchRequest<'a, 'm> {
 
 /// How pointer arguments reached the device.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum PointerMode {
     /// The device was handed host pointers into guest memory (it can access pageable host
     /// memory).
@@ -138,6 +139,7 @@ pub enum PointerMode {
 
 /// Whether the arguments were checked against the kernel's parameter list, and against what.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum SignatureCheck {
     /// Checked against the parameter list parsed from the module's PTX.
     Ptx,
@@ -149,6 +151,7 @@ pub enum SignatureCheck {
 
 /// What a successful launch did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct LaunchOutcome {
     /// How pointer arguments were handed to the device.
     pub pointer_mode: PointerMode,
@@ -193,6 +196,7 @@ impl<L: Launcher + ?Sized> Launcher for &mut L {
     }
 }
 
+#[cfg(feature = "std")]
 impl<L: Launcher + ?Sized> Launcher for Box<L> {
     fn parse_recorded(
         &mut self,
@@ -211,6 +215,7 @@ impl<L: Launcher + ?Sized> Launcher for Box<L> {
 /// (pointer arguments as guest offset and length). `Send + Sync`; holds its arguments inline,
 /// so taking one never allocates.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct LaunchSnapshot {
     kernel_id: i64,
     shape: LaunchShape,

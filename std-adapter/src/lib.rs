@@ -1,6 +1,7 @@
 //! # kernel-args
 //!
-//! The std side of the wasi-cuda kernel-argument ABI: the host half of `wasi_cuda_launch`.
+//! The host half of the wasi-cuda kernel-argument ABI: everything a host needs to answer
+//! `wasi_cuda_launch`, on top of the `no_std` parser in `kernel-args-core`.
 //!
 //! A wasm guest asks the host to launch a GPU kernel by passing a kernel id, a launch shape
 //! and its kernel parameters as one buffer of tagged records in its linear memory
@@ -42,27 +43,42 @@
 //! # Ok::<(), kernel_args_core::EncodeError>(())
 //! ```
 //!
+//! The pipeline (the error table, the checks and their limits, the host call, the
+//! [`Launcher`] trait, the dry run, the pointer-free record) builds with neither `std` nor
+//! `alloc` (`default-features = false`) for `thumbv7em-none-eabihf` and
+//! `wasm32-unknown-unknown`, with and without `defmt`, and allocates nothing per call. The
+//! `std` feature adds only what needs std: catching a panicking launcher, owned messages,
+//! `Vec` conveniences, `Box<dyn Launcher>`, the wasmtime binding.
+//!
 //! ## Where to find what
 //!
 //! - the ABI error table and the host's error type: [`error`];
 //! - every limit: [`limits`]; the region and shape checks: [`checks`];
 //! - the launcher seam: [`launcher`]; the dry run: [`dry_run`];
-//! - the runtime-independent host call and its recorded state: [`host`];
+//! - the runtime-independent host call, its recorded state and the import names: [`host`];
 //! - the wasmtime host function (feature `wasmtime`): `wasmtime_host`;
+//! - the wasmi host function (feature `wasmi`, with or without std): `wasmi_host`;
 //! - the bundled demo guest (feature `demo-guest`): `guest`;
-//! - `Vec` conveniences for std tools: [`argv`];
+//! - `Vec` conveniences for std tools (feature `std`): `argv`;
 //! - the WIT contract: `wit/wasi-cuda.wit` in this crate (a test checks it against [`AbiError`]).
 //!
 //! ## Features
 //!
-//! - `wasmtime` (default): `wasmtime_host::add_to_linker` registers the host
+//! - `std` (default): see above. Without it the crate is `#![no_std]` and needs no allocator.
+//! - `wasmtime` (default, implies `std`): `wasmtime_host::add_to_linker` registers the host
 //!   function on a `wasmtime::Linker`.
+//! - `wasmi`: `wasmi_host::add_to_linker` registers it on a `wasmi::Linker`, with or without
+//!   `std`.
+//! - `defmt`: `defmt::Format` on the pipeline's types, for embedded hosts.
 //! - `demo-guest` (default): bundles the `no_std` vector_add guest (source in `guest/`, built
 //!   for `wasm32-unknown-unknown` by `scripts/build-guest.sh`; the committed module is checked
 //!   against a fresh build in CI) as `guest::GUEST_WASM`.
 
+#![cfg_attr(not(any(feature = "std", test)), no_std)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
+#[cfg(feature = "std")]
+#[cfg_attr(docsrs, doc(cfg(feature = "std")))]
 pub mod argv;
 pub mod checks;
 pub mod dry_run;
@@ -73,10 +89,14 @@ pub mod guest;
 pub mod host;
 pub mod launcher;
 pub mod limits;
+#[cfg(feature = "wasmi")]
+#[cfg_attr(docsrs, doc(cfg(feature = "wasmi")))]
+pub mod wasmi_host;
 #[cfg(feature = "wasmtime")]
 #[cfg_attr(docsrs, doc(cfg(feature = "wasmtime")))]
 pub mod wasmtime_host;
 
+#[cfg(feature = "std")]
 pub use argv::{encode_argv_vec, parse_argv_vec, parse_snapshots};
 pub use checks::{
     ArgsRegion, Bound, Dimension, LaunchLimits, LaunchShape, RegionError, ShapeError, check_args_region,
@@ -84,5 +104,5 @@ pub use checks::{
 };
 pub use dry_run::DryRunLauncher;
 pub use error::{AbiError, Detail, HostError, UnknownAbiCode};
-pub use host::{LaunchCall, LaunchHost, LaunchRecord};
+pub use host::{IMPORT_MODULE, LAUNCH_IMPORT, LaunchCall, LaunchHost, LaunchRecord, MEMORY_EXPORT};
 pub use launcher::{LaunchOutcome, LaunchRequest, LaunchSnapshot, Launcher, PointerMode, SignatureCheck};

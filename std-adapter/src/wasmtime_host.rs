@@ -35,17 +35,8 @@ use wasmtime::{Caller, Extern, Linker};
 /// The wasmtime this crate is built against, for embedders that want the same version.
 pub use ::wasmtime;
 
-use crate::host::{LaunchCall, LaunchHost};
+use crate::host::{IMPORT_MODULE, LAUNCH_IMPORT, LaunchCall, LaunchHost, MEMORY_EXPORT};
 use crate::launcher::Launcher;
-
-/// The import module the host function is registered under.
-pub const IMPORT_MODULE: &str = "wasi:cuda/host@0.2.0";
-
-/// The host function's import name.
-pub const LAUNCH_IMPORT: &str = "wasi_cuda_launch";
-
-/// The export the host resolves guest pointers against.
-pub const MEMORY_EXPORT: &str = "memory";
 
 /// Registers `wasi_cuda_launch` under [`IMPORT_MODULE`] on `linker`. `get` finds the
 /// [`LaunchHost`] in the store's data (`|host| host` when the data is the host itself).

@@ -14,7 +14,8 @@ use std::sync::{Once, OnceLock};
 use kernel_args::wasmtime_host::wasmtime::{
     Engine, ExternType, Instance, Linker, Memory, Module, Store, WasmParams, WasmResults,
 };
-use kernel_args::wasmtime_host::{IMPORT_MODULE, LAUNCH_IMPORT, MEMORY_EXPORT, add_to_linker};
+use kernel_args::wasmtime_host::add_to_linker;
+use kernel_args::{IMPORT_MODULE, LAUNCH_IMPORT, MEMORY_EXPORT};
 use kernel_args::{
     AbiError, Bound, Detail, Dimension, DryRunLauncher, HostError, LaunchHost, LaunchOutcome, LaunchRequest,
     LaunchShape, Launcher, PointerMode, RegionError, SignatureCheck, encode_argv_vec, parse_snapshots,

@@ -1,7 +1,8 @@
 //! A module that imports `wasi_cuda_launch` but exports no memory gets an ABI code, not a trap.
 #![cfg(feature = "wasmtime")]
 
-use kernel_args::wasmtime_host::{IMPORT_MODULE, LAUNCH_IMPORT, add_to_linker};
+use kernel_args::wasmtime_host::add_to_linker;
+use kernel_args::{IMPORT_MODULE, LAUNCH_IMPORT};
 use kernel_args::{AbiError, Detail, DryRunLauncher, LaunchHost};
 use wasm_encoder::{
     CodeSection, EntityType, ExportKind, ExportSection, Function, FunctionSection, ImportSection, Module,

@@ -4,7 +4,7 @@
 
 use kernel_args::AbiError;
 #[cfg(feature = "wasmtime")]
-use kernel_args::wasmtime_host::IMPORT_MODULE;
+use kernel_args::IMPORT_MODULE;
 use wit_parser::{Resolve, Type, TypeDefKind};
 
 const WIT_PATH: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/wit/wasi-cuda.wit");

@@ -1,0 +1,81 @@
+//! The `wasi_cuda_launch` host function on a [`wasmi::Linker`] (feature `wasmi`), with or
+//! without std.
+//!
+//! wasmi is the interpreter firmware-style Rust hosts embed. The function is the one the
+//! wasmtime binding registers ([`wasmtime_host`](crate::wasmtime_host) with the `wasmtime`
+//! feature): the same import ([`IMPORT_MODULE`], [`LAUNCH_IMPORT`]), the same signature, the
+//! same answers, because both hand the call to [`LaunchHost::call`]. It never traps: a module
+//! that exports no linear memory named [`MEMORY_EXPORT`] is answered with `InvalidPointer`.
+//! It allocates nothing per call (wasmi itself needs `alloc` to load a module).
+//!
+//! ```
+//! use kernel_args::wasmi_host::add_to_linker;
+//! use kernel_args::{DryRunLauncher, LaunchHost};
+//! use wasmi::{Engine, Linker, Store};
+//!
+//! let engine = Engine::default();
+//! let mut linker: Linker<LaunchHost<DryRunLauncher>> = Linker::new(&engine);
+//! add_to_linker(&mut linker, |host| host)?;
+//! let mut store = Store::new(&engine, LaunchHost::new(DryRunLauncher::new()));
+//! // instantiate a guest with `linker.instantiate_and_start(&mut store, &module)`, call its
+//! // exports, then look at `store.data().last_launch()`.
+//! # let _ = &mut store;
+//! # Ok::<(), wasmi::Error>(())
+//! ```
+
+use wasmi::{Caller, Extern, Linker};
+
+/// The wasmi this crate is built against, for embedders that want the same version.
+pub use ::wasmi;
+
+use crate::host::{IMPORT_MODULE, LAUNCH_IMPORT, LaunchCall, LaunchHost, MEMORY_EXPORT};
+use crate::launcher::Launcher;
+
+/// Registers `wasi_cuda_launch` under [`IMPORT_MODULE`] on `linker`. `get` finds the
+/// [`LaunchHost`] in the store's data (`|host| host` when the data is the host itself).
+///
+/// # Errors
+///
+/// wasmi's, when the linker already defines the import.
+pub fn add_to_linker<T, L>(
+    linker: &mut Linker<T>,
+    get: impl Fn(&mut T) -> &mut LaunchHost<L> + Send + Sync + Copy + 'static,
+) -> Result<(), wasmi::Error>
+where
+    T: 'static,
+    L: Launcher + 'static,
+{
+    linker.func_wrap(
+        IMPORT_MODULE,
+        LAUNCH_IMPORT,
+        move |mut caller: Caller<'_, T>,
+              kernel_id: i64,
+              grid_x: i32,
+              grid_y: i32,
+              grid_z: i32,
+              block_x: i32,
+              block_y: i32,
+              block_z: i32,
+              shared_mem: i32,
+              args_ptr: i32,
+              args_len: i32|
+              -> i32 {
+            let call = LaunchCall {
+                kernel_id,
+                grid: [grid_x, grid_y, grid_z],
+                block: [block_x, block_y, block_z],
+                shared_mem,
+                args_ptr,
+                args_len,
+            };
+            match caller.get_export(MEMORY_EXPORT) {
+                Some(Extern::Memory(memory)) => {
+                    let (data, state) = memory.data_and_store_mut(&mut caller);
+                    get(state).call(Some(data), &call)
+                }
+                _ => get(caller.data_mut()).call(None, &call),
+            }
+        },
+    )?;
+    Ok(())
+}
