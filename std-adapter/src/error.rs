@@ -306,6 +306,8 @@ impl From<ShapeError> for HostError {
 
 #[cfg(all(test, feature = "std"))]
 mod tests {
+    use core::fmt::Write as _;
+
     use std::error::Error as _;
 
     use kernel_args_core::{ArgTag, ErrorKind};
@@ -359,8 +361,31 @@ mod tests {
         assert!(none.to_string().starts_with("NotAvailable -1: no CUDA device"));
         let msg = HostError::msg(AbiError::LaunchFailed, "CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES");
         assert_eq!(msg.to_string(), "LaunchFailed -5: CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES");
+        let fixed = HostError::fixed(AbiError::QuotaExceeded, "stream pool exhausted");
+        assert_eq!(fixed.code(), AbiError::QuotaExceeded);
+        assert_eq!(
+            fixed.detail(),
+            &Detail::Static { code: AbiError::QuotaExceeded, text: "stream pool exhausted" }
+        );
+        assert_eq!(fixed.to_string(), "QuotaExceeded -6: stream pool exhausted");
         let count = HostError::new(Detail::ParamCount { expected: 4, got: 3 });
         assert_eq!(count.code(), AbiError::InvalidArgs);
         assert_eq!(count.to_string(), "InvalidArgs -9: kernel takes 4 parameters, argv has 3 arguments");
+    }
+
+    #[test]
+    fn messages_format_into_a_fixed_buffer() {
+        // What a host without an allocator does: write the message with core::fmt into a
+        // buffer of its own; a buffer too small is an error from `write!`, not a truncation.
+        let e = HostError::from(ShapeError {
+            dimension: Dimension::BlockX,
+            value: 2048,
+            bound: Bound::AtMost(1024),
+        });
+        let mut line: heapless::String<64> = heapless::String::new();
+        write!(line, "{e}").unwrap();
+        assert_eq!(line.as_str(), "InvalidDimensions -8: block.x is 2048, must be at most 1024");
+        let mut short: heapless::String<16> = heapless::String::new();
+        assert!(write!(short, "{e}").is_err());
     }
 }
