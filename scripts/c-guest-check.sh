@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# C and C++ guests: checks include/kargs_guest.h natively and as a wasm guest on wasmtime.
+# C and C++ guests: checks include/kargs_guest.h natively and as a wasm guest on wasmtime and wasmi.
 #
 #   scripts/c-guest-check.sh            # everything (CI: .ci/steps/35-c-guest.sh)
-#   scripts/c-guest-check.sh --no-cargo # the C checks only: no Rust build, no wasmtime
+#   scripts/c-guest-check.sh --no-cargo # the C checks only: no Rust build, no wasm runtime
 #
 # 1. Installs what is missing, with apt: clang, lld (wasm-ld), clang's sanitizer runtimes
 #    (libclang-rt-N-dev), gcc and g++.
@@ -16,9 +16,12 @@
 # 5. The C guest include/examples/vector_add.c for wasm32-unknown-unknown, as C99 and as
 #    C++17, at -O2 and -O0 (-nostdlib: wasm-ld refuses any undefined symbol), warnings as
 #    errors.
-# 6. std-adapter/tests/c_guest_e2e.rs on the wasmtime host against the C build and the C++
-#    build (KARGS_REQUIRE_C_GUEST=1: a missing module fails instead of skipping). It is built
-#    with the workspace's features, so it reuses 10-test's build of wasmtime in target/.
+# 6. std-adapter/tests/guest_e2e.rs (the end-to-end expectations, for every runtime and every
+#    guest) with the C build, the C++ build and the -O0 build as the C guest, each on the
+#    wasmtime host and on the wasmi host (KARGS_REQUIRE_C_GUEST=1: a missing module fails
+#    instead of skipping; the Rust guest runs beside it). It is built with the workspace's
+#    features (wasmi among them, through kernel-args-cli's `demo`), so it reuses 10-test's
+#    build of wasmtime and wasmi in target/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo_too=1
@@ -107,19 +110,34 @@ clang -std=c99 "${wasm[@]}" -O0 -o "$out/vector_add_O0.wasm" include/examples/ve
 phase "guest: $(wc -c < "$out/vector_add.wasm") bytes (C99 -O2), $(wc -c < "$out/vector_add_cxx.wasm") (C++17 -O2), $(wc -c < "$out/vector_add_O0.wasm") (C99 -O0)"
 t_guest=$(date +%s)
 
-# 6. On wasmtime.
+# 6. On wasmtime and on wasmi.
 if [ "$cargo_too" = 1 ]; then
     # The workspace's features (`--workspace`, as 10-test's `cargo test --workspace`), so that
     # every dependency is the build already in target/: only the test itself is compiled.
-    cargo test --workspace --test c_guest_e2e --no-run
+    cargo test --workspace --test guest_e2e --no-run
     for module in vector_add.wasm vector_add_cxx.wasm vector_add_O0.wasm; do
-        phase "c_guest_e2e on wasmtime: $module"
+        phase "guest_e2e on wasmtime and wasmi: $module"
+        log="$out/guest_e2e-$module.log"
+        # One test at a time, so that the line each run prints (`case: <guest> on <runtime>`)
+        # stays whole; the lines are kept in the log and counted, not shown.
         KARGS_C_GUEST_WASM="$out/$module" KARGS_REQUIRE_C_GUEST=1 \
-            cargo test -q --workspace --test c_guest_e2e
+            cargo test -q --workspace --test guest_e2e -- --nocapture --test-threads=1 2>&1 \
+            | tee "$log" | { grep -v 'case: ' || true; }
+        # Every runtime ran the C guest.
+        runs=""
+        for runtime in wasmtime wasmi; do
+            count=$(grep "case: the C guest .* on $runtime\$" "$log" | grep -vc ' against ' || true)
+            if [ "$count" = 0 ]; then
+                echo "c-guest: $module did not run on $runtime" >&2
+                exit 1
+            fi
+            runs="$runs${runs:+, }$count on $runtime"
+        done
+        phase "$module: runs of the C guest: $runs"
     done
 else
-    phase "--no-cargo: c_guest_e2e not run"
+    phase "--no-cargo: guest_e2e not run"
 fi
 t_end=$(date +%s)
 phase "ok in $((t_end - t_start))s (tools $((t_tools - t_start))s, native $((t_native - t_tools))s," \
-    "freestanding and guest $((t_guest - t_native))s, wasmtime $((t_end - t_guest))s)"
+    "freestanding and guest $((t_guest - t_native))s, wasmtime and wasmi $((t_end - t_guest))s)"

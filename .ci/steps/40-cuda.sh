@@ -48,13 +48,19 @@ if grep -q 'SKIPPED' "$log"; then
     exit 1
 fi
 
-# kargs demo launches on the emulated device and checks every element...
-cargo run -q -p kernel-args-cli --features cuda -- demo --n 4096 | tee /tmp/kargs-demo.txt
-grep -q '^launcher: CUDA device 0 kernel-args emulated CUDA device (CPU, not a GPU)' /tmp/kargs-demo.txt
-grep -q '^outcome: launched; out\[i\] == a\[i\] + b\[i\] for all 4096 elements' /tmp/kargs-demo.txt
+# kargs demo launches on the emulated device and checks every element, on both runtimes...
+for runtime in wasmtime wasmi; do
+    cargo run -q -p kernel-args-cli --features cuda -- demo --n 4096 --runtime "$runtime" | tee /tmp/kargs-demo.txt
+    grep -q "^kargs demo: the bundled vector_add guest (.*) on $runtime\$" /tmp/kargs-demo.txt
+    grep -q '^launcher: CUDA device 0 kernel-args emulated CUDA device (CPU, not a GPU)' /tmp/kargs-demo.txt
+    grep -q '^outcome: launched; out\[i\] == a\[i\] + b\[i\] for all 4096 elements' /tmp/kargs-demo.txt
+done
 # ...and with the system's driver and no GPU it falls back to the dry run with the reason.
-KARGS_CUDA_DRIVER= cargo run -q -p kernel-args-cli --features cuda -- demo --n 64 | tee /tmp/kargs-demo.txt
-grep -q '^launcher: dry run (NotAvailable' /tmp/kargs-demo.txt
+for runtime in wasmtime wasmi; do
+    KARGS_CUDA_DRIVER= cargo run -q -p kernel-args-cli --features cuda -- demo --n 64 --runtime "$runtime" \
+        | tee /tmp/kargs-demo.txt
+    grep -q '^launcher: dry run (NotAvailable' /tmp/kargs-demo.txt
+done
 
 # The cuda-feature binaries must not depend on the driver library at load time (it is
 # dlopen'ed), or a machine without it could not even start them.

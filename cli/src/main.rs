@@ -52,9 +52,10 @@ enum Command {
     Decode(decode::DecodeArgs),
     /// Encode typed arguments into an argv buffer and print it as hex.
     Encode(encode::EncodeArgs),
-    /// Run the bundled wasm guest's vector_add launch on wasmtime through the host function
-    /// and show what the host lowered and the launch's outcome (a dry run without a CUDA device).
-    /// Only with the `demo` feature (a default one), the one part that needs wasmtime.
+    /// Run the bundled wasm guest's vector_add launch on wasmtime (or wasmi: `--runtime wasmi`)
+    /// through the host function and show what the host lowered and the launch's outcome (a dry
+    /// run without a CUDA device). Only with the `demo` feature (a default one), the one part
+    /// that needs a wasm runtime.
     #[cfg(feature = "demo")]
     Demo(demo::DemoArgs),
 }

@@ -234,6 +234,52 @@ fn demo_json_is_one_object_and_the_exit_status_is_the_texts() {
 }
 
 #[test]
+#[cfg(feature = "demo")]
+fn demo_on_wasmi_has_the_outcome_of_wasmtime() {
+    // The same dry run on either runtime: exit 0, -1 NotAvailable, the same recorded argv.
+    let json_on = |runtime: &[&str]| {
+        let out = kargs(&[&["demo", "--json", "--n", "300"], runtime].concat());
+        assert_eq!(code(&out), 0, "{runtime:?}: {}", stderr(&out));
+        serde_json::from_str::<serde_json::Value>(&stdout(&out)).unwrap()
+    };
+    let (default, wasmtime, wasmi) =
+        (json_on(&[]), json_on(&["--runtime", "wasmtime"]), json_on(&["--runtime", "wasmi"]));
+    assert_eq!(default, wasmtime, "wasmtime is the default");
+    assert_eq!((wasmtime["runtime"].as_str(), wasmi["runtime"].as_str()), (Some("wasmtime"), Some("wasmi")));
+    for json in [&wasmtime, &wasmi] {
+        assert_eq!(json["outcome"]["result"], "dry_run", "{json}");
+        assert_eq!(json["outcome"]["code"], -1, "{json}");
+        assert_eq!(json["outcome"]["name"], "NotAvailable", "{json}");
+        let args = json["launch"]["args"].as_array().unwrap();
+        assert_eq!(args.len(), 4, "{json}");
+        assert!(args[..3].iter().all(|a| a["type"] == "ptr" && a["len"] == 1200), "{json}");
+        assert_eq!(args[3]["value"], 300, "{json}");
+    }
+    for field in ["guest", "launcher", "launch", "outcome"] {
+        assert_eq!(wasmtime[field], wasmi[field], "{field}");
+    }
+
+    // The table: only the runtime's name in the first line differs.
+    let wasmtime = stdout(&kargs(&["demo", "--n", "300"]));
+    let wasmi = stdout(&kargs(&["demo", "--n", "300", "--runtime", "wasmi"]));
+    let (first, rest) = wasmi.split_once('\n').unwrap();
+    assert!(
+        first.starts_with("kargs demo: the bundled vector_add guest (") && first.ends_with(") on wasmi"),
+        "{first}"
+    );
+    assert_eq!(
+        wasmtime.split_once('\n').unwrap(),
+        (first.replace(" on wasmi", " on wasmtime").as_str(), rest)
+    );
+
+    // Anything else is a usage error that names the choices.
+    let out = kargs(&["demo", "--runtime", "wasm3"]);
+    assert_eq!(code(&out), 2);
+    assert!(stderr(&out).contains("[possible values: wasmtime, wasmi]"), "{}", stderr(&out));
+    assert!(stdout(&kargs(&["demo", "--help"])).contains("--runtime <RUNTIME>"));
+}
+
+#[test]
 #[cfg(not(feature = "demo"))]
 fn without_the_demo_feature_there_is_no_demo_subcommand() {
     let out = kargs(&["demo"]);

@@ -1,7 +1,8 @@
-//! The wasm guest's vector_add through the CUDA launcher (kargs feature `cuda`): wasmtime runs
-//! the bundled no_std guest, whose `wasi_cuda_launch` goes through the host function's checks
-//! and the parser to the CUDA launcher, in the staged and in the direct pointer mode; every
-//! element the kernel wrote is compared with the CPU's `a[i] + b[i]`, in the guest and here.
+//! The wasm guest's vector_add through the CUDA launcher (kargs feature `cuda`): wasmtime and
+//! wasmi each run the bundled no_std guest, whose `wasi_cuda_launch` goes through the host
+//! function's checks and the parser to the CUDA launcher, in the staged and in the direct
+//! pointer mode; every element the kernel wrote is compared with the CPU's `a[i] + b[i]`, in the
+//! guest and here.
 //!
 //! The driver is the one `KARGS_CUDA_DRIVER` names (the emulated driver in CI), else the
 //! system's; on a GPU these run through `scripts/gpu-check.sh` (docs/gpu-validation.md). Where
@@ -10,9 +11,11 @@
 
 use std::io::Write as _;
 
-use kernel_args::guest::{CAPACITY, GuestRunner, THREADS_PER_BLOCK, VECTOR_ADD_KERNEL_ID};
+use std::sync::Arc;
+
+use kernel_args::guest::{CAPACITY, GuestModule, Runtime, THREADS_PER_BLOCK, VECTOR_ADD_KERNEL_ID};
 use kernel_args::{AbiError, LaunchHost, PointerMode, SignatureCheck};
-use kernel_args_cuda::{CudaDevice, CudaLauncher, CudaOptions, KernelRegistry, PointerModeChoice, kernels};
+use kernel_args_cuda::{CudaDevice, CudaOptions, KernelRegistry, PointerModeChoice, kernels};
 
 fn say(line: String) {
     let _ = std::io::stderr().write_all(format!("{line}\n").as_bytes());
@@ -24,12 +27,12 @@ fn registry() -> KernelRegistry {
     registry
 }
 
-fn guest_on_gpu(test: &str, mode: PointerMode) -> Option<GuestRunner<CudaLauncher>> {
+fn gpu(test: &str, mode: PointerMode) -> Option<Arc<CudaDevice>> {
     let options = CudaOptions { pointer_mode: PointerModeChoice::Force(mode), ..CudaOptions::from_env() };
     match CudaDevice::open(registry(), options) {
         Ok(device) => {
             say(format!("{test}: device {} ({:?})", device.info().name, device.pointer_mode()));
-            Some(GuestRunner::new(LaunchHost::new(device.launcher())).unwrap())
+            Some(device)
         }
         Err(e) if e.code() == AbiError::NotAvailable => {
             if std::env::var_os("KARGS_CUDA_REQUIRE_DEVICE").is_some_and(|v| v == "1") {
@@ -43,26 +46,38 @@ fn guest_on_gpu(test: &str, mode: PointerMode) -> Option<GuestRunner<CudaLaunche
 }
 
 fn vector_add_from_the_guest(test: &str, mode: PointerMode) {
-    let Some(mut guest) = guest_on_gpu(test, mode) else { return };
+    let Some(device) = gpu(test, mode) else { return };
     let capacity = CAPACITY as i32;
-    // One element, a partial block, exactly one block, one past it, and the whole buffers.
-    let block = THREADS_PER_BLOCK as i32;
-    for n in [1, block - 1, block, block + 1, capacity] {
-        let code = guest.run_vector_add(n).unwrap();
-        let error = guest.host().last_error_message();
-        assert_eq!(code, 0, "{test}: n = {n}: the guest got {code} ({error:?})");
-        let outcome = guest.host().last_launch().unwrap().result().unwrap();
-        assert_eq!(outcome.pointer_mode, mode);
-        assert_ne!(outcome.signature, SignatureCheck::Skipped);
-        // The guest's own check (bit for bit), then ours from outside, element by element.
-        assert_eq!(guest.first_mismatch(n).unwrap(), None, "{test}: n = {n}");
-        for i in 0..n {
-            let want = i as f32 + (2 * i + 1) as f32;
-            let got = guest.out(i).unwrap();
-            assert_eq!(got.to_bits(), want.to_bits(), "{test}: n = {n}, element {i}: {got} != {want}");
+    // Every runtime (kargs's `demo` feature builds both), each guest with its own launcher on
+    // the one device.
+    for runtime in Runtime::ALL {
+        let module = GuestModule::demo(runtime).unwrap();
+        let mut guest = module.instantiate(LaunchHost::new(device.launcher())).unwrap();
+        // One element, a partial block, exactly one block, one past it, and the whole buffers.
+        let block = THREADS_PER_BLOCK as i32;
+        for n in [1, block - 1, block, block + 1, capacity] {
+            let code = guest.run_vector_add(n).unwrap();
+            let error = guest.host().last_error_message();
+            assert_eq!(code, 0, "{test} on {runtime}: n = {n}: the guest got {code} ({error:?})");
+            let outcome = guest.host().last_launch().unwrap().result().unwrap();
+            assert_eq!(outcome.pointer_mode, mode);
+            assert_ne!(outcome.signature, SignatureCheck::Skipped);
+            // The guest's own check (bit for bit), then ours from outside, element by element.
+            assert_eq!(guest.first_mismatch(n).unwrap(), None, "{test} on {runtime}: n = {n}");
+            for i in 0..n {
+                let want = i as f32 + (2 * i + 1) as f32;
+                let got = guest.out(i).unwrap();
+                assert_eq!(
+                    got.to_bits(),
+                    want.to_bits(),
+                    "{test} on {runtime}: n = {n}, element {i}: {got} != {want}"
+                );
+            }
         }
+        say(format!(
+            "{test}: vector_add from the wasm guest on {runtime}, every element checked, n up to {capacity}"
+        ));
     }
-    say(format!("{test}: vector_add from the wasm guest, every element checked, n up to {capacity}"));
 }
 
 #[test]
@@ -73,4 +88,32 @@ fn guest_vector_add_staged() {
 #[test]
 fn guest_vector_add_direct() {
     vector_add_from_the_guest("guest_vector_add_direct", PointerMode::Direct);
+}
+
+/// `kargs demo --json` on each runtime, through the CUDA launcher: the same launch, launched,
+/// every element right (the demo checks them; exit 0), only the runtime differs.
+#[test]
+fn kargs_demo_launches_the_same_on_both_runtimes() {
+    let test = "kargs_demo_launches_the_same_on_both_runtimes";
+    if gpu(test, PointerMode::Staged).is_none() {
+        return;
+    }
+    let demo = |runtime: Runtime| {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_kargs"))
+            .args(["demo", "--json", "--n", "4096", "--runtime", runtime.name()])
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{test} on {runtime}: {stderr}");
+        serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap()
+    };
+    let (mut wasmtime, mut wasmi) = (demo(Runtime::Wasmtime), demo(Runtime::Wasmi));
+    assert_eq!((wasmtime["runtime"].as_str(), wasmi["runtime"].as_str()), (Some("wasmtime"), Some("wasmi")));
+    assert_eq!(wasmi["outcome"]["result"], "launched", "{wasmi}");
+    assert_eq!(wasmi["outcome"]["last"], "12286.0", "out[4095] = 4095 + 8191: {wasmi}");
+    assert!(wasmi["launcher"].as_str().unwrap().starts_with("CUDA device "), "{wasmi}");
+    wasmtime["runtime"] = serde_json::Value::Null;
+    wasmi["runtime"] = serde_json::Value::Null;
+    assert_eq!(wasmtime, wasmi);
+    say(format!("{test}: kargs demo launched 4096 elements on wasmtime and on wasmi, the same"));
 }

@@ -21,8 +21,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use kernel_args::guest::{CAPACITY, GUEST_WASM, GuestRunner, VECTOR_ADD_KERNEL_ID, exports};
 use kernel_args::MEMORY_EXPORT;
+use kernel_args::guest::{CAPACITY, GUEST_WASM, Guest as _, VECTOR_ADD_KERNEL_ID, WasmtimeGuest, exports};
 use kernel_args::wasmtime_host::{add_to_linker, wasmtime};
 use kernel_args::{AbiError, LaunchHost, PointerMode};
 use kernel_args_core::ArgvBuilder;
@@ -70,7 +70,7 @@ fn resident_bytes() -> u64 {
 
 /// One tenant: a guest in its own store, with its own element count and data.
 struct Tenant {
-    guest: GuestRunner<CudaLauncher>,
+    guest: WasmtimeGuest<CudaLauncher>,
     id: u32,
     n: u32,
     a: usize,
@@ -82,9 +82,9 @@ struct Tenant {
 
 impl Tenant {
     fn new(device: &Arc<CudaDevice>, id: u32) -> Tenant {
-        let mut guest = GuestRunner::new(LaunchHost::new(device.launcher())).unwrap();
+        let mut guest = WasmtimeGuest::new(LaunchHost::new(device.launcher())).unwrap();
         let offset =
-            |guest: &mut GuestRunner<CudaLauncher>, name| guest.call::<(), i32>(name, ()).unwrap() as u32;
+            |guest: &mut WasmtimeGuest<CudaLauncher>, name| guest.call::<(), i32>(name, ()).unwrap() as u32;
         let (a, b, out) = (
             offset(&mut guest, exports::A_PTR),
             offset(&mut guest, exports::B_PTR),

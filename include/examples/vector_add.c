@@ -2,8 +2,9 @@
  * The C vector_add guest: the Rust demo guest (std-adapter/guest/src/lib.rs) in C, on
  * include/kargs_guest.h. A freestanding wasm32 module with the same exports, the same
  * behaviour and the same guest codes, so that the host's end-to-end expectations
- * (std-adapter/tests/guest_e2e.rs) hold for it unchanged: std-adapter/tests/c_guest_e2e.rs
- * runs them on the wasmtime host (scripts/c-guest-check.sh builds this and runs it).
+ * (std-adapter/tests/guest_e2e.rs) hold for it unchanged: that test runs them for this guest
+ * too, on the wasmtime host and on the wasmi host, when KARGS_C_GUEST_WASM names the built
+ * module (scripts/c-guest-check.sh builds this and runs it).
  *
  *   clang --target=wasm32-unknown-unknown -nostdlib -ffreestanding -O2 -Iinclude \
  *         -Wl,--no-entry -o vector_add.wasm include/examples/vector_add.c

@@ -58,7 +58,8 @@
 //! - the runtime-independent host call, its recorded state and the import names: [`host`];
 //! - the wasmtime host function (feature `wasmtime`): `wasmtime_host`;
 //! - the wasmi host function (feature `wasmi`, with or without std): `wasmi_host`;
-//! - the bundled demo guest (feature `demo-guest`): `guest`;
+//! - the bundled demo guest, and a runner that runs it (or any guest with its interface) the
+//!   same way on wasmtime and on wasmi (feature `demo-guest`): `guest`;
 //! - `Vec` conveniences for std tools (feature `std`): `argv`;
 //! - the WIT contract: `wit/wasi-cuda.wit` in this crate (a test checks it against [`AbiError`]).
 //!
@@ -72,7 +73,8 @@
 //! - `defmt`: `defmt::Format` on the pipeline's types, for embedded hosts.
 //! - `demo-guest` (default): bundles the `no_std` vector_add guest (source in `guest/`, built
 //!   for `wasm32-unknown-unknown` by `scripts/build-guest.sh`; the committed module is checked
-//!   against a fresh build in CI) as `guest::GUEST_WASM`.
+//!   against a fresh build in CI) as `guest::GUEST_WASM`; with `wasmtime`, or `wasmi` and
+//!   `std`, `guest::GuestModule` and the `guest::Guest` trait run it on either runtime.
 
 #![cfg_attr(not(any(feature = "std", test)), no_std)]
 #![cfg_attr(docsrs, feature(doc_cfg))]

@@ -1,9 +1,11 @@
-//! A module that imports `wasi_cuda_launch` but exports no memory gets an ABI code, not a trap.
-#![cfg(feature = "wasmtime")]
+//! A module that imports `wasi_cuda_launch` but exports no memory gets an ABI code, not a
+//! trap, on every runtime of this build (wasmtime; wasmi with the `wasmi` feature): through each
+//! binding's `add_to_linker`, as `GuestModule::instantiate` registers it.
+#![cfg(all(feature = "demo-guest", feature = "std", any(feature = "wasmtime", feature = "wasmi")))]
 
-use kernel_args::wasmtime_host::add_to_linker;
-use kernel_args::{IMPORT_MODULE, LAUNCH_IMPORT};
+use kernel_args::guest::{Guest, GuestModule, Runtime};
 use kernel_args::{AbiError, Detail, DryRunLauncher, LaunchHost};
+use kernel_args::{IMPORT_MODULE, LAUNCH_IMPORT};
 use wasm_encoder::{
     CodeSection, EntityType, ExportKind, ExportSection, Function, FunctionSection, ImportSection, Module,
     TypeSection, ValType,
@@ -40,17 +42,38 @@ fn module_without_memory() -> Vec<u8> {
     module.finish()
 }
 
+fn guest_without_memory(
+    runtime: Runtime,
+    host: LaunchHost<DryRunLauncher>,
+) -> Box<dyn Guest<DryRunLauncher>> {
+    let module = GuestModule::new(runtime, &module_without_memory()).unwrap_or_else(|e| panic!("{e}"));
+    module.instantiate(host).unwrap_or_else(|e| panic!("{e}"))
+}
+
 #[test]
 fn no_exported_memory_is_an_invalid_pointer() {
-    let engine = wasmtime::Engine::default();
-    let module = wasmtime::Module::new(&engine, module_without_memory()).unwrap();
-    let mut linker = wasmtime::Linker::new(&engine);
-    add_to_linker(&mut linker, |host: &mut LaunchHost<DryRunLauncher>| host).unwrap();
-    let mut store = wasmtime::Store::new(&engine, LaunchHost::new(DryRunLauncher::new()));
-    let instance = linker.instantiate(&mut store, &module).unwrap();
-    let go = instance.get_typed_func::<(), i32>(&mut store, "go").unwrap();
-    assert_eq!(go.call(&mut store, ()).unwrap(), AbiError::InvalidPointer.code());
-    assert_eq!(store.data().last_error().unwrap().detail(), &Detail::NoExportedMemory);
-    assert!(store.data().last_launch().is_none());
-    assert_eq!(store.data().launcher().launches(), 0);
+    for runtime in Runtime::available() {
+        let mut guest = guest_without_memory(runtime, LaunchHost::new(DryRunLauncher::new()));
+        assert!(guest.memory().is_empty(), "{runtime}");
+        assert_eq!(guest.call0("go").unwrap(), AbiError::InvalidPointer.code(), "{runtime}");
+        assert_eq!(guest.host().last_error().unwrap().detail(), &Detail::NoExportedMemory, "{runtime}");
+        assert!(guest.host().last_launch().is_none(), "{runtime}");
+        assert_eq!(guest.host().launcher().launches(), 0, "{runtime}");
+    }
+}
+
+#[test]
+fn a_disabled_capability_is_not_available_even_without_memory() {
+    for runtime in Runtime::available() {
+        let mut guest =
+            guest_without_memory(runtime, LaunchHost::new(DryRunLauncher::new()).with_enabled(false));
+        assert_eq!(guest.call0("go").unwrap(), AbiError::NotAvailable.code(), "{runtime}");
+        assert_eq!(guest.host().last_error().unwrap().detail(), &Detail::CapabilityDisabled, "{runtime}");
+        assert!(guest.host().last_launch().is_none(), "{runtime}");
+        assert_eq!(guest.host().launcher().launches(), 0, "{runtime}");
+        // Enabled again, the same guest is answered as above.
+        guest.host_mut().set_enabled(true);
+        assert_eq!(guest.call0("go").unwrap(), AbiError::InvalidPointer.code(), "{runtime}");
+        assert_eq!(guest.host().last_error().unwrap().detail(), &Detail::NoExportedMemory, "{runtime}");
+    }
 }

@@ -1,15 +1,15 @@
 //! Running the bundled guest's `vector_add` launch through a launcher, into a [`Report`] of
 //! what the host lowered and how the launch ended; printing it is [`super::render`]'s.
 
-use kernel_args::guest::GuestRunner;
-// wasmtime through kernel-args's re-export: one wasmtime for the whole tool.
-use kernel_args::wasmtime_host::wasmtime;
+use kernel_args::guest::{GuestError, GuestModule, Runtime};
 use kernel_args::{AbiError, LaunchHost, LaunchOutcome, LaunchRecord, Launcher};
 
 use crate::Status;
 
 /// What the demo saw, before it is printed as text or JSON.
 pub(super) struct Report {
+    /// The runtime that ran the guest.
+    pub(super) runtime: Runtime,
     /// The guest's element count.
     pub(super) n: i32,
     /// What the launcher is (printed after `launcher: `).
@@ -35,10 +35,15 @@ pub(super) enum Outcome {
     Failed { code: i32, message: String },
 }
 
-/// Runs the guest's `vector_add` of `n` elements with `launcher` (described by `description`)
-/// and checks every `out[i]` the launch wrote.
-pub(super) fn run(n: i32, launcher: Box<dyn Launcher>, description: &str) -> wasmtime::Result<Report> {
-    let mut guest = GuestRunner::new(LaunchHost::new(launcher))?;
+/// Runs the guest's `vector_add` of `n` elements on `runtime` with `launcher` (described by
+/// `description`) and checks every `out[i]` the launch wrote.
+pub(super) fn run(
+    runtime: Runtime,
+    n: i32,
+    launcher: Box<dyn Launcher>,
+    description: &str,
+) -> Result<Report, GuestError> {
+    let mut guest = GuestModule::demo(runtime)?.instantiate(LaunchHost::new(launcher))?;
     let answer = guest.run_vector_add(n)?;
     let host = guest.host();
     let message = || host.last_error_message().unwrap_or_else(|| format!("guest answered {answer}"));
@@ -58,7 +63,7 @@ pub(super) fn run(n: i32, launcher: Box<dyn Launcher>, description: &str) -> was
         (Some(_), Ok(AbiError::NotAvailable)) => Outcome::DryRun { message: message() },
         (Some(_), _) => Outcome::Failed { code: answer, message: message() },
     };
-    Ok(Report { n, launcher: description.to_owned(), launch, outcome })
+    Ok(Report { runtime, n, launcher: description.to_owned(), launch, outcome })
 }
 
 impl Report {
@@ -88,18 +93,21 @@ mod tests {
                 Err(HostError::msg(AbiError::InvalidKernel, "no kernel 1 registered"))
             }
         }
-        let report = run(16, Box::new(Refuses), "refuses").unwrap();
-        assert_eq!(report.status(), Status::Rejected);
-        let text = render::text(&report);
-        assert!(text.contains("the launch failed: InvalidKernel -3: no kernel 1 registered"));
-        assert!(text.contains("u32   16"));
-        let json = parse_json_line(&render::json(&report));
-        assert_eq!(json["outcome"]["result"], "failed");
-        assert_eq!(
-            (json["outcome"]["code"].as_i64(), json["outcome"]["name"].as_str()),
-            (Some(-3), Some("InvalidKernel"))
-        );
-        assert_eq!(json["launch"]["args"][3]["value"], 16);
+        for runtime in Runtime::ALL {
+            let report = run(runtime, 16, Box::new(Refuses), "refuses").unwrap();
+            assert_eq!(report.status(), Status::Rejected);
+            let text = render::text(&report);
+            assert!(text.contains("the launch failed: InvalidKernel -3: no kernel 1 registered"), "{text}");
+            assert!(text.contains("u32   16"), "{text}");
+            let json = parse_json_line(&render::json(&report));
+            assert_eq!(json["runtime"], runtime.name());
+            assert_eq!(json["outcome"]["result"], "failed");
+            assert_eq!(
+                (json["outcome"]["code"].as_i64(), json["outcome"]["name"].as_str()),
+                (Some(-3), Some("InvalidKernel"))
+            );
+            assert_eq!(json["launch"]["args"][3]["value"], 16);
+        }
     }
 
     #[test]
@@ -111,14 +119,16 @@ mod tests {
                 Ok(LaunchOutcome { pointer_mode: PointerMode::Direct, signature: SignatureCheck::Skipped })
             }
         }
-        let report = run(8, Box::new(Lies), "lies").unwrap();
-        assert_eq!(report.status(), Status::Rejected);
-        let text = render::text(&report);
-        assert!(text.contains("outcome: launched, but out[0] = NaN where a[0] + b[0] = 1"), "{text}");
-        let json = parse_json_line(&render::json(&report));
-        assert_eq!(
-            json["outcome"],
-            serde_json::json!({"result": "wrong_result", "index": 0, "got": "NaN", "expected": "1.0"})
-        );
+        for runtime in Runtime::ALL {
+            let report = run(runtime, 8, Box::new(Lies), "lies").unwrap();
+            assert_eq!(report.status(), Status::Rejected);
+            let text = render::text(&report);
+            assert!(text.contains("outcome: launched, but out[0] = NaN where a[0] + b[0] = 1"), "{text}");
+            let json = parse_json_line(&render::json(&report));
+            assert_eq!(
+                json["outcome"],
+                serde_json::json!({"result": "wrong_result", "index": 0, "got": "NaN", "expected": "1.0"})
+            );
+        }
     }
 }

@@ -1,5 +1,6 @@
-//! `kargs demo`: run the bundled wasm guest on wasmtime through the real `wasi_cuda_launch`
-//! host function, and show what the host lowered and what came of the launch.
+//! `kargs demo`: run the bundled wasm guest on wasmtime (or on wasmi, `--runtime wasmi`)
+//! through the real `wasi_cuda_launch` host function, and show what the host lowered and what
+//! came of the launch.
 //!
 //! The guest (`std-adapter/guest/`, a `no_std` Rust module built for `wasm32-unknown-unknown`)
 //! lays out `a`, `b` and `out` in its linear memory, encodes the argv of
@@ -26,9 +27,14 @@
 //! host:    NotAvailable -1: no CUDA device: dry run, the launch was recorded but not run
 //! ```
 //!
-//! `--json` prints the same report as one JSON object (the guest, the launcher, the launch as
-//! the host lowered it with its arguments in `kargs decode --json`'s shape, and the outcome with
-//! its ABI code); see [`render::JsonDemo`].
+//! `--json` prints the same report as one JSON object (the runtime, the guest, the launcher,
+//! the launch as the host lowered it with its arguments in `kargs decode --json`'s shape, and
+//! the outcome with its ABI code); see [`render::JsonDemo`].
+//!
+//! Both runtimes serve the guest with the same host function (`kernel_args::LaunchHost::call`
+//! behind each binding) and run it through the same runner (`kernel_args::guest::Guest`), so
+//! the launch, its table and its outcome are the same on either; only the runtime's name in the
+//! first line (and in the JSON) differs.
 //!
 //! Exit status: 0 when the kernel ran and every `out[i]` is right, or on a dry run; 1 when the
 //! launch was refused or the result is wrong; 2 when the guest could not be run at all.
@@ -40,28 +46,49 @@ mod guest;
 mod launcher;
 mod render;
 
-use clap::Args;
-use kernel_args::guest::CAPACITY;
+use clap::{Args, ValueEnum};
+use kernel_args::guest::{CAPACITY, Runtime};
 
 use crate::{Output, Status};
 
-/// `kargs demo [--n N] [--json]`
+/// `kargs demo [--n N] [--runtime wasmtime|wasmi] [--json]`
 #[derive(Debug, Args)]
 pub(crate) struct DemoArgs {
     /// Elements in each vector (0 to 4096, the guest's buffer capacity).
     #[arg(long, short, value_name = "N", default_value_t = 1024,
           value_parser = clap::value_parser!(i32).range(0..=CAPACITY as i64))]
     n: i32,
-    /// Print one JSON object (the guest, the launcher, the lowered launch, the outcome)
-    /// instead of the table.
+    /// The wasm runtime that runs the guest.
+    #[arg(long, value_enum, value_name = "RUNTIME", default_value_t = DemoRuntime::Wasmtime)]
+    runtime: DemoRuntime,
+    /// Print one JSON object (the runtime, the guest, the launcher, the lowered launch, the
+    /// outcome) instead of the table.
     #[arg(long)]
     json: bool,
+}
+
+/// `--runtime`: the runtimes kargs runs the guest on (kernel-args's [`Runtime`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum DemoRuntime {
+    /// wasmtime, compiling the guest with Cranelift.
+    Wasmtime,
+    /// wasmi, an interpreter (the runtime of firmware-style hosts).
+    Wasmi,
+}
+
+impl From<DemoRuntime> for Runtime {
+    fn from(runtime: DemoRuntime) -> Runtime {
+        match runtime {
+            DemoRuntime::Wasmtime => Runtime::Wasmtime,
+            DemoRuntime::Wasmi => Runtime::Wasmi,
+        }
+    }
 }
 
 /// Runs `kargs demo`.
 pub(crate) fn run(args: &DemoArgs) -> Output {
     let launcher::LauncherChoice { launcher, description } = launcher::choose_launcher();
-    match guest::run(args.n, launcher, &description) {
+    match guest::run(args.runtime.into(), args.n, launcher, &description) {
         Ok(report) => {
             let stdout = if args.json { render::json(&report) } else { render::text(&report) };
             Output::stdout(stdout, report.status())
@@ -89,7 +116,7 @@ mod tests {
 
     #[test]
     fn dry_run_shows_the_lowered_argv() {
-        let output = run(&DemoArgs { n: 1000, json: false });
+        let output = run(&DemoArgs { n: 1000, runtime: DemoRuntime::Wasmtime, json: false });
         assert_eq!(output.status, Status::Accepted);
         let text = output.stdout;
         assert!(text.contains("grid [4, 1, 1], block [256, 1, 1]"), "{text}");
@@ -102,16 +129,17 @@ mod tests {
 
     #[test]
     fn zero_elements_is_one_empty_block() {
-        let text = run(&DemoArgs { n: 0, json: false }).stdout;
+        let text = run(&DemoArgs { n: 0, runtime: DemoRuntime::Wasmtime, json: false }).stdout;
         assert!(text.contains("grid [1, 1, 1]"), "{text}");
         assert_eq!(text.matches("+0)").count(), 3, "{text}");
     }
 
     #[test]
     fn json_dry_run_has_the_launch_and_the_reason() {
-        let output = run(&DemoArgs { n: 16, json: true });
+        let output = run(&DemoArgs { n: 16, runtime: DemoRuntime::Wasmtime, json: true });
         assert_eq!(output.status, Status::Accepted);
         let json = parse_json_line(&output.stdout);
+        assert_eq!(json["runtime"], "wasmtime");
         assert_eq!(json["guest"], serde_json::json!({"wasm_bytes": GUEST_WASM.len(), "n": 16}));
         assert_eq!(json["launcher"], "dry run (this kargs has no CUDA backend)");
         let launch = &json["launch"];
@@ -133,5 +161,31 @@ mod tests {
         assert_eq!(json["outcome"]["code"], -1);
         assert_eq!(json["outcome"]["name"], "NotAvailable");
         assert!(json["outcome"]["message"].as_str().unwrap().contains("no CUDA device"), "{json}");
+    }
+
+    #[test]
+    fn wasmi_runs_the_same_launch_as_wasmtime() {
+        for (n, json) in [(1000, false), (0, false), (16, true), (CAPACITY as i32, true)] {
+            let on = |runtime| run(&DemoArgs { n, runtime, json });
+            let (wasmtime, wasmi) = (on(DemoRuntime::Wasmtime), on(DemoRuntime::Wasmi));
+            assert_eq!(wasmi.status, Status::Accepted, "{}", wasmi.stderr);
+            assert_eq!((wasmi.status, &wasmi.stderr), (wasmtime.status, &wasmtime.stderr));
+            if json {
+                let (mut a, mut b) = (parse_json_line(&wasmtime.stdout), parse_json_line(&wasmi.stdout));
+                assert_eq!((a["runtime"].as_str(), b["runtime"].as_str()), (Some("wasmtime"), Some("wasmi")));
+                a["runtime"] = serde_json::Value::Null;
+                b["runtime"] = serde_json::Value::Null;
+                assert_eq!(a, b, "n = {n}");
+                assert_eq!(b["outcome"]["code"], -1);
+            } else {
+                let (first_a, rest_a) = wasmtime.stdout.split_once('\n').unwrap();
+                let (first_b, rest_b) = wasmi.stdout.split_once('\n').unwrap();
+                assert!(first_a.ends_with(" on wasmtime"), "{first_a}");
+                assert!(first_b.ends_with(" on wasmi"), "{first_b}");
+                assert_eq!(first_a.strip_suffix("wasmtime"), first_b.strip_suffix("wasmi"));
+                assert_eq!(rest_a, rest_b, "n = {n}");
+                assert!(rest_b.contains("dry run, no CUDA device was found"), "{rest_b}");
+            }
+        }
     }
 }

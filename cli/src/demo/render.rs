@@ -18,8 +18,9 @@ pub(super) fn text(report: &Report) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "kargs demo: the bundled vector_add guest ({} bytes of wasm32) on wasmtime",
-        GUEST_WASM.len()
+        "kargs demo: the bundled vector_add guest ({} bytes of wasm32) on {}",
+        GUEST_WASM.len(),
+        report.runtime
     );
     let _ = writeln!(out, "guest: run_vector_add({n}): out[i] = a[i] + b[i] with a[i] = i, b[i] = 2i + 1");
     let _ = writeln!(out, "launcher: {}", report.launcher);
@@ -144,6 +145,7 @@ pub(super) fn json(report: &Report) -> String {
         Outcome::Failed { code, message } => JsonOutcome::Failed(JsonError::abi(*code, message)),
     };
     let report = JsonDemo {
+        runtime: report.runtime.name(),
         guest: JsonGuest { wasm_bytes: GUEST_WASM.len(), n: report.n },
         launcher: &report.launcher,
         launch,
@@ -159,12 +161,13 @@ pub(super) fn json(report: &Report) -> String {
 /// `kargs demo --json`: one object.
 ///
 /// ```text
-/// {"guest":{"wasm_bytes":3088,"n":16},"launcher":"dry run (...)",
+/// {"runtime":"wasmtime","guest":{"wasm_bytes":3088,"n":16},"launcher":"dry run (...)",
 ///  "launch":{"kernel_id":1,"grid":[1,1,1],"block":[256,1,1],"shared_mem_bytes":0,"argv_bytes":32,
 ///            "args":[{"index":0,"offset":0,"type":"ptr","guest_offset":1048588,"len":64},...]},
 ///  "outcome":{"result":"dry_run","code":-1,"name":"NotAvailable","message":"NotAvailable -1: ..."}}
 /// ```
 ///
+/// `runtime` is the wasm runtime that ran the guest (`wasmtime` or `wasmi`, `--runtime`).
 /// `launch` is `null` when the host refused the call before any launcher ran; `args` are in the
 /// shape of `kargs decode --json`. `outcome.result` is `launched` (with `pointer_mode`,
 /// `signature` and `last`, `out[n - 1]`), `wrong_result` (`index`, `got`, `expected`),
@@ -173,6 +176,7 @@ pub(super) fn json(report: &Report) -> String {
 /// round-trip spelling, as strings.
 #[derive(Serialize)]
 pub(super) struct JsonDemo<'a> {
+    runtime: &'static str,
     guest: JsonGuest,
     launcher: &'a str,
     launch: Option<JsonLaunch>,
@@ -215,6 +219,7 @@ mod tests {
     #[test]
     fn json_of_a_refused_call_has_no_launch() {
         let report = Report {
+            runtime: kernel_args::guest::Runtime::Wasmi,
             n: 4,
             launcher: "dry run".to_owned(),
             launch: None,
@@ -223,12 +228,16 @@ mod tests {
         assert_eq!(report.status(), crate::Status::Rejected);
         let json = parse_json_line(&json(&report));
         assert!(json["launch"].is_null(), "{json}");
+        assert_eq!(json["runtime"], "wasmi");
         assert_eq!(
             json["outcome"],
             serde_json::json!({"result": "refused", "code": -8, "name": "InvalidDimensions",
                                "message": "InvalidDimensions -8: grid.x is 0"})
         );
-        assert!(text(&report).contains("refused by the host before any launch: InvalidDimensions -8"));
+        let text = text(&report);
+        assert!(text.contains("refused by the host before any launch: InvalidDimensions -8"), "{text}");
+        assert!(text.starts_with("kargs demo: the bundled vector_add guest ("), "{text}");
+        assert!(text.lines().next().unwrap().ends_with(") on wasmi"), "{text}");
     }
 
     #[test]
@@ -236,6 +245,7 @@ mod tests {
         // The launched outcome needs a device; its rendering does not.
         let outcome = LaunchOutcome { pointer_mode: PointerMode::Staged, signature: SignatureCheck::Ptx };
         let report = Report {
+            runtime: kernel_args::guest::Runtime::Wasmtime,
             n: 16,
             launcher: "CUDA device 0".to_owned(),
             launch: None,

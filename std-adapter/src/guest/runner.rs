@@ -1,0 +1,326 @@
+//! The runtime-independent way to run a guest with the demo interface: [`Runtime`],
+//! [`GuestModule`], the [`Guest`] trait and [`GuestError`].
+
+use std::fmt;
+
+use super::{GUEST_WASM, exports};
+use crate::host::{LaunchCall, LaunchHost};
+use crate::launcher::Launcher;
+
+/// A wasm runtime this crate can run a guest on, through the same `wasi_cuda_launch` host
+/// function ([`LaunchHost::call`] behind both bindings).
+///
+/// Both variants always exist; [`is_available`](Runtime::is_available) says whether this build
+/// has the binding (a [`GuestModule`] for one that is not is a [`GuestError`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Runtime {
+    /// wasmtime, compiling with Cranelift (feature `wasmtime`).
+    Wasmtime,
+    /// wasmi, an interpreter (features `wasmi` and `std`; the host function itself, in
+    /// `wasmi_host`, needs no std).
+    Wasmi,
+}
+
+impl Runtime {
+    /// Every runtime, available in this build or not.
+    pub const ALL: [Runtime; 2] = [Runtime::Wasmtime, Runtime::Wasmi];
+
+    /// `"wasmtime"` or `"wasmi"`.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Runtime::Wasmtime => "wasmtime",
+            Runtime::Wasmi => "wasmi",
+        }
+    }
+
+    /// Whether this build can run guests on this runtime.
+    pub const fn is_available(self) -> bool {
+        match self {
+            Runtime::Wasmtime => cfg!(feature = "wasmtime"),
+            Runtime::Wasmi => cfg!(all(feature = "wasmi", feature = "std")),
+        }
+    }
+
+    /// The runtimes this build can run guests on, in the order of [`ALL`](Runtime::ALL).
+    pub fn available() -> impl Iterator<Item = Runtime> {
+        Runtime::ALL.into_iter().filter(|runtime| runtime.is_available())
+    }
+}
+
+impl fmt::Display for Runtime {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A runtime's error while compiling, instantiating or calling a guest (a trap, a missing
+/// export, an export of another signature), with the runtime it came from. The host function
+/// itself never traps: a refused launch is an ABI code the guest gets, not a `GuestError`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GuestError {
+    runtime: Runtime,
+    message: String,
+}
+
+impl GuestError {
+    /// An error of `runtime`.
+    pub fn new(runtime: Runtime, message: impl Into<String>) -> GuestError {
+        GuestError { runtime, message: message.into() }
+    }
+
+    /// The runtime the error came from.
+    pub fn runtime(&self) -> Runtime {
+        self.runtime
+    }
+
+    /// What went wrong, in the runtime's words (with the export's name for a call).
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+}
+
+impl fmt::Display for GuestError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.runtime, self.message)
+    }
+}
+
+impl std::error::Error for GuestError {}
+
+/// A guest module compiled and validated for one [`Runtime`], to be instantiated any number of
+/// times (compiling is the slow part on wasmtime). Cheap to clone.
+///
+/// ```
+/// use kernel_args::guest::{Guest, GuestModule, Runtime};
+/// use kernel_args::{AbiError, DryRunLauncher, LaunchHost};
+///
+/// for runtime in Runtime::available() {
+///     let module = GuestModule::demo(runtime)?;
+///     let mut guest = module.instantiate(LaunchHost::new(DryRunLauncher::new()))?;
+///     assert_eq!(guest.run_vector_add(100)?, AbiError::NotAvailable.code(), "{runtime}");
+///     assert_eq!(guest.host().last_launch().unwrap().snapshot().args().len(), 4);
+///     assert_eq!(guest.first_mismatch(100)?, Some(0), "nothing ran");
+///     assert!(guest.first_mismatch(-1).is_err());
+/// }
+/// # Ok::<(), kernel_args::guest::GuestError>(())
+/// ```
+#[derive(Clone)]
+pub struct GuestModule {
+    compiled: Compiled,
+}
+
+#[derive(Clone)]
+enum Compiled {
+    #[cfg(feature = "wasmtime")]
+    Wasmtime(wasmtime::Engine, wasmtime::Module),
+    #[cfg(all(feature = "wasmi", feature = "std"))]
+    Wasmi(wasmi::Engine, wasmi::Module),
+}
+
+impl GuestModule {
+    /// Compiles (and validates) `wasm` for `runtime` on a default engine.
+    ///
+    /// # Errors
+    ///
+    /// The runtime's, when the module is not valid wasm; a [`GuestError`] saying so when this
+    /// build does not have `runtime`.
+    pub fn new(runtime: Runtime, wasm: &[u8]) -> Result<GuestModule, GuestError> {
+        let compile_error =
+            |e: &dyn fmt::Display| GuestError::new(runtime, format!("compiling the guest: {e}"));
+        let compiled = match runtime {
+            #[cfg(feature = "wasmtime")]
+            Runtime::Wasmtime => {
+                let engine = wasmtime::Engine::default();
+                let module =
+                    wasmtime::Module::new(&engine, wasm).map_err(|e| compile_error(&format!("{e:#}")))?;
+                Compiled::Wasmtime(engine, module)
+            }
+            #[cfg(all(feature = "wasmi", feature = "std"))]
+            Runtime::Wasmi => {
+                let engine = wasmi::Engine::default();
+                let module = wasmi::Module::new(&engine, wasm).map_err(|e| compile_error(&e))?;
+                Compiled::Wasmi(engine, module)
+            }
+            #[allow(unreachable_patterns)]
+            _ => {
+                return Err(GuestError::new(
+                    runtime,
+                    format!("this build of kernel-args has no {runtime} binding (see Runtime::is_available)"),
+                ));
+            }
+        };
+        Ok(GuestModule { compiled })
+    }
+
+    /// The bundled demo guest ([`GUEST_WASM`]) compiled for `runtime`.
+    ///
+    /// # Errors
+    ///
+    /// As [`new`](GuestModule::new).
+    pub fn demo(runtime: Runtime) -> Result<GuestModule, GuestError> {
+        GuestModule::new(runtime, GUEST_WASM)
+    }
+
+    /// The runtime the module is compiled for.
+    pub fn runtime(&self) -> Runtime {
+        match self.compiled {
+            #[cfg(feature = "wasmtime")]
+            Compiled::Wasmtime(..) => Runtime::Wasmtime,
+            #[cfg(all(feature = "wasmi", feature = "std"))]
+            Compiled::Wasmi(..) => Runtime::Wasmi,
+        }
+    }
+
+    /// Instantiates the module in a store of its own whose data is `host`, with
+    /// `wasi_cuda_launch` served by `host` (the runtime's `add_to_linker`). The module may
+    /// import nothing else; a module that exports no memory can still be run (its
+    /// [`Guest::memory`] is empty, and the host answers its launches with `InvalidPointer`).
+    ///
+    /// # Errors
+    ///
+    /// The runtime's, when instantiation fails: another import, a trapping start function.
+    pub fn instantiate<L: Launcher + 'static>(
+        &self,
+        host: LaunchHost<L>,
+    ) -> Result<Box<dyn Guest<L>>, GuestError> {
+        let instantiate_error =
+            |runtime, e: &dyn fmt::Display| GuestError::new(runtime, format!("instantiating the guest: {e}"));
+        match &self.compiled {
+            #[cfg(feature = "wasmtime")]
+            Compiled::Wasmtime(engine, module) => {
+                match super::on_wasmtime::WasmtimeGuest::instantiate(engine, module, host) {
+                    Ok(guest) => Ok(Box::new(guest)),
+                    Err(e) => Err(instantiate_error(Runtime::Wasmtime, &format!("{e:#}"))),
+                }
+            }
+            #[cfg(all(feature = "wasmi", feature = "std"))]
+            Compiled::Wasmi(engine, module) => {
+                match super::on_wasmi::WasmiGuest::instantiate(engine, module, host) {
+                    Ok(guest) => Ok(Box::new(guest)),
+                    Err(e) => Err(instantiate_error(Runtime::Wasmi, &e)),
+                }
+            }
+        }
+    }
+}
+
+impl fmt::Debug for GuestModule {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("GuestModule").field("runtime", &self.runtime()).finish_non_exhaustive()
+    }
+}
+
+/// A guest with the demo interface ([`exports`]: the bundled Rust guest, the C guest of
+/// `include/examples/vector_add.c`) instantiated on some [`Runtime`], its store's data a
+/// [`LaunchHost`]: what `kargs demo` and the end-to-end tests drive, the same way on every
+/// runtime. Any [`Launcher`] plugs in.
+///
+/// Made by [`GuestModule::instantiate`] (as a `Box<dyn Guest<L>>`), or directly as a
+/// `WasmtimeGuest` (feature `wasmtime`) or a `WasmiGuest` (feature `wasmi`). The calls
+/// take the interface's signatures; a trap, a missing export or another signature is a
+/// [`GuestError`].
+pub trait Guest<L> {
+    /// The runtime the guest runs on.
+    fn runtime(&self) -> Runtime;
+
+    /// Calls the export `name` of signature `() -> i32`.
+    ///
+    /// # Errors
+    ///
+    /// The runtime's: a trap, no such export, another signature.
+    fn call0(&mut self, name: &str) -> Result<i32, GuestError>;
+
+    /// Calls the export `name` of signature `(i32) -> i32`.
+    ///
+    /// # Errors
+    ///
+    /// As [`call0`](Guest::call0).
+    fn call1(&mut self, name: &str, arg: i32) -> Result<i32, GuestError>;
+
+    /// Calls the export `name` of signature `(i32) -> f32`.
+    ///
+    /// # Errors
+    ///
+    /// As [`call0`](Guest::call0).
+    fn call1_f32(&mut self, name: &str, arg: i32) -> Result<f32, GuestError>;
+
+    /// Calls [`exports::LAUNCH_RAW`], which passes `call`'s values to `wasi_cuda_launch`
+    /// unchanged, and returns what the host answered.
+    ///
+    /// # Errors
+    ///
+    /// As [`call0`](Guest::call0).
+    fn launch_raw(&mut self, call: &LaunchCall) -> Result<i32, GuestError>;
+
+    /// The guest's linear memory, as the host sees it (empty when it exports none).
+    fn memory(&self) -> &[u8];
+
+    /// The guest's linear memory, writable: a host that lays out a launch's data itself.
+    fn memory_mut(&mut self) -> &mut [u8];
+
+    /// The host state: the last launch, the last error, the launcher.
+    fn host(&self) -> &LaunchHost<L>;
+
+    /// The host state, writable (the limits, the capability, the launcher).
+    fn host_mut(&mut self) -> &mut LaunchHost<L>;
+
+    /// Fills `a` and `b` for `n` elements and launches vector_add; returns what the host
+    /// answered the guest (`0`, an ABI code, or a guest code such as
+    /// [`ERR_BAD_COUNT`](super::ERR_BAD_COUNT)).
+    ///
+    /// # Errors
+    ///
+    /// As [`call0`](Guest::call0).
+    fn run_vector_add(&mut self, n: i32) -> Result<i32, GuestError> {
+        self.call1(exports::RUN_VECTOR_ADD, n)
+    }
+
+    /// The first index below `n` where `out != a + b`, or `None` when every element is
+    /// right (after a real launch: the kernel ran correctly).
+    ///
+    /// # Errors
+    ///
+    /// As [`call0`](Guest::call0), and an `n` outside `0..=CAPACITY`.
+    fn first_mismatch(&mut self, n: i32) -> Result<Option<u32>, GuestError> {
+        match self.call1(exports::FIRST_MISMATCH, n)? {
+            -1 => Ok(None),
+            i => u32::try_from(i).map(Some).map_err(|_| {
+                GuestError::new(
+                    self.runtime(),
+                    format!("first_mismatch({n}) answered {i}: n is out of range"),
+                )
+            }),
+        }
+    }
+
+    /// `out[i]` (NaN out of range).
+    ///
+    /// # Errors
+    ///
+    /// As [`call0`](Guest::call0).
+    fn out(&mut self, i: i32) -> Result<f32, GuestError> {
+        self.call1_f32(exports::OUT_AT, i)
+    }
+
+    /// The guest's copy of the last argv it sent ([`exports::LAST_ARGV_PTR`],
+    /// [`exports::LAST_ARGV_LEN`]), read from its memory.
+    ///
+    /// # Errors
+    ///
+    /// As [`call0`](Guest::call0), and a window that is not in the guest's memory.
+    fn last_argv(&mut self) -> Result<Vec<u8>, GuestError> {
+        let ptr = self.call0(exports::LAST_ARGV_PTR)?;
+        let len = self.call0(exports::LAST_ARGV_LEN)?;
+        let window = usize::try_from(ptr)
+            .ok()
+            .zip(usize::try_from(len).ok())
+            .and_then(|(ptr, len)| self.memory().get(ptr..ptr.checked_add(len)?));
+        match window {
+            Some(bytes) => Ok(bytes.to_vec()),
+            None => Err(GuestError::new(
+                self.runtime(),
+                format!("the guest's last argv [{ptr}, +{len}) is not in its memory"),
+            )),
+        }
+    }
+}
