@@ -1,0 +1,631 @@
+//! The C types: `kargs_arg`, `kargs_error` and the enums that name an error's kind, a launch
+//! dimension and a function; and the conversions between them and the Rust errors. Safe code:
+//! the only `unsafe` of the crate is in `ffi`.
+
+use kernel_args::{AbiError, Bound, Dimension, RegionError, ShapeError};
+use kernel_args_core::{ArgTag, ArgvError, ErrorKind, LoweredArg};
+
+/// One parsed kernel argument, as `kargs_parse` writes it into the caller's array.
+///
+/// Every field is written for every argument: the fields that do not apply to its type are 0
+/// (NULL for `host_ptr`). The argument's record index is its index in the array.
+///
+/// Layout: 32 bytes on 64-bit and on 32-bit targets (8-byte aligned, `bits` first, so that
+/// the struct has no padding before its last field).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct KargsArg {
+    /// The value of a scalar argument (tags 0x01 to 0x06), as a native `uint64_t` holding the
+    /// bits the wire carries (little-endian on the wire, decoded):
+    ///
+    /// - `KARGS_TAG_I32`: the `int32_t`, sign-extended to 64 bits: `(int32_t)bits` and
+    ///   `(int64_t)bits` are both the value;
+    /// - `KARGS_TAG_I64`: the `int64_t` in two's complement: `(int64_t)bits` is the value;
+    /// - `KARGS_TAG_F32`: the 32 IEEE-754 bits of the float, zero-extended (never converted:
+    ///   NaN payloads and -0.0 are kept); `(uint32_t)bits` are the float's bits;
+    /// - `KARGS_TAG_F64`: the 64 IEEE-754 bits of the double;
+    /// - `KARGS_TAG_U32`: the `uint32_t`, zero-extended;
+    /// - `KARGS_TAG_U64`: the `uint64_t`;
+    /// - `KARGS_TAG_PTR`: 0.
+    ///
+    /// On a little-endian host `&arg.bits` points at the value's own bytes (4 or 8), as
+    /// `cuLaunchKernel`'s parameter array wants them.
+    pub bits: u64,
+    /// `KARGS_TAG_PTR`: `memory + guest_offset`, the host address of the window's first byte
+    /// (for a zero-length window at the end of memory, one past its last byte); NULL when
+    /// `kargs_parse` was given a NULL `memory` (then only the window of offset 0 and length 0
+    /// exists). NULL for every other tag. Valid as long as the caller's memory is, for
+    /// `len` bytes.
+    pub host_ptr: *mut u8,
+    /// The byte offset in argv at which the argument's record (its tag byte) starts.
+    pub byte_offset: u32,
+    /// `KARGS_TAG_PTR`: the window's start in guest memory. 0 for every other tag.
+    pub guest_offset: u32,
+    /// `KARGS_TAG_PTR`: the window's length in bytes; `guest_offset + len <= memory_len`,
+    /// computed without overflow. 0 for every other tag.
+    pub len: u32,
+    /// The record's wire tag: `KARGS_TAG_I32` (0x01) to `KARGS_TAG_PTR` (0x07). 0 only in an
+    /// entry that `kargs_parse` reset after an error.
+    pub tag: u8,
+}
+
+impl KargsArg {
+    /// The all-zero entry: what an error leaves in the entries it had written.
+    pub(crate) const ZERO: KargsArg = KargsArg {
+        bits: 0,
+        host_ptr: core::ptr::null_mut(),
+        byte_offset: 0,
+        guest_offset: 0,
+        len: 0,
+        tag: 0,
+    };
+
+    /// The entry for `arg`, whose record starts at `byte_offset`, checked against a memory
+    /// whose first byte is at `base` (NULL: no host pointers).
+    pub(crate) fn new(arg: LoweredArg<'_>, byte_offset: usize, base: *mut u8) -> KargsArg {
+        let mut entry = KargsArg {
+            tag: arg.tag().byte(),
+            byte_offset: u32::try_from(byte_offset).unwrap_or(u32::MAX),
+            ..KargsArg::ZERO
+        };
+        match arg {
+            // Two's complement: sign-extended, then the same 64 bits as unsigned.
+            LoweredArg::I32(v) => entry.bits = i64::from(v) as u64,
+            LoweredArg::I64(v) => entry.bits = v as u64,
+            LoweredArg::F32(v) => entry.bits = u64::from(v.0),
+            LoweredArg::F64(v) => entry.bits = v.0,
+            LoweredArg::U32(v) => entry.bits = u64::from(v),
+            LoweredArg::U64(v) => entry.bits = v,
+            LoweredArg::Ptr(window) => {
+                entry.guest_offset = window.guest_offset();
+                entry.len = window.len();
+                if !base.is_null() {
+                    // In bounds of the caller's memory: the parser checked
+                    // `guest_offset + len <= memory_len`. `wrapping_add` is the safe way to
+                    // offset a pointer; it is never dereferenced here.
+                    entry.host_ptr = base.wrapping_add(to_usize(window.guest_offset()));
+                }
+            }
+        }
+        entry
+    }
+}
+
+impl Default for KargsArg {
+    /// The all-zero entry (tag 0, NULL `host_ptr`).
+    fn default() -> KargsArg {
+        KargsArg::ZERO
+    }
+}
+
+/// `u32` to `usize`: lossless on every target this crate builds for.
+const _: () = assert!(usize::BITS >= 32, "kernel-args-capi needs a usize of at least 32 bits");
+
+// The sizes the header states, on every target this builds for (64-bit hosts, thumbv7em).
+const _: () = assert!(size_of::<KargsArg>() == 32 && size_of::<KargsError>() == 40);
+
+#[inline]
+fn to_usize(v: u32) -> usize {
+    // Lossless by the assertion above.
+    v as usize
+}
+
+/// What went wrong, in `kargs_error.kind`. The values are stable.
+///
+/// Kinds 1 to 5 are the argv parser's (kernel-args-core's `ErrorKind`), 16 to 19 the argument
+/// region check's (kernel-args' `RegionError`), 32 and 33 the launch-shape check's
+/// (`ShapeError`), 48 this library's own. `kargs_error_kind_name` names each.
+#[repr(u32)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum KargsErrorKind {
+    /// No error: the call succeeded (`abi_code` 0, every other field 0).
+    None = 0,
+    /// `-10` KernelArgsUnsupported: argv is longer than `KARGS_MAX_KERNEL_ARGS_BYTES`; nothing
+    /// was read. Record 0, byte 0. `detail[0]`: argv's length, `detail[1]`: the cap (4096).
+    BufferTooLong = 1,
+    /// `-10` KernelArgsUnsupported: a record starts when the output already holds the record
+    /// cap: `min(out_cap, KARGS_MAX_KERNEL_ARGS)`. `detail[0]`: that cap.
+    TooManyRecords = 2,
+    /// `-9` InvalidArgs: the record's tag byte is not one of the seven tags. `detail[0]`: the
+    /// byte.
+    UnknownTag = 3,
+    /// `-9` InvalidArgs: fewer value bytes are left than the record's tag needs. `detail[0]`:
+    /// the tag, `detail[1]`: the value bytes it needs, `detail[2]`: the value bytes present.
+    TruncatedRecord = 4,
+    /// `-2` InvalidPointer: a pointer window does not lie inside guest memory. `detail[0]`: its
+    /// guest offset, `detail[1]`: its length, `detail[2]`: the memory's length.
+    WindowOutOfBounds = 5,
+    /// `-2` InvalidPointer: `args_ptr` is negative. `detail`, for every region kind:
+    /// `args_ptr` and `args_len` (sign-extended: `(int64_t)detail[0]`), then `memory_len`.
+    RegionNegativePointer = 16,
+    /// `-2` InvalidPointer: `args_len` is negative.
+    RegionNegativeLength = 17,
+    /// `-2` InvalidPointer: `args_ptr + args_len` does not fit in an `int32_t`.
+    RegionEndOverflows = 18,
+    /// `-2` InvalidPointer: the region ends past the end of guest memory.
+    RegionPastMemory = 19,
+    /// `-8` InvalidDimensions: a launch quantity is below its minimum. `detail[0]`: the
+    /// quantity (`kargs_dimension`), `detail[1]`: its value (`(int64_t)detail[1]`; for threads
+    /// per block the product of the block's dimensions), `detail[2]`: the minimum.
+    DimensionTooSmall = 32,
+    /// `-8` InvalidDimensions: a launch quantity is above its maximum. `detail` as for
+    /// `KARGS_ERROR_KIND_DIMENSION_TOO_SMALL`, `detail[2]`: the maximum.
+    DimensionTooLarge = 33,
+    /// `-7` Internal: the embedding host passed NULL where a pointer is required (a host bug,
+    /// not the guest's doing). `detail[0]`: the function (`kargs_function`), `detail[1]`: the
+    /// parameter's 0-based position, `detail[2]`: the length or capacity that makes NULL
+    /// invalid there (0 for a parameter that may never be NULL).
+    NullArgument = 48,
+}
+
+impl KargsErrorKind {
+    /// Every kind, in value order.
+    pub(crate) const ALL: [KargsErrorKind; 13] = [
+        KargsErrorKind::None,
+        KargsErrorKind::BufferTooLong,
+        KargsErrorKind::TooManyRecords,
+        KargsErrorKind::UnknownTag,
+        KargsErrorKind::TruncatedRecord,
+        KargsErrorKind::WindowOutOfBounds,
+        KargsErrorKind::RegionNegativePointer,
+        KargsErrorKind::RegionNegativeLength,
+        KargsErrorKind::RegionEndOverflows,
+        KargsErrorKind::RegionPastMemory,
+        KargsErrorKind::DimensionTooSmall,
+        KargsErrorKind::DimensionTooLarge,
+        KargsErrorKind::NullArgument,
+    ];
+
+    /// The kind with this value, if there is one.
+    pub fn from_u32(value: u32) -> Option<KargsErrorKind> {
+        KargsErrorKind::ALL.into_iter().find(|k| *k as u32 == value)
+    }
+
+    /// The kind's stable snake_case name. The argv kinds' are core's `ErrorKind::name()`, the
+    /// names the conformance vectors use.
+    pub const fn name(self) -> &'static core::ffi::CStr {
+        match self {
+            KargsErrorKind::None => c"none",
+            KargsErrorKind::BufferTooLong => c"buffer_too_long",
+            KargsErrorKind::TooManyRecords => c"too_many_records",
+            KargsErrorKind::UnknownTag => c"unknown_tag",
+            KargsErrorKind::TruncatedRecord => c"truncated_record",
+            KargsErrorKind::WindowOutOfBounds => c"window_out_of_bounds",
+            KargsErrorKind::RegionNegativePointer => c"region_negative_pointer",
+            KargsErrorKind::RegionNegativeLength => c"region_negative_length",
+            KargsErrorKind::RegionEndOverflows => c"region_end_overflows",
+            KargsErrorKind::RegionPastMemory => c"region_past_memory",
+            KargsErrorKind::DimensionTooSmall => c"dimension_too_small",
+            KargsErrorKind::DimensionTooLarge => c"dimension_too_large",
+            KargsErrorKind::NullArgument => c"null_argument",
+        }
+    }
+
+    /// The ABI code every error of this kind is answered with (0 for `None`).
+    pub fn abi_code(self) -> i32 {
+        match self {
+            KargsErrorKind::None => 0,
+            KargsErrorKind::BufferTooLong | KargsErrorKind::TooManyRecords => {
+                AbiError::KernelArgsUnsupported.code()
+            }
+            KargsErrorKind::UnknownTag | KargsErrorKind::TruncatedRecord => AbiError::InvalidArgs.code(),
+            KargsErrorKind::WindowOutOfBounds
+            | KargsErrorKind::RegionNegativePointer
+            | KargsErrorKind::RegionNegativeLength
+            | KargsErrorKind::RegionEndOverflows
+            | KargsErrorKind::RegionPastMemory => AbiError::InvalidPointer.code(),
+            KargsErrorKind::DimensionTooSmall | KargsErrorKind::DimensionTooLarge => {
+                AbiError::InvalidDimensions.code()
+            }
+            KargsErrorKind::NullArgument => AbiError::Internal.code(),
+        }
+    }
+}
+
+/// A launch quantity, in `kargs_error.detail[0]` of the two dimension kinds. The values are
+/// stable.
+#[repr(u32)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum KargsDimension {
+    /// `grid[0]`: blocks in x (1 to 2147483647).
+    GridX = 0,
+    /// `grid[1]`: blocks in y (1 to 65535).
+    GridY = 1,
+    /// `grid[2]`: blocks in z (1 to 65535).
+    GridZ = 2,
+    /// `block[0]`: threads per block in x (1 to 1024).
+    BlockX = 3,
+    /// `block[1]`: threads per block in y (1 to 1024).
+    BlockY = 4,
+    /// `block[2]`: threads per block in z (1 to 64).
+    BlockZ = 5,
+    /// `block[0] * block[1] * block[2]` (at most 1024).
+    ThreadsPerBlock = 6,
+    /// `shared_mem`: dynamic shared memory per block in bytes (0 to the maximum).
+    SharedMem = 7,
+}
+
+impl KargsDimension {
+    const ALL: [(KargsDimension, Dimension); 8] = [
+        (KargsDimension::GridX, Dimension::GridX),
+        (KargsDimension::GridY, Dimension::GridY),
+        (KargsDimension::GridZ, Dimension::GridZ),
+        (KargsDimension::BlockX, Dimension::BlockX),
+        (KargsDimension::BlockY, Dimension::BlockY),
+        (KargsDimension::BlockZ, Dimension::BlockZ),
+        (KargsDimension::ThreadsPerBlock, Dimension::ThreadsPerBlock),
+        (KargsDimension::SharedMem, Dimension::SharedMem),
+    ];
+
+    fn of(dimension: Dimension) -> KargsDimension {
+        match dimension {
+            Dimension::GridX => KargsDimension::GridX,
+            Dimension::GridY => KargsDimension::GridY,
+            Dimension::GridZ => KargsDimension::GridZ,
+            Dimension::BlockX => KargsDimension::BlockX,
+            Dimension::BlockY => KargsDimension::BlockY,
+            Dimension::BlockZ => KargsDimension::BlockZ,
+            Dimension::ThreadsPerBlock => KargsDimension::ThreadsPerBlock,
+            Dimension::SharedMem => KargsDimension::SharedMem,
+        }
+    }
+
+    fn dimension(value: u64) -> Option<Dimension> {
+        KargsDimension::ALL.into_iter().find(|(k, _)| *k as u64 == value).map(|(_, d)| d)
+    }
+}
+
+/// The function that refused a NULL argument, in `kargs_error.detail[0]` of
+/// `KARGS_ERROR_KIND_NULL_ARGUMENT`. The values are stable.
+#[repr(u32)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum KargsFunction {
+    /// `kargs_parse`.
+    Parse = 1,
+    /// `kargs_check_launch_shape`.
+    CheckLaunchShape = 2,
+}
+
+impl KargsFunction {
+    fn from_u64(value: u64) -> Option<KargsFunction> {
+        [KargsFunction::Parse, KargsFunction::CheckLaunchShape].into_iter().find(|f| *f as u64 == value)
+    }
+
+    /// The function's C name and its parameters' names, in order.
+    fn names(self) -> (&'static str, &'static [&'static str]) {
+        match self {
+            KargsFunction::Parse => (
+                "kargs_parse",
+                &["argv", "argv_len", "memory", "memory_len", "out", "out_cap", "out_len", "err"],
+            ),
+            KargsFunction::CheckLaunchShape => {
+                ("kargs_check_launch_shape", &["grid", "block", "shared_mem", "max_shared_mem_bytes", "err"])
+            }
+        }
+    }
+}
+
+/// What went wrong and where: what every function of this library writes to its `err`
+/// argument (when it is not NULL), on success as well (then all zero), so nothing stale from
+/// an earlier call survives.
+///
+/// `kargs_error_message` turns it into the same one-line message the Rust crates'
+/// `Display` gives: everything it needs is in the struct, so the struct may be copied, kept
+/// and formatted later. Layout: 40 bytes, no padding.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct KargsError {
+    /// 0 on success, else the negative wasi-cuda ABI code the call returned (`KARGS_ABI_*`):
+    /// the code a host answers the guest with.
+    pub abi_code: i32,
+    /// What went wrong: a `kargs_error_kind` (`KARGS_ERROR_KIND_*`).
+    pub kind: u32,
+    /// Argv kinds (1 to 5): the offending record's 0-based index. 0 for every other kind.
+    pub record_index: u32,
+    /// Argv kinds (1 to 5): the byte offset in argv at which the offending record starts. 0 for
+    /// every other kind.
+    pub byte_offset: u32,
+    /// The kind's details, as each `KARGS_ERROR_KIND_*` says; unused entries are 0. Signed
+    /// values are stored in two's complement: read them as `(int64_t)detail[i]`.
+    pub detail: [u64; 3],
+}
+
+impl Default for KargsError {
+    /// No error: all zeros, what a successful call writes.
+    fn default() -> KargsError {
+        KargsError::NONE
+    }
+}
+
+/// A decoded `kargs_error`: the Rust error it was made from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Decoded {
+    None,
+    Argv(ArgvError),
+    Region(RegionError),
+    Shape(ShapeError),
+    Null { function: KargsFunction, position: usize, len: u64 },
+}
+
+fn wide(v: usize) -> u64 {
+    u64::try_from(v).unwrap_or(u64::MAX)
+}
+
+fn narrow(v: usize) -> u32 {
+    u32::try_from(v).unwrap_or(u32::MAX)
+}
+
+/// A signed value in a `detail` entry: two's complement.
+fn signed(v: i64) -> u64 {
+    v as u64
+}
+
+fn unsigned(v: u64) -> i64 {
+    v as i64
+}
+
+fn to_i32(v: u64) -> Option<i32> {
+    i32::try_from(unsigned(v)).ok()
+}
+
+impl KargsError {
+    /// No error.
+    pub(crate) const NONE: KargsError =
+        KargsError { abi_code: 0, kind: 0, record_index: 0, byte_offset: 0, detail: [0; 3] };
+
+    fn of(kind: KargsErrorKind, record_index: u32, byte_offset: u32, detail: [u64; 3]) -> KargsError {
+        KargsError { abi_code: kind.abi_code(), kind: kind as u32, record_index, byte_offset, detail }
+    }
+
+    /// The error for an argv the parser refused.
+    pub fn from_argv(e: &ArgvError) -> KargsError {
+        let (kind, detail) = match e.kind() {
+            ErrorKind::BufferTooLong { len, max } => {
+                (KargsErrorKind::BufferTooLong, [wide(len), wide(max), 0])
+            }
+            ErrorKind::TooManyRecords { max } => (KargsErrorKind::TooManyRecords, [wide(max), 0, 0]),
+            ErrorKind::UnknownTag { tag } => (KargsErrorKind::UnknownTag, [u64::from(tag), 0, 0]),
+            ErrorKind::TruncatedRecord { tag, needed, present } => {
+                (KargsErrorKind::TruncatedRecord, [u64::from(tag.byte()), wide(needed), wide(present)])
+            }
+            ErrorKind::WindowOutOfBounds { guest_offset, len, memory_len } => {
+                (KargsErrorKind::WindowOutOfBounds, [u64::from(guest_offset), u64::from(len), memory_len])
+            }
+        };
+        KargsError::of(kind, narrow(e.index()), narrow(e.offset()), detail)
+    }
+
+    /// The error for an argument region `check_args_region(args_ptr, args_len, memory_len)`
+    /// refused with `e`.
+    pub fn from_region(e: &RegionError, args_ptr: i32, args_len: i32, memory_len: u64) -> KargsError {
+        let kind = match e {
+            RegionError::NegativePointer { .. } => KargsErrorKind::RegionNegativePointer,
+            RegionError::NegativeLength { .. } => KargsErrorKind::RegionNegativeLength,
+            RegionError::EndOverflows { .. } => KargsErrorKind::RegionEndOverflows,
+            RegionError::PastMemory { .. } => KargsErrorKind::RegionPastMemory,
+        };
+        KargsError::of(kind, 0, 0, [signed(i64::from(args_ptr)), signed(i64::from(args_len)), memory_len])
+    }
+
+    /// The error for a refused launch shape.
+    pub fn from_shape(e: &ShapeError) -> KargsError {
+        let (kind, bound) = match e.bound {
+            Bound::AtLeast(n) => (KargsErrorKind::DimensionTooSmall, n),
+            Bound::AtMost(n) => (KargsErrorKind::DimensionTooLarge, n),
+        };
+        KargsError::of(kind, 0, 0, [KargsDimension::of(e.dimension) as u64, signed(e.value), bound])
+    }
+
+    /// The error for a NULL where `function` needs a pointer: its parameter `position`, with
+    /// `len` the length or capacity that made NULL invalid there (0 if NULL never is).
+    pub fn null_argument(function: KargsFunction, position: usize, len: usize) -> KargsError {
+        KargsError::of(KargsErrorKind::NullArgument, 0, 0, [function as u64, wide(position), wide(len)])
+    }
+
+    /// The Rust error this struct was made from; `None` when it is not a struct this library
+    /// wrote (an unknown kind, an ABI code that is not the kind's, details out of range).
+    pub(crate) fn decode(&self) -> Option<Decoded> {
+        let kind = KargsErrorKind::from_u32(self.kind)?;
+        if self.abi_code != kind.abi_code() {
+            return None;
+        }
+        let argv_kind = matches!(
+            kind,
+            KargsErrorKind::BufferTooLong
+                | KargsErrorKind::TooManyRecords
+                | KargsErrorKind::UnknownTag
+                | KargsErrorKind::TruncatedRecord
+                | KargsErrorKind::WindowOutOfBounds
+        );
+        if !argv_kind && (self.record_index, self.byte_offset) != (0, 0) {
+            return None;
+        }
+        let index = usize::try_from(self.record_index).ok()?;
+        let offset = usize::try_from(self.byte_offset).ok()?;
+        let [d0, d1, d2] = self.detail;
+        let to_usize = |v: u64| usize::try_from(v).ok();
+        let argv = |kind| Some(Decoded::Argv(ArgvError::new(kind, index, offset)));
+        let region = |make: fn(i32, i32, u64) -> RegionError| {
+            Some(Decoded::Region(make(to_i32(d0)?, to_i32(d1)?, d2)))
+        };
+        let shape = |bound: fn(u64) -> Bound| {
+            Some(Decoded::Shape(ShapeError {
+                dimension: KargsDimension::dimension(d0)?,
+                value: unsigned(d1),
+                bound: bound(d2),
+            }))
+        };
+        match kind {
+            KargsErrorKind::None => {
+                (self.detail == [0; 3] && (index, offset) == (0, 0)).then_some(Decoded::None)
+            }
+            KargsErrorKind::BufferTooLong if d2 == 0 && (index, offset) == (0, 0) => {
+                argv(ErrorKind::BufferTooLong { len: to_usize(d0)?, max: to_usize(d1)? })
+            }
+            KargsErrorKind::TooManyRecords if (d1, d2) == (0, 0) => {
+                argv(ErrorKind::TooManyRecords { max: to_usize(d0)? })
+            }
+            KargsErrorKind::UnknownTag if (d1, d2) == (0, 0) => {
+                let tag = u8::try_from(d0).ok()?;
+                // A byte that is a tag cannot be an unknown tag.
+                if ArgTag::from_byte(tag).is_some() {
+                    return None;
+                }
+                argv(ErrorKind::UnknownTag { tag })
+            }
+            KargsErrorKind::TruncatedRecord => argv(ErrorKind::TruncatedRecord {
+                tag: ArgTag::from_byte(u8::try_from(d0).ok()?)?,
+                needed: to_usize(d1)?,
+                present: to_usize(d2)?,
+            }),
+            KargsErrorKind::WindowOutOfBounds => argv(ErrorKind::WindowOutOfBounds {
+                guest_offset: u32::try_from(d0).ok()?,
+                len: u32::try_from(d1).ok()?,
+                memory_len: d2,
+            }),
+            KargsErrorKind::RegionNegativePointer => {
+                region(|args_ptr, _, _| RegionError::NegativePointer { args_ptr })
+            }
+            KargsErrorKind::RegionNegativeLength => {
+                region(|_, args_len, _| RegionError::NegativeLength { args_len })
+            }
+            KargsErrorKind::RegionEndOverflows => {
+                region(|args_ptr, args_len, _| RegionError::EndOverflows { args_ptr, args_len })
+            }
+            KargsErrorKind::RegionPastMemory => region(|args_ptr, args_len, memory_len| {
+                RegionError::PastMemory { args_ptr, args_len, memory_len }
+            }),
+            KargsErrorKind::DimensionTooSmall => shape(Bound::AtLeast),
+            KargsErrorKind::DimensionTooLarge => shape(Bound::AtMost),
+            KargsErrorKind::NullArgument => {
+                let function = KargsFunction::from_u64(d0)?;
+                let position = to_usize(d1)?;
+                function.names().1.get(position)?;
+                Some(Decoded::Null { function, position, len: d2 })
+            }
+            KargsErrorKind::BufferTooLong | KargsErrorKind::TooManyRecords | KargsErrorKind::UnknownTag => {
+                None
+            }
+        }
+    }
+}
+
+/// The message of a NULL argument (the Rust crates have no such error).
+pub(crate) fn write_null_message(
+    f: &mut dyn core::fmt::Write,
+    function: KargsFunction,
+    position: usize,
+    len: u64,
+) -> core::fmt::Result {
+    let (name, params) = function.names();
+    let param = params.get(position).copied().unwrap_or("?");
+    // The length or capacity that goes with a pointer is the parameter after it.
+    let size = params.get(position.saturating_add(1)).copied().unwrap_or("?");
+    if len == 0 {
+        write!(f, "{name}: {param} is NULL")
+    } else {
+        write!(f, "{name}: {param} is NULL but {size} is {len} (NULL is allowed only with 0)")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kernel_args_core::{GuestMemory, MAX_KERNEL_ARGS, parse_argv};
+
+    #[test]
+    fn argv_errors_round_trip() {
+        let memory = GuestMemory::length_only(64);
+        let cases: [&[u8]; 6] = [
+            &[0x42],
+            &[0x01, 0, 0, 0, 0, 0x06, 1, 2],
+            &[0x07, 60, 0, 0, 0, 5, 0, 0, 0],
+            &[0x07, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff],
+            &[0u8; 4097],
+            &[0x05, 1, 0, 0, 0, 0x05, 2, 0, 0, 0],
+        ];
+        for buf in cases {
+            let e = match parse_argv::<1>(buf, &memory) {
+                Err(e) => e,
+                Ok(_) => panic!("{buf:?} was accepted"),
+            };
+            let c = KargsError::from_argv(&e);
+            assert_eq!(c.abi_code, e.code().code());
+            assert_eq!(KargsErrorKind::from_u32(c.kind).unwrap().name().to_str().unwrap(), e.kind().name());
+            assert_eq!((c.record_index as usize, c.byte_offset as usize), (e.index(), e.offset()));
+            assert_eq!(c.decode(), Some(Decoded::Argv(e)), "{e}");
+        }
+        assert_eq!(MAX_KERNEL_ARGS, 128);
+    }
+
+    #[test]
+    fn region_and_shape_errors_round_trip() {
+        for (p, l, m) in
+            [(-1, 0, 64), (0, -3, 64), (i32::MAX, 1, 1 << 32), (100, 8, 64), (i32::MIN, i32::MIN, 0)]
+        {
+            let e = kernel_args::check_args_region(p, l, m).unwrap_err();
+            let c = KargsError::from_region(&e, p, l, m);
+            assert_eq!(c.abi_code, -2);
+            assert_eq!(c.decode(), Some(Decoded::Region(e)));
+        }
+        let limits = kernel_args::LaunchLimits::DEFAULT;
+        for (grid, block, shm) in [
+            ([0, 1, 1], [1, 1, 1], 0),
+            ([1, 1, 1], [1, 1, 65], 0),
+            ([1, 1, 1], [1024, 2, 1], 0),
+            ([1, 1, 1], [1, 1, 1], -8),
+        ] {
+            let e = kernel_args::check_launch_shape(grid, block, shm, &limits).unwrap_err();
+            let c = KargsError::from_shape(&e);
+            assert_eq!(c.abi_code, -8);
+            assert_eq!(c.decode(), Some(Decoded::Shape(e)));
+        }
+        let c = KargsError::null_argument(KargsFunction::Parse, 6, 0);
+        assert_eq!(c.decode(), Some(Decoded::Null { function: KargsFunction::Parse, position: 6, len: 0 }));
+    }
+
+    #[test]
+    fn inconsistent_structs_do_not_decode() {
+        let good = KargsError::from_argv(&ArgvError::new(ErrorKind::UnknownTag { tag: 0x42 }, 3, 17));
+        assert!(good.decode().is_some());
+        for bad in [
+            KargsError { abi_code: -2, ..good },
+            KargsError { kind: 99, ..good },
+            KargsError { detail: [0x01, 0, 0], ..good },
+            KargsError { detail: [0x142, 0, 0], ..good },
+            KargsError { detail: [0x42, 1, 0], ..good },
+            KargsError { abi_code: 0, kind: 0, ..good },
+            KargsError { detail: [9, 0, 0], ..KargsError::null_argument(KargsFunction::Parse, 0, 1) },
+            KargsError { detail: [1, 8, 0], ..KargsError::null_argument(KargsFunction::Parse, 0, 1) },
+            KargsError { record_index: 1, ..KargsError::null_argument(KargsFunction::Parse, 0, 1) },
+        ] {
+            assert_eq!(bad.decode(), None, "{bad:?}");
+        }
+        assert_eq!(KargsError::NONE.decode(), Some(Decoded::None));
+    }
+
+    #[test]
+    fn kinds_have_unique_values_and_core_names() {
+        for (i, k) in KargsErrorKind::ALL.iter().enumerate() {
+            assert_eq!(KargsErrorKind::from_u32(*k as u32), Some(*k));
+            assert!(KargsErrorKind::ALL[..i].iter().all(|o| *o as u32 != *k as u32));
+        }
+        let core_kinds = [
+            (KargsErrorKind::BufferTooLong, ErrorKind::BufferTooLong { len: 0, max: 0 }),
+            (KargsErrorKind::TooManyRecords, ErrorKind::TooManyRecords { max: 0 }),
+            (KargsErrorKind::UnknownTag, ErrorKind::UnknownTag { tag: 0 }),
+            (
+                KargsErrorKind::TruncatedRecord,
+                ErrorKind::TruncatedRecord { tag: ArgTag::I32, needed: 4, present: 0 },
+            ),
+            (
+                KargsErrorKind::WindowOutOfBounds,
+                ErrorKind::WindowOutOfBounds { guest_offset: 0, len: 0, memory_len: 0 },
+            ),
+        ];
+        for (k, core) in core_kinds {
+            assert_eq!(k.name().to_str().unwrap(), core.name());
+            assert_eq!(k.abi_code(), core.code().code());
+        }
+    }
+}

@@ -1,0 +1,239 @@
+//! The C entry points called from Rust, against kernel-args-core and kernel-args: every
+//! conformance vector, the worst-case message lengths, the byte cap without reading, and the
+//! committed header's shared macros. (The C side of the same checks is
+//! include/tests/capi_vectors.c, run by scripts/capi-check.sh.)
+#![allow(unsafe_code)]
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::indexing_slicing)]
+#![allow(clippy::arithmetic_side_effects)]
+
+use std::ffi::CStr;
+
+use kargs::{
+    KARGS_ERROR_MESSAGE_MAX, KargsArg, KargsError, KargsErrorKind, kargs_abi_error_name,
+    kargs_error_kind_name, kargs_error_message, kargs_parse,
+};
+use kernel_args::AbiError;
+use kernel_args_core::{ArgTag, ArgvError, ErrorKind, GuestMemory, LoweredArg, RecordReader, parse_argv};
+use serde_json::Value;
+
+/// `kargs_parse` over `argv` against a memory at `base` of `memory_len` bytes.
+fn parse(argv: &[u8], base: *mut u8, memory_len: usize, cap: usize) -> (i32, Vec<KargsArg>, KargsError) {
+    let mut out = vec![KargsArg::default(); cap];
+    let mut n = usize::MAX;
+    let mut err = KargsError { kind: 77, ..KargsError::default() };
+    // SAFETY: argv and out are valid slices of their lengths; base is only offset, never
+    // dereferenced (the function's contract), and n and err are valid for writes.
+    let rc = unsafe {
+        kargs_parse(
+            argv.as_ptr(),
+            argv.len(),
+            base,
+            memory_len,
+            out.as_mut_ptr(),
+            cap,
+            &raw mut n,
+            &raw mut err,
+        )
+    };
+    out.truncate(n);
+    (rc, out, err)
+}
+
+fn message(err: &KargsError) -> String {
+    let mut buf = [0u8; 512];
+    // SAFETY: err is a valid kargs_error, buf valid for 512 bytes.
+    let n = unsafe { kargs_error_message(err, buf.as_mut_ptr().cast(), buf.len()) };
+    assert!(n < buf.len());
+    String::from_utf8(buf[..n].to_vec()).unwrap()
+}
+
+fn name(p: *const std::ffi::c_char) -> &'static str {
+    // SAFETY: the library returns static NUL-terminated strings.
+    unsafe { CStr::from_ptr(p) }.to_str().unwrap()
+}
+
+#[test]
+fn every_vector_as_core_parses_it() {
+    let doc: Value = serde_json::from_str(include_str!("../../tests/vectors/argv.json")).unwrap();
+    let mut backing = vec![0u8; 1 << 16];
+    let mut count = 0;
+    for v in doc["vectors"].as_array().unwrap() {
+        let name = v["name"].as_str().unwrap();
+        let hex: String = v["hex"].as_str().unwrap().split_ascii_whitespace().collect();
+        let argv: Vec<u8> =
+            (0..hex.len()).step_by(2).map(|k| u8::from_str_radix(&hex[k..k + 2], 16).unwrap()).collect();
+        let mem_len = v["mem_len"].as_u64().unwrap();
+        // A real memory where the vector's fits in 64 KiB; otherwise its length over the same
+        // base (the library never dereferences memory, it only offsets from it).
+        let base = backing.as_mut_ptr();
+        let (rc, out, err) = parse(&argv, base, usize::try_from(mem_len).unwrap(), 128);
+        let memory = GuestMemory::length_only(mem_len);
+        match parse_argv::<128>(&argv, &memory) {
+            Ok(args) => {
+                assert_eq!((rc, out.len(), err), (0, args.len(), KargsError::default()), "{name}");
+                let records = RecordReader::new(&argv, &memory).unwrap();
+                for ((a, c), r) in args.iter().zip(&out).zip(records) {
+                    let r = r.unwrap();
+                    assert_eq!(c.tag, a.tag().byte(), "{name}");
+                    assert_eq!(c.byte_offset as usize, r.offset, "{name}");
+                    let bits = match *a {
+                        LoweredArg::I32(v) => i64::from(v) as u64,
+                        LoweredArg::I64(v) => v as u64,
+                        LoweredArg::F32(v) => u64::from(v.0),
+                        LoweredArg::F64(v) => v.0,
+                        LoweredArg::U32(v) => u64::from(v),
+                        LoweredArg::U64(v) => v,
+                        LoweredArg::Ptr(w) => {
+                            assert_eq!((c.guest_offset, c.len), (w.guest_offset(), w.len()), "{name}");
+                            assert_eq!(c.host_ptr, base.wrapping_add(w.guest_offset() as usize), "{name}");
+                            0
+                        }
+                    };
+                    assert_eq!(c.bits, bits, "{name}");
+                }
+            }
+            Err(e) => {
+                assert_eq!((rc, out.len()), (e.code().code(), 0), "{name}");
+                assert_eq!(err.abi_code, rc);
+                assert_eq!(name_of(err.kind), e.kind().name(), "{name}");
+                assert_eq!(
+                    (err.record_index as usize, err.byte_offset as usize),
+                    (e.index(), e.offset()),
+                    "{name}"
+                );
+                assert_eq!(message(&err), e.to_string(), "{name}");
+            }
+        }
+        count += 1;
+    }
+    assert_eq!(count, 57);
+}
+
+fn name_of(kind: u32) -> &'static str {
+    name(kargs_error_kind_name(kind))
+}
+
+#[test]
+fn the_byte_cap_is_cores_without_reading() {
+    for len in [4097, 5000] {
+        let buf = vec![0x42u8; len];
+        let core = parse_argv::<128>(&buf, &GuestMemory::length_only(0)).unwrap_err();
+        let (rc, _, err) = parse(&buf, std::ptr::null_mut(), 0, 128);
+        assert_eq!(rc, -10);
+        assert_eq!(message(&err), core.to_string());
+        assert_eq!(err, KargsError::from_argv(&core));
+    }
+}
+
+#[test]
+fn names_are_the_rust_crates() {
+    for e in AbiError::ALL {
+        assert_eq!(name(kargs_abi_error_name(e.code())), e.name());
+    }
+    assert_eq!(name(kargs_abi_error_name(0)), "Ok");
+    assert_eq!(name(kargs_abi_error_name(-11)), "Unknown");
+    for kind in [
+        ErrorKind::BufferTooLong { len: 0, max: 0 },
+        ErrorKind::TooManyRecords { max: 0 },
+        ErrorKind::UnknownTag { tag: 0 },
+        ErrorKind::TruncatedRecord { tag: ArgTag::Ptr, needed: 8, present: 0 },
+        ErrorKind::WindowOutOfBounds { guest_offset: 0, len: 1, memory_len: 0 },
+    ] {
+        let c = KargsError::from_argv(&ArgvError::new(kind, 0, 0));
+        assert_eq!(name_of(c.kind), kind.name());
+    }
+    assert_eq!(name_of(KargsErrorKind::NullArgument as u32), "null_argument");
+    assert_eq!(name_of(1000), "unknown");
+}
+
+#[test]
+fn every_message_fits_the_documented_buffer() {
+    let max = KARGS_ERROR_MESSAGE_MAX as usize;
+    let worst = [
+        KargsError::from_argv(&ArgvError::new(
+            ErrorKind::WindowOutOfBounds { guest_offset: u32::MAX, len: u32::MAX, memory_len: u64::MAX },
+            usize::MAX,
+            usize::MAX,
+        )),
+        KargsError::from_argv(&ArgvError::new(
+            ErrorKind::BufferTooLong { len: usize::MAX, max: usize::MAX },
+            0,
+            0,
+        )),
+        KargsError::from_argv(&ArgvError::new(
+            ErrorKind::TruncatedRecord { tag: ArgTag::Ptr, needed: usize::MAX, present: usize::MAX },
+            usize::MAX,
+            usize::MAX,
+        )),
+        KargsError::from_argv(&ArgvError::new(
+            ErrorKind::TooManyRecords { max: usize::MAX },
+            usize::MAX,
+            usize::MAX,
+        )),
+        KargsError::from_region(
+            &kernel_args::RegionError::PastMemory {
+                args_ptr: i32::MIN,
+                args_len: i32::MIN,
+                memory_len: u64::MAX,
+            },
+            i32::MIN,
+            i32::MIN,
+            u64::MAX,
+        ),
+        KargsError::from_shape(&kernel_args::ShapeError {
+            dimension: kernel_args::Dimension::ThreadsPerBlock,
+            value: i64::MIN,
+            bound: kernel_args::Bound::AtLeast(u64::MAX),
+        }),
+        KargsError::null_argument(kargs::KargsFunction::Parse, 2, usize::MAX),
+        KargsError { abi_code: i32::MIN, kind: u32::MAX, ..KargsError::default() },
+    ];
+    for err in worst {
+        let m = message(&err);
+        assert!(m.len() < max, "{} bytes: {m}", m.len());
+        assert!(!m.starts_with("invalid") || err.kind == u32::MAX, "{m}");
+    }
+}
+
+#[test]
+fn the_header_shares_the_guest_headers_macros() {
+    let header = include_str!("../../include/kargs.h");
+    let guest = include_str!("../../include/kargs_guest.h");
+    let define = |text: &str, name: &str| {
+        let line = text
+            .lines()
+            .find(|l| l.split_whitespace().take(2).eq(["#define", name]))
+            .unwrap_or_else(|| panic!("no #define {name}"));
+        // The replacement list, without a trailing comment.
+        let body = line.split("/*").next().unwrap();
+        body.split_whitespace().skip(2).collect::<Vec<_>>().join(" ")
+    };
+    let screaming = |s: &str| {
+        let mut out = String::new();
+        for (i, ch) in s.chars().enumerate() {
+            if ch.is_uppercase() && i > 0 {
+                out.push('_');
+            }
+            out.push(ch.to_ascii_uppercase());
+        }
+        out
+    };
+    let mut names = vec!["KARGS_ABI_OK".to_string()];
+    for e in AbiError::ALL {
+        let name = format!("KARGS_ABI_{}", screaming(e.name()));
+        assert_eq!(define(header, &name), format!("({})", e.code()), "{name}");
+        names.push(name);
+    }
+    for t in ArgTag::ALL {
+        let name = format!("KARGS_TAG_{}", t.name().to_uppercase());
+        assert_eq!(define(header, &name), format!("0x{:02x}u", t.byte()), "{name}");
+        names.push(name);
+    }
+    names.extend(
+        ["KARGS_MAX_KERNEL_ARGS", "KARGS_MAX_KERNEL_ARGS_BYTES", "KARGS_MAX_GUEST_MEMORY_BYTES"]
+            .map(String::from),
+    );
+    for name in names {
+        assert_eq!(define(header, &name), define(guest, &name), "{name}: kargs.h and kargs_guest.h differ");
+    }
+}
