@@ -3,6 +3,10 @@
 #
 #   scripts/c-guest-check.sh            # everything (CI: .ci/steps/35-c-guest.sh)
 #   scripts/c-guest-check.sh --no-cargo # the C checks only: no Rust build, no wasm runtime
+#   scripts/c-guest-check.sh --wasm-only DIR  # step 1, then the C99 -O2 guest of step 5 into
+#                                             # DIR/vector_add.wasm, nothing else (for
+#                                             # scripts/wasm3-example.sh: the same tools, the
+#                                             # same clang invocation)
 #
 # 1. Installs what is missing, with apt: clang, lld (wasm-ld), clang's sanitizer runtimes
 #    (libclang-rt-N-dev), gcc and g++.
@@ -25,17 +29,26 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo_too=1
+wasm_only=""
+usage="usage: $0 [--no-cargo | --wasm-only DIR]"
 case "${1:-}" in
     "") ;;
     --no-cargo) cargo_too=0 ;;
-    *) echo "usage: $0 [--no-cargo]" >&2; exit 2 ;;
+    --wasm-only) wasm_only="${2:?$usage}" ;;
+    *) echo "$usage" >&2; exit 2 ;;
 esac
 root="$(pwd)"
 target="${CARGO_TARGET_DIR:-target}"
 mkdir -p "$target"
-out="$(cd "$target" && pwd)/c-guest"
-rm -rf "$out"
-mkdir -p "$out"
+if [ -n "$wasm_only" ]; then
+    # The caller's directory: created if missing, never emptied.
+    mkdir -p "$wasm_only"
+    out="$(cd "$wasm_only" && pwd)"
+else
+    out="$(cd "$target" && pwd)/c-guest"
+    rm -rf "$out"
+    mkdir -p "$out"
+fi
 t_start=$(date +%s)
 phase() { echo "c-guest: $*"; }
 
@@ -62,11 +75,21 @@ fi
 phase "$(gcc --version | head -1); $(clang --version | head -1); $(wasm-ld --version | head -1)"
 t_tools=$(date +%s)
 
+warn=(-Wall -Wextra -Werror -pedantic)
+# The C guest for wasm32 (-nostdlib: wasm-ld refuses any undefined symbol), warnings as errors:
+# step 5, and the whole of --wasm-only.
+wasm=(--target=wasm32-unknown-unknown -nostdlib -ffreestanding "${warn[@]}" -Iinclude -Wl,--no-entry)
+guest_c99_O2() { clang -std=c99 "${wasm[@]}" -O2 -o "$1" include/examples/vector_add.c; }
+if [ -n "$wasm_only" ]; then
+    guest_c99_O2 "$out/vector_add.wasm"
+    phase "guest: $out/vector_add.wasm, $(wc -c < "$out/vector_add.wasm") bytes (C99 -O2)"
+    exit 0
+fi
+
 # 2. The generated table.
 python3 include/tests/gen_vectors.py "$out/kargs_vectors.h"
 
 # 3. The vectors, natively: C99 and C++17, gcc and clang, sanitized.
-warn=(-Wall -Wextra -Werror -pedantic)
 san=(-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer -g -O1)
 export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1" UBSAN_OPTIONS="print_stacktrace=1"
 for cc in gcc clang; do
@@ -103,8 +126,7 @@ done
 phase "freestanding: gcc and clang, -O0 and -O2, C99 and C++17: no undefined symbols"
 
 # 5. The C guest for wasm32 (C99 and C++17; -O0 too, where nothing is inlined).
-wasm=(--target=wasm32-unknown-unknown -nostdlib -ffreestanding "${warn[@]}" -Iinclude -Wl,--no-entry)
-clang -std=c99 "${wasm[@]}" -O2 -o "$out/vector_add.wasm" include/examples/vector_add.c
+guest_c99_O2 "$out/vector_add.wasm"
 clang++ -x c++ -std=c++17 "${wasm[@]}" -O2 -o "$out/vector_add_cxx.wasm" include/examples/vector_add.c
 clang -std=c99 "${wasm[@]}" -O0 -o "$out/vector_add_O0.wasm" include/examples/vector_add.c
 phase "guest: $(wc -c < "$out/vector_add.wasm") bytes (C99 -O2), $(wc -c < "$out/vector_add_cxx.wasm") (C++17 -O2), $(wc -c < "$out/vector_add_O0.wasm") (C99 -O0)"

@@ -1,0 +1,931 @@
+/*
+ * A wasm3 host for wasi-cuda guests, on kernel-args' C API (include/kargs.h, libkargs).
+ *
+ * wasm3 (a wasm interpreter written in C) runs the C vector_add guest
+ * (include/examples/vector_add.c); this program registers `wasi_cuda_launch` for it and checks
+ * every call the way kernel-args' own host does (capability gate, argument region, launch
+ * shape, argv parse: std-adapter/src/host.rs), hands a checked launch to a launcher (here a dry
+ * run: there is no device) and keeps a pointer-free record of it. Then it drives the guest's
+ * exports with the expectations std-adapter/tests/guest_e2e.rs holds the wasmtime and wasmi
+ * hosts to, prints each check, and exits with status 1 if any failed.
+ *
+ *   scripts/wasm3-example.sh          # builds wasm3, libkargs, the guest and this; runs it
+ *   host vector_add.wasm              # exit status 0: every check held
+ *
+ * docs/c-embedding.md walks through this file. Only wasm3's public header is used here; the
+ * typed calls into the guest (which wasm3 0.4.7 lacks) are in m3_call.c.
+ *
+ * License: MIT OR Apache-2.0, like the rest of kernel-args.
+ */
+#include <inttypes.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kargs.h"
+#include "m3_call.h"
+#include "wasm3.h"
+
+/* The names and the type a guest imports wasi_cuda_launch with (std-adapter/src/host.rs). */
+#define IMPORT_MODULE "wasi:cuda/host@0.2.0"
+#define LAUNCH_IMPORT "wasi_cuda_launch"
+/* (i64 kernel_id, i32 grid_x, grid_y, grid_z, block_x, block_y, block_z, shared_mem, args_ptr,
+ * args_len) -> i32, in wasm3's notation: the result, then the parameters. */
+#define LAUNCH_SIGNATURE "i(Iiiiiiiiii)"
+/* wasm3's value stack for each runtime. */
+#define STACK_BYTES (64 * 1024)
+
+/* ---- The host ------------------------------------------------------------------------------ */
+
+/* One wasi_cuda_launch call, as the guest made it. */
+typedef struct launch_call {
+    int64_t kernel_id;
+    int32_t grid[3], block[3], shared_mem, args_ptr, args_len;
+} launch_call;
+
+/* An argument as the host records it: no host pointer, only what the guest sent (a window is
+ * its guest offset and length), so a record stays meaningful after guest memory moves. */
+typedef struct recorded_arg {
+    uint8_t tag;           /* KARGS_TAG_* */
+    uint64_t bits;         /* a scalar's value bits (kargs_arg.bits) */
+    uint32_t guest_offset; /* KARGS_TAG_PTR: the window */
+    uint32_t len;
+    uint32_t byte_offset; /* where the record starts in the argv */
+} recorded_arg;
+
+/* A launch the checks let through: what the launcher was handed, and what it answered. */
+typedef struct launch_record {
+    int64_t kernel_id;
+    int32_t grid[3], block[3], shared_mem;
+    size_t n_args;
+    recorded_arg args[KARGS_MAX_KERNEL_ARGS];
+    int32_t result;
+} launch_record;
+
+/* What a launcher gets: the checked call and its parsed arguments. The host pointers in
+ * args[i].host_ptr are valid during the call only (memory.grow may move guest memory). */
+typedef struct launch_request {
+    const launch_call *call;
+    const kargs_arg *args;
+    size_t n_args;
+    uint8_t *memory;
+    size_t memory_len;
+} launch_request;
+
+/* A launcher answers 0 or a negative ABI code, and may say why in *message (static text). */
+typedef int32_t (*launch_fn)(void *state, const launch_request *request, const char **message);
+
+/* Why the last call failed. */
+typedef enum host_cause {
+    CAUSE_NONE = 0,
+    CAUSE_CAPABILITY_DISABLED, /* -1 before any check */
+    CAUSE_KARGS,               /* a check of libkargs refused: host.error says what */
+    CAUSE_LAUNCHER             /* the launcher's answer: host.launcher_message */
+} host_cause;
+
+/* The per-guest state of wasi_cuda_launch (std-adapter's LaunchHost). */
+typedef struct launch_host {
+    int enabled;
+    launch_fn launch;
+    void *launcher;
+    /* The last call: its record (valid while `recorded`), its answer, and on failure why. */
+    int recorded;
+    launch_record record;
+    int32_t code;
+    host_cause cause;
+    kargs_error error;
+    const char *launcher_message;
+} launch_host;
+
+static void record_launch(launch_record *record, const launch_call *call, const kargs_arg *args,
+                          size_t n_args)
+{
+    size_t i;
+    record->kernel_id = call->kernel_id;
+    memcpy(record->grid, call->grid, sizeof record->grid);
+    memcpy(record->block, call->block, sizeof record->block);
+    record->shared_mem = call->shared_mem;
+    record->n_args = n_args;
+    for (i = 0; i < n_args; i++) {
+        record->args[i].tag = args[i].tag;
+        record->args[i].bits = args[i].bits;
+        record->args[i].guest_offset = args[i].guest_offset;
+        record->args[i].len = args[i].len;
+        record->args[i].byte_offset = args[i].byte_offset;
+    }
+    record->result = KARGS_ABI_INTERNAL; /* until the launcher answers */
+}
+
+/* One wasi_cuda_launch call against guest memory: gate, region, shape, parse, launch. Returns
+ * what the guest gets. Nothing of the previous call survives it. */
+static int32_t host_call(launch_host *host, uint8_t *memory, size_t memory_len,
+                         const launch_call *call)
+{
+    kargs_arg args[KARGS_MAX_KERNEL_ARGS];
+    size_t n_args = 0;
+    uint32_t start = 0, len = 0;
+    int32_t rc;
+    launch_request request;
+
+    host->recorded = 0;
+    host->code = 0;
+    host->cause = CAUSE_NONE;
+    host->launcher_message = NULL;
+    memset(&host->error, 0, sizeof host->error);
+
+    /* 1. The capability gate: a guest without it gets -1, whatever else is wrong. */
+    if (!host->enabled) {
+        host->cause = CAUSE_CAPABILITY_DISABLED;
+        return host->code = KARGS_ABI_NOT_AVAILABLE;
+    }
+    /* 2. The argument region, before any argv byte is read; 3. the launch shape; 4. the argv,
+     * parsed against the whole memory: every window must lie inside it. */
+    rc = kargs_check_args_region(call->args_ptr, call->args_len, memory_len, &start, &len,
+                                 &host->error);
+    if (rc == 0)
+        rc = kargs_check_launch_shape(call->grid, call->block, call->shared_mem, 0, &host->error);
+    if (rc == 0)
+        rc = kargs_parse(memory ? memory + start : NULL, len, memory, memory_len, args,
+                         KARGS_MAX_KERNEL_ARGS, &n_args, &host->error);
+    if (rc != 0) {
+        host->cause = CAUSE_KARGS;
+        return host->code = rc;
+    }
+
+    /* 5. Dispatch: recorded first (the record says what the launcher was handed), then the
+     * launcher's answer is the guest's. */
+    record_launch(&host->record, call, args, n_args);
+    host->recorded = 1;
+    request.call = call;
+    request.args = args;
+    request.n_args = n_args;
+    request.memory = memory;
+    request.memory_len = memory_len;
+    rc = host->launch(host->launcher, &request, &host->launcher_message);
+    host->record.result = rc;
+    if (rc != 0) host->cause = CAUSE_LAUNCHER;
+    return host->code = rc;
+}
+
+/* The last call's error as one line, "InvalidArgs -9: unknown tag 0xff at byte 32 (record 4)"
+ * (std-adapter's HostError text), with snprintf's contract. "" when the last call succeeded. */
+static size_t host_error_message(const launch_host *host, char *buf, size_t cap)
+{
+    char detail[KARGS_ERROR_MESSAGE_MAX];
+    int n;
+    switch (host->cause) {
+    case CAUSE_NONE:
+        detail[0] = '\0';
+        break;
+    case CAUSE_CAPABILITY_DISABLED:
+        snprintf(detail, sizeof detail, "the wasi-cuda capability is disabled for this guest");
+        break;
+    case CAUSE_KARGS:
+        kargs_error_message(&host->error, detail, sizeof detail);
+        break;
+    case CAUSE_LAUNCHER:
+        snprintf(detail, sizeof detail, "%s",
+                 host->launcher_message ? host->launcher_message : "the launcher failed");
+        break;
+    }
+    if (host->cause == CAUSE_NONE)
+        n = snprintf(buf, cap, "%s", "");
+    else
+        n = snprintf(buf, cap, "%s %" PRId32 ": %s", kargs_abi_error_name(host->code), host->code,
+                     detail);
+    return n < 0 ? 0 : (size_t)n;
+}
+
+/* Reads argument `index` of a raw call: one 64-bit slot each, the value in the slot's first
+ * bytes (what m3_api_defs.h's m3ApiGetArg does). */
+static int32_t arg_i32(const uint64_t *sp, int index)
+{
+    int32_t v;
+    memcpy(&v, &sp[index], sizeof v);
+    return v;
+}
+
+static int64_t arg_i64(const uint64_t *sp, int index)
+{
+    int64_t v;
+    memcpy(&v, &sp[index], sizeof v);
+    return v;
+}
+
+/* wasi_cuda_launch, as wasm3 calls a raw function linked with m3_LinkRawFunctionEx: the
+ * arguments in the slots at `sp`, the result into slot 0 once they are read, `cookie` the
+ * launch_host this guest's runtime was linked with. Never traps (returns m3Err_none): every
+ * failure is an ABI code for the guest. */
+static const void *wasi_cuda_launch(IM3Runtime runtime, uint64_t *sp, void *mem, void *cookie)
+{
+    launch_host *host = cookie;
+    launch_call call;
+    uint32_t memory_len = 0;
+    uint8_t *memory;
+    int32_t rc;
+    (void)mem; /* the memory's base; m3_GetMemory gives its length too */
+
+    call.kernel_id = arg_i64(sp, 0);
+    call.grid[0] = arg_i32(sp, 1);
+    call.grid[1] = arg_i32(sp, 2);
+    call.grid[2] = arg_i32(sp, 3);
+    call.block[0] = arg_i32(sp, 4);
+    call.block[1] = arg_i32(sp, 5);
+    call.block[2] = arg_i32(sp, 6);
+    call.shared_mem = arg_i32(sp, 7);
+    call.args_ptr = arg_i32(sp, 8);
+    call.args_len = arg_i32(sp, 9);
+
+    /* The memory now: it may have grown (and moved) since the last call. wasm3 0.4.7 gives a
+     * module without a memory a 0-byte one (NULL, 0). */
+    memory = m3_GetMemory(runtime, &memory_len, 0);
+    rc = host_call(host, memory, memory_len, &call);
+    memcpy(&sp[0], &rc, sizeof rc); /* m3ApiReturn */
+    return m3Err_none;
+}
+
+/* ---- Launchers ----------------------------------------------------------------------------- */
+
+/* The dry run (std-adapter's DryRunLauncher): counts the launches it is handed, checks what a
+ * device that reads host memory would use (host_ptr is memory + guest_offset, inside memory),
+ * and answers -1: no device here. A launcher that forwards launches over a link would send the
+ * host's record (guest offsets and lengths) instead. `answer` 0 makes it a launcher that
+ * succeeds. */
+typedef struct dry_run {
+    int32_t answer;
+    uint64_t launches;
+    uint64_t bad_host_ptrs;
+} dry_run;
+
+static int32_t dry_run_launch(void *state, const launch_request *request, const char **message)
+{
+    dry_run *dry = state;
+    size_t i;
+    dry->launches++;
+    for (i = 0; i < request->n_args; i++) {
+        const kargs_arg *a = &request->args[i];
+        if (a->tag != KARGS_TAG_PTR) continue;
+        if (a->host_ptr != request->memory + a->guest_offset ||
+            (uint64_t)a->guest_offset + a->len > request->memory_len)
+            dry->bad_host_ptrs++;
+    }
+    if (dry->answer != 0) *message = "no CUDA device: dry run, the launch was recorded but not run";
+    return dry->answer;
+}
+
+/* ---- The checks ---------------------------------------------------------------------------- */
+
+static unsigned checks, failures;
+
+static void report(int ok, const char *fmt, va_list ap)
+{
+    checks++;
+    if (!ok) failures++;
+    fputs(ok ? "ok    " : "FAIL  ", stdout);
+    vprintf(fmt, ap);
+    fputc('\n', stdout);
+}
+
+static void expect(int ok, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    report(ok, fmt, ap);
+    va_end(ap);
+}
+
+/* want == got, or a failure that shows both. */
+static void expect_eq(int64_t got, int64_t want, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    report(got == want, fmt, ap);
+    va_end(ap);
+    if (got != want) printf("      got %" PRId64 ", want %" PRId64 "\n", got, want);
+}
+
+static void expect_str(const char *got, const char *want, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    report(strcmp(got, want) == 0, fmt, ap);
+    va_end(ap);
+    if (strcmp(got, want) != 0) printf("      got \"%s\"\n      want \"%s\"\n", got, want);
+}
+
+/* ---- The guest ----------------------------------------------------------------------------- */
+
+/* The guest's own codes (include/examples/vector_add.c). */
+#define CAPACITY 4096
+#define THREADS_PER_BLOCK 256
+#define VECTOR_ADD_KERNEL_ID 1
+#define ERR_BAD_COUNT (-100)
+/* Wire sizes (docs/wire-format.md): a pointer record is a tag and two u32, a u32 record a tag
+ * and one. */
+#define PTR_RECORD 9u
+#define U32_RECORD 5u
+
+/* One instance of the guest: its wasm3 runtime, with wasi_cuda_launch linked to `host`. */
+typedef struct guest {
+    IM3Runtime runtime;
+    launch_host host;
+    dry_run dry;
+} guest;
+
+static const uint8_t *wasm_bytes;
+static uint32_t wasm_len;
+static IM3Environment environment;
+
+/* A fresh runtime with the module loaded and wasi_cuda_launch linked to a host whose launcher
+ * answers `answer`; the capability granted or not. NULL (a failed check) when wasm3 refuses. */
+static guest *guest_open(int enabled, int32_t answer)
+{
+    guest *g = calloc(1, sizeof *g);
+    IM3Module module = NULL;
+    M3Result r;
+    if (!g) return NULL;
+    g->dry.answer = answer;
+    g->host.enabled = enabled;
+    g->host.launch = dry_run_launch;
+    g->host.launcher = &g->dry;
+    g->runtime = m3_NewRuntime(environment, STACK_BYTES, NULL);
+    if (!g->runtime) {
+        expect(0, "m3_NewRuntime");
+        free(g);
+        return NULL;
+    }
+    r = m3_ParseModule(environment, &module, wasm_bytes, wasm_len);
+    if (!r) {
+        r = m3_LoadModule(g->runtime, module); /* the runtime owns the module from here on */
+        if (r) m3_FreeModule(module);
+    }
+    if (!r) r = m3_LinkRawFunctionEx(module, IMPORT_MODULE, LAUNCH_IMPORT, LAUNCH_SIGNATURE,
+                                     wasi_cuda_launch, &g->host);
+    if (r) {
+        expect(0, "load and link the guest: %s", r);
+        m3_FreeRuntime(g->runtime);
+        free(g);
+        return NULL;
+    }
+    return g;
+}
+
+static void guest_close(guest *g)
+{
+    if (!g) return;
+    m3_FreeRuntime(g->runtime);
+    free(g);
+}
+
+/* Calls an export that must not trap; a trap or a missing export is a failed check (and the
+ * answer INT32_MIN, which no check expects). */
+static uint64_t call(guest *g, const char *name, const char *signature, const uint64_t *args,
+                     uint32_t argc)
+{
+    uint64_t result = 0;
+    M3Result r = m3call(g->runtime, name, signature, args, argc, &result);
+    if (r) {
+        M3ErrorInfo info;
+        m3_GetErrorInfo(g->runtime, &info);
+        expect(0, "call %s: %s%s%s", name, r, info.message && *info.message ? ": " : "",
+               info.message ? info.message : "");
+        return (uint32_t)INT32_MIN;
+    }
+    return result;
+}
+
+static int32_t run(guest *g, int32_t n)
+{
+    uint64_t arg = (uint32_t)n;
+    return (int32_t)(uint32_t)call(g, "run_vector_add", "i(i)", &arg, 1);
+}
+
+static int32_t call_i32(guest *g, const char *name, int32_t n)
+{
+    uint64_t arg = (uint32_t)n;
+    return (int32_t)(uint32_t)call(g, name, "i(i)", &arg, 1);
+}
+
+static int32_t send(guest *g, const char *name)
+{
+    return (int32_t)(uint32_t)call(g, name, "i()", NULL, 0);
+}
+
+static float out_at(guest *g, int32_t i)
+{
+    uint64_t arg = (uint32_t)i;
+    uint32_t bits = (uint32_t)call(g, "out_at", "f(i)", &arg, 1);
+    float f;
+    memcpy(&f, &bits, sizeof f);
+    return f;
+}
+
+static int32_t launch_raw(guest *g, const launch_call *c)
+{
+    uint64_t args[10];
+    args[0] = (uint64_t)c->kernel_id;
+    args[1] = (uint32_t)c->grid[0];
+    args[2] = (uint32_t)c->grid[1];
+    args[3] = (uint32_t)c->grid[2];
+    args[4] = (uint32_t)c->block[0];
+    args[5] = (uint32_t)c->block[1];
+    args[6] = (uint32_t)c->block[2];
+    args[7] = (uint32_t)c->shared_mem;
+    args[8] = (uint32_t)c->args_ptr;
+    args[9] = (uint32_t)c->args_len;
+    return (int32_t)(uint32_t)call(g, "launch_raw", LAUNCH_SIGNATURE, args, 10);
+}
+
+static uint32_t guest_memory_len(guest *g)
+{
+    uint32_t len = 0;
+    m3_GetMemory(g->runtime, &len, 0);
+    return len;
+}
+
+/* The guest's copy of the last argv it sent (LAST_ARGV), read from its memory: its length, and
+ * the bytes copied to `out` (up to `cap`). */
+static uint32_t guest_argv(guest *g, uint8_t *out, uint32_t cap)
+{
+    uint32_t len = 0;
+    uint8_t *memory = m3_GetMemory(g->runtime, &len, 0);
+    uint32_t ptr = (uint32_t)send(g, "last_argv_ptr");
+    uint32_t n = (uint32_t)send(g, "last_argv_len");
+    if (!memory || (uint64_t)ptr + n > len) {
+        expect(0, "the guest's last argv (%" PRIu32 ", %" PRIu32 ") lies in its memory", ptr, n);
+        return 0;
+    }
+    memcpy(out, memory + ptr, n < cap ? n : cap);
+    return n;
+}
+
+static const char *message(guest *g)
+{
+    static char buf[KARGS_ERROR_MESSAGE_MAX + 64];
+    host_error_message(&g->host, buf, sizeof buf);
+    return buf;
+}
+
+/* The record holds the vector_add launch of n elements: kernel 1, grid ceil(n / 256) (at
+ * least 1), block 256, windows a, b and out of 4n bytes at the guest's own offsets, then n. */
+static void expect_vector_add(guest *g, int32_t n)
+{
+    const launch_record *r = &g->host.record;
+    uint32_t a = (uint32_t)send(g, "a_ptr"), b = (uint32_t)send(g, "b_ptr");
+    uint32_t out = (uint32_t)send(g, "out_ptr");
+    uint32_t windows[3];
+    int32_t blocks = (n + THREADS_PER_BLOCK - 1) / THREADS_PER_BLOCK;
+    size_t i;
+    windows[0] = a;
+    windows[1] = b;
+    windows[2] = out;
+    expect(g->host.recorded, "n = %d: the launch is recorded", n);
+    if (!g->host.recorded) return;
+    expect_eq(r->kernel_id, VECTOR_ADD_KERNEL_ID, "n = %d: kernel id", n);
+    if (blocks == 0) blocks = 1;
+    expect(r->grid[0] == blocks && r->grid[1] == 1 && r->grid[2] == 1 &&
+               r->block[0] == THREADS_PER_BLOCK && r->block[1] == 1 && r->block[2] == 1 &&
+               r->shared_mem == 0,
+           "n = %d: grid [%d, %d, %d], block [%d, %d, %d], shared %d (want [%d, 1, 1], [%d, 1, 1],"
+           " 0)", n, r->grid[0], r->grid[1], r->grid[2], r->block[0], r->block[1], r->block[2],
+           r->shared_mem, blocks, THREADS_PER_BLOCK);
+    expect_eq((int64_t)r->n_args, 4, "n = %d: four arguments", n);
+    if (r->n_args != 4) return;
+    for (i = 0; i < 3; i++) {
+        const recorded_arg *w = &r->args[i];
+        expect(w->tag == KARGS_TAG_PTR && w->guest_offset == windows[i] &&
+                   w->len == 4u * (uint32_t)n && w->byte_offset == i * PTR_RECORD && w->bits == 0,
+               "n = %d: argument %zu is the window (%" PRIu32 ", %" PRIu32 ") at byte %" PRIu32,
+               n, i, w->guest_offset, w->len, w->byte_offset);
+    }
+    expect(r->args[3].tag == KARGS_TAG_U32 && r->args[3].bits == (uint64_t)n &&
+               r->args[3].byte_offset == 3 * PTR_RECORD,
+           "n = %d: argument 3 is u32 %" PRIu64, n, r->args[3].bits);
+}
+
+/* No record, and the error: code, kind, record index and byte offset. */
+static void expect_refused(guest *g, const char *export, int32_t code, int32_t got,
+                           uint32_t kind, uint32_t index, uint32_t offset)
+{
+    const kargs_error *e = &g->host.error;
+    expect_eq(got, code, "%s answers %d (%s)", export, code, kargs_abi_error_name(code));
+    expect(!g->host.recorded, "%s: no launch recorded (nothing stale)", export);
+    expect(g->host.cause == CAUSE_KARGS && e->abi_code == code && e->kind == kind &&
+               e->record_index == index && e->byte_offset == offset,
+           "%s: error %s, record %" PRIu32 ", byte %" PRIu32 ": %s", export,
+           kargs_error_kind_name(e->kind), e->record_index, e->byte_offset, message(g));
+}
+
+/* ---- The tests (std-adapter/tests/guest_e2e.rs, test by test) ------------------------------ */
+
+static void the_import_links_with_its_signature(void)
+{
+    IM3Runtime runtime = m3_NewRuntime(environment, STACK_BYTES, NULL);
+    IM3Module module = NULL;
+    M3Result r = "m3_NewRuntime failed";
+    if (runtime) r = m3_ParseModule(environment, &module, wasm_bytes, wasm_len);
+    launch_host host;
+    memset(&host, 0, sizeof host);
+    if (!r) {
+        r = m3_LoadModule(runtime, module);
+        if (r) m3_FreeModule(module);
+    }
+    expect(r == NULL, "the guest parses and loads: %s", r ? r : "yes");
+    if (!r) {
+        /* The guest imports wasi_cuda_launch from IMPORT_MODULE with exactly this type. */
+        r = m3_LinkRawFunctionEx(module, IMPORT_MODULE, LAUNCH_IMPORT, "i(iiiiiiiiii)",
+                                 wasi_cuda_launch, &host);
+        expect(r != NULL, "an i32 kernel id does not link: %s", r ? r : "it did");
+        r = m3_LinkRawFunctionEx(module, "wasi:cuda/host@0.1.0", LAUNCH_IMPORT, LAUNCH_SIGNATURE,
+                                 wasi_cuda_launch, &host);
+        expect(r != NULL, "another import module does not link: %s", r ? r : "it did");
+        r = m3_LinkRawFunctionEx(module, IMPORT_MODULE, LAUNCH_IMPORT, LAUNCH_SIGNATURE,
+                                 wasi_cuda_launch, &host);
+        expect(r == NULL, "%s %s links as %s", IMPORT_MODULE, LAUNCH_IMPORT, LAUNCH_SIGNATURE);
+    }
+    if (runtime) m3_FreeRuntime(runtime);
+}
+
+static void the_guest_exports_the_demo_interface(void)
+{
+    static const char *const interface[][2] = {
+        {"run_vector_add", "i(i)"}, {"first_mismatch", "i(i)"}, {"out_at", "f(i)"},
+        {"a_ptr", "i()"}, {"b_ptr", "i()"}, {"out_ptr", "i()"}, {"capacity", "i()"},
+        {"last_argv_ptr", "i()"}, {"last_argv_len", "i()"}, {"launch_raw", LAUNCH_SIGNATURE},
+        {"send_ptr_past_memory", "i()"}, {"send_unknown_tag", "i()"},
+        {"send_too_many_args", "i()"}, {"send_args_region_past_memory", "i()"},
+        {"send_bad_dimensions", "i()"},
+    };
+    guest *g = guest_open(1, KARGS_ABI_NOT_AVAILABLE);
+    size_t i;
+    uint32_t mem;
+    if (!g) return;
+    for (i = 0; i < sizeof interface / sizeof interface[0]; i++) {
+        IM3Function f;
+        M3Result r = m3call_find(g->runtime, interface[i][0], interface[i][1], &f);
+        expect(r == NULL, "export %s: %s", interface[i][0], r ? r : interface[i][1]);
+    }
+    mem = guest_memory_len(g);
+    expect(mem > 0 && mem % 65536 == 0, "the guest has a memory: %" PRIu32 " bytes", mem);
+    guest_close(g);
+}
+
+static void the_guests_argv_arrives_intact(void)
+{
+    guest *g = guest_open(1, KARGS_ABI_NOT_AVAILABLE);
+    uint8_t bytes[KARGS_MAX_KERNEL_ARGS_BYTES];
+    kargs_arg reparsed[KARGS_MAX_KERNEL_ARGS];
+    size_t n_reparsed = 0, i;
+    uint32_t len, mem = 0;
+    uint8_t *memory;
+    int same = 1;
+    if (!g) return;
+    expect_eq(run(g, 1000), KARGS_ABI_NOT_AVAILABLE, "run_vector_add(1000) answers -1 (dry run)");
+    expect_vector_add(g, 1000);
+    expect_eq(g->host.record.result, KARGS_ABI_NOT_AVAILABLE, "the record holds the answer, -1");
+    expect_str(message(g), "NotAvailable -1: no CUDA device: dry run, the launch was recorded but "
+               "not run", "the error says why nothing ran");
+    expect_eq((int64_t)g->dry.launches, 1, "the dry run was handed one launch");
+    expect_eq((int64_t)g->dry.bad_host_ptrs, 0, "every host_ptr is memory + guest_offset");
+
+    /* What the guest encoded, from its memory: 3 windows and a u32, parsed again (a copy,
+     * against the same memory) to the same records. */
+    len = guest_argv(g, bytes, sizeof bytes);
+    expect_eq(len, 3 * PTR_RECORD + U32_RECORD, "the guest's argv is %u bytes",
+              3 * PTR_RECORD + U32_RECORD);
+    memory = m3_GetMemory(g->runtime, &mem, 0);
+    expect_eq(kargs_parse(bytes, len, memory, mem, reparsed, KARGS_MAX_KERNEL_ARGS, &n_reparsed,
+                          NULL), 0, "the guest's bytes parse");
+    same = n_reparsed == g->host.record.n_args;
+    for (i = 0; same && i < n_reparsed; i++) {
+        const recorded_arg *r = &g->host.record.args[i];
+        same = reparsed[i].tag == r->tag && reparsed[i].bits == r->bits &&
+               reparsed[i].guest_offset == r->guest_offset && reparsed[i].len == r->len &&
+               reparsed[i].byte_offset == r->byte_offset;
+    }
+    expect(same, "they are the records the host recorded");
+
+    /* Nothing ran, so out still holds the guest's sentinel. */
+    expect_eq(call_i32(g, "first_mismatch", 1000), 0, "first_mismatch(1000) is 0: nothing ran");
+    expect(isnan(out_at(g, 0)), "out_at(0) is the NaN sentinel");
+    guest_close(g);
+}
+
+static void every_count_gives_its_launch(void)
+{
+    static const int32_t counts[] = {0, 1, 255, 256, 257, 1000, CAPACITY};
+    guest *g = guest_open(1, KARGS_ABI_NOT_AVAILABLE);
+    size_t i;
+    uint8_t bytes[KARGS_MAX_KERNEL_ARGS_BYTES];
+    if (!g) return;
+    for (i = 0; i < sizeof counts / sizeof counts[0]; i++) {
+        expect_eq(run(g, counts[i]), KARGS_ABI_NOT_AVAILABLE, "run_vector_add(%d) answers -1",
+                  counts[i]);
+        expect_vector_add(g, counts[i]);
+        expect_eq(guest_argv(g, bytes, sizeof bytes), 3 * PTR_RECORD + U32_RECORD,
+                  "n = %d: the guest sent %u bytes", counts[i], 3 * PTR_RECORD + U32_RECORD);
+    }
+    guest_close(g);
+}
+
+static void a_launcher_that_succeeds_gives_the_guest_zero(void)
+{
+    guest *g = guest_open(1, 0);
+    size_t i, empty = 0;
+    if (!g) return;
+    expect_eq(run(g, 16), 0, "run_vector_add(16) answers 0 when the launcher succeeds");
+    expect(g->host.cause == CAUSE_NONE && message(g)[0] == '\0', "no error after a success");
+    expect_vector_add(g, 16);
+    expect_eq(g->host.record.result, 0, "the record holds the answer, 0");
+    expect_eq(run(g, 0), 0, "run_vector_add(0) answers 0: an empty vector is still one block");
+    expect_vector_add(g, 0);
+    for (i = 0; i < 3 && g->host.recorded; i++) empty += g->host.record.args[i].len == 0;
+    expect_eq((int64_t)empty, 3, "three zero-length windows");
+    expect_eq((int64_t)g->dry.launches, 2, "the launcher was handed two launches");
+    guest_close(g);
+}
+
+static void a_pointer_past_memory_is_an_invalid_pointer(void)
+{
+    guest *g = guest_open(1, KARGS_ABI_NOT_AVAILABLE);
+    const kargs_error *e;
+    uint32_t mem;
+    if (!g) return;
+    mem = guest_memory_len(g);
+    /* a and b (two 9-byte records), then the out window at the end of memory: record 2, byte
+     * 18, 4 * 16 bytes. */
+    expect_refused(g, "send_ptr_past_memory", KARGS_ABI_INVALID_POINTER,
+                   send(g, "send_ptr_past_memory"), KARGS_ERROR_KIND_WINDOW_OUT_OF_BOUNDS, 2,
+                   2 * PTR_RECORD);
+    e = &g->host.error;
+    expect(e->detail[0] == mem && e->detail[1] == 64 && e->detail[2] == mem,
+           "the window (%" PRIu64 ", %" PRIu64 ") against a memory of %" PRIu64 " bytes",
+           e->detail[0], e->detail[1], e->detail[2]);
+    expect_eq((int64_t)g->dry.launches, 0, "the launcher was not called");
+    guest_close(g);
+}
+
+static void an_unknown_tag_is_invalid_args(void)
+{
+    guest *g = guest_open(1, KARGS_ABI_NOT_AVAILABLE);
+    uint8_t bytes[KARGS_MAX_KERNEL_ARGS_BYTES];
+    const char *whole = "unknown tag 0xff at byte 32 (record 4)";
+    char small[8];
+    size_t n;
+    uint32_t len, at;
+    if (!g) return;
+    expect_refused(g, "send_unknown_tag", KARGS_ABI_INVALID_ARGS, send(g, "send_unknown_tag"),
+                   KARGS_ERROR_KIND_UNKNOWN_TAG, 4, 3 * PTR_RECORD + U32_RECORD);
+    expect_eq((int64_t)g->host.error.detail[0], 0xff, "the tag is 0xff");
+    expect_str(message(g), "InvalidArgs -9: unknown tag 0xff at byte 32 (record 4)",
+               "the message is std-adapter's");
+    /* The bad record is the last 5 bytes of what the guest sent. */
+    len = guest_argv(g, bytes, sizeof bytes);
+    at = g->host.error.byte_offset;
+    expect(len == at + U32_RECORD && bytes[at] == 0xff,
+           "byte %" PRIu32 " of the guest's %" PRIu32 "-byte argv is the 0xff", at, len);
+    /* kargs_error_message: snprintf's contract. */
+    n = kargs_error_message(&g->host.error, small, sizeof small);
+    expect(n == strlen(whole) && strcmp(small, "unknown") == 0,
+           "kargs_error_message into 8 bytes: \"%s\", returns the whole length %zu", small, n);
+    n = kargs_error_message(&g->host.error, NULL, 0);
+    expect_eq((int64_t)n, (int64_t)strlen(whole),
+              "kargs_error_message(err, NULL, 0) is the length");
+    guest_close(g);
+}
+
+static void one_hundred_twenty_nine_args_are_unsupported(void)
+{
+    guest *g = guest_open(1, KARGS_ABI_NOT_AVAILABLE);
+    uint8_t bytes[KARGS_MAX_KERNEL_ARGS_BYTES];
+    if (!g) return;
+    expect_refused(g, "send_too_many_args", KARGS_ABI_KERNEL_ARGS_UNSUPPORTED,
+                   send(g, "send_too_many_args"), KARGS_ERROR_KIND_TOO_MANY_RECORDS,
+                   KARGS_MAX_KERNEL_ARGS, KARGS_MAX_KERNEL_ARGS * U32_RECORD);
+    expect_eq((int64_t)g->host.error.detail[0], KARGS_MAX_KERNEL_ARGS, "the cap is 128");
+    expect_eq(guest_argv(g, bytes, sizeof bytes), (KARGS_MAX_KERNEL_ARGS + 1) * U32_RECORD,
+              "the guest sent 129 u32 records");
+    guest_close(g);
+}
+
+static void an_args_region_past_memory_is_an_invalid_pointer(void)
+{
+    guest *g = guest_open(1, KARGS_ABI_NOT_AVAILABLE);
+    const kargs_error *e;
+    uint32_t mem;
+    if (!g) return;
+    mem = guest_memory_len(g);
+    expect_refused(g, "send_args_region_past_memory", KARGS_ABI_INVALID_POINTER,
+                   send(g, "send_args_region_past_memory"), KARGS_ERROR_KIND_REGION_PAST_MEMORY,
+                   0, 0);
+    e = &g->host.error;
+    expect((int64_t)e->detail[0] == (int64_t)mem - 8 && (int64_t)e->detail[1] == 32 &&
+               e->detail[2] == mem,
+           "args_ptr %" PRId64 " (8 bytes before the end), args_len %" PRId64 ", memory %" PRIu64,
+           (int64_t)e->detail[0], (int64_t)e->detail[1], e->detail[2]);
+    guest_close(g);
+}
+
+static void bad_dimensions_are_invalid_dimensions(void)
+{
+    guest *g = guest_open(1, KARGS_ABI_NOT_AVAILABLE);
+    const kargs_error *e;
+    if (!g) return;
+    expect_refused(g, "send_bad_dimensions", KARGS_ABI_INVALID_DIMENSIONS,
+                   send(g, "send_bad_dimensions"), KARGS_ERROR_KIND_DIMENSION_TOO_LARGE, 0, 0);
+    e = &g->host.error;
+    expect(e->detail[0] == KARGS_DIMENSION_BLOCK_X && e->detail[1] == 2048 && e->detail[2] == 1024,
+           "block.x 2048, at most 1024");
+    expect_str(message(g), "InvalidDimensions -8: block.x is 2048, must be at most 1024",
+               "the message is std-adapter's");
+    guest_close(g);
+}
+
+static void a_disabled_capability_is_not_available_and_records_nothing(void)
+{
+    guest *g = guest_open(0, KARGS_ABI_NOT_AVAILABLE);
+    if (!g) return;
+    expect_eq(run(g, 64), KARGS_ABI_NOT_AVAILABLE, "disabled: run_vector_add(64) answers -1");
+    expect(!g->host.recorded, "disabled: no launch recorded");
+    expect_eq((int64_t)g->dry.launches, 0, "disabled: the launcher was not called");
+    expect_str(message(g), "NotAvailable -1: the wasi-cuda capability is disabled for this guest",
+               "disabled: the message says so");
+    guest_close(g);
+}
+
+static void a_failed_launch_after_a_good_one_leaves_no_stale_args(void)
+{
+    static const struct {
+        const char *export;
+        int32_t code;
+    } bad[] = {
+        {"send_unknown_tag", KARGS_ABI_INVALID_ARGS},
+        {"send_bad_dimensions", KARGS_ABI_INVALID_DIMENSIONS},
+        {"send_args_region_past_memory", KARGS_ABI_INVALID_POINTER},
+        {"send_ptr_past_memory", KARGS_ABI_INVALID_POINTER},
+        {"send_too_many_args", KARGS_ABI_KERNEL_ARGS_UNSUPPORTED},
+    };
+    guest *g = guest_open(1, KARGS_ABI_NOT_AVAILABLE);
+    size_t i;
+    if (!g) return;
+    for (i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        expect_eq(run(g, 64), KARGS_ABI_NOT_AVAILABLE, "run_vector_add(64) answers -1");
+        expect(g->host.recorded && g->host.record.n_args == 4, "its launch is recorded");
+        expect_eq(send(g, bad[i].export), bad[i].code, "then %s answers %d", bad[i].export,
+                  bad[i].code);
+        expect(!g->host.recorded, "%s left no launch behind", bad[i].export);
+        expect(g->host.error.abi_code == bad[i].code && g->host.code == bad[i].code,
+               "%s: the error is its own: %s", bad[i].export, message(g));
+    }
+    expect_eq(run(g, 8), KARGS_ABI_NOT_AVAILABLE, "a good launch afterwards answers -1");
+    expect_vector_add(g, 8);
+    expect(g->host.error.abi_code == 0, "and leaves no kargs error behind");
+    guest_close(g);
+}
+
+static void raw_calls_get_codes_never_traps(void)
+{
+    guest *g = guest_open(1, KARGS_ABI_NOT_AVAILABLE);
+    launch_call base = {1, {1, 1, 1}, {32, 1, 1}, 0, 0, 0};
+    struct {
+        launch_call call;
+        int32_t code;
+    } cases[12];
+    int32_t mem;
+    size_t i;
+    if (!g) return;
+    mem = (int32_t)guest_memory_len(g);
+    for (i = 0; i < 12; i++) cases[i].call = base;
+    cases[0].call.args_ptr = -1, cases[0].call.args_len = 4, cases[0].code = -2;
+    cases[1].call.args_ptr = 0, cases[1].call.args_len = -1, cases[1].code = -2;
+    cases[2].call.args_ptr = INT32_MIN, cases[2].call.args_len = INT32_MIN, cases[2].code = -2;
+    cases[3].call.args_ptr = INT32_MAX, cases[3].call.args_len = 1, cases[3].code = -2;
+    cases[4].call.args_ptr = mem, cases[4].call.args_len = 1, cases[4].code = -2;
+    cases[5].call.args_ptr = mem + 1, cases[5].call.args_len = 0, cases[5].code = -2;
+    /* No arguments: nothing is read, the dry run is reached. */
+    cases[6].code = -1;
+    cases[7].call.args_ptr = mem, cases[7].call.args_len = 0, cases[7].code = -1;
+    cases[8].call.grid[0] = 0, cases[8].code = -8;
+    cases[9].call.shared_mem = -1, cases[9].code = -8;
+    cases[10].call.shared_mem = 227 * 1024 + 1, cases[10].code = -8;
+    cases[11].call.kernel_id = INT64_MIN;
+    cases[11].call.grid[1] = cases[11].call.grid[2] = 65535;
+    cases[11].call.block[0] = 1024;
+    cases[11].call.shared_mem = 227 * 1024;
+    cases[11].code = -1;
+    for (i = 0; i < 12; i++) {
+        const launch_call *c = &cases[i].call;
+        expect_eq(launch_raw(g, c), cases[i].code,
+                  "launch_raw(%" PRId64 ", grid [%d, %d, %d], block [%d, %d, %d], shared %d, "
+                  "args (%d, %d)) answers %d",
+                  c->kernel_id, c->grid[0], c->grid[1], c->grid[2], c->block[0], c->block[1],
+                  c->block[2], c->shared_mem, c->args_ptr, c->args_len, cases[i].code);
+    }
+    expect(g->host.recorded && g->host.record.kernel_id == INT64_MIN &&
+               g->host.record.grid[1] == 65535 && g->host.record.n_args == 0,
+           "the last launch is recorded with kernel id INT64_MIN (an i64 arrives whole)");
+    expect_eq((int64_t)g->dry.launches, 3, "the launcher was handed three launches");
+    guest_close(g);
+}
+
+static void guest_accessors_and_codes(void)
+{
+    guest *g = guest_open(1, KARGS_ABI_NOT_AVAILABLE);
+    if (!g) return;
+    expect_eq(send(g, "capacity"), CAPACITY, "capacity() is %d", CAPACITY);
+    expect_eq(run(g, CAPACITY + 1), ERR_BAD_COUNT, "run_vector_add(%d) is the guest's -100",
+              CAPACITY + 1);
+    expect_eq(run(g, -1), ERR_BAD_COUNT, "run_vector_add(-1) is the guest's -100");
+    expect(!g->host.recorded && g->dry.launches == 0,
+           "the guest refused before calling the host");
+    expect_eq(run(g, CAPACITY), KARGS_ABI_NOT_AVAILABLE, "run_vector_add(%d) answers -1", CAPACITY);
+    expect_vector_add(g, CAPACITY);
+    expect(isnan(out_at(g, CAPACITY + 1)) && isnan(out_at(g, CAPACITY)) && isnan(out_at(g, -1)),
+           "out_at out of range is NaN");
+    expect_eq(call_i32(g, "first_mismatch", CAPACITY + 1), ERR_BAD_COUNT,
+              "first_mismatch(%d) is the guest's -100", CAPACITY + 1);
+    expect_eq(call_i32(g, "first_mismatch", 0), -1, "first_mismatch(0) is -1: nothing to compare");
+    expect_eq(call_i32(g, "first_mismatch", 1), 0, "first_mismatch(1) is 0: nothing ran");
+    guest_close(g);
+}
+
+static void the_runner_reports_traps_and_wrong_calls_as_errors(void)
+{
+    guest *g = guest_open(1, KARGS_ABI_NOT_AVAILABLE);
+    uint64_t result = 0, arg = 1;
+    M3Result r;
+    if (!g) return;
+    r = m3call(g->runtime, "no_such_export", "i()", NULL, 0, &result);
+    expect(r != NULL, "a missing export is an error: %s", r ? r : "it was found");
+    r = m3call(g->runtime, "run_vector_add", "i()", NULL, 0, &result);
+    expect(r != NULL, "run_vector_add as () -> i32 is an error: %s", r ? r : "it ran");
+    r = m3call(g->runtime, "run_vector_add", "f(i)", &arg, 1, &result);
+    expect(r != NULL, "run_vector_add as (i32) -> f32 is an error: %s", r ? r : "it ran");
+    guest_close(g);
+}
+
+/* ---- main ---------------------------------------------------------------------------------- */
+
+static uint8_t *read_file(const char *path, uint32_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    uint8_t *bytes = NULL;
+    long size;
+    if (!f) return NULL;
+    if (fseek(f, 0, SEEK_END) == 0 && (size = ftell(f)) > 0 && size < (1L << 30) &&
+        fseek(f, 0, SEEK_SET) == 0 && (bytes = malloc((size_t)size)) != NULL &&
+        fread(bytes, 1, (size_t)size, f) == (size_t)size) {
+        *len = (uint32_t)size;
+    } else {
+        free(bytes);
+        bytes = NULL;
+    }
+    fclose(f);
+    return bytes;
+}
+
+int main(int argc, char **argv)
+{
+    uint8_t *bytes;
+    if (argc != 2) {
+        fprintf(stderr, "usage: %s GUEST.wasm (the C guest, include/examples/vector_add.c)\n",
+                argv[0]);
+        return 2;
+    }
+    bytes = read_file(argv[1], &wasm_len);
+    if (!bytes) {
+        fprintf(stderr, "%s: cannot read %s\n", argv[0], argv[1]);
+        return 2;
+    }
+    /* The module's bytes must outlive every module parsed from them. */
+    wasm_bytes = bytes;
+    environment = m3_NewEnvironment();
+    if (!environment) {
+        fprintf(stderr, "%s: m3_NewEnvironment failed\n", argv[0]);
+        return 2;
+    }
+    printf("wasm3 %s host, guest %s (%" PRIu32 " bytes)\n", M3_VERSION, argv[1], wasm_len);
+
+    the_import_links_with_its_signature();
+    the_guest_exports_the_demo_interface();
+    the_guests_argv_arrives_intact();
+    every_count_gives_its_launch();
+    a_launcher_that_succeeds_gives_the_guest_zero();
+    a_pointer_past_memory_is_an_invalid_pointer();
+    an_unknown_tag_is_invalid_args();
+    one_hundred_twenty_nine_args_are_unsupported();
+    an_args_region_past_memory_is_an_invalid_pointer();
+    bad_dimensions_are_invalid_dimensions();
+    a_disabled_capability_is_not_available_and_records_nothing();
+    a_failed_launch_after_a_good_one_leaves_no_stale_args();
+    raw_calls_get_codes_never_traps();
+    guest_accessors_and_codes();
+    the_runner_reports_traps_and_wrong_calls_as_errors();
+
+    m3_FreeEnvironment(environment);
+    free(bytes);
+    printf("wasm3 host: %u checks, %u failed\n", checks, failures);
+    return failures ? 1 : 0;
+}
