@@ -8,8 +8,8 @@
 #                                             # scripts/wasm3-example.sh: the same tools, the
 #                                             # same clang invocation)
 #
-# 1. Installs what is missing, with apt: clang, lld (wasm-ld), clang's sanitizer runtimes
-#    (libclang-rt-N-dev), gcc and g++.
+# 1. Installs what is missing, with apt (scripts/c-tools.sh): clang, lld (wasm-ld), clang's
+#    sanitizer runtimes (libclang-rt-N-dev), gcc and g++.
 # 2. Generates the vectors table from tests/vectors/argv.json, std-adapter/src/error.rs and
 #    core/src/limits.rs (include/tests/gen_vectors.py; into $out, never committed).
 # 3. include/tests/vectors_test.c as C99 and as C++17, with gcc and with clang
@@ -53,25 +53,8 @@ t_start=$(date +%s)
 phase() { echo "c-guest: $*"; }
 
 # 1. Tools.
-missing=()
-command -v gcc >/dev/null || missing+=(gcc)
-command -v g++ >/dev/null || missing+=(g++)
-command -v clang >/dev/null || missing+=(clang)
-command -v wasm-ld >/dev/null || missing+=(lld)
-if [ ${#missing[@]} -gt 0 ]; then
-    phase "installing ${missing[*]}"
-    apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-fi
-# clang's ASan/UBSan runtimes are a package of their own on Debian (libclang-rt-14-dev for
-# Debian 12's clang 14): probe by linking.
-echo 'int main(void) { return 0; }' > "$out/probe.c"
-if ! clang -fsanitize=address,undefined "$out/probe.c" -o "$out/probe" 2>/dev/null; then
-    rt="libclang-rt-$(clang -dumpversion | cut -d. -f1)-dev"
-    phase "installing $rt (clang's sanitizer runtimes)"
-    apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$rt" >/dev/null
-fi
+source scripts/c-tools.sh
+c_tools "$out" lld
 phase "$(gcc --version | head -1); $(clang --version | head -1); $(wasm-ld --version | head -1)"
 t_tools=$(date +%s)
 

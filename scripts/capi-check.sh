@@ -5,8 +5,9 @@
 #   scripts/capi-check.sh --check  # the same, but fail when the committed include/kargs.h is
 #                                  # not what cbindgen makes now (CI: .ci/steps/36-capi.sh)
 #
-# 1. Installs what is missing: gcc, g++, clang and clang's sanitizer runtimes with apt (as
-#    scripts/c-guest-check.sh does), cbindgen $CBINDGEN_VERSION with cargo.
+# 1. Installs what is missing: gcc, g++, clang and clang's sanitizer runtimes with apt
+#    (scripts/c-tools.sh, shared with scripts/c-guest-check.sh), cbindgen $CBINDGEN_VERSION
+#    with cargo.
 # 2. The header: cbindgen (capi/cbindgen.toml) into the scratch directory; written to
 #    include/kargs.h, or with --check compared with it.
 # 3. The host libraries: `cargo build -p kernel-args-capi --release` gives target/release/
@@ -42,24 +43,8 @@ t_start=$(date +%s)
 phase() { echo "capi: $*"; }
 
 # 1. Tools.
-missing=()
-command -v gcc >/dev/null || missing+=(gcc)
-command -v g++ >/dev/null || missing+=(g++)
-command -v clang >/dev/null || missing+=(clang)
-if [ ${#missing[@]} -gt 0 ]; then
-    phase "installing ${missing[*]}"
-    apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-fi
-# clang's ASan/UBSan runtimes are a package of their own on Debian (libclang-rt-14-dev for
-# Debian 12's clang 14): probe by linking.
-echo 'int main(void) { return 0; }' > "$out/probe.c"
-if ! clang -fsanitize=address,undefined "$out/probe.c" -o "$out/probe" 2>/dev/null; then
-    rt="libclang-rt-$(clang -dumpversion | cut -d. -f1)-dev"
-    phase "installing $rt (clang's sanitizer runtimes)"
-    apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$rt" >/dev/null
-fi
+source scripts/c-tools.sh
+c_tools "$out"
 if [ "$(cbindgen --version 2>/dev/null || true)" != "cbindgen $CBINDGEN_VERSION" ]; then
     phase "installing cbindgen $CBINDGEN_VERSION"
     cargo install cbindgen --locked --version "$CBINDGEN_VERSION"
