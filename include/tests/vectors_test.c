@@ -25,19 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static unsigned long checks;
-static unsigned long failures;
-
-#define CHECK(cond, ...)                                                        \
-    do {                                                                        \
-        checks++;                                                               \
-        if (!(cond)) {                                                          \
-            failures++;                                                         \
-            fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);     \
-            fprintf(stderr, __VA_ARGS__);                                       \
-            fputc('\n', stderr);                                                \
-        }                                                                       \
-    } while (0)
+#include "check.h"
 
 #define SENTINEL 0xa5u
 
