@@ -15,8 +15,14 @@
 //!
 //! Nothing in the table comes from this crate's own code: the C test compares the library
 //! with the Rust crates it wraps.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::indexing_slicing)]
-#![allow(clippy::arithmetic_side_effects, missing_docs)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing,
+    clippy::arithmetic_side_effects
+)]
+#![allow(missing_docs)]
 
 use std::fmt::Write as _;
 use std::path::Path;

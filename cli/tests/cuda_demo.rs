@@ -13,9 +13,10 @@ use std::io::Write as _;
 
 use std::sync::Arc;
 
-use kernel_args::guest::{CAPACITY, GuestModule, Runtime, THREADS_PER_BLOCK, VECTOR_ADD_KERNEL_ID};
-use kernel_args::{AbiError, LaunchHost, PointerMode, SignatureCheck};
-use kernel_args_cuda::{CudaDevice, CudaOptions, KernelRegistry, PointerModeChoice, kernels};
+use kernel_args::guest::{CAPACITY, THREADS_PER_BLOCK, VECTOR_ADD_KERNEL_ID};
+use kernel_args::{LaunchHost, PointerMode, SignatureCheck};
+use kernel_args_cli::guest::{GuestModule, Runtime};
+use kernel_args_cuda::{CudaDevice, CudaOptions, KernelRegistry, PointerModeChoice, SetupError, kernels};
 
 fn say(line: String) {
     let _ = std::io::stderr().write_all(format!("{line}\n").as_bytes());
@@ -28,20 +29,26 @@ fn registry() -> KernelRegistry {
 }
 
 fn gpu(test: &str, mode: PointerMode) -> Option<Arc<CudaDevice>> {
-    let options = CudaOptions { pointer_mode: PointerModeChoice::Force(mode), ..CudaOptions::from_env() };
+    let pointer_mode =
+        if mode == PointerMode::Direct { PointerModeChoice::Direct } else { PointerModeChoice::Staged };
+    let options = CudaOptions { pointer_mode, ..CudaOptions::from_env() };
     match CudaDevice::open(registry(), options) {
         Ok(device) => {
             say(format!("{test}: device {} ({:?})", device.info().name, device.pointer_mode()));
             Some(device)
         }
-        Err(e) if e.code() == AbiError::NotAvailable => {
+        Err(
+            e @ (SetupError::Driver { .. }
+            | SetupError::NoDevice { .. }
+            | SetupError::DirectUnsupported { .. }),
+        ) => {
             if std::env::var_os("KARGS_CUDA_REQUIRE_DEVICE").is_some_and(|v| v == "1") {
                 panic!("{test}: KARGS_CUDA_REQUIRE_DEVICE=1, but there is no device: {e}");
             }
             say(format!("SKIPPED {test}: {e}"));
             None
         }
-        Err(e) => panic!("{test}: launcher setup failed with {e}, not NotAvailable"),
+        Err(e) => panic!("{test}: launcher setup failed with {e}"),
     }
 }
 

@@ -22,11 +22,14 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use kernel_args::MEMORY_EXPORT;
-use kernel_args::guest::{CAPACITY, GUEST_WASM, Guest as _, VECTOR_ADD_KERNEL_ID, WasmtimeGuest, exports};
+use kernel_args::guest::{CAPACITY, GUEST_WASM, VECTOR_ADD_KERNEL_ID, exports};
 use kernel_args::wasmtime_host::{add_to_linker, wasmtime};
-use kernel_args::{AbiError, LaunchHost, PointerMode};
+use kernel_args::{LaunchHost, PointerMode};
+use kernel_args_cli::guest::{Guest as _, WasmtimeGuest};
 use kernel_args_core::ArgvBuilder;
-use kernel_args_cuda::{CudaDevice, CudaLauncher, CudaOptions, KernelRegistry, PointerModeChoice, kernels};
+use kernel_args_cuda::{
+    CudaDevice, CudaLauncher, CudaOptions, KernelRegistry, PointerModeChoice, SetupError, kernels,
+};
 use kernel_args_cuda_emulator::client::{Emulator, Stat};
 
 const THREADS: usize = 8;
@@ -43,10 +46,16 @@ fn say(line: String) {
 fn device(test: &str, mode: PointerMode) -> Option<Arc<CudaDevice>> {
     let mut registry = KernelRegistry::new();
     registry.register(VECTOR_ADD_KERNEL_ID, kernels::VECTOR_ADD_PTX, kernels::VECTOR_ADD_ENTRY).unwrap();
-    let options = CudaOptions { pointer_mode: PointerModeChoice::Force(mode), ..CudaOptions::from_env() };
+    let pointer_mode =
+        if mode == PointerMode::Direct { PointerModeChoice::Direct } else { PointerModeChoice::Staged };
+    let options = CudaOptions { pointer_mode, ..CudaOptions::from_env() };
     match CudaDevice::open(registry, options) {
         Ok(device) => Some(device),
-        Err(e) if e.code() == AbiError::NotAvailable => {
+        Err(
+            e @ (SetupError::Driver { .. }
+            | SetupError::NoDevice { .. }
+            | SetupError::DirectUnsupported { .. }),
+        ) => {
             if std::env::var_os("KARGS_CUDA_REQUIRE_DEVICE").is_some_and(|v| v == "1") {
                 panic!("{test}: KARGS_CUDA_REQUIRE_DEVICE=1, but there is no device: {e}");
             }

@@ -1,17 +1,5 @@
-//! The error table: what went wrong, where, and which wasi-cuda ABI code it maps to.
-//!
-//! | [`ErrorKind`]          | [`ErrorCode`]                 | code  | where                                   |
-//! |------------------------|-------------------------------|-------|-----------------------------------------|
-//! | `BufferTooLong`        | `KernelArgsUnsupported`       | `-10` | record 0, byte 0 (nothing was read)     |
-//! | `TooManyRecords`       | `KernelArgsUnsupported`       | `-10` | the first record past the cap           |
-//! | `UnknownTag`           | `InvalidArgs`                 | `-9`  | the record whose tag byte is unknown    |
-//! | `TruncatedRecord`      | `InvalidArgs`                 | `-9`  | the record whose value is cut short     |
-//! | `WindowOutOfBounds`    | `InvalidPointer`              | `-2`  | the pointer record                      |
-//!
-//! "Where" is always a record index (0-based, counting records in buffer order) and the byte
-//! offset at which that record starts. Every value is `Copy`; nothing here allocates. The
-//! other wasi-cuda codes (launch failures, bad dimensions, ...) belong to the host and live in
-//! the std adapter's `AbiError`, into which [`ArgvError`] converts.
+//! The error table: what went wrong, where, and which wasi-cuda ABI code it maps to. The
+//! table itself is [`ErrorKind`]'s documentation.
 
 use core::fmt;
 
@@ -65,7 +53,20 @@ impl fmt::Display for ErrorCode {
     }
 }
 
-/// What exactly was wrong with a buffer.
+/// What exactly was wrong with a buffer: the error table.
+///
+/// | `ErrorKind`            | [`ErrorCode`]                 | code  | where                                   |
+/// |------------------------|-------------------------------|-------|-----------------------------------------|
+/// | `BufferTooLong`        | `KernelArgsUnsupported`       | `-10` | record 0, byte 0 (nothing was read)     |
+/// | `TooManyRecords`       | `KernelArgsUnsupported`       | `-10` | the first record past the cap           |
+/// | `UnknownTag`           | `InvalidArgs`                 | `-9`  | the record whose tag byte is unknown    |
+/// | `TruncatedRecord`      | `InvalidArgs`                 | `-9`  | the record whose value is cut short     |
+/// | `WindowOutOfBounds`    | `InvalidPointer`              | `-2`  | the pointer record                      |
+///
+/// "Where" is always a record index (0-based, counting records in buffer order) and the byte
+/// offset at which that record starts. Every value is `Copy`; nothing here allocates. The
+/// other wasi-cuda codes (launch failures, bad dimensions, ...) belong to the host and live in
+/// the std adapter's `AbiError`, into which [`ArgvError`] converts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum ErrorKind {

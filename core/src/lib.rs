@@ -4,7 +4,7 @@
 //! kernel-argument buffer (`args_ptr`, `args_len`) into bounds-checked arguments, and back.
 //!
 //! A guest packs its kernel parameters into one byte buffer of records, each a tag byte and a
-//! little-endian value ([`wire`]). The host parses it without trusting a byte: every pointer
+//! little-endian value ([`ArgTag`]). The host parses it without trusting a byte: every pointer
 //! window is checked against the guest's linear memory ([`GuestMemory`]), every error says what
 //! and where ([`ArgvError`]), and the result lands in a fixed-capacity [`heapless::Vec`]
 //! ([`ParsedArgv`]) whose capacity the host chooses, or, through [`parse_argv_into`], in any
@@ -31,13 +31,19 @@
 //!
 //! ## Where to find what
 //!
-//! - the wire format (tags, record layouts, sizes): [`wire`];
-//! - the limits: [`limits`];
-//! - the error table and its ABI codes: [`error`];
-//! - guest memory, windows and the lifetime that ties them: [`memory`];
-//! - the reader, the parser, the precedence of its rules and the [`ArgSink`] it writes to:
-//!   [`reader`];
-//! - the encoder and the guest-side builder: [`encode`].
+//! Every item is at the crate root; each rule lives in one file:
+//!
+//! - the wire format (tags, record layouts, sizes): [`ArgTag`], in code `src/wire.rs`, in prose
+//!   `docs/wire-format.md`;
+//! - the limits: [`MAX_KERNEL_ARGS`], [`MAX_KERNEL_ARGS_BYTES`], [`MAX_RECORD_SIZE`],
+//!   [`MAX_GUEST_MEMORY_BYTES`] (`src/limits.rs`), and the byte cap's check, [`check_argv_len`];
+//! - the error table and its ABI codes: [`ErrorKind`] (`src/error.rs`);
+//! - guest memory, windows and the lifetime that ties them: [`GuestMemory`] (`src/memory.rs`);
+//! - the parser and the reader: [`parse_argv_into`] (into any [`ArgSink`]), [`parse_argv`] (into
+//!   a new [`ParsedArgv`]) and [`RecordReader`] (record by record, with each record's place),
+//!   one decoder behind all three (`src/reader.rs`); the rules and their precedence are
+//!   `docs/wire-format.md`'s;
+//! - the encoder and the guest-side builder: [`encode_argv`], [`ArgvBuilder`] (`src/encode.rs`).
 //!
 //! ## Contract
 //!
@@ -56,6 +62,7 @@
 //! - `defmt`: derives `defmt::Format` for every public type, for embedded hosts.
 
 #![no_std]
+#![forbid(unsafe_code)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 // Tests may unwrap and index: a panic there is a failing test, not a broken contract.
 #![cfg_attr(
@@ -69,18 +76,20 @@
     )
 )]
 
-pub mod arg;
-pub mod encode;
-pub mod error;
-pub mod limits;
-pub mod memory;
-pub mod reader;
-pub mod wire;
+mod arg;
+mod encode;
+mod error;
+mod limits;
+mod memory;
+mod reader;
+mod wire;
 
 pub use arg::{Arg, AsGuestRange, F32Bits, F64Bits, LoweredArg, LoweredArgSnapshot};
 pub use encode::{ArgvBuilder, encode_argv, encoded_len};
 pub use error::{ArgvError, EncodeError, ErrorCode, ErrorKind};
-pub use limits::{MAX_GUEST_MEMORY_BYTES, MAX_KERNEL_ARGS, MAX_KERNEL_ARGS_BYTES};
+pub use limits::{MAX_GUEST_MEMORY_BYTES, MAX_KERNEL_ARGS, MAX_KERNEL_ARGS_BYTES, MAX_RECORD_SIZE};
 pub use memory::{Access, GuestMemory, GuestRange, GuestWindow};
-pub use reader::{ArgSink, ParsedArgv, Record, RecordReader, SinkFull, parse_argv, parse_argv_into};
+pub use reader::{
+    ArgSink, ParsedArgv, Record, RecordReader, SinkFull, check_argv_len, parse_argv, parse_argv_into,
+};
 pub use wire::ArgTag;

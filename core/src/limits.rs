@@ -1,4 +1,4 @@
-//! Every limit the parser enforces, in one place.
+//! Every limit of the wire format and the parser, in one place.
 //!
 //! The caps exist so that a malformed but in-bounds buffer cannot make the host pin
 //! arbitrary memory or do unbounded work per launch. A buffer past either cap is refused
@@ -6,6 +6,10 @@
 //! "the host won't accept this shape", distinct from malformed tags
 //! ([`InvalidArgs`](crate::ErrorCode::InvalidArgs)) and out-of-bounds windows
 //! ([`InvalidPointer`](crate::ErrorCode::InvalidPointer)).
+
+use core::mem::size_of;
+
+use crate::wire::{PtrValue, RecordLayout};
 
 /// Hard cap on the number of argv records the host accepts per launch.
 ///
@@ -24,3 +28,8 @@ pub const MAX_KERNEL_ARGS_BYTES: usize = 4096;
 /// host; pointer windows are checked in `u64` arithmetic, which cannot overflow for a `u32`
 /// offset plus a `u32` length.
 pub const MAX_GUEST_MEMORY_BYTES: u64 = 1 << 32;
+
+/// The largest wire size of any record, tag byte included (an `i64`, `f64`, `u64` or `ptr`
+/// record): 9. The longest buffer that passes both caps is
+/// `MAX_KERNEL_ARGS * MAX_RECORD_SIZE` (1152) bytes.
+pub const MAX_RECORD_SIZE: usize = size_of::<RecordLayout<PtrValue>>();

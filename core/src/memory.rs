@@ -1,23 +1,5 @@
-//! Guest linear memory as the parser sees it, and the pointer windows checked against it.
-//!
-//! A [`GuestMemory`] borrows the guest's linear memory for `'m` (or, for inspection tools,
-//! only states its length). Every [`GuestWindow`] the parser produces carries that lifetime, so
-//! growing, freeing or otherwise touching the memory while a parsed argument lives is a compile
-//! error:
-//!
-//! ```compile_fail,E0499
-//! use kernel_args_core::{GuestMemory, ParsedArgv, parse_argv};
-//!
-//! let mut memory = vec![0u8; 256];
-//! let guest = GuestMemory::exclusive(&mut memory);
-//! let args: ParsedArgv = parse_argv(&[0x07, 0, 0, 0, 0, 16, 0, 0, 0], &guest).unwrap();
-//! memory.resize(1 << 20, 0); // error: `memory` is still borrowed by `args`
-//! drop(args);
-//! ```
-//!
-//! Windows hold raw host pointers and are therefore neither `Send` nor `Sync`; the
-//! pointer-free [`GuestRange`] (and [`LoweredArgSnapshot`](crate::LoweredArgSnapshot)) is what
-//! crosses threads and reaches embedders. This crate never dereferences a host pointer.
+//! Guest linear memory as the parser sees it, and the pointer windows checked against it
+//! (see [`GuestMemory`]).
 
 use core::marker::PhantomData;
 
@@ -35,7 +17,27 @@ pub enum Access {
 }
 
 /// The guest's linear memory, borrowed for `'m`, against which pointer windows are checked.
-#[derive(Debug)]
+///
+/// A [`GuestMemory`] borrows the guest's linear memory for `'m` (or, for inspection tools,
+/// only states its length). Every [`GuestWindow`] the parser produces carries that lifetime, so
+/// growing, freeing or otherwise touching the memory while a parsed argument lives is a compile
+/// error:
+///
+/// ```compile_fail,E0499
+/// use kernel_args_core::{GuestMemory, ParsedArgv, parse_argv};
+///
+/// let mut memory = vec![0u8; 256];
+/// let guest = GuestMemory::exclusive(&mut memory);
+/// let args: ParsedArgv = parse_argv(&[0x07, 0, 0, 0, 0, 16, 0, 0, 0], &guest).unwrap();
+/// memory.resize(1 << 20, 0); // error: `memory` is still borrowed by `args`
+/// drop(args);
+/// ```
+///
+/// Windows hold raw host pointers and are therefore neither `Send` nor `Sync`; the
+/// pointer-free [`GuestRange`] (and [`LoweredArgSnapshot`](crate::LoweredArgSnapshot)) is what
+/// crosses threads and reaches embedders. This crate never dereferences a host pointer.
+///
+/// `Debug` shows the length and the access, never the host address.
 pub struct GuestMemory<'m> {
     /// Start of the memory; null for [`Access::LengthOnly`].
     base: *mut u8,
@@ -150,8 +152,9 @@ impl GuestRange {
 ///
 /// Produced only by [`GuestMemory::window`] (and so by the parser), which guarantees
 /// `guest_offset + len <= memory.len()`. The lifetime `'m` is the borrow of guest memory it
-/// was checked against.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// was checked against. `Debug` shows the window (guest offset, length, access), never the host
+/// address.
+#[derive(Clone, Copy, PartialEq, Eq)]
 pub struct GuestWindow<'m> {
     range: GuestRange,
     host: *mut u8,
@@ -205,6 +208,22 @@ impl<'m> GuestWindow<'m> {
     }
 }
 
+impl core::fmt::Debug for GuestMemory<'_> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("GuestMemory").field("len", &self.len).field("access", &self.access).finish()
+    }
+}
+
+impl core::fmt::Debug for GuestWindow<'_> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("GuestWindow")
+            .field("guest_offset", &self.range.guest_offset)
+            .field("len", &self.range.len)
+            .field("access", &self.access)
+            .finish()
+    }
+}
+
 #[cfg(feature = "defmt")]
 impl defmt::Format for GuestMemory<'_> {
     fn format(&self, f: defmt::Formatter<'_>) {
@@ -237,6 +256,19 @@ mod tests {
         assert!(mem.window(17, 0).is_none(), "zero-length past the end");
         assert!(mem.window(8, 9).is_none(), "one byte past the end");
         assert!(mem.window(u32::MAX, u32::MAX).is_none(), "end beyond u32");
+    }
+
+    #[test]
+    fn debug_shows_the_window_not_the_address() {
+        let mut bytes = [0u8; 16];
+        let mem = GuestMemory::exclusive(&mut bytes);
+        let w = mem.window(4, 8).unwrap();
+        let mut s = heapless::String::<128>::new();
+        core::fmt::write(&mut s, format_args!("{w:?} {mem:?}")).unwrap();
+        assert_eq!(
+            s,
+            "GuestWindow { guest_offset: 4, len: 8, access: ReadWrite } GuestMemory { len: 16, access: ReadWrite }"
+        );
     }
 
     #[test]

@@ -1,21 +1,9 @@
-//! The checked record reader and the parser built on it.
-//!
-//! [`RecordReader`] walks a buffer one record at a time, validating as it goes, in the spirit
-//! of wasmparser's `BinaryReader`: every record it yields is whole and its window is inside
-//! guest memory; the first error ends the walk. [`parse_argv`] reads the same records with the
-//! same code (one private `read_record` applies rules 3 to 5 for both) in a tight loop that
-//! writes straight into a fixed-capacity [`heapless::Vec`].
-//!
-//! The rules, in order of precedence (the first that applies decides):
-//!
-//! 1. a buffer longer than [`MAX_KERNEL_ARGS_BYTES`] is refused before any byte is read
-//!    (`KernelArgsUnsupported`);
-//! 2. records are read in order; when a record starts and the record cap is already reached,
-//!    `KernelArgsUnsupported`;
-//! 3. an unknown tag: `InvalidArgs`;
-//! 4. fewer value bytes left than the tag needs: `InvalidArgs` (there is no other
-//!    trailing-bytes rule);
-//! 5. a pointer window outside guest memory: `InvalidPointer`.
+//! The one decoder of the wire format, and the three shapes the parser comes in: into a
+//! caller's [`ArgSink`] ([`parse_argv_into`]), into a new [`ParsedArgv`] ([`parse_argv`]), and
+//! record by record with each record's place ([`RecordReader`], in the spirit of wasmparser's
+//! `BinaryReader`). All three apply the rules of `docs/wire-format.md` ("Parsing rules and their
+//! precedence") through the same private `read_record`; the rule numbers in the comments below
+//! are that section's.
 
 use zerocopy::{FromBytes, Unaligned};
 
@@ -88,7 +76,7 @@ impl<'a, 'm> RecordReader<'a, 'm> {
     /// rule 1 is decided before any byte is read.
     #[inline]
     pub fn new(buf: &'a [u8], memory: &'a GuestMemory<'m>) -> Result<Self, ArgvError> {
-        check_buffer_len(buf)?;
+        check_argv_len(buf.len())?;
         Ok(RecordReader { buf, memory, pos: 0, index: 0, max_records: MAX_KERNEL_ARGS, done: false })
     }
 
@@ -121,15 +109,23 @@ impl<'a, 'm> RecordReader<'a, 'm> {
     }
 }
 
-/// Rule 1, decided before any byte is read.
+/// The byte cap (rule 1): an argv of `len` bytes is refused, before any of its bytes is read,
+/// when `len` exceeds [`MAX_KERNEL_ARGS_BYTES`]. Every parser here applies it first; a host
+/// that has the length before it has the bytes (the argument region of a host call, a C
+/// caller's `argv_len`) calls it before it makes a slice of them, and gets the same error.
+///
+/// ```
+/// use kernel_args_core::{ErrorKind, MAX_KERNEL_ARGS_BYTES, check_argv_len};
+///
+/// assert!(check_argv_len(MAX_KERNEL_ARGS_BYTES).is_ok());
+/// let err = check_argv_len(MAX_KERNEL_ARGS_BYTES + 1).unwrap_err();
+/// assert_eq!(err.kind(), ErrorKind::BufferTooLong { len: 4097, max: 4096 });
+/// assert_eq!((err.index(), err.offset()), (0, 0));
+/// ```
 #[inline]
-fn check_buffer_len(buf: &[u8]) -> Result<(), ArgvError> {
-    if buf.len() > MAX_KERNEL_ARGS_BYTES {
-        return Err(ArgvError::new(
-            ErrorKind::BufferTooLong { len: buf.len(), max: MAX_KERNEL_ARGS_BYTES },
-            0,
-            0,
-        ));
+pub fn check_argv_len(len: usize) -> Result<(), ArgvError> {
+    if len > MAX_KERNEL_ARGS_BYTES {
+        return Err(ArgvError::new(ErrorKind::BufferTooLong { len, max: MAX_KERNEL_ARGS_BYTES }, 0, 0));
     }
     Ok(())
 }
@@ -147,8 +143,7 @@ fn read_value<V: FromBytes + Unaligned>(value: &[u8], tag: ArgTag) -> Result<(V,
 
 /// Reads the record whose tag byte is `tag_byte` and whose value bytes start `value`, applying
 /// rules 3 to 5 (the caller applies rules 1 and 2): the argument and the bytes after the
-/// record. The record's layout is [`wire::RecordLayout`](crate::wire::RecordLayout): a tag byte, then the
-/// value.
+/// record. The record's layout is `wire::RecordLayout`: a tag byte, then the value.
 ///
 /// The one place records are decoded, shared by [`RecordReader`] and [`parse_argv`]; inlined
 /// into both so that the parser's loop has no call and no intermediate value per record.
@@ -316,8 +311,8 @@ impl<'m, T: From<LoweredArg<'m>>, const N: usize> ArgSink<'m> for heapless::Vec<
 /// Parses a tagged argv buffer into at most `N` arguments, bounds-checking every pointer
 /// window against `memory`. Never allocates, never panics.
 ///
-/// The record cap is `min(N, MAX_KERNEL_ARGS)`. See the [module docs](self) for the rules and
-/// their precedence.
+/// The record cap is `min(N, MAX_KERNEL_ARGS)`. The rules and their precedence are those of
+/// `docs/wire-format.md`.
 ///
 /// ```
 /// use kernel_args_core::{ErrorCode, GuestMemory, LoweredArg, ParsedArgv, parse_argv};
@@ -401,7 +396,7 @@ fn fill<'m, S: ArgSink<'m> + ?Sized>(
     memory: &GuestMemory<'m>,
     out: &mut S,
 ) -> Result<(), ArgvError> {
-    check_buffer_len(buf)?;
+    check_argv_len(buf.len())?;
     let cap = out.capacity().min(MAX_KERNEL_ARGS);
     let mut rest = buf;
     // The parser counts records itself: the cap and the error's record index never depend

@@ -1,44 +1,42 @@
-//! The wire format: one tag byte, then the value in little-endian order, no padding.
-//!
-//! This module is the single normative description of a record's bytes in code; the prose
-//! version with worked examples is `docs/wire-format.md`.
-//!
-//! | tag    | type  | value bytes                                | wire size (incl. tag) |
-//! |--------|-------|--------------------------------------------|-----------------------|
-//! | `0x01` | `i32` | 4                                          | 5                     |
-//! | `0x02` | `i64` | 8                                          | 9                     |
-//! | `0x03` | `f32` | 4 (IEEE-754 bits)                          | 5                     |
-//! | `0x04` | `f64` | 8 (IEEE-754 bits)                          | 9                     |
-//! | `0x05` | `u32` | 4                                          | 5                     |
-//! | `0x06` | `u64` | 8                                          | 9                     |
-//! | `0x07` | `ptr` | 4 (guest offset, `u32`) + 4 (length, `u32`) | 9                     |
-//!
-//! Every other tag byte (`0x00`, `0x08..=0xFF`) is invalid. The tag values are frozen ABI.
+//! The wire format in code: the tags ([`ArgTag`], whose docs carry the table) and each
+//! record's byte layout. The prose version with worked examples is `docs/wire-format.md`.
 //!
 //! Each record's layout is a `#[repr(C)]` [`RecordLayout`] of a tag byte and an unaligned
 //! little-endian value type from [`zerocopy::little_endian`]; every size in this crate is
-//! derived from those layouts, never written as a number.
-//!
-//! ```
-//! use kernel_args_core::wire::{ArgTag, RecordLayout, PtrValue};
-//! use zerocopy::{FromBytes, little_endian as le};
-//!
-//! let bytes = [0x07, 0x40, 0, 0, 0, 0x80, 0, 0, 0];
-//! let (rec, rest) = RecordLayout::<PtrValue>::read_from_prefix(&bytes).unwrap();
-//! assert_eq!(ArgTag::from_byte(rec.tag), Some(ArgTag::Ptr));
-//! assert_eq!((rec.value.guest_offset.get(), rec.value.len.get()), (64, 128));
-//! assert!(rest.is_empty());
-//! assert_eq!(ArgTag::Ptr.wire_size(), core::mem::size_of::<RecordLayout<PtrValue>>());
-//! # let _ = le::U32::ZERO;
-//! ```
+//! derived from those layouts, never written as a number. The layouts are this crate's own
+//! (`pub(crate)`): what users see of the format is [`ArgTag`] and its sizes.
 
 use core::mem::size_of;
 
 use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout, Unaligned, little_endian as le};
 
-/// Tag byte identifying a single kernel-argument record's type.
+/// Tag byte identifying a single kernel-argument record's type: the wire format.
 ///
-/// The discriminants are the wire values and are frozen ABI.
+/// A record is one tag byte, then the value in little-endian order, with no padding between
+/// records:
+///
+/// | tag    | type  | value bytes                                | wire size (incl. tag) |
+/// |--------|-------|--------------------------------------------|-----------------------|
+/// | `0x01` | `i32` | 4                                          | 5                     |
+/// | `0x02` | `i64` | 8                                          | 9                     |
+/// | `0x03` | `f32` | 4 (IEEE-754 bits)                          | 5                     |
+/// | `0x04` | `f64` | 8 (IEEE-754 bits)                          | 9                     |
+/// | `0x05` | `u32` | 4                                          | 5                     |
+/// | `0x06` | `u64` | 8                                          | 9                     |
+/// | `0x07` | `ptr` | 4 (guest offset, `u32`) + 4 (length, `u32`) | 9                     |
+///
+/// Every other tag byte (`0x00`, `0x08..=0xFF`) is invalid. The discriminants are the wire
+/// values and are frozen ABI; the prose specification with worked examples is
+/// `docs/wire-format.md`.
+///
+/// ```
+/// use kernel_args_core::{ArgTag, MAX_RECORD_SIZE};
+///
+/// assert_eq!(ArgTag::from_byte(0x07), Some(ArgTag::Ptr));
+/// assert_eq!((ArgTag::Ptr.value_size(), ArgTag::Ptr.wire_size()), (8, 9));
+/// assert_eq!(ArgTag::from_byte(0x08), None);
+/// assert_eq!(MAX_RECORD_SIZE, 9);
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 #[repr(u8)]
@@ -65,65 +63,35 @@ pub enum ArgTag {
 /// padding and `size_of::<RecordLayout<V>>()` is exactly the record's wire size.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned)]
 #[repr(C)]
-pub struct RecordLayout<V> {
+pub(crate) struct RecordLayout<V> {
     /// The tag byte ([`ArgTag`] as `u8`).
-    pub tag: u8,
+    pub(crate) tag: u8,
     /// The value, little-endian.
-    pub value: V,
+    pub(crate) value: V,
 }
 
 /// The value layout of a [`ArgTag::Ptr`] record.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned)]
 #[repr(C)]
-pub struct PtrValue {
+pub(crate) struct PtrValue {
     /// Byte offset of the window's start in guest linear memory.
-    pub guest_offset: le::U32,
+    pub(crate) guest_offset: le::U32,
     /// Byte length of the window the kernel may access.
-    pub len: le::U32,
-}
-
-#[cfg(feature = "defmt")]
-impl<V: IntoBytes + Immutable> defmt::Format for RecordLayout<V> {
-    fn format(&self, f: defmt::Formatter<'_>) {
-        defmt::write!(
-            f,
-            "RecordLayout {{ tag: {=u8:#04x}, value: {=[u8]:02x} }}",
-            self.tag,
-            self.value.as_bytes()
-        )
-    }
-}
-
-#[cfg(feature = "defmt")]
-impl defmt::Format for PtrValue {
-    fn format(&self, f: defmt::Formatter<'_>) {
-        defmt::write!(
-            f,
-            "PtrValue {{ guest_offset: {=u32}, len: {=u32} }}",
-            self.guest_offset.get(),
-            self.len.get()
-        )
-    }
+    pub(crate) len: le::U32,
 }
 
 /// Value layout of an `i32` record.
-pub type I32Value = le::I32;
+pub(crate) type I32Value = le::I32;
 /// Value layout of an `i64` record.
-pub type I64Value = le::I64;
+pub(crate) type I64Value = le::I64;
 /// Value layout of an `f32` record: the raw IEEE-754 bits, so NaN payloads survive.
-pub type F32Value = le::U32;
+pub(crate) type F32Value = le::U32;
 /// Value layout of an `f64` record: the raw IEEE-754 bits, so NaN payloads survive.
-pub type F64Value = le::U64;
+pub(crate) type F64Value = le::U64;
 /// Value layout of a `u32` record.
-pub type U32Value = le::U32;
+pub(crate) type U32Value = le::U32;
 /// Value layout of a `u64` record.
-pub type U64Value = le::U64;
-
-/// Size of the tag byte that opens every record.
-pub const TAG_SIZE: usize = size_of::<u8>();
-
-/// The largest wire size of any record (an `i64`, `f64`, `u64` or `ptr` record).
-pub const MAX_RECORD_SIZE: usize = size_of::<RecordLayout<PtrValue>>();
+pub(crate) type U64Value = le::U64;
 
 impl ArgTag {
     /// Every tag, in wire-value order.
@@ -227,7 +195,7 @@ mod tests {
             assert_eq!(ArgTag::from_byte(byte), Some(tag));
             assert_eq!(ArgTag::from_name(tag.name()), Some(tag));
         }
-        assert_eq!(MAX_RECORD_SIZE, 9);
+        assert_eq!(crate::MAX_RECORD_SIZE, 9);
     }
 
     #[test]

@@ -13,8 +13,6 @@
 //! driver: cust's `Display` for its error calls `cuGetErrorString`, which is exactly what must
 //! not run when the driver is missing or a stub.
 
-#![deny(unsafe_code)]
-
 use kernel_args::{AbiError, HostError};
 
 /// `CUDA_SUCCESS`.
@@ -132,9 +130,6 @@ pub fn cu_error_name(code: i32) -> Option<&'static str> {
 /// What the host was doing when a driver call failed; decides the ABI code.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Phase {
-    /// Loading the driver, finding the device, making the context and stream: every failure
-    /// means CUDA is not available here.
-    Setup,
     /// Loading a module from PTX.
     ModuleLoad,
     /// Looking up the kernel's entry in its module.
@@ -153,7 +148,6 @@ pub fn is_sticky(code: i32) -> bool {
 /// The ABI code for driver result `code` returned in `phase`.
 pub fn abi_code(phase: Phase, code: i32) -> AbiError {
     match phase {
-        Phase::Setup => AbiError::NotAvailable,
         Phase::ModuleLoad => match code {
             // The host has no working JIT (221: not found, 223: disabled): nothing is wrong
             // with the kernel, CUDA just cannot run PTX here.
@@ -186,8 +180,6 @@ mod tests {
 
     #[test]
     fn codes_map_by_phase() {
-        assert_eq!(abi_code(Phase::Setup, 100), AbiError::NotAvailable);
-        assert_eq!(abi_code(Phase::Setup, 34), AbiError::NotAvailable);
         assert_eq!(abi_code(Phase::ModuleLoad, 218), AbiError::MalformedPtx);
         assert_eq!(abi_code(Phase::ModuleLoad, 222), AbiError::MalformedPtx);
         assert_eq!(abi_code(Phase::ModuleLoad, 221), AbiError::NotAvailable);
@@ -200,8 +192,8 @@ mod tests {
 
     #[test]
     fn messages_name_the_call_and_the_code_without_the_driver() {
-        let e = driver_error("cuInit", 100, Phase::Setup);
-        assert_eq!(e.to_string(), "NotAvailable -1: cuInit failed: CUDA_ERROR_NO_DEVICE (100)");
+        let e = driver_error("cuModuleLoadDataEx", 218, Phase::ModuleLoad);
+        assert_eq!(e.to_string(), "MalformedPtx -4: cuModuleLoadDataEx failed: CUDA_ERROR_INVALID_PTX (218)");
         // A code newer than any table: still an integer, still mapped, still printable.
         let e = driver_error("cuLaunchKernel", 4242, Phase::Launch);
         assert_eq!(e.code(), AbiError::LaunchFailed);

@@ -6,7 +6,7 @@
 //! drop) made current for a scope ([`Current`], popped on drop), a kernel ([`Kernel`]: a
 //! module loaded from PTX with its entry function, unloaded on drop), a stream ([`Stream`],
 //! destroyed on drop) and a device buffer ([`DeviceBuffer`], freed on drop). Every other module
-//! of the crate is `#![deny(unsafe_code)]`; this one and the parameter table
+//! of the crate denies `unsafe_code`; this one and the parameter table
 //! ([`storage`](crate::storage)) hold the crate's `unsafe`.
 //!
 //! ## Why not cust's wrappers
@@ -43,6 +43,9 @@
 //! resources are given up with [`Kernel::abandon`], [`Stream::abandon`] and
 //! [`DeviceBuffer::abandon`] instead of dropped.
 
+// One of the crate's two modules with `unsafe` (see the crate docs).
+#![allow(unsafe_code)]
+
 use std::collections::HashMap;
 use std::ffi::{CStr, OsStr, OsString, c_char, c_int, c_uint, c_void};
 use std::mem::ManuallyDrop;
@@ -50,11 +53,12 @@ use std::ptr;
 use std::sync::{Mutex, PoisonError};
 
 use cust::sys::{CUdevice, CUdevice_attribute, CUfunction_attribute, CUjit_option};
-use kernel_args::{AbiError, HostError, LaunchShape};
+use kernel_args::{HostError, LaunchShape};
 use kernel_args_core::GuestWindow;
 use libloading::Library;
 
-use crate::cu_error::{CUDA_ERROR_INVALID_VALUE, CUDA_SUCCESS, Phase, driver_error};
+use crate::cu_error::{CUDA_ERROR_INVALID_VALUE, CUDA_SUCCESS, Phase, cu_error_name, driver_error};
+use crate::setup::SetupError;
 use crate::storage::ParamTable;
 
 /// The driver library's name on Linux.
@@ -93,6 +97,11 @@ impl CuError {
     /// The host error for this failure in `phase` (see [`cu_error`](crate::cu_error)).
     pub fn at(self, phase: Phase) -> HostError {
         driver_error(self.call, self.code, phase)
+    }
+
+    /// The embedder's error for this failure while opening a device.
+    pub fn setup(self) -> SetupError {
+        SetupError::Call { call: self.call, code: self.code, name: cu_error_name(self.code) }
     }
 }
 
@@ -214,7 +223,7 @@ impl std::fmt::Debug for Driver {
 
 /// The drivers loaded so far, by path, with the outcome of loading each (a failure to load
 /// or to initialise is the same on every later try).
-type Loaded = HashMap<OsString, Result<&'static Driver, HostError>>;
+type Loaded = HashMap<OsString, Result<&'static Driver, SetupError>>;
 
 impl Driver {
     /// The driver library at `path` (a file name such as [`DRIVER_LIBRARY`] is looked up as
@@ -222,10 +231,10 @@ impl Driver {
     ///
     /// # Errors
     ///
-    /// `NotAvailable` when the library cannot be loaded, lacks a required function, or
+    /// [`SetupError::Driver`] when the library cannot be loaded, lacks a required function, or
     /// `cuInit` or `cuDriverGetVersion` fails (no device, no kernel driver, a stub library);
     /// the same error on every later call for that path.
-    pub fn load(path: &OsStr) -> Result<&'static Driver, HostError> {
+    pub fn load(path: &OsStr) -> Result<&'static Driver, SetupError> {
         static LOADED: Mutex<Option<Loaded>> = Mutex::new(None);
         let mut loaded = LOADED.lock().unwrap_or_else(PoisonError::into_inner);
         let loaded = loaded.get_or_insert_with(HashMap::new);
@@ -238,28 +247,24 @@ impl Driver {
         outcome
     }
 
-    fn open(path: &OsStr) -> Result<Driver, HostError> {
-        let shown = path.to_string_lossy();
+    fn open(path: &OsStr) -> Result<Driver, SetupError> {
+        let refused =
+            |reason: String| SetupError::Driver { library: path.to_string_lossy().into_owned(), reason };
         // SAFETY: loading runs the library's initialisers; a CUDA driver library is made to be
         // loaded at run time (the CUDA runtime loads libcuda this way). A missing file is an
         // `Err`.
-        let library = unsafe { Library::new(path) }.map_err(|e| {
-            HostError::msg(
-                AbiError::NotAvailable,
-                format!("the CUDA driver library {shown} could not be loaded: {e}"),
-            )
-        })?;
+        let library =
+            unsafe { Library::new(path) }.map_err(|e| refused(format!("it could not be loaded: {e}")))?;
         let library = ManuallyDrop::new(library);
-        let api = Api::resolve(&library).map_err(|missing| {
-            HostError::msg(AbiError::NotAvailable, format!("{shown} has no {missing}: driver too old"))
-        })?;
+        let api = Api::resolve(&library)
+            .map_err(|missing| refused(format!("it has no {missing}: driver too old")))?;
         // SAFETY: `cuInit` takes a flags value (must be 0) and no pointer.
         let code = unsafe { (api.init)(0) };
-        check("cuInit", code).map_err(|e| e.at(Phase::Setup))?;
+        check("cuInit", code).map_err(|e| refused(e.setup().to_string()))?;
         let mut version: c_int = 0;
         // SAFETY: `version` is a writable `int` for the call.
         let code = unsafe { (api.driver_get_version)(&mut version) };
-        check("cuDriverGetVersion", code).map_err(|e| e.at(Phase::Setup))?;
+        check("cuDriverGetVersion", code).map_err(|e| refused(e.setup().to_string()))?;
         Ok(Driver { api, version, _library: library })
     }
 

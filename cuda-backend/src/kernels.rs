@@ -10,8 +10,6 @@
 //! # Ok::<(), kernel_args::HostError>(())
 //! ```
 
-#![deny(unsafe_code)]
-
 /// `vector_add(const float *a, const float *b, float *out, unsigned n)`: `out[i] = a[i] + b[i]`
 /// for `i < n`, one thread per element (the wasm demo guest's kernel).
 pub const VECTOR_ADD_PTX: &str = include_str!("../kernels/vector_add.ptx");

@@ -11,16 +11,13 @@
 //! registry.register(1, include_str!("../kernels/vector_add.ptx"), "vector_add")?;
 //! let kernel = registry.get(1).expect("registered");
 //! assert_eq!(kernel.signature().expect("parsed").param_sizes(), [8, 8, 8, 4]);
-//! # Ok::<(), kernel_args::HostError>(())
+//! # Ok::<(), kernel_args_cuda::SetupError>(())
 //! ```
-
-#![deny(unsafe_code)]
 
 use std::collections::HashMap;
 use std::ffi::{CStr, CString};
 
-use kernel_args::{AbiError, HostError};
-
+use crate::setup::{KernelProblem, SetupError};
 use crate::signature::{KernelSignature, PtxParseError, find_entry};
 
 /// One registered kernel: its module's PTX, its entry name, and its parameter list when the
@@ -72,22 +69,17 @@ impl KernelRegistry {
     ///
     /// # Errors
     ///
-    /// `MalformedPtx` when `ptx` contains a NUL byte; `InvalidKernel` when `entry` is empty or
-    /// contains one. A PTX whose parameter lists the parser cannot read is accepted: its
-    /// launches skip the PTX check ([`KernelEntry::parse_error`] says why).
-    pub fn register(&mut self, id: i64, ptx: &str, entry: &str) -> Result<(), HostError> {
-        let ptx_c = CString::new(ptx).map_err(|e| {
-            HostError::msg(
-                AbiError::MalformedPtx,
-                format!("kernel {id}: PTX has a NUL byte at {}", e.nul_position()),
-            )
-        })?;
+    /// [`SetupError::Kernel`] when `ptx` contains a NUL byte, or `entry` is empty or contains
+    /// one. A PTX whose parameter lists the parser cannot read is accepted: its launches skip
+    /// the PTX check ([`KernelEntry::parse_error`] says why).
+    pub fn register(&mut self, id: i64, ptx: &str, entry: &str) -> Result<(), SetupError> {
+        let refuse = |problem| SetupError::Kernel { id, problem };
+        let ptx_c =
+            CString::new(ptx).map_err(|e| refuse(KernelProblem::NulInPtx { position: e.nul_position() }))?;
         if entry.is_empty() {
-            return Err(HostError::msg(AbiError::InvalidKernel, format!("kernel {id}: empty entry name")));
+            return Err(refuse(KernelProblem::EmptyEntry));
         }
-        let entry_c = CString::new(entry).map_err(|_| {
-            HostError::msg(AbiError::InvalidKernel, format!("kernel {id}: entry name has a NUL byte"))
-        })?;
+        let entry_c = CString::new(entry).map_err(|_| refuse(KernelProblem::NulInEntry))?;
         let (signature, parse_error) = match find_entry(ptx, entry) {
             Ok(signature) => (signature, None),
             Err(e) => (None, Some(e)),
@@ -135,9 +127,13 @@ mod tests {
     #[test]
     fn nul_bytes_are_refused() {
         let mut r = KernelRegistry::new();
-        assert_eq!(r.register(1, "a\0b", "k").unwrap_err().code(), AbiError::MalformedPtx);
-        assert_eq!(r.register(1, "", "k\0").unwrap_err().code(), AbiError::InvalidKernel);
-        assert_eq!(r.register(1, "", "").unwrap_err().code(), AbiError::InvalidKernel);
+        let problem = |e: SetupError| match e {
+            SetupError::Kernel { id: 1, problem } => problem,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(problem(r.register(1, "a\0b", "k").unwrap_err()), KernelProblem::NulInPtx { position: 1 });
+        assert_eq!(problem(r.register(1, "", "k\0").unwrap_err()), KernelProblem::NulInEntry);
+        assert_eq!(problem(r.register(1, "", "").unwrap_err()), KernelProblem::EmptyEntry);
         assert!(r.is_empty());
     }
 }

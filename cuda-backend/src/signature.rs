@@ -38,8 +38,6 @@
 //! given, else the type's size. Anything else inside a parameter list is an error naming the
 //! line.
 
-#![deny(unsafe_code)]
-
 use std::fmt;
 
 use kernel_args::{Detail, HostError};
@@ -186,17 +184,6 @@ pub(crate) fn find_entry(ptx: &str, name: &str) -> Result<Option<KernelSignature
 /// from its parameter's.
 pub fn check_param_sizes<W>(param_sizes: &[usize], args: &[Arg<W>]) -> Result<(), HostError> {
     check_sizes(param_sizes, args.iter().map(arg_size))
-}
-
-/// As [`check_param_sizes`], from the arguments' value sizes (a
-/// [`KernelParamStorage::arg_sizes`](crate::KernelParamStorage::arg_sizes)).
-///
-/// # Errors
-///
-/// As [`check_param_sizes`].
-#[cfg(any(feature = "cuda", test))]
-pub(crate) fn check_arg_sizes(param_sizes: &[usize], arg_sizes: &[u8]) -> Result<(), HostError> {
-    check_sizes(param_sizes, arg_sizes.iter().map(|&size| usize::from(size)))
 }
 
 /// The count, then each size in order.
@@ -474,13 +461,6 @@ mod tests {
         // A float where a pointer goes.
         let err =
             check_param_sizes(&sizes, &[ptr(4), Arg::F32(F32Bits(0)), ptr(4), Arg::U32(1)]).unwrap_err();
-        assert_eq!(err.detail(), &Detail::ParamSize { index: 1, expected: 8, got: 4 });
-        // The same checks from a storage's value sizes, as the launcher makes them in direct
-        // mode.
-        assert!(check_arg_sizes(&sizes, &[8, 8, 8, 4]).is_ok());
-        let err = check_arg_sizes(&sizes, &[8, 8, 8]).unwrap_err();
-        assert_eq!(err.detail(), &Detail::ParamCount { expected: 4, got: 3 });
-        let err = check_arg_sizes(&sizes, &[8, 4, 8, 4]).unwrap_err();
         assert_eq!(err.detail(), &Detail::ParamSize { index: 1, expected: 8, got: 4 });
     }
 

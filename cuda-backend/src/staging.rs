@@ -16,8 +16,6 @@
 //! For example, a = `[0, 64)`, b = `[64, 128)` and out = a (in place) are one region,
 //! `[0, 128)`; a is placed at 0 in it, b at 64, out at 0 (the `in_place_and_touching` test).
 
-#![deny(unsafe_code)]
-
 use kernel_args_core::GuestRange;
 
 /// The device buffers of a staged launch and where each pointer window lies in them.

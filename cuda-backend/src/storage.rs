@@ -8,21 +8,11 @@
 //! [`KernelParamStorage`] holds the values: one 8-byte, 8-aligned [`ParamSlot`] per argument
 //! in a fixed-capacity array (the capacity `N` is a const generic, [`MAX_KERNEL_ARGS`] by
 //! default, like the core parser's). A host keeps one storage and fills it in place for every
-//! launch: only the slots in use are written, and nothing of the capacity's size is zeroed or
-//! copied per launch (see `docs/performance.md`). A pointer argument's slot holds the
-//! device-visible address the launch will use, and there is one way to fill the storage for
-//! each way a device reaches guest memory:
-//!
-//! - **direct** (the device reads pageable host memory): the window's host pointer into guest
-//!   memory. [`KernelParamStorage::parse_direct`] parses the argv bytes straight into the
-//!   slots, in one pass; or the storage is itself the core parser's [`ArgSink`], for a host
-//!   whose own pass over the argv fills it (the host function's, through
-//!   `kernel_args::Launcher::parse_recorded`), checked afterwards with
-//!   [`direct_error`](KernelParamStorage::direct_error). Both are the same path: the same
-//!   slots, the same refusals.
-//! - **staged** (each window is copied to a device buffer first):
-//!   [`KernelParamStorage::build_staged`] builds the slots from the parsed arguments and the
-//!   device address of each staged window.
+//! launch with [`KernelParamStorage::fill`], from the launch's checked arguments: only the slots
+//! in use are written, and nothing of the capacity's size is zeroed or copied per launch (see
+//! `docs/performance.md`). A pointer argument's slot holds the device-visible address the launch
+//! will use, which `fill`'s caller gives for each window: its host pointer into guest memory in
+//! direct mode, the device buffer it was staged into in staged mode.
 //!
 //! The storage holds no pointer into itself, so it can be moved freely. The `void**` array is
 //! made only where it is used, in the frame of [`KernelParamStorage::with_params`] (or
@@ -33,20 +23,20 @@
 //! uninitialised, never read), so making it costs one pointer per parameter.
 //!
 //! ```
-//! use kernel_args_core::{ArgvBuilder, GuestMemory, ParsedArgv, parse_argv};
-//! use kernel_args_cuda::KernelParamStorage;
+//! use kernel_args_core::{GuestMemory, GuestRange, LoweredArgSnapshot};
+//! use kernel_args_cuda::{KernelParamStorage, StorageError};
 //!
-//! let mut buf = [0u8; 32];
-//! let mut argv = ArgvBuilder::new(&mut buf);
-//! argv.ptr(0, 16)?.u32(4)?;
-//! let argv = argv.finish();
-//!
+//! let args = [LoweredArgSnapshot::Ptr(GuestRange { guest_offset: 0, len: 16 }), LoweredArgSnapshot::U32(4)];
 //! let mut memory = vec![0u8; 64];
 //! let guest = GuestMemory::exclusive(&mut memory);
 //! let mut storage = KernelParamStorage::<16>::new(); // kept across launches
 //!
-//! // Direct: one pass from the argv bytes to the slots, the pointer as a host pointer.
-//! storage.parse_direct(argv, &guest).expect("valid argv");
+//! // Direct: each window's writable host pointer.
+//! storage.fill(&args, |index, range| {
+//!     let window = guest.window(range.guest_offset, range.len).ok_or(StorageError::Unplaced { index })?;
+//!     let host = window.host_ptr_mut().ok_or(StorageError::Unplaced { index })?;
+//!     Ok::<u64, StorageError>(host.expose_provenance() as u64)
+//! })?;
 //! assert_eq!(storage.arg_sizes(), &[8, 4]);
 //! let n = storage.with_params(|table| {
 //!     let kernel_params = table.as_mut_ptr(); // what cuLaunchKernel takes
@@ -55,12 +45,14 @@
 //! });
 //! assert_eq!(n, 2);
 //!
-//! // Staged: the parsed arguments, and the device address each window was copied to.
-//! let args: ParsedArgv = parse_argv(argv, &guest).expect("valid argv");
-//! storage.build_staged(&args, &[0x7f00_0000_1000]).expect("fits");
+//! // Staged: the device address each window was copied to.
+//! storage.fill(&args, |_, _| Ok::<u64, StorageError>(0x7f00_0000_1000))?;
 //! assert_eq!(storage.value_bytes(0), Some(&0x7f00_0000_1000u64.to_ne_bytes()[..]));
-//! # Ok::<(), kernel_args_core::EncodeError>(())
+//! # Ok::<(), StorageError>(())
 //! ```
+
+// One of the crate's two modules with `unsafe` (see the crate docs).
+#![allow(unsafe_code)]
 
 use core::ffi::c_void;
 use core::fmt;
@@ -68,9 +60,7 @@ use core::marker::PhantomData;
 use core::mem::MaybeUninit;
 
 use kernel_args::{AbiError, HostError};
-use kernel_args_core::{
-    Arg, ArgSink, ArgvError, GuestMemory, LoweredArg, MAX_KERNEL_ARGS, SinkFull, parse_argv_into,
-};
+use kernel_args_core::{Arg, GuestRange, LoweredArgSnapshot, MAX_KERNEL_ARGS};
 
 /// The most bytes of parameters a CUDA kernel can take (CUDA 12.1 and later; 4 KiB before).
 pub const MAX_PARAM_BYTES: usize = 32_764;
@@ -104,7 +94,8 @@ impl ParamSlot {
     }
 }
 
-/// Why a parameter storage could not be filled.
+/// Why a parameter storage could not be filled: the host's mistakes, never the guest's (the
+/// guest's argv was checked before).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum StorageError {
     /// More arguments than the storage's capacity.
@@ -114,15 +105,10 @@ pub enum StorageError {
         /// The number of arguments given.
         got: usize,
     },
-    /// Pointer argument `index` has no writable host pointer: its guest memory was not borrowed
-    /// with [`GuestMemory::exclusive`](kernel_args_core::GuestMemory::exclusive).
-    NotWritable {
-        /// The argument's 0-based index.
-        index: usize,
-    },
-    /// [`KernelParamStorage::build_staged`] was given fewer device addresses than there are
-    /// pointer arguments; `index` is the first argument without one.
-    MissingDeviceAddress {
+    /// Pointer argument `index` has no device-visible address: in direct mode its guest memory
+    /// was not borrowed with [`GuestMemory::exclusive`](kernel_args_core::GuestMemory::exclusive)
+    /// (or the window is not in it); in staged mode no device buffer was given for it.
+    Unplaced {
         /// The argument's 0-based index.
         index: usize,
     },
@@ -134,14 +120,11 @@ impl fmt::Display for StorageError {
             StorageError::TooManyArgs { capacity, got } => {
                 write!(f, "{got} kernel arguments exceed the parameter storage's capacity of {capacity}")
             }
-            StorageError::NotWritable { index } => write!(
+            StorageError::Unplaced { index } => write!(
                 f,
-                "argument {index}: the pointer window has no writable host pointer \
-                 (guest memory must be borrowed with GuestMemory::exclusive for a launch)"
+                "argument {index}: the pointer window has no device-visible address (direct mode needs \
+                 guest memory borrowed with GuestMemory::exclusive; staged mode a device buffer per window)"
             ),
-            StorageError::MissingDeviceAddress { index } => {
-                write!(f, "argument {index}: no staged device address for this pointer argument")
-            }
         }
     }
 }
@@ -153,51 +136,10 @@ impl From<StorageError> for HostError {
         let code = match e {
             // The host's cap, like the parser's record cap.
             StorageError::TooManyArgs { .. } => AbiError::KernelArgsUnsupported,
-            // Host-side mistakes, not the guest's.
-            StorageError::NotWritable { .. } | StorageError::MissingDeviceAddress { .. } => {
-                AbiError::Internal
-            }
+            // A host-side mistake, not the guest's.
+            StorageError::Unplaced { .. } => AbiError::Internal,
         };
         HostError::msg(code, e.to_string())
-    }
-}
-
-/// Why [`KernelParamStorage::parse_direct`] refused a buffer: the guest's argv broke a rule
-/// of the wire format, or the host's memory borrow cannot give the kernel a pointer.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ParseError {
-    /// The argv broke a rule of the wire format: what and where, as the core parser says.
-    Argv(ArgvError),
-    /// The argv is valid but cannot be stored ([`StorageError::NotWritable`] for a pointer
-    /// into memory not borrowed with `GuestMemory::exclusive`).
-    Storage(StorageError),
-}
-
-impl fmt::Display for ParseError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            ParseError::Argv(e) => e.fmt(f),
-            ParseError::Storage(e) => e.fmt(f),
-        }
-    }
-}
-
-impl std::error::Error for ParseError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            ParseError::Argv(e) => Some(e),
-            ParseError::Storage(e) => Some(e),
-        }
-    }
-}
-
-impl From<ParseError> for HostError {
-    fn from(e: ParseError) -> HostError {
-        match e {
-            // The guest's codes (-2, -9, -10) with the record and byte.
-            ParseError::Argv(e) => HostError::from(e),
-            ParseError::Storage(e) => HostError::from(e),
-        }
     }
 }
 
@@ -225,22 +167,11 @@ fn slot_of<W, E>(arg: &Arg<W>, address: impl FnOnce(&W) -> Result<u64, E>) -> Re
     })
 }
 
-/// The direct placement of a pointer argument: its window's writable host pointer.
-#[inline(always)]
-fn direct_address(window: &kernel_args_core::GuestWindow<'_>) -> Option<u64> {
-    // The device will use the address as a pointer (direct mode: the kernel dereferences it),
-    // so its provenance is exposed, not dropped. A `usize` address always fits `u64` on the
-    // hosts CUDA supports.
-    window.host_ptr_mut().map(|host| host.expose_provenance() as u64)
-}
-
 /// The values of a launch's parameters, one [`ParamSlot`] each, with capacity `N`.
 ///
-/// Make one with [`new`](Self::new), keep it, and fill it in place for every launch: with
-/// [`parse_direct`](Self::parse_direct) (or as an [`ArgSink`]) where the device is handed host
-/// pointers, with [`build_staged`](Self::build_staged) where the windows were staged into
-/// device buffers. Only the slots in use are written, and a failed fill leaves the storage
-/// empty. Hand the table of [`with_params`](Self::with_params) (or
+/// Make one with [`new`](Self::new), keep it, and [`fill`](Self::fill) it in place for every
+/// launch from the launch's checked arguments. Only the slots in use are written, and a failed
+/// fill leaves the storage empty. Hand the table of [`with_params`](Self::with_params) (or
 /// [`with_padded_params`](Self::with_padded_params)) to `cuLaunchKernel`. The storage owns no
 /// heap memory and holds no pointer (so it is `Send` and `Sync` without any `unsafe impl`).
 #[derive(Debug, Clone)]
@@ -249,8 +180,6 @@ pub struct KernelParamStorage<const N: usize = MAX_KERNEL_ARGS> {
     /// The value size of each slot in use (4 or 8).
     sizes: [u8; N],
     len: usize,
-    /// Filled as an [`ArgSink`]: the first pointer argument without a writable host pointer.
-    not_writable: Option<usize>,
 }
 
 impl<const N: usize> Default for KernelParamStorage<N> {
@@ -263,12 +192,7 @@ impl<const N: usize> KernelParamStorage<N> {
     /// An empty storage, to be filled in place for each launch. This is the one place its
     /// `N`-sized arrays are zeroed.
     pub const fn new() -> Self {
-        KernelParamStorage {
-            slots: [ParamSlot([0; SLOT_SIZE]); N],
-            sizes: [0; N],
-            len: 0,
-            not_writable: None,
-        }
+        KernelParamStorage { slots: [ParamSlot([0; SLOT_SIZE]); N], sizes: [0; N], len: 0 }
     }
 
     /// Number of parameters stored.
@@ -339,182 +263,34 @@ impl<const N: usize> KernelParamStorage<N> {
         })
     }
 
-    /// Builds the slots in place for a staged launch: `args` as parsed, each pointer argument
-    /// as the next address of `addresses` (the device buffer its window was staged into, in
-    /// argument order). Scalars are stored in native byte order (floats as their exact bits).
-    /// Only the slots in use are written. On error the storage is left empty, so no parameter
-    /// of an earlier launch survives.
+    /// Fills the slots in place from a launch's checked arguments: scalars in native byte order
+    /// (floats as their exact bits), each pointer argument as the address `place` gives for its
+    /// window (called with the argument's index and window, in argument order): the window's
+    /// host pointer in direct mode, the device address it was staged to in staged mode. Only the
+    /// slots in use are written. On error the storage is left empty, so no parameter of an
+    /// earlier launch survives.
     ///
     /// # Errors
     ///
-    /// [`StorageError::TooManyArgs`] past the capacity `N`;
-    /// [`StorageError::MissingDeviceAddress`] for the first pointer argument past the end of
-    /// `addresses`.
+    /// [`StorageError::TooManyArgs`] past the capacity `N`; `place`'s error, for the first
+    /// window it cannot place.
     #[inline]
-    pub fn build_staged(&mut self, args: &[LoweredArg<'_>], addresses: &[u64]) -> Result<(), StorageError> {
+    pub fn fill<E: From<StorageError>>(
+        &mut self,
+        args: &[LoweredArgSnapshot],
+        mut place: impl FnMut(usize, GuestRange) -> Result<u64, E>,
+    ) -> Result<(), E> {
         self.len = 0;
-        self.not_writable = None;
         if args.len() > N {
-            return Err(StorageError::TooManyArgs { capacity: N, got: args.len() });
+            return Err(StorageError::TooManyArgs { capacity: N, got: args.len() }.into());
         }
-        let mut addresses = addresses.iter();
         // One pass over the arguments and the slots together: `args.len() <= N`, so the zip
         // visits every argument, and no slot index is checked (or can fail) per argument.
         let slots = self.slots.iter_mut().zip(self.sizes.iter_mut());
         for (index, (arg, (slot, size))) in args.iter().zip(slots).enumerate() {
-            let (value, width) = slot_of(arg, |_| {
-                addresses.next().copied().ok_or(StorageError::MissingDeviceAddress { index })
-            })?;
-            *slot = value;
-            *size = width;
+            (*slot, *size) = slot_of(arg, |range| place(index, *range))?;
         }
         self.len = args.len();
-        Ok(())
-    }
-
-    /// Parses `argv` against `memory` straight into the slots, in one pass, for a direct
-    /// launch: each record is read, checked by the core parser's rules ([`parse_argv_into`])
-    /// and stored as its parameter value, scalars in native byte order (floats as their exact
-    /// bits), pointer arguments as their windows' writable host pointers
-    /// ([`GuestWindow::host_ptr_mut`](kernel_args_core::GuestWindow::host_ptr_mut)). No list
-    /// of [`LoweredArg`]s is made; this is what the CUDA launcher does in direct mode when the
-    /// host function has not filled the storage already.
-    ///
-    /// The record cap is `min(N, MAX_KERNEL_ARGS)`. On error the storage is left empty.
-    ///
-    /// # Errors
-    ///
-    /// [`ParseError::Argv`] with the core parser's error (kind, record, byte) for a buffer it
-    /// refuses; [`ParseError::Storage`] with [`StorageError::NotWritable`] (the first such
-    /// argument) for a valid buffer with a pointer into memory not borrowed with
-    /// [`GuestMemory::exclusive`]. The argv's own errors come first.
-    ///
-    /// ```
-    /// use kernel_args_core::{ArgvBuilder, GuestMemory};
-    /// use kernel_args_cuda::KernelParamStorage;
-    ///
-    /// let mut buf = [0u8; 32];
-    /// let mut argv = ArgvBuilder::new(&mut buf);
-    /// argv.ptr(16, 32)?.f32(0.5)?;
-    /// let argv = argv.finish();
-    ///
-    /// let mut memory = vec![0u8; 64];
-    /// let base = memory.as_mut_ptr().addr() as u64;
-    /// let guest = GuestMemory::exclusive(&mut memory);
-    /// let mut storage = KernelParamStorage::<16>::new();
-    /// storage.parse_direct(argv, &guest).expect("valid argv");
-    /// assert_eq!(storage.arg_sizes(), &[8, 4]);
-    /// assert_eq!(storage.value_bytes(0), Some(&(base + 16).to_ne_bytes()[..]));
-    /// let n = storage.with_params(|table| table.len()); // hand the table to cuLaunchKernel
-    /// assert_eq!(n, 2);
-    ///
-    /// let err = storage.parse_direct(&[0x05, 1, 0], &guest).unwrap_err();
-    /// assert_eq!(err.to_string(), "truncated u32 record at byte 0 (record 0): needs 4 value bytes, 2 present");
-    /// assert!(storage.is_empty());
-    /// # Ok::<(), kernel_args_core::EncodeError>(())
-    /// ```
-    #[inline]
-    pub fn parse_direct(&mut self, argv: &[u8], memory: &GuestMemory<'_>) -> Result<(), ParseError> {
-        let KernelParamStorage { slots, sizes, len, not_writable } = self;
-        *not_writable = None;
-        // The count lives in the sink (a register) while parsing, and is stored once.
-        *len = 0;
-        let mut sink = DirectSink { slots, sizes, len: 0, not_writable: None };
-        parse_argv_into(argv, memory, &mut sink).map_err(ParseError::Argv)?;
-        if let Some(index) = sink.not_writable {
-            return Err(ParseError::Storage(StorageError::NotWritable { index }));
-        }
-        *len = sink.len;
-        Ok(())
-    }
-
-    /// After the storage was filled as an [`ArgSink`]: [`StorageError::NotWritable`] for the
-    /// first pointer argument without a writable host pointer (its slot holds 0 and must not
-    /// reach a kernel).
-    pub fn direct_error(&self) -> Result<(), StorageError> {
-        match self.not_writable {
-            Some(index) => Err(StorageError::NotWritable { index }),
-            None => Ok(()),
-        }
-    }
-}
-
-/// The storage as the core parser's [`ArgSink`] inside
-/// [`KernelParamStorage::parse_direct`], placing pointers direct: each argument is written to
-/// the next slot as the parser accepts it, the count kept in a register.
-struct DirectSink<'s, const N: usize> {
-    slots: &'s mut [ParamSlot; N],
-    sizes: &'s mut [u8; N],
-    /// Slots written.
-    len: usize,
-    /// The first pointer argument without a writable host pointer (its slot holds 0, and
-    /// [`KernelParamStorage::parse_direct`] refuses the whole buffer after parsing).
-    not_writable: Option<usize>,
-}
-
-impl<'m, const N: usize> ArgSink<'m> for DirectSink<'_, N> {
-    #[inline]
-    fn capacity(&self) -> usize {
-        N
-    }
-
-    #[inline]
-    fn clear(&mut self) {
-        self.len = 0;
-        self.not_writable = None;
-    }
-
-    #[inline(always)]
-    fn push(&mut self, arg: LoweredArg<'m>) -> Result<(), SinkFull> {
-        self.len = store_direct(self.slots, self.sizes, self.len, &arg, &mut self.not_writable)?;
-        Ok(())
-    }
-}
-
-/// Stores `arg` as parameter `index`, placing a pointer direct (a pointer without a writable
-/// host pointer is stored as 0 and its index kept in `not_writable`, the first such); the
-/// number of parameters stored after it.
-#[inline(always)]
-fn store_direct<const N: usize>(
-    slots: &mut [ParamSlot; N],
-    sizes: &mut [u8; N],
-    index: usize,
-    arg: &LoweredArg<'_>,
-    not_writable: &mut Option<usize>,
-) -> Result<usize, SinkFull> {
-    let (Some(slot), Some(size)) = (slots.get_mut(index), sizes.get_mut(index)) else {
-        return Err(SinkFull);
-    };
-    let stored = slot_of(arg, |window| {
-        Ok::<_, core::convert::Infallible>(direct_address(window).unwrap_or_else(|| {
-            not_writable.get_or_insert(index);
-            0
-        }))
-    });
-    let Ok((value, width)) = stored;
-    (*slot, *size) = (value, width);
-    Ok(index.saturating_add(1))
-}
-
-/// The storage as a sink of its own, placing pointers direct, for a host that parses the
-/// argv for other reasons too (the host function's one pass, `kernel_args::Launcher::parse_recorded`):
-/// what [`parse_direct`](KernelParamStorage::parse_direct) does, with the not-writable check
-/// left to [`direct_error`](KernelParamStorage::direct_error).
-impl<'m, const N: usize> ArgSink<'m> for KernelParamStorage<N> {
-    #[inline]
-    fn capacity(&self) -> usize {
-        N
-    }
-
-    #[inline]
-    fn clear(&mut self) {
-        self.len = 0;
-        self.not_writable = None;
-    }
-
-    #[inline]
-    fn push(&mut self, arg: LoweredArg<'m>) -> Result<(), SinkFull> {
-        self.len = store_direct(&mut self.slots, &mut self.sizes, self.len, &arg, &mut self.not_writable)?;
         Ok(())
     }
 }
@@ -575,9 +351,7 @@ impl<const N: usize> ParamTable<'_, N> {
 mod tests {
     use core::mem::align_of;
 
-    use kernel_args_core::{
-        F32Bits, F64Bits, GuestMemory, GuestRange, LoweredArgSnapshot, ParsedArgv, encode_argv, parse_argv,
-    };
+    use kernel_args_core::{F32Bits, F64Bits, GuestMemory, GuestRange, LoweredArgSnapshot};
 
     use super::*;
 
@@ -624,17 +398,33 @@ mod tests {
         ]
     }
 
+    /// Direct placement, as the CUDA launcher makes it: the window's writable host pointer.
+    fn direct<'a>(
+        guest: &'a GuestMemory<'_>,
+    ) -> impl FnMut(usize, GuestRange) -> Result<u64, StorageError> + 'a {
+        |index, range| {
+            let window =
+                guest.window(range.guest_offset, range.len).ok_or(StorageError::Unplaced { index })?;
+            let host = window.host_ptr_mut().ok_or(StorageError::Unplaced { index })?;
+            Ok(host.expose_provenance() as u64)
+        }
+    }
+
+    /// Staged placement: the next of `addresses`, in pointer order.
+    fn staged(addresses: &[u64]) -> impl FnMut(usize, GuestRange) -> Result<u64, StorageError> + '_ {
+        let mut next = addresses.iter();
+        move |index, _| next.next().copied().ok_or(StorageError::Unplaced { index })
+    }
+
     #[test]
     fn direct_slots_hold_native_bytes_and_host_pointers() {
         let argv = every_type();
-        let mut buf = [0u8; 128];
         let mut memory = vec![0u8; 64];
         let base = memory.as_mut_ptr().addr() as u64;
         let guest = GuestMemory::exclusive(&mut memory);
-        let n = encode_argv(&argv, &mut buf).unwrap();
 
         let mut storage: KernelParamStorage = KernelParamStorage::new();
-        storage.parse_direct(&buf[..n], &guest).unwrap();
+        storage.fill(&argv, direct(&guest)).unwrap();
         // Moving the storage before the table is made must not matter.
         let mut moved = Box::new(storage.clone());
         for storage in [&mut storage, &mut *moved] {
@@ -659,14 +449,25 @@ mod tests {
     #[test]
     fn staged_slots_hold_the_device_addresses_in_order() {
         let argv = every_type();
-        let mut buf = [0u8; 128];
-        let mut memory = vec![0u8; 64];
-        let guest = GuestMemory::exclusive(&mut memory);
-        let n = encode_argv(&argv, &mut buf).unwrap();
-        let args: ParsedArgv = parse_argv(&buf[..n], &guest).unwrap();
         let device = [0x7f00_0000_1000u64, 0x7f00_0000_2000, 0x7f00_0000_3000];
         let mut storage: KernelParamStorage = KernelParamStorage::new();
-        storage.build_staged(&args, &device).unwrap();
+        let mut placed = Vec::new();
+        let mut place = staged(&device);
+        storage
+            .fill(&argv, |index, range| {
+                placed.push((index, range));
+                place(index, range)
+            })
+            .unwrap();
+        // `place` is called once per pointer argument, in argument order, with its window.
+        assert_eq!(
+            placed,
+            [
+                (1, GuestRange { guest_offset: 8, len: 32 }),
+                (7, GuestRange { guest_offset: 40, len: 0 }),
+                (8, GuestRange { guest_offset: 0, len: 64 })
+            ]
+        );
         storage.with_params(|table| {
             let mut next = device.iter();
             for (i, arg) in argv.iter().enumerate() {
@@ -682,13 +483,9 @@ mod tests {
 
     #[test]
     fn value_bytes_and_padding() {
-        let mut memory = vec![0u8; 8];
-        let guest = GuestMemory::exclusive(&mut memory);
         let argv: [LoweredArgSnapshot; 2] = [Arg::U32(0x0102_0304), Arg::F64(F64Bits::from_f64(1.5))];
-        let mut buf = [0u8; 32];
-        let n = encode_argv(&argv, &mut buf).unwrap();
         let mut storage = KernelParamStorage::<4>::new();
-        storage.parse_direct(&buf[..n], &guest).unwrap();
+        storage.fill(&argv, staged(&[])).unwrap();
         assert_eq!(storage.capacity(), 4);
         assert_eq!(storage.value_bytes(0), Some(&0x0102_0304u32.to_ne_bytes()[..]));
         assert_eq!(storage.value_bytes(1), Some(&1.5f64.to_ne_bytes()[..]));
@@ -697,30 +494,28 @@ mod tests {
     }
 
     #[test]
-    fn in_place_fills_replace_and_fail_empty() {
-        let mut memory = vec![0u8; 16];
-        let guest = GuestMemory::exclusive(&mut memory);
-        let mut buf = [0u8; 64];
+    fn fills_replace_and_fail_empty() {
         let argv: [LoweredArgSnapshot; 3] =
             [Arg::I64(-1), Arg::U32(7), Arg::Ptr(GuestRange { guest_offset: 0, len: 8 })];
-        let n = encode_argv(&argv, &mut buf).unwrap();
-        let args: ParsedArgv = parse_argv(&buf[..n], &guest).unwrap();
         let mut storage = KernelParamStorage::<4>::default();
-        storage.build_staged(&args, &[0xabc]).unwrap();
+        storage.fill(&argv, staged(&[0xabc])).unwrap();
         assert_eq!(storage.arg_sizes(), &[8, 4, 8]);
         assert_eq!(storage.value_bytes(2), Some(&0xabcu64.to_ne_bytes()[..]));
-        // A direct fill of fewer arguments replaces the staged one...
-        storage.parse_direct(&[0x05, 7, 0, 0, 0], &guest).unwrap();
+        // A fill of fewer arguments replaces it...
+        storage.fill(&argv[1..2], staged(&[])).unwrap();
         assert_eq!((storage.len(), storage.value_bytes(0)), (1, Some(&7u32.to_ne_bytes()[..])));
         assert_eq!(storage.with_params(|table| table.pointers().len()), 1);
-        // ...and a staged one the direct one.
-        storage.parse_direct(&buf[..n], &guest).unwrap();
-        storage.build_staged(&args[1..2], &[]).unwrap();
-        assert_eq!((storage.len(), storage.value_bytes(0)), (1, Some(&7u32.to_ne_bytes()[..])));
-        let err = storage.build_staged(&args, &[]).unwrap_err();
-        assert_eq!(err, StorageError::MissingDeviceAddress { index: 2 });
-        assert!(storage.is_empty(), "a failed build leaves no part of the arguments");
+        // ...and a failed one leaves nothing.
+        let err = storage.fill(&argv, staged(&[])).unwrap_err();
+        assert_eq!(err, StorageError::Unplaced { index: 2 });
+        assert!(storage.is_empty(), "a failed fill leaves no part of the arguments");
         assert!(storage.with_params(|table| table.is_empty()));
+        // The placement's own error type comes through.
+        let err = storage
+            .fill(&argv, |_, _| Err::<u64, HostError>(HostError::fixed(AbiError::Internal, "no buffer")))
+            .unwrap_err();
+        assert_eq!(err.to_string(), "Internal -7: no buffer");
+        assert!(storage.is_empty());
     }
 
     #[test]
@@ -732,13 +527,8 @@ mod tests {
     #[test]
     fn padded_and_plain_tables_agree_on_the_arguments() {
         let argv = every_type();
-        let mut buf = [0u8; 128];
-        let mut memory = vec![0u8; 64];
-        let guest = GuestMemory::exclusive(&mut memory);
-        let n = encode_argv(&argv, &mut buf).unwrap();
-        let args: ParsedArgv = parse_argv(&buf[..n], &guest).unwrap();
         let mut storage: KernelParamStorage = KernelParamStorage::new();
-        storage.build_staged(&args, &[1, 2, 3]).unwrap();
+        storage.fill(&argv, staged(&[1, 2, 3])).unwrap();
         let read = |table: &mut ParamTable<'_>| {
             assert_eq!(table.len(), argv.len());
             let values: Vec<Vec<u8>> =
@@ -753,10 +543,8 @@ mod tests {
 
     #[test]
     fn padded_tables_point_past_the_arguments_at_zeros() {
-        let mut memory = vec![0u8; 8];
-        let guest = GuestMemory::exclusive(&mut memory);
         let mut storage: KernelParamStorage = KernelParamStorage::new();
-        storage.parse_direct(&[0x05, 9, 0, 0, 0], &guest).unwrap();
+        storage.fill(&[Arg::U32(9)], staged(&[])).unwrap();
         storage.with_padded_params(|table| {
             assert_eq!(table.len(), 1);
             assert_eq!(read_through_table(table, 0, 4), 9u32.to_ne_bytes());
@@ -776,216 +564,79 @@ mod tests {
     }
 
     #[test]
-    fn empty_argv_gives_an_empty_table() {
+    fn no_arguments_give_an_empty_table() {
         let mut storage = KernelParamStorage::<0>::new();
-        storage.parse_direct(&[], &GuestMemory::length_only(0)).unwrap();
+        storage.fill(&[], staged(&[])).unwrap();
         assert!(storage.is_empty());
         storage.with_params(|table| {
             assert!(table.is_empty());
             assert!(table.pointers().is_empty());
             let _ = table.as_mut_ptr();
         });
-        storage.build_staged(&[], &[]).unwrap();
-        assert!(storage.is_empty());
         assert!(storage.with_padded_params(|table| table.is_empty()));
     }
 
     #[test]
     fn capacity_is_enforced() {
-        let mut memory = vec![0u8; 8];
-        let guest = GuestMemory::exclusive(&mut memory);
         let argv: [LoweredArgSnapshot; 3] = [Arg::U32(1), Arg::U32(2), Arg::U32(3)];
-        let mut buf = [0u8; 32];
-        let n = encode_argv(&argv, &mut buf).unwrap();
-        let args: ParsedArgv = parse_argv(&buf[..n], &guest).unwrap();
         let mut two = KernelParamStorage::<2>::new();
-        let err = two.build_staged(&args, &[]).unwrap_err();
+        let err = two.fill(&argv, staged(&[])).unwrap_err();
         assert_eq!(err, StorageError::TooManyArgs { capacity: 2, got: 3 });
         assert_eq!(HostError::from(err).code(), AbiError::KernelArgsUnsupported);
         assert!(two.is_empty());
-        assert!(KernelParamStorage::<3>::new().build_staged(&args, &[]).is_ok());
+        assert!(KernelParamStorage::<3>::new().fill(&argv, staged(&[])).is_ok());
     }
 
     #[test]
-    fn staging_needs_no_writable_host_pointer() {
-        let memory = vec![0u8; 16];
-        let argv = [Arg::U32(1), Arg::Ptr(GuestRange { guest_offset: 0, len: 16 })];
-        let mut buf = [0u8; 32];
-        let n = encode_argv(&argv, &mut buf).unwrap();
-        for guest in [GuestMemory::shared(&memory), GuestMemory::length_only(16)] {
-            let args: ParsedArgv = parse_argv(&buf[..n], &guest).unwrap();
-            // Staging does not read the host pointer, so it builds where direct cannot
-            // (`parse_direct_needs_an_exclusive_borrow_for_pointers`).
-            let mut storage = KernelParamStorage::<4>::new();
-            storage.build_staged(&args, &[0x1000]).unwrap();
-            assert_eq!(storage.value_bytes(1), Some(&0x1000u64.to_ne_bytes()[..]));
-        }
-    }
-
-    #[test]
-    fn staged_addresses_must_cover_every_pointer() {
-        let mut memory = vec![0u8; 16];
-        let guest = GuestMemory::exclusive(&mut memory);
-        let argv = [
-            Arg::Ptr(GuestRange { guest_offset: 0, len: 8 }),
-            Arg::Ptr(GuestRange { guest_offset: 8, len: 8 }),
-        ];
-        let mut buf = [0u8; 32];
-        let n = encode_argv(&argv, &mut buf).unwrap();
-        let args: ParsedArgv = parse_argv(&buf[..n], &guest).unwrap();
-        let mut storage = KernelParamStorage::<4>::new();
-        let err = storage.build_staged(&args, &[0x1000]).unwrap_err();
-        assert_eq!(err, StorageError::MissingDeviceAddress { index: 1 });
-        let host = HostError::from(err);
-        assert_eq!(host.code(), AbiError::Internal);
-        assert!(host.to_string().contains("argument 1"), "{host}");
-        assert!(storage.is_empty());
-    }
-
-    /// `buf` filled into a storage by `parse_direct` and by the parser with the storage as its
-    /// sink, against the parser's own output: every slot holds its argument's native bytes, a
-    /// pointer its window's host address (`base` + its offset); and a staged build handed those
-    /// host addresses stores the same slots.
-    fn assert_direct_stores_what_the_parser_accepts(buf: &[u8], guest: &GuestMemory<'_>, base: u64) {
-        let args: ParsedArgv = parse_argv(buf, guest).unwrap();
-        let mut direct: KernelParamStorage = KernelParamStorage::new();
-        direct.parse_direct(buf, guest).unwrap();
-        let mut sink: KernelParamStorage = KernelParamStorage::new();
-        parse_argv_into(buf, guest, &mut sink).unwrap();
-        sink.direct_error().unwrap();
-
-        let mut hosts = Vec::new();
-        assert_eq!((direct.len(), sink.len()), (args.len(), args.len()));
-        for (i, arg) in args.iter().enumerate() {
-            let arg = arg.snapshot();
-            let host = match arg {
-                Arg::Ptr(r) => base + u64::from(r.guest_offset),
-                _ => 0,
-            };
-            if let Arg::Ptr(_) = arg {
-                hosts.push(host);
-            }
-            let want = native_bytes(&arg, host);
-            assert_eq!(direct.value_bytes(i), Some(&want[..]), "slot {i}");
-            assert_eq!(sink.value_bytes(i), Some(&want[..]), "slot {i} filled as a sink");
-        }
-        let mut staged: KernelParamStorage = KernelParamStorage::new();
-        staged.build_staged(&args, &hosts).unwrap();
-        assert_eq!(staged.arg_sizes(), direct.arg_sizes());
-        let len = args.len();
-        assert_eq!(staged.slots[..len], direct.slots[..len]);
-        assert_eq!(sink.slots[..len], direct.slots[..len]);
-    }
-
-    #[test]
-    fn parse_direct_stores_what_the_parser_accepts() {
-        let mut memory = vec![0u8; 64];
-        let base = memory.as_mut_ptr().addr() as u64;
-        let guest = GuestMemory::exclusive(&mut memory);
-        let mut buf = [0u8; 128];
-        let n = encode_argv(&every_type(), &mut buf).unwrap();
-        assert_direct_stores_what_the_parser_accepts(&buf[..n], &guest, base);
-        assert_direct_stores_what_the_parser_accepts(&[], &guest, base);
-
-        // The whole capacity, every slot.
-        let argv: Vec<LoweredArgSnapshot> = (0..MAX_KERNEL_ARGS as u32)
-            .map(|i| match i % 4 {
-                0 => Arg::Ptr(GuestRange { guest_offset: i % 64, len: 0 }),
-                1 => Arg::F32(F32Bits(i)),
-                2 => Arg::I64(-i64::from(i)),
-                _ => Arg::U32(i),
-            })
-            .collect();
-        let mut buf = vec![0u8; kernel_args_core::MAX_KERNEL_ARGS_BYTES];
-        let n = encode_argv(&argv, &mut buf).unwrap();
-        assert_direct_stores_what_the_parser_accepts(&buf[..n], &guest, base);
-    }
-
-    #[test]
-    fn parse_direct_refuses_with_the_parsers_error_and_leaves_nothing() {
-        let mut memory = vec![0u8; 64];
-        let guest = GuestMemory::exclusive(&mut memory);
-        let mut storage = KernelParamStorage::<4>::new();
-        storage.parse_direct(&[0x05, 7, 0, 0, 0], &guest).unwrap();
-        assert_eq!(storage.len(), 1);
-
-        // A window past memory in record 1, byte 5: -2 with its place, and the earlier
-        // storage is gone.
-        let buf = [0x05, 7, 0, 0, 0, 0x07, 60, 0, 0, 0, 8, 0, 0, 0];
-        let err = storage.parse_direct(&buf, &guest).unwrap_err();
-        let ParseError::Argv(argv) = err else { panic!("argv error expected, got {err:?}") };
-        assert_eq!((argv.index(), argv.offset()), (1, 5));
-        assert_eq!(HostError::from(err).code(), AbiError::InvalidPointer);
-        assert!(storage.is_empty() && storage.with_params(|table| table.is_empty()));
-        // Filled as a sink: the same error, and nothing left either.
-        storage.parse_direct(&buf[..5], &guest).unwrap();
-        assert_eq!(parse_argv_into(&buf, &guest, &mut storage), Err(argv));
-        assert!(storage.is_empty());
-
-        // The capacity is the record cap: the fifth record start is -10.
-        let five = [0x05, 1, 0, 0, 0].repeat(5);
-        let err = storage.parse_direct(&five, &guest).unwrap_err();
-        let ParseError::Argv(argv) = err else { panic!("argv error expected, got {err:?}") };
-        assert_eq!((argv.index(), argv.offset()), (4, 20));
-        assert_eq!(HostError::from(err).code(), AbiError::KernelArgsUnsupported);
-        assert!(storage.is_empty());
-        assert_eq!(parse_argv_into(&five, &guest, &mut storage), Err(argv));
-        assert!(storage.is_empty());
-        storage.parse_direct(&five[..20], &guest).unwrap();
-        assert_eq!(storage.len(), 4);
-    }
-
-    #[test]
-    fn parse_direct_needs_an_exclusive_borrow_for_pointers() {
+    fn direct_placement_needs_an_exclusive_borrow() {
         let memory = vec![0u8; 16];
         let argv = [
             Arg::U32(1),
             Arg::Ptr(GuestRange { guest_offset: 0, len: 16 }),
             Arg::Ptr(GuestRange { guest_offset: 4, len: 4 }),
         ];
-        let mut buf = [0u8; 32];
-        let n = encode_argv(&argv, &mut buf).unwrap();
         for guest in [GuestMemory::shared(&memory), GuestMemory::length_only(16)] {
             let mut storage = KernelParamStorage::<4>::new();
-            let err = storage.parse_direct(&buf[..n], &guest).unwrap_err();
+            let err = storage.fill(&argv, direct(&guest)).unwrap_err();
             // The first pointer argument is named.
-            assert_eq!(err, ParseError::Storage(StorageError::NotWritable { index: 1 }));
+            assert_eq!(err, StorageError::Unplaced { index: 1 });
             let host = HostError::from(err);
             assert_eq!(host.code(), AbiError::Internal);
             assert!(host.to_string().contains("argument 1"), "{host}");
             assert!(storage.is_empty());
-            // Filled as a sink, the parse succeeds and `direct_error` names the same argument.
-            parse_argv_into(&buf[..n], &guest, &mut storage).unwrap();
-            assert_eq!(storage.direct_error(), Err(StorageError::NotWritable { index: 1 }));
-            // Scalars alone need no borrow of any kind...
-            storage.parse_direct(&buf[..5], &guest).unwrap();
+            // Scalars alone need no borrow of any kind; staging needs none either.
+            storage.fill(&argv[..1], direct(&guest)).unwrap();
             assert_eq!(storage.len(), 1);
-            parse_argv_into(&buf[..5], &guest, &mut storage).unwrap();
-            assert_eq!(storage.direct_error(), Ok(()));
-            // ...and the guest's own error comes before the host's.
-            let mut bad = buf;
-            bad[n] = 0xee;
-            let err = storage.parse_direct(&bad[..=n], &guest).unwrap_err();
-            assert!(matches!(err, ParseError::Argv(e) if e.index() == 3), "{err:?}");
+            storage.fill(&argv, staged(&[0x1000, 0x2000])).unwrap();
+            assert_eq!(storage.value_bytes(2), Some(&0x2000u64.to_ne_bytes()[..]));
         }
     }
 
     #[test]
     fn a_full_storage_of_every_slot() {
         // The whole default capacity, read back through the table.
-        let mut memory = vec![0u8; 8];
+        let mut memory = vec![0u8; 64];
+        let base = memory.as_mut_ptr().addr() as u64;
         let guest = GuestMemory::exclusive(&mut memory);
-        let argv: Vec<LoweredArgSnapshot> = (0..MAX_KERNEL_ARGS as u64)
-            .map(|i| if i % 2 == 0 { Arg::U64(i << 40 | i) } else { Arg::I32(-(i as i32)) })
+        let argv: Vec<LoweredArgSnapshot> = (0..MAX_KERNEL_ARGS as u32)
+            .map(|i| match i % 5 {
+                0 => Arg::Ptr(GuestRange { guest_offset: i % 64, len: 0 }),
+                1 => Arg::F32(F32Bits(i)),
+                2 => Arg::I64(-i64::from(i)),
+                3 => Arg::U64(u64::from(i) << 40 | u64::from(i)),
+                _ => Arg::I32(-(i as i32)),
+            })
             .collect();
-        let mut buf = vec![0u8; kernel_args_core::MAX_KERNEL_ARGS_BYTES];
-        let n = encode_argv(&argv, &mut buf).unwrap();
         let mut storage: KernelParamStorage = KernelParamStorage::new();
-        storage.parse_direct(&buf[..n], &guest).unwrap();
+        storage.fill(&argv, direct(&guest)).unwrap();
         storage.with_params(|table| {
             assert_eq!(table.pointers().len(), MAX_KERNEL_ARGS);
             for (i, arg) in argv.iter().enumerate() {
-                let want = native_bytes(arg, 0);
+                let host = match arg {
+                    Arg::Ptr(r) => base + u64::from(r.guest_offset),
+                    _ => 0,
+                };
+                let want = native_bytes(arg, host);
                 assert_eq!(read_through_table(table, i, want.len()), want, "argument {i}");
             }
         });

@@ -1,8 +1,8 @@
 //! Proves that the launch path allocates nothing on the heap, up to the driver call: parsing,
-//! filling the `void**` parameter storage (direct and staged) and making its table, and the std
-//! adapter's host function (argument-region check, shape check, parse, dispatch) up to and
-//! through the [`Launcher`], both where the launcher's storage is the host's argv sink (one
-//! pass, as `CudaLauncher` in direct mode) and where the launcher parses the request itself.
+//! filling the `void**` parameter storage from the checked arguments (direct and staged) and
+//! making its table, and the std adapter's host function (argument-region check, shape check,
+//! parse, dispatch) up to and through a [`Launcher`] that fills its storage and makes the table
+//! as `CudaLauncher` does in direct mode.
 //!
 //! The counting global allocator below counts the allocations (and reallocations) of the
 //! current thread only, so the test harness's own threads and bookkeeping are never counted,
@@ -11,18 +11,24 @@
 //! this test lives in the one crate that may contain `unsafe`.) Every argv from 0 to
 //! `MAX_KERNEL_ARGS` mixed arguments is run, and the largest valid buffer.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::indexing_slicing)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing,
+    clippy::arithmetic_side_effects
+)]
+// The counting allocator implements `GlobalAlloc`, an unsafe trait (each block with its
+// `// SAFETY:`).
+#![allow(unsafe_code)]
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 use std::hint::black_box;
 
-use kernel_args::{
-    HostError, LaunchCall, LaunchHost, LaunchOutcome, LaunchRequest, LaunchSnapshot, Launcher, PointerMode,
-    SignatureCheck,
-};
-use kernel_args_core::{GuestMemory, MAX_KERNEL_ARGS, ParsedArgv, parse_argv_into};
-use kernel_args_cuda::KernelParamStorage;
+use kernel_args::{HostError, LaunchCall, LaunchHost, LaunchOutcome, LaunchRequest, Launcher};
+use kernel_args_core::{GuestMemory, GuestRange, LoweredArgSnapshot, MAX_KERNEL_ARGS, parse_argv_into};
+use kernel_args_cuda::{KernelParamStorage, StorageError};
 use kernel_args_testkit::argvs;
 
 /// `System`, counting every allocation made by the calling thread.
@@ -103,137 +109,104 @@ fn the_counter_sees_allocations() {
     assert_eq!(n, 1, "a reallocation counts");
 }
 
+/// Direct placement as `CudaLauncher` makes it: each window's writable host pointer.
+fn direct(guest: &GuestMemory<'_>, index: usize, range: GuestRange) -> Result<u64, StorageError> {
+    let window = guest.window(range.guest_offset, range.len).ok_or(StorageError::Unplaced { index })?;
+    let host = window.host_ptr_mut().ok_or(StorageError::Unplaced { index })?;
+    Ok(host.expose_provenance() as u64)
+}
+
 #[test]
-fn parse_and_build_allocate_nothing() {
+fn parse_and_fill_allocate_nothing() {
     let mut memory = vec![0u8; argvs::MEMORY_LEN];
+    let memory_len = memory.len() as u64;
     let guest = GuestMemory::exclusive(&mut memory);
-    let mut args: ParsedArgv = ParsedArgv::new();
+    let mut args: heapless::Vec<LoweredArgSnapshot, MAX_KERNEL_ARGS> = heapless::Vec::new();
     let mut storage: Box<KernelParamStorage> = Box::default();
     for (what, n, buf) in argvs() {
         let (len, allocs) = allocations_during(|| {
-            storage.parse_direct(&buf, &guest).unwrap();
+            parse_argv_into(&buf, &GuestMemory::length_only(memory_len), &mut args).unwrap();
+            storage.fill(&args, |index, range| direct(&guest, index, range)).unwrap();
             storage.with_params(|table| {
                 black_box(table.as_mut_ptr());
                 table.len()
             })
         });
-        assert_eq!((len, allocs), (n, 0), "parse_direct in one pass + with_params, {what}");
+        assert_eq!((len, allocs), (n, 0), "parse + direct fill + with_params, {what}");
 
         let (len, allocs) = allocations_during(|| {
-            parse_argv_into(&buf, &guest, &mut *storage).unwrap();
-            storage.direct_error().unwrap();
+            let mut storage: KernelParamStorage = KernelParamStorage::new();
+            storage.fill(&args, |index, range| direct(&guest, index, range)).unwrap();
             storage.with_padded_params(|table| {
                 black_box(table.as_mut_ptr());
                 table.len()
             })
         });
-        assert_eq!((len, allocs), (n, 0), "the storage as the parser's sink + with_padded_params, {what}");
+        assert_eq!((len, allocs), (n, 0), "a fresh storage on the stack + with_padded_params, {what}");
 
         let (len, allocs) = allocations_during(|| {
-            let mut storage: KernelParamStorage = KernelParamStorage::new();
-            storage.parse_direct(&buf, &guest).unwrap();
+            storage
+                .fill(&args, |index, _| Ok::<u64, StorageError>(0x7f00_0000_0000 + ((index as u64) << 12)))
+                .unwrap();
             storage.with_params(|table| {
                 black_box(table.as_mut_ptr());
                 table.len()
             })
         });
-        assert_eq!((len, allocs), (n, 0), "a fresh storage on the stack, {what}");
-
-        parse_argv_into(&buf, &guest, &mut args).unwrap();
-        let pointers = args.iter().filter(|a| matches!(a, kernel_args_core::Arg::Ptr(_))).count();
-        let device: Vec<u64> = (0..pointers as u64).map(|i| 0x7f00_0000_0000 + (i << 12)).collect();
-        let (len, allocs) = allocations_during(|| {
-            parse_argv_into(&buf, &guest, &mut args).unwrap();
-            storage.build_staged(&args, &device).unwrap();
-            storage.with_params(|table| {
-                black_box(table.as_mut_ptr());
-                table.len()
-            })
-        });
-        assert_eq!((len, allocs), (n, 0), "parse + staged build in place, {what}");
+        assert_eq!((len, allocs), (n, 0), "staged fill in place, {what}");
     }
 }
 
-/// A launcher that records the allocation count at the moment it is called, then takes the
-/// request's arguments into its parameter storage and makes its `void**` table exactly as the
-/// CUDA launcher does in direct mode before `cuLaunchKernel`, and records the count again.
-/// With `one_pass` its storage is the host's argv sink (as `CudaLauncher`'s), so the host
-/// function's own pass fills it; without, it parses the request itself.
+/// A launcher that records the allocation count at the moment it is called, then fills its
+/// parameter storage from the request and makes its `void**` table exactly as the CUDA launcher
+/// does in direct mode before `cuLaunchKernel`, and records the count again.
 struct RecordingLauncher {
     storage: Box<KernelParamStorage>,
-    one_pass: bool,
     at_call: Option<u64>,
     after_build: Option<u64>,
     args: usize,
-    in_sink: bool,
-}
-
-impl RecordingLauncher {
-    fn new(one_pass: bool) -> RecordingLauncher {
-        RecordingLauncher {
-            storage: Box::default(),
-            one_pass,
-            at_call: None,
-            after_build: None,
-            args: 0,
-            in_sink: false,
-        }
-    }
 }
 
 impl Launcher for RecordingLauncher {
-    fn parse_recorded(
-        &mut self,
-        request: &LaunchRequest<'_, '_>,
-        record: &mut LaunchSnapshot,
-    ) -> Option<Result<(), HostError>> {
-        self.one_pass.then(|| request.parse_recorded(record, &mut *self.storage))
-    }
-
     fn launch(&mut self, request: &LaunchRequest<'_, '_>) -> Result<LaunchOutcome, HostError> {
         self.at_call = Some(allocations());
-        self.in_sink = request.in_sink();
-        if request.in_sink() {
-            self.storage.direct_error()?;
-        } else {
-            self.storage.parse_direct(request.argv, request.memory)?;
-        }
+        self.storage.fill(request.args, |index, range| {
+            let host = request.window(range)?.host_ptr_mut().ok_or(StorageError::Unplaced { index })?;
+            Ok::<u64, HostError>(host.expose_provenance() as u64)
+        })?;
         self.args = self.storage.with_params(|table| {
             black_box(table.as_mut_ptr());
             table.len()
         });
         self.after_build = Some(allocations());
-        Ok(LaunchOutcome { pointer_mode: PointerMode::Direct, signature: SignatureCheck::Skipped })
+        Ok(LaunchOutcome::NO_DEVICE)
     }
 }
 
 #[test]
 fn the_host_function_allocates_nothing_up_to_the_launcher() {
-    for one_pass in [true, false] {
-        let passes = if one_pass { "one pass (the storage is the argv sink)" } else { "two passes" };
-        let mut host = LaunchHost::new(RecordingLauncher::new(one_pass));
-        let mut memory = vec![0u8; argvs::MEMORY_LEN];
-        // The argv sits at the end of guest memory, past every pointer window but the last.
-        for (what, n, buf) in argvs() {
-            let args_ptr = argvs::MEMORY_LEN - buf.len();
-            memory[args_ptr..].copy_from_slice(&buf);
-            let call = LaunchCall {
-                args_ptr: args_ptr as i32,
-                args_len: buf.len() as i32,
-                ..LaunchCall::new(7, [4, 2, 1], [128, 1, 1])
-            };
-            let before = allocations();
-            let code = host.call(Some(&mut memory), &call);
-            let total = allocations() - before;
-            assert_eq!(code, 0, "{passes}, {what}: {:?}", host.last_error());
-            let launcher = host.launcher_mut();
-            assert_eq!(launcher.in_sink, one_pass, "{passes}, {what}: the host filled the sink");
-            assert_eq!(launcher.args, n, "{passes}, {what}: the launcher saw every argument");
-            let at_call = launcher.at_call.take().expect("the launcher was called") - before;
-            let after_build = launcher.after_build.take().expect("the storage was built") - before;
-            assert_eq!(at_call, 0, "{passes}, {what}: allocations before the launcher was called");
-            assert_eq!(after_build, 0, "{passes}, {what}: allocations up to the void** table");
-            assert_eq!(total, 0, "{passes}, {what}: allocations in the whole call");
-        }
+    let launcher = RecordingLauncher { storage: Box::default(), at_call: None, after_build: None, args: 0 };
+    let mut host = LaunchHost::new(launcher);
+    let mut memory = vec![0u8; argvs::MEMORY_LEN];
+    // The argv sits at the end of guest memory, past every pointer window but the last.
+    for (what, n, buf) in argvs() {
+        let args_ptr = argvs::MEMORY_LEN - buf.len();
+        memory[args_ptr..].copy_from_slice(&buf);
+        let call = LaunchCall {
+            args_ptr: args_ptr as i32,
+            args_len: buf.len() as i32,
+            ..LaunchCall::new(7, [4, 2, 1], [128, 1, 1])
+        };
+        let before = allocations();
+        let code = host.call(Some(&mut memory), &call);
+        let total = allocations() - before;
+        assert_eq!(code, 0, "{what}: {:?}", host.last_error());
+        let launcher = host.launcher_mut();
+        assert_eq!(launcher.args, n, "{what}: the launcher saw every argument");
+        let at_call = launcher.at_call.take().expect("the launcher was called") - before;
+        let after_build = launcher.after_build.take().expect("the storage was built") - before;
+        assert_eq!(at_call, 0, "{what}: allocations before the launcher was called");
+        assert_eq!(after_build, 0, "{what}: allocations up to the void** table");
+        assert_eq!(total, 0, "{what}: allocations in the whole call");
     }
 }

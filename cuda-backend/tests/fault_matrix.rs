@@ -10,16 +10,24 @@
 //! 9999, that a launch that failed before its copy-back left guest memory unchanged byte for
 //! byte, and that once the device is dropped the driver's live handles and allocations are back
 //! where they were (the one exception, a refused release of the context itself, is in the
-//! table). CI runs it under AddressSanitizer too (`.ci/steps/45-cuda-asan.sh`).
+//! table). CI runs it under AddressSanitizer too (`.ci/steps/55-cuda-asan.sh`).
+// Test code may unwrap, index and panic: a panic here is a failing test, not a broken contract.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing,
+    clippy::arithmetic_side_effects
+)]
 
 mod support;
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
-use kernel_args::{AbiError, HostError, LaunchRequest, LaunchShape, Launcher, PointerMode};
+use kernel_args::{AbiError, HostError, LaunchRequest, LaunchShape, Launcher};
 use kernel_args_core::{ArgvBuilder, GuestMemory};
-use kernel_args_cuda::{CudaDevice, CudaOptions, PointerModeChoice};
+use kernel_args_cuda::{CudaDevice, CudaOptions, PointerModeChoice, SetupError};
 use kernel_args_cuda_emulator::client::{DeviceConfig, Emulator};
 use support::{VECTOR_ADD, registry};
 
@@ -78,7 +86,9 @@ const UNKNOWN: [i32; 3] = [9999, i32::MAX, -1];
 /// What a device's life came to.
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct Life {
-    /// Opening the device, then each launch: `Ok` or the ABI code.
+    /// Opening the device (`Ok`, or the kind of setup error the embedder gets), then each
+    /// launch (`Ok`, or the ABI code the guest gets).
+    open: Result<(), &'static str>,
     steps: Vec<Result<(), AbiError>>,
     /// The driver's live counts after everything was dropped, less those before.
     left: [i64; 5],
@@ -92,9 +102,9 @@ impl Life {
             Ok(()) => "0".to_owned(),
             Err(e) => format!("{} {}", e.name(), e.code()),
         };
-        let mut out = match self.steps.first() {
-            Some(Err(e)) => format!("open: {} {}", e.name(), e.code()),
-            _ => self.steps.iter().skip(1).map(answer).collect::<Vec<_>>().join(", then "),
+        let mut out = match self.open {
+            Err(kind) => format!("open: SetupError::{kind}"),
+            Ok(()) => self.steps.iter().map(answer).collect::<Vec<_>>().join(", then "),
         };
         if self.left != [0; 5] {
             let _ = write!(out, "; left: {} context retain", self.left[0]);
@@ -125,14 +135,23 @@ fn life(emulator: &Emulator, library: &Path, entry: &str, nth: u64, code: i32) -
     emulator.fail_call(entry, nth, code);
     let options = CudaOptions {
         device_ordinal: ordinal,
-        pointer_mode: PointerModeChoice::Force(PointerMode::Staged),
+        pointer_mode: PointerModeChoice::Staged,
         driver_library: Some(library.to_owned()),
     };
     let mut steps = Vec::new();
+    let mut open = Ok(());
     match CudaDevice::open(registry(), options) {
-        Err(e) => steps.push(Err(e.code())),
+        Err(e) => {
+            open = Err(match e {
+                SetupError::Driver { .. } => "Driver",
+                SetupError::NoDevice { .. } => "NoDevice",
+                SetupError::Call { .. } => "Call",
+                SetupError::DirectUnsupported { .. } => "DirectUnsupported",
+                SetupError::Kernel { .. } => "Kernel",
+                _ => "other",
+            })
+        }
         Ok(device) => {
-            steps.push(Ok(()));
             let mut launcher = device.launcher();
             for _ in 0..2 {
                 let mut buf = [0u8; 64];
@@ -149,7 +168,12 @@ fn life(emulator: &Emulator, library: &Path, entry: &str, nth: u64, code: i32) -
                 let mut memory = memory();
                 let result = {
                     let guest = GuestMemory::exclusive(&mut memory);
-                    launcher.launch(&LaunchRequest::new(VECTOR_ADD, shape(), argv, &guest))
+                    launcher.launch(&LaunchRequest::new(
+                        VECTOR_ADD,
+                        shape(),
+                        &support::checked(argv, &guest),
+                        &guest,
+                    ))
                 };
                 check_memory(entry, &memory, &result);
                 steps.push(result.map(|_| ()).map_err(|e| e.code()));
@@ -162,7 +186,7 @@ fn life(emulator: &Emulator, library: &Path, entry: &str, nth: u64, code: i32) -
     let hit = emulator.call_count(entry) >= nth;
     emulator.clear_faults();
     let left = std::array::from_fn(|i| after[i] - before[i]);
-    Life { steps, left, hit }
+    Life { open, steps, left, hit }
 }
 
 /// A launch that succeeded computed every element; one that failed before its copy-back left
@@ -198,7 +222,7 @@ fn every_entry_point_failing_gives_its_documented_answer_and_leaves_nothing() {
     let Some((emulator, library)) = support::emulator(test) else { return };
     // Where nothing fails: both launches run, nothing is left.
     let clean = life(emulator, &library, "none", 1, 0);
-    assert_eq!(clean, Life { steps: vec![Ok(()), Ok(()), Ok(())], left: [0; 5], hit: false });
+    assert_eq!(clean, Life { open: Ok(()), steps: vec![Ok(()), Ok(())], left: [0; 5], hit: false });
 
     let mut table = String::from(
         "| entry point | called on | fails with | the guest gets | any unknown code (9999, `i32::MAX`, -1) |\n\

@@ -3,7 +3,7 @@
 //! (`testkit/src/argvs.rs`, which the host benchmarks and callgrind counts use), encoded on the
 //! target with [`ArgvBuilder`].
 
-use kernel_args_core::wire::MAX_RECORD_SIZE;
+use kernel_args_core::MAX_RECORD_SIZE;
 use kernel_args_core::{ArgTag, ArgvBuilder, EncodeError, MAX_KERNEL_ARGS};
 
 /// Guest memory length every pointer window of a mixed argv fits in (1 MiB).

@@ -146,7 +146,7 @@ impl ForwardingLauncher {
 impl Launcher for ForwardingLauncher {
     fn launch(&mut self, request: &LaunchRequest<'_, '_>) -> Result<LaunchOutcome, HostError> {
         self.last = None;
-        let snapshot = LaunchSnapshot::capture(request)?;
+        let snapshot = request.snapshot();
         let frame = encode(&snapshot)
             .map_err(|_| HostError::fixed(AbiError::Internal, "launch record does not fit a frame"))?;
         if !self.quiet {

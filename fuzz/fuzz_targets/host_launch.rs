@@ -20,15 +20,17 @@
 use std::sync::{LazyLock, Mutex};
 
 use arbitrary::Arbitrary;
-use kernel_args::{AbiError, HostError, LaunchCall, LaunchHost, LaunchLimits, LaunchOutcome, LaunchRequest, Launcher, PointerMode, SignatureCheck, check_args_region, check_launch_shape};
+use kernel_args::{
+    AbiError, HostError, LaunchCall, LaunchHost, LaunchLimits, LaunchOutcome, LaunchRequest, Launcher,
+    check_args_region, check_launch_shape,
+};
 use kernel_args_core::{
     Access, Arg, GuestMemory, LoweredArgSnapshot, MAX_KERNEL_ARGS_BYTES, ParsedArgv, encode_argv, parse_argv,
 };
 use kernel_args_fuzz::FuzzArg;
 use libfuzzer_sys::fuzz_target;
 
-const OUTCOME: LaunchOutcome =
-    LaunchOutcome { pointer_mode: PointerMode::Direct, signature: SignatureCheck::Skipped };
+const OUTCOME: LaunchOutcome = LaunchOutcome::NO_DEVICE;
 
 /// Where the argv lies: raw `i32`s as a guest may pass anything, a region inside memory, or
 /// an argv encoded into memory (its windows folded to near the memory's size, so that the
@@ -78,21 +80,18 @@ struct Checking {
 impl Launcher for Checking {
     fn launch(&mut self, request: &LaunchRequest<'_, '_>) -> Result<LaunchOutcome, HostError> {
         let (base, len) = self.memory;
-        // The host checked the argv before dispatch: parsing it again cannot fail.
-        let args: kernel_args_core::ParsedArgv<'_> = request.args().expect("the host dispatched a checked argv");
-        for (i, arg) in args.iter().enumerate() {
-            let Arg::Ptr(w) = arg else { continue };
+        // The host checked the argv before dispatch: every window is in guest memory.
+        for (i, arg) in request.args.iter().enumerate() {
+            let Arg::Ptr(range) = arg else { continue };
+            let w = request.window(*range).expect("the host dispatched checked windows");
             assert_eq!(w.access(), Access::ReadWrite, "argument {i}: a launcher needs writable windows");
             let p = w.host_ptr_mut().expect("an exclusive window has a writable pointer").addr();
             let end = p + usize::try_from(w.len()).unwrap();
             assert!(p >= base && end <= base + len, "argument {i}: window outside guest memory");
             assert_eq!(p - base, usize::try_from(w.guest_offset()).unwrap());
         }
-        self.seen = Some(Seen {
-            kernel_id: request.kernel_id,
-            shape: request.shape,
-            args: args.iter().map(LoweredArgSnapshot::from).collect(),
-        });
+        self.seen =
+            Some(Seen { kernel_id: request.kernel_id, shape: request.shape, args: request.args.to_vec() });
         if self.fail {
             Err(HostError::msg(AbiError::LaunchFailed, "the fuzz launcher fails"))
         } else {

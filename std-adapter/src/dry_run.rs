@@ -8,9 +8,9 @@
 //!
 //! let mut dry = DryRunLauncher::new();
 //! let shape = LaunchShape { grid: [1, 1, 1], block: [32, 1, 1], shared_mem_bytes: 0 };
-//! let argv = [0x05, 32, 0, 0, 0]; // u32 32
+//! let args = [LoweredArgSnapshot::U32(32)];
 //! let memory = GuestMemory::length_only(0);
-//! let err = dry.launch(&LaunchRequest::new(7, shape, &argv, &memory)).unwrap_err();
+//! let err = dry.launch(&LaunchRequest::new(7, shape, &args, &memory)).unwrap_err();
 //! assert_eq!(err.code(), AbiError::NotAvailable);
 //! let recorded = dry.last().unwrap();
 //! assert_eq!((recorded.kernel_id(), recorded.args()), (7, &[LoweredArgSnapshot::U32(32)][..]));
@@ -50,9 +50,7 @@ impl DryRunLauncher {
 impl Launcher for DryRunLauncher {
     fn launch(&mut self, request: &LaunchRequest<'_, '_>) -> Result<LaunchOutcome, HostError> {
         self.launches = self.launches.saturating_add(1);
-        // Cleared first: a request it cannot snapshot leaves no older one behind.
-        self.last = None;
-        self.last = Some(LaunchSnapshot::capture(request)?);
+        self.last = Some(request.snapshot());
         Err(HostError::new(Detail::NoDevice))
     }
 }

@@ -9,18 +9,17 @@
 //!    ([`check_args_region`]) → `InvalidPointer`; a guest without a memory also gets
 //!    `InvalidPointer`, as no pointer can lie in it;
 //! 3. **launch shape** ([`check_launch_shape`]) → `InvalidDimensions`;
-//! 4. **parse**: the argv bytes are copied to the stack (at most
-//!    [`MAX_KERNEL_ARGS_BYTES`]; a longer buffer is `KernelArgsUnsupported` as in the core
-//!    parser) and parsed against an exclusive borrow of guest memory straight into the
-//!    launch's record (pointer-free snapshots, [`LaunchSnapshot::capture`]): every rule is
-//!    checked here, before any launcher sees the request;
-//! 5. **dispatch** to the launcher, with the checked argv bytes and the memory
-//!    ([`LaunchRequest`]): it parses them again into whatever it launches from (the CUDA
-//!    launcher straight into its parameter slots), which for these bytes cannot fail. Its answer
-//!    (0 or its error code) is the call's answer.
+//! 4. **parse**: the argv, read in place in guest memory (at most
+//!    [`MAX_KERNEL_ARGS_BYTES`]: a longer buffer is `KernelArgsUnsupported`, decided on its
+//!    length before any byte is read), is parsed once, into the launch's pointer-free record:
+//!    every rule of the wire format and every pointer window is checked here, before any
+//!    launcher sees the request;
+//! 5. **dispatch** to the launcher, with the checked arguments, the shape, the kernel id and
+//!    an exclusive borrow of guest memory ([`LaunchRequest`]). Its answer (0 or its error code)
+//!    is the call's answer.
 //!
-//! Nothing is allocated on the heap, with or without std: the argv copy lives on the stack and
-//! the record of the launch is stored inline. Bad guest input only ever produces an ABI code,
+//! Nothing is allocated on the heap, with or without std: the record of the launch is stored
+//! inline and parsed into in place. Bad guest input only ever produces an ABI code,
 //! never a panic. With the `std` feature a panicking launcher is caught and answered with
 //! `Internal`; without it a launcher's panic is the embedder's panic handler's to handle (a
 //! firmware built with `panic = "abort"` cannot unwind).
@@ -57,12 +56,11 @@
 #[cfg(feature = "std")]
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
-use kernel_args_core::{ArgvError, ErrorKind, GuestMemory};
+use kernel_args_core::{GuestMemory, check_argv_len, parse_argv_into};
 
 use crate::checks::{LaunchLimits, check_args_region, check_launch_shape};
 use crate::error::{AbiError, Detail, HostError};
 use crate::launcher::{LaunchOutcome, LaunchRequest, LaunchSnapshot, Launcher};
-use crate::limits::MAX_KERNEL_ARGS_BYTES;
 
 /// The import module the host function is registered under.
 pub const IMPORT_MODULE: &str = "wasi:cuda/host@0.2.0";
@@ -72,6 +70,13 @@ pub const LAUNCH_IMPORT: &str = "wasi_cuda_launch";
 
 /// The export the host resolves guest pointers against.
 pub const MEMORY_EXPORT: &str = "memory";
+
+/// The import's parameters in wasm types, in order: `kernel_id`, `grid_x`, `grid_y`, `grid_z`,
+/// `block_x`, `block_y`, `block_z`, `shared_mem`, `args_ptr`, `args_len`; the import returns an
+/// `i32`. The one place this signature is written: the bindings' host functions are made by
+/// the one `host_function!` macro from it, and a host that calls a guest's export of
+/// the same signature uses it as the typed function's parameters.
+pub type LaunchParams = (i64, i32, i32, i32, i32, i32, i32, i32, i32, i32);
 
 /// The parameters of one `wasi_cuda_launch` call, exactly as the guest passed them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -96,7 +101,65 @@ impl LaunchCall {
     pub const fn new(kernel_id: i64, grid: [i32; 3], block: [i32; 3]) -> LaunchCall {
         LaunchCall { kernel_id, grid, block, shared_mem: 0, args_ptr: 0, args_len: 0 }
     }
+
+    /// The call whose import parameters are `params`.
+    pub const fn from_params(params: LaunchParams) -> LaunchCall {
+        let (kernel_id, grid_x, grid_y, grid_z, block_x, block_y, block_z, shared_mem, args_ptr, args_len) =
+            params;
+        LaunchCall {
+            kernel_id,
+            grid: [grid_x, grid_y, grid_z],
+            block: [block_x, block_y, block_z],
+            shared_mem,
+            args_ptr,
+            args_len,
+        }
+    }
+
+    /// The import parameters of this call.
+    pub const fn params(&self) -> LaunchParams {
+        let LaunchCall { kernel_id, grid: [gx, gy, gz], block: [bx, by, bz], shared_mem, args_ptr, args_len } =
+            *self;
+        (kernel_id, gx, gy, gz, bx, by, bz, shared_mem, args_ptr, args_len)
+    }
 }
+
+/// The `wasi_cuda_launch` host function for a runtime whose API has the shape wasmtime's and
+/// wasmi's share (`Caller`, `Extern::Memory`, `Memory::data_and_store_mut`): the closure both
+/// bindings register, written once. `$runtime` is the runtime's crate, `$get` finds the
+/// [`LaunchHost`] in the store's data. A module without a linear memory named [`MEMORY_EXPORT`]
+/// (or with a shared one, which other threads could write while the host reads it) gets
+/// `InvalidPointer`; the function never traps.
+#[cfg(any(feature = "wasmtime", feature = "wasmi"))]
+macro_rules! host_function {
+    ($runtime:ident, $get:expr) => {
+        move |mut caller: $runtime::Caller<'_, _>,
+              kernel_id: i64,
+              grid_x: i32,
+              grid_y: i32,
+              grid_z: i32,
+              block_x: i32,
+              block_y: i32,
+              block_z: i32,
+              shared_mem: i32,
+              args_ptr: i32,
+              args_len: i32|
+              -> i32 {
+            let call = $crate::LaunchCall::from_params((
+                kernel_id, grid_x, grid_y, grid_z, block_x, block_y, block_z, shared_mem, args_ptr, args_len,
+            ));
+            match caller.get_export($crate::MEMORY_EXPORT) {
+                Some($runtime::Extern::Memory(memory)) => {
+                    let (data, state) = memory.data_and_store_mut(&mut caller);
+                    $get(state).call(Some(data), &call)
+                }
+                _ => $get(caller.data_mut()).call(None, &call),
+            }
+        }
+    };
+}
+#[cfg(any(feature = "wasmtime", feature = "wasmi"))]
+pub(crate) use host_function;
 
 /// What the last call that reached the launcher handed it, and what it answered.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -235,33 +298,23 @@ impl<L: Launcher> LaunchHost<L> {
         let region = check_args_region(call.args_ptr, call.args_len, memory_len)?;
         let shape = check_launch_shape(call.grid, call.block, call.shared_mem, &self.limits)?;
 
-        // The parser's first rule, decided here because the bytes are copied before parsing.
-        if region.len() > MAX_KERNEL_ARGS_BYTES {
-            let kind = ErrorKind::BufferTooLong { len: region.len(), max: MAX_KERNEL_ARGS_BYTES };
-            return Err(ArgvError::new(kind, 0, 0).into());
-        }
-        // Copied out because the parser borrows the whole memory exclusively (pointer windows
-        // may be written by the device), and so the guest's bytes cannot change under it. Only
-        // the argv's own bytes are written (the vector's spare capacity is never initialised).
-        let mut argv: heapless::Vec<u8, MAX_KERNEL_ARGS_BYTES> = heapless::Vec::new();
-        let internal = || HostError::fixed(AbiError::Internal, "checked args region not copyable");
-        argv.extend_from_slice(memory.get(region.range()).ok_or_else(internal)?).map_err(|_| internal())?;
+        // The byte cap, on the region's length, before any argv byte is read.
+        check_argv_len(region.len())?;
+        let internal = || HostError::fixed(AbiError::Internal, "checked args region not in memory");
+        // The one parse of the argv, in place in guest memory (the call holds the only borrow of
+        // it, so its bytes cannot change under the parser), against the memory's length, into
+        // the record: pointer-free snapshots, kept in place. A refused argv reaches no launcher
+        // and leaves the record empty.
+        self.record.result = Err(AbiError::Internal);
+        self.record.snapshot.kernel_id = call.kernel_id;
+        self.record.snapshot.shape = shape;
+        let argv = memory.get(region.range()).ok_or_else(internal)?;
+        parse_argv_into(argv, &GuestMemory::length_only(memory_len), &mut self.record.snapshot.args)?;
+        self.recorded = true;
 
         let guest = GuestMemory::exclusive(memory);
-        let mut request = LaunchRequest::new(call.kernel_id, shape, &argv, &guest);
-        // The one check of the argv before dispatch, and the one pass over it: parsed straight
-        // into the record (in place) and, where the launcher offers one, into its sink (its
-        // parameter slots). A refused argv reaches no launcher and leaves both empty.
-        self.record.result = Err(AbiError::Internal);
+        let request = LaunchRequest::new(call.kernel_id, shape, &self.record.snapshot.args, &guest);
         let launcher = &mut self.launcher;
-        match launcher.parse_recorded(&request, &mut self.record.snapshot) {
-            Some(parsed) => {
-                parsed?;
-                request = request.parsed_into_sink();
-            }
-            None => self.record.snapshot.recapture(&request)?,
-        }
-        self.recorded = true;
         #[cfg(feature = "std")]
         let result = catch_unwind(AssertUnwindSafe(|| launcher.launch(&request)))
             .unwrap_or_else(|_| Err(HostError::new(Detail::LauncherPanicked)));
@@ -274,15 +327,13 @@ impl<L: Launcher> LaunchHost<L> {
 
 #[cfg(test)]
 mod tests {
-    use kernel_args_core::{ArgvBuilder, GuestRange, LoweredArgSnapshot};
+    use kernel_args_core::{ArgvBuilder, ErrorKind, GuestRange, LoweredArgSnapshot, MAX_KERNEL_ARGS_BYTES};
 
     use super::*;
     use crate::checks::{Dimension, RegionError};
     use crate::dry_run::DryRunLauncher;
-    use crate::launcher::{PointerMode, SignatureCheck};
 
-    const OUTCOME: LaunchOutcome =
-        LaunchOutcome { pointer_mode: PointerMode::Direct, signature: SignatureCheck::Skipped };
+    const OUTCOME: LaunchOutcome = LaunchOutcome::NO_DEVICE;
 
     /// Succeeds, counting calls; or panics when told to.
     #[derive(Default)]

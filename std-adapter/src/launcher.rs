@@ -1,49 +1,41 @@
-//! The seam between the host function and whatever runs the kernel.
+//! The seam between the host function and whatever runs the kernel: [`Launcher`], the
+//! [`LaunchRequest`] it receives, and what it answers.
 //!
-//! The host function checks the argument region and the launch shape, checks the whole argv
-//! (every rule of the wire format, every pointer window) while it records the launch, and then
-//! hands a [`LaunchRequest`] to a [`Launcher`]: the dry-run launcher in this crate, or the CUDA
-//! backend (`kernel-args-cuda`).
-//!
-//! A request carries the argv bytes and the guest memory, not a parsed list: each launcher
-//! parses them into what it needs with [`LaunchRequest::parse_into`], in one pass (the CUDA
-//! launcher straight into its parameter slots, a recorder into snapshots, anything else into
-//! a [`ParsedArgv`]). Pointer windows borrow guest memory exclusively for the duration of the
-//! call, so a launcher may let the device read and write guest memory but cannot keep a
-//! pointer past the call.
+//! The host function has checked everything a guest controls before a launcher sees a request:
+//! the argument region, the launch shape and the whole argv, parsed once into the launch's
+//! pointer-free record. A request carries those checked arguments ([`LoweredArgSnapshot`]s:
+//! scalars, and windows as guest offset and length), the shape, the kernel id and the guest
+//! memory. [`LaunchRequest::window`] turns a pointer argument's window into its host pointer, in
+//! one compare against the memory it was checked against; a launcher needs nothing else to place
+//! arguments where its device reads them.
 
-use kernel_args_core::{
-    ArgSink, GuestMemory, LoweredArg, LoweredArgSnapshot, ParsedArgv, SinkFull, parse_argv_into,
-};
+use kernel_args_core::{GuestMemory, GuestRange, GuestWindow, LoweredArgSnapshot, MAX_KERNEL_ARGS};
 
 use crate::checks::LaunchShape;
-use crate::error::HostError;
-use crate::limits::MAX_KERNEL_ARGS;
+use crate::error::{AbiError, HostError};
 
-/// One launch, ready for a [`Launcher`].
+/// One checked launch, ready for a [`Launcher`].
 ///
-/// From the host function, `argv` has passed every rule of the wire format against `memory`
-/// (the host parsed it to record the launch before dispatching), so parsing it again cannot
-/// fail; a launcher still propagates [`parse_into`](Self::parse_into)'s error, because a
-/// request made by hand may hold anything.
+/// From the host function ([`LaunchHost::call`](crate::LaunchHost::call)), `args` passed every
+/// rule of the wire format against `memory`: each window lies inside it. Pointer windows borrow
+/// guest memory exclusively for the call (`'m`), so a launcher may let the device read and write
+/// guest memory, but cannot keep a pointer past the call.
 ///
 /// ```
 /// use kernel_args::{LaunchRequest, LaunchShape};
-/// use kernel_args_core::{ArgvBuilder, GuestMemory, LoweredArg, ParsedArgv};
+/// use kernel_args_core::{GuestMemory, GuestRange, LoweredArgSnapshot};
 ///
-/// let mut buf = [0u8; 16];
-/// let mut argv = ArgvBuilder::new(&mut buf);
-/// argv.ptr(0, 64)?.u32(16)?;
-/// let argv = argv.finish();
 /// let mut memory = vec![0u8; 64];
 /// let guest = GuestMemory::exclusive(&mut memory);
-/// let shape = LaunchShape { grid: [1, 1, 1], block: [16, 1, 1], shared_mem_bytes: 0 };
-/// let request = LaunchRequest::new(1, shape, argv, &guest);
+/// let args = [LoweredArgSnapshot::Ptr(GuestRange { guest_offset: 16, len: 32 }), LoweredArgSnapshot::U32(8)];
+/// let shape = LaunchShape { grid: [1, 1, 1], block: [8, 1, 1], shared_mem_bytes: 0 };
+/// let request = LaunchRequest::new(1, shape, &args, &guest);
 ///
-/// let mut args: ParsedArgv = ParsedArgv::new();
-/// request.parse_into(&mut args).expect("a valid argv");
-/// assert_eq!(args[1], LoweredArg::U32(16));
-/// # Ok::<(), kernel_args_core::EncodeError>(())
+/// let LoweredArgSnapshot::Ptr(range) = request.args[0] else { unreachable!() };
+/// let window = request.window(range)?;
+/// assert_eq!(window.len(), 32);
+/// assert!(window.host_ptr_mut().is_some(), "exclusive memory: the device may write");
+/// # Ok::<(), kernel_args::HostError>(())
 /// ```
 #[derive(Debug, Clone, Copy)]
 pub struct LaunchRequest<'a, 'm> {
@@ -51,78 +43,47 @@ pub struct LaunchRequest<'a, 'm> {
     pub kernel_id: i64,
     /// The checked launch shape.
     pub shape: LaunchShape,
-    /// The argv bytes (a copy of the guest's, so they cannot change during the call).
-    pub argv: &'a [u8],
-    /// Guest memory, which the argv's pointer windows are checked against and point into;
-    /// borrowed exclusively for `'m` by the host function.
+    /// The checked arguments, in argv order; windows as guest offset and length.
+    pub args: &'a [LoweredArgSnapshot],
+    /// Guest memory, which the windows were checked against and point into; borrowed
+    /// exclusively for `'m` by the host function.
     pub memory: &'a GuestMemory<'m>,
-    /// Set only by the host function, when its one pass over `argv` also filled the launcher's
-    /// [`Launcher::parse_recorded`] in this call.
-    in_sink: bool,
 }
 
 impl<'a, 'm> LaunchRequest<'a, 'm> {
-    /// A request for `kernel_id` with `shape`, whose arguments are `argv` over `memory`.
-    pub fn new(kernel_id: i64, shape: LaunchShape, argv: &'a [u8], memory: &'a GuestMemory<'m>) -> Self {
-        LaunchRequest { kernel_id, shape, argv, memory, in_sink: false }
+    /// A request for `kernel_id` with `shape`, whose arguments are `args` over `memory`.
+    pub fn new(
+        kernel_id: i64,
+        shape: LaunchShape,
+        args: &'a [LoweredArgSnapshot],
+        memory: &'a GuestMemory<'m>,
+    ) -> Self {
+        LaunchRequest { kernel_id, shape, args, memory }
     }
 
-    /// The same request, with its arguments already in the launcher's sink (the host
-    /// function's one pass).
-    pub(crate) fn parsed_into_sink(self) -> Self {
-        LaunchRequest { in_sink: true, ..self }
-    }
-
-    /// Whether the host function's one pass ([`Launcher::parse_recorded`]) put this request's
-    /// arguments into the launcher's own sink in this call, successfully: the sink then holds
-    /// exactly these arguments, checked, and need not be filled again. Only the host function
-    /// can make such a request.
-    pub fn in_sink(&self) -> bool {
-        self.in_sink
-    }
-
-    /// Parses the arguments into `record` (the host's pointer-free record of this launch) and
-    /// into `sink` together, in one pass; both are cleared first, and left empty on error.
-    /// This is what a launcher's [`Launcher::parse_recorded`] calls with its own sink.
+    /// The window `range` of guest memory with its host pointer, checked against the memory in
+    /// one compare. A window of one of this request's arguments always passes, when the request
+    /// comes from the host function.
     ///
     /// # Errors
     ///
-    /// As [`parse_into`](Self::parse_into).
+    /// `Internal` when `range` does not lie in the memory: a request made by hand, never the
+    /// guest's doing.
     #[inline]
-    pub fn parse_recorded<S: ArgSink<'m> + ?Sized>(
-        &self,
-        record: &mut LaunchSnapshot,
-        sink: &mut S,
-    ) -> Result<(), HostError> {
-        record.kernel_id = self.kernel_id;
-        record.shape = self.shape;
-        self.parse_into(&mut Both { record: &mut record.args, sink })
+    pub fn window(&self, range: GuestRange) -> Result<GuestWindow<'m>, HostError> {
+        self.memory
+            .window(range.guest_offset, range.len)
+            .ok_or(HostError::fixed(AbiError::Internal, "a request's window lies outside its guest memory"))
     }
 
-    /// Parses the arguments into `out` (any [`ArgSink`]: a [`ParsedArgv`], snapshots, a
-    /// launcher's own parameter storage), in one pass; `out` is cleared first, and left empty
-    /// on error.
-    ///
-    /// # Errors
-    ///
-    /// The core parser's error (`InvalidArgs`, `InvalidPointer` or `KernelArgsUnsupported`,
-    /// with the record and byte): never for a request from the host function, which checked the
-    /// same bytes against the same memory.
-    #[inline]
-    pub fn parse_into<S: ArgSink<'m> + ?Sized>(&self, out: &mut S) -> Result<(), HostError> {
-        parse_argv_into(self.argv, self.memory, out).map_err(HostError::from)
-    }
-
-    /// The arguments as a [`ParsedArgv`] of at most `N`, by value (see
-    /// [`parse_into`](Self::parse_into)).
-    ///
-    /// # Errors
-    ///
-    /// As [`parse_into`](Self::parse_into).
-    pub fn args<const N: usize>(&self) -> Result<ParsedArgv<'m, N>, HostError> {
-        let mut args = ParsedArgv::new();
-        self.parse_into(&mut args)?;
-        Ok(args)
+    /// The pointer-free copy of this request (copies the arguments; never allocates).
+    pub fn snapshot(&self) -> LaunchSnapshot {
+        let mut args = heapless::Vec::new();
+        // A request holds at most MAX_KERNEL_ARGS arguments when the host makes it; a longer
+        // hand-made one is cut at the cap, which `len()` of the snapshot shows.
+        let n = self.args.len().min(MAX_KERNEL_ARGS);
+        let _ = args.extend_from_slice(self.args.get(..n).unwrap_or_default());
+        LaunchSnapshot { kernel_id: self.kernel_id, shape: self.shape, args }
     }
 }
 
@@ -135,6 +96,9 @@ pub enum PointerMode {
     Direct,
     /// Each window was copied to device memory before the launch and back after it.
     Staged,
+    /// No pointer reached any device: a launcher that places nothing (a dry run, a launcher
+    /// that forwards the pointer-free record elsewhere).
+    None,
 }
 
 /// Whether the arguments were checked against the kernel's parameter list, and against what.
@@ -159,38 +123,39 @@ pub struct LaunchOutcome {
     pub signature: SignatureCheck,
 }
 
-/// Runs a checked launch request. Implemented by the dry-run launcher and the CUDA backend.
-pub trait Launcher {
-    /// The host function's one pass over a call's argv, before dispatch. A launcher that
-    /// launches from its own parameter slots parses `request` into them and into `record`
-    /// (the host's pointer-free record of the launch) together, with
-    /// [`LaunchRequest::parse_recorded`], and returns that result; the host then refuses the
-    /// call on an error, and otherwise hands the launcher the request with
-    /// [`in_sink`](LaunchRequest::in_sink) set, so the argv is parsed once per call. `None`
-    /// (the default): the host parses into its record alone, and the launcher parses the
-    /// request itself at the launch. Nothing may be launched here.
-    fn parse_recorded(
-        &mut self,
-        request: &LaunchRequest<'_, '_>,
-        record: &mut LaunchSnapshot,
-    ) -> Option<Result<(), HostError>> {
-        let _ = (request, record);
-        None
-    }
+impl LaunchOutcome {
+    /// The outcome of a launcher that reaches no device: no pointer placed, no parameter list
+    /// checked.
+    pub const NO_DEVICE: LaunchOutcome =
+        LaunchOutcome { pointer_mode: PointerMode::None, signature: SignatureCheck::Skipped };
+}
 
+/// Runs a checked launch request: the dry run here, the CUDA backend in `kernel-args-cuda`, or
+/// an embedder's own.
+///
+/// A launcher that forwards each launch elsewhere (a queue, a link to another machine) needs
+/// only the pointer-free part of the request:
+///
+/// ```
+/// use kernel_args::{HostError, LaunchOutcome, LaunchRequest, LaunchSnapshot, Launcher};
+///
+/// /// Queues each launch, pointer-free, for a worker that owns the device.
+/// #[derive(Default)]
+/// struct Queue(Vec<LaunchSnapshot>);
+///
+/// impl Launcher for Queue {
+///     fn launch(&mut self, request: &LaunchRequest<'_, '_>) -> Result<LaunchOutcome, HostError> {
+///         self.0.push(request.snapshot());
+///         Ok(LaunchOutcome::NO_DEVICE)
+///     }
+/// }
+/// ```
+pub trait Launcher {
     /// Launches the kernel and waits for it; an `Err` carries the ABI code the guest will see.
     fn launch(&mut self, request: &LaunchRequest<'_, '_>) -> Result<LaunchOutcome, HostError>;
 }
 
 impl<L: Launcher + ?Sized> Launcher for &mut L {
-    fn parse_recorded(
-        &mut self,
-        request: &LaunchRequest<'_, '_>,
-        record: &mut LaunchSnapshot,
-    ) -> Option<Result<(), HostError>> {
-        (**self).parse_recorded(request, record)
-    }
-
     fn launch(&mut self, request: &LaunchRequest<'_, '_>) -> Result<LaunchOutcome, HostError> {
         (**self).launch(request)
     }
@@ -198,57 +163,29 @@ impl<L: Launcher + ?Sized> Launcher for &mut L {
 
 #[cfg(feature = "std")]
 impl<L: Launcher + ?Sized> Launcher for Box<L> {
-    fn parse_recorded(
-        &mut self,
-        request: &LaunchRequest<'_, '_>,
-        record: &mut LaunchSnapshot,
-    ) -> Option<Result<(), HostError>> {
-        (**self).parse_recorded(request, record)
-    }
-
     fn launch(&mut self, request: &LaunchRequest<'_, '_>) -> Result<LaunchOutcome, HostError> {
         (**self).launch(request)
     }
 }
 
-/// The pointer-free copy of a [`LaunchRequest`]: kernel id, shape and argument snapshots
-/// (pointer arguments as guest offset and length). `Send + Sync`; holds its arguments inline,
-/// so taking one never allocates.
+/// The pointer-free copy of a launch: kernel id, shape and argument snapshots (pointer
+/// arguments as guest offset and length). `Send + Sync`; holds its arguments inline, so it never
+/// allocates.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct LaunchSnapshot {
-    kernel_id: i64,
-    shape: LaunchShape,
-    args: heapless::Vec<LoweredArgSnapshot, MAX_KERNEL_ARGS>,
+    pub(crate) kernel_id: i64,
+    pub(crate) shape: LaunchShape,
+    pub(crate) args: heapless::Vec<LoweredArgSnapshot, MAX_KERNEL_ARGS>,
 }
 
 impl LaunchSnapshot {
-    /// Snapshots `request`, parsing its argv straight into snapshots (one pass, no heap). This
-    /// is also how the host function checks an argv before dispatch.
-    ///
-    /// # Errors
-    ///
-    /// The core parser's error for an argv it refuses (see
-    /// [`LaunchRequest::parse_into`]).
-    pub fn capture(request: &LaunchRequest<'_, '_>) -> Result<LaunchSnapshot, HostError> {
-        let mut snapshot = LaunchSnapshot::EMPTY;
-        snapshot.recapture(request)?;
-        Ok(snapshot)
-    }
-
     /// No launch: kernel 0, an all-zero shape, no arguments.
     pub(crate) const EMPTY: LaunchSnapshot = LaunchSnapshot {
         kernel_id: 0,
         shape: LaunchShape { grid: [0; 3], block: [0; 3], shared_mem_bytes: 0 },
         args: heapless::Vec::new(),
     };
-
-    /// [`capture`](Self::capture), in place. On error the snapshot holds no arguments.
-    pub(crate) fn recapture(&mut self, request: &LaunchRequest<'_, '_>) -> Result<(), HostError> {
-        self.kernel_id = request.kernel_id;
-        self.shape = request.shape;
-        request.parse_into(&mut self.args)
-    }
 
     /// The guest's kernel handle.
     pub fn kernel_id(&self) -> i64 {
@@ -263,30 +200,5 @@ impl LaunchSnapshot {
     /// The arguments, pointer-free, in argv order.
     pub fn args(&self) -> &[LoweredArgSnapshot] {
         &self.args
-    }
-}
-
-/// One pass: each argument into the launch's record and into the launcher's sink.
-struct Both<'s, S: ?Sized> {
-    record: &'s mut heapless::Vec<LoweredArgSnapshot, MAX_KERNEL_ARGS>,
-    sink: &'s mut S,
-}
-
-impl<'m, S: ArgSink<'m> + ?Sized> ArgSink<'m> for Both<'_, S> {
-    #[inline]
-    fn capacity(&self) -> usize {
-        self.sink.capacity().min(MAX_KERNEL_ARGS)
-    }
-
-    #[inline]
-    fn clear(&mut self) {
-        self.record.clear();
-        self.sink.clear();
-    }
-
-    #[inline(always)]
-    fn push(&mut self, arg: LoweredArg<'m>) -> Result<(), SinkFull> {
-        self.record.push(LoweredArgSnapshot::from(&arg)).map_err(|_| SinkFull)?;
-        self.sink.push(arg)
     }
 }

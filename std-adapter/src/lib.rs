@@ -52,44 +52,63 @@
 //!
 //! ## Where to find what
 //!
-//! - the ABI error table and the host's error type: [`error`];
-//! - every limit: [`limits`]; the region and shape checks: [`checks`];
-//! - the launcher seam: [`launcher`]; the dry run: [`dry_run`];
-//! - the runtime-independent host call, its recorded state and the import names: [`host`];
-//! - the wasmtime host function (feature `wasmtime`): `wasmtime_host`;
-//! - the wasmi host function (feature `wasmi`, with or without std): `wasmi_host`;
-//! - the bundled demo guest, and a runner that runs it (or any guest with its interface) the
-//!   same way on wasmtime and on wasmi (feature `demo-guest`): `guest`;
-//! - `Vec` conveniences for std tools (feature `std`): `argv`;
+//! Every item is at the crate root but for the limits ([`limits`]) and the two runtime
+//! bindings (`wasmtime_host`, `wasmi_host`), each a module of its own:
+//!
+//! - the ABI error table and the host's error type: [`AbiError`], [`HostError`], [`Detail`]
+//!   (`src/error.rs`);
+//! - every limit: [`limits`]; the region and shape checks: [`check_args_region`],
+//!   [`check_launch_shape`] (`src/checks.rs`);
+//! - the host call, in the order the pipeline runs it: [`LaunchHost::call`] (`src/host.rs`;
+//!   the steps are ARCHITECTURE.md's "What flows");
+//! - the launcher seam: [`Launcher`], [`LaunchRequest`] (`src/launcher.rs`); the dry run:
+//!   [`DryRunLauncher`];
+//! - the wasmtime host function (feature `wasmtime`): `wasmtime_host::add_to_linker`; the wasmi
+//!   one (feature `wasmi`, with or without std): `wasmi_host::add_to_linker`; both register the
+//!   same function ([`LaunchHost::call`] behind the import [`IMPORT_MODULE`]/[`LAUNCH_IMPORT`]);
+//! - the bundled demo guest's module and interface (feature `demo-guest`): `guest`;
 //! - the WIT contract: `wit/wasi-cuda.wit` in this crate (a test checks it against [`AbiError`]).
 //!
 //! ## Features
 //!
-//! - `std` (default): see above. Without it the crate is `#![no_std]` and needs no allocator.
+//! - `std` (default): catching a panicking launcher, owned messages ([`HostError::msg`],
+//!   [`LaunchHost::last_error_message`]), `Box<dyn Launcher>`. Without it the crate is
+//!   `#![no_std]` and needs no allocator.
 //! - `wasmtime` (default, implies `std`): `wasmtime_host::add_to_linker` registers the host
-//!   function on a `wasmtime::Linker`.
+//!   function on a `wasmtime::Linker`. The binding is built against the `wasmtime` this crate
+//!   depends on (re-exported as `kernel_args::wasmtime_host::wasmtime`): the embedder's wasmtime
+//!   must be the same major version.
 //! - `wasmi`: `wasmi_host::add_to_linker` registers it on a `wasmi::Linker`, with or without
-//!   `std`.
+//!   `std` (re-exported as `kernel_args::wasmi_host::wasmi`; the same version coupling).
 //! - `defmt`: `defmt::Format` on the pipeline's types, for embedded hosts.
-//! - `demo-guest` (default): bundles the `no_std` vector_add guest (source in `guest/`, built
-//!   for `wasm32-unknown-unknown` by `scripts/build-guest.sh`; the committed module is checked
-//!   against a fresh build in CI) as `guest::GUEST_WASM`; with `wasmtime`, or `wasmi` and
-//!   `std`, `guest::GuestModule` and the `guest::Guest` trait run it on either runtime.
+//! - `demo-guest` (default): the `no_std` vector_add guest's module (`guest::GUEST_WASM`, built
+//!   from `guest/` for `wasm32-unknown-unknown` by `scripts/build-guest.sh`; CI checks the
+//!   committed module against a fresh build) and its interface (kernel id, exports). The runner
+//!   that drives it on either runtime is `kernel-args-cli`'s.
 
 #![cfg_attr(not(any(feature = "std", test)), no_std)]
+#![forbid(unsafe_code)]
+// Tests may unwrap and index: a panic there is a failing test, not a broken contract.
+#![cfg_attr(
+    test,
+    allow(
+        clippy::unwrap_used,
+        clippy::expect_used,
+        clippy::panic,
+        clippy::indexing_slicing,
+        clippy::arithmetic_side_effects
+    )
+)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
-#[cfg(feature = "std")]
-#[cfg_attr(docsrs, doc(cfg(feature = "std")))]
-pub mod argv;
-pub mod checks;
-pub mod dry_run;
-pub mod error;
+mod checks;
+mod dry_run;
+mod error;
 #[cfg(feature = "demo-guest")]
 #[cfg_attr(docsrs, doc(cfg(feature = "demo-guest")))]
 pub mod guest;
-pub mod host;
-pub mod launcher;
+mod host;
+mod launcher;
 pub mod limits;
 #[cfg(feature = "wasmi")]
 #[cfg_attr(docsrs, doc(cfg(feature = "wasmi")))]
@@ -98,13 +117,13 @@ pub mod wasmi_host;
 #[cfg_attr(docsrs, doc(cfg(feature = "wasmtime")))]
 pub mod wasmtime_host;
 
-#[cfg(feature = "std")]
-pub use argv::{encode_argv_vec, parse_argv_vec, parse_snapshots};
 pub use checks::{
     ArgsRegion, Bound, Dimension, LaunchLimits, LaunchShape, RegionError, ShapeError, check_args_region,
     check_launch_shape,
 };
 pub use dry_run::DryRunLauncher;
 pub use error::{AbiError, Detail, HostError, UnknownAbiCode};
-pub use host::{IMPORT_MODULE, LAUNCH_IMPORT, LaunchCall, LaunchHost, LaunchRecord, MEMORY_EXPORT};
+pub use host::{
+    IMPORT_MODULE, LAUNCH_IMPORT, LaunchCall, LaunchHost, LaunchParams, LaunchRecord, MEMORY_EXPORT,
+};
 pub use launcher::{LaunchOutcome, LaunchRequest, LaunchSnapshot, Launcher, PointerMode, SignatureCheck};

@@ -1,13 +1,11 @@
-//! Every limit the host enforces, in one place: the launch-shape limits checked by
-//! [`check_launch_shape`](crate::check_launch_shape) and, re-exported, the argv caps the core
-//! parser enforces.
+//! Every limit the host enforces beyond the wire format's, in one place: the launch-shape
+//! limits checked by [`check_launch_shape`](crate::check_launch_shape). The argv caps are
+//! `kernel-args-core`'s (`MAX_KERNEL_ARGS`, `MAX_KERNEL_ARGS_BYTES`), enforced by its parser.
 //!
 //! The shape limits are those of every CUDA device of compute capability 5.0 and later, so a
 //! shape the host accepts is one the driver can launch on any of them (a smaller device may
 //! still refuse it with `LaunchFailed`). Only the shared-memory cap is configurable
 //! ([`LaunchLimits`](crate::LaunchLimits)), because it is the one that differs between devices.
-
-pub use kernel_args_core::limits::{MAX_GUEST_MEMORY_BYTES, MAX_KERNEL_ARGS, MAX_KERNEL_ARGS_BYTES};
 
 /// Every grid and block dimension is at least 1: a zero dimension launches nothing, and a
 /// negative one is a guest bug.

@@ -23,12 +23,14 @@
 //! # Ok::<(), wasmi::Error>(())
 //! ```
 
-use wasmi::{Caller, Extern, Linker};
+use wasmi::Linker;
 
 /// The wasmi this crate is built against, for embedders that want the same version.
 pub use ::wasmi;
 
-use crate::host::{IMPORT_MODULE, LAUNCH_IMPORT, LaunchCall, LaunchHost, MEMORY_EXPORT};
+#[cfg(doc)]
+use crate::host::MEMORY_EXPORT;
+use crate::host::{IMPORT_MODULE, LAUNCH_IMPORT, LaunchHost};
 use crate::launcher::Launcher;
 
 /// Registers `wasi_cuda_launch` under [`IMPORT_MODULE`] on `linker`. `get` finds the
@@ -45,37 +47,6 @@ where
     T: 'static,
     L: Launcher + 'static,
 {
-    linker.func_wrap(
-        IMPORT_MODULE,
-        LAUNCH_IMPORT,
-        move |mut caller: Caller<'_, T>,
-              kernel_id: i64,
-              grid_x: i32,
-              grid_y: i32,
-              grid_z: i32,
-              block_x: i32,
-              block_y: i32,
-              block_z: i32,
-              shared_mem: i32,
-              args_ptr: i32,
-              args_len: i32|
-              -> i32 {
-            let call = LaunchCall {
-                kernel_id,
-                grid: [grid_x, grid_y, grid_z],
-                block: [block_x, block_y, block_z],
-                shared_mem,
-                args_ptr,
-                args_len,
-            };
-            match caller.get_export(MEMORY_EXPORT) {
-                Some(Extern::Memory(memory)) => {
-                    let (data, state) = memory.data_and_store_mut(&mut caller);
-                    get(state).call(Some(data), &call)
-                }
-                _ => get(caller.data_mut()).call(None, &call),
-            }
-        },
-    )?;
+    linker.func_wrap(IMPORT_MODULE, LAUNCH_IMPORT, crate::host::host_function!(wasmi, get))?;
     Ok(())
 }

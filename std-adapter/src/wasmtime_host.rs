@@ -30,12 +30,14 @@
 //! # Ok::<(), wasmtime::Error>(())
 //! ```
 
-use wasmtime::{Caller, Extern, Linker};
+use wasmtime::Linker;
 
 /// The wasmtime this crate is built against, for embedders that want the same version.
 pub use ::wasmtime;
 
-use crate::host::{IMPORT_MODULE, LAUNCH_IMPORT, LaunchCall, LaunchHost, MEMORY_EXPORT};
+#[cfg(doc)]
+use crate::host::MEMORY_EXPORT;
+use crate::host::{IMPORT_MODULE, LAUNCH_IMPORT, LaunchHost};
 use crate::launcher::Launcher;
 
 /// Registers `wasi_cuda_launch` under [`IMPORT_MODULE`] on `linker`. `get` finds the
@@ -48,39 +50,6 @@ where
     T: 'static,
     L: Launcher + 'static,
 {
-    linker.func_wrap(
-        IMPORT_MODULE,
-        LAUNCH_IMPORT,
-        move |mut caller: Caller<'_, T>,
-              kernel_id: i64,
-              grid_x: i32,
-              grid_y: i32,
-              grid_z: i32,
-              block_x: i32,
-              block_y: i32,
-              block_z: i32,
-              shared_mem: i32,
-              args_ptr: i32,
-              args_len: i32|
-              -> i32 {
-            let call = LaunchCall {
-                kernel_id,
-                grid: [grid_x, grid_y, grid_z],
-                block: [block_x, block_y, block_z],
-                shared_mem,
-                args_ptr,
-                args_len,
-            };
-            match caller.get_export(MEMORY_EXPORT) {
-                Some(Extern::Memory(memory)) => {
-                    let (data, state) = memory.data_and_store_mut(&mut caller);
-                    get(state).call(Some(data), &call)
-                }
-                // No memory, or a shared memory (which other threads may write while the
-                // host reads it): no pointer can be resolved safely.
-                _ => get(caller.data_mut()).call(None, &call),
-            }
-        },
-    )?;
+    linker.func_wrap(IMPORT_MODULE, LAUNCH_IMPORT, crate::host::host_function!(wasmtime, get))?;
     Ok(())
 }

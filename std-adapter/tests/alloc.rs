@@ -10,15 +10,18 @@
 //! count at the very moment the launcher is called is asserted by
 //! `cuda-backend/tests/alloc.rs`, whose own counting allocator can be read mid-call.)
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::indexing_slicing)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing,
+    clippy::arithmetic_side_effects
+)]
 
 use std::hint::black_box;
 
-use kernel_args::{
-    AbiError, HostError, LaunchCall, LaunchHost, LaunchOutcome, LaunchRequest, Launcher, PointerMode,
-    SignatureCheck,
-};
-use kernel_args_core::MAX_KERNEL_ARGS;
+use kernel_args::{AbiError, HostError, LaunchCall, LaunchHost, LaunchOutcome, LaunchRequest, Launcher};
+use kernel_args_core::{Arg, MAX_KERNEL_ARGS};
 use kernel_args_testkit::argvs;
 
 /// Runs `f` and returns its result with the heap allocations it made on this thread.
@@ -38,10 +41,14 @@ struct CountingLauncher {
 impl Launcher for CountingLauncher {
     fn launch(&mut self, request: &LaunchRequest<'_, '_>) -> Result<LaunchOutcome, HostError> {
         self.calls += 1;
-        // Parsed as a launcher parses (a `ParsedArgv` on the stack, no heap).
-        let args: kernel_args_core::ParsedArgv<'_> = request.args()?;
-        self.args = black_box(&args).len();
-        Ok(LaunchOutcome { pointer_mode: PointerMode::Direct, signature: SignatureCheck::Skipped })
+        // Every window turned into its host pointer, as a launcher that places them does.
+        for arg in request.args {
+            if let Arg::Ptr(range) = arg {
+                black_box(request.window(*range)?.host_ptr_mut());
+            }
+        }
+        self.args = black_box(request.args).len();
+        Ok(LaunchOutcome::NO_DEVICE)
     }
 }
 

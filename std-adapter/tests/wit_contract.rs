@@ -1,6 +1,14 @@
 //! `wit/wasi-cuda.wit` and this crate agree: the WIT parses, its `abi-error` cases are
 //! `AbiError::ALL` name for name (kebab-case against CamelCase) and in order, and `launch`
 //! has the agreed signature.
+// Test code may unwrap, index and panic: a panic here is a failing test, not a broken contract.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing,
+    clippy::arithmetic_side_effects
+)]
 
 use kernel_args::AbiError;
 #[cfg(feature = "wasmtime")]

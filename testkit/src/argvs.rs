@@ -10,7 +10,7 @@
 //! # assert!(!buf.is_empty());
 //! ```
 
-use kernel_args_core::wire::MAX_RECORD_SIZE;
+use kernel_args_core::MAX_RECORD_SIZE;
 use kernel_args_core::{
     ArgTag, F32Bits, F64Bits, GuestRange, LoweredArgSnapshot, MAX_KERNEL_ARGS, MAX_KERNEL_ARGS_BYTES,
     encode_argv,

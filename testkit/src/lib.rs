@@ -10,17 +10,13 @@
 //! - [`argvs`]: the argument lists and buffers the zero-allocation tests and the benchmarks
 //!   run (mixed argvs of every size up to the record cap, the largest valid buffer, an early
 //!   and a late error);
-//! - [`reference`](mod@reference): what the parse + build benchmark (`cuda-backend/benches/parse_build.rs`)
-//!   and its instruction-count loop (`cuda-backend/examples/parse_build_loop.rs`, run by
-//!   `scripts/callgrind-parse-build.sh`) measure: a heap-allocating reference, an unchecked
-//!   floor, and ours.
 //!
-//! It depends on the crates it tests (`kernel-args-core`, and for [`reference`](mod@reference)
-//! `kernel-args-cuda` and `kernel-args`, without the CUDA driver path or wasmtime); those
-//! crates' integration tests, benchmarks and examples take it as a dev-dependency. Their unit
-//! tests in `src/` cannot use it (they are another build of the crate, so its types differ).
+//! It depends on `kernel-args-core` alone, so any crate of the workspace takes it as a
+//! dev-dependency without a cycle: their integration tests, benchmarks and examples use it.
+//! The core's own unit tests in `src/` cannot (they are another build of the crate, so its
+//! types differ). The benchmark references (a heap-allocating reference, an unchecked decoder)
+//! live with the benchmark that measures against them, `cuda-backend/benches/parse_build/`.
 
 pub mod argvs;
 mod from_core;
 pub mod model;
-pub mod reference;

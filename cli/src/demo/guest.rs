@@ -1,8 +1,8 @@
 //! Running the bundled guest's `vector_add` launch through a launcher, into a [`Report`] of
 //! what the host lowered and how the launch ended; printing it is [`super::render`]'s.
 
-use kernel_args::guest::{GuestError, GuestModule, Runtime};
 use kernel_args::{AbiError, LaunchHost, LaunchOutcome, LaunchRecord, Launcher};
+use kernel_args_cli::guest::{GuestError, GuestModule, Runtime};
 
 use crate::Status;
 

@@ -47,7 +47,8 @@ mod launcher;
 mod render;
 
 use clap::{Args, ValueEnum};
-use kernel_args::guest::{CAPACITY, Runtime};
+use kernel_args::guest::CAPACITY;
+use kernel_args_cli::guest::Runtime;
 
 use crate::{Output, Status};
 

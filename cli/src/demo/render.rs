@@ -129,6 +129,7 @@ pub(super) fn json(report: &Report) -> String {
             pointer_mode: outcome.map(|o| match o.pointer_mode {
                 PointerMode::Direct => "direct",
                 PointerMode::Staged => "staged",
+                PointerMode::None => "none",
             }),
             signature: outcome.map(|o| match o.signature {
                 SignatureCheck::Ptx => "ptx",
@@ -219,7 +220,7 @@ mod tests {
     #[test]
     fn json_of_a_refused_call_has_no_launch() {
         let report = Report {
-            runtime: kernel_args::guest::Runtime::Wasmi,
+            runtime: kernel_args_cli::guest::Runtime::Wasmi,
             n: 4,
             launcher: "dry run".to_owned(),
             launch: None,
@@ -245,7 +246,7 @@ mod tests {
         // The launched outcome needs a device; its rendering does not.
         let outcome = LaunchOutcome { pointer_mode: PointerMode::Staged, signature: SignatureCheck::Ptx };
         let report = Report {
-            runtime: kernel_args::guest::Runtime::Wasmtime,
+            runtime: kernel_args_cli::guest::Runtime::Wasmtime,
             n: 16,
             launcher: "CUDA device 0".to_owned(),
             launch: None,

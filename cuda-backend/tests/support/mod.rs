@@ -13,8 +13,9 @@ use std::io::Write as _;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use kernel_args::AbiError;
-use kernel_args_cuda::{CudaDevice, CudaOptions, DRIVER_ENV, KernelRegistry, PointerModeChoice};
+use kernel_args::PointerMode;
+use kernel_args_core::{GuestMemory, LoweredArgSnapshot, MAX_KERNEL_ARGS, parse_argv_into};
+use kernel_args_cuda::{CudaDevice, CudaOptions, DRIVER_ENV, KernelRegistry, PointerModeChoice, SetupError};
 use kernel_args_cuda_emulator::client::Emulator;
 
 pub const VECTOR_ADD: i64 = 1;
@@ -47,6 +48,22 @@ pub fn skip(test: &str, reason: &dyn std::fmt::Display) {
     say(format!("SKIPPED {test}: {reason}"));
 }
 
+/// `argv` checked as the host function checks it before a launcher sees it: parsed against the
+/// memory's length into the pointer-free arguments a request carries.
+pub fn checked(argv: &[u8], guest: &GuestMemory<'_>) -> heapless::Vec<LoweredArgSnapshot, MAX_KERNEL_ARGS> {
+    let mut args = heapless::Vec::new();
+    parse_argv_into(argv, &GuestMemory::length_only(guest.len()), &mut args).expect("a valid argv");
+    args
+}
+
+/// The choice that forces `mode`.
+pub fn forced(mode: PointerMode) -> PointerModeChoice {
+    match mode {
+        PointerMode::Direct => PointerModeChoice::Direct,
+        _ => PointerModeChoice::Staged,
+    }
+}
+
 /// The options from the environment, with `mode`.
 pub fn options(mode: PointerModeChoice) -> CudaOptions {
     CudaOptions { pointer_mode: mode, ..CudaOptions::from_env() }
@@ -73,11 +90,15 @@ pub fn open(test: &str, options: CudaOptions) -> Option<Arc<CudaDevice>> {
             ));
             Some(device)
         }
-        Err(e) if e.code() == AbiError::NotAvailable => {
+        Err(
+            e @ (SetupError::Driver { .. }
+            | SetupError::NoDevice { .. }
+            | SetupError::DirectUnsupported { .. }),
+        ) => {
             skip(test, &e);
             None
         }
-        Err(e) => panic!("{test}: device setup failed with {e}, not NotAvailable"),
+        Err(e) => panic!("{test}: device setup failed with {e}"),
     }
 }
 

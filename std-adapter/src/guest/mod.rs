@@ -10,17 +10,8 @@
 //! one good launch, one deliberately bad launch per host check, and accessors to read the
 //! buffers back.
 //!
-//! ## Running a guest
-//!
-//! The same guest runs the same way on every runtime this crate binds (feature `std` and at
-//! least one of `wasmtime` and `wasmi`): a `GuestModule` is a module compiled for one
-//! `Runtime`, and each instance is a `Guest`, with the host function and a
-//! [`LaunchHost`](crate::LaunchHost) (any [`Launcher`](crate::Launcher)) in its store.
-//! `kargs demo --runtime` and the end-to-end tests (`tests/guest_e2e.rs`: every runtime, the
-//! Rust guest and the C guest) use this. `WasmtimeGuest` and `WasmiGuest` are the two
-//! implementations, for a host that wants its runtime's own typed calls too.
-//!
-//! ## On wasmtime, by hand
+//! The runner that drives it the same way on wasmtime and on wasmi (`kargs demo --runtime`,
+//! and the end-to-end tests of both bindings) is `kernel-args-cli`'s; by hand, on wasmtime:
 //!
 //! ```
 //! # #[cfg(feature = "wasmtime")]
@@ -87,7 +78,8 @@ pub mod exports {
     pub const LAST_ARGV_PTR: &str = "last_argv_ptr";
     /// `() -> i32`: length of the last argv it sent.
     pub const LAST_ARGV_LEN: &str = "last_argv_len";
-    /// `(i64, i32 × 9) -> i32`: calls `wasi_cuda_launch` with exactly these values.
+    /// [`LaunchParams`](crate::LaunchParams)` -> i32`: calls `wasi_cuda_launch` with exactly
+    /// these values.
     pub const LAUNCH_RAW: &str = "launch_raw";
     /// `() -> i32`: a vector_add argv whose `out` window starts at the end of memory (→ -2).
     pub const SEND_PTR_PAST_MEMORY: &str = "send_ptr_past_memory";
@@ -100,20 +92,3 @@ pub mod exports {
     /// `() -> i32`: a valid argv with a 2048-thread block (→ -8).
     pub const SEND_BAD_DIMENSIONS: &str = "send_bad_dimensions";
 }
-
-#[cfg(all(feature = "wasmi", feature = "std"))]
-mod on_wasmi;
-#[cfg(feature = "wasmtime")]
-mod on_wasmtime;
-#[cfg(any(feature = "wasmtime", all(feature = "wasmi", feature = "std")))]
-mod runner;
-
-#[cfg(all(feature = "wasmi", feature = "std"))]
-#[cfg_attr(docsrs, doc(cfg(all(feature = "wasmi", feature = "std"))))]
-pub use on_wasmi::WasmiGuest;
-#[cfg(feature = "wasmtime")]
-#[cfg_attr(docsrs, doc(cfg(feature = "wasmtime")))]
-pub use on_wasmtime::WasmtimeGuest;
-#[cfg(any(feature = "wasmtime", all(feature = "wasmi", feature = "std")))]
-#[cfg_attr(docsrs, doc(cfg(any(feature = "wasmtime", all(feature = "wasmi", feature = "std")))))]
-pub use runner::{Guest, GuestError, GuestModule, Runtime};

@@ -1,19 +1,21 @@
 //! [`WasmiGuest`]: a guest with the demo interface on wasmi.
 
-use wasmi::{Engine, Instance, Linker, Memory, Module, Store, WasmParams, WasmResults};
+use kernel_args::wasmi_host::wasmi::{
+    self, Engine, Instance, Linker, Memory, Module, Store, WasmParams, WasmResults,
+};
+
+use kernel_args::guest::{GUEST_WASM, exports};
+use kernel_args::wasmi_host::add_to_linker;
+use kernel_args::{LaunchCall, LaunchHost, LaunchParams, Launcher, MEMORY_EXPORT};
 
 use super::runner::{Guest, GuestError, Runtime};
-use super::{GUEST_WASM, exports};
-use crate::host::{LaunchCall, LaunchHost, MEMORY_EXPORT};
-use crate::launcher::Launcher;
-use crate::wasmi_host::add_to_linker;
 
 /// A guest with the demo interface instantiated on wasmi, with a [`LaunchHost`] as its
-/// store's data (features `wasmi` and `std`). Driven through the [`Guest`] trait, or with
+/// store's data . Driven through the [`Guest`] trait, or with
 /// [`call`](WasmiGuest::call) for an export of any signature.
 ///
 /// ```
-/// use kernel_args::guest::{Guest, WasmiGuest};
+/// use kernel_args_cli::guest::{Guest, WasmiGuest};
 /// use kernel_args::{AbiError, DryRunLauncher, LaunchHost};
 ///
 /// let mut guest = WasmiGuest::new(LaunchHost::new(DryRunLauncher::new()))?;
@@ -96,12 +98,7 @@ impl<L: Launcher + 'static> Guest<L> for WasmiGuest<L> {
     }
 
     fn launch_raw(&mut self, call: &LaunchCall) -> Result<i32, GuestError> {
-        let LaunchCall { kernel_id, grid: [gx, gy, gz], block: [bx, by, bz], shared_mem, args_ptr, args_len } =
-            *call;
-        self.call_named(
-            exports::LAUNCH_RAW,
-            (kernel_id, gx, gy, gz, bx, by, bz, shared_mem, args_ptr, args_len),
-        )
+        self.call_named::<LaunchParams, i32>(exports::LAUNCH_RAW, call.params())
     }
 
     fn memory(&self) -> &[u8] {

@@ -1,11 +1,11 @@
 //! A module that imports `wasi_cuda_launch` but exports no memory gets an ABI code, not a
-//! trap, on every runtime of this build (wasmtime; wasmi with the `wasmi` feature): through each
-//! binding's `add_to_linker`, as `GuestModule::instantiate` registers it.
-#![cfg(all(feature = "demo-guest", feature = "std", any(feature = "wasmtime", feature = "wasmi")))]
+//! trap, on wasmtime and on wasmi: through each binding's `add_to_linker`, as
+//! `GuestModule::instantiate` registers it.
+#![cfg(feature = "demo")]
 
-use kernel_args::guest::{Guest, GuestModule, Runtime};
 use kernel_args::{AbiError, Detail, DryRunLauncher, LaunchHost};
 use kernel_args::{IMPORT_MODULE, LAUNCH_IMPORT};
+use kernel_args_cli::guest::{Guest, GuestModule, Runtime};
 use wasm_encoder::{
     CodeSection, EntityType, ExportKind, ExportSection, Function, FunctionSection, ImportSection, Module,
     TypeSection, ValType,
@@ -52,7 +52,7 @@ fn guest_without_memory(
 
 #[test]
 fn no_exported_memory_is_an_invalid_pointer() {
-    for runtime in Runtime::available() {
+    for runtime in Runtime::ALL {
         let mut guest = guest_without_memory(runtime, LaunchHost::new(DryRunLauncher::new()));
         assert!(guest.memory().is_empty(), "{runtime}");
         assert_eq!(guest.call0("go").unwrap(), AbiError::InvalidPointer.code(), "{runtime}");
@@ -64,7 +64,7 @@ fn no_exported_memory_is_an_invalid_pointer() {
 
 #[test]
 fn a_disabled_capability_is_not_available_even_without_memory() {
-    for runtime in Runtime::available() {
+    for runtime in Runtime::ALL {
         let mut guest =
             guest_without_memory(runtime, LaunchHost::new(DryRunLauncher::new()).with_enabled(false));
         assert_eq!(guest.call0("go").unwrap(), AbiError::NotAvailable.code(), "{runtime}");

@@ -3,26 +3,23 @@
 
 use std::fmt;
 
-use super::{GUEST_WASM, exports};
-use crate::host::{LaunchCall, LaunchHost};
-use crate::launcher::Launcher;
+use kernel_args::guest::{GUEST_WASM, exports};
+use kernel_args::wasmi_host::wasmi;
+use kernel_args::wasmtime_host::wasmtime;
+use kernel_args::{LaunchCall, LaunchHost, Launcher};
 
-/// A wasm runtime this crate can run a guest on, through the same `wasi_cuda_launch` host
-/// function ([`LaunchHost::call`] behind both bindings).
-///
-/// Both variants always exist; [`is_available`](Runtime::is_available) says whether this build
-/// has the binding (a [`GuestModule`] for one that is not is a [`GuestError`]).
+/// A wasm runtime the runner runs a guest on, through the same `wasi_cuda_launch` host function
+/// ([`LaunchHost::call`] behind both of kernel-args' bindings).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Runtime {
-    /// wasmtime, compiling with Cranelift (feature `wasmtime`).
+    /// wasmtime, compiling with Cranelift.
     Wasmtime,
-    /// wasmi, an interpreter (features `wasmi` and `std`; the host function itself, in
-    /// `wasmi_host`, needs no std).
+    /// wasmi, an interpreter (the runtime of firmware-style hosts).
     Wasmi,
 }
 
 impl Runtime {
-    /// Every runtime, available in this build or not.
+    /// Every runtime.
     pub const ALL: [Runtime; 2] = [Runtime::Wasmtime, Runtime::Wasmi];
 
     /// `"wasmtime"` or `"wasmi"`.
@@ -31,19 +28,6 @@ impl Runtime {
             Runtime::Wasmtime => "wasmtime",
             Runtime::Wasmi => "wasmi",
         }
-    }
-
-    /// Whether this build can run guests on this runtime.
-    pub const fn is_available(self) -> bool {
-        match self {
-            Runtime::Wasmtime => cfg!(feature = "wasmtime"),
-            Runtime::Wasmi => cfg!(all(feature = "wasmi", feature = "std")),
-        }
-    }
-
-    /// The runtimes this build can run guests on, in the order of [`ALL`](Runtime::ALL).
-    pub fn available() -> impl Iterator<Item = Runtime> {
-        Runtime::ALL.into_iter().filter(|runtime| runtime.is_available())
     }
 }
 
@@ -91,10 +75,10 @@ impl std::error::Error for GuestError {}
 /// times (compiling is the slow part on wasmtime). Cheap to clone.
 ///
 /// ```
-/// use kernel_args::guest::{Guest, GuestModule, Runtime};
+/// use kernel_args_cli::guest::{Guest, GuestModule, Runtime};
 /// use kernel_args::{AbiError, DryRunLauncher, LaunchHost};
 ///
-/// for runtime in Runtime::available() {
+/// for runtime in Runtime::ALL {
 ///     let module = GuestModule::demo(runtime)?;
 ///     let mut guest = module.instantiate(LaunchHost::new(DryRunLauncher::new()))?;
 ///     assert_eq!(guest.run_vector_add(100)?, AbiError::NotAvailable.code(), "{runtime}");
@@ -102,7 +86,7 @@ impl std::error::Error for GuestError {}
 ///     assert_eq!(guest.first_mismatch(100)?, Some(0), "nothing ran");
 ///     assert!(guest.first_mismatch(-1).is_err());
 /// }
-/// # Ok::<(), kernel_args::guest::GuestError>(())
+/// # Ok::<(), kernel_args_cli::guest::GuestError>(())
 /// ```
 #[derive(Clone)]
 pub struct GuestModule {
@@ -111,9 +95,7 @@ pub struct GuestModule {
 
 #[derive(Clone)]
 enum Compiled {
-    #[cfg(feature = "wasmtime")]
     Wasmtime(wasmtime::Engine, wasmtime::Module),
-    #[cfg(all(feature = "wasmi", feature = "std"))]
     Wasmi(wasmi::Engine, wasmi::Module),
 }
 
@@ -122,31 +104,21 @@ impl GuestModule {
     ///
     /// # Errors
     ///
-    /// The runtime's, when the module is not valid wasm; a [`GuestError`] saying so when this
-    /// build does not have `runtime`.
+    /// The runtime's, when the module is not valid wasm.
     pub fn new(runtime: Runtime, wasm: &[u8]) -> Result<GuestModule, GuestError> {
         let compile_error =
             |e: &dyn fmt::Display| GuestError::new(runtime, format!("compiling the guest: {e}"));
         let compiled = match runtime {
-            #[cfg(feature = "wasmtime")]
             Runtime::Wasmtime => {
                 let engine = wasmtime::Engine::default();
                 let module =
                     wasmtime::Module::new(&engine, wasm).map_err(|e| compile_error(&format!("{e:#}")))?;
                 Compiled::Wasmtime(engine, module)
             }
-            #[cfg(all(feature = "wasmi", feature = "std"))]
             Runtime::Wasmi => {
                 let engine = wasmi::Engine::default();
                 let module = wasmi::Module::new(&engine, wasm).map_err(|e| compile_error(&e))?;
                 Compiled::Wasmi(engine, module)
-            }
-            #[allow(unreachable_patterns)]
-            _ => {
-                return Err(GuestError::new(
-                    runtime,
-                    format!("this build of kernel-args has no {runtime} binding (see Runtime::is_available)"),
-                ));
             }
         };
         Ok(GuestModule { compiled })
@@ -164,9 +136,7 @@ impl GuestModule {
     /// The runtime the module is compiled for.
     pub fn runtime(&self) -> Runtime {
         match self.compiled {
-            #[cfg(feature = "wasmtime")]
             Compiled::Wasmtime(..) => Runtime::Wasmtime,
-            #[cfg(all(feature = "wasmi", feature = "std"))]
             Compiled::Wasmi(..) => Runtime::Wasmi,
         }
     }
@@ -186,14 +156,12 @@ impl GuestModule {
         let instantiate_error =
             |runtime, e: &dyn fmt::Display| GuestError::new(runtime, format!("instantiating the guest: {e}"));
         match &self.compiled {
-            #[cfg(feature = "wasmtime")]
             Compiled::Wasmtime(engine, module) => {
                 match super::on_wasmtime::WasmtimeGuest::instantiate(engine, module, host) {
                     Ok(guest) => Ok(Box::new(guest)),
                     Err(e) => Err(instantiate_error(Runtime::Wasmtime, &format!("{e:#}"))),
                 }
             }
-            #[cfg(all(feature = "wasmi", feature = "std"))]
             Compiled::Wasmi(engine, module) => {
                 match super::on_wasmi::WasmiGuest::instantiate(engine, module, host) {
                     Ok(guest) => Ok(Box::new(guest)),
@@ -216,7 +184,7 @@ impl fmt::Debug for GuestModule {
 /// runtime. Any [`Launcher`] plugs in.
 ///
 /// Made by [`GuestModule::instantiate`] (as a `Box<dyn Guest<L>>`), or directly as a
-/// `WasmtimeGuest` (feature `wasmtime`) or a `WasmiGuest` (feature `wasmi`). The calls
+/// `WasmtimeGuest` or a `WasmiGuest`. The calls
 /// take the interface's signatures; a trap, a missing export or another signature is a
 /// [`GuestError`].
 pub trait Guest<L> {

@@ -1,0 +1,18 @@
+//! The runner `kargs demo` and the end-to-end tests drive a guest with: the bundled demo guest
+//! (`kernel_args::guest::GUEST_WASM`), or any module with its interface
+//! (`kernel_args::guest::exports`, such as the C guest), the same way on wasmtime and on wasmi.
+//!
+//! A [`GuestModule`] is a module compiled for one [`Runtime`]; each instance is a [`Guest`],
+//! with the host function and a `kernel_args::LaunchHost` (any launcher) in its store.
+//! [`WasmtimeGuest`] and [`WasmiGuest`] are its two implementations, for a host that wants its
+//! runtime's own typed calls too. This is the demo's and the tests' harness, not a stable API:
+//! it lives in the CLI's library so that both reach it, and so that the published `kernel-args`
+//! carries the host function alone.
+
+mod on_wasmi;
+mod on_wasmtime;
+mod runner;
+
+pub use on_wasmi::WasmiGuest;
+pub use on_wasmtime::WasmtimeGuest;
+pub use runner::{Guest, GuestError, GuestModule, Runtime};

@@ -1,0 +1,417 @@
+//! One CUDA device, shared by every launcher of a process: [`CudaDevice`] (the driver, the
+//! primary context, each registered kernel's module) and how it is opened ([`CudaOptions`]).
+//!
+//! ```no_run
+//! use kernel_args::{DryRunLauncher, LaunchHost, Launcher};
+//! use kernel_args_cuda::{CudaDevice, CudaOptions, KernelRegistry, kernels};
+//!
+//! let mut registry = KernelRegistry::new();
+//! registry.register(1, kernels::VECTOR_ADD_PTX, kernels::VECTOR_ADD_ENTRY)?;
+//! // The driver library comes from KARGS_CUDA_DRIVER where it is set, else libcuda.so.1.
+//! let launcher: Box<dyn Launcher + Send> = match CudaDevice::open(registry, CudaOptions::from_env()) {
+//!     Ok(device) => Box::new(device.launcher()), // one per guest; `Send`, so any thread
+//!     Err(e) => { eprintln!("dry run: {e}"); Box::new(DryRunLauncher::new()) }
+//! };
+//! let host = LaunchHost::new(launcher);
+//! # Ok::<(), kernel_args_cuda::SetupError>(())
+//! ```
+//!
+//! [`CudaDevice::open`] loads the driver library (at run time; see [`CudaOptions`]), picks the
+//! device and retains its primary context once; what goes wrong there is a [`SetupError`], the
+//! embedder's to handle. The device is `Send + Sync` and shared (`Arc`) by all launchers of the
+//! process: each registered kernel's module is loaded once per device, on its first launch, and
+//! kept. A module that fails to compile (`MalformedPtx`) or lacks its entry (`InvalidKernel`) is
+//! remembered too, so a guest that repeats such a launch gets the same answer without the PTX
+//! being compiled again.
+//!
+//! ## Kernel faults and recovery
+//!
+//! A fault in a kernel (`CUDA_ERROR_ILLEGAL_ADDRESS` and the driver's other sticky errors) is
+//! sticky: the context is unusable afterwards, for every launcher sharing it. The launch that
+//! meets it (the faulting one, and any other launch in flight in the context at the time)
+//! answers `LaunchFailed`. The next launch on the device then recovers: it waits until no
+//! launch is in flight, gives up every module, stream and buffer of the old context, resets
+//! the primary context (`cuDevicePrimaryCtxReset`), and goes on in the fresh one, where the
+//! modules are loaded again on their next use. If the driver refuses the reset, the device is
+//! lost: every later launch answers `LaunchFailed` with the reason. (CUDA documents its sticky
+//! errors as needing a new process; the reset is what the driver offers short of that.)
+
+use std::collections::HashMap;
+use std::ffi::OsStr;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError, RwLock, RwLockReadGuard};
+
+use cust::sys::{CUdevice_attribute, CUfunction_attribute};
+use kernel_args::{AbiError, Detail, HostError, PointerMode, SignatureCheck};
+
+use crate::cu_error::{Phase, is_sticky};
+use crate::driver::{CuError, Current, DRIVER_LIBRARY, Driver, Kernel, KernelLoadError, PrimaryContext};
+use crate::launcher::CudaLauncher;
+use crate::registry::{KernelEntry, KernelRegistry};
+use crate::setup::SetupError;
+
+/// The environment variable [`CudaOptions::from_env`] reads the driver library's path from.
+pub const DRIVER_ENV: &str = "KARGS_CUDA_DRIVER";
+
+/// How the launcher hands pointer arguments to the device.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum PointerModeChoice {
+    /// Direct where the device reads pageable memory through the host's page tables (ATS),
+    /// staged otherwise (HMM included).
+    #[default]
+    Auto,
+    /// Always direct ([`PointerMode::Direct`]); refused when the device is opened if it has no
+    /// pageable memory access (the kernel would fault).
+    Direct,
+    /// Always staged ([`PointerMode::Staged`]).
+    Staged,
+}
+
+/// What [`CudaDevice::open`] sets up.
+#[derive(Debug, Clone, Default)]
+pub struct CudaOptions {
+    /// The device's ordinal (0 for the first).
+    pub device_ordinal: u32,
+    /// How pointer arguments reach the device.
+    pub pointer_mode: PointerModeChoice,
+    /// The driver library to load instead of the system's `libcuda.so.1`: an unusual install
+    /// (Jetson's `/usr/lib/aarch64-linux-gnu/tegra/libcuda.so.1`), or the emulated driver of
+    /// `cuda-emulator/`. Each library is loaded once per process and never unloaded.
+    pub driver_library: Option<PathBuf>,
+}
+
+impl CudaOptions {
+    /// The defaults, with [`driver_library`](Self::driver_library) from the environment
+    /// variable `KARGS_CUDA_DRIVER` ([`DRIVER_ENV`]) where it is set and not empty. This is
+    /// how tools such as `kargs` pick their driver.
+    pub fn from_env() -> CudaOptions {
+        let driver_library = std::env::var_os(DRIVER_ENV).filter(|p| !p.is_empty()).map(PathBuf::from);
+        CudaOptions { driver_library, ..CudaOptions::default() }
+    }
+}
+
+/// The device a [`CudaDevice`] runs on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeviceInfo {
+    /// The device's ordinal.
+    pub ordinal: u32,
+    /// The device's name (`"NVIDIA H200"`, ...).
+    pub name: String,
+    /// Compute capability, major and minor.
+    pub compute_capability: (i32, i32),
+    /// `cuDriverGetVersion` (e.g. 12040 for CUDA 12.4).
+    pub driver_version: i32,
+    /// `CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS`: the device can read and write pageable
+    /// host memory, so host pointers can be handed to kernels directly.
+    pub pageable_memory_access: bool,
+    /// `CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS_USES_HOST_PAGE_TABLES`: that access goes
+    /// through the host's page tables (ATS) rather than by migrating pages (HMM).
+    pub uses_host_page_tables: bool,
+    /// `CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK`: shared memory per block without
+    /// opting in (48 KiB).
+    pub shared_memory_per_block: u32,
+    /// `CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN`: the most shared memory per
+    /// block a kernel can opt in to.
+    pub shared_memory_per_block_optin: u32,
+    /// Whether the driver has `cuFuncGetParamInfo` (CUDA 12.4+).
+    pub param_info: bool,
+}
+
+/// A kernel's module, loaded in one context, and what the launcher needs to know of it.
+#[derive(Debug)]
+pub(crate) struct LoadedKernel {
+    pub(crate) kernel: Kernel,
+    /// The parameter sizes, where the driver or the PTX knows them.
+    pub(crate) param_sizes: Option<Vec<usize>>,
+    /// Where `param_sizes` came from ([`SignatureCheck::Skipped`] exactly when `None`).
+    pub(crate) signature: SignatureCheck,
+    /// `CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES`.
+    pub(crate) static_shared: u32,
+    /// `CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES` as last set.
+    pub(crate) dynamic_shared_limit: AtomicU32,
+}
+
+/// A kernel id's module, or why it cannot be loaded (kept only for `MalformedPtx` and
+/// `InvalidKernel`, which depend on the registered kernel alone).
+pub(crate) type KernelSlot = Result<LoadedKernel, HostError>;
+
+/// The device's context and everything loaded in it.
+#[derive(Debug)]
+pub(crate) struct ContextState {
+    pub(crate) primary: PrimaryContext,
+    /// Counts the contexts: a reset makes the next. Launchers' streams and buffers belong to
+    /// the generation they were made in.
+    pub(crate) generation: u64,
+    kernels: Mutex<HashMap<i64, Arc<KernelSlot>>>,
+    /// Set when a reset failed: the device cannot be used any more.
+    pub(crate) lost: Option<HostError>,
+}
+
+/// One CUDA device, shared by every launcher of a process. See the [module docs](self).
+#[derive(Debug)]
+pub struct CudaDevice {
+    pub(crate) info: DeviceInfo,
+    pub(crate) pointer_mode: PointerMode,
+    registry: RwLock<KernelRegistry>,
+    pub(crate) context: RwLock<ContextState>,
+    /// The generation whose context met a sticky error (0: none).
+    pub(crate) poisoned: AtomicU64,
+}
+
+impl CudaDevice {
+    /// Loads the driver and opens the device `options` names, for the kernels of `registry`.
+    ///
+    /// # Errors
+    ///
+    /// A [`SetupError`]: no driver library ([`SetupError::Driver`]), no device of that ordinal
+    /// ([`SetupError::NoDevice`]), a driver call that failed ([`SetupError::Call`]), or
+    /// [`PointerMode::Direct`] forced on a device without pageable memory access
+    /// ([`SetupError::DirectUnsupported`]).
+    pub fn open(registry: KernelRegistry, options: CudaOptions) -> Result<Arc<CudaDevice>, SetupError> {
+        let setup = CuError::setup;
+        let library = options.driver_library.as_deref().map_or(OsStr::new(DRIVER_LIBRARY), |p| p.as_os_str());
+        let driver = Driver::load(library)?;
+        let count = driver.device_count().map_err(setup)?;
+        let ordinal = i32::try_from(options.device_ordinal).unwrap_or(i32::MAX);
+        if ordinal >= count {
+            return Err(SetupError::NoDevice { ordinal: options.device_ordinal, count });
+        }
+        let device = driver.device(ordinal).map_err(setup)?;
+        let attribute = |a| device.attribute(a).map_err(setup);
+        let unsigned = |v: i32| u32::try_from(v).unwrap_or(0);
+        use CUdevice_attribute as A;
+        let info = DeviceInfo {
+            ordinal: options.device_ordinal,
+            name: device.name().map_err(setup)?,
+            compute_capability: (
+                attribute(A::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)?,
+                attribute(A::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)?,
+            ),
+            driver_version: driver.version(),
+            pageable_memory_access: attribute(A::CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS)? != 0,
+            uses_host_page_tables: attribute(
+                A::CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS_USES_HOST_PAGE_TABLES,
+            )? != 0,
+            shared_memory_per_block: unsigned(attribute(A::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK)?),
+            shared_memory_per_block_optin: unsigned(attribute(
+                A::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
+            )?),
+            param_info: driver.has_param_info(),
+        };
+        let pointer_mode = match options.pointer_mode {
+            PointerModeChoice::Auto if info.pageable_memory_access && info.uses_host_page_tables => {
+                PointerMode::Direct
+            }
+            PointerModeChoice::Auto | PointerModeChoice::Staged => PointerMode::Staged,
+            PointerModeChoice::Direct if !info.pageable_memory_access => {
+                return Err(SetupError::DirectUnsupported { ordinal: info.ordinal, device: info.name });
+            }
+            PointerModeChoice::Direct => PointerMode::Direct,
+        };
+        let primary = device.retain_primary_context().map_err(setup)?;
+        Ok(Arc::new(CudaDevice {
+            info,
+            pointer_mode,
+            registry: RwLock::new(registry),
+            context: RwLock::new(ContextState {
+                primary,
+                generation: 1,
+                kernels: Mutex::new(HashMap::new()),
+                lost: None,
+            }),
+            poisoned: AtomicU64::new(0),
+        }))
+    }
+
+    /// A launcher on this device, with its own stream (made on its first launch), parameter
+    /// storage and staging buffers.
+    pub fn launcher(self: &Arc<CudaDevice>) -> CudaLauncher {
+        CudaLauncher::new(Arc::clone(self))
+    }
+
+    /// The device.
+    pub fn info(&self) -> &DeviceInfo {
+        &self.info
+    }
+
+    /// The pointer mode every launch uses.
+    pub fn pointer_mode(&self) -> PointerMode {
+        self.pointer_mode
+    }
+
+    /// Registers (or replaces) kernel `id`; a replaced kernel's module is unloaded once no
+    /// launch uses it, and a remembered failure is forgotten.
+    ///
+    /// # Errors
+    ///
+    /// As [`KernelRegistry::register`].
+    pub fn register(&self, id: i64, ptx: &str, entry: &str) -> Result<(), SetupError> {
+        self.registry.write().unwrap_or_else(PoisonError::into_inner).register(id, ptx, entry)?;
+        // After the registry changed, so a module loaded from the old entry meanwhile goes too.
+        let state = self.context.read().unwrap_or_else(PoisonError::into_inner);
+        let evicted = state.kernels.lock().unwrap_or_else(PoisonError::into_inner).remove(&id);
+        // Unloaded here (its `Drop` makes the context current), while the context cannot be
+        // reset under it.
+        drop(evicted);
+        drop(state);
+        Ok(())
+    }
+
+    /// The context, recovered first if a kernel fault poisoned it; held (shared) for a whole
+    /// launch, so that a recovery waits for the launches in flight.
+    pub(crate) fn usable_context(&self) -> Result<RwLockReadGuard<'_, ContextState>, HostError> {
+        let state = self.context.read().unwrap_or_else(PoisonError::into_inner);
+        let state = if self.poisoned.load(Ordering::Acquire) == state.generation {
+            drop(state);
+            self.recover();
+            self.context.read().unwrap_or_else(PoisonError::into_inner)
+        } else {
+            state
+        };
+        match &state.lost {
+            Some(lost) => Err(lost.clone()),
+            None => Ok(state),
+        }
+    }
+
+    /// Replaces a poisoned context by a fresh one, once no launch is in flight.
+    fn recover(&self) {
+        let mut state = self.context.write().unwrap_or_else(PoisonError::into_inner);
+        if self.poisoned.load(Ordering::Acquire) != state.generation || state.lost.is_some() {
+            return; // another thread recovered it first
+        }
+        // The reset unloads every module: give them up rather than unload them again.
+        let kernels = std::mem::take(state.kernels.get_mut().unwrap_or_else(PoisonError::into_inner));
+        for (_, slot) in kernels {
+            match Arc::try_unwrap(slot) {
+                Ok(Ok(loaded)) => loaded.kernel.abandon(),
+                Ok(Err(_)) => {}
+                // Not reachable (every launch, which holds the slots it uses, has ended), but a
+                // slot still held elsewhere must not unload a module of the new context.
+                Err(shared) => std::mem::forget(shared),
+            }
+        }
+        match state.primary.reset() {
+            Ok(()) => state.generation = state.generation.saturating_add(1),
+            Err(e) => {
+                let message = format!(
+                    "CUDA device {} ({}) is lost: a kernel fault left its context unusable and {} failed \
+                     with code {}",
+                    self.info.ordinal, self.info.name, e.call, e.code
+                );
+                state.lost = Some(HostError::msg(AbiError::LaunchFailed, message));
+            }
+        }
+    }
+
+    /// The host error for `e` in `phase`; a sticky error marks `generation`'s context for
+    /// recovery.
+    pub(crate) fn fail(&self, generation: u64, e: CuError, phase: Phase) -> HostError {
+        if is_sticky(e.code) {
+            self.poisoned.store(generation, Ordering::Release);
+        }
+        e.at(phase)
+    }
+
+    /// Kernel `id`'s module in the current context, loaded on first use.
+    pub(crate) fn kernel(
+        &self,
+        state: &ContextState,
+        current: &Current<'_>,
+        id: i64,
+    ) -> Result<Arc<KernelSlot>, HostError> {
+        let mut kernels = state.kernels.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(slot) = kernels.get(&id) {
+            return Ok(Arc::clone(slot));
+        }
+        let registry = self.registry.read().unwrap_or_else(PoisonError::into_inner);
+        let entry = registry.get(id).ok_or_else(|| {
+            HostError::msg(AbiError::InvalidKernel, format!("no kernel is registered with id {id}"))
+        })?;
+        let slot = self.load(state.generation, current, entry);
+        if let Err(e) = &slot
+            && !matches!(e.code(), AbiError::MalformedPtx | AbiError::InvalidKernel)
+        {
+            return Err(e.clone()); // a failure of the moment: try again next time
+        }
+        let slot = Arc::new(slot);
+        kernels.insert(id, Arc::clone(&slot));
+        Ok(slot)
+    }
+
+    fn load(&self, generation: u64, current: &Current<'_>, entry: &KernelEntry) -> KernelSlot {
+        let fail = |e, phase| self.fail(generation, e, phase);
+        let kernel = Kernel::load(current, entry.ptx(), entry.entry()).map_err(|e| match e {
+            KernelLoadError::Module { error, log } => {
+                let e = fail(error, Phase::ModuleLoad);
+                match e.detail() {
+                    Detail::Message { text: m, .. } if !log.is_empty() => {
+                        HostError::msg(e.code(), format!("{m}; JIT log: {log}"))
+                    }
+                    _ => e,
+                }
+            }
+            KernelLoadError::Entry(error) => fail(error, Phase::GetFunction),
+        })?;
+        let ptx_sizes = entry.signature().map(|s| s.param_sizes());
+        let (param_sizes, signature) = match (kernel.driver_param_sizes(), ptx_sizes) {
+            // The driver counted the parameters: its answer is the loaded function's.
+            (Some((sizes, true)), _) => (Some(sizes), SignatureCheck::Driver),
+            // Counted by asking until the driver refused: where the PTX says otherwise, the
+            // PTX the module was loaded from wins.
+            (Some((sizes, false)), Some(ptx)) if sizes != ptx => (Some(ptx), SignatureCheck::Ptx),
+            (Some((sizes, false)), _) => (Some(sizes), SignatureCheck::Driver),
+            (None, Some(ptx)) => (Some(ptx), SignatureCheck::Ptx),
+            (None, None) => (None, SignatureCheck::Skipped),
+        };
+        let attribute = |a| {
+            let value = kernel.attribute(current, a).map_err(|e| fail(e, Phase::Launch))?;
+            Ok::<u32, HostError>(u32::try_from(value).unwrap_or(0))
+        };
+        let static_shared = attribute(CUfunction_attribute::CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES)?;
+        let dynamic_shared =
+            attribute(CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES)?;
+        Ok(LoadedKernel {
+            kernel,
+            param_sizes,
+            signature,
+            static_shared,
+            dynamic_shared_limit: AtomicU32::new(dynamic_shared),
+        })
+    }
+}
+
+impl Drop for CudaDevice {
+    fn drop(&mut self) {
+        let state = self.context.get_mut().unwrap_or_else(PoisonError::into_inner);
+        let kernels = std::mem::take(state.kernels.get_mut().unwrap_or_else(PoisonError::into_inner));
+        if state.lost.is_some() || self.poisoned.load(Ordering::Acquire) == state.generation {
+            // The context is unusable: releasing it (below) destroys what is in it.
+            for (_, slot) in kernels {
+                if let Ok(Ok(loaded)) = Arc::try_unwrap(slot) {
+                    loaded.kernel.abandon();
+                }
+            }
+        } else {
+            drop(kernels); // each module unloads itself
+        }
+        // `primary` is released when the state drops, after the modules.
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn assert_send_sync<T: Send + Sync>() {}
+    fn assert_send<T: Send>() {}
+
+    #[test]
+    fn the_device_is_shared_and_launchers_move_between_threads() {
+        assert_send_sync::<CudaDevice>();
+        assert_send_sync::<Arc<CudaDevice>>();
+        assert_send::<CudaLauncher>();
+        assert_send::<kernel_args::LaunchHost<CudaLauncher>>();
+    }
+}
