@@ -3,10 +3,11 @@
 //! tested on any machine.
 //!
 //! ```
-//! use kernel_args::{AbiError, DryRunLauncher, LaunchRequest, LaunchShape, Launcher};
+//! use kernel_args::{AbiError, Declaration, DryRunLauncher, LaunchRequest, LaunchShape, Launcher};
 //! use kernel_args_core::{GuestMemory, LoweredArgSnapshot};
 //!
 //! let mut dry = DryRunLauncher::new();
+//! dry.kernels_mut().declare(7, Declaration::parse("fill(n: u32)")?)?;
 //! let shape = LaunchShape { grid: [1, 1, 1], block: [32, 1, 1], shared_mem_bytes: 0 };
 //! let args = [LoweredArgSnapshot::U32(32)];
 //! let memory = GuestMemory::length_only(0);
@@ -15,25 +16,43 @@
 //! let recorded = dry.last().unwrap();
 //! assert_eq!((recorded.kernel_id(), recorded.args()), (7, &[LoweredArgSnapshot::U32(32)][..]));
 //! assert_eq!(dry.launches(), 1);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
 use crate::error::{Detail, HostError};
-use crate::launcher::{LaunchOutcome, LaunchRequest, LaunchSnapshot, Launcher};
+use crate::launcher::{KernelTable, LaunchOutcome, LaunchRequest, LaunchSnapshot, Launcher, Registered};
 
 /// A [`Launcher`] that runs nothing: it keeps a pointer-free snapshot of the last request and
-/// answers [`AbiError::NotAvailable`](crate::AbiError::NotAvailable) with [`Detail::NoDevice`]. Recording and answering never
+/// answers [`AbiError::NotAvailable`](crate::AbiError::NotAvailable) with [`Detail::NoDevice`].
+/// Its kernels are those of its [`KernelTable`], so the host checks a dry run's arguments
+/// against the same declarations a device's launcher would. Recording and answering never
 /// allocate.
 #[derive(Debug, Clone, Default)]
-#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct DryRunLauncher {
+    kernels: KernelTable,
     last: Option<LaunchSnapshot>,
     launches: u64,
 }
 
 impl DryRunLauncher {
-    /// A launcher that has recorded nothing.
+    /// A launcher that has recorded nothing and knows no kernel yet.
     pub fn new() -> DryRunLauncher {
         DryRunLauncher::default()
+    }
+
+    /// A launcher that knows the kernels of `kernels`.
+    pub fn with_kernels(kernels: KernelTable) -> DryRunLauncher {
+        DryRunLauncher { kernels, ..DryRunLauncher::default() }
+    }
+
+    /// Its kernels.
+    pub fn kernels(&self) -> &KernelTable {
+        &self.kernels
+    }
+
+    /// Its kernels, to register more.
+    pub fn kernels_mut(&mut self) -> &mut KernelTable {
+        &mut self.kernels
     }
 
     /// The last request it was handed, pointer-free.
@@ -48,6 +67,10 @@ impl DryRunLauncher {
 }
 
 impl Launcher for DryRunLauncher {
+    fn registered(&mut self, kernel_id: i64) -> Option<Registered<'_>> {
+        self.kernels.get(kernel_id)
+    }
+
     fn launch(&mut self, request: &LaunchRequest<'_, '_>) -> Result<LaunchOutcome, HostError> {
         self.launches = self.launches.saturating_add(1);
         self.last = Some(request.snapshot());

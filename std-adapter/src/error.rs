@@ -21,6 +21,7 @@ use core::fmt;
 use kernel_args_core::{ArgvError, ErrorCode};
 
 use crate::checks::{RegionError, ShapeError};
+use crate::declaration::Mismatch;
 
 /// The wasi-cuda ABI error codes. The discriminants are the stable codes the host function
 /// returns.
@@ -154,6 +155,19 @@ pub enum Detail {
         /// The argument's size in bytes (8 for a pointer: a device address).
         got: usize,
     },
+    /// The arguments do not fit the kernel's declaration: what, and where (record, byte,
+    /// parameter).
+    Declaration(Mismatch),
+    /// No kernel is registered with this id.
+    UnknownKernel {
+        /// The guest's kernel id.
+        kernel_id: i64,
+    },
+    /// The kernel is registered without a declaration, and the host does not trust its guest.
+    Undeclared {
+        /// The guest's kernel id.
+        kernel_id: i64,
+    },
     /// Anything else, in words fixed at compile time, with the code it is answered with: what
     /// a launcher without an allocator reports.
     Static {
@@ -192,7 +206,8 @@ impl Detail {
     pub fn code(&self) -> AbiError {
         match self {
             Detail::Argv(e) => e.code().into(),
-            Detail::ParamCount { .. } | Detail::ParamSize { .. } => AbiError::InvalidArgs,
+            Detail::ParamCount { .. } | Detail::ParamSize { .. } | Detail::Declaration(_) => AbiError::InvalidArgs,
+            Detail::UnknownKernel { .. } | Detail::Undeclared { .. } => AbiError::InvalidKernel,
             Detail::Static { code, .. } => *code,
             #[cfg(feature = "std")]
             Detail::Message { code, .. } => *code,
@@ -255,6 +270,12 @@ impl fmt::Display for HostError {
             Detail::ParamSize { index, expected, got } => {
                 write!(f, "argument {index} is {got} bytes but kernel parameter {index} is {expected} bytes")
             }
+            Detail::Declaration(e) => write!(f, "{e}"),
+            Detail::UnknownKernel { kernel_id } => write!(f, "no kernel is registered with id {kernel_id}"),
+            Detail::Undeclared { kernel_id } => write!(
+                f,
+                "kernel {kernel_id} is registered without a declaration: only a trusted guest may launch it"
+            ),
             Detail::Static { text, .. } => f.write_str(text),
             #[cfg(feature = "std")]
             Detail::Message { text, .. } => f.write_str(text),
@@ -281,6 +302,7 @@ impl core::error::Error for HostError {
             Detail::Argv(e) => Some(e),
             Detail::Region(e) => Some(e),
             Detail::Shape(e) => Some(e),
+            Detail::Declaration(e) => Some(e),
             _ => None,
         }
     }
@@ -295,6 +317,12 @@ impl From<ArgvError> for HostError {
 impl From<RegionError> for HostError {
     fn from(e: RegionError) -> HostError {
         HostError::new(Detail::Region(e))
+    }
+}
+
+impl From<Mismatch> for HostError {
+    fn from(e: Mismatch) -> HostError {
+        HostError::new(Detail::Declaration(e))
     }
 }
 

@@ -14,7 +14,12 @@
 //!    length before any byte is read), is parsed once, into the launch's pointer-free record:
 //!    every rule of the wire format and every pointer window is checked here, before any
 //!    launcher sees the request;
-//! 5. **dispatch** to the launcher, with the checked arguments, the shape, the kernel id and
+//! 5. **declaration**: the launcher names the kernel's declaration
+//!    ([`Launcher::registered`]); an unknown kernel id is `InvalidKernel`, and so is a kernel
+//!    registered without a declaration unless the host trusts its guest ([`GuestTrust`]); the
+//!    arguments and the shape are checked against the declaration ([`Declaration::check`]:
+//!    types, windows' alignment and lengths) → `InvalidArgs`;
+//! 6. **dispatch** to the launcher, with the checked arguments, the shape, the kernel id and
 //!    an exclusive borrow of guest memory ([`LaunchRequest`]). Its answer (0 or its error code)
 //!    is the call's answer.
 //!
@@ -28,7 +33,7 @@
 //! [`IMPORT_MODULE`], [`LAUNCH_IMPORT`] and [`MEMORY_EXPORT`].
 //!
 //! ```
-//! use kernel_args::{AbiError, DryRunLauncher, LaunchCall, LaunchHost};
+//! use kernel_args::{AbiError, Declaration, DryRunLauncher, LaunchCall, LaunchHost};
 //! use kernel_args_core::{ArgvBuilder, LoweredArgSnapshot, GuestRange};
 //!
 //! // A guest memory with an argv at offset 0: one pointer window and an element count.
@@ -38,7 +43,9 @@
 //!     argv.ptr(1024, 256)?.u32(64)?;
 //!     argv.len()
 //! };
-//! let mut host = LaunchHost::new(DryRunLauncher::new());
+//! let mut dry_run = DryRunLauncher::new();
+//! dry_run.kernels_mut().declare(1, Declaration::parse("scale(data: &mut [f32; n], n: u32)")?)?;
+//! let mut host = LaunchHost::new(dry_run);
 //! let call = LaunchCall { args_len: len as i32, ..LaunchCall::new(1, [1, 1, 1], [64, 1, 1]) };
 //! assert_eq!(host.call(Some(&mut memory), &call), AbiError::NotAvailable.code());
 //!
@@ -50,7 +57,7 @@
 //! assert_eq!(host.last_error_message().as_deref(), Some(
 //!     "NotAvailable -1: no CUDA device: dry run, the launch was recorded but not run"
 //! ));
-//! # Ok::<(), kernel_args_core::EncodeError>(())
+//! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
 #[cfg(feature = "std")]
@@ -59,8 +66,10 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use kernel_args_core::{GuestMemory, check_argv_len, parse_argv_into};
 
 use crate::checks::{LaunchLimits, check_args_region, check_launch_shape};
+#[cfg(doc)]
+use crate::declaration::Declaration;
 use crate::error::{AbiError, Detail, HostError};
-use crate::launcher::{LaunchOutcome, LaunchRequest, LaunchSnapshot, Launcher};
+use crate::launcher::{LaunchOutcome, LaunchRequest, LaunchSnapshot, Launcher, Registered};
 
 /// The import module the host function is registered under.
 pub const IMPORT_MODULE: &str = "wasi:cuda/host@0.2.0";
@@ -181,6 +190,21 @@ impl LaunchRecord {
     }
 }
 
+/// Whether a host trusts its guest with kernels registered without a declaration.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum GuestTrust {
+    /// The default: a kernel without a declaration is refused (`InvalidKernel`), so the guest
+    /// reaches only what declared kernels declare.
+    #[default]
+    Untrusted,
+    /// For guests the embedder trusts as it trusts itself: a kernel registered without a
+    /// declaration launches, its arguments checked only against the wire format and the
+    /// kernel's parameter sizes, so such a guest can make a kernel read or write any memory the
+    /// kernel can address. Declared kernels are checked against their declarations all the same.
+    Trusted,
+}
+
 /// Per-guest host state for `wasi_cuda_launch`: capability, limits, launcher, last call.
 ///
 /// `L` is any [`Launcher`]: [`DryRunLauncher`](crate::DryRunLauncher), the CUDA backend, or
@@ -189,6 +213,7 @@ impl LaunchRecord {
 pub struct LaunchHost<L> {
     launcher: L,
     enabled: bool,
+    trust: GuestTrust,
     limits: LaunchLimits,
     /// The last launch handed to the launcher, valid while `recorded`; kept in place (and
     /// parsed into in place) so that recording a launch copies nothing.
@@ -203,6 +228,7 @@ impl<L: Launcher> LaunchHost<L> {
         LaunchHost {
             launcher,
             enabled: true,
+            trust: GuestTrust::Untrusted,
             limits: LaunchLimits::DEFAULT,
             record: LaunchRecord { snapshot: LaunchSnapshot::EMPTY, result: Err(AbiError::Internal) },
             recorded: false,
@@ -223,6 +249,19 @@ impl<L: Launcher> LaunchHost<L> {
     pub fn with_enabled(mut self, enabled: bool) -> LaunchHost<L> {
         self.enabled = enabled;
         self
+    }
+
+    /// Sets how far the host trusts its guest with undeclared kernels (the default:
+    /// [`GuestTrust::Untrusted`]). See [`GuestTrust::Trusted`] before choosing it.
+    #[must_use]
+    pub fn with_trust(mut self, trust: GuestTrust) -> LaunchHost<L> {
+        self.trust = trust;
+        self
+    }
+
+    /// How far the host trusts its guest.
+    pub fn trust(&self) -> GuestTrust {
+        self.trust
     }
 
     /// Grants or withholds the capability from now on.
@@ -310,6 +349,16 @@ impl<L: Launcher> LaunchHost<L> {
         self.record.snapshot.shape = shape;
         let argv = memory.get(region.range()).ok_or_else(internal)?;
         parse_argv_into(argv, &GuestMemory::length_only(memory_len), &mut self.record.snapshot.args)?;
+        // The kernel's declaration: what the arguments may reach.
+        let args = &self.record.snapshot.args;
+        match self.launcher.registered(call.kernel_id) {
+            Some(Registered::Declared(declaration)) => declaration.check(args, &shape)?,
+            Some(Registered::Undeclared) if self.trust == GuestTrust::Trusted => {}
+            Some(Registered::Undeclared) => {
+                return Err(HostError::new(Detail::Undeclared { kernel_id: call.kernel_id }));
+            }
+            None => return Err(HostError::new(Detail::UnknownKernel { kernel_id: call.kernel_id })),
+        }
         self.recorded = true;
 
         let guest = GuestMemory::exclusive(memory);
@@ -331,18 +380,40 @@ mod tests {
 
     use super::*;
     use crate::checks::{Dimension, RegionError};
+    use crate::declaration::{Declaration, MismatchKind};
     use crate::dry_run::DryRunLauncher;
+    use crate::launcher::KernelTable;
 
     const OUTCOME: LaunchOutcome = LaunchOutcome::NO_DEVICE;
 
+    /// Kernel 3 is `k(data: &mut [f32; n], n: u32)`, what [`memory_with_argv`]'s argv fits;
+    /// kernel 4 is registered without a declaration.
+    fn kernels() -> KernelTable {
+        let mut kernels = KernelTable::new();
+        kernels.declare(3, Declaration::parse("k(data: &mut [f32; n], n: u32)").unwrap()).unwrap();
+        kernels.register_undeclared(4).unwrap();
+        kernels.declare(1, Declaration::parse("none()").unwrap()).unwrap();
+        kernels
+    }
+
     /// Succeeds, counting calls; or panics when told to.
-    #[derive(Default)]
     struct Counting {
+        kernels: KernelTable,
         calls: usize,
         panic: bool,
     }
 
+    impl Default for Counting {
+        fn default() -> Counting {
+            Counting { kernels: kernels(), calls: 0, panic: false }
+        }
+    }
+
     impl Launcher for Counting {
+        fn registered(&mut self, kernel_id: i64) -> Option<Registered<'_>> {
+            self.kernels.get(kernel_id)
+        }
+
         fn launch(&mut self, _: &LaunchRequest<'_, '_>) -> Result<LaunchOutcome, HostError> {
             self.calls += 1;
             assert!(!self.panic, "launcher told to panic");
@@ -450,7 +521,7 @@ mod tests {
     #[test]
     fn a_failed_call_leaves_no_stale_launch() {
         let (mut memory, len) = memory_with_argv();
-        let mut host = LaunchHost::new(DryRunLauncher::new());
+        let mut host = LaunchHost::new(DryRunLauncher::with_kernels(kernels()));
         assert_eq!(host.call(Some(&mut memory), &good_call(len)), -1);
         assert_eq!(host.last_launch().unwrap().snapshot().args().len(), 2);
         assert_eq!(host.last_launch().unwrap().result(), Err(AbiError::NotAvailable));
@@ -468,7 +539,7 @@ mod tests {
     #[test]
     fn a_panicking_launcher_is_an_internal_error() {
         let (mut memory, len) = memory_with_argv();
-        let mut host = LaunchHost::new(Counting { calls: 0, panic: true });
+        let mut host = LaunchHost::new(Counting { panic: true, ..Counting::default() });
         assert_eq!(host.call(Some(&mut memory), &good_call(len)), AbiError::Internal.code());
         assert_eq!(host.last_error().unwrap().detail(), &Detail::LauncherPanicked);
         assert_eq!(host.last_launch().unwrap().result(), Err(AbiError::Internal));
@@ -483,5 +554,58 @@ mod tests {
         let call = LaunchCall { shared_mem: 1, ..good_call(len) };
         assert_eq!(host.call(Some(&mut memory), &call), -8);
         assert_eq!(host.limits().max_shared_mem_bytes, 0);
+    }
+
+    #[test]
+    fn the_declaration_is_checked_before_any_launcher_runs() {
+        let (mut memory, len) = memory_with_argv();
+        let mut host = LaunchHost::new(Counting::default());
+        // n = 32 needs 128 bytes of the 64-byte window.
+        memory[10..14].copy_from_slice(&32u32.to_le_bytes());
+        assert_eq!(host.call(Some(&mut memory), &good_call(len)), AbiError::InvalidArgs.code());
+        let Detail::Declaration(m) = host.last_error().unwrap().detail() else { panic!("declaration detail") };
+        assert_eq!((m.record, m.offset, m.param.as_str()), (0, 0, "data"));
+        assert!(matches!(m.kind, MismatchKind::WindowTooShort { len: 64, bytes: 128, .. }));
+        assert_eq!(
+            host.last_error_message().unwrap(),
+            "InvalidArgs -9: record 0 at byte 0: data: 64-byte window, the kernel touches n * 4 = 128 bytes"
+        );
+        assert!(host.last_launch().is_none());
+        assert_eq!(host.launcher().calls, 0, "the launcher never saw it");
+        // A window misaligned for f32.
+        memory[10..14].copy_from_slice(&16u32.to_le_bytes());
+        memory[1..5].copy_from_slice(&1026u32.to_le_bytes());
+        assert_eq!(host.call(Some(&mut memory), &good_call(len)), AbiError::InvalidArgs.code());
+        assert_eq!(host.launcher().calls, 0);
+        memory[1..5].copy_from_slice(&1024u32.to_le_bytes());
+        assert_eq!(host.call(Some(&mut memory), &good_call(len)), 0);
+        assert_eq!(host.launcher().calls, 1);
+    }
+
+    #[test]
+    fn unknown_and_undeclared_kernels_are_invalid_kernels() {
+        let (mut memory, len) = memory_with_argv();
+        let mut host = LaunchHost::new(Counting::default());
+        let unknown = LaunchCall { kernel_id: 9, ..good_call(len) };
+        assert_eq!(host.call(Some(&mut memory), &unknown), AbiError::InvalidKernel.code());
+        assert_eq!(host.last_error().unwrap().detail(), &Detail::UnknownKernel { kernel_id: 9 });
+        let undeclared = LaunchCall { kernel_id: 4, ..good_call(len) };
+        assert_eq!(host.call(Some(&mut memory), &undeclared), AbiError::InvalidKernel.code());
+        assert_eq!(
+            host.last_error_message().unwrap(),
+            "InvalidKernel -3: kernel 4 is registered without a declaration: only a trusted guest may launch it"
+        );
+        assert!(host.last_launch().is_none());
+        assert_eq!(host.launcher().calls, 0);
+        // A trusted guest launches it; an unknown id is refused all the same.
+        let mut host = host.with_trust(GuestTrust::Trusted);
+        assert_eq!(host.trust(), GuestTrust::Trusted);
+        assert_eq!(host.call(Some(&mut memory), &undeclared), 0);
+        assert_eq!(host.launcher().calls, 1);
+        assert_eq!(host.call(Some(&mut memory), &unknown), AbiError::InvalidKernel.code());
+        // The argv's own errors come first.
+        let bad = LaunchCall { kernel_id: 9, args_ptr: 1, ..good_call(len) };
+        assert_eq!(host.call(Some(&mut memory), &bad), AbiError::InvalidArgs.code());
+        assert!(matches!(host.last_error().unwrap().detail(), Detail::Argv(_)));
     }
 }

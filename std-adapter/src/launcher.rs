@@ -12,6 +12,7 @@
 use kernel_args_core::{GuestMemory, GuestRange, GuestWindow, LoweredArgSnapshot, MAX_KERNEL_ARGS};
 
 use crate::checks::LaunchShape;
+use crate::declaration::Declaration;
 use crate::error::{AbiError, HostError};
 
 /// One checked launch, ready for a [`Launcher`].
@@ -133,29 +134,65 @@ impl LaunchOutcome {
 /// Runs a checked launch request: the dry run here, the CUDA backend in `kernel-args-cuda`, or
 /// an embedder's own.
 ///
-/// A launcher that forwards each launch elsewhere (a queue, a link to another machine) needs
-/// only the pointer-free part of the request:
+/// A launcher knows its kernels: [`registered`](Launcher::registered) says whether a kernel id
+/// names one and what it declares, which the host checks every launch against before
+/// [`launch`](Launcher::launch) is called. A launcher that forwards each launch elsewhere (a
+/// queue, a link to another machine) needs only the pointer-free part of the request:
 ///
 /// ```
-/// use kernel_args::{HostError, LaunchOutcome, LaunchRequest, LaunchSnapshot, Launcher};
+/// use kernel_args::{Declaration, HostError, KernelTable, LaunchOutcome, LaunchRequest, LaunchSnapshot, Launcher, Registered};
 ///
 /// /// Queues each launch, pointer-free, for a worker that owns the device.
-/// #[derive(Default)]
-/// struct Queue(Vec<LaunchSnapshot>);
+/// struct Queue {
+///     kernels: KernelTable,
+///     queued: Vec<LaunchSnapshot>,
+/// }
 ///
 /// impl Launcher for Queue {
+///     fn registered(&mut self, kernel_id: i64) -> Option<Registered<'_>> {
+///         self.kernels.get(kernel_id)
+///     }
+///
 ///     fn launch(&mut self, request: &LaunchRequest<'_, '_>) -> Result<LaunchOutcome, HostError> {
-///         self.0.push(request.snapshot());
+///         self.queued.push(request.snapshot());
 ///         Ok(LaunchOutcome::NO_DEVICE)
 ///     }
 /// }
+///
+/// let mut kernels = KernelTable::new();
+/// kernels.declare(1, Declaration::parse("scale(x: &mut [f32; n], n: u32, by: f32)")?)?;
+/// let queue = Queue { kernels, queued: Vec::new() };
+/// # let _ = queue;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub trait Launcher {
+    /// Kernel `kernel_id` as this launcher has it registered: its declaration, or
+    /// [`Registered::Undeclared`] for a kernel registered without one; `None` when no kernel has
+    /// this id (the guest gets `InvalidKernel`). Called by the host function for every call that
+    /// passed the argv checks, before [`launch`](Launcher::launch); nothing may be launched here.
+    fn registered(&mut self, kernel_id: i64) -> Option<Registered<'_>>;
+
     /// Launches the kernel and waits for it; an `Err` carries the ABI code the guest will see.
+    /// Called only for a request whose arguments fit the kernel's declaration (or, for an
+    /// undeclared kernel, on a host that trusts its guest).
     fn launch(&mut self, request: &LaunchRequest<'_, '_>) -> Result<LaunchOutcome, HostError>;
 }
 
+/// How a launcher has a kernel registered ([`Launcher::registered`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Registered<'a> {
+    /// With its declaration: every launch is checked against it.
+    Declared(&'a Declaration),
+    /// Without a declaration: only a host that trusts its guest launches it
+    /// ([`GuestTrust::Trusted`](crate::GuestTrust::Trusted)); any other answers `InvalidKernel`.
+    Undeclared,
+}
+
 impl<L: Launcher + ?Sized> Launcher for &mut L {
+    fn registered(&mut self, kernel_id: i64) -> Option<Registered<'_>> {
+        (**self).registered(kernel_id)
+    }
+
     fn launch(&mut self, request: &LaunchRequest<'_, '_>) -> Result<LaunchOutcome, HostError> {
         (**self).launch(request)
     }
@@ -163,8 +200,88 @@ impl<L: Launcher + ?Sized> Launcher for &mut L {
 
 #[cfg(feature = "std")]
 impl<L: Launcher + ?Sized> Launcher for Box<L> {
+    fn registered(&mut self, kernel_id: i64) -> Option<Registered<'_>> {
+        (**self).registered(kernel_id)
+    }
+
     fn launch(&mut self, request: &LaunchRequest<'_, '_>) -> Result<LaunchOutcome, HostError> {
         (**self).launch(request)
+    }
+}
+
+/// Kernel ids and their declarations, in fixed capacity (`N` kernels; no allocation): what a
+/// launcher without a registry of its own answers [`Launcher::registered`] from (the dry run,
+/// a forwarding launcher).
+#[derive(Debug, Clone, Default)]
+pub struct KernelTable<const N: usize = 8> {
+    kernels: heapless::Vec<(i64, Option<Declaration>), N>,
+}
+
+/// The table holds `N` kernels already.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct TableFull {
+    /// The table's capacity.
+    pub capacity: usize,
+}
+
+impl core::fmt::Display for TableFull {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(f, "the kernel table holds its {} kernels already", self.capacity)
+    }
+}
+
+impl core::error::Error for TableFull {}
+
+impl<const N: usize> KernelTable<N> {
+    /// An empty table.
+    pub const fn new() -> Self {
+        KernelTable { kernels: heapless::Vec::new() }
+    }
+
+    /// Registers (or replaces) kernel `id` with its declaration.
+    ///
+    /// # Errors
+    ///
+    /// [`TableFull`] when `id` is new and the table holds `N` kernels.
+    pub fn declare(&mut self, id: i64, declaration: Declaration) -> Result<(), TableFull> {
+        self.insert(id, Some(declaration))
+    }
+
+    /// Registers (or replaces) kernel `id` without a declaration: launchable only by a guest the
+    /// host trusts ([`GuestTrust::Trusted`](crate::GuestTrust::Trusted)).
+    ///
+    /// # Errors
+    ///
+    /// As [`declare`](Self::declare).
+    pub fn register_undeclared(&mut self, id: i64) -> Result<(), TableFull> {
+        self.insert(id, None)
+    }
+
+    fn insert(&mut self, id: i64, declaration: Option<Declaration>) -> Result<(), TableFull> {
+        match self.kernels.iter_mut().find(|(k, _)| *k == id) {
+            Some(entry) => entry.1 = declaration,
+            None => self.kernels.push((id, declaration)).map_err(|_| TableFull { capacity: N })?,
+        }
+        Ok(())
+    }
+
+    /// Kernel `id`, as [`Launcher::registered`] answers.
+    pub fn get(&self, id: i64) -> Option<Registered<'_>> {
+        self.kernels.iter().find(|(k, _)| *k == id).map(|(_, d)| match d {
+            Some(d) => Registered::Declared(d),
+            None => Registered::Undeclared,
+        })
+    }
+
+    /// The number of kernels registered.
+    pub fn len(&self) -> usize {
+        self.kernels.len()
+    }
+
+    /// `true` when no kernel is registered.
+    pub fn is_empty(&self) -> bool {
+        self.kernels.is_empty()
     }
 }
 

@@ -13,11 +13,13 @@
 //! 3. launch shape ([`check_launch_shape`], limits in [`limits`]) → `InvalidDimensions`;
 //! 4. parse (the core parser, no heap, into the launch's record) → `InvalidArgs`,
 //!    `InvalidPointer`, `KernelArgsUnsupported`;
-//! 5. dispatch through the [`Launcher`] trait: [`DryRunLauncher`] here, the CUDA backend in
+//! 5. the kernel's declaration ([`Declaration`]): an unknown or undeclared kernel →
+//!    `InvalidKernel`; arguments that do not fit what it declares → `InvalidArgs`;
+//! 6. dispatch through the [`Launcher`] trait: [`DryRunLauncher`] here, the CUDA backend in
 //!    `kernel-args-cuda`.
 //!
 //! ```
-//! use kernel_args::{AbiError, DryRunLauncher, LaunchCall, LaunchHost};
+//! use kernel_args::{AbiError, Declaration, DryRunLauncher, LaunchCall, LaunchHost};
 //! use kernel_args_core::ArgvBuilder;
 //!
 //! // The guest's linear memory: an argv at offset 0 naming two 16-byte buffers.
@@ -26,11 +28,19 @@
 //! argv.ptr(256, 16)?.ptr(512, 16)?.u32(4)?;
 //! let args_len = argv.len() as i32;
 //!
-//! let mut host = LaunchHost::new(DryRunLauncher::new());
+//! // Kernel 1, and what it does with its parameters.
+//! let mut dry_run = DryRunLauncher::new();
+//! dry_run.kernels_mut().declare(1, Declaration::parse("copy(src: &[f32; n], dst: &mut [f32; n], n: u32)")?)?;
+//! let mut host = LaunchHost::new(dry_run);
 //! let call = LaunchCall { args_len, ..LaunchCall::new(1, [1, 1, 1], [4, 1, 1]) };
 //! // No GPU here: the dry run records the launch and answers NotAvailable.
 //! assert_eq!(host.call(Some(&mut memory), &call), AbiError::NotAvailable.code());
 //! assert_eq!(host.last_launch().unwrap().snapshot().args().len(), 3);
+//!
+//! // A count past the windows is refused before any launcher runs.
+//! memory[19..23].copy_from_slice(&5u32.to_le_bytes());
+//! assert_eq!(host.call(Some(&mut memory), &call), AbiError::InvalidArgs.code());
+//! memory[19..23].copy_from_slice(&4u32.to_le_bytes());
 //!
 //! // A block of 2048 threads is refused before the argv is even parsed.
 //! let call = LaunchCall { block: [2048, 1, 1], ..call };
@@ -40,7 +50,7 @@
 //!     host.last_error_message().unwrap(),
 //!     "InvalidDimensions -8: block.x is 2048, must be at most 1024"
 //! );
-//! # Ok::<(), kernel_args_core::EncodeError>(())
+//! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
 //! The pipeline (the error table, the checks and their limits, the host call, the
@@ -61,8 +71,10 @@
 //!   [`check_launch_shape`] (`src/checks.rs`);
 //! - the host call, in the order the pipeline runs it: [`LaunchHost::call`] (`src/host.rs`;
 //!   the steps are ARCHITECTURE.md's "What flows");
-//! - the launcher seam: [`Launcher`], [`LaunchRequest`] (`src/launcher.rs`); the dry run:
-//!   [`DryRunLauncher`];
+//! - kernel declarations, their grammar's parser and the check of a launch against them:
+//!   [`Declaration`] (`src/declaration.rs`; the grammar is `docs/declarations.md`);
+//! - the launcher seam: [`Launcher`], [`LaunchRequest`], [`KernelTable`] (`src/launcher.rs`);
+//!   the dry run: [`DryRunLauncher`];
 //! - the wasmtime host function (feature `wasmtime`): `wasmtime_host::add_to_linker`; the wasmi
 //!   one (feature `wasmi`, with or without std): `wasmi_host::add_to_linker`; both register the
 //!   same function ([`LaunchHost::call`] behind the import [`IMPORT_MODULE`]/[`LAUNCH_IMPORT`]);
@@ -102,6 +114,7 @@
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod checks;
+mod declaration;
 mod dry_run;
 mod error;
 #[cfg(feature = "demo-guest")]
@@ -121,9 +134,16 @@ pub use checks::{
     ArgsRegion, Bound, Dimension, LaunchLimits, LaunchShape, RegionError, ShapeError, check_args_region,
     check_launch_shape,
 };
+pub use declaration::{
+    Declaration, DeclarationError, DeclaredParam, Element, Mismatch, MismatchKind, Name, ParamType,
+    PointerAccess, Problem, Scalar, Text,
+};
 pub use dry_run::DryRunLauncher;
 pub use error::{AbiError, Detail, HostError, UnknownAbiCode};
 pub use host::{
-    IMPORT_MODULE, LAUNCH_IMPORT, LaunchCall, LaunchHost, LaunchParams, LaunchRecord, MEMORY_EXPORT,
+    GuestTrust, IMPORT_MODULE, LAUNCH_IMPORT, LaunchCall, LaunchHost, LaunchParams, LaunchRecord, MEMORY_EXPORT,
 };
-pub use launcher::{LaunchOutcome, LaunchRequest, LaunchSnapshot, Launcher, PointerMode, SignatureCheck};
+pub use launcher::{
+    KernelTable, LaunchOutcome, LaunchRequest, LaunchSnapshot, Launcher, PointerMode, Registered, SignatureCheck,
+    TableFull,
+};

@@ -1,6 +1,8 @@
 //! Every limit the host enforces beyond the wire format's, in one place: the launch-shape
-//! limits checked by [`check_launch_shape`](crate::check_launch_shape). The argv caps are
-//! `kernel-args-core`'s (`MAX_KERNEL_ARGS`, `MAX_KERNEL_ARGS_BYTES`), enforced by its parser.
+//! limits checked by [`check_launch_shape`](crate::check_launch_shape), and the sizes of a
+//! kernel [`Declaration`](crate::Declaration). The argv caps are `kernel-args-core`'s
+//! (`MAX_KERNEL_ARGS`, `MAX_KERNEL_ARGS_BYTES`), enforced by its parser; a declaration has at
+//! most `MAX_KERNEL_ARGS` parameters too.
 //!
 //! The shape limits are those of every CUDA device of compute capability 5.0 and later, so a
 //! shape the host accepts is one the driver can launch on any of them (a smaller device may
@@ -35,3 +37,19 @@ pub const MAX_THREADS_PER_BLOCK: u32 = 1024;
 /// Default cap on dynamic shared memory per block: 227 KiB, the most a current GPU
 /// (compute capability 9.0) lets one block opt into.
 pub const DEFAULT_MAX_SHARED_MEM_BYTES: u32 = 227 * 1024;
+
+/// The longest declaration, in bytes: enough for `MAX_KERNEL_ARGS` parameters of 16 bytes each.
+pub const MAX_DECLARATION_BYTES: usize = 2048;
+
+/// The longest name (of a kernel or a parameter) in a declaration, in bytes.
+pub const MAX_NAME_BYTES: usize = 32;
+
+/// The longest extent (the count in `&[T; count]`) in a declaration, in bytes.
+pub const MAX_EXTENT_BYTES: usize = 64;
+
+/// The most operations (operands and operators) all the extents of one declaration have
+/// together: `rows * cols` is three.
+pub const MAX_EXTENT_OPS: usize = 256;
+
+/// The deepest an extent's parentheses nest.
+pub const MAX_EXTENT_DEPTH: usize = 8;

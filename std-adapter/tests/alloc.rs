@@ -20,8 +20,11 @@
 
 use std::hint::black_box;
 
-use kernel_args::{AbiError, HostError, LaunchCall, LaunchHost, LaunchOutcome, LaunchRequest, Launcher};
-use kernel_args_core::{Arg, MAX_KERNEL_ARGS};
+use kernel_args::{
+    AbiError, Declaration, HostError, KernelTable, LaunchCall, LaunchHost, LaunchOutcome, LaunchRequest, Launcher,
+    Registered,
+};
+use kernel_args_core::{Arg, LoweredArgSnapshot, MAX_KERNEL_ARGS};
 use kernel_args_testkit::argvs;
 
 /// Runs `f` and returns its result with the heap allocations it made on this thread.
@@ -31,14 +34,27 @@ fn allocations_during<R>(f: impl FnOnce() -> R) -> (R, u64) {
     (result.expect("measure runs its closure"), info.count_total)
 }
 
-/// Counts its calls and the arguments it was handed; allocates nothing.
+/// Counts its calls and the arguments it was handed; allocates nothing. Its kernel 3 is declared
+/// for the argv of the current case (`argvs::declaration`), so the host checks every argument.
 #[derive(Default)]
 struct CountingLauncher {
+    kernels: KernelTable,
     calls: usize,
     args: usize,
 }
 
+impl CountingLauncher {
+    fn declare_for(&mut self, args: &[LoweredArgSnapshot]) {
+        let declaration = Declaration::parse(&argvs::declaration(args)).unwrap();
+        self.kernels.declare(3, declaration).unwrap();
+    }
+}
+
 impl Launcher for CountingLauncher {
+    fn registered(&mut self, kernel_id: i64) -> Option<Registered<'_>> {
+        self.kernels.get(kernel_id)
+    }
+
     fn launch(&mut self, request: &LaunchRequest<'_, '_>) -> Result<LaunchOutcome, HostError> {
         self.calls += 1;
         // Every window turned into its host pointer, as a launcher that places them does.
@@ -79,6 +95,7 @@ fn a_launch_allocates_nothing_up_to_the_launcher() {
         .map(|n| (format!("{n} mixed args"), argvs::mixed(n)))
         .chain([("the largest valid buffer".to_string(), argvs::wide(MAX_KERNEL_ARGS))]);
     for (what, args) in argvs {
+        host.launcher_mut().declare_for(&args);
         let call = place(&mut memory, &argvs::encode(&args));
         let calls = host.launcher().calls;
         let (code, allocs) = allocations_during(|| host.call(Some(&mut memory), &call));
@@ -94,6 +111,7 @@ fn a_launch_allocates_nothing_up_to_the_launcher() {
 #[test]
 fn refusing_a_call_allocates_nothing() {
     let mut host = LaunchHost::new(CountingLauncher::default());
+    host.launcher_mut().declare_for(&argvs::mixed(16));
     let mut memory = vec![0u8; argvs::MEMORY_LEN];
     let good = place(&mut memory, &argvs::encode(&argvs::mixed(16)));
     let cases = [
@@ -104,6 +122,7 @@ fn refusing_a_call_allocates_nothing() {
         ),
         ("negative length", LaunchCall { args_len: -1, ..good }, AbiError::InvalidPointer),
         ("zero block", LaunchCall { block: [0, 1, 1], ..good }, AbiError::InvalidDimensions),
+        ("unknown kernel", LaunchCall { kernel_id: 9, ..good }, AbiError::InvalidKernel),
     ];
     for (what, call, code) in cases {
         let (got, allocs) = allocations_during(|| host.call(Some(&mut memory), &call));

@@ -67,6 +67,29 @@ pub fn wide(n: usize) -> Vec<LoweredArgSnapshot> {
     (0..n).map(|i| arg(WIDE[i % WIDE.len()], i)).collect()
 }
 
+/// The text of a kernel declaration (`docs/declarations.md`) that `args` fit exactly: parameter
+/// `i` is `a{i}`, a scalar of the argument's type or, for a window, `&mut [u8; len]` with the
+/// window's length (so every window passes the declaration's check, as a correct guest's do).
+/// Parse it with `kernel_args::Declaration::parse`.
+///
+/// ```
+/// use kernel_args_testkit::argvs;
+///
+/// assert_eq!(argvs::declaration(&argvs::mixed(8)),
+///            "k(a0: i32, a1: i64, a2: f32, a3: f64, a4: u32, a5: u64, a6: &mut [u8; 4096], a7: i32)");
+/// ```
+pub fn declaration(args: &[LoweredArgSnapshot]) -> String {
+    let params: Vec<String> = args
+        .iter()
+        .enumerate()
+        .map(|(i, arg)| match arg {
+            LoweredArgSnapshot::Ptr(window) => format!("a{i}: &mut [u8; {}]", window.len),
+            other => format!("a{i}: {}", other.tag().name()),
+        })
+        .collect();
+    format!("k({})", params.join(", "))
+}
+
 /// The wire bytes of `args`.
 pub fn encode(args: &[LoweredArgSnapshot]) -> Vec<u8> {
     let mut out = vec![0u8; MAX_KERNEL_ARGS_BYTES];

@@ -16,9 +16,9 @@
 //! ```
 //! # #[cfg(feature = "wasmtime")]
 //! # fn main() -> wasmtime::Result<()> {
-//! use kernel_args::guest::{GUEST_WASM, VECTOR_ADD_KERNEL_ID, exports};
+//! use kernel_args::guest::{GUEST_WASM, VECTOR_ADD_DECLARATION, VECTOR_ADD_KERNEL_ID, exports};
 //! use kernel_args::wasmtime_host::add_to_linker;
-//! use kernel_args::{DryRunLauncher, LaunchHost};
+//! use kernel_args::{Declaration, DryRunLauncher, LaunchHost};
 //! use kernel_args_core::LoweredArgSnapshot;
 //! use wasmtime::{Engine, Linker, Module, Store};
 //!
@@ -26,7 +26,10 @@
 //! let module = Module::new(&engine, GUEST_WASM)?;
 //! let mut linker = Linker::new(&engine);
 //! add_to_linker(&mut linker, |host: &mut LaunchHost<DryRunLauncher>| host)?;
-//! let mut store = Store::new(&engine, LaunchHost::new(DryRunLauncher::new()));
+//! let mut dry_run = DryRunLauncher::new();
+//! let declaration = Declaration::parse(VECTOR_ADD_DECLARATION).expect("it parses");
+//! dry_run.kernels_mut().declare(VECTOR_ADD_KERNEL_ID, declaration).expect("room for it");
+//! let mut store = Store::new(&engine, LaunchHost::new(dry_run));
 //! let instance = linker.instantiate(&mut store, &module)?;
 //! let run = instance.get_typed_func::<i32, i32>(&mut store, exports::RUN_VECTOR_ADD)?;
 //! assert_eq!(run.call(&mut store, 1000)?, -1, "dry run: no CUDA device");
@@ -45,6 +48,10 @@ pub const GUEST_WASM: &[u8] = include_bytes!("../../kernel_args_demo_guest.wasm"
 
 /// The kernel id the guest launches `vector_add` with.
 pub const VECTOR_ADD_KERNEL_ID: i64 = 1;
+
+/// The declaration of the kernel the guest launches (`docs/declarations.md`): `out[i] = a[i] +
+/// b[i]` for `i < n`, reading `n` floats of `a` and `b` and writing `n` of `out`.
+pub const VECTOR_ADD_DECLARATION: &str = "vector_add(a: &[f32; n], b: &[f32; n], out: &mut [f32; n], n: u32)";
 
 /// Threads per block of the guest's vector_add launch (grid x is `ceil(n / 256)`).
 pub const THREADS_PER_BLOCK: u32 = 256;
