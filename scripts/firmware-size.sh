@@ -27,9 +27,11 @@ repo="$(cd "$(dirname "$0")/.." && pwd)"
 # The parser's code size on 2026-12-01 was 1668 bytes (rustc 1.95.0); the budget is that plus
 # about 25 %.
 budget=2080
-# The pipeline (the host call with its checks, the parser and the dry run) measured 3536 bytes
-# on 2026-12-01 (rustc 1.95.0); its budget is that plus about 25 %.
-pipeline_budget=4420
+# The pipeline (a kernel declaration parsed at registration, the host call with its checks, the
+# parser, the declaration check and the dry run) measured 16076 bytes on 2026-12-02 (rustc
+# 1.95.0); its budget is that plus about 25 %. Of it, the declarations' parser and check are
+# about 12 KiB (the host call without them measured 3536 bytes).
+pipeline_budget=20100
 check=false
 case "${1:-}" in
     "") ;;
@@ -75,7 +77,7 @@ parser=$(( flash_parser - flash_baseline ))
 memcpy=$(( $(memcpy_bytes "$dir/parser") - $(memcpy_bytes "$dir/baseline") ))
 echo "parser code size: $parser bytes (parser - baseline flash; of which memcpy: $memcpy bytes), budget $budget bytes"
 pipeline=$(( flash_pipeline - flash_baseline ))
-echo "pipeline code size: $pipeline bytes (pipeline - baseline flash: the host call, its checks, the parser, the dry run), budget $pipeline_budget bytes"
+echo "pipeline code size: $pipeline bytes (pipeline - baseline flash: a declaration's parse, the host call, its checks, the parser, the declaration check, the dry run), budget $pipeline_budget bytes"
 wasmi=$(( flash_kernel_args_firmware - flash_kernel_args_firmware_no_wasmi ))
 echo "wasmi and the demo guest: $wasmi bytes of flash (main firmware with wasmi - without)"
 

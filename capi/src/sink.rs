@@ -47,7 +47,7 @@ impl<'m> ArgSink<'m> for ArgArray<'_> {
         self.offset = 0;
     }
 
-    fn push(&mut self, arg: LoweredArg<'m>) -> Result<(), SinkFull> {
+    fn push(&mut self, _index: usize, arg: LoweredArg<'m>) -> Result<(), SinkFull> {
         let slot = self.out.get_mut(self.len).ok_or(SinkFull)?;
         slot.write(KargsArg::new(arg, self.offset, self.base));
         // `len < out.len()` here, and `offset` stays below 4096 + 9: neither saturates.

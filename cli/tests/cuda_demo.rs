@@ -24,7 +24,14 @@ fn say(line: String) {
 
 fn registry() -> KernelRegistry {
     let mut registry = KernelRegistry::new();
-    registry.register(VECTOR_ADD_KERNEL_ID, kernels::VECTOR_ADD_PTX, kernels::VECTOR_ADD_ENTRY).unwrap();
+    registry
+        .register(
+            VECTOR_ADD_KERNEL_ID,
+            kernels::VECTOR_ADD_PTX,
+            kernels::VECTOR_ADD_ENTRY,
+            kernels::VECTOR_ADD_DECLARATION,
+        )
+        .unwrap();
     registry
 }
 

@@ -24,11 +24,11 @@ use kernel_args::guest::{
     CAPACITY, ERR_BAD_COUNT, GUEST_WASM, THREADS_PER_BLOCK, VECTOR_ADD_KERNEL_ID, exports,
 };
 use kernel_args::{
-    AbiError, Bound, Detail, Dimension, DryRunLauncher, HostError, IMPORT_MODULE, LAUNCH_IMPORT, LaunchCall,
-    LaunchHost, LaunchOutcome, LaunchRequest, LaunchShape, Launcher, MEMORY_EXPORT, PointerMode, RegionError,
-    SignatureCheck,
+    AbiError, Bound, Detail, Dimension, DryRunLauncher, HostError, IMPORT_MODULE, KernelTable, LAUNCH_IMPORT,
+    LaunchArgs, LaunchCall, LaunchHost, LaunchOutcome, LaunchRequest, LaunchShape, Launcher, MEMORY_EXPORT,
+    PointerMode, RegionError, Registered, SignatureCheck,
 };
-use kernel_args_cli::guest::{Guest, GuestModule, Runtime};
+use kernel_args_cli::guest::{Guest, GuestModule, Runtime, demo_dry_run, demo_kernels};
 use kernel_args_core::{
     ErrorKind, GuestMemory, GuestRange, LoweredArgSnapshot, ParsedArgv, encode_argv, parse_argv,
 };
@@ -113,7 +113,7 @@ fn each_dry_run(test: impl FnMut(&Case, &mut dyn Guest<DryRunLauncher>)) {
 }
 
 fn dry_run_host() -> LaunchHost<DryRunLauncher> {
-    LaunchHost::new(DryRunLauncher::new())
+    LaunchHost::new(demo_dry_run())
 }
 
 fn instantiate<L: Launcher + 'static>(case: &Case, host: LaunchHost<L>) -> Box<dyn Guest<L>> {
@@ -299,11 +299,11 @@ fn the_c_and_rust_guests_send_the_same_launch() {
             let (cs, rs) =
                 (c.host().last_launch().unwrap().snapshot(), r.host().last_launch().unwrap().snapshot());
             assert_eq!((cs.kernel_id(), cs.shape()), (rs.kernel_id(), rs.shape()), "n = {n}");
-            let lens = |args: &[LoweredArgSnapshot]| -> Vec<LoweredArgSnapshot> {
+            let lens = |args: &LaunchArgs| -> Vec<LoweredArgSnapshot> {
                 args.iter()
                     .map(|a| match a {
                         LoweredArgSnapshot::Ptr(w) => ptr(0, w.len),
-                        other => *other,
+                        other => other,
                     })
                     .collect()
             };
@@ -375,9 +375,9 @@ fn the_guests_argv_arrives_intact() {
             snapshot.shape(),
             LaunchShape { grid: [4, 1, 1], block: [THREADS_PER_BLOCK, 1, 1], shared_mem_bytes: 0 }
         );
-        assert_eq!(snapshot.args(), expected);
+        assert_eq!(*snapshot.args(), expected);
         assert_eq!(launch.result(), Err(AbiError::NotAvailable));
-        let recorded = snapshot.args().to_vec();
+        let recorded: Vec<LoweredArgSnapshot> = snapshot.args().iter().collect();
 
         // What the guest encoded, read from its memory: same records, same bytes.
         let guest_bytes = g.guest_argv();
@@ -391,7 +391,7 @@ fn the_guests_argv_arrives_intact() {
 
         // The dry run saw the same request, and says why nothing ran.
         let dry = g.host().launcher().last().unwrap();
-        assert_eq!(dry.args(), &recorded[..]);
+        assert_eq!(*dry.args(), recorded[..]);
         assert_eq!(g.host().launcher().launches(), 1);
         assert_eq!(g.error().detail(), &Detail::NoDevice);
         assert!(g.host().last_error_message().unwrap().contains("no CUDA device"));
@@ -404,15 +404,18 @@ fn the_guests_argv_arrives_intact() {
 
 #[test]
 fn a_launcher_that_succeeds_gives_the_guest_zero() {
-    struct Accepts(Vec<Vec<LoweredArgSnapshot>>);
+    struct Accepts(KernelTable, Vec<Vec<LoweredArgSnapshot>>);
     impl Launcher for Accepts {
+        fn registered(&mut self, kernel_id: i64) -> Option<Registered<'_>> {
+            self.0.get(kernel_id)
+        }
         fn launch(&mut self, request: &LaunchRequest<'_, '_>) -> Result<LaunchOutcome, HostError> {
-            self.0.push(request.args.to_vec());
+            self.1.push(request.args.iter().collect());
             Ok(LaunchOutcome { pointer_mode: PointerMode::Staged, signature: SignatureCheck::Skipped })
         }
     }
     each_case(
-        || LaunchHost::new(Accepts(Vec::new())),
+        || LaunchHost::new(Accepts(demo_kernels(), Vec::new())),
         |_, g| {
             assert_eq!(g.run(16), 0);
             assert_eq!(g.run(0), 0, "an empty vector is still one block");
@@ -420,7 +423,7 @@ fn a_launcher_that_succeeds_gives_the_guest_zero() {
             let launch = g.host().last_launch().unwrap();
             assert_eq!(launch.result().unwrap().pointer_mode, PointerMode::Staged);
             assert_eq!(launch.snapshot().shape().grid, [1, 1, 1]);
-            let seen = &g.host().launcher().0;
+            let seen = &g.host().launcher().1;
             assert_eq!(seen.len(), 2);
             assert_eq!(seen[0][3], LoweredArgSnapshot::U32(16));
             assert_eq!(
@@ -525,7 +528,10 @@ fn a_failed_launch_after_a_good_one_leaves_no_stale_args() {
         }
         // And a good launch afterwards records afresh.
         assert_eq!(g.run(8), -1);
-        assert_eq!(g.host().last_launch().unwrap().snapshot().args()[3], LoweredArgSnapshot::U32(8));
+        assert_eq!(
+            g.host().last_launch().unwrap().snapshot().args().get(3),
+            Some(LoweredArgSnapshot::U32(8))
+        );
     });
 }
 
@@ -542,9 +548,9 @@ fn raw_calls_get_codes_never_traps() {
             (raw(i32::MAX, 1), -2),
             (raw(memory_len, 1), -2),
             (raw(memory_len + 1, 0), -2),
-            // No arguments: nothing is read, the dry run is reached.
-            (raw(0, 0), -1),
-            (raw(memory_len, 0), -1),
+            // No arguments: nothing is read, and vector_add's declaration takes four.
+            (raw(0, 0), -9),
+            (raw(memory_len, 0), -9),
             (LaunchCall { grid: [0, 1, 1], ..call }, -8),
             (LaunchCall { shared_mem: -1, ..call }, -8),
             (LaunchCall { shared_mem: 227 * 1024 + 1, ..call }, -8),
@@ -553,14 +559,16 @@ fn raw_calls_get_codes_never_traps() {
                     shared_mem: 227 * 1024,
                     ..LaunchCall::new(i64::MIN, [1, 65_535, 65_535], [1024, 1, 1])
                 },
-                -1,
+                -3,
             ),
         ];
         for (params, code) in cases {
             assert_eq!(g.launch_raw(&params).unwrap_or_else(|e| panic!("{e}")), code, "{params:?}");
         }
-        assert_eq!(g.host().last_launch().unwrap().snapshot().kernel_id(), i64::MIN);
-        assert_eq!(g.host().launcher().launches(), 3);
+        // The largest shape, for an unknown kernel id: InvalidKernel, and nothing recorded.
+        assert_eq!(g.error().detail(), &Detail::UnknownKernel { kernel_id: i64::MIN });
+        assert!(g.host().last_launch().is_none());
+        assert_eq!(g.host().launcher().launches(), 0);
     });
 }
 

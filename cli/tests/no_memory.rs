@@ -5,7 +5,7 @@
 
 use kernel_args::{AbiError, Detail, DryRunLauncher, LaunchHost};
 use kernel_args::{IMPORT_MODULE, LAUNCH_IMPORT};
-use kernel_args_cli::guest::{Guest, GuestModule, Runtime};
+use kernel_args_cli::guest::{Guest, GuestModule, Runtime, demo_dry_run};
 use wasm_encoder::{
     CodeSection, EntityType, ExportKind, ExportSection, Function, FunctionSection, ImportSection, Module,
     TypeSection, ValType,
@@ -53,7 +53,7 @@ fn guest_without_memory(
 #[test]
 fn no_exported_memory_is_an_invalid_pointer() {
     for runtime in Runtime::ALL {
-        let mut guest = guest_without_memory(runtime, LaunchHost::new(DryRunLauncher::new()));
+        let mut guest = guest_without_memory(runtime, LaunchHost::new(demo_dry_run()));
         assert!(guest.memory().is_empty(), "{runtime}");
         assert_eq!(guest.call0("go").unwrap(), AbiError::InvalidPointer.code(), "{runtime}");
         assert_eq!(guest.host().last_error().unwrap().detail(), &Detail::NoExportedMemory, "{runtime}");
@@ -65,8 +65,7 @@ fn no_exported_memory_is_an_invalid_pointer() {
 #[test]
 fn a_disabled_capability_is_not_available_even_without_memory() {
     for runtime in Runtime::ALL {
-        let mut guest =
-            guest_without_memory(runtime, LaunchHost::new(DryRunLauncher::new()).with_enabled(false));
+        let mut guest = guest_without_memory(runtime, LaunchHost::new(demo_dry_run()).with_enabled(false));
         assert_eq!(guest.call0("go").unwrap(), AbiError::NotAvailable.code(), "{runtime}");
         assert_eq!(guest.host().last_error().unwrap().detail(), &Detail::CapabilityDisabled, "{runtime}");
         assert!(guest.host().last_launch().is_none(), "{runtime}");

@@ -45,7 +45,14 @@ fn say(line: String) {
 
 fn device(test: &str, mode: PointerMode) -> Option<Arc<CudaDevice>> {
     let mut registry = KernelRegistry::new();
-    registry.register(VECTOR_ADD_KERNEL_ID, kernels::VECTOR_ADD_PTX, kernels::VECTOR_ADD_ENTRY).unwrap();
+    registry
+        .register(
+            VECTOR_ADD_KERNEL_ID,
+            kernels::VECTOR_ADD_PTX,
+            kernels::VECTOR_ADD_ENTRY,
+            kernels::VECTOR_ADD_DECLARATION,
+        )
+        .unwrap();
     let pointer_mode =
         if mode == PointerMode::Direct { PointerModeChoice::Direct } else { PointerModeChoice::Staged };
     let options = CudaOptions { pointer_mode, ..CudaOptions::from_env() };

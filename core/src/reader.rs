@@ -260,12 +260,11 @@ pub struct SinkFull;
 /// impl<'m> ArgSink<'m> for SumU32 {
 ///     fn capacity(&self) -> usize { 16 }
 ///     fn clear(&mut self) { *self = SumU32::default(); }
-///     fn push(&mut self, arg: LoweredArg<'m>) -> Result<(), SinkFull> {
-///         if self.len == 16 { return Err(SinkFull); }
+///     fn push(&mut self, _index: usize, arg: LoweredArg<'m>) -> Result<(), SinkFull> {
 ///         if let LoweredArg::U32(v) = arg { self.sum += u64::from(v); }
-///         self.len += 1;
 ///         Ok(())
 ///     }
+///     fn finish(&mut self, count: usize) { self.len = count; }
 /// }
 ///
 /// let mut sink = SumU32::default();
@@ -283,10 +282,19 @@ pub trait ArgSink<'m> {
     /// and after any error, so nothing of an earlier or a refused buffer survives.
     fn clear(&mut self);
 
-    /// Appends `arg`, the next argument in argv order. The parser calls it at most
-    /// `min(capacity(), MAX_KERNEL_ARGS)` times after a `clear`; a sink that refuses anyway
-    /// makes the parse fail with [`ErrorKind::TooManyRecords`] at that record, never drop it.
-    fn push(&mut self, arg: LoweredArg<'m>) -> Result<(), SinkFull>;
+    /// Takes `arg`, argument `index` in argv order. After a `clear` the parser calls it with
+    /// `index` 0, 1, 2, ..., always below `min(capacity(), MAX_KERNEL_ARGS)` (so a sink can
+    /// write each argument at its index without a count of its own); a sink that refuses
+    /// anyway makes the parse fail with [`ErrorKind::TooManyRecords`] at that record, never
+    /// drop it.
+    fn push(&mut self, index: usize, arg: LoweredArg<'m>) -> Result<(), SinkFull>;
+
+    /// Called once the whole argv is accepted, with the number of arguments pushed (never
+    /// after an error, which ends in a `clear`). The default does nothing.
+    #[inline]
+    fn finish(&mut self, count: usize) {
+        let _ = count;
+    }
 }
 
 /// Any fixed-capacity vector of something an argument converts into: [`ParsedArgv`] keeps the
@@ -303,7 +311,7 @@ impl<'m, T: From<LoweredArg<'m>>, const N: usize> ArgSink<'m> for heapless::Vec<
     }
 
     #[inline]
-    fn push(&mut self, arg: LoweredArg<'m>) -> Result<(), SinkFull> {
+    fn push(&mut self, _index: usize, arg: LoweredArg<'m>) -> Result<(), SinkFull> {
         heapless::Vec::push(self, T::from(arg)).map_err(|_| SinkFull)
     }
 }
@@ -413,12 +421,13 @@ fn fill<'m, S: ArgSink<'m> + ?Sized>(
             return Err(record_error(tag_byte, value, memory, index, buf.len().saturating_sub(rest.len())));
         };
         // Refused rather than dropped if a sink holds fewer than it said.
-        if out.push(arg).is_err() {
+        if out.push(index, arg).is_err() {
             return Err(cap_error(cap, index, buf.len().saturating_sub(rest.len())));
         }
         index = index.saturating_add(1);
         rest = next;
     }
+    out.finish(index);
     Ok(())
 }
 
@@ -601,7 +610,8 @@ mod tests {
             self.held.clear();
             self.clears += 1;
         }
-        fn push(&mut self, arg: LoweredArg<'m>) -> Result<(), SinkFull> {
+        fn push(&mut self, index: usize, arg: LoweredArg<'m>) -> Result<(), SinkFull> {
+            assert_eq!(index, self.held.len(), "the parser's index is the count pushed");
             if self.held.len() >= self.accepts {
                 return Err(SinkFull);
             }
@@ -638,26 +648,34 @@ mod tests {
     #[test]
     fn the_cap_is_the_parsers_whatever_the_sink_claims() {
         // A sink claiming more than MAX_KERNEL_ARGS still gets at most MAX_KERNEL_ARGS.
-        struct Counting(usize);
+        // `finish` is called once, on success only, with the count pushed.
+        struct Counting {
+            pushed: usize,
+            finished: Option<usize>,
+        }
         impl<'m> ArgSink<'m> for Counting {
             fn capacity(&self) -> usize {
                 usize::MAX
             }
             fn clear(&mut self) {
-                self.0 = 0;
+                self.pushed = 0;
             }
-            fn push(&mut self, _: LoweredArg<'m>) -> Result<(), SinkFull> {
-                self.0 += 1;
+            fn push(&mut self, index: usize, _: LoweredArg<'m>) -> Result<(), SinkFull> {
+                assert_eq!(index, self.pushed);
+                self.pushed += 1;
                 Ok(())
+            }
+            fn finish(&mut self, count: usize) {
+                assert_eq!(self.finished.replace(count), None, "finished once");
             }
         }
         let buf = [ArgTag::U32.byte(), 0, 0, 0, 0].repeat(MAX_KERNEL_ARGS + 1);
-        let mut sink = Counting(0);
+        let mut sink = Counting { pushed: 0, finished: None };
         let err = parse_argv_into(&buf[..], &GuestMemory::length_only(0), &mut sink).unwrap_err();
         assert_eq!(err.kind(), ErrorKind::TooManyRecords { max: MAX_KERNEL_ARGS });
-        assert_eq!((err.index(), sink.0), (MAX_KERNEL_ARGS, 0));
+        assert_eq!((err.index(), sink.pushed, sink.finished), (MAX_KERNEL_ARGS, 0, None));
         parse_argv_into(&buf[..5 * MAX_KERNEL_ARGS], &GuestMemory::length_only(0), &mut sink).unwrap();
-        assert_eq!(sink.0, MAX_KERNEL_ARGS);
+        assert_eq!((sink.pushed, sink.finished), (MAX_KERNEL_ARGS, Some(MAX_KERNEL_ARGS)));
     }
 
     #[test]

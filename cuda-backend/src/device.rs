@@ -6,7 +6,7 @@
 //! use kernel_args_cuda::{CudaDevice, CudaOptions, KernelRegistry, kernels};
 //!
 //! let mut registry = KernelRegistry::new();
-//! registry.register(1, kernels::VECTOR_ADD_PTX, kernels::VECTOR_ADD_ENTRY)?;
+//! registry.register(1, kernels::VECTOR_ADD_PTX, kernels::VECTOR_ADD_ENTRY, kernels::VECTOR_ADD_DECLARATION)?;
 //! // The driver library comes from KARGS_CUDA_DRIVER where it is set, else libcuda.so.1.
 //! let launcher: Box<dyn Launcher + Send> = match CudaDevice::open(registry, CudaOptions::from_env()) {
 //!     Ok(device) => Box::new(device.launcher()), // one per guest; `Send`, so any thread
@@ -22,7 +22,10 @@
 //! process: each registered kernel's module is loaded once per device, on its first launch, and
 //! kept. A module that fails to compile (`MalformedPtx`) or lacks its entry (`InvalidKernel`) is
 //! remembered too, so a guest that repeats such a launch gets the same answer without the PTX
-//! being compiled again.
+//! being compiled again. When a declared kernel's module loads, its declaration is checked
+//! against the driver's parameter list (`cuFuncGetParamInfo`, where the driver has it): a
+//! disagreement makes every launch of it `InvalidKernel`, and [`CudaDevice::verify`] gives the
+//! embedder the [`SetupError`] up front.
 //!
 //! ## Kernel faults and recovery
 //!
@@ -49,7 +52,7 @@ use crate::cu_error::{Phase, is_sticky};
 use crate::driver::{CuError, Current, DRIVER_LIBRARY, Driver, Kernel, KernelLoadError, PrimaryContext};
 use crate::launcher::CudaLauncher;
 use crate::registry::{KernelEntry, KernelRegistry};
-use crate::setup::SetupError;
+use crate::setup::{KernelProblem, SetupError};
 
 /// The environment variable [`CudaOptions::from_env`] reads the driver library's path from.
 pub const DRIVER_ENV: &str = "KARGS_CUDA_DRIVER";
@@ -134,7 +137,22 @@ pub(crate) struct LoadedKernel {
 
 /// A kernel id's module, or why it cannot be loaded (kept only for `MalformedPtx` and
 /// `InvalidKernel`, which depend on the registered kernel alone).
-pub(crate) type KernelSlot = Result<LoadedKernel, HostError>;
+pub(crate) type KernelSlot = Result<LoadedKernel, LoadFailure>;
+
+/// Why a kernel's module cannot be used: what the guest is answered, and what the embedder is
+/// told ([`CudaDevice::verify`]).
+#[derive(Debug, Clone)]
+pub(crate) struct LoadFailure {
+    pub(crate) guest: HostError,
+    pub(crate) problem: KernelProblem,
+}
+
+impl From<HostError> for LoadFailure {
+    fn from(guest: HostError) -> LoadFailure {
+        let problem = KernelProblem::Load(guest.to_string());
+        LoadFailure { guest, problem }
+    }
+}
 
 /// The device's context and everything loaded in it.
 #[derive(Debug)]
@@ -154,6 +172,9 @@ pub struct CudaDevice {
     pub(crate) info: DeviceInfo,
     pub(crate) pointer_mode: PointerMode,
     registry: RwLock<KernelRegistry>,
+    /// Counts the registrations since the device was opened: a launcher's cached entry of an
+    /// older count is looked up again.
+    pub(crate) registrations: AtomicU64,
     pub(crate) context: RwLock<ContextState>,
     /// The generation whose context met a sticky error (0: none).
     pub(crate) poisoned: AtomicU64,
@@ -214,6 +235,7 @@ impl CudaDevice {
             info,
             pointer_mode,
             registry: RwLock::new(registry),
+            registrations: AtomicU64::new(0),
             context: RwLock::new(ContextState {
                 primary,
                 generation: 1,
@@ -240,14 +262,34 @@ impl CudaDevice {
         self.pointer_mode
     }
 
-    /// Registers (or replaces) kernel `id`; a replaced kernel's module is unloaded once no
-    /// launch uses it, and a remembered failure is forgotten.
+    /// Registers (or replaces) kernel `id` with its declaration
+    /// ([`KernelRegistry::register`]); a replaced kernel's module is unloaded once no launch uses
+    /// it, and a remembered failure is forgotten.
     ///
     /// # Errors
     ///
     /// As [`KernelRegistry::register`].
-    pub fn register(&self, id: i64, ptx: &str, entry: &str) -> Result<(), SetupError> {
-        self.registry.write().unwrap_or_else(PoisonError::into_inner).register(id, ptx, entry)?;
+    pub fn register(&self, id: i64, ptx: &str, entry: &str, declaration: &str) -> Result<(), SetupError> {
+        self.replace(id, |registry| registry.register(id, ptx, entry, declaration))
+    }
+
+    /// Registers (or replaces) kernel `id` without a declaration
+    /// ([`KernelRegistry::register_undeclared`]: for trusted guests only).
+    ///
+    /// # Errors
+    ///
+    /// As [`KernelRegistry::register_undeclared`].
+    pub fn register_undeclared(&self, id: i64, ptx: &str, entry: &str) -> Result<(), SetupError> {
+        self.replace(id, |registry| registry.register_undeclared(id, ptx, entry))
+    }
+
+    fn replace(
+        &self,
+        id: i64,
+        register: impl FnOnce(&mut KernelRegistry) -> Result<(), SetupError>,
+    ) -> Result<(), SetupError> {
+        register(&mut self.registry.write().unwrap_or_else(PoisonError::into_inner))?;
+        self.registrations.fetch_add(1, Ordering::AcqRel);
         // After the registry changed, so a module loaded from the old entry meanwhile goes too.
         let state = self.context.read().unwrap_or_else(PoisonError::into_inner);
         let evicted = state.kernels.lock().unwrap_or_else(PoisonError::into_inner).remove(&id);
@@ -256,6 +298,35 @@ impl CudaDevice {
         drop(evicted);
         drop(state);
         Ok(())
+    }
+
+    /// Kernel `id` as registered now, shared.
+    pub(crate) fn entry(&self, id: i64) -> Option<Arc<KernelEntry>> {
+        self.registry.read().unwrap_or_else(PoisonError::into_inner).shared(id)
+    }
+
+    /// Loads kernel `id`'s module now (it is loaded on its first launch otherwise) and checks
+    /// its declaration against the driver's parameter list, so that the embedder learns of a
+    /// kernel the driver refuses before any guest launches it.
+    ///
+    /// # Errors
+    ///
+    /// [`SetupError::Kernel`] for an unknown id, a module the driver refuses
+    /// ([`KernelProblem::Load`]) or a driver parameter list that differs from the declaration
+    /// ([`KernelProblem::DriverParams`]).
+    pub fn verify(&self, id: i64) -> Result<(), SetupError> {
+        let refuse = |problem| SetupError::Kernel { id, problem };
+        let entry = self.entry(id).ok_or_else(|| refuse(KernelProblem::Load(format!("no kernel {id}"))))?;
+        let state = self.usable_context().map_err(|e| refuse(KernelProblem::Load(e.to_string())))?;
+        let current =
+            state.primary.push().map_err(|e| refuse(KernelProblem::Load(e.at(Phase::Launch).to_string())))?;
+        drop(entry);
+        let slot =
+            self.kernel(&state, &current, id).map_err(|e| refuse(KernelProblem::Load(e.to_string())))?;
+        match slot.as_ref() {
+            Ok(_) => Ok(()),
+            Err(failure) => Err(refuse(failure.problem.clone())),
+        }
     }
 
     /// The context, recovered first if a kernel fault poisoned it; held (shared) for a whole
@@ -329,33 +400,51 @@ impl CudaDevice {
         let entry = registry.get(id).ok_or_else(|| {
             HostError::msg(AbiError::InvalidKernel, format!("no kernel is registered with id {id}"))
         })?;
-        let slot = self.load(state.generation, current, entry);
-        if let Err(e) = &slot
-            && !matches!(e.code(), AbiError::MalformedPtx | AbiError::InvalidKernel)
+        let slot = self.load(state.generation, current, id, entry);
+        if let Err(failure) = &slot
+            && !matches!(failure.guest.code(), AbiError::MalformedPtx | AbiError::InvalidKernel)
         {
-            return Err(e.clone()); // a failure of the moment: try again next time
+            return Err(failure.guest.clone()); // a failure of the moment: try again next time
         }
         let slot = Arc::new(slot);
         kernels.insert(id, Arc::clone(&slot));
         Ok(slot)
     }
 
-    fn load(&self, generation: u64, current: &Current<'_>, entry: &KernelEntry) -> KernelSlot {
+    #[expect(
+        clippy::result_large_err,
+        reason = "a kernel's one load result, kept in an Arc in the kernel table"
+    )]
+    fn load(&self, generation: u64, current: &Current<'_>, id: i64, entry: &KernelEntry) -> KernelSlot {
         let fail = |e, phase| self.fail(generation, e, phase);
         let kernel = Kernel::load(current, entry.ptx(), entry.entry()).map_err(|e| match e {
             KernelLoadError::Module { error, log } => {
                 let e = fail(error, Phase::ModuleLoad);
-                match e.detail() {
+                LoadFailure::from(match e.detail() {
                     Detail::Message { text: m, .. } if !log.is_empty() => {
                         HostError::msg(e.code(), format!("{m}; JIT log: {log}"))
                     }
                     _ => e,
-                }
+                })
             }
-            KernelLoadError::Entry(error) => fail(error, Phase::GetFunction),
+            KernelLoadError::Entry(error) => LoadFailure::from(fail(error, Phase::GetFunction)),
         })?;
-        let ptx_sizes = entry.signature().map(|s| s.param_sizes());
-        let (param_sizes, signature) = match (kernel.driver_param_sizes(), ptx_sizes) {
+        let driver_sizes = kernel.driver_param_sizes();
+        if let (Some(declaration), Some((driver, true))) = (entry.declaration(), &driver_sizes) {
+            let declared: Vec<usize> = declaration.params().map(|p| p.ty.size()).collect();
+            if &declared != driver {
+                let problem = KernelProblem::DriverParams { declared, driver: driver.clone() };
+                let guest = HostError::msg(AbiError::InvalidKernel, format!("kernel {id}: {problem}"));
+                return Err(LoadFailure { guest, problem });
+            }
+        }
+        // A declared kernel's sizes are its declaration's (checked against the PTX when it was
+        // registered, and against the driver's count just now).
+        let ptx_sizes = match entry.declaration() {
+            Some(declaration) => Some(declaration.params().map(|p| p.ty.size()).collect()),
+            None => entry.signature().map(|s| s.param_sizes()),
+        };
+        let (param_sizes, signature) = match (driver_sizes, ptx_sizes) {
             // The driver counted the parameters: its answer is the loaded function's.
             (Some((sizes, true)), _) => (Some(sizes), SignatureCheck::Driver),
             // Counted by asking until the driver refused: where the PTX says otherwise, the
@@ -369,9 +458,10 @@ impl CudaDevice {
             let value = kernel.attribute(current, a).map_err(|e| fail(e, Phase::Launch))?;
             Ok::<u32, HostError>(u32::try_from(value).unwrap_or(0))
         };
-        let static_shared = attribute(CUfunction_attribute::CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES)?;
-        let dynamic_shared =
-            attribute(CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES)?;
+        let static_shared = attribute(CUfunction_attribute::CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES)
+            .map_err(LoadFailure::from)?;
+        let dynamic_shared = attribute(CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES)
+            .map_err(LoadFailure::from)?;
         Ok(LoadedKernel {
             kernel,
             param_sizes,

@@ -59,7 +59,7 @@ use libloading::Library;
 
 use crate::cu_error::{CUDA_ERROR_INVALID_VALUE, CUDA_SUCCESS, Phase, cu_error_name, driver_error};
 use crate::setup::SetupError;
-use crate::storage::ParamTable;
+use crate::storage::KernelParams;
 
 /// The driver library's name on Linux.
 pub const DRIVER_LIBRARY: &str = "libcuda.so.1";
@@ -591,13 +591,24 @@ pub struct Stream {
     stream: Handle,
 }
 
-/// One staged window's copy: the guest memory window and the device buffer it is staged in.
+/// One staged window's copy: the guest memory window, the device buffer it is staged in, and
+/// where in the buffer.
 #[derive(Debug, Clone, Copy)]
 pub struct Transfer<'a, 'm> {
     /// The guest memory, readable (copies in) or writable (copies out).
     pub window: &'a GuestWindow<'m>,
-    /// The device buffer, at least as long as the window.
+    /// The device buffer, at least `at` plus the window's length long.
     pub buffer: &'a DeviceBuffer,
+    /// The byte offset in the buffer where the window's copy starts.
+    pub at: usize,
+}
+
+impl Transfer<'_, '_> {
+    /// The device address of the window's copy, when it fits its buffer.
+    fn device(&self) -> Option<u64> {
+        let end = self.at.checked_add(self.window.len() as usize)?;
+        (end <= self.buffer.len).then(|| self.buffer.address.saturating_add(self.at as u64))
+    }
 }
 
 impl Stream {
@@ -629,20 +640,21 @@ impl Stream {
     pub fn upload(&self, current: &Current<'_>, transfers: &[Transfer<'_, '_>]) -> Result<(), CuError> {
         let _ = current;
         let refused = CuError { call: "cuMemcpyHtoDAsync", code: CUDA_ERROR_INVALID_VALUE };
-        if transfers.iter().any(|t| t.window.host_ptr().is_none() || t.window.len() as usize > t.buffer.len) {
+        if transfers.iter().any(|t| t.window.host_ptr().is_none() || t.device().is_none()) {
             return Err(refused);
         }
         let mut result = Ok(());
         for t in transfers {
             let Some(host) = t.window.host_ptr().filter(|_| !t.window.is_empty()) else { continue };
+            let Some(device) = t.device() else { continue };
             // SAFETY: `host` is the window's host pointer, readable for the window's length
             // for the window's lifetime (the core's `GuestWindow` contract), which lasts past
             // this call; the stream is synchronised below, before returning, so the copy never
-            // reads guest memory afterwards; the buffer is at least as long (checked above)
-            // and belongs to this stream's context, which is current.
+            // reads guest memory afterwards; the buffer holds the window's length from `at`
+            // (checked above) and belongs to this stream's context, which is current.
             let code = unsafe {
                 (self.driver.api.memcpy_htod_async)(
-                    t.buffer.address,
+                    device,
                     host.cast::<c_void>(),
                     t.window.len() as usize,
                     self.stream.raw(),
@@ -667,29 +679,28 @@ impl Stream {
     ///
     /// The first failed call; a window without a writable host pointer or longer than its
     /// buffer is refused with `CUDA_ERROR_INVALID_VALUE` before the launch.
-    pub fn launch<const N: usize>(
+    pub fn launch(
         &self,
         current: &Current<'_>,
         kernel: &Kernel,
         shape: &LaunchShape,
-        params: &mut ParamTable<'_, N>,
+        params: &mut impl KernelParams,
         copy_back: &[Transfer<'_, '_>],
     ) -> Result<(), CuError> {
         let _ = current;
         let refused = CuError { call: "cuMemcpyDtoHAsync", code: CUDA_ERROR_INVALID_VALUE };
-        if copy_back
-            .iter()
-            .any(|t| t.window.host_ptr_mut().is_none() || t.window.len() as usize > t.buffer.len)
-        {
+        if copy_back.iter().any(|t| t.window.host_ptr_mut().is_none() || t.device().is_none()) {
             return Err(refused);
         }
         // SAFETY: the function is loaded (its module lives as long as `kernel`) in the current
-        // context; `params` is a table made by `KernelParamStorage` (its invariant: one
-        // initialised pointer per argument, each to an 8-aligned slot holding the value, the
-        // rest padded with pointers to zeros when the kernel's count is unknown), alive
-        // through the call, during which the driver copies every value; the pointer values in
-        // it are device buffers of this context or host pointers of guest windows borrowed
-        // for longer than this call, which synchronises before returning; `extra` is null.
+        // context; `params` is a table made by `KernelParamStorage` (a `ParamTable`: one
+        // initialised pointer per argument, each to an 8-aligned slot holding the value, for a
+        // kernel whose count and sizes were checked against the arguments; or a `PaddedTable`:
+        // `MAX_KERNEL_PARAMS` pointers, each to a value followed by `MAX_PARAM_BYTES` of its
+        // scratch), alive through the call, during which the driver copies every value; the
+        // pointer values in it are device buffers of this context or host pointers of guest
+        // windows borrowed for longer than this call, which synchronises before returning;
+        // `extra` is null.
         let code = unsafe {
             (self.driver.api.launch_kernel)(
                 kernel.function.raw(),
@@ -701,7 +712,7 @@ impl Stream {
                 shape.block[2],
                 shape.shared_mem_bytes,
                 self.stream.raw(),
-                params.as_mut_ptr(),
+                params.kernel_params(),
                 ptr::null_mut(),
             )
         };
@@ -709,14 +720,16 @@ impl Stream {
         let mut result = Ok(());
         for t in copy_back {
             let Some(host) = t.window.host_ptr_mut().filter(|_| !t.window.is_empty()) else { continue };
+            let Some(device) = t.device() else { continue };
             // SAFETY: `host` is the window's writable host pointer, valid for the window's
             // length for its lifetime (memory borrowed exclusively, the core's `GuestWindow`
             // contract), which lasts past this call; the stream is synchronised below before
-            // returning; the buffer is at least as long and belongs to the current context.
+            // returning; the buffer holds the window's length from `at` and belongs to the
+            // current context.
             let code = unsafe {
                 (self.driver.api.memcpy_dtoh_async)(
                     host.cast::<c_void>(),
-                    t.buffer.address,
+                    device,
                     t.window.len() as usize,
                     self.stream.raw(),
                 )

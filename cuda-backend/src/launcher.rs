@@ -46,8 +46,8 @@ use std::sync::{Arc, PoisonError};
 
 use cust::sys::CUfunction_attribute;
 use kernel_args::{
-    AbiError, Bound, Detail, Dimension, HostError, LaunchOutcome, LaunchRequest, Launcher, PointerMode,
-    ShapeError, SignatureCheck,
+    AbiError, Bound, Detail, Dimension, HostError, LaunchOutcome, LaunchRequest, Launcher, ParamType,
+    PointerMode, Registered, ShapeError, SignatureCheck,
 };
 use kernel_args_core::{Arg, GuestRange, GuestWindow};
 
@@ -56,13 +56,16 @@ use crate::cu_error::Phase;
 use crate::device::PointerModeChoice;
 use crate::device::{CudaDevice, LoadedKernel};
 use crate::driver::{CuError, Current, DeviceBuffer, Stream, Transfer};
+use crate::registry::KernelEntry;
 use crate::signature::check_param_sizes;
 use crate::staging::StagingPlan;
-use crate::storage::{KernelParamStorage, StorageError};
+use crate::storage::{KernelParamStorage, PaddingScratch, StorageError};
 
 /// Staging buffers larger than this are freed after their launch rather than kept for the
 /// next one, so that one large launch does not hold device memory for a launcher's life.
 pub const MAX_KEPT_STAGING_BYTES: usize = 64 << 20;
+
+pub use crate::staging::STAGING_ALIGN;
 
 /// A launcher's own driver resources, made in one generation of the device's context.
 #[derive(Debug)]
@@ -88,11 +91,33 @@ pub struct CudaLauncher {
     resources: Option<Resources>,
     /// Filled in place for every launch (boxed: it is 1 KiB and more).
     storage: Box<KernelParamStorage>,
+    /// Where the table of a kernel whose parameters nobody knows is made (trusted guests only).
+    padding: PaddingScratch,
+    /// The registry entry of the last kernel asked for, with the device's registration count
+    /// when it was looked up.
+    entry: Option<(i64, u64, Arc<KernelEntry>)>,
 }
 
 impl CudaLauncher {
     pub(crate) fn new(device: Arc<CudaDevice>) -> CudaLauncher {
-        CudaLauncher { device, resources: None, storage: Box::default() }
+        CudaLauncher {
+            device,
+            resources: None,
+            storage: Box::default(),
+            padding: PaddingScratch::default(),
+            entry: None,
+        }
+    }
+
+    /// Kernel `id`'s registry entry, looked up again only when the registry changed.
+    fn entry(&mut self, id: i64) -> Option<&Arc<KernelEntry>> {
+        let registrations = self.device.registrations.load(Ordering::Acquire);
+        let fresh =
+            matches!(&self.entry, Some((cached, count, _)) if *cached == id && *count == registrations);
+        if !fresh {
+            self.entry = self.device.entry(id).map(|entry| (id, registrations, entry));
+        }
+        self.entry.as_ref().map(|(_, _, entry)| entry)
     }
 
     /// The device this launcher runs on.
@@ -117,22 +142,22 @@ impl Launch<'_> {
         self.device.fail(self.generation, e, Phase::Launch)
     }
 
-    /// The one table helper of both pointer modes: the `void**` table of `storage` (padded
-    /// with pointers to zeros when the kernel's parameter count is unknown), handed to
+    /// The one table helper of both pointer modes: the `void**` table of `storage` (the padded
+    /// one, made in `padding`, when nobody knows the kernel's parameters), handed to
     /// `cuLaunchKernel` with the shape; then the staged windows' copies back, and a
     /// synchronisation.
     fn run(
         &self,
         storage: &mut KernelParamStorage,
+        padding: &mut PaddingScratch,
         request: &LaunchRequest<'_, '_>,
         copy_back: &[Transfer<'_, '_>],
     ) -> Result<(), HostError> {
         let (stream, current, kernel, shape) =
             (self.stream, self.current, &self.kernel.kernel, &request.shape);
         match self.kernel.signature {
-            SignatureCheck::Skipped => {
-                storage.with_padded_params(|table| stream.launch(current, kernel, shape, table, copy_back))
-            }
+            SignatureCheck::Skipped => storage
+                .with_padded_params(padding, |table| stream.launch(current, kernel, shape, table, copy_back)),
             SignatureCheck::Ptx | SignatureCheck::Driver => {
                 storage.with_params(|table| stream.launch(current, kernel, shape, table, copy_back))
             }
@@ -144,6 +169,7 @@ impl Launch<'_> {
     fn direct(
         &self,
         storage: &mut KernelParamStorage,
+        padding: &mut PaddingScratch,
         request: &LaunchRequest<'_, '_>,
     ) -> Result<(), HostError> {
         storage.fill(request.args, |index, range| {
@@ -152,27 +178,38 @@ impl Launch<'_> {
             // A `usize` address always fits `u64` on the hosts CUDA supports.
             Ok::<u64, HostError>(host.expose_provenance() as u64)
         })?;
-        self.run(storage, request, &[])
+        self.run(storage, padding, request, &[])
     }
 
     /// Staged mode: the windows copied into device buffers (kept in `buffers` for the next
-    /// launch), the kernel given their device addresses, and the buffers copied back.
+    /// launch), the kernel given their device addresses, and the buffers it may have written
+    /// copied back. Each region lies in its buffer at its start's distance from a
+    /// [`STAGING_ALIGN`] boundary, so every window keeps its alignment on the device.
     fn staged(
         &self,
         storage: &mut KernelParamStorage,
+        padding: &mut PaddingScratch,
         buffers: &mut Vec<DeviceBuffer>,
         request: &LaunchRequest<'_, '_>,
+        writes: &[bool],
     ) -> Result<(), HostError> {
-        let windows: Vec<GuestRange> =
-            request.args.iter().filter_map(|a| if let Arg::Ptr(w) = a { Some(*w) } else { None }).collect();
+        let windows: Vec<GuestRange> = request.args.pointers().map(|(_, window)| window).collect();
         let plan = StagingPlan::new(&windows);
         let regions = plan
             .regions()
             .iter()
             .map(|&(start, end)| region_window(request, start, end))
             .collect::<Result<Vec<GuestWindow<'_>>, HostError>>()?;
-        for (i, region) in regions.iter().enumerate() {
-            let len = region.len() as usize;
+        // A region is copied back when a window in it may be written (every window of a kernel
+        // without a declaration).
+        let mut written = vec![false; regions.len()];
+        for (&(r, _), &w) in plan.placements().iter().zip(writes.iter().chain(std::iter::repeat(&true))) {
+            if let Some(flag) = written.get_mut(r) {
+                *flag |= w;
+            }
+        }
+        for i in 0..regions.len() {
+            let len = usize::try_from(plan.buffer_len(i)).unwrap_or(usize::MAX);
             match buffers.get_mut(i) {
                 Some(kept) if kept.len() >= len => {}
                 slot => {
@@ -184,17 +221,25 @@ impl Launch<'_> {
                 }
             }
         }
-        let transfers: Vec<Transfer<'_, '_>> =
-            regions.iter().zip(buffers.iter()).map(|(window, buffer)| Transfer { window, buffer }).collect();
+        let transfers: Vec<Transfer<'_, '_>> = regions
+            .iter()
+            .zip(buffers.iter())
+            .enumerate()
+            .map(|(r, (window, buffer))| Transfer { window, buffer, at: plan.lead(r) as usize })
+            .collect();
         self.stream.upload(self.current, &transfers).map_err(|e| self.fail(e))?;
-        let mut placements = plan.placements().iter();
+        let copy_back: Vec<Transfer<'_, '_>> =
+            transfers.iter().zip(&written).filter(|(_, w)| **w).map(|(t, _)| *t).collect();
+        let mut window = 0;
         let result = storage
             .fill(request.args, |index, _| {
-                let &(region, offset) = placements.next().ok_or(StorageError::Unplaced { index })?;
+                let (region, at) = plan.in_buffer(window).ok_or(StorageError::Unplaced { index })?;
+                window = window.saturating_add(1);
                 let buffer = buffers.get(region).ok_or(StorageError::Unplaced { index })?;
-                Ok::<u64, HostError>(buffer.address().saturating_add(offset))
+                Ok::<u64, HostError>(buffer.address().saturating_add(at))
             })
-            .and_then(|()| self.run(storage, request, &transfers));
+            .and_then(|()| self.run(storage, padding, request, &copy_back));
+        drop(copy_back);
         drop(transfers);
         // Keep the buffers for the next launch, but not a large one.
         buffers.retain(|b| b.len() <= MAX_KEPT_STAGING_BYTES);
@@ -203,7 +248,28 @@ impl Launch<'_> {
 }
 
 impl Launcher for CudaLauncher {
+    /// As the device's registry has it (looked up again only after a registration).
+    fn registered(&mut self, kernel_id: i64) -> Option<Registered<'_>> {
+        Some(match self.entry(kernel_id)?.declaration() {
+            Some(declaration) => Registered::Declared(declaration),
+            None => Registered::Undeclared,
+        })
+    }
+
     fn launch(&mut self, request: &LaunchRequest<'_, '_>) -> Result<LaunchOutcome, HostError> {
+        // Which windows the kernel may write, by its declaration (every one without): what a
+        // staged launch copies back.
+        let staged = self.device.pointer_mode != PointerMode::Direct;
+        let writes: Vec<bool> = match self.entry(request.kernel_id).and_then(|e| e.declaration()) {
+            Some(declaration) if staged => declaration
+                .params()
+                .filter_map(|p| match p.ty {
+                    ParamType::Pointer { access, .. } => Some(access.writes()),
+                    ParamType::Scalar(_) => None,
+                })
+                .collect(),
+            _ => Vec::new(),
+        };
         let device = &*self.device;
         let state = device.usable_context()?;
         let generation = state.generation;
@@ -224,7 +290,7 @@ impl Launcher for CudaLauncher {
         };
 
         let slot = device.kernel(&state, &current, request.kernel_id)?;
-        let kernel = slot.as_ref().as_ref().map_err(Clone::clone)?;
+        let kernel = slot.as_ref().as_ref().map_err(|failure| failure.guest.clone())?;
         let launch = Launch { device, generation, current: &current, stream: &resources.stream, kernel };
 
         let shared = request.shape.shared_mem_bytes;
@@ -248,11 +314,11 @@ impl Launcher for CudaLauncher {
             check_param_sizes(sizes, request.args)?;
         }
 
-        let storage = &mut *self.storage;
+        let (storage, padding) = (&mut *self.storage, &mut self.padding);
         match device.pointer_mode {
-            PointerMode::Direct => launch.direct(storage, request)?,
+            PointerMode::Direct => launch.direct(storage, padding, request)?,
             PointerMode::Staged | PointerMode::None => {
-                launch.staged(storage, &mut resources.buffers, request)?
+                launch.staged(storage, padding, &mut resources.buffers, request, &writes)?
             }
         }
         drop(current);

@@ -12,8 +12,9 @@
 //!   [`ParamTable`];
 //! - the PTX `.entry` parameter-list parser and the size check: [`KernelSignature`]
 //!   (`src/signature.rs`);
-//! - the kernel registry (kernel id → PTX and entry): [`KernelRegistry`] (`src/registry.rs`);
-//!   the bundled PTX of the demo guest's `vector_add`: [`kernels`];
+//! - the kernel registry (kernel id → PTX, entry and declaration, the declaration checked
+//!   against the PTX): [`KernelRegistry`] (`src/registry.rs`); the bundled PTX of the demo
+//!   guest's `vector_add`: [`kernels`];
 //! - the embedder's errors (registration, device open, options): [`SetupError`]
 //!   (`src/setup.rs`);
 //! - the staging plan for devices without pageable memory access (overlapping windows share
@@ -90,8 +91,11 @@ pub use device::{CudaDevice, CudaOptions, DRIVER_ENV, DeviceInfo, PointerModeCho
 pub use driver::DRIVER_LIBRARY;
 #[cfg(feature = "cuda")]
 #[cfg_attr(docsrs, doc(cfg(feature = "cuda")))]
-pub use launcher::{CudaLauncher, MAX_KEPT_STAGING_BYTES};
+pub use launcher::{CudaLauncher, MAX_KEPT_STAGING_BYTES, STAGING_ALIGN};
 pub use registry::{KernelEntry, KernelRegistry};
 pub use setup::{KernelProblem, SetupError};
 pub use signature::{KernelSignature, PtxParam, PtxParseError, PtxType, check_param_sizes};
-pub use storage::{KernelParamStorage, MAX_PARAM_BYTES, ParamSlot, ParamTable, SLOT_SIZE, StorageError};
+pub use storage::{
+    KernelParamStorage, MAX_KERNEL_PARAMS, MAX_PARAM_BYTES, PaddedTable, PaddingScratch, ParamSlot,
+    ParamTable, SLOT_SIZE, StorageError,
+};

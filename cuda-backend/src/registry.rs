@@ -1,31 +1,47 @@
-//! The kernel registry: what a guest's kernel id names (PTX text and entry point), with the
-//! signature parsed from the PTX when it can be.
+//! The kernel registry: what a guest's kernel id names (PTX text and entry point) and what the
+//! kernel declares it does with its parameters.
+//!
+//! A kernel is registered with its declaration (`kernel_args::Declaration`, the grammar of
+//! `docs/declarations.md`), which every launch is checked against before any launcher runs.
+//! Registration checks the declaration against the PTX's `.entry` parameter list (the count,
+//! each parameter's size and alignment): a disagreement is a [`SetupError`] naming both sides.
+//! A kernel registered without a declaration ([`KernelRegistry::register_undeclared`]) is
+//! launched only for a guest the host trusts (`kernel_args::GuestTrust::Trusted`).
 //!
 //! Built without a GPU; the CUDA launcher loads a registered kernel's module on its first
-//! launch.
+//! launch, and checks the declaration against the driver's parameter list there too.
 //!
 //! ```
-//! use kernel_args_cuda::KernelRegistry;
+//! use kernel_args_cuda::{KernelRegistry, kernels};
 //!
 //! let mut registry = KernelRegistry::new();
-//! registry.register(1, include_str!("../kernels/vector_add.ptx"), "vector_add")?;
+//! registry.register(1, kernels::VECTOR_ADD_PTX, "vector_add", kernels::VECTOR_ADD_DECLARATION)?;
 //! let kernel = registry.get(1).expect("registered");
+//! assert_eq!(kernel.declaration().expect("declared").name(), "vector_add");
 //! assert_eq!(kernel.signature().expect("parsed").param_sizes(), [8, 8, 8, 4]);
+//!
+//! // A declaration the PTX disagrees with is the embedder's error, named on both sides.
+//! let err = registry.register(2, kernels::VECTOR_ADD_PTX, "vector_add", "add(a: &[f32; n], n: u32)").unwrap_err();
+//! assert_eq!(err.to_string(), "kernel 2: the declaration has 2 parameters, the PTX entry vector_add has 4");
 //! # Ok::<(), kernel_args_cuda::SetupError>(())
 //! ```
 
 use std::collections::HashMap;
 use std::ffi::{CStr, CString};
+use std::sync::Arc;
+
+use kernel_args::Declaration;
 
 use crate::setup::{KernelProblem, SetupError};
 use crate::signature::{KernelSignature, PtxParseError, find_entry};
 
-/// One registered kernel: its module's PTX, its entry name, and its parameter list when the
-/// PTX declares the entry in a form the parser reads.
+/// One registered kernel: its module's PTX, its entry name, its declaration where it has one,
+/// and its parameter list as the PTX declares it where the parser reads it.
 #[derive(Debug, Clone)]
 pub struct KernelEntry {
     ptx: CString,
     entry: CString,
+    declaration: Option<Declaration>,
     signature: Option<KernelSignature>,
     parse_error: Option<PtxParseError>,
 }
@@ -41,8 +57,13 @@ impl KernelEntry {
         &self.entry
     }
 
+    /// What the kernel declares; `None` for a kernel registered without a declaration.
+    pub fn declaration(&self) -> Option<&Declaration> {
+        self.declaration.as_ref()
+    }
+
     /// The entry's parameter list from the PTX; `None` when the PTX does not declare the entry
-    /// or the parser could not read it (the launch then skips the PTX check).
+    /// or the parser could not read it (a declared kernel always has it).
     pub fn signature(&self) -> Option<&KernelSignature> {
         self.signature.as_ref()
     }
@@ -56,7 +77,7 @@ impl KernelEntry {
 /// Kernel id → [`KernelEntry`].
 #[derive(Debug, Clone, Default)]
 pub struct KernelRegistry {
-    kernels: HashMap<i64, KernelEntry>,
+    kernels: HashMap<i64, Arc<KernelEntry>>,
 }
 
 impl KernelRegistry {
@@ -65,32 +86,55 @@ impl KernelRegistry {
         KernelRegistry::default()
     }
 
-    /// Registers (or replaces) kernel `id`: entry `entry` of the module whose PTX is `ptx`.
+    /// Registers (or replaces) kernel `id`: entry `entry` of the module whose PTX is `ptx`, which
+    /// does with its parameters what `declaration` says (`docs/declarations.md`).
+    ///
+    /// # Errors
+    ///
+    /// [`SetupError::Kernel`] when `ptx` contains a NUL byte, `entry` is empty or contains one,
+    /// the declaration does not parse, the PTX's parameter lists cannot be read or do not
+    /// declare `entry`, or the declaration disagrees with the entry's parameter list (the
+    /// count, or a parameter's size or alignment).
+    pub fn register(&mut self, id: i64, ptx: &str, entry: &str, declaration: &str) -> Result<(), SetupError> {
+        let refuse = |problem| SetupError::Kernel { id, problem };
+        let declaration =
+            Declaration::parse(declaration).map_err(|e| refuse(KernelProblem::Declaration(e)))?;
+        let kernel = KernelEntry::new(id, ptx, entry, Some(declaration))?;
+        let signature = match (&kernel.signature, &kernel.parse_error) {
+            (Some(signature), _) => signature,
+            (None, Some(e)) => return Err(refuse(KernelProblem::PtxUnreadable(e.clone()))),
+            (None, None) => return Err(refuse(KernelProblem::NoEntry { entry: entry.to_owned() })),
+        };
+        if let Some(declaration) = &kernel.declaration {
+            check_against_ptx(declaration, signature).map_err(refuse)?;
+        }
+        self.kernels.insert(id, Arc::new(kernel));
+        Ok(())
+    }
+
+    /// Registers (or replaces) kernel `id` without a declaration: only a host that trusts its
+    /// guest (`kernel_args::GuestTrust::Trusted`) launches it, its arguments checked against
+    /// the PTX's or the driver's parameter sizes where either gives them. A PTX whose parameter
+    /// lists the parser cannot read is accepted ([`KernelEntry::parse_error`] says why).
     ///
     /// # Errors
     ///
     /// [`SetupError::Kernel`] when `ptx` contains a NUL byte, or `entry` is empty or contains
-    /// one. A PTX whose parameter lists the parser cannot read is accepted: its launches skip
-    /// the PTX check ([`KernelEntry::parse_error`] says why).
-    pub fn register(&mut self, id: i64, ptx: &str, entry: &str) -> Result<(), SetupError> {
-        let refuse = |problem| SetupError::Kernel { id, problem };
-        let ptx_c =
-            CString::new(ptx).map_err(|e| refuse(KernelProblem::NulInPtx { position: e.nul_position() }))?;
-        if entry.is_empty() {
-            return Err(refuse(KernelProblem::EmptyEntry));
-        }
-        let entry_c = CString::new(entry).map_err(|_| refuse(KernelProblem::NulInEntry))?;
-        let (signature, parse_error) = match find_entry(ptx, entry) {
-            Ok(signature) => (signature, None),
-            Err(e) => (None, Some(e)),
-        };
-        self.kernels.insert(id, KernelEntry { ptx: ptx_c, entry: entry_c, signature, parse_error });
+    /// one.
+    pub fn register_undeclared(&mut self, id: i64, ptx: &str, entry: &str) -> Result<(), SetupError> {
+        self.kernels.insert(id, Arc::new(KernelEntry::new(id, ptx, entry, None)?));
         Ok(())
     }
 
     /// The kernel registered as `id`.
     pub fn get(&self, id: i64) -> Option<&KernelEntry> {
-        self.kernels.get(&id)
+        self.kernels.get(&id).map(Arc::as_ref)
+    }
+
+    /// The kernel registered as `id`, shared (what a launcher keeps while it uses it).
+    #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+    pub(crate) fn shared(&self, id: i64) -> Option<Arc<KernelEntry>> {
+        self.kernels.get(&id).cloned()
     }
 
     /// Number of registered kernels.
@@ -104,22 +148,111 @@ impl KernelRegistry {
     }
 }
 
+impl KernelEntry {
+    fn new(
+        id: i64,
+        ptx: &str,
+        entry: &str,
+        declaration: Option<Declaration>,
+    ) -> Result<KernelEntry, SetupError> {
+        let refuse = |problem| SetupError::Kernel { id, problem };
+        let ptx_c =
+            CString::new(ptx).map_err(|e| refuse(KernelProblem::NulInPtx { position: e.nul_position() }))?;
+        if entry.is_empty() {
+            return Err(refuse(KernelProblem::EmptyEntry));
+        }
+        let entry_c = CString::new(entry).map_err(|_| refuse(KernelProblem::NulInEntry))?;
+        let (signature, parse_error) = match find_entry(ptx, entry) {
+            Ok(signature) => (signature, None),
+            Err(e) => (None, Some(e)),
+        };
+        Ok(KernelEntry { ptx: ptx_c, entry: entry_c, declaration, signature, parse_error })
+    }
+}
+
+/// The declaration against the PTX entry's parameter list: the count, then each parameter's
+/// size and alignment.
+fn check_against_ptx(declaration: &Declaration, ptx: &KernelSignature) -> Result<(), KernelProblem> {
+    if declaration.len() != ptx.params.len() {
+        return Err(KernelProblem::ParamCount {
+            declared: declaration.len(),
+            ptx: ptx.params.len(),
+            entry: ptx.entry.clone(),
+        });
+    }
+    for (index, (declared, ptx_param)) in declaration.params().zip(&ptx.params).enumerate() {
+        let (size, align) = (declared.ty.size(), declared.ty.align());
+        if size != ptx_param.size() || align != ptx_param.alignment() {
+            return Err(KernelProblem::ParamLayout {
+                index,
+                name: declared.name.to_owned(),
+                declared: (size, align),
+                ptx: (ptx_param.size(), ptx_param.alignment()),
+                ptx_name: ptx_param.name.clone(),
+            });
+        }
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    const VECTOR_ADD: &str = include_str!("../kernels/vector_add.ptx");
+    const VECTOR_ADD_DECLARATION: &str = "vector_add(a: &[f32; n], b: &[f32; n], out: &mut [f32; n], n: u32)";
+
+    fn problem(e: SetupError) -> KernelProblem {
+        match e {
+            SetupError::Kernel { problem, .. } => problem,
+            other => panic!("{other:?}"),
+        }
+    }
+
     #[test]
-    fn registration_parses_the_signature_when_it_can() {
+    fn registration_checks_the_declaration_against_the_ptx() {
         let mut r = KernelRegistry::new();
-        r.register(1, include_str!("../kernels/struct_param.ptx"), "affine").unwrap();
-        r.register(2, include_str!("../kernels/vector_add.ptx"), "no_such_entry").unwrap();
-        r.register(3, ".entry k(\n.param .v4 .f32 x\n)", "k").unwrap();
-        assert_eq!(r.len(), 3);
+        r.register(1, VECTOR_ADD, "vector_add", VECTOR_ADD_DECLARATION).unwrap();
+        r.register(2, VECTOR_ADD, "_Z18vector_add_mangledPKfS0_Pfj", VECTOR_ADD_DECLARATION).unwrap();
+        assert_eq!(r.len(), 2);
+        assert_eq!(r.get(1).unwrap().signature().unwrap().param_sizes(), [8, 8, 8, 4]);
+        assert_eq!(r.get(1).unwrap().declaration().unwrap().len(), 4);
+        // n as a u64: 8 bytes by the declaration, 4 by the PTX.
+        let err = r
+            .register(
+                3,
+                VECTOR_ADD,
+                "vector_add",
+                "vector_add(a: &[f32; n], b: &[f32; n], out: &mut [f32; n], n: u64)",
+            )
+            .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "kernel 3: parameter 3 (n) is 8 bytes aligned to 8 by the declaration, 4 bytes aligned to 4 by \
+             the PTX (vector_add_param_3)"
+        );
+        let err = r.register(3, VECTOR_ADD, "no_such_entry", VECTOR_ADD_DECLARATION).unwrap_err();
+        assert_eq!(problem(err), KernelProblem::NoEntry { entry: "no_such_entry".into() });
+        let err = r.register(3, ".entry k(\n.param .v4 .f32 x\n)", "k", "k(x: f32)").unwrap_err();
+        assert!(matches!(problem(err), KernelProblem::PtxUnreadable(e) if e.line == 2));
+        let err = r.register(3, VECTOR_ADD, "vector_add", "vector_add(a: &[f32; m])").unwrap_err();
+        assert!(
+            err.to_string().starts_with("kernel 3: the declaration does not parse: column 22: "),
+            "{err}"
+        );
+        assert!(r.get(3).is_none(), "nothing refused is registered");
+    }
+
+    #[test]
+    fn undeclared_kernels_need_no_readable_ptx() {
+        let mut r = KernelRegistry::new();
+        r.register_undeclared(1, include_str!("../kernels/struct_param.ptx"), "affine").unwrap();
+        r.register_undeclared(2, VECTOR_ADD, "no_such_entry").unwrap();
+        r.register_undeclared(3, ".entry k(\n.param .v4 .f32 x\n)", "k").unwrap();
         assert_eq!(r.get(1).unwrap().signature().unwrap().param_sizes(), [24, 8, 8]);
-        assert_eq!(r.get(1).unwrap().entry().to_str(), Ok("affine"));
+        assert!(r.get(1).unwrap().declaration().is_none());
         assert!(r.get(2).unwrap().signature().is_none());
         assert!(r.get(2).unwrap().parse_error().is_none());
-        assert!(r.get(3).unwrap().signature().is_none());
         assert_eq!(r.get(3).unwrap().parse_error().unwrap().line, 2);
         assert!(r.get(4).is_none());
     }
@@ -127,13 +260,12 @@ mod tests {
     #[test]
     fn nul_bytes_are_refused() {
         let mut r = KernelRegistry::new();
-        let problem = |e: SetupError| match e {
-            SetupError::Kernel { id: 1, problem } => problem,
-            other => panic!("{other:?}"),
-        };
-        assert_eq!(problem(r.register(1, "a\0b", "k").unwrap_err()), KernelProblem::NulInPtx { position: 1 });
-        assert_eq!(problem(r.register(1, "", "k\0").unwrap_err()), KernelProblem::NulInEntry);
-        assert_eq!(problem(r.register(1, "", "").unwrap_err()), KernelProblem::EmptyEntry);
+        assert_eq!(
+            problem(r.register_undeclared(1, "a\0b", "k").unwrap_err()),
+            KernelProblem::NulInPtx { position: 1 }
+        );
+        assert_eq!(problem(r.register_undeclared(1, "", "k\0").unwrap_err()), KernelProblem::NulInEntry);
+        assert_eq!(problem(r.register_undeclared(1, "", "").unwrap_err()), KernelProblem::EmptyEntry);
         assert!(r.is_empty());
     }
 }

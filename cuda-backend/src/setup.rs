@@ -5,6 +5,10 @@
 
 use std::fmt;
 
+use kernel_args::DeclarationError;
+
+use crate::signature::PtxParseError;
+
 /// Why registering a kernel or opening a device was refused.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
@@ -63,6 +67,47 @@ pub enum KernelProblem {
     EmptyEntry,
     /// The entry name has a NUL byte.
     NulInEntry,
+    /// The declaration does not parse.
+    Declaration(DeclarationError),
+    /// The PTX's parameter lists cannot be read, so the declaration cannot be checked against
+    /// them.
+    PtxUnreadable(PtxParseError),
+    /// The PTX declares no entry of this name.
+    NoEntry {
+        /// The entry name asked for.
+        entry: String,
+    },
+    /// The declaration and the PTX entry have different numbers of parameters.
+    ParamCount {
+        /// Parameters the declaration has.
+        declared: usize,
+        /// Parameters the PTX entry has.
+        ptx: usize,
+        /// The entry's name.
+        entry: String,
+    },
+    /// A parameter's size or alignment differs between the declaration and the PTX entry.
+    ParamLayout {
+        /// The parameter's 0-based index.
+        index: usize,
+        /// Its name in the declaration.
+        name: String,
+        /// Size and alignment by the declaration.
+        declared: (usize, usize),
+        /// Size and alignment by the PTX.
+        ptx: (usize, usize),
+        /// Its name in the PTX.
+        ptx_name: String,
+    },
+    /// The driver refused the kernel's module or entry, or the device cannot load it now.
+    Load(String),
+    /// The driver's parameter list (`cuFuncGetParamInfo`) differs from the declaration.
+    DriverParams {
+        /// Parameter sizes by the declaration.
+        declared: Vec<usize>,
+        /// Parameter sizes by the driver.
+        driver: Vec<usize>,
+    },
 }
 
 impl fmt::Display for SetupError {
@@ -94,6 +139,25 @@ impl fmt::Display for KernelProblem {
             KernelProblem::NulInPtx { position } => write!(f, "PTX has a NUL byte at {position}"),
             KernelProblem::EmptyEntry => f.write_str("empty entry name"),
             KernelProblem::NulInEntry => f.write_str("entry name has a NUL byte"),
+            KernelProblem::Declaration(e) => write!(f, "the declaration does not parse: {e}"),
+            KernelProblem::PtxUnreadable(e) => {
+                write!(f, "the PTX's parameter lists cannot be read to check the declaration: {e}")
+            }
+            KernelProblem::NoEntry { entry } => write!(f, "the PTX declares no entry {entry}"),
+            KernelProblem::ParamCount { declared, ptx, entry } => {
+                write!(f, "the declaration has {declared} parameters, the PTX entry {entry} has {ptx}")
+            }
+            KernelProblem::ParamLayout { index, name, declared, ptx, ptx_name } => write!(
+                f,
+                "parameter {index} ({name}) is {} bytes aligned to {} by the declaration, {} bytes aligned to {} \
+                 by the PTX ({ptx_name})",
+                declared.0, declared.1, ptx.0, ptx.1
+            ),
+            KernelProblem::Load(reason) => write!(f, "its module cannot be loaded: {reason}"),
+            KernelProblem::DriverParams { declared, driver } => write!(
+                f,
+                "the driver's parameter sizes {driver:?} differ from the declaration's {declared:?}"
+            ),
         }
     }
 }

@@ -3,8 +3,12 @@
 //!
 //! Neither the CUDA driver's launch call nor cust checks that the arguments of a launch match
 //! the kernel: `cuLaunchKernel` copies as many bytes from each `kernelParams[i]` as the
-//! kernel's parameter `i` declares, whatever the host put there. This module closes that gap
-//! before the launch. The parameter list comes from one of two sources:
+//! kernel's parameter `i` declares, whatever the host put there. The kernel's declaration
+//! (`kernel_args::Declaration`, checked by the host before any launcher runs) says what each
+//! parameter is; the PTX's parameter list is what the declaration is checked against when a
+//! kernel is registered, and what the launcher checks sizes against again before it launches
+//! (for a kernel without a declaration, the only check). The parameter list comes from one of
+//! two sources:
 //!
 //! 1. the module's PTX text, parsed here without a GPU when a kernel is registered
 //!    ([`KernelEntry::signature`](crate::KernelEntry::signature)): each
@@ -22,10 +26,10 @@
 //!
 //! let ptx = ".visible .entry scale(\n\t.param .u64 scale_param_0,\n\t.param .f32 scale_param_1\n)\n{ ret; }";
 //! let mut registry = KernelRegistry::new();
-//! registry.register(7, ptx, "scale")?;
+//! registry.register(7, ptx, "scale", "scale(data: &mut [f32; 64], by: f32)")?;
 //! let signature = registry.get(7).and_then(|k| k.signature()).expect("declared");
 //! assert_eq!(signature.param_sizes(), vec![8, 4]);
-//! # Ok::<(), kernel_args::HostError>(())
+//! # Ok::<(), kernel_args_cuda::SetupError>(())
 //! ```
 //!
 //! ## What the parser accepts
@@ -40,10 +44,9 @@
 
 use std::fmt;
 
-use kernel_args::{Detail, HostError};
-use kernel_args_core::Arg;
+use kernel_args::{Detail, HostError, LaunchArgs};
 
-use crate::storage::arg_size;
+use crate::storage::slot_size;
 
 /// A fundamental PTX type of a kernel parameter.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -96,12 +99,26 @@ pub struct PtxParam {
     pub ty: PtxType,
     /// The array length for `name[M]`, `None` for a scalar.
     pub array_len: Option<usize>,
+    /// `.align N` where the declaration gives it (for a `.ptr` parameter, the pointee's
+    /// alignment, not the parameter's).
+    pub align: Option<usize>,
+    /// Whether the parameter is declared `.ptr`.
+    pub is_ptr: bool,
 }
 
 impl PtxParam {
     /// The parameter's size in bytes: the type's size times the array length.
     pub fn size(&self) -> usize {
         self.ty.size().saturating_mul(self.array_len.unwrap_or(1))
+    }
+
+    /// The parameter's alignment in the parameter space: `.align N` where given (but for a
+    /// `.ptr` parameter, whose `.align` is its pointee's), else its type's size.
+    pub fn alignment(&self) -> usize {
+        match self.align {
+            Some(align) if !self.is_ptr => align,
+            _ => self.ty.size(),
+        }
     }
 }
 
@@ -182,8 +199,8 @@ pub(crate) fn find_entry(ptx: &str, name: &str) -> Result<Option<KernelSignature
 /// `InvalidArgs` with [`Detail::ParamCount`] when the counts differ, or [`Detail::ParamSize`]
 /// naming the first argument whose size (4 or 8; 8 for a pointer, a device address) differs
 /// from its parameter's.
-pub fn check_param_sizes<W>(param_sizes: &[usize], args: &[Arg<W>]) -> Result<(), HostError> {
-    check_sizes(param_sizes, args.iter().map(arg_size))
+pub fn check_param_sizes(param_sizes: &[usize], args: &LaunchArgs) -> Result<(), HostError> {
+    check_sizes(param_sizes, args.tag_bytes().iter().map(|&tag| usize::from(slot_size(tag))))
 }
 
 /// The count, then each size in order.
@@ -308,17 +325,17 @@ fn parse_param(tokens: &[Token<'_>], mut i: usize, entry: &str) -> Result<(PtxPa
         return Err(err(first.line, format!("expected `.param`, found `{}`", first.text)));
     }
     i = i.saturating_add(1);
-    let (mut ty, mut is_ptr) = (None, false);
+    let (mut ty, mut is_ptr, mut align) = (None, false, None);
     let name = loop {
         let tok = tokens.get(i).ok_or_else(|| err(first.line, "parameter without a name".into()))?;
         i = i.saturating_add(1);
         match tok.text {
             ".align" => {
                 let n = tokens.get(i).and_then(|t| t.text.parse::<usize>().ok());
-                // Checked, not kept: a parameter's size does not depend on it (with `.ptr` it is
-                // the pointee's alignment anyway).
-                n.filter(|n| n.is_power_of_two())
-                    .ok_or_else(|| err(tok.line, "`.align` must be followed by a power of two".into()))?;
+                align =
+                    Some(n.filter(|n| n.is_power_of_two()).ok_or_else(|| {
+                        err(tok.line, "`.align` must be followed by a power of two".into())
+                    })?);
                 i = i.saturating_add(1);
             }
             ".ptr" => is_ptr = true,
@@ -349,7 +366,7 @@ fn parse_param(tokens: &[Token<'_>], mut i: usize, entry: &str) -> Result<(PtxPa
         }
         i = i.saturating_add(3);
     }
-    Ok((PtxParam { name: name.text.to_owned(), ty, array_len }, i))
+    Ok((PtxParam { name: name.text.to_owned(), ty, array_len, align, is_ptr }, i))
 }
 
 /// A PTX identifier: a letter, or `_`/`$`/`%` followed by at least one more character.
@@ -368,13 +385,17 @@ fn is_identifier(word: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use kernel_args::AbiError;
-    use kernel_args_core::{F32Bits, F64Bits, GuestRange, LoweredArgSnapshot};
+    use kernel_args_core::{Arg, F32Bits, F64Bits, GuestRange, LoweredArgSnapshot};
 
     use super::*;
 
     const VECTOR_ADD: &str = include_str!("../kernels/vector_add.ptx");
     const SCALARS: &str = include_str!("../kernels/scalars.ptx");
     const STRUCT_PARAM: &str = include_str!("../kernels/struct_param.ptx");
+
+    fn la(args: &[LoweredArgSnapshot]) -> LaunchArgs {
+        LaunchArgs::from_slice(args).unwrap()
+    }
 
     fn ptr(len: u32) -> LoweredArgSnapshot {
         Arg::Ptr(GuestRange { guest_offset: 0, len })
@@ -393,7 +414,7 @@ mod tests {
         }
         // The guest's argv: a, b, out, n.
         let argv = [ptr(64), ptr(64), ptr(64), Arg::U32(16)];
-        check_param_sizes(&entries[0].param_sizes(), &argv).unwrap();
+        check_param_sizes(&entries[0].param_sizes(), &la(&argv)).unwrap();
     }
 
     #[test]
@@ -421,14 +442,14 @@ mod tests {
             Arg::U64(6),
             ptr(48),
         ];
-        check_param_sizes(&entry.param_sizes(), &argv).unwrap();
+        check_param_sizes(&entry.param_sizes(), &la(&argv)).unwrap();
 
         let narrow = find_entry(SCALARS, "narrow_scalars").unwrap().unwrap();
         assert_eq!(narrow.param_sizes(), [1, 1, 2, 2, 8]);
         // No wire type is 1 or 2 bytes: an i32 for a `signed char` is refused at index 0.
         let err = check_param_sizes(
             &narrow.param_sizes(),
-            &[Arg::I32(1), Arg::I32(2), Arg::I32(3), Arg::I32(4), ptr(16)],
+            &la(&[Arg::I32(1), Arg::I32(2), Arg::I32(3), Arg::I32(4), ptr(16)]),
         )
         .unwrap_err();
         assert_eq!(err.detail(), &Detail::ParamSize { index: 0, expected: 1, got: 4 });
@@ -440,7 +461,7 @@ mod tests {
         let p = &entry.params[0];
         assert_eq!((p.ty, p.array_len, p.size()), (PtxType::Bits8, Some(24), 24));
         assert_eq!(entry.param_sizes(), [24, 8, 8]);
-        let err = check_param_sizes(&entry.param_sizes(), &[Arg::U64(0), ptr(4), ptr(8)]).unwrap_err();
+        let err = check_param_sizes(&entry.param_sizes(), &la(&[Arg::U64(0), ptr(4), ptr(8)])).unwrap_err();
         assert_eq!(err.code(), AbiError::InvalidArgs);
         assert_eq!(err.detail(), &Detail::ParamSize { index: 0, expected: 24, got: 8 });
         assert_eq!(
@@ -452,15 +473,15 @@ mod tests {
     #[test]
     fn count_and_size_mismatches_name_the_argument() {
         let sizes = find_entry(VECTOR_ADD, "vector_add").unwrap().unwrap().param_sizes();
-        let err = check_param_sizes(&sizes, &[ptr(4), ptr(4), ptr(4)]).unwrap_err();
+        let err = check_param_sizes(&sizes, &la(&[ptr(4), ptr(4), ptr(4)])).unwrap_err();
         assert_eq!(err.code(), AbiError::InvalidArgs);
         assert_eq!(err.detail(), &Detail::ParamCount { expected: 4, got: 3 });
         // n passed as a u64: index 3, 4 bytes expected, 8 given.
-        let err = check_param_sizes(&sizes, &[ptr(4), ptr(4), ptr(4), Arg::U64(1)]).unwrap_err();
+        let err = check_param_sizes(&sizes, &la(&[ptr(4), ptr(4), ptr(4), Arg::U64(1)])).unwrap_err();
         assert_eq!(err.detail(), &Detail::ParamSize { index: 3, expected: 4, got: 8 });
         // A float where a pointer goes.
         let err =
-            check_param_sizes(&sizes, &[ptr(4), Arg::F32(F32Bits(0)), ptr(4), Arg::U32(1)]).unwrap_err();
+            check_param_sizes(&sizes, &la(&[ptr(4), Arg::F32(F32Bits(0)), ptr(4), Arg::U32(1)])).unwrap_err();
         assert_eq!(err.detail(), &Detail::ParamSize { index: 1, expected: 8, got: 4 });
     }
 
@@ -490,6 +511,8 @@ mod tests {
         assert_eq!(k.param_sizes(), [8, 8, 4, 8, 2, 12]);
         assert_eq!(k.param_sizes()[..2], [8, 8], "`.ptr` parameters are 64-bit addresses");
         assert_eq!(k.params[5].size(), 12);
+        let alignments: Vec<usize> = k.params.iter().map(PtxParam::alignment).collect();
+        assert_eq!(alignments, [8, 8, 4, 8, 2, 4], "`.align` of a `.ptr` is its pointee's");
         assert_eq!((entries[1].entry.as_str(), entries[1].params.len()), ("no_params", 0));
         assert_eq!((entries[2].entry.as_str(), entries[2].params.len()), ("no_parens", 0));
         assert_eq!(find_entry(ptx, "nope").unwrap(), None);

@@ -15,8 +15,18 @@
 //!
 //! For example, a = `[0, 64)`, b = `[64, 128)` and out = a (in place) are one region,
 //! `[0, 128)`; a is placed at 0 in it, b at 64, out at 0 (the `in_place_and_touching` test).
+//!
+//! A region is copied into its buffer at its start's distance from a [`STAGING_ALIGN`]
+//! boundary ([`StagingPlan::lead`]), and device buffers start on such a boundary, so every
+//! window's device address is congruent to its guest offset modulo [`STAGING_ALIGN`]: a window
+//! aligned for its elements in guest memory stays aligned on the device, however windows merge
+//! (`[4, 8)` of `f32` and `[8, 24)` of `f64` touch and share a buffer; the `f64`s stay 8-aligned).
 
 use kernel_args_core::GuestRange;
+
+/// A staged window's device address is congruent to its guest offset modulo this: what
+/// `cuMemAlloc` aligns every buffer to.
+pub const STAGING_ALIGN: u64 = 256;
 
 /// The device buffers of a staged launch and where each pointer window lies in them.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -69,6 +79,24 @@ impl StagingPlan {
     pub fn placements(&self) -> &[(usize, u64)] {
         &self.placements
     }
+
+    /// Where region `r` starts in its buffer: its start's distance from the [`STAGING_ALIGN`]
+    /// boundary below it (0 for a region that does not exist).
+    pub fn lead(&self, r: usize) -> u64 {
+        self.regions.get(r).map_or(0, |&(start, _)| start % STAGING_ALIGN)
+    }
+
+    /// The bytes region `r`'s buffer needs: its lead and its length.
+    pub fn buffer_len(&self, r: usize) -> u64 {
+        self.regions.get(r).map_or(0, |&(start, end)| end.saturating_sub(start).saturating_add(self.lead(r)))
+    }
+
+    /// Window `i`'s offset in its region's buffer (its region's lead plus its offset in the
+    /// region), with the region's index; `None` past the last window.
+    pub fn in_buffer(&self, i: usize) -> Option<(usize, u64)> {
+        let &(r, offset) = self.placements.get(i)?;
+        Some((r, self.lead(r).saturating_add(offset)))
+    }
 }
 
 #[cfg(test)]
@@ -79,12 +107,17 @@ mod tests {
         GuestRange { guest_offset, len }
     }
 
-    /// Every window lies inside its region at its offset, and regions neither overlap nor touch.
+    /// Every window lies inside its region at its offset, keeps its alignment in its buffer,
+    /// and regions neither overlap nor touch.
     fn check_invariants(windows: &[GuestRange], plan: &StagingPlan) {
-        for (window, &(r, offset)) in windows.iter().zip(plan.placements()) {
+        for (i, (window, &(r, offset))) in windows.iter().zip(plan.placements()).enumerate() {
             let (start, end) = plan.regions()[r];
             assert_eq!(start + offset, u64::from(window.guest_offset));
             assert!(window.end() <= end, "{window:?} outside region {r}");
+            let (region, at) = plan.in_buffer(i).unwrap();
+            assert_eq!(region, r);
+            assert_eq!(at % STAGING_ALIGN, u64::from(window.guest_offset) % STAGING_ALIGN, "{window:?}");
+            assert!(at + u64::from(window.len) <= plan.buffer_len(r), "{window:?} past its buffer");
         }
         for pair in plan.regions().windows(2) {
             assert!(pair[0].1 < pair[1].0, "regions {pair:?} overlap or touch");
@@ -97,6 +130,21 @@ mod tests {
         let plan = StagingPlan::new(&windows);
         assert_eq!(plan.regions(), &[(0, 128)]);
         assert_eq!(plan.placements(), &[(0, 0), (0, 64), (0, 0)]);
+    }
+
+    #[test]
+    fn merged_windows_keep_their_alignment() {
+        // [4, 8) of f32 and [8, 24) of f64 touch: one region from 4, copied 4 bytes into its
+        // buffer, so the f64s are at buffer + 8, 8-aligned, as in guest memory.
+        let windows = [w(4, 4), w(8, 16)];
+        let plan = StagingPlan::new(&windows);
+        assert_eq!(plan.regions(), &[(4, 24)]);
+        assert_eq!((plan.lead(0), plan.buffer_len(0)), (4, 24));
+        assert_eq!((plan.in_buffer(0), plan.in_buffer(1)), (Some((0, 4)), Some((0, 8))));
+        assert_eq!(plan.in_buffer(2), None);
+        let plan = StagingPlan::new(&[w(300, 8), w(1000, 4)]);
+        assert_eq!((plan.in_buffer(0), plan.in_buffer(1)), (Some((0, 44)), Some((1, 232))));
+        check_invariants(&[w(300, 8), w(1000, 4)], &plan);
     }
 
     #[test]

@@ -15,18 +15,28 @@
 //! direct mode, the device buffer it was staged into in staged mode.
 //!
 //! The storage holds no pointer into itself, so it can be moved freely. The `void**` array is
-//! made only where it is used, in the frame of [`KernelParamStorage::with_params`] (or
-//! [`with_padded_params`](KernelParamStorage::with_padded_params), for a kernel whose
-//! parameter count is unknown), which borrows the storage mutably while its closure runs:
-//! while a table exists the storage can be neither moved nor changed, so no pointer in the
-//! table can dangle. The table writes only the entries in use (the rest of its array stays
-//! uninitialised, never read), so making it costs one pointer per parameter.
+//! made only where it is used, in the frame of [`KernelParamStorage::with_params`], which
+//! borrows the storage mutably while its closure runs: while a table exists the storage can be
+//! neither moved nor changed, so no pointer in the table can dangle. The table writes only the
+//! entries in use (the rest of its array stays uninitialised, never read), so making it costs
+//! one pointer per parameter.
+//!
+//! A kernel whose parameter list nobody knows (no declaration, a PTX the parser cannot read, a
+//! driver without `cuFuncGetParamInfo`: launched only for a trusted guest) gets
+//! [`with_padded_params`](KernelParamStorage::with_padded_params) instead: a table as long as
+//! any kernel's parameter list ([`MAX_KERNEL_PARAMS`] entries) in a [`PaddingScratch`], each
+//! argument's entry pointing at its value followed by zeros to [`MAX_PARAM_BYTES`], every other
+//! entry at zeros as long, so however many parameters the kernel has and however large each
+//! is, the driver reads from each entry only that argument's value and zeros, never another
+//! argument and never memory outside the scratch.
 //!
 //! ```
+//! use kernel_args::LaunchArgs;
 //! use kernel_args_core::{GuestMemory, GuestRange, LoweredArgSnapshot};
 //! use kernel_args_cuda::{KernelParamStorage, StorageError};
 //!
 //! let args = [LoweredArgSnapshot::Ptr(GuestRange { guest_offset: 0, len: 16 }), LoweredArgSnapshot::U32(4)];
+//! let args = LaunchArgs::from_slice(&args).expect("at most MAX_KERNEL_ARGS arguments");
 //! let mut memory = vec![0u8; 64];
 //! let guest = GuestMemory::exclusive(&mut memory);
 //! let mut storage = KernelParamStorage::<16>::new(); // kept across launches
@@ -59,15 +69,31 @@ use core::fmt;
 use core::marker::PhantomData;
 use core::mem::MaybeUninit;
 
+use kernel_args::LaunchArgs;
 use kernel_args::{AbiError, HostError};
-use kernel_args_core::{Arg, GuestRange, LoweredArgSnapshot, MAX_KERNEL_ARGS};
+use kernel_args_core::{ArgTag, GuestRange, MAX_KERNEL_ARGS};
 
 /// The most bytes of parameters a CUDA kernel can take (CUDA 12.1 and later; 4 KiB before).
 pub const MAX_PARAM_BYTES: usize = 32_764;
 
-/// Zeroed, 8-aligned memory as large as any kernel's whole parameter list, for the padding of
-/// [`KernelParamStorage::with_padded_params`]. The driver only reads it.
-static ZERO_PARAMS: [u64; MAX_PARAM_BYTES.div_ceil(8)] = [0; MAX_PARAM_BYTES.div_ceil(8)];
+/// The most parameters a kernel can have: each takes at least one byte of the
+/// [`MAX_PARAM_BYTES`] of the parameter space.
+pub const MAX_KERNEL_PARAMS: usize = MAX_PARAM_BYTES;
+
+/// 8-byte words between two values of a padded table: each value is followed by zeros to at
+/// least [`MAX_PARAM_BYTES`].
+const PADDED_STRIDE_WORDS: usize = MAX_PARAM_BYTES.div_ceil(8);
+
+/// Zeros as long as any parameter: what a padded table's entries past the arguments address.
+/// The driver only reads it.
+static ZERO_PARAMS: [u64; PADDED_STRIDE_WORDS] = [0; PADDED_STRIDE_WORDS];
+
+// The padded table stores each pointer as a `u64` (so the scratch holding it is `Send`), which
+// the driver reads as a `void*`: the same size and alignment on every host CUDA supports.
+const _: () = assert!(
+    core::mem::size_of::<u64>() == core::mem::size_of::<*mut c_void>()
+        && core::mem::align_of::<u64>() == core::mem::align_of::<*mut c_void>()
+);
 
 /// Bytes in one parameter slot: the widest argument (an `i64`, `u64`, `f64` or a device
 /// address).
@@ -143,28 +169,12 @@ impl From<StorageError> for HostError {
     }
 }
 
-/// The size in bytes of the value the kernel receives for `arg`: 4 for `i32`, `u32`, `f32`;
-/// 8 for `i64`, `u64`, `f64` and for a pointer (a 64-bit device address).
-pub(crate) fn arg_size<W>(arg: &Arg<W>) -> usize {
-    match arg {
-        Arg::I32(_) | Arg::U32(_) | Arg::F32(_) => 4,
-        Arg::I64(_) | Arg::U64(_) | Arg::F64(_) | Arg::Ptr(_) => 8,
-    }
-}
-
-/// The slot and value size of `arg`, a pointer's slot holding the address `address` gives for
-/// its window: the one place an argument's native bytes are made.
+/// The size in bytes of the value the kernel receives for an argument with tag byte `tag`: 4 for
+/// `i32`, `u32`, `f32` (the odd tags but the pointer's); 8 for `i64`, `u64`, `f64` and for a
+/// pointer (a 64-bit device address).
 #[inline(always)]
-fn slot_of<W, E>(arg: &Arg<W>, address: impl FnOnce(&W) -> Result<u64, E>) -> Result<(ParamSlot, u8), E> {
-    Ok(match arg {
-        Arg::I32(v) => (ParamSlot::four(v.to_ne_bytes()), 4),
-        Arg::I64(v) => (ParamSlot(v.to_ne_bytes()), 8),
-        Arg::F32(v) => (ParamSlot::four(v.0.to_ne_bytes()), 4),
-        Arg::F64(v) => (ParamSlot(v.0.to_ne_bytes()), 8),
-        Arg::U32(v) => (ParamSlot::four(v.to_ne_bytes()), 4),
-        Arg::U64(v) => (ParamSlot(v.to_ne_bytes()), 8),
-        Arg::Ptr(window) => (ParamSlot(address(window)?.to_ne_bytes()), 8),
-    })
+pub(crate) const fn slot_size(tag: u8) -> u8 {
+    if tag & 1 != 0 && tag != ArgTag::Ptr.byte() { 4 } else { 8 }
 }
 
 /// The values of a launch's parameters, one [`ParamSlot`] each, with capacity `N`.
@@ -172,7 +182,8 @@ fn slot_of<W, E>(arg: &Arg<W>, address: impl FnOnce(&W) -> Result<u64, E>) -> Re
 /// Make one with [`new`](Self::new), keep it, and [`fill`](Self::fill) it in place for every
 /// launch from the launch's checked arguments. Only the slots in use are written, and a failed
 /// fill leaves the storage empty. Hand the table of [`with_params`](Self::with_params) (or
-/// [`with_padded_params`](Self::with_padded_params)) to `cuLaunchKernel`. The storage owns no
+/// [`with_padded_params`](Self::with_padded_params), for a kernel whose parameters nobody
+/// knows) to `cuLaunchKernel`. The storage owns no
 /// heap memory and holds no pointer (so it is `Send` and `Sync` without any `unsafe impl`).
 #[derive(Debug, Clone)]
 pub struct KernelParamStorage<const N: usize = MAX_KERNEL_ARGS> {
@@ -246,21 +257,49 @@ impl<const N: usize> KernelParamStorage<N> {
         f(&mut table)
     }
 
-    /// As [`with_params`](Self::with_params), for a kernel whose parameter count is not known:
-    /// every entry past the arguments, up to the capacity `N`, points at zeroed memory as
-    /// large as any kernel's parameter list. If the kernel has more parameters than the guest
-    /// passed, the driver then copies zeros for them instead of dereferencing stray stack
-    /// memory (a kernel with more than `N` parameters would still read past the table: this
-    /// is why the launcher checks the count wherever the PTX or the driver tells it).
-    #[inline]
-    pub fn with_padded_params<R>(&mut self, f: impl FnOnce(&mut ParamTable<'_, N>) -> R) -> R {
-        self.with_params(|table| {
-            let zeros = core::ptr::from_ref(&ZERO_PARAMS).cast_mut().cast::<c_void>();
-            for p in table.ptrs.iter_mut().skip(table.len) {
-                p.write(zeros);
+    /// Calls `f` with a `void**` table for a kernel whose parameter list is not known (count
+    /// and sizes), made in `scratch`: [`MAX_KERNEL_PARAMS`] entries; argument `i`'s entry points
+    /// at its value followed by zeros to [`MAX_PARAM_BYTES`], every other entry at zeros as
+    /// long. Whatever the kernel's parameters are, the driver reads from each entry only that
+    /// argument's value and zeros. The scratch grows to 32 KiB per argument (4 MiB for
+    /// `MAX_KERNEL_ARGS`) and the table is 256 KiB: this is the trusted-guest path only. The
+    /// table, and any pointer taken from it, is valid only inside `f`.
+    pub fn with_padded_params<R>(
+        &self,
+        scratch: &mut PaddingScratch,
+        f: impl FnOnce(&mut PaddedTable<'_>) -> R,
+    ) -> R {
+        let PaddingScratch { values, table } = scratch;
+        let len = self.len;
+        let words = len.saturating_mul(PADDED_STRIDE_WORDS);
+        if values.len() < words {
+            values.resize(words, 0);
+        }
+        if table.len() != MAX_KERNEL_PARAMS {
+            *table = vec![0; MAX_KERNEL_PARAMS];
+        }
+        // Each stride's first word: this launch's value, or 0 past the arguments (the other
+        // words of every stride are never written).
+        for (i, stride) in values.chunks_mut(PADDED_STRIDE_WORDS).enumerate() {
+            if let Some(word) = stride.first_mut() {
+                *word = match self.slots.get(i) {
+                    Some(slot) if i < len => u64::from_ne_bytes(slot.0),
+                    _ => 0,
+                };
             }
-            f(table)
-        })
+        }
+        let base = values.as_mut_ptr();
+        let zeros = core::ptr::from_ref(&ZERO_PARAMS).expose_provenance() as u64;
+        for (i, entry) in table.iter_mut().enumerate() {
+            *entry = if i < len {
+                // `i * stride < len * stride <= values.len()`: in bounds, with the provenance
+                // of the whole vector; its address is what the driver reads.
+                base.wrapping_add(i.saturating_mul(PADDED_STRIDE_WORDS)).expose_provenance() as u64
+            } else {
+                zeros
+            };
+        }
+        f(&mut PaddedTable { table, len, _values: PhantomData })
     }
 
     /// Fills the slots in place from a launch's checked arguments: scalars in native byte order
@@ -277,34 +316,129 @@ impl<const N: usize> KernelParamStorage<N> {
     #[inline]
     pub fn fill<E: From<StorageError>>(
         &mut self,
-        args: &[LoweredArgSnapshot],
+        args: &LaunchArgs,
         mut place: impl FnMut(usize, GuestRange) -> Result<u64, E>,
     ) -> Result<(), E> {
         self.len = 0;
         if args.len() > N {
             return Err(StorageError::TooManyArgs { capacity: N, got: args.len() }.into());
         }
-        // One pass over the arguments and the slots together: `args.len() <= N`, so the zip
-        // visits every argument, and no slot index is checked (or can fail) per argument.
-        let slots = self.slots.iter_mut().zip(self.sizes.iter_mut());
-        for (index, (arg, (slot, size))) in args.iter().zip(slots).enumerate() {
-            (*slot, *size) = slot_of(arg, |range| place(index, *range))?;
+        // `args.len() <= N`: every zip below visits every argument, and no slot index is
+        // checked (or can fail) per argument. Each slot's size from its tag byte, and its bytes
+        // from its bits (on a little-endian host the bits as they are: one copy of the run);
+        // then each pointer's slot, which held its window, from `place`.
+        for (size, &tag) in self.sizes.iter_mut().zip(args.tag_bytes()) {
+            *size = slot_size(tag);
+        }
+        for ((slot, &size), &bits) in self.slots.iter_mut().zip(&self.sizes).zip(args.bits()) {
+            *slot = scalar_slot(bits, size == 4);
+        }
+        for (index, &tag) in args.tag_bytes().iter().enumerate() {
+            if tag == ArgTag::Ptr.byte()
+                && let (Some(&bits), Some(slot)) = (args.bits().get(index), self.slots.get_mut(index))
+            {
+                let window = GuestRange { guest_offset: bits as u32, len: (bits >> 32) as u32 };
+                *slot = ParamSlot(place(index, window)?.to_ne_bytes());
+            }
         }
         self.len = args.len();
         Ok(())
     }
 }
 
+/// A slot from an argument's bits (zero-extended to 64): on a little-endian host the bits' bytes
+/// as they are, a 4-byte value's padding being the zero extension.
+#[inline(always)]
+fn scalar_slot(bits: u64, four_bytes: bool) -> ParamSlot {
+    if cfg!(target_endian = "little") {
+        ParamSlot(bits.to_le_bytes())
+    } else if four_bytes {
+        ParamSlot::four((bits as u32).to_ne_bytes())
+    } else {
+        ParamSlot(bits.to_ne_bytes())
+    }
+}
+
+/// Where [`KernelParamStorage::with_padded_params`] makes its table: each value followed by
+/// zeros (32 KiB per argument) and [`MAX_KERNEL_PARAMS`] entries (256 KiB), allocated on the
+/// first padded launch and kept. `Send`: it holds addresses as integers.
+#[derive(Debug, Default)]
+pub struct PaddingScratch {
+    values: Vec<u64>,
+    table: Vec<u64>,
+}
+
+/// The `void**` array for a kernel whose parameter list is not known, made in a
+/// [`PaddingScratch`] by [`KernelParamStorage::with_padded_params`].
+///
+/// INVARIANT: `table` has [`MAX_KERNEL_PARAMS`] entries, each the address of a value in the
+/// scratch's values followed by zeros to at least [`MAX_PARAM_BYTES`] bytes, or of the zeros of
+/// `ZERO_PARAMS`.
+pub struct PaddedTable<'s> {
+    table: &'s mut [u64],
+    len: usize,
+    /// The entries address the scratch's values, borrowed mutably with it.
+    _values: PhantomData<&'s mut [u64]>,
+}
+
+impl fmt::Debug for PaddedTable<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PaddedTable").field("args", &self.len).field("entries", &self.table.len()).finish()
+    }
+}
+
+impl PaddedTable<'_> {
+    /// The number of arguments (the entries past them point at zeros).
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// `true` when there are no arguments.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The entries, as addresses: [`MAX_KERNEL_PARAMS`] of them.
+    pub fn entries(&self) -> &[u64] {
+        self.table
+    }
+
+    /// The `void**` for `cuLaunchKernel`'s `kernelParams`: [`MAX_KERNEL_PARAMS`] pointers.
+    /// Valid while `self` is neither moved nor dropped.
+    pub fn as_mut_ptr(&mut self) -> *mut *mut c_void {
+        // `u64` has `*mut c_void`'s size and alignment (asserted above); the driver reads each
+        // entry as a pointer.
+        self.table.as_mut_ptr().cast::<*mut c_void>()
+    }
+}
+
+/// A `void**` table for `cuLaunchKernel`: a [`ParamTable`] or a [`PaddedTable`].
+#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+pub(crate) trait KernelParams {
+    /// The `kernelParams` pointer; valid while the table is neither moved nor dropped.
+    fn kernel_params(&mut self) -> *mut *mut c_void;
+}
+
+impl<const N: usize> KernelParams for ParamTable<'_, N> {
+    fn kernel_params(&mut self) -> *mut *mut c_void {
+        self.as_mut_ptr()
+    }
+}
+
+impl KernelParams for PaddedTable<'_> {
+    fn kernel_params(&mut self) -> *mut *mut c_void {
+        self.as_mut_ptr()
+    }
+}
+
 /// The `void**` array `cuLaunchKernel` reads, borrowed from a [`KernelParamStorage`] inside
-/// [`with_params`](KernelParamStorage::with_params) or
-/// [`with_padded_params`](KernelParamStorage::with_padded_params).
+/// [`with_params`](KernelParamStorage::with_params).
 ///
 /// Pointer `i` addresses the value of parameter `i`. Take [`as_mut_ptr`](ParamTable::as_mut_ptr)
 /// right at the launch call: it points into this table, so it must not outlive it.
 ///
 /// INVARIANT: `len <= N`, and `ptrs[..len]` are initialised (by
-/// [`KernelParamStorage::with_params`], the only maker; `with_padded_params` initialises all
-/// `N`).
+/// [`KernelParamStorage::with_params`], the only maker).
 pub struct ParamTable<'s, const N: usize = MAX_KERNEL_ARGS> {
     ptrs: [MaybeUninit<*mut c_void>; N],
     len: usize,
@@ -351,9 +485,13 @@ impl<const N: usize> ParamTable<'_, N> {
 mod tests {
     use core::mem::align_of;
 
-    use kernel_args_core::{F32Bits, F64Bits, GuestMemory, GuestRange, LoweredArgSnapshot};
+    use kernel_args_core::{Arg, F32Bits, F64Bits, GuestMemory, GuestRange, LoweredArgSnapshot};
 
     use super::*;
+
+    fn la(args: &[LoweredArgSnapshot]) -> LaunchArgs {
+        LaunchArgs::from_slice(args).expect("at most MAX_KERNEL_ARGS arguments")
+    }
 
     /// Reads parameter `i` back through the raw `void**` table, as the driver does.
     fn read_through_table(table: &mut ParamTable<'_, MAX_KERNEL_ARGS>, i: usize, size: usize) -> Vec<u8> {
@@ -424,7 +562,7 @@ mod tests {
         let guest = GuestMemory::exclusive(&mut memory);
 
         let mut storage: KernelParamStorage = KernelParamStorage::new();
-        storage.fill(&argv, direct(&guest)).unwrap();
+        storage.fill(&la(&argv), direct(&guest)).unwrap();
         // Moving the storage before the table is made must not matter.
         let mut moved = Box::new(storage.clone());
         for storage in [&mut storage, &mut *moved] {
@@ -439,7 +577,10 @@ mod tests {
                     };
                     let want = native_bytes(arg, device_address);
                     assert_eq!(usize::from(sizes[i]), want.len(), "argument {i} size");
-                    assert_eq!(usize::from(sizes[i]), arg_size(arg));
+                    assert_eq!(
+                        sizes[i],
+                        if matches!(arg, Arg::I32(_) | Arg::U32(_) | Arg::F32(_)) { 4 } else { 8 }
+                    );
                     assert_eq!(read_through_table(table, i, want.len()), want, "argument {i}");
                 }
             });
@@ -454,7 +595,7 @@ mod tests {
         let mut placed = Vec::new();
         let mut place = staged(&device);
         storage
-            .fill(&argv, |index, range| {
+            .fill(&la(&argv), |index, range| {
                 placed.push((index, range));
                 place(index, range)
             })
@@ -485,7 +626,7 @@ mod tests {
     fn value_bytes_and_padding() {
         let argv: [LoweredArgSnapshot; 2] = [Arg::U32(0x0102_0304), Arg::F64(F64Bits::from_f64(1.5))];
         let mut storage = KernelParamStorage::<4>::new();
-        storage.fill(&argv, staged(&[])).unwrap();
+        storage.fill(&la(&argv), staged(&[])).unwrap();
         assert_eq!(storage.capacity(), 4);
         assert_eq!(storage.value_bytes(0), Some(&0x0102_0304u32.to_ne_bytes()[..]));
         assert_eq!(storage.value_bytes(1), Some(&1.5f64.to_ne_bytes()[..]));
@@ -498,21 +639,21 @@ mod tests {
         let argv: [LoweredArgSnapshot; 3] =
             [Arg::I64(-1), Arg::U32(7), Arg::Ptr(GuestRange { guest_offset: 0, len: 8 })];
         let mut storage = KernelParamStorage::<4>::default();
-        storage.fill(&argv, staged(&[0xabc])).unwrap();
+        storage.fill(&la(&argv), staged(&[0xabc])).unwrap();
         assert_eq!(storage.arg_sizes(), &[8, 4, 8]);
         assert_eq!(storage.value_bytes(2), Some(&0xabcu64.to_ne_bytes()[..]));
         // A fill of fewer arguments replaces it...
-        storage.fill(&argv[1..2], staged(&[])).unwrap();
+        storage.fill(&la(&argv[1..2]), staged(&[])).unwrap();
         assert_eq!((storage.len(), storage.value_bytes(0)), (1, Some(&7u32.to_ne_bytes()[..])));
         assert_eq!(storage.with_params(|table| table.pointers().len()), 1);
         // ...and a failed one leaves nothing.
-        let err = storage.fill(&argv, staged(&[])).unwrap_err();
+        let err = storage.fill(&la(&argv), staged(&[])).unwrap_err();
         assert_eq!(err, StorageError::Unplaced { index: 2 });
         assert!(storage.is_empty(), "a failed fill leaves no part of the arguments");
         assert!(storage.with_params(|table| table.is_empty()));
         // The placement's own error type comes through.
         let err = storage
-            .fill(&argv, |_, _| Err::<u64, HostError>(HostError::fixed(AbiError::Internal, "no buffer")))
+            .fill(&la(&argv), |_, _| Err::<u64, HostError>(HostError::fixed(AbiError::Internal, "no buffer")))
             .unwrap_err();
         assert_eq!(err.to_string(), "Internal -7: no buffer");
         assert!(storage.is_empty());
@@ -524,67 +665,82 @@ mod tests {
         send_sync::<KernelParamStorage>();
     }
 
-    #[test]
-    fn padded_and_plain_tables_agree_on_the_arguments() {
-        let argv = every_type();
-        let mut storage: KernelParamStorage = KernelParamStorage::new();
-        storage.fill(&argv, staged(&[1, 2, 3])).unwrap();
-        let read = |table: &mut ParamTable<'_>| {
-            assert_eq!(table.len(), argv.len());
-            let values: Vec<Vec<u8>> =
-                (0..argv.len()).map(|i| read_through_table(table, i, arg_size(&argv[i]))).collect();
-            let pointers: Vec<usize> = table.pointers().iter().map(|p| p.addr()).collect();
-            (values, pointers)
-        };
-        let plain = storage.with_params(read);
-        let padded = storage.with_padded_params(read);
-        assert_eq!(plain, padded);
+    /// The bytes the driver reads through padded entry `i` for a parameter of `size` bytes.
+    fn read_padded(table: &mut PaddedTable<'_>, i: usize, size: usize) -> Vec<u8> {
+        let kernel_params = table.as_mut_ptr();
+        assert!(i < MAX_KERNEL_PARAMS && size <= MAX_PARAM_BYTES);
+        // SAFETY: `i < MAX_KERNEL_PARAMS`, inside the table.
+        let entry = unsafe { kernel_params.add(i) };
+        // SAFETY: in bounds and aligned; every entry is written.
+        let param = unsafe { entry.read() };
+        // SAFETY: by `PaddedTable`'s invariant the entry addresses a value followed by at
+        // least `MAX_PARAM_BYTES` bytes of the scratch, borrowed while the table lives.
+        let bytes = unsafe { core::slice::from_raw_parts(param.cast::<u8>(), size) };
+        bytes.to_vec()
     }
 
     #[test]
-    fn padded_tables_point_past_the_arguments_at_zeros() {
+    fn padded_tables_give_the_values_then_only_zeros() {
+        let argv = every_type();
         let mut storage: KernelParamStorage = KernelParamStorage::new();
-        storage.fill(&[Arg::U32(9)], staged(&[])).unwrap();
-        storage.with_padded_params(|table| {
-            assert_eq!(table.len(), 1);
-            assert_eq!(read_through_table(table, 0, 4), 9u32.to_ne_bytes());
-            let kernel_params = table.as_mut_ptr();
-            for i in [1, MAX_KERNEL_ARGS - 1] {
-                // SAFETY: `i < N`, inside the table's array.
-                let entry = unsafe { kernel_params.add(i) };
-                // SAFETY: padded tables initialise all `N` entries.
-                let param = unsafe { entry.read() };
-                assert_eq!(param.cast_const().cast::<u8>(), ZERO_PARAMS.as_ptr().cast::<u8>());
-                // SAFETY: `ZERO_PARAMS` is a static of `MAX_PARAM_BYTES` or more bytes.
-                let bytes =
-                    unsafe { core::slice::from_raw_parts(param.cast_const().cast::<u8>(), MAX_PARAM_BYTES) };
-                assert!(bytes.iter().all(|&b| b == 0));
+        storage.fill(&la(&argv), staged(&[1, 2, 3])).unwrap();
+        let mut scratch = PaddingScratch::default();
+        storage.with_padded_params(&mut scratch, |table| {
+            assert_eq!((table.len(), table.entries().len()), (argv.len(), MAX_KERNEL_PARAMS));
+            for (i, arg) in argv.iter().enumerate() {
+                let want = native_bytes(
+                    arg,
+                    match arg {
+                        Arg::Ptr(r) => {
+                            [1, 2, 3][[8, 40, 0].iter().position(|o| *o == r.guest_offset).unwrap()]
+                        }
+                        _ => 0,
+                    },
+                );
+                assert_eq!(read_padded(table, i, want.len()), want, "argument {i}");
             }
+            // A by-value parameter larger than its argument reads the argument, then only zeros
+            // (never the next argument); past the arguments every entry reads only zeros, up to
+            // the largest parameter, for the most parameters any kernel may have.
+            for i in 0..argv.len() {
+                let bytes = read_padded(table, i, MAX_PARAM_BYTES);
+                assert!(bytes[8..].iter().all(|&b| b == 0), "argument {i} is followed by zeros");
+            }
+            for i in [argv.len(), argv.len() + 1, MAX_KERNEL_PARAMS - 1] {
+                assert!(read_padded(table, i, MAX_PARAM_BYTES).iter().all(|&b| b == 0), "entry {i}");
+            }
+        });
+        // A later padded launch of fewer arguments: the earlier values are gone.
+        storage.fill(&la(&argv[..1]), staged(&[])).unwrap();
+        storage.with_padded_params(&mut scratch, |table| {
+            assert_eq!(read_padded(table, 0, 4), (-7i32).to_ne_bytes());
+            assert!(read_padded(table, 0, 64)[4..].iter().all(|&b| b == 0), "no value of the earlier launch");
+            assert!(read_padded(table, 1, MAX_PARAM_BYTES).iter().all(|&b| b == 0));
         });
     }
 
     #[test]
     fn no_arguments_give_an_empty_table() {
         let mut storage = KernelParamStorage::<0>::new();
-        storage.fill(&[], staged(&[])).unwrap();
+        storage.fill(&la(&[]), staged(&[])).unwrap();
         assert!(storage.is_empty());
         storage.with_params(|table| {
             assert!(table.is_empty());
             assert!(table.pointers().is_empty());
             let _ = table.as_mut_ptr();
         });
-        assert!(storage.with_padded_params(|table| table.is_empty()));
+        assert!(storage.with_padded_params(&mut PaddingScratch::default(), |table| table.is_empty()));
     }
 
     #[test]
     fn capacity_is_enforced() {
         let argv: [LoweredArgSnapshot; 3] = [Arg::U32(1), Arg::U32(2), Arg::U32(3)];
         let mut two = KernelParamStorage::<2>::new();
-        let err = two.fill(&argv, staged(&[])).unwrap_err();
+        let err = two.fill(&la(&argv), staged(&[])).unwrap_err();
         assert_eq!(err, StorageError::TooManyArgs { capacity: 2, got: 3 });
         assert_eq!(HostError::from(err).code(), AbiError::KernelArgsUnsupported);
         assert!(two.is_empty());
-        assert!(KernelParamStorage::<3>::new().fill(&argv, staged(&[])).is_ok());
+        assert!(KernelParamStorage::<3>::new().fill(&la(&argv), staged(&[])).is_ok());
     }
 
     #[test]
@@ -597,7 +753,7 @@ mod tests {
         ];
         for guest in [GuestMemory::shared(&memory), GuestMemory::length_only(16)] {
             let mut storage = KernelParamStorage::<4>::new();
-            let err = storage.fill(&argv, direct(&guest)).unwrap_err();
+            let err = storage.fill(&la(&argv), direct(&guest)).unwrap_err();
             // The first pointer argument is named.
             assert_eq!(err, StorageError::Unplaced { index: 1 });
             let host = HostError::from(err);
@@ -605,9 +761,9 @@ mod tests {
             assert!(host.to_string().contains("argument 1"), "{host}");
             assert!(storage.is_empty());
             // Scalars alone need no borrow of any kind; staging needs none either.
-            storage.fill(&argv[..1], direct(&guest)).unwrap();
+            storage.fill(&la(&argv[..1]), direct(&guest)).unwrap();
             assert_eq!(storage.len(), 1);
-            storage.fill(&argv, staged(&[0x1000, 0x2000])).unwrap();
+            storage.fill(&la(&argv), staged(&[0x1000, 0x2000])).unwrap();
             assert_eq!(storage.value_bytes(2), Some(&0x2000u64.to_ne_bytes()[..]));
         }
     }
@@ -628,7 +784,7 @@ mod tests {
             })
             .collect();
         let mut storage: KernelParamStorage = KernelParamStorage::new();
-        storage.fill(&argv, direct(&guest)).unwrap();
+        storage.fill(&la(&argv), direct(&guest)).unwrap();
         storage.with_params(|table| {
             assert_eq!(table.pointers().len(), MAX_KERNEL_ARGS);
             for (i, arg) in argv.iter().enumerate() {

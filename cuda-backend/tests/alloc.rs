@@ -26,9 +26,12 @@ use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 use std::hint::black_box;
 
-use kernel_args::{HostError, LaunchCall, LaunchHost, LaunchOutcome, LaunchRequest, Launcher};
-use kernel_args_core::{GuestMemory, GuestRange, LoweredArgSnapshot, MAX_KERNEL_ARGS, parse_argv_into};
-use kernel_args_cuda::{KernelParamStorage, StorageError};
+use kernel_args::{
+    Declaration, HostError, KernelTable, LaunchArgs, LaunchCall, LaunchHost, LaunchOutcome, LaunchRequest,
+    Launcher, Registered,
+};
+use kernel_args_core::{GuestMemory, GuestRange, MAX_KERNEL_ARGS, parse_argv_into};
+use kernel_args_cuda::{KernelParamStorage, PaddingScratch, StorageError};
 use kernel_args_testkit::argvs;
 
 /// `System`, counting every allocation made by the calling thread.
@@ -121,8 +124,16 @@ fn parse_and_fill_allocate_nothing() {
     let mut memory = vec![0u8; argvs::MEMORY_LEN];
     let memory_len = memory.len() as u64;
     let guest = GuestMemory::exclusive(&mut memory);
-    let mut args: heapless::Vec<LoweredArgSnapshot, MAX_KERNEL_ARGS> = heapless::Vec::new();
+    let mut args = LaunchArgs::new();
     let mut storage: Box<KernelParamStorage> = Box::default();
+    // The padded table's scratch grows on a launch with more arguments than any before and is
+    // kept, as a launcher keeps it: grown here to the most arguments below.
+    let mut padding = PaddingScratch::default();
+    for (_, _, buf) in argvs() {
+        parse_argv_into(&buf, &GuestMemory::length_only(memory_len), &mut args).unwrap();
+        storage.fill(&args, |index, range| direct(&guest, index, range)).unwrap();
+        storage.with_padded_params(&mut padding, |_| ());
+    }
     for (what, n, buf) in argvs() {
         let (len, allocs) = allocations_during(|| {
             parse_argv_into(&buf, &GuestMemory::length_only(memory_len), &mut args).unwrap();
@@ -137,7 +148,7 @@ fn parse_and_fill_allocate_nothing() {
         let (len, allocs) = allocations_during(|| {
             let mut storage: KernelParamStorage = KernelParamStorage::new();
             storage.fill(&args, |index, range| direct(&guest, index, range)).unwrap();
-            storage.with_padded_params(|table| {
+            storage.with_padded_params(&mut padding, |table| {
                 black_box(table.as_mut_ptr());
                 table.len()
             })
@@ -161,6 +172,7 @@ fn parse_and_fill_allocate_nothing() {
 /// parameter storage from the request and makes its `void**` table exactly as the CUDA launcher
 /// does in direct mode before `cuLaunchKernel`, and records the count again.
 struct RecordingLauncher {
+    kernels: KernelTable,
     storage: Box<KernelParamStorage>,
     at_call: Option<u64>,
     after_build: Option<u64>,
@@ -168,6 +180,10 @@ struct RecordingLauncher {
 }
 
 impl Launcher for RecordingLauncher {
+    fn registered(&mut self, kernel_id: i64) -> Option<Registered<'_>> {
+        self.kernels.get(kernel_id)
+    }
+
     fn launch(&mut self, request: &LaunchRequest<'_, '_>) -> Result<LaunchOutcome, HostError> {
         self.at_call = Some(allocations());
         self.storage.fill(request.args, |index, range| {
@@ -185,11 +201,23 @@ impl Launcher for RecordingLauncher {
 
 #[test]
 fn the_host_function_allocates_nothing_up_to_the_launcher() {
-    let launcher = RecordingLauncher { storage: Box::default(), at_call: None, after_build: None, args: 0 };
+    let launcher = RecordingLauncher {
+        kernels: KernelTable::new(),
+        storage: Box::default(),
+        at_call: None,
+        after_build: None,
+        args: 0,
+    };
     let mut host = LaunchHost::new(launcher);
     let mut memory = vec![0u8; argvs::MEMORY_LEN];
     // The argv sits at the end of guest memory, past every pointer window but the last.
     for (what, n, buf) in argvs() {
+        // Kernel 7 declared for this argv (parsed outside the measured call).
+        let mut record = LaunchArgs::new();
+        parse_argv_into(&buf, &GuestMemory::length_only(argvs::MEMORY_LEN as u64), &mut record).unwrap();
+        let declaration =
+            Declaration::parse(&argvs::declaration(&record.iter().collect::<Vec<_>>())).unwrap();
+        host.launcher_mut().kernels.declare(7, declaration).unwrap();
         let args_ptr = argvs::MEMORY_LEN - buf.len();
         memory[args_ptr..].copy_from_slice(&buf);
         let call = LaunchCall {

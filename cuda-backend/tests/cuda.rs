@@ -240,13 +240,18 @@ fn bad_ptx_and_unknown_kernels() {
 fn bad_ptx_and_unknown_kernels_in(mode: PointerModeChoice) {
     let test = "bad_ptx_and_unknown_kernels";
     let Some(device) = support::open(test, options(mode)) else { return };
-    device.register(10, ".version 7.8\n.target sm_52\n.address_size 64\nthis is not ptx", "k").unwrap();
-    device.register(11, support::VECTOR_ADD_PTX, "no_such_entry").unwrap();
+    device
+        .register_undeclared(10, ".version 7.8\n.target sm_52\n.address_size 64\nthis is not ptx", "k")
+        .unwrap();
+    device.register_undeclared(11, support::VECTOR_ADD_PTX, "no_such_entry").unwrap();
     let mut launcher = device.launcher();
     let mut memory = [0u8; 8];
     let guest = GuestMemory::exclusive(&mut memory);
-    let mut launch =
-        |kernel_id| launcher.launch(&LaunchRequest::new(kernel_id, shape(1), &[], &guest)).unwrap_err();
+    let mut launch = |kernel_id| {
+        launcher
+            .launch(&LaunchRequest::new(kernel_id, shape(1), &kernel_args::LaunchArgs::new(), &guest))
+            .unwrap_err()
+    };
     let err = launch(10);
     assert_eq!(err.code(), AbiError::MalformedPtx, "{err}");
     assert!(err.to_string().contains("cuModuleLoadDataEx failed"), "{err}");
@@ -257,7 +262,7 @@ fn bad_ptx_and_unknown_kernels_in(mode: PointerModeChoice) {
     assert_eq!(launch(11).code(), AbiError::InvalidKernel);
     assert_eq!(launch(12).code(), AbiError::InvalidKernel);
     // Registering the kernel again forgets the refusal.
-    device.register(10, support::VECTOR_ADD_PTX, "vector_add").unwrap();
+    device.register(10, support::VECTOR_ADD_PTX, "vector_add", support::VECTOR_ADD_DECLARATION).unwrap();
     let mut memory = vector_memory(4);
     launch_vector_add(&mut device.launcher(), 10, &mut memory, [0, 16, 32], 4).unwrap();
 }

@@ -180,7 +180,7 @@ fn the_signature_comes_from_the_driver_else_the_ptx_else_none() {
 
     // Neither knows: no check, and the padded table still gives the kernel its arguments.
     let mut unreadable = KernelRegistry::new();
-    unreadable.register(VECTOR_ADD, &ptx_the_parser_cannot_read(), "vector_add").unwrap();
+    unreadable.register_undeclared(VECTOR_ADD, &ptx_the_parser_cannot_read(), "vector_add").unwrap();
     assert!(unreadable.get(VECTOR_ADD).unwrap().signature().is_none());
     let device = CudaDevice::open(unreadable, old).unwrap();
     assert_eq!(good_launch(&mut device.launcher(), 100).signature, SignatureCheck::Skipped);
@@ -290,13 +290,20 @@ fn a_refused_module_is_compiled_once() {
     let test = "a_refused_module_is_compiled_once";
     let Some((emulator, _, options)) = fresh(test, DEFAULT) else { return };
     let device = open(options);
-    device.register(9, ".version 7.8\n.target sm_52\n.address_size 64\nthis is not ptx", "k").unwrap();
+    device
+        .register_undeclared(9, ".version 7.8\n.target sm_52\n.address_size 64\nthis is not ptx", "k")
+        .unwrap();
     let mut launcher = device.launcher();
     let mut memory = [0u8; 4];
     let guest = GuestMemory::exclusive(&mut memory);
     let shape = LaunchShape { grid: [1, 1, 1], block: [1, 1, 1], shared_mem_bytes: 0 };
-    let errors: Vec<HostError> =
-        (0..5).map(|_| launcher.launch(&LaunchRequest::new(9, shape, &[], &guest)).unwrap_err()).collect();
+    let errors: Vec<HostError> = (0..5)
+        .map(|_| {
+            launcher
+                .launch(&LaunchRequest::new(9, shape, &kernel_args::LaunchArgs::new(), &guest))
+                .unwrap_err()
+        })
+        .collect();
     assert!(errors.iter().all(|e| e == &errors[0] && e.code() == AbiError::MalformedPtx), "{errors:?}");
     assert!(errors[0].to_string().contains("line 4"), "the JIT log names the line: {}", errors[0]);
     assert_eq!(emulator.call_count("cuModuleLoadDataEx"), 1);

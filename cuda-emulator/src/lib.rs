@@ -64,7 +64,7 @@ pub mod state;
 ///
 /// Expand it once, at the root of a `cdylib`:
 ///
-/// ```ignore
+/// ```no_run
 /// kernel_args_cuda_emulator::export_driver_api!(cuda_12_9);
 /// ```
 #[macro_export]

@@ -3,6 +3,9 @@
 //! (`testkit/src/argvs.rs`, which the host benchmarks and callgrind counts use), encoded on the
 //! target with [`ArgvBuilder`].
 
+use core::fmt::Write as _;
+
+use kernel_args::limits::MAX_DECLARATION_BYTES;
 use kernel_args_core::MAX_RECORD_SIZE;
 use kernel_args_core::{ArgTag, ArgvBuilder, EncodeError, MAX_KERNEL_ARGS};
 
@@ -38,4 +41,23 @@ pub fn mixed(n: usize, buf: &mut ArgvBuf) -> Result<&[u8], EncodeError> {
         };
     }
     Ok(argv.finish())
+}
+
+/// The declaration the mixed argv of `n` arguments fits exactly, as the host's test kit writes
+/// it (`testkit/src/argvs.rs`): parameter `i` is `a{i}`, a scalar of its type or, for a window,
+/// `&mut [u8; 4096]`. `None` when it does not fit [`MAX_DECLARATION_BYTES`].
+pub fn declaration(n: usize) -> Option<heapless::String<MAX_DECLARATION_BYTES>> {
+    let mut text = heapless::String::new();
+    text.push_str("k(").ok()?;
+    for (i, tag) in ArgTag::ALL.iter().copied().cycle().take(n).enumerate() {
+        if i > 0 {
+            text.push_str(", ").ok()?;
+        }
+        match tag {
+            ArgTag::Ptr => write!(text, "a{i}: &mut [u8; {WINDOW_LEN}]").ok()?,
+            scalar => write!(text, "a{i}: {}", scalar.name()).ok()?,
+        }
+    }
+    text.push(')').ok()?;
+    Some(text)
 }

@@ -8,9 +8,11 @@
 //! launch gets its code (-2, -9, -10, -8) and leaves no record behind; a disabled capability
 //! answers -1 and records nothing.
 
-use kernel_args::guest::{GUEST_WASM, THREADS_PER_BLOCK, VECTOR_ADD_KERNEL_ID, exports};
+use kernel_args::guest::{
+    GUEST_WASM, THREADS_PER_BLOCK, VECTOR_ADD_DECLARATION, VECTOR_ADD_KERNEL_ID, exports,
+};
 use kernel_args::wasmi_host::{add_to_linker, wasmi};
-use kernel_args::{AbiError, LaunchHost, MEMORY_EXPORT};
+use kernel_args::{AbiError, Declaration, LaunchHost, MEMORY_EXPORT};
 use kernel_args_core::{GuestRange, LoweredArgSnapshot};
 use wasmi::{Engine, Instance, Linker, Module, Store, WasmParams, WasmResults};
 
@@ -29,7 +31,12 @@ impl Guest {
         let module = Module::new(&engine, GUEST_WASM)?;
         let mut linker = Linker::new(&engine);
         add_to_linker(&mut linker, |host: &mut LaunchHost<ForwardingLauncher>| host)?;
-        let mut store = Store::new(&engine, LaunchHost::new(ForwardingLauncher::new()));
+        let mut forwarding = ForwardingLauncher::new();
+        // The bundled declaration parses; a new launcher has room for it.
+        if let Ok(declaration) = Declaration::parse(VECTOR_ADD_DECLARATION) {
+            let _ = forwarding.kernels_mut().declare(VECTOR_ADD_KERNEL_ID, declaration);
+        }
+        let mut store = Store::new(&engine, LaunchHost::new(forwarding));
         let instance = linker.instantiate_and_start(&mut store, &module)?;
         Ok(Guest { store, instance })
     }
@@ -94,13 +101,13 @@ pub fn run(guest: &mut Guest) -> Result<u32, Failure> {
     check(snapshot.kernel_id() == VECTOR_ADD_KERNEL_ID, "vector_add: kernel id")?;
     check(snapshot.shape().grid == [n.unsigned_abs().div_ceil(THREADS_PER_BLOCK), 1, 1], "vector_add: grid")?;
     check(snapshot.shape().block == [THREADS_PER_BLOCK, 1, 1], "vector_add: block")?;
-    check(snapshot.args() == expected, "vector_add: the argv arrives intact")?;
+    check(*snapshot.args() == expected, "vector_add: the argv arrives intact")?;
     check(record.result() == Err(AbiError::NotAvailable), "vector_add: the record keeps the answer")?;
     let frame = guest.host().launcher().last_frame().ok_or("vector_add: a frame was sent")?;
     let received = link::decode(frame, guest.memory_len()).map_err(|_| "vector_add: the frame decodes")?;
     check(received.kernel_id == snapshot.kernel_id(), "link: kernel id")?;
     check(received.shape == snapshot.shape(), "link: shape")?;
-    check(received.args.as_slice() == snapshot.args(), "link: arguments")?;
+    check(*received.args.as_slice() == *snapshot.args(), "link: arguments")?;
 
     // Each refusal: its code, and nothing left from the launch before.
     for (export, code, what) in [

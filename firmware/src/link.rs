@@ -20,10 +20,13 @@ use core::fmt::Write as _;
 
 use cortex_m_semihosting::hio;
 use heapless::Vec;
-use kernel_args::{AbiError, HostError, LaunchOutcome, LaunchRequest, LaunchShape, LaunchSnapshot, Launcher};
+use kernel_args::{
+    AbiError, HostError, KernelTable, LaunchOutcome, LaunchRequest, LaunchShape, LaunchSnapshot, Launcher,
+    Registered,
+};
 use kernel_args_core::{
-    ArgvError, EncodeError, GuestMemory, LoweredArgSnapshot, MAX_KERNEL_ARGS, MAX_KERNEL_ARGS_BYTES,
-    encode_argv, parse_argv_into,
+    ArgvBuilder, ArgvError, EncodeError, GuestMemory, LoweredArgSnapshot, MAX_KERNEL_ARGS,
+    MAX_KERNEL_ARGS_BYTES, parse_argv_into,
 };
 
 /// Bytes before the argv in a frame.
@@ -52,7 +55,11 @@ pub enum FrameError {
 pub fn encode(snapshot: &LaunchSnapshot) -> Result<Frame, FrameError> {
     let mut frame = Frame::new();
     let mut argv = [0u8; MAX_KERNEL_ARGS_BYTES];
-    let argv_len = encode_argv(snapshot.args(), &mut argv).map_err(FrameError::Argv)?;
+    let mut builder = ArgvBuilder::new(&mut argv);
+    for arg in snapshot.args().iter() {
+        builder.push(&arg).map_err(FrameError::Argv)?;
+    }
+    let argv_len = builder.len();
     let shape = snapshot.shape();
     let header = snapshot
         .kernel_id()
@@ -113,9 +120,11 @@ pub fn decode(frame: &[u8], memory_len: u64) -> Result<Received, DecodeError> {
 }
 
 /// Sends each launch's record over the link; remembers the last frame for the firmware's
-/// checks.
+/// checks. Its kernels are those of its [`KernelTable`]: the host checks each launch against
+/// their declarations before forwarding it.
 #[derive(Debug, Default)]
 pub struct ForwardingLauncher {
+    kernels: KernelTable<2>,
     last: Option<Frame>,
     sent: u32,
     quiet: bool,
@@ -132,6 +141,11 @@ impl ForwardingLauncher {
         ForwardingLauncher { quiet: true, ..ForwardingLauncher::default() }
     }
 
+    /// Its kernels, to register them.
+    pub fn kernels_mut(&mut self) -> &mut KernelTable<2> {
+        &mut self.kernels
+    }
+
     /// The last frame sent.
     pub fn last_frame(&self) -> Option<&[u8]> {
         self.last.as_deref()
@@ -144,6 +158,10 @@ impl ForwardingLauncher {
 }
 
 impl Launcher for ForwardingLauncher {
+    fn registered(&mut self, kernel_id: i64) -> Option<Registered<'_>> {
+        self.kernels.get(kernel_id)
+    }
+
     fn launch(&mut self, request: &LaunchRequest<'_, '_>) -> Result<LaunchOutcome, HostError> {
         self.last = None;
         let snapshot = request.snapshot();

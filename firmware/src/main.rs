@@ -20,7 +20,7 @@ mod guest;
 
 use cortex_m_rt::entry;
 use cortex_m_semihosting::hprintln;
-use kernel_args::{DryRunLauncher, LaunchCall, LaunchHost};
+use kernel_args::{Declaration, DryRunLauncher, LaunchCall, LaunchHost};
 use kernel_args_core::{GuestMemory, MAX_KERNEL_ARGS, ParsedArgv, parse_argv, parse_argv_into};
 use kernel_args_firmware::link::ForwardingLauncher;
 use kernel_args_firmware::{argvs, exit, heap, link, stack, vectors};
@@ -134,15 +134,26 @@ fn check_pipeline() -> bool {
     let args_len = i32::try_from(argv.len()).unwrap_or(i32::MAX);
     let call = LaunchCall { args_len, ..LaunchCall::new(7, [2, 1, 1], [128, 1, 1]) };
     let mut ok = true;
+    // Kernel 7, declared for this argv: every launch is checked against the declaration here,
+    // on the target.
+    let Some(declaration) = argvs::declaration(MAX_KERNEL_ARGS).and_then(|d| Declaration::parse(&d).ok())
+    else {
+        hprintln!("FAIL pipeline: the 128-parameter declaration does not parse");
+        return false;
+    };
 
     // The forwarding launcher (quiet: the measurement is of the pipeline, not of printing).
-    let mut host = LaunchHost::new(ForwardingLauncher::quiet());
+    let mut forwarding = ForwardingLauncher::quiet();
+    if forwarding.kernels_mut().declare(7, declaration.clone()).is_err() {
+        return false;
+    }
+    let mut host = LaunchHost::new(forwarding);
     let ((code, allocations), measured) =
         stack::measure_detailed(|| heap::count(|| host.call(Some(&mut memory), &call)));
     let recorded = host.last_launch().map_or(0, |r| r.snapshot().args().len());
     let frame_ok =
         host.launcher().last_frame().and_then(|f| link::decode(f, argvs::MEMORY_LEN).ok()).is_some_and(
-            |received| host.last_launch().is_some_and(|r| received.args.as_slice() == r.snapshot().args()),
+            |received| host.last_launch().is_some_and(|r| *received.args.as_slice() == *r.snapshot().args()),
         );
     let good =
         code == -1 && allocations == 0 && recorded == MAX_KERNEL_ARGS && frame_ok && !measured.saturated;
@@ -158,7 +169,11 @@ fn check_pipeline() -> bool {
     ok &= good;
 
     // The dry run: the pipeline and a launcher that only snapshots.
-    let mut dry = LaunchHost::new(DryRunLauncher::new());
+    let mut dry_run = DryRunLauncher::new();
+    if dry_run.kernels_mut().declare(7, declaration).is_err() {
+        return false;
+    }
+    let mut dry = LaunchHost::new(dry_run);
     let ((code, allocations), measured) =
         stack::measure_detailed(|| heap::count(|| dry.call(Some(&mut memory), &call)));
     let good = code == -1

@@ -71,7 +71,7 @@ impl<'m> ArgSink<'m> for Capped {
     fn clear(&mut self) {
         self.args.clear();
     }
-    fn push(&mut self, arg: LoweredArg<'m>) -> Result<(), SinkFull> {
+    fn push(&mut self, _index: usize, arg: LoweredArg<'m>) -> Result<(), SinkFull> {
         if self.args.len() >= self.cap {
             return Err(SinkFull);
         }

@@ -5,13 +5,16 @@
 //! `args_ptr`, `args_len`: each an arbitrary `i32`, or, so that the later checks and the
 //! launcher are reached often, small dimensions and a region inside memory or an encoded argv
 //! written into it), whether the capability is granted, whether the guest has a
-//! memory, whether the launcher fails, and the memory's bytes (at most 64 KiB). One host is
-//! kept across all inputs, as an embedder keeps one per guest.
+//! memory, whether the launcher fails, which kernel is called (any id, the one registered without
+//! a declaration, or one of a few declared ones), whether the guest is trusted, and the memory's
+//! bytes (at most 64 KiB). One host is kept across all inputs, as an embedder keeps one per guest.
 //!
 //! The answer must be exactly what the documented order of checks gives, computed here from
 //! the public checks and the core parser: `NotAvailable` when disabled, `InvalidPointer` without
 //! memory or for a bad region, `InvalidDimensions` for a bad shape, `KernelArgsUnsupported` for
-//! an argv over the byte cap, the parser's code for a bad argv, else the launcher's answer.
+//! an argv over the byte cap, the parser's code for a bad argv, `InvalidKernel` for an unknown
+//! kernel or an undeclared one with an untrusted guest, `InvalidArgs` where the kernel's
+//! declaration refuses the arguments, else the launcher's answer.
 //! Only ABI codes come back, never a panic. The launcher is reached exactly when every check
 //! passes, then sees the kernel id, the checked shape and the parsed arguments, every pointer
 //! window writable and inside guest memory; a refused call leaves no launch recorded.
@@ -21,11 +24,11 @@ use std::sync::{LazyLock, Mutex};
 
 use arbitrary::Arbitrary;
 use kernel_args::{
-    AbiError, HostError, LaunchCall, LaunchHost, LaunchLimits, LaunchOutcome, LaunchRequest, Launcher,
-    check_args_region, check_launch_shape,
+    AbiError, Declaration, GuestTrust, HostError, KernelTable, LaunchArgs, LaunchCall, LaunchHost,
+    LaunchLimits, LaunchOutcome, LaunchRequest, Launcher, Registered, check_args_region, check_launch_shape,
 };
 use kernel_args_core::{
-    Access, Arg, GuestMemory, LoweredArgSnapshot, MAX_KERNEL_ARGS_BYTES, ParsedArgv, encode_argv, parse_argv,
+    Access, GuestMemory, LoweredArgSnapshot, MAX_KERNEL_ARGS_BYTES, ParsedArgv, encode_argv, parse_argv,
 };
 use kernel_args_fuzz::FuzzArg;
 use libfuzzer_sys::fuzz_target;
@@ -49,9 +52,34 @@ enum Shape {
     Small { grid: [u16; 3], block: [u8; 3], shared_mem: u16 },
 }
 
+/// The kernel called: any id (most are not registered), the one registered without a
+/// declaration, or one of [`DECLARED`].
+#[derive(Debug, Arbitrary)]
+enum Kernel {
+    Any(i64),
+    Undeclared,
+    Declared(u8),
+}
+
+/// The id registered without a declaration.
+const UNDECLARED: i64 = 1;
+/// Kernel `FIRST_DECLARED + i` is declared by `DECLARED[i]`: declarations that the encoded argvs
+/// (up to four arguments, windows near the memory's size) meet often and miss often.
+const FIRST_DECLARED: i64 = 10;
+const DECLARED: [&str; 7] = [
+    "none()",
+    "one(n: u32)",
+    "bytes(p: &mut [u8; n], n: u32)",
+    "floats(p: &[f32; n], n: i32)",
+    "fixed(x: i64, p: &mut [u32; 4])",
+    "shaped(p: &mut [u8; grid.x * block.x])",
+    "two(a: &[u16; n / 2 + 1], b: &mut [u8; n], n: u64)",
+];
+
 #[derive(Debug, Arbitrary)]
 struct Input {
-    kernel_id: i64,
+    kernel: Kernel,
+    trusted: bool,
     shape: Shape,
     region: Region,
     enabled: bool,
@@ -69,29 +97,47 @@ struct Seen {
 }
 
 /// A launcher that checks every pointer window it is handed and records the request.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 struct Checking {
+    kernels: KernelTable,
     /// Address and length of the guest memory of the current call.
     memory: (usize, usize),
     fail: bool,
     seen: Option<Seen>,
 }
 
+impl Checking {
+    fn new() -> Checking {
+        let mut kernels = KernelTable::new();
+        kernels.register_undeclared(UNDECLARED).expect("room");
+        for (id, text) in (FIRST_DECLARED..).zip(DECLARED) {
+            kernels.declare(id, Declaration::parse(text).expect("a valid declaration")).expect("room");
+        }
+        Checking { kernels, memory: (0, 0), fail: false, seen: None }
+    }
+}
+
 impl Launcher for Checking {
+    fn registered(&mut self, kernel_id: i64) -> Option<Registered<'_>> {
+        self.kernels.get(kernel_id)
+    }
+
     fn launch(&mut self, request: &LaunchRequest<'_, '_>) -> Result<LaunchOutcome, HostError> {
         let (base, len) = self.memory;
         // The host checked the argv before dispatch: every window is in guest memory.
-        for (i, arg) in request.args.iter().enumerate() {
-            let Arg::Ptr(range) = arg else { continue };
-            let w = request.window(*range).expect("the host dispatched checked windows");
+        for (i, range) in request.args.pointers() {
+            let w = request.window(range).expect("the host dispatched checked windows");
             assert_eq!(w.access(), Access::ReadWrite, "argument {i}: a launcher needs writable windows");
             let p = w.host_ptr_mut().expect("an exclusive window has a writable pointer").addr();
             let end = p + usize::try_from(w.len()).unwrap();
             assert!(p >= base && end <= base + len, "argument {i}: window outside guest memory");
             assert_eq!(p - base, usize::try_from(w.guest_offset()).unwrap());
         }
-        self.seen =
-            Some(Seen { kernel_id: request.kernel_id, shape: request.shape, args: request.args.to_vec() });
+        self.seen = Some(Seen {
+            kernel_id: request.kernel_id,
+            shape: request.shape,
+            args: request.args.iter().collect(),
+        });
         if self.fail {
             Err(HostError::msg(AbiError::LaunchFailed, "the fuzz launcher fails"))
         } else {
@@ -101,10 +147,15 @@ impl Launcher for Checking {
 }
 
 static HOST: LazyLock<Mutex<LaunchHost<Checking>>> =
-    LazyLock::new(|| Mutex::new(LaunchHost::new(Checking::default())));
+    LazyLock::new(|| Mutex::new(LaunchHost::new(Checking::new())));
 
 /// The answer and the launch the documented order of checks gives.
-fn expected(input: &Input, call: &LaunchCall, memory: Option<&[u8]>) -> Result<Seen, i32> {
+fn expected(
+    input: &Input,
+    kernels: &KernelTable,
+    call: &LaunchCall,
+    memory: Option<&[u8]>,
+) -> Result<Seen, i32> {
     if !input.enabled {
         return Err(AbiError::NotAvailable.code());
     }
@@ -120,7 +171,18 @@ fn expected(input: &Input, call: &LaunchCall, memory: Option<&[u8]>) -> Result<S
     let argv = &memory[region.range()];
     let args: ParsedArgv =
         parse_argv(argv, &GuestMemory::length_only(memory_len)).map_err(|e| e.code().code())?;
-    Ok(Seen { kernel_id: call.kernel_id, shape, args: args.iter().map(LoweredArgSnapshot::from).collect() })
+    let args: Vec<LoweredArgSnapshot> = args.iter().map(LoweredArgSnapshot::from).collect();
+    match kernels.get(call.kernel_id) {
+        None => return Err(AbiError::InvalidKernel.code()),
+        Some(Registered::Undeclared) if !input.trusted => return Err(AbiError::InvalidKernel.code()),
+        Some(Registered::Undeclared) => {}
+        Some(Registered::Declared(declaration)) => {
+            declaration
+                .check(&LaunchArgs::from_slice(&args).expect("at most 128"), &shape)
+                .map_err(|_| AbiError::InvalidArgs.code())?;
+        }
+    }
+    Ok(Seen { kernel_id: call.kernel_id, shape, args })
 }
 
 fuzz_target!(|input: Input| {
@@ -160,11 +222,18 @@ fuzz_target!(|input: Input| {
             (grid.map(|d| i32::from(d) + 1), block.map(|d| i32::from(d % 16) + 1), i32::from(shared_mem))
         }
     };
-    let call = LaunchCall { kernel_id: input.kernel_id, grid, block, shared_mem, args_ptr, args_len };
-    let want = expected(&input, &call, input.has_memory.then_some(memory.as_slice()));
+    let kernel_id = match input.kernel {
+        Kernel::Any(id) => id,
+        Kernel::Undeclared => UNDECLARED,
+        Kernel::Declared(i) => FIRST_DECLARED + i64::from(i) % DECLARED.len() as i64,
+    };
+    let call = LaunchCall { kernel_id, grid, block, shared_mem, args_ptr, args_len };
 
     let mut host = HOST.lock().unwrap();
+    let want =
+        expected(&input, &host.launcher().kernels, &call, input.has_memory.then_some(memory.as_slice()));
     host.set_enabled(input.enabled);
+    host.set_trust(if input.trusted { GuestTrust::Trusted } else { GuestTrust::Untrusted });
     let launcher = host.launcher_mut();
     launcher.memory = (memory.as_ptr().addr(), memory.len());
     launcher.fail = input.launcher_fails;
@@ -179,7 +248,7 @@ fuzz_target!(|input: Input| {
             let want_code = if input.launcher_fails { AbiError::LaunchFailed.code() } else { 0 };
             assert_eq!(code, want_code);
             let record = host.last_launch().expect("a dispatched call is recorded");
-            assert_eq!(record.snapshot().args(), expected_launch.args.as_slice());
+            assert_eq!(*record.snapshot().args(), expected_launch.args.as_slice());
         }
         Err(want_code) => {
             assert_eq!(code, want_code, "{:?}", host.last_error_message());

@@ -22,16 +22,19 @@
 //! fill of an argv with a pointer is refused with `Unplaced` for its first pointer and leaves
 //! the storage empty; an argv without pointers is stored as the model says.
 //!
-//! After every successful fill the `void**` table (`with_params`, and `with_padded_params`)
-//! holds `len()` pointers, each 8-aligned and addressing exactly the slot whose bytes
-//! `value_bytes(i)` returned (checked by address, so this target needs no `unsafe`; the
-//! backend's Miri-run tests read through the table).
+//! After every successful fill the `void**` table (`with_params`) holds `len()` pointers, each
+//! 8-aligned and addressing exactly the slot whose bytes `value_bytes(i)` returned, and the
+//! padded table (`with_padded_params`) one entry per argument, 32 KiB apart, then every entry
+//! at the same zeros (checked by address, so this target needs no `unsafe`; the backend's
+//! Miri-run tests read through both tables).
 #![no_main]
 
 use std::sync::Mutex;
 
-use kernel_args_core::{GuestMemory, GuestRange, LoweredArgSnapshot, MAX_KERNEL_ARGS, parse_argv_into};
-use kernel_args_cuda::{KernelParamStorage, SLOT_SIZE, StorageError};
+use kernel_args_core::{GuestMemory, GuestRange, parse_argv_into};
+use kernel_args_cuda::{
+    KernelParamStorage, MAX_KERNEL_PARAMS, MAX_PARAM_BYTES, PaddingScratch, SLOT_SIZE, StorageError,
+};
 use kernel_args_fuzz::ArgvInput;
 use kernel_args_testkit::model::{self, Value};
 use libfuzzer_sys::fuzz_target;
@@ -110,9 +113,17 @@ fn check_storage<const N: usize>(storage: &mut KernelParamStorage<N>, want: &[Ve
     for (i, p) in pointers.iter().enumerate() {
         assert_eq!(p % 8, 0, "slot {i} at {p:#x} is not 8-aligned");
     }
-    let padded =
-        storage.with_padded_params(|table| table.pointers().iter().map(|p| p.addr()).collect::<Vec<_>>());
-    assert_eq!(padded, slot_addresses, "the padded table's pointers do not address the slots");
+    // The padded table: one entry per argument, each MAX_PARAM_BYTES (rounded to 8) past the
+    // last, then every entry at the same zeros, for the most parameters a kernel can have.
+    let entries =
+        storage.with_padded_params(&mut PaddingScratch::default(), |table| table.entries().to_vec());
+    assert_eq!(entries.len(), MAX_KERNEL_PARAMS);
+    let stride = MAX_PARAM_BYTES.div_ceil(8) as u64 * 8;
+    for (i, e) in entries.iter().enumerate().take(want.len()) {
+        assert_eq!(*e, entries[0] + stride * i as u64, "padded entry {i}");
+    }
+    let past = &entries[want.len()..];
+    assert!(past.iter().all(|e| *e == past[0]), "entries past the arguments address the same zeros");
 }
 
 fuzz_target!(|data: &[u8]| {
@@ -122,7 +133,7 @@ fuzz_target!(|data: &[u8]| {
     let host_base = memory.as_ptr().addr() as u64;
     let Ok(model_args) = model::parse_with_capacity(input.argv, mem_len, 128) else { return };
     // The host function's check: the argv into pointer-free arguments.
-    let mut args: heapless::Vec<LoweredArgSnapshot, MAX_KERNEL_ARGS> = heapless::Vec::new();
+    let mut args = kernel_args::LaunchArgs::new();
     parse_argv_into(input.argv, &GuestMemory::length_only(mem_len), &mut args).expect("the model accepts it");
     let mut reused = REUSED.lock().unwrap();
     let pointers = pointers(&model_args);

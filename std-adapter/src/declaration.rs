@@ -12,27 +12,29 @@
 //! elements are refused with `InvalidArgs`, naming the record and the parameter.
 //!
 //! ```
-//! use kernel_args::{Declaration, LaunchShape};
+//! use kernel_args::{Declaration, LaunchArgs, LaunchShape};
 //! use kernel_args_core::{GuestRange, LoweredArgSnapshot as A};
 //!
 //! let vector_add =
 //!     Declaration::parse("vector_add(a: &[f32; n], b: &[f32; n], out: &mut [f32; n], n: u32)")?;
 //! let window = |guest_offset, len| A::Ptr(GuestRange { guest_offset, len });
 //! let shape = LaunchShape { grid: [4, 1, 1], block: [256, 1, 1], shared_mem_bytes: 0 };
+//! // The arguments as the host parses them from the guest's argv.
+//! let args = |list: &[A]| LaunchArgs::from_slice(list).expect("at most 128");
 //!
-//! let args = [window(0, 64), window(64, 64), window(128, 64), A::U32(16)];
-//! assert!(vector_add.check(&args, &shape).is_ok());
+//! let ok = args(&[window(0, 64), window(64, 64), window(128, 64), A::U32(16)]);
+//! assert!(vector_add.check(&ok, &shape).is_ok());
 //!
 //! // A count past the windows.
-//! let args = [window(0, 64), window(64, 64), window(128, 16), A::U32(16)];
-//! let err = vector_add.check(&args, &shape).unwrap_err();
+//! let short = args(&[window(0, 64), window(64, 64), window(128, 16), A::U32(16)]);
+//! let err = vector_add.check(&short, &shape).unwrap_err();
 //! assert_eq!(
 //!     err.to_string(),
 //!     "record 2 at byte 18: out: 16-byte window, the kernel touches n * 4 = 64 bytes"
 //! );
 //! // A raw address where the kernel takes a pointer.
-//! let args = [A::U64(0x7f00_0000_0000), window(64, 64), window(128, 64), A::U32(16)];
-//! let err = vector_add.check(&args, &shape).unwrap_err();
+//! let raw = args(&[A::U64(0x7f00_0000_0000), window(64, 64), window(128, 64), A::U32(16)]);
+//! let err = vector_add.check(&raw, &shape).unwrap_err();
 //! assert_eq!(err.to_string(), "record 0 at byte 0: a: the kernel takes &[f32; n], the argv has u64");
 //! # Ok::<(), kernel_args::DeclarationError>(())
 //! ```
@@ -46,8 +48,11 @@ use core::fmt;
 
 use kernel_args_core::{ArgTag, LoweredArgSnapshot, MAX_KERNEL_ARGS};
 
+use crate::args::LaunchArgs;
 use crate::checks::LaunchShape;
-use crate::limits::{MAX_DECLARATION_BYTES, MAX_EXTENT_BYTES, MAX_EXTENT_DEPTH, MAX_EXTENT_OPS, MAX_NAME_BYTES};
+use crate::limits::{
+    MAX_DECLARATION_BYTES, MAX_EXTENT_BYTES, MAX_EXTENT_DEPTH, MAX_EXTENT_OPS, MAX_NAME_BYTES,
+};
 
 /// A scalar parameter's type: one of the wire format's scalar types.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -264,7 +269,7 @@ enum Op {
     Param(u8),
     /// Push a name not resolved yet (parsing only).
     Name(Span),
-    /// Push `grid.x` (0), `.y` (1), `.z` (2), `block.x` (3), `.y` (4), `.z` (5).
+    /// Push `grid.x` (0), `.y` (1), `.z` (2), `block.x` (4), `.y` (5), `.z` (6).
     Shape(u8),
     /// Pop two, push their sum.
     Add,
@@ -286,6 +291,27 @@ struct Param {
     ops: (u16, u16),
 }
 
+/// How a pointer's extent is evaluated, decided when the declaration is parsed: the common
+/// forms without the stack machine.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Extent {
+    /// The bytes, known at parse time (`&[f32; 16]`); `None` when they overflow.
+    Bytes(Option<u64>),
+    /// A scalar parameter's value times the element's size (`&[f32; n]`).
+    Scaled(u8),
+    /// Anything else: the program `ops[start..start + len]`.
+    Program,
+}
+
+/// A pointer parameter, as the check sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct PointerCheck {
+    /// The parameter's index.
+    index: u8,
+    element: Element,
+    extent: Extent,
+}
+
 /// A parsed kernel declaration: the kernel's name and its parameters, in fixed capacity. Made by
 /// [`Declaration::parse`]; checked against with [`Declaration::check`]. See the
 /// [module docs](self) and `docs/declarations.md`.
@@ -295,6 +321,13 @@ pub struct Declaration {
     name: Span,
     params: heapless::Vec<Param, MAX_KERNEL_ARGS>,
     ops: heapless::Vec<Op, MAX_EXTENT_OPS>,
+    /// Each parameter's wire tag, for the type check.
+    tags: heapless::Vec<ArgTag, MAX_KERNEL_ARGS>,
+    /// The same tags as bytes, 0 past the last parameter: what the host compares its parsed
+    /// arguments' tag bytes with, as one run.
+    tag_bytes: [u8; MAX_KERNEL_ARGS],
+    /// The pointer parameters, in order, for the window checks.
+    pointers: heapless::Vec<PointerCheck, MAX_KERNEL_ARGS>,
 }
 
 impl fmt::Debug for Declaration {
@@ -334,6 +367,9 @@ impl Declaration {
             name: Span::default(),
             params: heapless::Vec::new(),
             ops: heapless::Vec::new(),
+            tags: heapless::Vec::new(),
+            tag_bytes: [0; MAX_KERNEL_ARGS],
+            pointers: heapless::Vec::new(),
         };
         if decl.text.push_str(text).is_err() {
             return Err(DeclarationError::at(
@@ -344,6 +380,7 @@ impl Declaration {
         let mut parser = Parser { text, pos: 0, last_end: 0, decl: &mut decl, depth: 0 };
         parser.declaration()?;
         decl.resolve()?;
+        decl.plan();
         Ok(decl)
     }
 
@@ -388,50 +425,115 @@ impl Declaration {
     /// # Errors
     ///
     /// A [`Mismatch`]: what and where (record index, byte offset, parameter name).
-    pub fn check(&self, args: &[LoweredArgSnapshot], shape: &LaunchShape) -> Result<(), Mismatch> {
-        if args.len() != self.params.len() {
-            return Err(self.mismatch(args, args.len().min(self.params.len()), None, MismatchKind::Count {
-                declared: self.params.len(),
-                got: args.len(),
-            }));
+    pub fn check(&self, args: &LaunchArgs, shape: &LaunchShape) -> Result<(), Mismatch> {
+        // The types, as one run of tag bytes (the first that differs is looked for only when
+        // one does).
+        let declared = self.tag_bytes.get(..self.params.len()).unwrap_or_default();
+        self.check_typed(args, args.tag_bytes() == declared, shape)
+    }
+
+    /// [`check`](Self::check), told whether every argument's tag is its parameter's.
+    fn check_typed(&self, args: &LaunchArgs, types_match: bool, shape: &LaunchShape) -> Result<(), Mismatch> {
+        if args.len() != self.tags.len() {
+            return Err(self.mismatch(
+                args,
+                args.len().min(self.params.len()),
+                None,
+                MismatchKind::Count { declared: self.params.len(), got: args.len() },
+            ));
         }
-        for (index, (param, arg)) in self.params.iter().zip(args).enumerate() {
-            if param.ty.tag() != arg.tag() {
-                let kind = MismatchKind::Type { declared: self.type_text(param), got: arg.tag() };
-                return Err(self.mismatch(args, index, Some(param), kind));
-            }
+        if !types_match && let Some(index) = first_wrong_type(&self.tags, args) {
+            return Err(self.type_mismatch(args, index));
         }
-        for (index, (param, arg)) in self.params.iter().zip(args).enumerate() {
-            let (ParamType::Pointer { element, .. }, LoweredArgSnapshot::Ptr(window)) = (param.ty, arg) else {
-                continue;
+        for pointer in &self.pointers {
+            let index = usize::from(pointer.index);
+            let Some(LoweredArgSnapshot::Ptr(window)) = args.get(index) else {
+                return Err(self.type_mismatch(args, index));
             };
-            if window.guest_offset % element.size() != 0 {
-                let kind = MismatchKind::Misaligned { guest_offset: window.guest_offset, element };
-                return Err(self.mismatch(args, index, Some(param), kind));
+            let size = pointer.element.size();
+            // `size` is a power of two: the offset is aligned when its low bits are zero.
+            if window.guest_offset & size.wrapping_sub(1) != 0 {
+                return Err(self.window_mismatch(args, index, Failure::Misaligned));
             }
-            let bytes = self
-                .evaluate(param, args, shape)
-                .and_then(|count| count.checked_mul(u64::from(element.size())).ok_or(Failure::Overflow));
-            let kind = match bytes {
-                Ok(bytes) if bytes <= u64::from(window.len) => continue,
-                Ok(bytes) => MismatchKind::WindowTooShort {
-                    len: window.len,
-                    touches: self.touches_text(param, element),
-                    bytes,
-                },
-                Err(Failure::Overflow) => MismatchKind::Overflow { touches: self.touches_text(param, element) },
-                Err(Failure::Negative(scalar)) => MismatchKind::Negative {
-                    touches: self.touches_text(param, element),
-                    scalar: self.name_text(scalar),
-                },
+            let bytes = match pointer.extent {
+                Extent::Bytes(Some(bytes)) => Ok(bytes),
+                Extent::Bytes(None) => Err(Failure::Overflow),
+                Extent::Scaled(scalar) => scalar_value(args, usize::from(scalar))
+                    .and_then(|count| count.checked_mul(u64::from(size)).ok_or(Failure::Overflow)),
+                Extent::Program => self
+                    .params
+                    .get(index)
+                    .map_or(Err(Failure::Overflow), |param| self.evaluate(param, args, shape))
+                    .and_then(|count| count.checked_mul(u64::from(size)).ok_or(Failure::Overflow)),
             };
-            return Err(self.mismatch(args, index, Some(param), kind));
+            match bytes {
+                Ok(bytes) if bytes <= u64::from(window.len) => {}
+                Ok(bytes) => return Err(self.window_mismatch(args, index, Failure::Short(bytes))),
+                Err(failure) => return Err(self.window_mismatch(args, index, failure)),
+            }
         }
         Ok(())
     }
 
-    /// The number of elements `param`'s extent gives for `args` and `shape`.
-    fn evaluate(&self, param: &Param, args: &[LoweredArgSnapshot], shape: &LaunchShape) -> Result<u64, Failure> {
+    /// Argument `index`'s type is not its parameter's.
+    #[cold]
+    #[inline(never)]
+    fn type_mismatch(&self, args: &LaunchArgs, index: usize) -> Mismatch {
+        let param = self.params.get(index);
+        let declared = param.map(|p| self.type_text(p)).unwrap_or_default();
+        let got = args.get(index).map_or(ArgTag::Ptr, |arg| arg.tag());
+        self.mismatch(args, index, param, MismatchKind::Type { declared, got })
+    }
+
+    /// Pointer argument `index`'s window fails its check.
+    #[cold]
+    #[inline(never)]
+    fn window_mismatch(&self, args: &LaunchArgs, index: usize, failure: Failure) -> Mismatch {
+        let param = self.params.get(index);
+        let (element, guest_offset, len) = match (param.map(|p| p.ty), args.get(index)) {
+            (Some(ParamType::Pointer { element, .. }), Some(LoweredArgSnapshot::Ptr(w))) => {
+                (element, w.guest_offset, w.len)
+            }
+            _ => (Element::U8, 0, 0),
+        };
+        let touches = param.map(|p| self.touches_text(p, element)).unwrap_or_default();
+        let kind = match failure {
+            Failure::Misaligned => MismatchKind::Misaligned { guest_offset, element },
+            Failure::Short(bytes) => MismatchKind::WindowTooShort { len, touches, bytes },
+            Failure::Overflow => MismatchKind::Overflow { touches },
+            Failure::Negative(scalar) => MismatchKind::Negative { touches, scalar: self.name_text(scalar) },
+        };
+        self.mismatch(args, index, param, kind)
+    }
+
+    /// The check's plan: each parameter's tag, and each pointer's fastest extent form.
+    fn plan(&mut self) {
+        self.tags.clear();
+        self.pointers.clear();
+        self.tag_bytes = [0; MAX_KERNEL_ARGS];
+        for (index, param) in self.params.iter().enumerate() {
+            // At most MAX_KERNEL_ARGS parameters, so neither push can fail and the index fits.
+            let _ = self.tags.push(param.ty.tag());
+            if let Some(byte) = self.tag_bytes.get_mut(index) {
+                *byte = param.ty.tag().byte();
+            }
+            let ParamType::Pointer { element, .. } = param.ty else { continue };
+            let (start, len) = (usize::from(param.ops.0), usize::from(param.ops.1));
+            let program = self.ops.get(start..start.saturating_add(len)).unwrap_or_default();
+            let extent = match program {
+                [Op::Const(count)] => Extent::Bytes(u64::from(*count).checked_mul(u64::from(element.size()))),
+                [Op::Param(scalar)] => Extent::Scaled(*scalar),
+                _ => Extent::Program,
+            };
+            let index = u8::try_from(index).unwrap_or(u8::MAX);
+            let _ = self.pointers.push(PointerCheck { index, element, extent });
+        }
+    }
+
+    /// The number of elements `param`'s extent gives for `args` and `shape` (out of line: the
+    /// common extents are evaluated in [`check`](Self::check)'s loop without it).
+    #[inline(never)]
+    fn evaluate(&self, param: &Param, args: &LaunchArgs, shape: &LaunchShape) -> Result<u64, Failure> {
         let (start, len) = (usize::from(param.ops.0), usize::from(param.ops.1));
         let program = self.ops.get(start..start.saturating_add(len)).unwrap_or_default();
         // The parser bounds the stack by the extent's operations.
@@ -439,11 +541,13 @@ impl Declaration {
         for op in program {
             let value = match *op {
                 Op::Const(c) => u64::from(c),
-                Op::Param(i) => self.scalar_value(usize::from(i), args)?,
+                Op::Param(i) => scalar_value(args, usize::from(i))?,
                 Op::Shape(axis) => u64::from(shape_value(shape, axis)),
                 Op::Name(_) => return Err(Failure::Overflow), // resolved at parse time
                 Op::Add | Op::Sub | Op::Mul | Op::Div => {
-                    let (Some(b), Some(a)) = (stack.pop(), stack.pop()) else { return Err(Failure::Overflow) };
+                    let (Some(b), Some(a)) = (stack.pop(), stack.pop()) else {
+                        return Err(Failure::Overflow);
+                    };
                     let result = match op {
                         Op::Add => a.checked_add(b),
                         Op::Sub => a.checked_sub(b),
@@ -461,29 +565,20 @@ impl Declaration {
         }
     }
 
-    /// The value of scalar parameter `index` in `args`, as a count.
-    fn scalar_value(&self, index: usize, args: &[LoweredArgSnapshot]) -> Result<u64, Failure> {
-        let negative = || Failure::Negative(index);
-        match args.get(index) {
-            Some(LoweredArgSnapshot::U32(v)) => Ok(u64::from(*v)),
-            Some(LoweredArgSnapshot::U64(v)) => Ok(*v),
-            Some(LoweredArgSnapshot::I32(v)) => u64::try_from(*v).map_err(|_| negative()),
-            Some(LoweredArgSnapshot::I64(v)) => u64::try_from(*v).map_err(|_| negative()),
-            // The types were checked before any extent is evaluated, and an extent names only
-            // integer parameters.
-            _ => Err(Failure::Overflow),
-        }
-    }
-
     fn mismatch(
         &self,
-        args: &[LoweredArgSnapshot],
+        args: &LaunchArgs,
         record: usize,
         param: Option<&Param>,
         kind: MismatchKind,
     ) -> Mismatch {
         let offset = args.iter().take(record).fold(0usize, |at, a| at.saturating_add(a.tag().wire_size()));
-        Mismatch { record, offset, param: param.map(|p| truncated(self.slice(p.name))).unwrap_or_default(), kind }
+        Mismatch {
+            record,
+            offset,
+            param: param.map(|p| truncated(self.slice(p.name))).unwrap_or_default(),
+            kind,
+        }
     }
 
     fn name_text(&self, index: usize) -> Name {
@@ -492,28 +587,29 @@ impl Declaration {
 
     /// The parameter's type as written (`&[f32; n]`, `u32`).
     fn type_text(&self, param: &Param) -> Text {
-        let mut text = Text::new();
-        let _ = match param.ty {
-            ParamType::Scalar(s) => fmt::write(&mut text, format_args!("{}", s.name())),
-            ParamType::Pointer { element, access } => fmt::write(
-                &mut text,
-                format_args!("{}[{}; {}]", access.spelling(), element.name(), self.slice(param.extent)),
-            ),
-        };
-        text
+        match param.ty {
+            ParamType::Scalar(s) => joined(&[s.name()]),
+            ParamType::Pointer { element, access } => {
+                joined(&[access.spelling(), "[", element.name(), "; ", self.slice(param.extent), "]"])
+            }
+        }
     }
 
     /// The bytes the kernel touches through `param`, as an expression: `n * 4`.
     fn touches_text(&self, param: &Param, element: Element) -> Text {
         let extent = self.slice(param.extent);
         let simple = extent.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'.');
-        let mut text = Text::new();
-        let _ = match (element.size(), simple) {
-            (1, _) => fmt::write(&mut text, format_args!("{extent}")),
-            (size, true) => fmt::write(&mut text, format_args!("{extent} * {size}")),
-            (size, false) => fmt::write(&mut text, format_args!("({extent}) * {size}")),
+        // An element is 1, 2, 4 or 8 bytes: one digit.
+        let size = match element.size() {
+            2 => "2",
+            4 => "4",
+            _ => "8",
         };
-        text
+        match (element.size(), simple) {
+            (1, _) => joined(&[extent]),
+            (_, true) => joined(&[extent, " * ", size]),
+            (_, false) => joined(&["(", extent, ") * ", size]),
+        }
     }
 
     /// Resolves every name an extent uses to a parameter that is an integer scalar.
@@ -538,13 +634,30 @@ impl Declaration {
     }
 }
 
-/// The value of a shape axis (0 to 5: grid x, y, z, block x, y, z).
-fn shape_value(shape: &LaunchShape, axis: u8) -> u32 {
-    let axis = usize::from(axis);
-    match axis.checked_sub(3) {
-        None => shape.grid.get(axis).copied().unwrap_or(0),
-        Some(b) => shape.block.get(b).copied().unwrap_or(0),
+/// The first argument whose tag is not its parameter's (`tags` and `args` are as long).
+#[inline]
+fn first_wrong_type(tags: &[ArgTag], args: &LaunchArgs) -> Option<usize> {
+    tags.iter().zip(args.tag_bytes()).position(|(tag, byte)| tag.byte() != *byte)
+}
+
+/// The value of scalar argument `index` of `args`, as a count.
+fn scalar_value(args: &LaunchArgs, index: usize) -> Result<u64, Failure> {
+    let negative = || Failure::Negative(index);
+    match args.get(index) {
+        Some(LoweredArgSnapshot::U32(v)) => Ok(u64::from(v)),
+        Some(LoweredArgSnapshot::U64(v)) => Ok(v),
+        Some(LoweredArgSnapshot::I32(v)) => u64::try_from(v).map_err(|_| negative()),
+        Some(LoweredArgSnapshot::I64(v)) => u64::try_from(v).map_err(|_| negative()),
+        // The types were checked before any extent is evaluated, and an extent names only
+        // integer parameters.
+        _ => Err(Failure::Overflow),
     }
+}
+
+/// The value of a shape axis (0 to 2: grid x, y, z; 4 to 6: block x, y, z).
+fn shape_value(shape: &LaunchShape, axis: u8) -> u32 {
+    let dims = if axis & 4 == 0 { &shape.grid } else { &shape.block };
+    dims.get(usize::from(axis & 3)).copied().unwrap_or(0)
 }
 
 /// The deepest an extent's evaluation stack can be: each level of parentheses holds a pending
@@ -552,12 +665,16 @@ fn shape_value(shape: &LaunchShape, axis: u8) -> u32 {
 /// refusal, not a panic).
 const MAX_EXTENT_DEPTH_STACK: usize = 2 * MAX_EXTENT_DEPTH + 4;
 
-/// Why an extent gave no count.
+/// Why a window failed its check.
 #[derive(Debug, Clone, Copy)]
 enum Failure {
-    /// Overflowed `u64`, or divided by zero.
+    /// Its guest offset is not aligned for its elements.
+    Misaligned,
+    /// It is shorter than these bytes, which the kernel may touch.
+    Short(u64),
+    /// The extent overflowed `u64`, or divided by zero.
     Overflow,
-    /// A signed scalar it counts with is negative (its parameter index).
+    /// A signed scalar the extent counts with is negative (its parameter index).
     Negative(usize),
 }
 
@@ -568,6 +685,18 @@ pub type Name = heapless::String<MAX_NAME_BYTES>;
 pub type Text = heapless::String<MAX_EXTENT_BYTES>;
 
 /// `s`, cut to fit a [`Name`] at a character boundary (a name in a declaration never needs it).
+/// `parts` one after the other, cut (at a character) to `N` bytes. (Not `write!`: the check's
+/// path carries no formatting machinery.)
+fn joined<const N: usize>(parts: &[&str]) -> heapless::String<N> {
+    let mut out = heapless::String::new();
+    for c in parts.iter().flat_map(|part| part.chars()) {
+        if out.push(c).is_err() {
+            break;
+        }
+    }
+    out
+}
+
 fn truncated<const N: usize>(s: &str) -> heapless::String<N> {
     let mut out = heapless::String::new();
     for c in s.chars() {
@@ -651,7 +780,10 @@ impl fmt::Display for Mismatch {
                 write!(f, "the kernel takes {declared} parameters, the argv has {got} arguments")
             }
             MismatchKind::Type { declared, got } => {
-                write!(f, "record {record} at byte {offset}: {param}: the kernel takes {declared}, the argv has {got}")
+                write!(
+                    f,
+                    "record {record} at byte {offset}: {param}: the kernel takes {declared}, the argv has {got}"
+                )
             }
             MismatchKind::Misaligned { guest_offset, element } => write!(
                 f,
@@ -754,14 +886,20 @@ impl fmt::Display for DeclarationError {
             Problem::Expected { expected, found } => write!(f, "expected {expected}, found {found}"),
             Problem::DuplicateName(n) => write!(f, "a second parameter named `{n}`"),
             Problem::UnknownName(n) => write!(f, "`{n}` is not a parameter of this kernel"),
-            Problem::NotAnInteger(n) => write!(f, "`{n}` is not an integer parameter: an extent counts with integers"),
+            Problem::NotAnInteger(n) => {
+                write!(f, "`{n}` is not an integer parameter: an extent counts with integers")
+            }
             Problem::Reserved(n) => write!(f, "`{n}` is a keyword, not a name"),
             Problem::NameTooLong { max } => write!(f, "a name longer than {max} bytes"),
-            Problem::ExtentTooLong { max } => write!(f, "an extent longer than {max} bytes or nested too deep"),
+            Problem::ExtentTooLong { max } => {
+                write!(f, "an extent longer than {max} bytes or nested too deep")
+            }
             Problem::ConstantTooLarge => f.write_str("a constant of 2^32 or more"),
             Problem::TooManyParams { max } => write!(f, "more than {max} parameters"),
             Problem::TooManyOps { max } => write!(f, "more than {max} extent operations in all"),
-            Problem::TooLong { len, max } => write!(f, "the declaration is {len} bytes, over the cap of {max}"),
+            Problem::TooLong { len, max } => {
+                write!(f, "the declaration is {len} bytes, over the cap of {max}")
+            }
         }
     }
 }
@@ -777,7 +915,8 @@ enum Token<'t> {
 }
 
 /// Words the grammar gives a meaning; none may name a parameter or the kernel.
-const KEYWORDS: [&str; 13] = ["i8", "u8", "i16", "u16", "f16", "i32", "u32", "f32", "i64", "u64", "f64", "grid", "block"];
+const KEYWORDS: [&str; 13] =
+    ["i8", "u8", "i16", "u16", "f16", "i32", "u32", "f32", "i64", "u64", "f64", "grid", "block"];
 
 /// The recursive-descent parser over one declaration's text.
 struct Parser<'t, 'd> {
@@ -795,12 +934,15 @@ impl<'t> Parser<'t, '_> {
     /// Skips whitespace; the next token and the byte offset where it starts.
     fn peek(&mut self) -> (Token<'t>, usize) {
         let rest = self.text.get(self.pos..).unwrap_or_default();
-        let trimmed = rest.trim_start();
+        let trimmed = rest.trim_ascii_start();
         self.pos = self.pos.saturating_add(rest.len().saturating_sub(trimmed.len()));
         let start = self.pos;
         let Some(first) = trimmed.bytes().next() else { return (Token::End, start) };
         if first.is_ascii_alphanumeric() || first == b'_' {
-            let len = trimmed.bytes().position(|b| !(b.is_ascii_alphanumeric() || b == b'_')).unwrap_or(trimmed.len());
+            let len = trimmed
+                .bytes()
+                .position(|b| !(b.is_ascii_alphanumeric() || b == b'_'))
+                .unwrap_or(trimmed.len());
             (Token::Word(trimmed.get(..len).unwrap_or_default()), start)
         } else {
             (Token::Punct(first), start)
@@ -830,9 +972,8 @@ impl<'t> Parser<'t, '_> {
             }
             Token::Punct(_) => {
                 let c = self.text.get(at..).and_then(|r| r.chars().next()).unwrap_or('?');
-                let mut n = Name::new();
-                let _ = fmt::write(&mut n, format_args!("`{c}`"));
-                n
+                let mut c_utf8 = [0u8; 4];
+                joined(&["`", c.encode_utf8(&mut c_utf8), "`"])
             }
             Token::End => truncated("the end of the declaration"),
         };
@@ -858,7 +999,10 @@ impl<'t> Parser<'t, '_> {
                     return Err(DeclarationError::at(at.saturating_add(1), Problem::Reserved(truncated(w))));
                 }
                 if w.len() > MAX_NAME_BYTES {
-                    return Err(DeclarationError::at(at.saturating_add(1), Problem::NameTooLong { max: MAX_NAME_BYTES }));
+                    return Err(DeclarationError::at(
+                        at.saturating_add(1),
+                        Problem::NameTooLong { max: MAX_NAME_BYTES },
+                    ));
                 }
                 self.advance(Token::Word(w));
                 Ok(Span::of(at, at.saturating_add(w.len())))
@@ -904,10 +1048,9 @@ impl<'t> Parser<'t, '_> {
         }
         self.expect(b':', "`:`")?;
         let param = self.ty(name)?;
-        self.decl
-            .params
-            .push(param)
-            .map_err(|_| DeclarationError::at(at.saturating_add(1), Problem::TooManyParams { max: MAX_KERNEL_ARGS }))
+        self.decl.params.push(param).map_err(|_| {
+            DeclarationError::at(at.saturating_add(1), Problem::TooManyParams { max: MAX_KERNEL_ARGS })
+        })
     }
 
     /// `type := scalar | '&' ['mut' | 'out'] '[' element ';' extent ']'`.
@@ -952,26 +1095,31 @@ impl<'t> Parser<'t, '_> {
                 self.sum()?;
                 let end = self.last_end;
                 if end.saturating_sub(start) > MAX_EXTENT_BYTES {
-                    return Err(DeclarationError::at(start.saturating_add(1), Problem::ExtentTooLong {
-                        max: MAX_EXTENT_BYTES,
-                    }));
+                    return Err(DeclarationError::at(
+                        start.saturating_add(1),
+                        Problem::ExtentTooLong { max: MAX_EXTENT_BYTES },
+                    ));
                 }
                 self.expect(b']', "`]` or an operator (`+`, `-`, `*`, `/`)")?;
                 let ops = (
                     u16::try_from(first_op).unwrap_or(u16::MAX),
                     u16::try_from(self.decl.ops.len().saturating_sub(first_op)).unwrap_or(0),
                 );
-                Ok(Param { name, ty: ParamType::Pointer { element, access }, extent: Span::of(start, end), ops })
+                Ok(Param {
+                    name,
+                    ty: ParamType::Pointer { element, access },
+                    extent: Span::of(start, end),
+                    ops,
+                })
             }
             (token, at) => Err(self.error(at, TYPE, token)),
         }
     }
 
     fn emit(&mut self, op: Op, at: usize) -> Result<(), DeclarationError> {
-        self.decl
-            .ops
-            .push(op)
-            .map_err(|_| DeclarationError::at(at.saturating_add(1), Problem::TooManyOps { max: MAX_EXTENT_OPS }))
+        self.decl.ops.push(op).map_err(|_| {
+            DeclarationError::at(at.saturating_add(1), Problem::TooManyOps { max: MAX_EXTENT_OPS })
+        })
     }
 
     /// `sum := product {('+' | '-') product}`.
@@ -1013,9 +1161,10 @@ impl<'t> Parser<'t, '_> {
             (Token::Punct(b'('), at) => {
                 self.depth = self.depth.saturating_add(1);
                 if self.depth > MAX_EXTENT_DEPTH {
-                    return Err(DeclarationError::at(at.saturating_add(1), Problem::ExtentTooLong {
-                        max: MAX_EXTENT_BYTES,
-                    }));
+                    return Err(DeclarationError::at(
+                        at.saturating_add(1),
+                        Problem::ExtentTooLong { max: MAX_EXTENT_BYTES },
+                    ));
                 }
                 self.advance(Token::Punct(b'('));
                 self.sum()?;
@@ -1037,8 +1186,8 @@ impl<'t> Parser<'t, '_> {
                     }
                     (token, at) => return Err(self.error(at, "`x`, `y` or `z`", token)),
                 };
-                let base = if w == "grid" { 0 } else { 3 };
-                self.emit(Op::Shape(base + axis), at)
+                let axis = if w == "grid" { axis } else { axis | 4 };
+                self.emit(Op::Shape(axis), at)
             }
             (Token::Word(w), at) if w.starts_with(|c: char| c.is_ascii_digit()) => {
                 self.advance(Token::Word(w));
@@ -1059,7 +1208,10 @@ impl<'t> Parser<'t, '_> {
             }
             (Token::Word(w), at) if !KEYWORDS.contains(&w) => {
                 if w.len() > MAX_NAME_BYTES {
-                    return Err(DeclarationError::at(at.saturating_add(1), Problem::NameTooLong { max: MAX_NAME_BYTES }));
+                    return Err(DeclarationError::at(
+                        at.saturating_add(1),
+                        Problem::NameTooLong { max: MAX_NAME_BYTES },
+                    ));
                 }
                 self.advance(Token::Word(w));
                 self.emit(Op::Name(Span::of(at, at.saturating_add(w.len()))), at)
@@ -1086,7 +1238,7 @@ mod tests {
     }
 
     fn check(decl: &str, args: &[LoweredArgSnapshot]) -> Result<(), Mismatch> {
-        Declaration::parse(decl).unwrap().check(args, &shape())
+        Declaration::parse(decl).unwrap().check(&LaunchArgs::from_slice(args).unwrap(), &shape())
     }
 
     fn message(decl: &str, args: &[LoweredArgSnapshot]) -> std::string::String {
@@ -1108,7 +1260,10 @@ mod tests {
         assert_eq!(params[0].extent, Some("3"));
         assert_eq!(params[1].ty, ParamType::Pointer { element: Element::U16, access: PointerAccess::Write });
         assert_eq!(params[1].extent, Some("(rows + 1) * cols / 2"));
-        assert_eq!(params[2].ty, ParamType::Pointer { element: Element::F64, access: PointerAccess::ReadWrite });
+        assert_eq!(
+            params[2].ty,
+            ParamType::Pointer { element: Element::F64, access: PointerAccess::ReadWrite }
+        );
         assert_eq!(params[2].extent, Some("grid.x*block.y - 0x10"));
         assert_eq!(params[5].ty, ParamType::Scalar(Scalar::F32));
         assert_eq!(params[5].extent, None);
@@ -1124,11 +1279,19 @@ mod tests {
             ("", 1, "expected the kernel's name, found the end of the declaration"),
             ("k", 2, "expected `(`, found the end of the declaration"),
             ("k(a u32)", 5, "expected `:`, found `u32`"),
-            ("k(a: u33)", 6, "expected a type (`i32`, `i64`, `f32`, `f64`, `u32`, `u64`, or `&[T; n]`), found `u33`"),
+            (
+                "k(a: u33)",
+                6,
+                "expected a type (`i32`, `i64`, `f32`, `f64`, `u32`, `u64`, or `&[T; n]`), found `u33`",
+            ),
             ("k(a: &[f32 n])", 12, "expected `;`, found `n`"),
             ("k(a: &[f32; n)", 14, "expected `]` or an operator (`+`, `-`, `*`, `/`), found `)`"),
             ("k(a: &[bool; 1])", 8, "expected an element type (`u8` ... `f64`), found `bool`"),
-            ("k(a: &[u8; ])", 12, "expected a count: an integer, an integer parameter, `grid.x` ... `block.z`, or `(`, found `]`"),
+            (
+                "k(a: &[u8; ])",
+                12,
+                "expected a count: an integer, an integer parameter, `grid.x` ... `block.z`, or `(`, found `]`",
+            ),
             ("k(a: &[u8; grid.w])", 17, "expected `x`, `y` or `z`, found `w`"),
             ("k(a: &[u8; 4294967296])", 12, "a constant of 2^32 or more"),
             ("k(a: &[u8; n])", 12, "`n` is not a parameter of this kernel"),
@@ -1139,16 +1302,32 @@ mod tests {
             ("u32()", 1, "`u32` is a keyword, not a name"),
             ("k(a: u32) x", 11, "expected the end of the declaration, found `x`"),
             ("k(a: u32 b: u32)", 10, "expected `,` or `)`, found `b`"),
-            ("k(a: &[u8; 1 +])", 15, "expected a count: an integer, an integer parameter, `grid.x` ... `block.z`, or `(`, found `]`"),
-            ("k(a: &[u8; é])", 12, "expected a count: an integer, an integer parameter, `grid.x` ... `block.z`, or `(`, found `é`"),
+            (
+                "k(a: &[u8; 1 +])",
+                15,
+                "expected a count: an integer, an integer parameter, `grid.x` ... `block.z`, or `(`, found `]`",
+            ),
+            (
+                "k(a: &[u8; é])",
+                12,
+                "expected a count: an integer, an integer parameter, `grid.x` ... `block.z`, or `(`, found `é`",
+            ),
         ];
         for (text, column, what) in cases {
             let err = Declaration::parse(text).unwrap_err();
-            assert_eq!((err.column, err.to_string()), (column, format!("column {column}: {what}")), "{text:?}");
+            assert_eq!(
+                (err.column, err.to_string()),
+                (column, format!("column {column}: {what}")),
+                "{text:?}"
+            );
         }
         let long_name = format!("k({}: u32)", "x".repeat(MAX_NAME_BYTES + 1));
-        assert_eq!(Declaration::parse(&long_name).unwrap_err().problem, Problem::NameTooLong { max: MAX_NAME_BYTES });
-        let deep = format!("k(a: &[u8; {}1{}])", "(".repeat(MAX_EXTENT_DEPTH + 1), ")".repeat(MAX_EXTENT_DEPTH + 1));
+        assert_eq!(
+            Declaration::parse(&long_name).unwrap_err().problem,
+            Problem::NameTooLong { max: MAX_NAME_BYTES }
+        );
+        let deep =
+            format!("k(a: &[u8; {}1{}])", "(".repeat(MAX_EXTENT_DEPTH + 1), ")".repeat(MAX_EXTENT_DEPTH + 1));
         assert!(matches!(Declaration::parse(&deep).unwrap_err().problem, Problem::ExtentTooLong { .. }));
         let long = format!("k({})", "a: u32, ".repeat(MAX_DECLARATION_BYTES / 8 + 1));
         assert!(matches!(Declaration::parse(&long).unwrap_err().problem, Problem::TooLong { .. }));
@@ -1164,9 +1343,15 @@ mod tests {
         let ok = [w(0, 64), w(64, 64), w(128, 64), LoweredArgSnapshot::U32(16)];
         assert_eq!(check(VECTOR_ADD, &ok), Ok(()));
         let raw = [LoweredArgSnapshot::U64(0xdead_0000), w(64, 64), w(128, 64), LoweredArgSnapshot::U32(16)];
-        assert_eq!(message(VECTOR_ADD, &raw), "record 0 at byte 0: a: the kernel takes &[f32; n], the argv has u64");
+        assert_eq!(
+            message(VECTOR_ADD, &raw),
+            "record 0 at byte 0: a: the kernel takes &[f32; n], the argv has u64"
+        );
         let ptr_for_n = [w(0, 64), w(64, 64), w(128, 64), w(0, 4)];
-        assert_eq!(message(VECTOR_ADD, &ptr_for_n), "record 3 at byte 27: n: the kernel takes u32, the argv has ptr");
+        assert_eq!(
+            message(VECTOR_ADD, &ptr_for_n),
+            "record 3 at byte 27: n: the kernel takes u32, the argv has ptr"
+        );
         // 2. A count larger than the windows.
         let big = [w(0, 16), w(64, 16), w(128, 16), LoweredArgSnapshot::U32(1 << 20)];
         assert_eq!(
@@ -1190,7 +1375,10 @@ mod tests {
     fn types_before_extents_and_extents_in_order() {
         // n is a float: its type is refused before any extent that counts with it is evaluated.
         let args = [w(0, 0), w(0, 0), w(0, 0), LoweredArgSnapshot::F32(F32Bits::from_f32(1.0))];
-        assert_eq!(message(VECTOR_ADD, &args), "record 3 at byte 27: n: the kernel takes u32, the argv has f32");
+        assert_eq!(
+            message(VECTOR_ADD, &args),
+            "record 3 at byte 27: n: the kernel takes u32, the argv has f32"
+        );
         // The first pointer whose window is short decides.
         let args = [w(0, 64), w(64, 8), w(128, 8), LoweredArgSnapshot::U32(16)];
         assert!(message(VECTOR_ADD, &args).starts_with("record 1 at byte 9: b: 8-byte window"));
@@ -1219,10 +1407,16 @@ mod tests {
         assert!(matches!(err.kind, MismatchKind::Overflow { .. }), "{err}");
         // A difference below zero and a division by zero are refusals, never a wrap.
         let under = "k(a: &[u8; n - 2], n: u32)";
-        assert!(matches!(check(under, &[w(0, 100), LoweredArgSnapshot::U32(1)]).unwrap_err().kind, MismatchKind::Overflow { .. }));
+        assert!(matches!(
+            check(under, &[w(0, 100), LoweredArgSnapshot::U32(1)]).unwrap_err().kind,
+            MismatchKind::Overflow { .. }
+        ));
         assert_eq!(check(under, &[w(0, 100), LoweredArgSnapshot::U32(2)]), Ok(()));
         let div = "k(a: &[u8; 64 / n], n: u32)";
-        assert!(matches!(check(div, &[w(0, 100), LoweredArgSnapshot::U32(0)]).unwrap_err().kind, MismatchKind::Overflow { .. }));
+        assert!(matches!(
+            check(div, &[w(0, 100), LoweredArgSnapshot::U32(0)]).unwrap_err().kind,
+            MismatchKind::Overflow { .. }
+        ));
         assert_eq!(check(div, &[w(0, 32), LoweredArgSnapshot::U32(2)]), Ok(()));
         // Bytes: one-byte elements need no factor.
         assert_eq!(

@@ -3,18 +3,19 @@
 //! tested on any machine.
 //!
 //! ```
-//! use kernel_args::{AbiError, Declaration, DryRunLauncher, LaunchRequest, LaunchShape, Launcher};
+//! use kernel_args::{AbiError, Declaration, DryRunLauncher, LaunchArgs, LaunchRequest, LaunchShape, Launcher};
 //! use kernel_args_core::{GuestMemory, LoweredArgSnapshot};
 //!
 //! let mut dry = DryRunLauncher::new();
 //! dry.kernels_mut().declare(7, Declaration::parse("fill(n: u32)")?)?;
 //! let shape = LaunchShape { grid: [1, 1, 1], block: [32, 1, 1], shared_mem_bytes: 0 };
-//! let args = [LoweredArgSnapshot::U32(32)];
+//! let args = LaunchArgs::from_slice(&[LoweredArgSnapshot::U32(32)]).unwrap();
 //! let memory = GuestMemory::length_only(0);
 //! let err = dry.launch(&LaunchRequest::new(7, shape, &args, &memory)).unwrap_err();
 //! assert_eq!(err.code(), AbiError::NotAvailable);
 //! let recorded = dry.last().unwrap();
-//! assert_eq!((recorded.kernel_id(), recorded.args()), (7, &[LoweredArgSnapshot::U32(32)][..]));
+//! assert_eq!(recorded.kernel_id(), 7);
+//! assert_eq!(*recorded.args(), [LoweredArgSnapshot::U32(32)]);
 //! assert_eq!(dry.launches(), 1);
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```

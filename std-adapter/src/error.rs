@@ -206,7 +206,9 @@ impl Detail {
     pub fn code(&self) -> AbiError {
         match self {
             Detail::Argv(e) => e.code().into(),
-            Detail::ParamCount { .. } | Detail::ParamSize { .. } | Detail::Declaration(_) => AbiError::InvalidArgs,
+            Detail::ParamCount { .. } | Detail::ParamSize { .. } | Detail::Declaration(_) => {
+                AbiError::InvalidArgs
+            }
             Detail::UnknownKernel { .. } | Detail::Undeclared { .. } => AbiError::InvalidKernel,
             Detail::Static { code, .. } => *code,
             #[cfg(feature = "std")]

@@ -9,7 +9,9 @@
 //! one compare against the memory it was checked against; a launcher needs nothing else to place
 //! arguments where its device reads them.
 
-use kernel_args_core::{GuestMemory, GuestRange, GuestWindow, LoweredArgSnapshot, MAX_KERNEL_ARGS};
+use kernel_args_core::{GuestMemory, GuestRange, GuestWindow};
+
+use crate::args::LaunchArgs;
 
 use crate::checks::LaunchShape;
 use crate::declaration::Declaration;
@@ -23,17 +25,19 @@ use crate::error::{AbiError, HostError};
 /// guest memory, but cannot keep a pointer past the call.
 ///
 /// ```
-/// use kernel_args::{LaunchRequest, LaunchShape};
+/// use kernel_args::{LaunchArgs, LaunchRequest, LaunchShape};
 /// use kernel_args_core::{GuestMemory, GuestRange, LoweredArgSnapshot};
 ///
 /// let mut memory = vec![0u8; 64];
 /// let guest = GuestMemory::exclusive(&mut memory);
 /// let args = [LoweredArgSnapshot::Ptr(GuestRange { guest_offset: 16, len: 32 }), LoweredArgSnapshot::U32(8)];
+/// let args = LaunchArgs::from_slice(&args).expect("two arguments");
 /// let shape = LaunchShape { grid: [1, 1, 1], block: [8, 1, 1], shared_mem_bytes: 0 };
 /// let request = LaunchRequest::new(1, shape, &args, &guest);
 ///
-/// let LoweredArgSnapshot::Ptr(range) = request.args[0] else { unreachable!() };
+/// let (index, range) = request.args.pointers().next().expect("one pointer");
 /// let window = request.window(range)?;
+/// assert_eq!(index, 0);
 /// assert_eq!(window.len(), 32);
 /// assert!(window.host_ptr_mut().is_some(), "exclusive memory: the device may write");
 /// # Ok::<(), kernel_args::HostError>(())
@@ -45,7 +49,7 @@ pub struct LaunchRequest<'a, 'm> {
     /// The checked launch shape.
     pub shape: LaunchShape,
     /// The checked arguments, in argv order; windows as guest offset and length.
-    pub args: &'a [LoweredArgSnapshot],
+    pub args: &'a LaunchArgs,
     /// Guest memory, which the windows were checked against and point into; borrowed
     /// exclusively for `'m` by the host function.
     pub memory: &'a GuestMemory<'m>,
@@ -56,7 +60,7 @@ impl<'a, 'm> LaunchRequest<'a, 'm> {
     pub fn new(
         kernel_id: i64,
         shape: LaunchShape,
-        args: &'a [LoweredArgSnapshot],
+        args: &'a LaunchArgs,
         memory: &'a GuestMemory<'m>,
     ) -> Self {
         LaunchRequest { kernel_id, shape, args, memory }
@@ -79,12 +83,7 @@ impl<'a, 'm> LaunchRequest<'a, 'm> {
 
     /// The pointer-free copy of this request (copies the arguments; never allocates).
     pub fn snapshot(&self) -> LaunchSnapshot {
-        let mut args = heapless::Vec::new();
-        // A request holds at most MAX_KERNEL_ARGS arguments when the host makes it; a longer
-        // hand-made one is cut at the cap, which `len()` of the snapshot shows.
-        let n = self.args.len().min(MAX_KERNEL_ARGS);
-        let _ = args.extend_from_slice(self.args.get(..n).unwrap_or_default());
-        LaunchSnapshot { kernel_id: self.kernel_id, shape: self.shape, args }
+        LaunchSnapshot { kernel_id: self.kernel_id, shape: self.shape, args: self.args.clone() }
     }
 }
 
@@ -293,7 +292,7 @@ impl<const N: usize> KernelTable<N> {
 pub struct LaunchSnapshot {
     pub(crate) kernel_id: i64,
     pub(crate) shape: LaunchShape,
-    pub(crate) args: heapless::Vec<LoweredArgSnapshot, MAX_KERNEL_ARGS>,
+    pub(crate) args: LaunchArgs,
 }
 
 impl LaunchSnapshot {
@@ -301,7 +300,7 @@ impl LaunchSnapshot {
     pub(crate) const EMPTY: LaunchSnapshot = LaunchSnapshot {
         kernel_id: 0,
         shape: LaunchShape { grid: [0; 3], block: [0; 3], shared_mem_bytes: 0 },
-        args: heapless::Vec::new(),
+        args: LaunchArgs::new(),
     };
 
     /// The guest's kernel handle.
@@ -315,7 +314,7 @@ impl LaunchSnapshot {
     }
 
     /// The arguments, pointer-free, in argv order.
-    pub fn args(&self) -> &[LoweredArgSnapshot] {
+    pub fn args(&self) -> &LaunchArgs {
         &self.args
     }
 }

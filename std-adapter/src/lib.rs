@@ -113,6 +113,7 @@
 )]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
+mod args;
 mod checks;
 mod declaration;
 mod dry_run;
@@ -130,6 +131,7 @@ pub mod wasmi_host;
 #[cfg_attr(docsrs, doc(cfg(feature = "wasmtime")))]
 pub mod wasmtime_host;
 
+pub use args::LaunchArgs;
 pub use checks::{
     ArgsRegion, Bound, Dimension, LaunchLimits, LaunchShape, RegionError, ShapeError, check_args_region,
     check_launch_shape,
@@ -141,9 +143,10 @@ pub use declaration::{
 pub use dry_run::DryRunLauncher;
 pub use error::{AbiError, Detail, HostError, UnknownAbiCode};
 pub use host::{
-    GuestTrust, IMPORT_MODULE, LAUNCH_IMPORT, LaunchCall, LaunchHost, LaunchParams, LaunchRecord, MEMORY_EXPORT,
+    GuestTrust, IMPORT_MODULE, LAUNCH_IMPORT, LaunchCall, LaunchHost, LaunchParams, LaunchRecord,
+    MEMORY_EXPORT,
 };
 pub use launcher::{
-    KernelTable, LaunchOutcome, LaunchRequest, LaunchSnapshot, Launcher, PointerMode, Registered, SignatureCheck,
-    TableFull,
+    KernelTable, LaunchOutcome, LaunchRequest, LaunchSnapshot, Launcher, PointerMode, Registered,
+    SignatureCheck, TableFull,
 };

@@ -21,10 +21,10 @@
 use std::hint::black_box;
 
 use kernel_args::{
-    AbiError, Declaration, HostError, KernelTable, LaunchCall, LaunchHost, LaunchOutcome, LaunchRequest, Launcher,
-    Registered,
+    AbiError, Declaration, HostError, KernelTable, LaunchCall, LaunchHost, LaunchOutcome, LaunchRequest,
+    Launcher, Registered,
 };
-use kernel_args_core::{Arg, LoweredArgSnapshot, MAX_KERNEL_ARGS};
+use kernel_args_core::{LoweredArgSnapshot, MAX_KERNEL_ARGS};
 use kernel_args_testkit::argvs;
 
 /// Runs `f` and returns its result with the heap allocations it made on this thread.
@@ -58,10 +58,8 @@ impl Launcher for CountingLauncher {
     fn launch(&mut self, request: &LaunchRequest<'_, '_>) -> Result<LaunchOutcome, HostError> {
         self.calls += 1;
         // Every window turned into its host pointer, as a launcher that places them does.
-        for arg in request.args {
-            if let Arg::Ptr(range) = arg {
-                black_box(request.window(*range)?.host_ptr_mut());
-            }
+        for (_, range) in request.args.pointers() {
+            black_box(request.window(range)?.host_ptr_mut());
         }
         self.args = black_box(request.args).len();
         Ok(LaunchOutcome::NO_DEVICE)

@@ -80,21 +80,25 @@ impl Report {
 
 #[cfg(test)]
 mod tests {
-    use kernel_args::{HostError, LaunchRequest, PointerMode, SignatureCheck};
+    use kernel_args::{HostError, KernelTable, LaunchRequest, PointerMode, Registered, SignatureCheck};
+    use kernel_args_cli::guest::demo_kernels;
 
     use super::super::{parse_json_line, render};
     use super::*;
 
     #[test]
     fn a_launcher_that_fails_is_reported() {
-        struct Refuses;
+        struct Refuses(KernelTable);
         impl Launcher for Refuses {
+            fn registered(&mut self, kernel_id: i64) -> Option<Registered<'_>> {
+                self.0.get(kernel_id)
+            }
             fn launch(&mut self, _: &LaunchRequest<'_, '_>) -> Result<LaunchOutcome, HostError> {
                 Err(HostError::msg(AbiError::InvalidKernel, "no kernel 1 registered"))
             }
         }
         for runtime in Runtime::ALL {
-            let report = run(runtime, 16, Box::new(Refuses), "refuses").unwrap();
+            let report = run(runtime, 16, Box::new(Refuses(demo_kernels())), "refuses").unwrap();
             assert_eq!(report.status(), Status::Rejected);
             let text = render::text(&report);
             assert!(text.contains("the launch failed: InvalidKernel -3: no kernel 1 registered"), "{text}");
@@ -113,14 +117,17 @@ mod tests {
     #[test]
     fn a_launcher_that_succeeds_without_running_is_caught() {
         // Claims success but writes nothing: `out` still holds the guest's NaN sentinel.
-        struct Lies;
+        struct Lies(KernelTable);
         impl Launcher for Lies {
+            fn registered(&mut self, kernel_id: i64) -> Option<Registered<'_>> {
+                self.0.get(kernel_id)
+            }
             fn launch(&mut self, _: &LaunchRequest<'_, '_>) -> Result<LaunchOutcome, HostError> {
                 Ok(LaunchOutcome { pointer_mode: PointerMode::Direct, signature: SignatureCheck::Skipped })
             }
         }
         for runtime in Runtime::ALL {
-            let report = run(runtime, 8, Box::new(Lies), "lies").unwrap();
+            let report = run(runtime, 8, Box::new(Lies(demo_kernels())), "lies").unwrap();
             assert_eq!(report.status(), Status::Rejected);
             let text = render::text(&report);
             assert!(text.contains("outcome: launched, but out[0] = NaN where a[0] + b[0] = 1"), "{text}");

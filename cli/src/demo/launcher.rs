@@ -2,7 +2,7 @@
 //! the CUDA device that `CudaOptions::from_env()` finds, falling back to the dry run (with the
 //! reason) where there is none.
 
-use kernel_args::{DryRunLauncher, Launcher};
+use kernel_args::Launcher;
 
 /// The launcher the demo runs the guest with, and a line that says what it is.
 pub(super) struct LauncherChoice {
@@ -12,13 +12,15 @@ pub(super) struct LauncherChoice {
     pub(super) description: String,
 }
 
+/// The dry run, with the guest's kernel declared as the CUDA launcher registers it.
+fn dry_run() -> Box<dyn Launcher> {
+    Box::new(kernel_args_cli::guest::demo_dry_run())
+}
+
 /// Without the `cuda` feature: the dry run.
 #[cfg(not(feature = "cuda"))]
 pub(super) fn choose_launcher() -> LauncherChoice {
-    LauncherChoice {
-        launcher: Box::new(DryRunLauncher::new()),
-        description: "dry run (this kargs has no CUDA backend)".to_owned(),
-    }
+    LauncherChoice { launcher: dry_run(), description: "dry run (this kargs has no CUDA backend)".to_owned() }
 }
 
 /// With the `cuda` feature: the CUDA launcher, with the guest's `vector_add` registered, where
@@ -27,7 +29,7 @@ pub(super) fn choose_launcher() -> LauncherChoice {
 /// with the reason `CudaDevice::open` gave in the description.
 #[cfg(feature = "cuda")]
 pub(super) fn choose_launcher() -> LauncherChoice {
-    use kernel_args::guest::VECTOR_ADD_KERNEL_ID;
+    use kernel_args::guest::{VECTOR_ADD_DECLARATION, VECTOR_ADD_KERNEL_ID};
     use kernel_args_cuda::{CudaDevice, CudaOptions, DRIVER_ENV, KernelRegistry, kernels};
 
     let options = CudaOptions::from_env();
@@ -37,7 +39,12 @@ pub(super) fn choose_launcher() -> LauncherChoice {
     };
     let mut registry = KernelRegistry::new();
     let device = registry
-        .register(VECTOR_ADD_KERNEL_ID, kernels::VECTOR_ADD_PTX, kernels::VECTOR_ADD_ENTRY)
+        .register(
+            VECTOR_ADD_KERNEL_ID,
+            kernels::VECTOR_ADD_PTX,
+            kernels::VECTOR_ADD_ENTRY,
+            VECTOR_ADD_DECLARATION,
+        )
         .and_then(|()| CudaDevice::open(registry, options));
     match device {
         Ok(device) => {
@@ -53,9 +60,6 @@ pub(super) fn choose_launcher() -> LauncherChoice {
             );
             LauncherChoice { launcher: Box::new(device.launcher()), description }
         }
-        Err(e) => LauncherChoice {
-            launcher: Box::new(DryRunLauncher::new()),
-            description: format!("dry run ({e})"),
-        },
+        Err(e) => LauncherChoice { launcher: dry_run(), description: format!("dry run ({e})") },
     }
 }

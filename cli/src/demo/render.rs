@@ -77,7 +77,7 @@ fn lowered(launch: &LaunchRecord) -> String {
     );
     out.push('\n');
     let rows: Vec<(String, &str)> =
-        snapshot.args().iter().map(|a| (value::human(a), a.tag().name())).collect();
+        snapshot.args().iter().map(|a| (value::human(&a), a.tag().name())).collect();
     let width = rows.iter().map(|(v, _)| v.len()).max().unwrap_or(0).max("value or window".len());
     let _ = writeln!(out, "index  type  value or window");
     let names = if snapshot.kernel_id() == VECTOR_ADD_KERNEL_ID && rows.len() == 4 {
@@ -107,7 +107,7 @@ pub(super) fn json(report: &Report) -> String {
             .iter()
             .enumerate()
             .map(|(index, arg)| {
-                let json = JsonArg::new(index, offset, arg);
+                let json = JsonArg::new(index, offset, &arg);
                 offset += arg.tag().wire_size();
                 json
             })

@@ -13,6 +13,25 @@ mod on_wasmi;
 mod on_wasmtime;
 mod runner;
 
+use kernel_args::guest::{VECTOR_ADD_DECLARATION, VECTOR_ADD_KERNEL_ID};
+use kernel_args::{Declaration, DryRunLauncher, KernelTable};
+
 pub use on_wasmi::WasmiGuest;
 pub use on_wasmtime::WasmtimeGuest;
 pub use runner::{Guest, GuestError, GuestModule, Runtime};
+
+/// The demo guest's kernels: its `vector_add` (`VECTOR_ADD_KERNEL_ID`) with its declaration, as
+/// a CUDA launcher registers it.
+pub fn demo_kernels() -> KernelTable {
+    let mut kernels = KernelTable::new();
+    // The bundled declaration parses and a new table has room for it (the tests run this).
+    if let Ok(declaration) = Declaration::parse(VECTOR_ADD_DECLARATION) {
+        let _ = kernels.declare(VECTOR_ADD_KERNEL_ID, declaration);
+    }
+    kernels
+}
+
+/// A dry run that knows the demo guest's kernel ([`demo_kernels`]).
+pub fn demo_dry_run() -> DryRunLauncher {
+    DryRunLauncher::with_kernels(demo_kernels())
+}

@@ -15,10 +15,10 @@ use super::runner::{Guest, GuestError, Runtime};
 /// [`call`](WasmiGuest::call) for an export of any signature.
 ///
 /// ```
-/// use kernel_args_cli::guest::{Guest, WasmiGuest};
-/// use kernel_args::{AbiError, DryRunLauncher, LaunchHost};
+/// use kernel_args_cli::guest::{Guest, WasmiGuest, demo_dry_run};
+/// use kernel_args::{AbiError, LaunchHost};
 ///
-/// let mut guest = WasmiGuest::new(LaunchHost::new(DryRunLauncher::new()))?;
+/// let mut guest = WasmiGuest::new(LaunchHost::new(demo_dry_run()))?;
 /// assert_eq!(guest.run_vector_add(100)?, AbiError::NotAvailable.code());
 /// assert_eq!(guest.host().last_launch().unwrap().snapshot().args().len(), 4);
 /// assert_eq!(guest.call::<(), i32>("capacity", ())?, 4096);

@@ -75,12 +75,12 @@ impl std::error::Error for GuestError {}
 /// times (compiling is the slow part on wasmtime). Cheap to clone.
 ///
 /// ```
-/// use kernel_args_cli::guest::{Guest, GuestModule, Runtime};
-/// use kernel_args::{AbiError, DryRunLauncher, LaunchHost};
+/// use kernel_args_cli::guest::{Guest, GuestModule, Runtime, demo_dry_run};
+/// use kernel_args::{AbiError, LaunchHost};
 ///
 /// for runtime in Runtime::ALL {
 ///     let module = GuestModule::demo(runtime)?;
-///     let mut guest = module.instantiate(LaunchHost::new(DryRunLauncher::new()))?;
+///     let mut guest = module.instantiate(LaunchHost::new(demo_dry_run()))?;
 ///     assert_eq!(guest.run_vector_add(100)?, AbiError::NotAvailable.code(), "{runtime}");
 ///     assert_eq!(guest.host().last_launch().unwrap().snapshot().args().len(), 4);
 ///     assert_eq!(guest.first_mismatch(100)?, Some(0), "nothing ran");

@@ -10,9 +10,11 @@
 //! - `lower/{ours,heap,floor}`: from the argv bytes to the `void**` table; `ours` is what a
 //!   direct-mode launch does per call (the host function's parse into its record, the CUDA
 //!   launcher's fill and table: `reference::ours::lower`);
-//! - `host_call/direct`: the std adapter's whole `LaunchHost::call` (region and shape checks,
-//!   the parse into the record, dispatch) with a launcher doing what `CudaLauncher` does in
-//!   direct mode before `cuLaunchKernel` (the size check, the fill, the table).
+//! - `host_call/{declared,undeclared}`: the std adapter's whole `LaunchHost::call` (region and
+//!   shape checks, the parse into the record, the kernel's declaration, dispatch) with a launcher
+//!   doing what `CudaLauncher` does in direct mode before `cuLaunchKernel` (the size check, the
+//!   fill, the table); `declared` checks every call against the kernel's declaration,
+//!   `undeclared` (a trusted guest) does not, so their ratio is the declaration check's cost.
 //!
 //! After the run it prints, for every size measured, the ratios the performance goals are
 //! stated in (heap ÷ ours, goal ≥ 5 at 16 arguments; ours ÷ floor, goal ≤ 1.5 at 16 and 128),
@@ -120,12 +122,14 @@ fn host_call(c: &mut Criterion) {
     let mut group = c.benchmark_group("host_call");
     for (id, n, buf) in inputs() {
         group.throughput(Throughput::Bytes(buf.len() as u64));
-        let (mut host, call) = ours::setup(&mut memory, &buf);
-        assert_eq!(ours::call(&mut host, &mut memory, &call), 0, "{:?}", host.last_error());
-        assert_eq!(host.last_launch().unwrap().snapshot().args().len(), n);
-        group.bench_function(BenchmarkId::new(format!("direct/{id}"), n), |b| {
-            b.iter(|| ours::call(&mut host, black_box(&mut memory), black_box(&call)))
-        });
+        for (which, declared) in [("declared", true), ("undeclared", false)] {
+            let (mut host, call) = ours::setup(&mut memory, &buf, declared);
+            assert_eq!(ours::call(&mut host, &mut memory, &call), 0, "{:?}", host.last_error());
+            assert_eq!(host.last_launch().unwrap().snapshot().args().len(), n);
+            group.bench_function(BenchmarkId::new(format!("{which}/{id}"), n), |b| {
+                b.iter(|| ours::call(&mut host, black_box(&mut memory), black_box(&call)))
+            });
+        }
     }
     group.finish();
 }
@@ -169,11 +173,21 @@ fn print_ratios(home: &Path) {
         );
     }
     println!("goals: heap/ours >= 5 at 16 mixed arguments; ours/floor <= 1.5 at 16 and 128");
+
+    println!("\nhost call: with the declaration check, and without (this run)");
+    println!("{:>10} {:>14} {:>14} {:>12}", "args", "declared ns", "undeclared ns", "ratio");
+    for (id, n, _) in inputs() {
+        let get = |which: &str| median_ns(home, &format!("host_call/{which}_{id}/{n}"));
+        let (Some(declared), Some(undeclared)) = (get("declared"), get("undeclared")) else { continue };
+        let label = format!("{id} {n}");
+        println!("{label:>10} {declared:>14.1} {undeclared:>14.1} {:>12.2}", declared / undeclared);
+    }
+    println!("goal at 16 mixed arguments: declared/undeclared <= 1.15");
 }
 
 /// `loop WHICH N ITERATIONS`: one implementation in a loop, for callgrind.
 fn run_loop(args: &[String]) {
-    let usage = "usage: parse_build loop ours|heap|floor|host N|largest ITERATIONS";
+    let usage = "usage: parse_build loop ours|heap|floor|host|host_undeclared N|largest ITERATIONS";
     let [which, size, iterations] = args else { panic!("{usage}") };
     let buf = match size.as_str() {
         "largest" => argvs::largest_valid(),
@@ -205,8 +219,8 @@ fn run_loop(args: &[String]) {
                 black_box(&table.ptrs);
             }
         }
-        "host" => {
-            let (mut host, call) = ours::setup(&mut memory, &buf);
+        "host" | "host_undeclared" => {
+            let (mut host, call) = ours::setup(&mut memory, &buf, which == "host");
             for _ in 0..iterations {
                 assert_eq!(ours::call(&mut host, black_box(&mut memory), black_box(&call)), 0);
             }

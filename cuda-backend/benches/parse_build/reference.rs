@@ -184,13 +184,16 @@ pub mod floor {
 pub mod ours {
     use std::hint::black_box;
 
-    use kernel_args::{HostError, LaunchCall, LaunchHost, LaunchOutcome, LaunchRequest, Launcher};
-    use kernel_args_core::{GuestMemory, LoweredArgSnapshot, MAX_KERNEL_ARGS, parse_argv_into};
+    use kernel_args::{
+        Declaration, GuestTrust, HostError, KernelTable, LaunchCall, LaunchHost, LaunchOutcome,
+        LaunchRequest, Launcher, Registered,
+    };
+    use kernel_args_core::{GuestMemory, LoweredArgSnapshot, parse_argv_into};
     use kernel_args_cuda::{KernelParamStorage, StorageError, check_param_sizes};
     use kernel_args_testkit::argvs;
 
     /// The host function's record of a launch's arguments.
-    pub type Record = heapless::Vec<LoweredArgSnapshot, MAX_KERNEL_ARGS>;
+    pub type Record = kernel_args::LaunchArgs;
 
     /// The direct-mode lowering of one call, from the argv bytes to the `void**` table: the
     /// parse into the record (against the memory's length, as the host function parses), the
@@ -223,12 +226,17 @@ pub mod ours {
     /// writable host pointer, the `void**` table. The driver calls around it (the context, the
     /// kernel's lookup, the launch itself) are not made: there is no GPU.
     pub struct DirectLauncher {
+        kernels: KernelTable,
         storage: Box<KernelParamStorage>,
         /// The kernel's parameter sizes.
         param_sizes: Vec<usize>,
     }
 
     impl Launcher for DirectLauncher {
+        fn registered(&mut self, kernel_id: i64) -> Option<Registered<'_>> {
+            self.kernels.get(kernel_id)
+        }
+
         fn launch(&mut self, request: &LaunchRequest<'_, '_>) -> Result<LaunchOutcome, HostError> {
             check_param_sizes(&self.param_sizes, request.args)?;
             self.storage.fill(request.args, |index, range| {
@@ -241,8 +249,10 @@ pub mod ours {
     }
 
     /// A host with a [`DirectLauncher`] for the kernel `buf` fits, and the call whose argv is
-    /// `buf`, placed at the end of `memory`.
-    pub fn setup(memory: &mut [u8], buf: &[u8]) -> (LaunchHost<DirectLauncher>, LaunchCall) {
+    /// `buf`, placed at the end of `memory`. `declared`: the kernel is declared for `buf`
+    /// (`argvs::declaration`) and every call is checked against it; else it is registered
+    /// without a declaration on a host that trusts its guest, so no declaration is checked.
+    pub fn setup(memory: &mut [u8], buf: &[u8], declared: bool) -> (LaunchHost<DirectLauncher>, LaunchCall) {
         let mut record = Record::new();
         parse_argv_into(buf, &GuestMemory::length_only(memory.len() as u64), &mut record)
             .expect("valid argv");
@@ -253,7 +263,19 @@ pub mod ours {
                 _ => 8,
             })
             .collect();
-        let launcher = DirectLauncher { storage: Box::default(), param_sizes };
+        let mut kernels = KernelTable::new();
+        if declared {
+            kernels
+                .declare(
+                    1,
+                    Declaration::parse(&argvs::declaration(&record.iter().collect::<Vec<_>>()))
+                        .expect("it parses"),
+                )
+                .expect("room");
+        } else {
+            kernels.register_undeclared(1).expect("room");
+        }
+        let launcher = DirectLauncher { kernels, storage: Box::default(), param_sizes };
         let args_ptr = memory.len() - buf.len();
         memory[args_ptr..].copy_from_slice(buf);
         let call = LaunchCall {
@@ -261,7 +283,8 @@ pub mod ours {
             args_len: buf.len() as i32,
             ..LaunchCall::new(1, [4, 1, 1], [256, 1, 1])
         };
-        (LaunchHost::new(launcher), call)
+        let trust = if declared { GuestTrust::Untrusted } else { GuestTrust::Trusted };
+        (LaunchHost::new(launcher).with_trust(trust), call)
     }
 
     /// One whole host call.

@@ -13,8 +13,8 @@ use std::io::Write as _;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use kernel_args::PointerMode;
-use kernel_args_core::{GuestMemory, LoweredArgSnapshot, MAX_KERNEL_ARGS, parse_argv_into};
+use kernel_args::{LaunchArgs, PointerMode};
+use kernel_args_core::{GuestMemory, parse_argv_into};
 use kernel_args_cuda::{CudaDevice, CudaOptions, DRIVER_ENV, KernelRegistry, PointerModeChoice, SetupError};
 use kernel_args_cuda_emulator::client::Emulator;
 
@@ -25,12 +25,25 @@ pub const AFFINE: i64 = 4;
 
 pub const VECTOR_ADD_PTX: &str = include_str!("../../kernels/vector_add.ptx");
 
+pub const VECTOR_ADD_DECLARATION: &str = kernel_args_cuda::kernels::VECTOR_ADD_DECLARATION;
+pub const EVERY_SCALAR_DECLARATION: &str =
+    "every_scalar(a: i32, b: i64, c: f32, d: f64, e: u32, f: u64, out: &out [f64; 6])";
+
+/// The fixture kernels: each declared, but `affine`, whose by-value struct no declaration
+/// spells (registered undeclared: trusted guests only).
 pub fn registry() -> KernelRegistry {
     let mut r = KernelRegistry::new();
-    r.register(VECTOR_ADD, VECTOR_ADD_PTX, "vector_add").unwrap();
-    r.register(VECTOR_ADD_MANGLED, VECTOR_ADD_PTX, "_Z18vector_add_mangledPKfS0_Pfj").unwrap();
-    r.register(EVERY_SCALAR, include_str!("../../kernels/scalars.ptx"), "every_scalar").unwrap();
-    r.register(AFFINE, include_str!("../../kernels/struct_param.ptx"), "affine").unwrap();
+    r.register(VECTOR_ADD, VECTOR_ADD_PTX, "vector_add", VECTOR_ADD_DECLARATION).unwrap();
+    r.register(VECTOR_ADD_MANGLED, VECTOR_ADD_PTX, "_Z18vector_add_mangledPKfS0_Pfj", VECTOR_ADD_DECLARATION)
+        .unwrap();
+    r.register(
+        EVERY_SCALAR,
+        include_str!("../../kernels/scalars.ptx"),
+        "every_scalar",
+        EVERY_SCALAR_DECLARATION,
+    )
+    .unwrap();
+    r.register_undeclared(AFFINE, include_str!("../../kernels/struct_param.ptx"), "affine").unwrap();
     r
 }
 
@@ -50,8 +63,8 @@ pub fn skip(test: &str, reason: &dyn std::fmt::Display) {
 
 /// `argv` checked as the host function checks it before a launcher sees it: parsed against the
 /// memory's length into the pointer-free arguments a request carries.
-pub fn checked(argv: &[u8], guest: &GuestMemory<'_>) -> heapless::Vec<LoweredArgSnapshot, MAX_KERNEL_ARGS> {
-    let mut args = heapless::Vec::new();
+pub fn checked(argv: &[u8], guest: &GuestMemory<'_>) -> LaunchArgs {
+    let mut args = LaunchArgs::new();
     parse_argv_into(argv, &GuestMemory::length_only(guest.len()), &mut args).expect("a valid argv");
     args
 }

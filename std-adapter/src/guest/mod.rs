@@ -36,7 +36,7 @@
 //! let launch = store.data().last_launch().unwrap().snapshot();
 //! assert_eq!(launch.kernel_id(), VECTOR_ADD_KERNEL_ID);
 //! assert_eq!(launch.shape().grid, [4, 1, 1]);
-//! assert_eq!(launch.args()[3], LoweredArgSnapshot::U32(1000));
+//! assert_eq!(launch.args().get(3), Some(LoweredArgSnapshot::U32(1000)));
 //! # Ok(())
 //! # }
 //! # #[cfg(not(feature = "wasmtime"))]
