@@ -8,6 +8,11 @@ memory length, then the argv buffer (`ArgvInput` in src/lib.rs). Each seed is wr
 its content's hash, so running the script again adds nothing twice. The conformance vectors
 (`tests/vectors/argv.json`, schema in tests/vectors/README.md) are read when present: each
 vector's `hex` and `mem_len` become one seed.
+
+The `declaration` target reads a mode byte, then a declaration's text (an even mode) or the
+bytes `arbitrary` builds a declaration, arguments and a shape from (an odd mode): its seeds are
+the declarations of docs/declarations.md and the kernels of the project, some malformed ones,
+and a few structured inputs.
 """
 import hashlib
 import json
@@ -78,7 +83,44 @@ def vector_seeds():
     return seeds
 
 
+DECLARATIONS = [
+    "vector_add(a: &[f32; n], b: &[f32; n], out: &mut [f32; n], n: u32)",
+    "every_scalar(a: i32, b: i64, c: f32, d: f64, e: u32, f: u64, out: &mut [u8; 48])",
+    "k(a: &[i8; 3], b: &out [u16; (rows + 1) * cols / 2], c: &mut [f64; grid.x * block.y - 0x10], "
+    "rows: i32, cols: u64, s: f32, t: f64, u: i64)",
+    "k(a: &[f64; rows * cols], b: &[u8; grid.x * block.x * 4 + grid.y], rows: i32, cols: u64)",
+    "k(a: &[u8; n - 2], n: u32)",
+    "k(a: &[u8; 64 / n], n: u32)",
+    "empty()",
+    "k(a: &[f32; n], p: ptr, n: u32)",
+    "k(a: &[f32; m], n: u32)",
+    "k(a: &[u8; x], x: f32)",
+    "k(a: u32, a: u32)",
+    "k(a: &[u8; ((((((((((1))))))))))])",
+    "k(a: &[u8; 4294967296])",
+    "k(grid: u32)",
+    "k(a: &[u8; n] n: u32)",
+    "k(",
+    "",
+]
+
+
+def declaration_seeds():
+    seeds = [b"\x00" + d.encode() for d in DECLARATIONS]
+    seeds += [bytes([1]) + bytes(range(i, i + 64)) for i in (0, 7, 100, 191)]
+    return seeds
+
+
 def main():
+    out = FUZZ / "corpus" / "declaration"
+    out.mkdir(parents=True, exist_ok=True)
+    written = 0
+    for data in declaration_seeds():
+        name = out / ("seed-" + hashlib.sha1(data).hexdigest()[:16])
+        if not name.exists():
+            name.write_bytes(data)
+            written += 1
+    print(f"declaration: {written} new seeds", file=sys.stderr)
     seeds = hand_seeds() + vector_seeds()
     for target in TARGETS:
         out = FUZZ / "corpus" / target

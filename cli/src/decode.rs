@@ -18,13 +18,29 @@
 //! ```
 //!
 //! `--json` prints one object instead (see the `json` module).
+//!
+//! `--signature '<declaration>'` also checks the accepted argv against a kernel declaration
+//! (`docs/declarations.md`) for the launch shape of `--grid` and `--block`, as the host does
+//! before any launch, and points at the record that does not fit:
+//!
+//! ```text
+//! error[InvalidArgs -9]: record 2 at byte 18: out: 16-byte window, the kernel touches n * 4 = 64 bytes
+//!    |
+//!  0 | 07 00 00 00 00 40 00 00 00 07 40 00 00 00 40 00
+//! 16 | 00 00 07 80 00 00 00 10 00 00 00 05 10 00 00 00
+//!    |       ^^ ~~ ~~ ~~ ~~ ~~ ~~ ~~ ~~ record 2
+//!    |
+//!    = note: the kernel's declaration: vector_add(a: &[f32; n], b: &[f32; n], out: &mut [f32; n], n: u32)
+//! ```
 
 use std::fmt::Write;
 use std::io::Read;
 
 use clap::Args;
+use kernel_args::{Declaration, DeclarationError, LaunchArgs, LaunchShape, Mismatch, MismatchKind};
 use kernel_args_core::{
-    Arg, ArgTag, ArgvError, ErrorKind, GuestMemory, MAX_GUEST_MEMORY_BYTES, Record, RecordReader,
+    Arg, ArgTag, ArgvError, ErrorKind, GuestMemory, LoweredArgSnapshot, MAX_GUEST_MEMORY_BYTES, Record,
+    RecordReader,
 };
 
 use crate::json::Decoded;
@@ -46,10 +62,36 @@ pub(crate) struct DecodeArgs {
     #[arg(long)]
     json: bool,
 
+    /// Also check the argv against this kernel declaration (docs/declarations.md), e.g.
+    /// 'vector_add(a: &[f32; n], b: &[f32; n], out: &mut [f32; n], n: u32)'.
+    #[arg(long, value_name = "DECLARATION")]
+    signature: Option<String>,
+
+    /// The launch's grid, for a declaration's `grid.x` ... (`X[,Y[,Z]]`, missing ones 1).
+    #[arg(long, value_name = "X,Y,Z", default_value = "1", value_parser = parse_dims, requires = "signature")]
+    grid: [u32; 3],
+
+    /// The launch's block, for a declaration's `block.x` ... (`X[,Y[,Z]]`, missing ones 1).
+    #[arg(long, value_name = "X,Y,Z", default_value = "1", value_parser = parse_dims, requires = "signature")]
+    block: [u32; 3],
+
     /// The argv buffer as hex digits; whitespace is ignored and several arguments are joined.
     /// `-` reads the hex from stdin.
     #[arg(value_name = "HEX", required = true, num_args = 1..)]
     hex: Vec<String>,
+}
+
+/// `X[,Y[,Z]]`: up to three dimensions, the missing ones 1.
+fn parse_dims(text: &str) -> Result<[u32; 3], String> {
+    let mut dims = [1u32; 3];
+    let parts: Vec<&str> = text.split(',').collect();
+    if parts.len() > 3 {
+        return Err(format!("`{text}`: at most three dimensions, X,Y,Z"));
+    }
+    for (dim, part) in dims.iter_mut().zip(parts) {
+        *dim = part.trim().parse().map_err(|_| format!("`{part}` is not a dimension (0 to 4294967295)"))?;
+    }
+    Ok(dims)
 }
 
 /// Runs `kargs decode`.
@@ -58,18 +100,124 @@ pub(crate) fn run(args: &DecodeArgs) -> Output {
         Ok(bytes) => bytes,
         Err(message) => return Output::usage(message),
     };
+    let declaration = match args.signature.as_deref().map(Declaration::parse) {
+        None => None,
+        Some(Ok(declaration)) => Some(declaration),
+        Some(Err(error)) => {
+            return Output::usage(declaration_error(args.signature.as_deref().unwrap_or_default(), &error));
+        }
+    };
     let memory = GuestMemory::length_only(args.mem_len);
     let (records, error) = walk(&bytes, &memory);
-    let status = if error.is_some() { Status::Rejected } else { Status::Accepted };
+    let shape = LaunchShape { grid: args.grid, block: args.block, shared_mem_bytes: 0 };
+    let mismatch = match (&declaration, &error) {
+        (Some(declaration), None) => check(declaration, &records, &shape).err(),
+        _ => None,
+    };
+    let status = if error.is_some() || mismatch.is_some() { Status::Rejected } else { Status::Accepted };
     let text = if args.json {
-        Decoded::new(&records, error.as_ref()).to_line()
+        let decoded = Decoded::new(&records, error.as_ref());
+        match &declaration {
+            Some(declaration) if error.is_none() => {
+                decoded.with_signature(declaration.name(), mismatch.as_ref())
+            }
+            _ => decoded,
+        }
+        .to_line()
     } else {
-        match &error {
-            None => table(&records, bytes.len(), args.mem_len),
-            Some(error) => diagnostic(&bytes, error, args.mem_len),
+        match (&error, &mismatch, &declaration) {
+            (Some(error), _, _) => diagnostic(&bytes, error, args.mem_len),
+            (None, Some(mismatch), Some(declaration)) => {
+                signature_diagnostic(&bytes, &records, mismatch, declaration)
+            }
+            (None, _, declaration) => {
+                let mut out = table(&records, bytes.len(), args.mem_len);
+                if let Some(declaration) = declaration {
+                    let _ = writeln!(
+                        out,
+                        "\nfits the declaration of {} ({})",
+                        declaration.name(),
+                        shape_text(&shape)
+                    );
+                }
+                out
+            }
         }
     };
     Output::stdout(text, status)
+}
+
+/// The declaration's check of an accepted argv's records.
+fn check(declaration: &Declaration, records: &[Record<'_>], shape: &LaunchShape) -> Result<(), Mismatch> {
+    let args: Vec<LoweredArgSnapshot> = records.iter().map(|r| r.arg.snapshot()).collect();
+    match LaunchArgs::from_slice(&args) {
+        Some(args) => declaration.check(&args, shape),
+        // Unreachable: an accepted argv has at most MAX_KERNEL_ARGS records.
+        None => Err(Mismatch {
+            record: 0,
+            offset: 0,
+            param: Default::default(),
+            kind: MismatchKind::Count { declared: declaration.len(), got: args.len() },
+        }),
+    }
+}
+
+/// `grid X,Y,Z, block X,Y,Z`.
+fn shape_text(shape: &LaunchShape) -> String {
+    let dims = |d: [u32; 3]| format!("{},{},{}", d[0], d[1], d[2]);
+    format!("grid {}, block {}", dims(shape.grid), dims(shape.block))
+}
+
+/// A declaration that does not parse: the message, the text and a caret under its column.
+fn declaration_error(text: &str, error: &DeclarationError) -> String {
+    let caret = " ".repeat(error.column.saturating_sub(1));
+    format!("--signature: {error}\n  {text}\n  {caret}^")
+}
+
+/// The diagnostic for an argv the declaration refuses: the record's bytes underlined.
+fn signature_diagnostic(
+    bytes: &[u8],
+    records: &[Record<'_>],
+    mismatch: &Mismatch,
+    declaration: &Declaration,
+) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "error[InvalidArgs -9]: {mismatch}");
+    let start = mismatch.offset;
+    let len = records.get(mismatch.record).map_or(0, |r| r.arg.tag().wire_size());
+    let end = start.saturating_add(len).min(bytes.len());
+    let mut marks = vec![' '; bytes.len()];
+    for (i, mark) in marks.iter_mut().enumerate().take(end).skip(start) {
+        *mark = if i == start { '^' } else { '~' };
+    }
+    let first_row = (start / ROW).saturating_sub(1) * ROW;
+    let last_row = (end.saturating_sub(1).max(start) / ROW) * ROW;
+    let gutter = last_row.max(first_row).to_string().len();
+    let pad = " ".repeat(gutter);
+    let _ = writeln!(out, "{pad} |");
+    let mut labelled = false;
+    for row_start in (first_row..=last_row.min(bytes.len().saturating_sub(1) / ROW * ROW)).step_by(ROW) {
+        let row_end = (row_start + ROW).min(bytes.len());
+        let row = bytes.get(row_start..row_end).unwrap_or_default();
+        let hex: Vec<String> = row.iter().map(|b| format!("{b:02x}")).collect();
+        let _ = writeln!(out, "{row_start:>gutter$} | {}", hex.join(" "));
+        let row_marks = marks.get(row_start..row_end).unwrap_or_default();
+        if row_marks.iter().any(|m| *m != ' ') {
+            let mut line: String = row_marks.iter().map(|m| format!("{m}{m} ")).collect();
+            line.truncate(line.trim_end().len());
+            if !labelled {
+                let _ = write!(line, " record {}", mismatch.record);
+                labelled = true;
+            }
+            let _ = writeln!(out, "{pad} | {line}");
+        }
+    }
+    let _ = writeln!(out, "{pad} |");
+    let _ = writeln!(out, "{pad} = note: the kernel's declaration: {}", declaration.as_str());
+    if matches!(mismatch.kind, MismatchKind::Count { .. }) {
+        let _ = writeln!(out, "{pad} = note: the argv's {} records are valid on the wire", records.len());
+    }
+    out
 }
 
 /// The input's bytes: the hex arguments joined, or stdin's hex for a lone `-`.

@@ -6,11 +6,20 @@
 //! {"ok":false,"error":{"code":-9,"name":"InvalidArgs","kind":"unknown_tag","index":3,"offset":14,"message":"..."}}
 //! ```
 //!
+//! With `--signature`, an accepted argv also carries the declaration's verdict, and `ok` is
+//! `false` when the declaration refuses it:
+//!
+//! ```text
+//! {"ok":true,"args":[...],"signature":{"kernel":"vector_add","ok":true}}
+//! {"ok":false,"args":[...],"signature":{"kernel":"vector_add","ok":false,"error":{"code":-9,"name":"InvalidArgs","kind":"window_too_short","index":2,"offset":18,"message":"..."}}}
+//! ```
+//!
 //! Integers are JSON integers (exact over the whole `i64` and `u64` ranges). Floats carry
 //! `bits`, the raw IEEE-754 bits as `0x` and 8 or 16 lowercase hex digits, which is the exact
 //! value, and `value`, Rust's shortest round-trip spelling of it (`"1.5"`, `"-0.0"`, `"1e-45"`,
 //! `"inf"`, `"-inf"`, `"NaN"`), which is for people. Pointers carry `guest_offset` and `len`.
 
+use kernel_args::{AbiError, Mismatch, MismatchKind};
 use kernel_args_core::{Arg, ArgvError, LoweredArgSnapshot, Record};
 use serde::Serialize;
 
@@ -34,6 +43,25 @@ pub(crate) enum Decoded {
         /// The first error.
         error: JsonError,
     },
+    /// `{"ok":...,"args":[...],"signature":{...}}`: accepted on the wire, then checked against
+    /// a declaration.
+    Checked {
+        /// Whether the declaration accepts the arguments.
+        ok: bool,
+        /// The arguments in buffer order.
+        args: Vec<JsonArg>,
+        /// The declaration's verdict.
+        signature: JsonSignature,
+    },
+}
+
+/// A declaration's verdict on an accepted argv.
+#[derive(Debug, Serialize)]
+pub(crate) struct JsonSignature {
+    kernel: String,
+    ok: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<JsonError>,
 }
 
 /// One argument: where it was found, then its typed value.
@@ -117,7 +145,7 @@ impl JsonError {
     pub(crate) fn abi(code: i32, message: &str) -> JsonError {
         JsonError {
             code,
-            name: kernel_args::AbiError::try_from(code).map(kernel_args::AbiError::name).ok(),
+            name: AbiError::try_from(code).map(AbiError::name).ok(),
             kind: None,
             index: None,
             offset: None,
@@ -133,6 +161,28 @@ impl Decoded {
             None => Decoded::Accepted { ok: true, args: records.iter().map(JsonArg::from).collect() },
             Some(error) => Decoded::Rejected { ok: false, error: JsonError::from(error) },
         }
+    }
+
+    /// An accepted argv with the verdict of kernel `kernel`'s declaration: `mismatch`, or none.
+    pub(crate) fn with_signature(self, kernel: &str, mismatch: Option<&Mismatch>) -> Decoded {
+        let Decoded::Accepted { args, .. } = self else { return self };
+        let error = mismatch.map(|m| JsonError {
+            code: AbiError::InvalidArgs.code(),
+            name: Some(AbiError::InvalidArgs.name()),
+            kind: Some(match m.kind {
+                MismatchKind::Count { .. } => "count",
+                MismatchKind::Type { .. } => "type",
+                MismatchKind::Misaligned { .. } => "misaligned",
+                MismatchKind::WindowTooShort { .. } => "window_too_short",
+                MismatchKind::Overflow { .. } => "out_of_range",
+                MismatchKind::Negative { .. } => "negative",
+            }),
+            index: Some(m.record),
+            offset: Some(m.offset),
+            message: m.to_string(),
+        });
+        let ok = error.is_none();
+        Decoded::Checked { ok, args, signature: JsonSignature { kernel: kernel.to_owned(), ok, error } }
     }
 
     /// One line of JSON.

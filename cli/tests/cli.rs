@@ -286,3 +286,104 @@ fn without_the_demo_feature_there_is_no_demo_subcommand() {
     assert_eq!(code(&out), 2);
     assert!(stderr(&out).contains("unrecognized subcommand 'demo'"), "{}", stderr(&out));
 }
+
+const VECTOR_ADD: &str = "vector_add(a: &[f32; n], b: &[f32; n], out: &mut [f32; n], n: u32)";
+
+/// `vector_add`'s argv with `out`'s window `out_len` bytes long and `a` the record `a`.
+fn vector_add_argv(a: &str, out_len: &str) -> String {
+    format!("{a} 07 40000000 40000000 07 80000000 {out_len} 05 10000000")
+}
+
+#[test]
+fn signature_refusals_point_at_the_record() {
+    let cases = [
+        // A count past the window.
+        ("decode_signature_short.txt", vector_add_argv("07 00000000 40000000", "10000000")),
+        // A raw u64 where the kernel takes a pointer.
+        ("decode_signature_type.txt", vector_add_argv("06 0000000040000000", "40000000")),
+        // A window misaligned for f32.
+        ("decode_signature_misaligned.txt", vector_add_argv("07 02000000 40000000", "40000000")),
+        // Three arguments for four parameters.
+        (
+            "decode_signature_count.txt",
+            "07 00000000 40000000 07 40000000 40000000 07 80000000 40000000".to_owned(),
+        ),
+    ];
+    for (file, hex) in cases {
+        let out = kargs(&["decode", "--signature", VECTOR_ADD, &hex]);
+        assert_eq!(code(&out), 1, "{file}");
+        golden(file, &stdout(&out));
+    }
+}
+
+#[test]
+fn signature_accepted_and_shaped() {
+    let out =
+        kargs(&["decode", "--signature", VECTOR_ADD, &vector_add_argv("07 00000000 40000000", "40000000")]);
+    assert_eq!(code(&out), 0);
+    assert!(
+        stdout(&out).ends_with("\nfits the declaration of vector_add (grid 1,1,1, block 1,1,1)\n"),
+        "{}",
+        stdout(&out)
+    );
+    // An extent over the launch shape: 4 * 32 bytes fit a 128-byte window, not a 64-byte one.
+    let shaped = "k(p: &mut [u8; grid.x * block.x])";
+    let args = |len: &str| {
+        vec!["decode", "--signature", shaped, "--grid", "4", "--block", "32,1,1", "07 00000000"]
+            .into_iter()
+            .map(str::to_owned)
+            .chain([len.to_owned()])
+            .collect::<Vec<_>>()
+    };
+    let run = |len: &str| {
+        let args = args(len);
+        kargs(&args.iter().map(String::as_str).collect::<Vec<_>>())
+    };
+    assert_eq!(code(&run("80000000")), 0);
+    let out = run("40000000");
+    assert_eq!(code(&out), 1);
+    assert!(stdout(&out).starts_with(
+        "error[InvalidArgs -9]: record 0 at byte 0: p: 64-byte window, the kernel touches grid.x * block.x = 128 bytes\n"
+    ));
+}
+
+#[test]
+fn signature_json_and_errors() {
+    let out = kargs(&[
+        "decode",
+        "--json",
+        "--signature",
+        VECTOR_ADD,
+        &vector_add_argv("06 0000000040000000", "40000000"),
+    ]);
+    assert_eq!(code(&out), 1);
+    let json: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(json["ok"], false);
+    assert_eq!(json["args"].as_array().unwrap().len(), 4);
+    assert_eq!(json["signature"]["kernel"], "vector_add");
+    assert_eq!(json["signature"]["error"]["kind"], "type");
+    assert_eq!(
+        (json["signature"]["error"]["index"].as_u64(), json["signature"]["error"]["offset"].as_u64()),
+        (Some(0), Some(0))
+    );
+    let out = kargs(&[
+        "decode",
+        "--json",
+        "--signature",
+        VECTOR_ADD,
+        &vector_add_argv("07 00000000 40000000", "40000000"),
+    ]);
+    assert_eq!(code(&out), 0);
+    let json: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!((json["ok"].as_bool(), json["signature"]["ok"].as_bool()), (Some(true), Some(true)));
+    // A wire error comes first: no verdict.
+    let out = kargs(&["decode", "--json", "--signature", VECTOR_ADD, "ff"]);
+    assert_eq!(code(&out), 1);
+    assert!(!stdout(&out).contains("signature"));
+    // A declaration that does not parse is a usage error, with a caret under its column.
+    let out = kargs(&["decode", "--signature", "k(a: &[f32; m], n: u32)", "0501000000"]);
+    assert_eq!(code(&out), 2);
+    assert!(stderr(&out).contains("--signature: column 13: `m` is not a parameter of this kernel\n  k(a: &[f32; m], n: u32)\n              ^"), "{}", stderr(&out));
+    // The shape needs a declaration.
+    assert_eq!(code(&kargs(&["decode", "--grid", "4", "0501000000"])), 2);
+}

@@ -799,8 +799,8 @@ impl fmt::Display for Mismatch {
             ),
             MismatchKind::Overflow { touches } => write!(
                 f,
-                "record {record} at byte {offset}: {param}: the kernel touches {touches} bytes, which overflows \
-                 64 bits (or divides by zero) for this launch"
+                "record {record} at byte {offset}: {param}: the kernel touches {touches} bytes, which is out of \
+                 range for this launch (over 64 bits, below zero, or a division by zero)"
             ),
             MismatchKind::Negative { touches, scalar } => write!(
                 f,
@@ -1243,6 +1243,21 @@ mod tests {
 
     fn message(decl: &str, args: &[LoweredArgSnapshot]) -> std::string::String {
         check(decl, args).unwrap_err().to_string()
+    }
+
+    /// The messages `docs/declarations.md` shows.
+    #[test]
+    fn documented_parse_errors() {
+        let error = |text: &str| Declaration::parse(text).unwrap_err().to_string();
+        assert_eq!(
+            error("vector_add(a: &[f32; n], p: ptr, n: u32)"),
+            "column 29: expected a type (`i32`, `i64`, `f32`, `f64`, `u32`, `u64`, or `&[T; n]`), found `ptr`"
+        );
+        assert_eq!(error("k(a: &[f32; m], n: u32)"), "column 13: `m` is not a parameter of this kernel");
+        assert_eq!(
+            error("k(a: &[u8; x], x: f32)"),
+            "column 12: `x` is not an integer parameter: an extent counts with integers"
+        );
     }
 
     #[test]

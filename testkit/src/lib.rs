@@ -7,6 +7,9 @@
 //!   results in its terms (`From` impls on [`model::Value`] and [`model::Rejection`]). The
 //!   conformance tests (`kernel-args-conformance`) and the `differential` fuzz target (`fuzz/`)
 //!   hold the core to it;
+//! - [`declarations`]: the independent model of kernel declarations (`docs/declarations.md`):
+//!   a declaration as a value, its text, and the check's rules in `u128` arithmetic, which the
+//!   property test and the `declaration` fuzz target hold `kernel_args::Declaration` to;
 //! - [`argvs`]: the argument lists and buffers the zero-allocation tests and the benchmarks
 //!   run (mixed argvs of every size up to the record cap, the largest valid buffer, an early
 //!   and a late error);
@@ -18,5 +21,6 @@
 //! live with the benchmark that measures against them, `cuda-backend/benches/parse_build/`.
 
 pub mod argvs;
+pub mod declarations;
 mod from_core;
 pub mod model;
