@@ -6,23 +6,23 @@
  * native libraries the static library needs). C99 or C++; no allocation, no global state,
  * every function may be called from any thread at any time.
  *
- * A host's wasi_cuda_launch, in the order kernel-args' own host checks:
+ * A host's wasi_cuda_launch is one call, which checks it as kernel-args' own host does (the
+ * capability, the argument region, the launch shape, the argv, the kernel and its declaration)
+ * and hands a checked launch to the host's callback:
  *
- *   kargs_error err;
- *   uint32_t start, len;
- *   kargs_arg args[KARGS_MAX_KERNEL_ARGS];
- *   size_t n;
- *   int32_t rc = kargs_check_args_region(args_ptr, args_len, memory_len, &start, &len, &err);
- *   if (rc == 0) rc = kargs_check_launch_shape(grid, block, shared_mem, 0, &err);
- *   if (rc == 0) rc = kargs_parse(memory + start, len, memory, memory_len,
- *                                 args, KARGS_MAX_KERNEL_ARGS, &n, &err);
- *   if (rc != 0) {
- *       char msg[KARGS_ERROR_MESSAGE_MAX];
- *       kargs_error_message(&err, msg, sizeof msg);   // "unknown tag 0x42 at byte 17 (record 3)"
- *       log("%s %d: %s", kargs_abi_error_name(rc), rc, msg);
- *       return rc;                                    // the ABI code the guest gets
- *   }
- *   // args[0..n): tag, value bits, pointer windows checked against memory with host_ptr.
+ *   static kargs_declaration vector_add;     // once, at registration (docs/declarations.md)
+ *   kargs_declaration_parse(text, strlen(text), &vector_add, &err, msg, sizeof msg);
+ *   kargs_kernel kernels[] = {{1, &vector_add}};
+ *   kargs_host host = {kernels, 1, my_launch, my_state, 0, 1, 0};   // enabled, untrusted
+ *
+ *   // per call, with the import's arguments in `call`:
+ *   int32_t rc = kargs_host_call(&host, memory, memory_len, &call, &err, msg, sizeof msg);
+ *   // rc is what the guest gets; msg the Rust host's message ("InvalidArgs -9: record 2 at
+ *   // byte 18: out: 16-byte window, the kernel touches n * 4 = 64 bytes"). my_launch(my_state,
+ *   // launch) ran only if every check passed: launch->args[0..args_len) with host pointers.
+ *
+ * The steps are also there one by one, for a host that makes its own pipeline:
+ * kargs_check_args_region, kargs_check_launch_shape, kargs_parse, kargs_declaration_check.
  *
  * Contract, for every function:
  *
@@ -39,9 +39,10 @@
  * - Never panics, never unwinds into C. Of guest memory, only the argv bytes given are read.
  *
  * Checked by scripts/capi-check.sh (CI: .ci/steps/36-capi.sh): every conformance vector of
- * tests/vectors/argv.json through kargs_parse, compared with kernel-args-core's outcome, C99
- * with gcc and clang under AddressSanitizer and UBSan; and by the cargo-fuzz target
- * fuzz/fuzz_targets/capi.rs.
+ * tests/vectors/argv.json through kargs_parse, compared with kernel-args-core's outcome, and the
+ * host call's refusals in its order (capi/c/tests/), C99 with gcc and clang under
+ * AddressSanitizer and UBSan; by scripts/wasm3-example.sh (a wasm3 host on kargs_host_call); by
+ * capi/tests/ (Rust, under Miri); and by the cargo-fuzz target fuzz/fuzz_targets/capi.rs.
  *
  * License: MIT OR Apache-2.0, like the rest of kernel-args.
  */
@@ -111,6 +112,12 @@
  * `max_shared_mem_bytes` is 0: 227 KiB (kernel-args' `DEFAULT_MAX_SHARED_MEM_BYTES`).
  */
 #define KARGS_DEFAULT_MAX_SHARED_MEM_BYTES 232448u
+
+/**
+ * Bytes of a `kargs_declaration`: room for any declaration kernel-args parses, on every
+ * target.
+ */
+#define KARGS_DECLARATION_SIZE 10240u
 
 /**
  * What went wrong, in `kargs_error.kind`. The values are stable.
@@ -188,6 +195,82 @@ enum kargs_error_kind
      * invalid there (0 for a parameter that may never be NULL).
      */
     KARGS_ERROR_KIND_NULL_ARGUMENT = 48,
+    /**
+     * `-3` InvalidKernel: no kernel of the host's table has the call's id. `detail[0]`: the
+     * id (`(int64_t)detail[0]`).
+     */
+    KARGS_ERROR_KIND_UNKNOWN_KERNEL = 64,
+    /**
+     * `-3` InvalidKernel: the kernel is registered without a declaration and the host does
+     * not trust its guest. `detail[0]`: the id.
+     */
+    KARGS_ERROR_KIND_UNDECLARED_KERNEL = 65,
+    /**
+     * `-9` InvalidArgs: the argv has not as many arguments as the declaration parameters.
+     * `record_index`, `byte_offset`: the first record past the shorter list. `detail[0]`: the
+     * parameters, `detail[1]`: the arguments.
+     */
+    KARGS_ERROR_KIND_DECLARATION_COUNT = 80,
+    /**
+     * `-9` InvalidArgs: the record's type is not its parameter's. `detail[0]`: the parameter's
+     * index, `detail[1]`: the tag the parameter takes, `detail[2]`: the record's tag.
+     */
+    KARGS_ERROR_KIND_DECLARATION_TYPE = 81,
+    /**
+     * `-9` InvalidArgs: the window's guest offset is not a multiple of its element's size.
+     * `detail[0]`: the parameter, `detail[1]`: the guest offset, `detail[2]`: the element's
+     * size.
+     */
+    KARGS_ERROR_KIND_DECLARATION_MISALIGNED = 82,
+    /**
+     * `-9` InvalidArgs: the window is shorter than the bytes the kernel may touch through it.
+     * `detail[0]`: the parameter, `detail[1]`: the window's length, `detail[2]`: the bytes.
+     */
+    KARGS_ERROR_KIND_DECLARATION_WINDOW_TOO_SHORT = 83,
+    /**
+     * `-9` InvalidArgs: the bytes the kernel may touch are out of range for this launch (over
+     * 64 bits, below zero, a division by zero). `detail[0]`: the parameter.
+     */
+    KARGS_ERROR_KIND_DECLARATION_OUT_OF_RANGE = 84,
+    /**
+     * `-9` InvalidArgs: the extent counts with a signed parameter that is negative.
+     * `detail[0]`: the pointer parameter, `detail[1]`: the negative one.
+     */
+    KARGS_ERROR_KIND_DECLARATION_NEGATIVE = 85,
+    /**
+     * `-1` NotAvailable: the host's `enabled` is 0: the capability is withheld.
+     */
+    KARGS_ERROR_KIND_CAPABILITY_DISABLED = 96,
+    /**
+     * `-2` InvalidPointer: `memory` is NULL: the guest exports no linear memory.
+     */
+    KARGS_ERROR_KIND_NO_MEMORY = 97,
+    /**
+     * `-7` Internal: `memory_len` is over 4 GiB, larger than any wasm32 memory. `detail[0]`:
+     * the length.
+     */
+    KARGS_ERROR_KIND_MEMORY_TOO_LARGE = 98,
+    /**
+     * The host's launch callback refused the launch: `abi_code` is its code when that is an
+     * ABI code, else `-7` Internal. `detail[0]`: what it returned (`(int64_t)detail[0]`).
+     */
+    KARGS_ERROR_KIND_LAUNCH_CALLBACK = 99,
+    /**
+     * `-7` Internal: a declaration does not parse (`kargs_declaration_parse`).
+     * `byte_offset`: the 1-based byte column of the problem, minus one; `detail[0]`: the
+     * column.
+     */
+    KARGS_ERROR_KIND_DECLARATION_SYNTAX = 112,
+    /**
+     * `-7` Internal: a `kargs_declaration` that `kargs_declaration_parse` did not write.
+     * `detail[0]`: its kernel's index in the host's table (0 for `kargs_declaration_check`).
+     */
+    KARGS_ERROR_KIND_INVALID_DECLARATION = 113,
+    /**
+     * `-7` Internal: an entry of a `kargs_arg` array with no valid tag. `detail[0]`: its
+     * index, `detail[1]`: its tag.
+     */
+    KARGS_ERROR_KIND_INVALID_ENTRY = 114,
 };
 #ifndef __cplusplus
 #if __STDC_VERSION__ >= 202311L
@@ -264,6 +347,18 @@ enum kargs_function
      * `kargs_check_launch_shape`.
      */
     KARGS_FUNCTION_CHECK_LAUNCH_SHAPE = 2,
+    /**
+     * `kargs_declaration_parse`.
+     */
+    KARGS_FUNCTION_DECLARATION_PARSE = 3,
+    /**
+     * `kargs_declaration_check`.
+     */
+    KARGS_FUNCTION_DECLARATION_CHECK = 4,
+    /**
+     * `kargs_host_call`.
+     */
+    KARGS_FUNCTION_HOST_CALL = 5,
 };
 #ifndef __cplusplus
 #if __STDC_VERSION__ >= 202311L
@@ -363,6 +458,145 @@ typedef struct kargs_error {
      */
     uint64_t detail[3];
 } kargs_error;
+
+/**
+ * A parsed kernel declaration (`docs/declarations.md`), in storage the caller owns: written by
+ * `kargs_declaration_parse`, read by `kargs_declaration_check` and `kargs_host_call`. Its
+ * contents are private; it holds no pointer (copy it with `memcpy`, keep it anywhere, for as
+ * long as it is used). A `kargs_declaration` that `kargs_declaration_parse` did not write (all
+ * zeros, say) is refused with `KARGS_ERROR_KIND_INVALID_DECLARATION`.
+ */
+typedef struct kargs_declaration {
+    /**
+     * Private: a marker that `kargs_declaration_parse` wrote it, then the parsed declaration.
+     */
+    uint64_t opaque[1280];
+} kargs_declaration;
+
+/**
+ * A kernel the host knows: its id and its declaration, or NULL for a kernel registered without
+ * one (launched only when the host trusts its guest).
+ */
+typedef struct kargs_kernel {
+    /**
+     * The id the guest names it by.
+     */
+    int64_t id;
+    /**
+     * Its declaration, or NULL.
+     */
+    const struct kargs_declaration *declaration;
+} kargs_kernel;
+
+/**
+ * A checked launch, as `kargs_host_call` hands it to the host's callback: the kernel, the
+ * launch shape and the arguments, each pointer window checked against the guest's memory and
+ * against the kernel's declaration, with its host address.
+ */
+typedef struct kargs_launch {
+    /**
+     * The guest's kernel id.
+     */
+    int64_t kernel_id;
+    /**
+     * The grid's x, y, z (each at least 1).
+     */
+    uint32_t grid[3];
+    /**
+     * The block's x, y, z (each at least 1).
+     */
+    uint32_t block[3];
+    /**
+     * Dynamic shared memory per block, in bytes.
+     */
+    uint32_t shared_mem_bytes;
+    /**
+     * The arguments, in argv order (`host_ptr` set for every window; `kargs_arg` as
+     * `kargs_parse` writes it). Valid only during the callback.
+     */
+    const struct kargs_arg *args;
+    /**
+     * The number of arguments.
+     */
+    size_t args_len;
+} kargs_launch;
+
+/**
+ * The host's launch: called by `kargs_host_call` once every check has passed, with `ctx` the
+ * host's `ctx`. Returns 0, or the negative ABI code the guest gets (`KARGS_ABI_*`); any other
+ * value is answered `KARGS_ABI_INTERNAL`. Must not unwind (a C++ exception, a `longjmp`) out
+ * of the call.
+ */
+typedef int32_t (*kargs_launch_fn)(void *ctx, const struct kargs_launch *launch);
+
+/**
+ * A host's `wasi_cuda_launch` state for `kargs_host_call`: what the guest may do and where
+ * its launches go. The host owns it (and the kernels and declarations it points at); nothing
+ * in it changes during a call.
+ */
+typedef struct kargs_host {
+    /**
+     * The kernels the guest may name. NULL only when `kernels_len` is 0.
+     */
+    const struct kargs_kernel *kernels;
+    /**
+     * The number of kernels.
+     */
+    size_t kernels_len;
+    /**
+     * The launch callback. Never NULL.
+     */
+    kargs_launch_fn launch;
+    /**
+     * Passed to `launch` as it is.
+     */
+    void *ctx;
+    /**
+     * The most dynamic shared memory per block a launch may ask for; 0 for
+     * `KARGS_DEFAULT_MAX_SHARED_MEM_BYTES`.
+     */
+    uint32_t max_shared_mem_bytes;
+    /**
+     * Nonzero: the guest has the wasi-cuda capability. 0: every call is answered
+     * `KARGS_ABI_NOT_AVAILABLE`.
+     */
+    uint8_t enabled;
+    /**
+     * Nonzero: the host trusts its guest as itself, and kernels without a declaration
+     * launch (see docs/declarations.md). 0 (the default to choose): they are refused.
+     */
+    uint8_t trusted;
+} kargs_host;
+
+/**
+ * One `wasi_cuda_launch` call, as the guest made it: the import's arguments.
+ */
+typedef struct kargs_call {
+    /**
+     * The kernel's id.
+     */
+    int64_t kernel_id;
+    /**
+     * Grid x, y, z.
+     */
+    int32_t grid[3];
+    /**
+     * Block x, y, z.
+     */
+    int32_t block[3];
+    /**
+     * Dynamic shared memory per block, in bytes.
+     */
+    int32_t shared_mem;
+    /**
+     * The argv's offset in guest memory.
+     */
+    int32_t args_ptr;
+    /**
+     * The argv's length in bytes.
+     */
+    int32_t args_len;
+} kargs_call;
 
 #ifdef __cplusplus
 extern "C" {
@@ -518,6 +752,106 @@ const char *kargs_abi_error_name(int32_t code);
  * A static, NUL-terminated string; never NULL.
  */
 const char *kargs_error_kind_name(uint32_t kind);
+
+/**
+ * Parses a kernel declaration (`docs/declarations.md`), such as
+ * `"vector_add(a: &[f32; n], b: &[f32; n], out: &mut [f32; n], n: u32)"`, into `*out`, the
+ * caller's storage: once, when the host registers the kernel. No allocation; `text` is not
+ * kept (the declaration holds a copy).
+ *
+ * Returns 0, or `KARGS_ABI_INTERNAL` (-7: the embedder's mistake, not a guest's) with
+ * `KARGS_ERROR_KIND_DECLARATION_SYNTAX` (the 1-based byte column in `detail[0]`), and the
+ * whole message in `msg` (`column 13: ` and what was expected there). On error `*out` is left
+ * invalid (a later use is refused), never half-written. `KARGS_ERROR_KIND_NULL_ARGUMENT` for
+ * a NULL `out`, or a NULL `text` with `text_len` not 0.
+ *
+ * - `text`, `text_len`: the declaration's bytes (UTF-8; no NUL needed; at most 2048 bytes).
+ * - `err`: NULL, or receives the error (all zeros on success).
+ * - `msg`, `msg_cap`: NULL and 0, or a buffer for the message (snprintf's contract; empty on
+ *   success). `KARGS_ERROR_MESSAGE_MAX` bytes hold any.
+ *
+ * # Safety
+ *
+ * `text` is NULL (only with `text_len` 0) or valid for reads of `text_len` bytes; `out` is
+ * NULL or an aligned `kargs_declaration` valid for writes; `err` NULL or valid for writes and
+ * aligned; `msg` NULL or valid for writes of `msg_cap` bytes; none of them overlap.
+ */
+int32_t kargs_declaration_parse(const char *text,
+                                size_t text_len,
+                                struct kargs_declaration *out,
+                                struct kargs_error *err,
+                                char *msg,
+                                size_t msg_cap);
+
+/**
+ * Checks a launch's arguments (as `kargs_parse` wrote them) and shape against a kernel's
+ * declaration: what `kargs_host_call` does before its callback, for a host that makes its own
+ * pipeline. The rules and their order are docs/declarations.md's: the count, each type, then
+ * each window's alignment and length.
+ *
+ * Returns 0, or `KARGS_ABI_INVALID_ARGS` (-9) with a `KARGS_ERROR_KIND_DECLARATION_*` kind
+ * naming the record (`record_index`, `byte_offset`) and the parameter (`detail[0]`), and the
+ * whole message in `msg` (`record 2 at byte 18: out: 16-byte window, the kernel touches n * 4
+ * = 64 bytes`). `KARGS_ABI_INTERNAL` (-7) for a NULL where a pointer is needed, a declaration
+ * `kargs_declaration_parse` did not write, or an entry with no valid tag.
+ *
+ * - `args`, `args_len`: the arguments (NULL only with `args_len` 0).
+ * - `grid`, `block`: 3 dimensions each (x, y, z), for extents such as `grid.x * block.x`.
+ *
+ * # Safety
+ *
+ * `declaration` is NULL or as `kargs_declaration_parse` left it (aligned, readable); `args`
+ * NULL (only with `args_len` 0) or valid for reads of `args_len` aligned entries; `grid` and
+ * `block` NULL or each 3 readable, aligned `uint32_t`; `err` NULL or valid for writes and
+ * aligned; `msg` NULL or valid for writes of `msg_cap` bytes.
+ */
+int32_t kargs_declaration_check(const struct kargs_declaration *declaration,
+                                const struct kargs_arg *args,
+                                size_t args_len,
+                                const uint32_t *grid,
+                                const uint32_t *block,
+                                struct kargs_error *err,
+                                char *msg,
+                                size_t msg_cap);
+
+/**
+ * One `wasi_cuda_launch` call, the whole of it, as kernel-args' `LaunchHost::call` makes it:
+ * the capability (`host->enabled`), the guest's memory, the argument region, the launch shape,
+ * the argv's byte cap, the parse, the kernel (`host->kernels`: unknown, or undeclared with an
+ * untrusted guest, is `KARGS_ABI_INVALID_KERNEL`), the kernel's declaration, then the host's
+ * `launch` callback with the checked launch. The order and every rule are the Rust host's
+ * (ARCHITECTURE.md); the callback is reached exactly when every check passes.
+ *
+ * Returns what the guest gets: 0 (the callback returned 0), the callback's code, or the code
+ * of the first check that failed. `err` receives the error (all zeros on success; the kinds:
+ * the argv's, the region's, the shape's, `UNKNOWN_KERNEL`, `UNDECLARED_KERNEL`,
+ * `DECLARATION_*`, `CAPABILITY_DISABLED`, `NO_MEMORY`, `LAUNCH_CALLBACK`, and this library's
+ * own); `msg` the Rust host's message for it (`InvalidArgs -9: record 2 at byte 18: out:
+ * 16-byte window, the kernel touches n * 4 = 64 bytes`), empty on success. No allocation,
+ * no global state; about 6 KiB of stack.
+ *
+ * - `memory`, `memory_len`: the guest's linear memory; NULL (with `memory_len` 0) for a guest
+ *   that exports none (`KARGS_ABI_INVALID_POINTER`, kind `NO_MEMORY`). A memory of 0 bytes is
+ *   a non-NULL pointer with `memory_len` 0. Over 4 GiB is refused (`KARGS_ABI_INTERNAL`).
+ * - `call`: the import's arguments, as the guest passed them.
+ *
+ * # Safety
+ *
+ * `host` is NULL or points to a readable `kargs_host` whose `kernels` (NULL only with
+ * `kernels_len` 0) holds `kernels_len` entries, each declaration NULL or as
+ * `kargs_declaration_parse` left it, all unchanged during the call; `memory` is NULL or valid
+ * for reads and writes of `memory_len` bytes, which nothing but this call and its callback
+ * touches during it; `call` NULL or readable; `err` NULL or valid for writes and aligned;
+ * `msg` NULL or valid for writes of `msg_cap` bytes; the callback follows `kargs_launch_fn`'s
+ * contract.
+ */
+int32_t kargs_host_call(const struct kargs_host *host,
+                        uint8_t *memory,
+                        size_t memory_len,
+                        const struct kargs_call *call,
+                        struct kargs_error *err,
+                        char *msg,
+                        size_t msg_cap);
 
 #ifdef __cplusplus
 }  // extern "C"

@@ -20,7 +20,7 @@
  *                                                      kargs_push_window_n
  *
  * Example: a guest that launches vector_add(const float *a, const float *b, float *out,
- * unsigned n) (include/examples/vector_add.c is the whole guest):
+ * unsigned n) (capi/c/examples/vector_add.c is the whole guest):
  *
  *   #include "kargs_guest.h"
  *
@@ -82,7 +82,7 @@
  *
  * Checked by scripts/c-guest-check.sh: every valid conformance vector of tests/vectors/argv.json
  * encoded through this header (C99 and C++17, gcc and clang, AddressSanitizer and UBSan), every
- * refusal, and a C guest (include/examples/vector_add.c) run on the wasmtime host.
+ * refusal, and a C guest (capi/c/examples/vector_add.c) run on the wasmtime host.
  *
  * License: MIT OR Apache-2.0, like the rest of kernel-args.
  */

@@ -11,13 +11,13 @@
 # 1. Installs what is missing, with apt (scripts/c-tools.sh): clang, lld (wasm-ld), clang's
 #    sanitizer runtimes (libclang-rt-N-dev), gcc and g++.
 # 2. Generates the vectors table from tests/vectors/argv.json, std-adapter/src/error.rs and
-#    core/src/limits.rs (include/tests/gen_vectors.py; into $out, never committed).
-# 3. include/tests/vectors_test.c as C99 and as C++17, with gcc and with clang
+#    core/src/limits.rs (capi/c/tests/gen_vectors.py; into $out, never committed).
+# 3. capi/c/tests/vectors_test.c as C99 and as C++17, with gcc and with clang
 #    (-Wall -Wextra -Werror -pedantic, AddressSanitizer + UBSan, no recovery): every accepted
 #    vector encoded exactly, every refusal with nothing half-written.
-# 4. include/tests/freestanding.c: every function of the header compiled -ffreestanding
+# 4. capi/c/tests/freestanding.c: every function of the header compiled -ffreestanding
 #    (gcc and clang, -O0 and -O2, C99 and C++17) references no symbol at all (no libc).
-# 5. The C guest include/examples/vector_add.c for wasm32-unknown-unknown, as C99 and as
+# 5. The C guest capi/c/examples/vector_add.c for wasm32-unknown-unknown, as C99 and as
 #    C++17, at -O2 and -O0 (-nostdlib: wasm-ld refuses any undefined symbol), warnings as
 #    errors.
 # 6. std-adapter/tests/guest_e2e.rs (the end-to-end expectations, for every runtime and every
@@ -62,7 +62,7 @@ warn=(-Wall -Wextra -Werror -pedantic)
 # The C guest for wasm32 (-nostdlib: wasm-ld refuses any undefined symbol), warnings as errors:
 # step 5, and the whole of --wasm-only.
 wasm=(--target=wasm32-unknown-unknown -nostdlib -ffreestanding "${warn[@]}" -Iinclude -Wl,--no-entry)
-guest_c99_O2() { clang -std=c99 "${wasm[@]}" -O2 -o "$1" include/examples/vector_add.c; }
+guest_c99_O2() { clang -std=c99 "${wasm[@]}" -O2 -o "$1" capi/c/examples/vector_add.c; }
 if [ -n "$wasm_only" ]; then
     guest_c99_O2 "$out/vector_add.wasm"
     phase "guest: $out/vector_add.wasm, $(wc -c < "$out/vector_add.wasm") bytes (C99 -O2)"
@@ -70,7 +70,7 @@ if [ -n "$wasm_only" ]; then
 fi
 
 # 2. The generated table.
-python3 include/tests/gen_vectors.py "$out/kargs_vectors.h"
+python3 capi/c/tests/gen_vectors.py "$out/kargs_vectors.h"
 
 # 3. The vectors, natively: C99 and C++17, gcc and clang, sanitized.
 san=(-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer -g -O1)
@@ -84,7 +84,7 @@ for cc in gcc clang; do
         esac
         bin="$out/vectors_test-$cc-$lang"
         phase "vectors_test: ${compiler[*]}"
-        "${compiler[@]}" "${warn[@]}" "${san[@]}" -Iinclude -I"$out" include/tests/vectors_test.c -o "$bin"
+        "${compiler[@]}" "${warn[@]}" "${san[@]}" -Iinclude -I"$out" capi/c/tests/vectors_test.c -o "$bin"
         "$bin"
     done
 done
@@ -97,7 +97,7 @@ for cc in gcc clang; do
         for compiler in "$cc -std=c99" "$cxx -x c++ -std=c++17"; do
             # shellcheck disable=SC2086 # the compiler and its language flags, split on purpose
             $compiler "${warn[@]}" -ffreestanding -fno-builtin $opt -Iinclude -c \
-                include/tests/freestanding.c -o "$out/freestanding.o"
+                capi/c/tests/freestanding.c -o "$out/freestanding.o"
             undefined="$(nm -u "$out/freestanding.o")"
             if [ -n "$undefined" ]; then
                 echo "c-guest: $compiler $opt: the header needs symbols: $undefined" >&2
@@ -110,8 +110,8 @@ phase "freestanding: gcc and clang, -O0 and -O2, C99 and C++17: no undefined sym
 
 # 5. The C guest for wasm32 (C99 and C++17; -O0 too, where nothing is inlined).
 guest_c99_O2 "$out/vector_add.wasm"
-clang++ -x c++ -std=c++17 "${wasm[@]}" -O2 -o "$out/vector_add_cxx.wasm" include/examples/vector_add.c
-clang -std=c99 "${wasm[@]}" -O0 -o "$out/vector_add_O0.wasm" include/examples/vector_add.c
+clang++ -x c++ -std=c++17 "${wasm[@]}" -O2 -o "$out/vector_add_cxx.wasm" capi/c/examples/vector_add.c
+clang -std=c99 "${wasm[@]}" -O0 -o "$out/vector_add_O0.wasm" capi/c/examples/vector_add.c
 phase "guest: $(wc -c < "$out/vector_add.wasm") bytes (C99 -O2), $(wc -c < "$out/vector_add_cxx.wasm") (C++17 -O2), $(wc -c < "$out/vector_add_O0.wasm") (C99 -O0)"
 t_guest=$(date +%s)
 

@@ -16,10 +16,11 @@
 # 4. thumbv7em-none-eabihf: the static library, with `cargo rustc --crate-type staticlib`
 #    (`cargo build` works too, but warns that it drops the cdylib, which that target cannot
 #    have); its code size: the C API's functions linked with --gc-sections by rust-lld.
-# 5. include/tests/capi_vectors.c (its table from capi/examples/c_vectors.rs, generated into the
-#    scratch directory, never committed) as C99 with gcc and clang, -Wall -Wextra -Werror
-#    -pedantic, AddressSanitizer + UBSan without recovery, linked with libkargs.a; once more
-#    with gcc against libkargs.so. The header alone as C++17 with g++ and clang++, and
+# 5. capi/c/tests/capi_vectors.c (its table from capi/examples/c_vectors.rs, generated into the
+#    scratch directory, never committed) and capi/c/tests/host_call_test.c (declarations and the
+#    host call) as C99 with gcc and clang, -Wall -Wextra -Werror -pedantic, AddressSanitizer +
+#    UBSan without recovery, linked with libkargs.a; capi_vectors once more with gcc against
+#    libkargs.so. The header alone as C++17 with g++ and clang++, and
 #    kargs_guest.h included before kargs.h (capi_vectors.c includes them the other way round).
 #
 # Shares target/ with the other steps (CARGO_TARGET_DIR is honoured); scratch files go to
@@ -96,12 +97,13 @@ if [ -x "$tools/rust-lld" ] && [ -x "$tools/llvm-size" ]; then
     # The code a firmware pays: the functions linked from the archive with --gc-sections, the
     # whole API and kargs_parse alone (no message formatting).
     all=(-e kargs_parse -u kargs_error_message -u kargs_check_args_region -u kargs_check_launch_shape
-         -u kargs_abi_error_name -u kargs_error_kind_name)
+         -u kargs_abi_error_name -u kargs_error_kind_name -u kargs_declaration_parse
+         -u kargs_declaration_check -u kargs_host_call)
     "$tools/rust-lld" -flavor gnu --gc-sections "${all[@]}" -o "$out/kargs-all.elf" "$arm_lib"
     "$tools/rust-lld" -flavor gnu --gc-sections -e kargs_parse -o "$out/kargs-parse.elf" "$arm_lib"
     sizes() { "$tools/llvm-size" -A "$1" | awk '$1 == ".text" { t = $2 } $1 == ".rodata" { r = $2 }
         END { printf ".text %d + .rodata %d bytes", t, r }'; }
-    phase "thumbv7em: libkargs.a $(wc -c < "$arm_lib") bytes; linked: all six functions $(sizes "$out/kargs-all.elf")," \
+    phase "thumbv7em: libkargs.a $(wc -c < "$arm_lib") bytes; linked: all nine functions $(sizes "$out/kargs-all.elf")," \
         "kargs_parse alone $(sizes "$out/kargs-parse.elf")"
 else
     phase "thumbv7em: libkargs.a $(wc -c < "$arm_lib") bytes (no rust-lld/llvm-size: rustup component add llvm-tools for the linked sizes)"
@@ -116,14 +118,16 @@ san=(-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-poin
 inc=(-Iinclude -I"$out")
 export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1" UBSAN_OPTIONS="print_stacktrace=1"
 for cc in gcc clang; do
-    bin="$out/capi_vectors-$cc"
-    phase "capi_vectors: $cc -std=c99, AddressSanitizer + UBSan, libkargs.a"
-    "$cc" -std=c99 "${warn[@]}" "${san[@]}" "${inc[@]}" include/tests/capi_vectors.c \
-        "$host_dir/libkargs.a" "${native_libs[@]}" -o "$bin"
-    "$bin"
+    for test in capi_vectors host_call_test; do
+        bin="$out/$test-$cc"
+        phase "$test: $cc -std=c99, AddressSanitizer + UBSan, libkargs.a"
+        "$cc" -std=c99 "${warn[@]}" "${san[@]}" "${inc[@]}" "capi/c/tests/$test.c" \
+            "$host_dir/libkargs.a" "${native_libs[@]}" -o "$bin"
+        "$bin"
+    done
 done
 phase "capi_vectors: gcc -std=c99, AddressSanitizer + UBSan, libkargs.so"
-gcc -std=c99 "${warn[@]}" "${san[@]}" "${inc[@]}" include/tests/capi_vectors.c \
+gcc -std=c99 "${warn[@]}" "${san[@]}" "${inc[@]}" capi/c/tests/capi_vectors.c \
     -L"$host_dir" -Wl,-rpath,"$host_dir" -lkargs -o "$out/capi_vectors-shared"
 # (ldd's whole output first: `ldd | grep -q` can fail under pipefail when grep stops early.)
 loaded="$(ldd "$out/capi_vectors-shared")"

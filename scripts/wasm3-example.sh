@@ -1,25 +1,26 @@
 #!/usr/bin/env bash
 # The C API in a C wasm runtime: wasm3 runs the C vector_add guest, with wasi_cuda_launch checked
-# and parsed by libkargs (include/examples/wasm3/host.c; docs/c-embedding.md walks through it).
+# by libkargs' kargs_host_call (capi/c/examples/wasm3/; docs/c-embedding.md walks through it).
 #
 #   scripts/wasm3-example.sh            # CI: .ci/steps/37-wasm3.sh
 #
 # 1. Tools and the guest: `scripts/c-guest-check.sh --wasm-only` installs what is missing with
 #    apt (gcc, g++, clang, lld, clang's sanitizer runtimes: its step 1) and builds
-#    include/examples/vector_add.c for wasm32 with the clang invocation of its step 5.
+#    capi/c/examples/vector_add.c for wasm32 with the clang invocation of its step 5.
 # 2. wasm3's C sources: the crate wasm3-sys 0.3.0 (wasm3 0.4.7), pinned by
-#    include/examples/wasm3/sources/Cargo.lock: `cargo fetch --locked` downloads it into Cargo's
+#    capi/c/examples/wasm3/sources/Cargo.lock: `cargo fetch --locked` downloads it into Cargo's
 #    registry, `cargo metadata` says where. Never built with cargo (its build script runs
 #    bindgen); nothing of it is committed.
 # 3. libkargs: `cargo build -p kernel-args-capi --release` (target/release/libkargs.a and
 #    libkargs.so), and the native libraries the static one needs, as rustc prints them.
 # 4. wasm3's core (source/m3_*.c without the WASI, uvwasi, libc and tracer bindings, which this
-#    host does not use) and the host (host.c, m3_call.c) with gcc -std=c99 -O2, linked with
-#    libkargs.a, and run: every check must hold (exit status 0).
+#    host does not use), the host (wasm3_host.c on kargs_host_call, m3_call.c), the example
+#    (host.c) and the end-to-end checks (capi/c/tests/wasm3_e2e.c) with gcc -std=c99 -O2,
+#    linked with libkargs.a, and run: the example and every check must hold (exit status 0).
 # 5. The same with gcc's AddressSanitizer and UBSan, no recovery: the host's files with every
 #    check; wasm3's with every check but UBSan's `alignment`, which wasm3 0.4.7 itself trips
 #    (m3_compile.c reads 8-byte constants at 4-byte-aligned addresses of its code stream).
-# 6. The host linked with libkargs.so instead, and run.
+# 6. The checks linked with libkargs.so instead, and run.
 #
 # Shares target/ with the other steps (CARGO_TARGET_DIR is honoured); scratch files go to
 # target/wasm3-example/.
@@ -41,7 +42,7 @@ guest="$out/guest/vector_add.wasm"
 t_guest=$(date +%s)
 
 # 2. wasm3's sources.
-sources=include/examples/wasm3/sources/Cargo.toml
+sources=capi/c/examples/wasm3/sources/Cargo.toml
 cargo fetch --locked --manifest-path "$sources"
 wasm3="$(cargo metadata --format-version 1 --locked --offline --manifest-path "$sources" | python3 -c '
 import json, os, sys
@@ -98,16 +99,17 @@ compile() {
     done
     # The host: kargs.h and wasm3.h, wasm3's headers as system headers (its internal ones, which
     # m3_call.c includes, are not -pedantic clean).
-    for f in host m3_call; do
-        gcc -std=c99 "${defines[@]}" "${warn[@]}" "${host_flags[@]}" -Iinclude -isystem "$wasm3" \
-            -c "include/examples/wasm3/$f.c" -o "$dir/$f.o" &
+    for f in capi/c/examples/wasm3/{host,wasm3_host,m3_call}.c capi/c/tests/wasm3_e2e.c; do
+        gcc -std=c99 "${defines[@]}" "${warn[@]}" "${host_flags[@]}" -Iinclude \
+            -Icapi/c/examples/wasm3 -isystem "$wasm3" -c "$f" -o "$dir/$(basename "$f" .c).o" &
         pids+=($!)
     done
     local failed=0 pid
     for pid in "${pids[@]}"; do wait "$pid" || failed=1; done
     [ "$failed" = 0 ] || { echo "wasm3: compiling into $dir failed" >&2; exit 1; }
 }
-objects() { local f; for f in "${core[@]}" host m3_call; do echo "$1/$f.o"; done; }
+# The objects of program $2 (host: the example; wasm3_e2e: the checks) in directory $1.
+objects() { local f; for f in "${core[@]}" wasm3_host m3_call "$2"; do echo "$1/$f.o"; done; }
 # Runs a host binary on the guest; the log keeps every check's line. Prints the lines (all with
 # `all`, else the failures and the summary) and fails when the host does.
 checks=""
@@ -126,34 +128,42 @@ run_host() {
     checks="$summary"
 }
 
-# 4. -O2, static.
-mapfile -t objs < <(objects "$out/O2")
+# 4. -O2, static: the example, then the checks.
 compile "$out/O2" -O2 -- -O2
-gcc "${objs[@]}" "$lib_dir/libkargs.a" "${native_libs[@]}" -o "$out/O2/host"
-phase "host (gcc -O2, libkargs.a): $out/O2/host"
-run_host "$out/O2/host" all
+for program in host wasm3_e2e; do
+    mapfile -t objs < <(objects "$out/O2" "$program")
+    gcc "${objs[@]}" "$lib_dir/libkargs.a" "${native_libs[@]}" -o "$out/O2/$program"
+done
+phase "the example (gcc -O2, libkargs.a): $out/O2/host"
+"$out/O2/host" "$guest" || { echo "wasm3: the example failed" >&2; exit 1; }
+phase "the checks (gcc -O2, libkargs.a): $out/O2/wasm3_e2e"
+run_host "$out/O2/wasm3_e2e" all
 t_run=$(date +%s)
 
 # 5. Sanitized.
 san=(-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer -g -O1)
 export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1" UBSAN_OPTIONS="print_stacktrace=1"
-mapfile -t objs < <(objects "$out/san")
 compile "$out/san" "${san[@]}" -fno-sanitize=alignment -- "${san[@]}"
-gcc "${san[@]}" "${objs[@]}" "$lib_dir/libkargs.a" "${native_libs[@]}" -o "$out/san/host"
-phase "host under AddressSanitizer and UBSan (wasm3: all but alignment)"
-run_host "$out/san/host" summary
+for program in host wasm3_e2e; do
+    mapfile -t objs < <(objects "$out/san" "$program")
+    gcc "${san[@]}" "${objs[@]}" "$lib_dir/libkargs.a" "${native_libs[@]}" -o "$out/san/$program"
+done
+phase "the example and the checks under AddressSanitizer and UBSan (wasm3: all but alignment)"
+"$out/san/host" "$guest" > "$out/san/host.log" 2>&1 || { cat "$out/san/host.log"; exit 1; }
+tail -1 "$out/san/host.log"
+run_host "$out/san/wasm3_e2e" summary
 t_san=$(date +%s)
 
 # 6. libkargs.so.
-mapfile -t objs < <(objects "$out/O2")
-gcc "${objs[@]}" -L"$lib_dir" -Wl,-rpath,"$lib_dir" -lkargs -lm -o "$out/O2/host-shared"
-loaded="$(ldd "$out/O2/host-shared")"
+mapfile -t objs < <(objects "$out/O2" wasm3_e2e)
+gcc "${objs[@]}" -L"$lib_dir" -Wl,-rpath,"$lib_dir" -lkargs -lm -o "$out/O2/wasm3_e2e-shared"
+loaded="$(ldd "$out/O2/wasm3_e2e-shared")"
 grep -qF "$lib_dir/libkargs.so" <<< "$loaded" || {
-    echo "wasm3: host-shared does not load $lib_dir/libkargs.so" >&2
+    echo "wasm3: wasm3_e2e-shared does not load $lib_dir/libkargs.so" >&2
     exit 1
 }
-phase "host linked with libkargs.so"
-run_host "$out/O2/host-shared" summary
+phase "the checks linked with libkargs.so"
+run_host "$out/O2/wasm3_e2e-shared" summary
 t_end=$(date +%s)
 phase "ok in $((t_end - t_start))s (tools and guest $((t_guest - t_start))s, sources" \
     "$((t_sources - t_guest))s, libkargs $((t_lib - t_sources))s, -O2 $((t_run - t_lib))s," \

@@ -2,7 +2,7 @@
 # The C API (capi/, libkargs; include/kargs.h): the committed header against what cbindgen
 # makes from capi/ now (a stale header fails, with the command that regenerates it), the host
 # static and shared libraries, the thumbv7em-none-eabihf static library and its linked code
-# size, and include/tests/capi_vectors.c (every conformance vector through kargs_parse against
+# size, and capi/c/tests/capi_vectors.c (every conformance vector through kargs_parse against
 # kernel-args-core's outcome, the region and shape checks, NULLs, capacities, message
 # truncation) as C99 with gcc and clang under AddressSanitizer and UBSan, against the static
 # and the shared library. Installs gcc, g++, clang and clang's sanitizer runtimes with apt when

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# The C API in a C wasm runtime (include/examples/wasm3/host.c, docs/c-embedding.md): wasm3 0.4.7,
+# The C API in a C wasm runtime (capi/c/examples/wasm3/host.c, docs/c-embedding.md): wasm3 0.4.7,
 # compiled from the C sources in the crate wasm3-sys 0.3.0 (fetched with `cargo fetch --locked`
-# from include/examples/wasm3/sources/, never built with cargo, nothing committed), runs the C
+# from capi/c/examples/wasm3/sources/, never built with cargo, nothing committed), runs the C
 # vector_add guest with a wasi_cuda_launch that checks and parses on libkargs, against the
 # end-to-end expectations the wasmtime and wasmi hosts are held to
 # (std-adapter/tests/guest_e2e.rs): with gcc -O2 and libkargs.a, under AddressSanitizer and UBSan

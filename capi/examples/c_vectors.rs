@@ -1,4 +1,4 @@
-//! Writes the C table `include/tests/capi_vectors.c` runs through the C API:
+//! Writes the C table `capi/c/tests/capi_vectors.c` runs through the C API:
 //!
 //! ```sh
 //! cargo run -q -p kernel-args-capi --example c_vectors -- OUT.h

@@ -3,17 +3,27 @@
 //! section states (each block with its `// SAFETY:`), then calls safe code.
 #![allow(unsafe_code)]
 
-use core::ffi::c_char;
+use core::ffi::{c_char, c_void};
 use core::mem::MaybeUninit;
 
-use kernel_args::{AbiError, LaunchLimits, check_args_region, check_launch_shape};
+use core::fmt::Write as _;
+
+use kernel_args::{
+    AbiError, Declaration, GuestTrust, HostError, LaunchArgs, LaunchCall, LaunchHost, LaunchLimits,
+    LaunchOutcome, LaunchRequest, LaunchShape, Launcher, Mismatch, PointerMode, Registered, SignatureCheck,
+    check_args_region, check_launch_shape,
+};
 use kernel_args_core::{
-    ArgvError, ErrorKind, GuestMemory, MAX_KERNEL_ARGS, MAX_KERNEL_ARGS_BYTES, parse_argv_into,
+    Arg, ArgvError, ErrorKind, GuestMemory, LoweredArgSnapshot, MAX_GUEST_MEMORY_BYTES, MAX_KERNEL_ARGS,
+    MAX_KERNEL_ARGS_BYTES, parse_argv_into,
 };
 
 use crate::message::{Counter, Truncating, write_message};
 use crate::sink::ArgArray;
-use crate::types::{KargsArg, KargsError, KargsErrorKind, KargsFunction};
+use crate::types::{
+    KargsArg, KargsCall, KargsDeclaration, KargsError, KargsErrorKind, KargsFunction, KargsHost, KargsKernel,
+    KargsLaunch,
+};
 
 /// Writes `value` to `ptr` unless it is NULL.
 ///
@@ -304,4 +314,434 @@ pub extern "C" fn kargs_abi_error_name(code: i32) -> *const c_char {
 #[unsafe(no_mangle)]
 pub extern "C" fn kargs_error_kind_name(kind: u32) -> *const c_char {
     KargsErrorKind::from_u32(kind).map_or(c"unknown", KargsErrorKind::name).as_ptr()
+}
+
+/// The first word of a `kargs_declaration` that `kargs_declaration_parse` wrote.
+const DECLARATION_MARK: u64 = u64::from_le_bytes(*b"kargsdc1");
+
+/// Bytes before the `Declaration` in a `kargs_declaration`: the mark's word (so the
+/// `Declaration` is aligned as the struct's words are, which is enough: types.rs asserts it).
+const DECLARATION_AT: usize = size_of::<u64>();
+
+/// The declaration `decl` holds, or `None` when `kargs_declaration_parse` did not write it (its
+/// mark is not there).
+///
+/// # Safety
+///
+/// `decl` is aligned, readable for `KARGS_DECLARATION_SIZE` bytes, and unchanged for `'a`;
+/// when its first word is the mark, `kargs_declaration_parse` wrote it (or it is a byte copy of
+/// one it wrote).
+unsafe fn declaration_of<'a>(decl: *const KargsDeclaration) -> Option<&'a Declaration> {
+    // SAFETY: aligned and readable by the contract; every bit pattern is a valid u64.
+    let mark = unsafe { decl.cast::<u64>().read() };
+    if mark != DECLARATION_MARK {
+        return None;
+    }
+    // SAFETY: the mark says `kargs_declaration_parse` wrote a `Declaration` at
+    // `DECLARATION_AT` (aligned and inside the struct: a const assertion in types.rs), which
+    // holds no pointer, so a byte copy is the same value; it is unchanged for 'a.
+    Some(unsafe { &*decl.cast::<u8>().wrapping_add(DECLARATION_AT).cast::<Declaration>() })
+}
+
+/// Writes `message` into `msg` (snprintf's contract: NUL-terminated, cut to `cap - 1` bytes;
+/// nothing when `msg` is NULL or `cap` is 0).
+///
+/// # Safety
+///
+/// `msg` is NULL or valid for writes of `cap` bytes.
+unsafe fn put_message(msg: *mut c_char, cap: usize, message: &dyn core::fmt::Display) {
+    if msg.is_null() || cap == 0 {
+        return;
+    }
+    // SAFETY: not NULL and valid for writes of `cap` bytes by the contract; `MaybeUninit`: the
+    // buffer need not be initialised.
+    let buf = unsafe { core::slice::from_raw_parts_mut(msg.cast::<MaybeUninit<u8>>(), cap) };
+    let mut writer = Truncating::new(buf);
+    let _ = write!(writer, "{message}");
+    writer.finish();
+}
+
+/// Parses a kernel declaration (`docs/declarations.md`), such as
+/// `"vector_add(a: &[f32; n], b: &[f32; n], out: &mut [f32; n], n: u32)"`, into `*out`, the
+/// caller's storage: once, when the host registers the kernel. No allocation; `text` is not
+/// kept (the declaration holds a copy).
+///
+/// Returns 0, or `KARGS_ABI_INTERNAL` (-7: the embedder's mistake, not a guest's) with
+/// `KARGS_ERROR_KIND_DECLARATION_SYNTAX` (the 1-based byte column in `detail[0]`), and the
+/// whole message in `msg` (`column 13: ` and what was expected there). On error `*out` is left
+/// invalid (a later use is refused), never half-written. `KARGS_ERROR_KIND_NULL_ARGUMENT` for
+/// a NULL `out`, or a NULL `text` with `text_len` not 0.
+///
+/// - `text`, `text_len`: the declaration's bytes (UTF-8; no NUL needed; at most 2048 bytes).
+/// - `err`: NULL, or receives the error (all zeros on success).
+/// - `msg`, `msg_cap`: NULL and 0, or a buffer for the message (snprintf's contract; empty on
+///   success). `KARGS_ERROR_MESSAGE_MAX` bytes hold any.
+///
+/// # Safety
+///
+/// `text` is NULL (only with `text_len` 0) or valid for reads of `text_len` bytes; `out` is
+/// NULL or an aligned `kargs_declaration` valid for writes; `err` NULL or valid for writes and
+/// aligned; `msg` NULL or valid for writes of `msg_cap` bytes; none of them overlap.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn kargs_declaration_parse(
+    text: *const c_char,
+    text_len: usize,
+    out: *mut KargsDeclaration,
+    err: *mut KargsError,
+    msg: *mut c_char,
+    msg_cap: usize,
+) -> i32 {
+    let null = |position, len| KargsError::null_argument(KargsFunction::DeclarationParse, position, len);
+    let error = if text.is_null() && text_len != 0 {
+        null(0, text_len)
+    } else if out.is_null() {
+        null(2, 0)
+    } else {
+        // Invalid until a whole declaration is written.
+        // SAFETY: `out` is aligned and valid for writes (not NULL, checked above).
+        unsafe { out.cast::<u64>().write(0) };
+        let bytes: &[u8] = if text_len == 0 {
+            &[]
+        } else {
+            // SAFETY: not NULL, valid for reads of `text_len` bytes by the contract.
+            unsafe { core::slice::from_raw_parts(text.cast::<u8>(), text_len) }
+        };
+        match Declaration::parse_bytes(bytes) {
+            Ok(declaration) => {
+                // SAFETY: `out` is valid for writes of the whole struct; the `Declaration` goes
+                // at `DECLARATION_AT`, aligned and inside it (const assertion in types.rs).
+                unsafe {
+                    out.cast::<u8>().wrapping_add(DECLARATION_AT).cast::<Declaration>().write(declaration)
+                };
+                // SAFETY: as above; the mark last, once the declaration is whole.
+                unsafe { out.cast::<u64>().write(DECLARATION_MARK) };
+                // SAFETY: NULL or valid for writes of `msg_cap` bytes.
+                unsafe { put_message(msg, msg_cap, &"") };
+                KargsError::NONE
+            }
+            Err(e) => {
+                // SAFETY: NULL or valid for writes of `msg_cap` bytes.
+                unsafe { put_message(msg, msg_cap, &e) };
+                let column = u64::try_from(e.column).unwrap_or(u64::MAX);
+                let at = u32::try_from(e.column.saturating_sub(1)).unwrap_or(u32::MAX);
+                KargsError::own(KargsErrorKind::DeclarationSyntax, at, [column, 0, 0])
+            }
+        }
+    };
+    if error.kind == KargsErrorKind::NullArgument as u32 {
+        // SAFETY: NULL or valid for writes of `msg_cap` bytes.
+        unsafe { put_message(msg, msg_cap, &Message(&error)) };
+    }
+    // SAFETY: NULL or valid for writes and aligned.
+    unsafe { put(err, error) };
+    error.abi_code
+}
+
+/// `kargs_error_message`'s text of an error, as a `Display`.
+struct Message<'e>(&'e KargsError);
+
+impl core::fmt::Display for Message<'_> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write_message(f, Some(self.0))
+    }
+}
+
+/// Checks a launch's arguments (as `kargs_parse` wrote them) and shape against a kernel's
+/// declaration: what `kargs_host_call` does before its callback, for a host that makes its own
+/// pipeline. The rules and their order are docs/declarations.md's: the count, each type, then
+/// each window's alignment and length.
+///
+/// Returns 0, or `KARGS_ABI_INVALID_ARGS` (-9) with a `KARGS_ERROR_KIND_DECLARATION_*` kind
+/// naming the record (`record_index`, `byte_offset`) and the parameter (`detail[0]`), and the
+/// whole message in `msg` (`record 2 at byte 18: out: 16-byte window, the kernel touches n * 4
+/// = 64 bytes`). `KARGS_ABI_INTERNAL` (-7) for a NULL where a pointer is needed, a declaration
+/// `kargs_declaration_parse` did not write, or an entry with no valid tag.
+///
+/// - `args`, `args_len`: the arguments (NULL only with `args_len` 0).
+/// - `grid`, `block`: 3 dimensions each (x, y, z), for extents such as `grid.x * block.x`.
+///
+/// # Safety
+///
+/// `declaration` is NULL or as `kargs_declaration_parse` left it (aligned, readable); `args`
+/// NULL (only with `args_len` 0) or valid for reads of `args_len` aligned entries; `grid` and
+/// `block` NULL or each 3 readable, aligned `uint32_t`; `err` NULL or valid for writes and
+/// aligned; `msg` NULL or valid for writes of `msg_cap` bytes.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn kargs_declaration_check(
+    declaration: *const KargsDeclaration,
+    args: *const KargsArg,
+    args_len: usize,
+    grid: *const u32,
+    block: *const u32,
+    err: *mut KargsError,
+    msg: *mut c_char,
+    msg_cap: usize,
+) -> i32 {
+    let null = |position, len| {
+        Err(Refused::Own(KargsError::null_argument(KargsFunction::DeclarationCheck, position, len)))
+    };
+    let result = if declaration.is_null() {
+        null(0, 0)
+    } else if args.is_null() && args_len != 0 {
+        null(1, args_len)
+    } else if grid.is_null() {
+        null(3, 0)
+    } else if block.is_null() {
+        null(4, 0)
+    } else {
+        // SAFETY: not NULL; as `kargs_declaration_parse` left it, by the contract.
+        match unsafe { declaration_of(declaration) } {
+            None => Err(Refused::Own(KargsError::own(KargsErrorKind::InvalidDeclaration, 0, [0; 3]))),
+            Some(declaration) => {
+                let entries: &[KargsArg] = if args_len == 0 {
+                    &[]
+                } else {
+                    // SAFETY: not NULL, `args_len` readable aligned entries by the contract.
+                    unsafe { core::slice::from_raw_parts(args, args_len) }
+                };
+                // SAFETY: not NULL, 3 readable aligned `uint32_t`, by the contract.
+                let grid = unsafe { grid.cast::<[u32; 3]>().read() };
+                // SAFETY: as above.
+                let block = unsafe { block.cast::<[u32; 3]>().read() };
+                check_entries(declaration, entries, &LaunchShape { grid, block, shared_mem_bytes: 0 })
+            }
+        }
+    };
+    let error = match &result {
+        Ok(()) => KargsError::NONE,
+        Err(Refused::Own(error)) => *error,
+        Err(Refused::Mismatch(m)) => KargsError::from_mismatch(m),
+    };
+    let own;
+    let message: &dyn core::fmt::Display = match &result {
+        Ok(()) => &"",
+        Err(Refused::Own(error)) => {
+            own = Message(error);
+            &own
+        }
+        Err(Refused::Mismatch(m)) => m,
+    };
+    // SAFETY: NULL or valid for writes of `msg_cap` bytes.
+    unsafe { put_message(msg, msg_cap, message) };
+    // SAFETY: NULL or valid for writes and aligned.
+    unsafe { put(err, error) };
+    error.abi_code
+}
+
+/// Why `kargs_declaration_check` refuses: this library's own error, or the declaration's.
+enum Refused {
+    Own(KargsError),
+    Mismatch(Mismatch),
+}
+
+/// The declaration's check of a `kargs_arg` array.
+fn check_entries(
+    declaration: &Declaration,
+    entries: &[KargsArg],
+    shape: &LaunchShape,
+) -> Result<(), Refused> {
+    let mut snapshots: heapless::Vec<LoweredArgSnapshot, MAX_KERNEL_ARGS> = heapless::Vec::new();
+    for (index, entry) in entries.iter().enumerate() {
+        let Some(arg) = entry.snapshot() else {
+            let detail = [u64::try_from(index).unwrap_or(u64::MAX), u64::from(entry.tag), 0];
+            return Err(Refused::Own(KargsError::own(KargsErrorKind::InvalidEntry, 0, detail)));
+        };
+        if snapshots.push(arg).is_err() {
+            // More entries than any argv has: too many for any declaration.
+            let declared = declaration.len();
+            let at = entries.get(declared).map_or(0, |e| e.byte_offset);
+            let detail =
+                [u64::try_from(declared).unwrap_or(0), u64::try_from(entries.len()).unwrap_or(u64::MAX), 0];
+            return Err(Refused::Own(KargsError::own_at(
+                KargsErrorKind::DeclarationCount,
+                declared,
+                at,
+                detail,
+            )));
+        }
+    }
+    let args = LaunchArgs::from_slice(&snapshots).unwrap_or_default();
+    declaration.check(&args, shape).map_err(Refused::Mismatch)
+}
+
+/// The host's launch callback as a [`Launcher`]: the kernels of the host's table (their
+/// declarations checked to be `kargs_declaration_parse`'s before the call), each checked launch
+/// handed to the callback as a `kargs_launch`.
+struct CallbackLauncher<'a> {
+    kernels: &'a [KargsKernel],
+    launch: unsafe extern "C" fn(*mut c_void, *const KargsLaunch) -> i32,
+    ctx: *mut c_void,
+    /// What the callback returned, once it has been called.
+    answered: i64,
+}
+
+impl Launcher for CallbackLauncher<'_> {
+    fn registered(&mut self, kernel_id: i64) -> Option<Registered<'_>> {
+        let kernel = self.kernels.iter().find(|k| k.id == kernel_id)?;
+        if kernel.declaration.is_null() {
+            return Some(Registered::Undeclared);
+        }
+        // SAFETY: `kargs_host_call` checked every declaration's mark before the call, and the
+        // host's table and declarations stay unchanged during it (its contract).
+        unsafe { declaration_of(kernel.declaration) }.map(Registered::Declared)
+    }
+
+    fn launch(&mut self, request: &LaunchRequest<'_, '_>) -> Result<LaunchOutcome, HostError> {
+        let mut entries = [KargsArg::ZERO; MAX_KERNEL_ARGS];
+        let mut offset = 0usize;
+        for (entry, arg) in entries.iter_mut().zip(request.args.iter()) {
+            let host_ptr = match arg {
+                Arg::Ptr(range) => request.window(range)?.host_ptr_mut().unwrap_or(core::ptr::null_mut()),
+                _ => core::ptr::null_mut(),
+            };
+            *entry = KargsArg::checked(arg, offset, host_ptr);
+            offset = offset.saturating_add(arg.tag().wire_size());
+        }
+        let shape = request.shape;
+        let launch = KargsLaunch {
+            kernel_id: request.kernel_id,
+            grid: shape.grid,
+            block: shape.block,
+            shared_mem_bytes: shape.shared_mem_bytes,
+            args: entries.as_ptr(),
+            args_len: request.args.len(),
+        };
+        // SAFETY: the host's callback, called as its contract says: `ctx` as the host gave it,
+        // `launch` valid for the call (its `args` live in this frame).
+        let code = unsafe { (self.launch)(self.ctx, &launch) };
+        self.answered = i64::from(code);
+        match code {
+            0 => Ok(LaunchOutcome { pointer_mode: PointerMode::Direct, signature: SignatureCheck::Skipped }),
+            code => Err(HostError::fixed(
+                AbiError::try_from(code).unwrap_or(AbiError::Internal),
+                "the host's launch callback refused the launch",
+            )),
+        }
+    }
+}
+
+/// One `wasi_cuda_launch` call, the whole of it, as kernel-args' `LaunchHost::call` makes it:
+/// the capability (`host->enabled`), the guest's memory, the argument region, the launch shape,
+/// the argv's byte cap, the parse, the kernel (`host->kernels`: unknown, or undeclared with an
+/// untrusted guest, is `KARGS_ABI_INVALID_KERNEL`), the kernel's declaration, then the host's
+/// `launch` callback with the checked launch. The order and every rule are the Rust host's
+/// (ARCHITECTURE.md); the callback is reached exactly when every check passes.
+///
+/// Returns what the guest gets: 0 (the callback returned 0), the callback's code, or the code
+/// of the first check that failed. `err` receives the error (all zeros on success; the kinds:
+/// the argv's, the region's, the shape's, `UNKNOWN_KERNEL`, `UNDECLARED_KERNEL`,
+/// `DECLARATION_*`, `CAPABILITY_DISABLED`, `NO_MEMORY`, `LAUNCH_CALLBACK`, and this library's
+/// own); `msg` the Rust host's message for it (`InvalidArgs -9: record 2 at byte 18: out:
+/// 16-byte window, the kernel touches n * 4 = 64 bytes`), empty on success. No allocation,
+/// no global state; about 6 KiB of stack.
+///
+/// - `memory`, `memory_len`: the guest's linear memory; NULL (with `memory_len` 0) for a guest
+///   that exports none (`KARGS_ABI_INVALID_POINTER`, kind `NO_MEMORY`). A memory of 0 bytes is
+///   a non-NULL pointer with `memory_len` 0. Over 4 GiB is refused (`KARGS_ABI_INTERNAL`).
+/// - `call`: the import's arguments, as the guest passed them.
+///
+/// # Safety
+///
+/// `host` is NULL or points to a readable `kargs_host` whose `kernels` (NULL only with
+/// `kernels_len` 0) holds `kernels_len` entries, each declaration NULL or as
+/// `kargs_declaration_parse` left it, all unchanged during the call; `memory` is NULL or valid
+/// for reads and writes of `memory_len` bytes, which nothing but this call and its callback
+/// touches during it; `call` NULL or readable; `err` NULL or valid for writes and aligned;
+/// `msg` NULL or valid for writes of `msg_cap` bytes; the callback follows `kargs_launch_fn`'s
+/// contract.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn kargs_host_call(
+    host: *const KargsHost,
+    memory: *mut u8,
+    memory_len: usize,
+    call: *const KargsCall,
+    err: *mut KargsError,
+    msg: *mut c_char,
+    msg_cap: usize,
+) -> i32 {
+    let null = |position, len| Err(KargsError::null_argument(KargsFunction::HostCall, position, len));
+    // SAFETY: NULL or readable (the contract).
+    let host_ref = unsafe { host.as_ref() };
+    // SAFETY: as above.
+    let call_ref = unsafe { call.as_ref() };
+    let checked = match (host_ref, call_ref) {
+        (None, _) => null(0, 0),
+        (_, None) => null(3, 0),
+        _ if memory.is_null() && memory_len != 0 => null(1, memory_len),
+        (Some(host), _) if host.kernels.is_null() && host.kernels_len != 0 => null(7, host.kernels_len),
+        (Some(host), _) if host.launch.is_none() => null(9, 0),
+        _ if u64::try_from(memory_len).map_or(true, |len| len > MAX_GUEST_MEMORY_BYTES) => {
+            let detail = [u64::try_from(memory_len).unwrap_or(u64::MAX), 0, 0];
+            Err(KargsError::own(KargsErrorKind::MemoryTooLarge, 0, detail))
+        }
+        (Some(host), Some(call)) => {
+            let kernels: &[KargsKernel] = if host.kernels_len == 0 {
+                &[]
+            } else {
+                // SAFETY: not NULL, `kernels_len` readable entries, unchanged during the call.
+                unsafe { core::slice::from_raw_parts(host.kernels, host.kernels_len) }
+            };
+            let invalid = |k: &KargsKernel| {
+                // SAFETY: each declaration NULL or as `kargs_declaration_parse` left it.
+                !k.declaration.is_null() && unsafe { declaration_of(k.declaration) }.is_none()
+            };
+            match kernels.iter().position(invalid) {
+                Some(index) => {
+                    let detail = [u64::try_from(index).unwrap_or(u64::MAX), 0, 0];
+                    Err(KargsError::own(KargsErrorKind::InvalidDeclaration, 0, detail))
+                }
+                None => Ok((host, call, kernels)),
+            }
+        }
+    };
+    let (host, call, kernels) = match checked {
+        Ok(parts) => parts,
+        Err(error) => {
+            // SAFETY: NULL or valid for writes of `msg_cap` bytes.
+            unsafe { put_message(msg, msg_cap, &Message(&error)) };
+            // SAFETY: NULL or valid for writes and aligned.
+            unsafe { put(err, error) };
+            return error.abi_code;
+        }
+    };
+    let guest: Option<&mut [u8]> = if memory.is_null() {
+        None
+    } else {
+        // SAFETY: not NULL, valid for reads and writes of `memory_len` bytes, touched by nothing
+        // but this call and its callback during it (the contract).
+        Some(unsafe { core::slice::from_raw_parts_mut(memory, memory_len) })
+    };
+    let Some(launch) = host.launch else { return AbiError::Internal.code() };
+    let launcher = CallbackLauncher { kernels, launch, ctx: host.ctx, answered: 0 };
+    let limits = match host.max_shared_mem_bytes {
+        0 => LaunchLimits::DEFAULT,
+        max_shared_mem_bytes => LaunchLimits { max_shared_mem_bytes },
+    };
+    let trust = if host.trusted != 0 { GuestTrust::Trusted } else { GuestTrust::Untrusted };
+    let mut launch_host =
+        LaunchHost::new(launcher).with_enabled(host.enabled != 0).with_trust(trust).with_limits(limits);
+    let rust_call = LaunchCall {
+        kernel_id: call.kernel_id,
+        grid: call.grid,
+        block: call.block,
+        shared_mem: call.shared_mem,
+        args_ptr: call.args_ptr,
+        args_len: call.args_len,
+    };
+    let code = launch_host.call(guest, &rust_call);
+    let memory_len = u64::try_from(memory_len).unwrap_or(u64::MAX);
+    let answered = launch_host.launcher().answered;
+    let error = match launch_host.last_error() {
+        None => KargsError::NONE,
+        Some(e) => KargsError::from_host(e, call.args_ptr, call.args_len, memory_len, answered),
+    };
+    let message: &dyn core::fmt::Display = match launch_host.last_error() {
+        None => &"",
+        Some(e) => e,
+    };
+    // SAFETY: NULL or valid for writes of `msg_cap` bytes.
+    unsafe { put_message(msg, msg_cap, message) };
+    // SAFETY: NULL or valid for writes and aligned.
+    unsafe { put(err, error) };
+    code
 }

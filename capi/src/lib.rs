@@ -5,6 +5,11 @@
 //! hosts written in C or C++ (a wasm3 or WAMR embedding, a firmware) that receive a wasi-cuda
 //! kernel-argument buffer from a guest.
 //!
+//! - `kargs_host_call`: kernel-args' whole host call (`LaunchHost::call`: capability, memory,
+//!   region, shape, parse, kernel, declaration), then the host's launch callback with the
+//!   checked launch;
+//! - `kargs_declaration_parse`, `kargs_declaration_check`: kernel declarations
+//!   (`docs/declarations.md`), parsed into caller-owned storage and checked against arguments;
 //! - `kargs_parse`: kernel-args-core's parser (`parse_argv_into`), writing straight into the
 //!   caller's array of `kargs_arg` (no allocation, no copy);
 //! - `kargs_check_args_region`, `kargs_check_launch_shape`: kernel-args' host checks;
@@ -63,10 +68,13 @@ mod sink;
 mod types;
 
 pub use ffi::{
-    kargs_abi_error_name, kargs_check_args_region, kargs_check_launch_shape, kargs_error_kind_name,
-    kargs_error_message, kargs_parse,
+    kargs_abi_error_name, kargs_check_args_region, kargs_check_launch_shape, kargs_declaration_check,
+    kargs_declaration_parse, kargs_error_kind_name, kargs_error_message, kargs_host_call, kargs_parse,
 };
-pub use types::{KargsArg, KargsDimension, KargsError, KargsErrorKind, KargsFunction};
+pub use types::{
+    KARGS_DECLARATION_SIZE, KargsArg, KargsCall, KargsDeclaration, KargsDimension, KargsError,
+    KargsErrorKind, KargsFunction, KargsHost, KargsKernel, KargsLaunch, KargsLaunchFn,
+};
 
 /// Records per argv: `MAX_KERNEL_ARGS` (kernel-args-core). `kargs_parse` never writes more
 /// entries than this, whatever `out_cap` says.

@@ -2,7 +2,9 @@
 //! dimension and a function; and the conversions between them and the Rust errors. Safe code:
 //! the only `unsafe` of the crate is in `ffi`.
 
-use kernel_args::{AbiError, Bound, Dimension, RegionError, ShapeError};
+use kernel_args::{
+    AbiError, Bound, Detail, Dimension, HostError, Mismatch, MismatchKind, RegionError, ShapeError,
+};
 use kernel_args_core::{ArgTag, ArgvError, ErrorKind, LoweredArg};
 
 /// One parsed kernel argument, as `kargs_parse` writes it into the caller's array.
@@ -156,11 +158,57 @@ pub enum KargsErrorKind {
     /// parameter's 0-based position, `detail[2]`: the length or capacity that makes NULL
     /// invalid there (0 for a parameter that may never be NULL).
     NullArgument = 48,
+    /// `-3` InvalidKernel: no kernel of the host's table has the call's id. `detail[0]`: the
+    /// id (`(int64_t)detail[0]`).
+    UnknownKernel = 64,
+    /// `-3` InvalidKernel: the kernel is registered without a declaration and the host does
+    /// not trust its guest. `detail[0]`: the id.
+    UndeclaredKernel = 65,
+    /// `-9` InvalidArgs: the argv has not as many arguments as the declaration parameters.
+    /// `record_index`, `byte_offset`: the first record past the shorter list. `detail[0]`: the
+    /// parameters, `detail[1]`: the arguments.
+    DeclarationCount = 80,
+    /// `-9` InvalidArgs: the record's type is not its parameter's. `detail[0]`: the parameter's
+    /// index, `detail[1]`: the tag the parameter takes, `detail[2]`: the record's tag.
+    DeclarationType = 81,
+    /// `-9` InvalidArgs: the window's guest offset is not a multiple of its element's size.
+    /// `detail[0]`: the parameter, `detail[1]`: the guest offset, `detail[2]`: the element's
+    /// size.
+    DeclarationMisaligned = 82,
+    /// `-9` InvalidArgs: the window is shorter than the bytes the kernel may touch through it.
+    /// `detail[0]`: the parameter, `detail[1]`: the window's length, `detail[2]`: the bytes.
+    DeclarationWindowTooShort = 83,
+    /// `-9` InvalidArgs: the bytes the kernel may touch are out of range for this launch (over
+    /// 64 bits, below zero, a division by zero). `detail[0]`: the parameter.
+    DeclarationOutOfRange = 84,
+    /// `-9` InvalidArgs: the extent counts with a signed parameter that is negative.
+    /// `detail[0]`: the pointer parameter, `detail[1]`: the negative one.
+    DeclarationNegative = 85,
+    /// `-1` NotAvailable: the host's `enabled` is 0: the capability is withheld.
+    CapabilityDisabled = 96,
+    /// `-2` InvalidPointer: `memory` is NULL: the guest exports no linear memory.
+    NoMemory = 97,
+    /// `-7` Internal: `memory_len` is over 4 GiB, larger than any wasm32 memory. `detail[0]`:
+    /// the length.
+    MemoryTooLarge = 98,
+    /// The host's launch callback refused the launch: `abi_code` is its code when that is an
+    /// ABI code, else `-7` Internal. `detail[0]`: what it returned (`(int64_t)detail[0]`).
+    LaunchCallback = 99,
+    /// `-7` Internal: a declaration does not parse (`kargs_declaration_parse`).
+    /// `byte_offset`: the 1-based byte column of the problem, minus one; `detail[0]`: the
+    /// column.
+    DeclarationSyntax = 112,
+    /// `-7` Internal: a `kargs_declaration` that `kargs_declaration_parse` did not write.
+    /// `detail[0]`: its kernel's index in the host's table (0 for `kargs_declaration_check`).
+    InvalidDeclaration = 113,
+    /// `-7` Internal: an entry of a `kargs_arg` array with no valid tag. `detail[0]`: its
+    /// index, `detail[1]`: its tag.
+    InvalidEntry = 114,
 }
 
 impl KargsErrorKind {
     /// Every kind, in value order.
-    pub(crate) const ALL: [KargsErrorKind; 13] = [
+    pub(crate) const ALL: [KargsErrorKind; 28] = [
         KargsErrorKind::None,
         KargsErrorKind::BufferTooLong,
         KargsErrorKind::TooManyRecords,
@@ -174,7 +222,25 @@ impl KargsErrorKind {
         KargsErrorKind::DimensionTooSmall,
         KargsErrorKind::DimensionTooLarge,
         KargsErrorKind::NullArgument,
+        KargsErrorKind::UnknownKernel,
+        KargsErrorKind::UndeclaredKernel,
+        KargsErrorKind::DeclarationCount,
+        KargsErrorKind::DeclarationType,
+        KargsErrorKind::DeclarationMisaligned,
+        KargsErrorKind::DeclarationWindowTooShort,
+        KargsErrorKind::DeclarationOutOfRange,
+        KargsErrorKind::DeclarationNegative,
+        KargsErrorKind::CapabilityDisabled,
+        KargsErrorKind::NoMemory,
+        KargsErrorKind::MemoryTooLarge,
+        KargsErrorKind::LaunchCallback,
+        KargsErrorKind::DeclarationSyntax,
+        KargsErrorKind::InvalidDeclaration,
+        KargsErrorKind::InvalidEntry,
     ];
+
+    /// Every kind, in value order.
+    pub const ALL_PUBLIC: &'static [KargsErrorKind] = &KargsErrorKind::ALL;
 
     /// The kind with this value, if there is one.
     pub fn from_u32(value: u32) -> Option<KargsErrorKind> {
@@ -198,10 +264,27 @@ impl KargsErrorKind {
             KargsErrorKind::DimensionTooSmall => c"dimension_too_small",
             KargsErrorKind::DimensionTooLarge => c"dimension_too_large",
             KargsErrorKind::NullArgument => c"null_argument",
+            KargsErrorKind::UnknownKernel => c"unknown_kernel",
+            KargsErrorKind::UndeclaredKernel => c"undeclared_kernel",
+            KargsErrorKind::DeclarationCount => c"declaration_count",
+            KargsErrorKind::DeclarationType => c"declaration_type",
+            KargsErrorKind::DeclarationMisaligned => c"declaration_misaligned",
+            KargsErrorKind::DeclarationWindowTooShort => c"declaration_window_too_short",
+            KargsErrorKind::DeclarationOutOfRange => c"declaration_out_of_range",
+            KargsErrorKind::DeclarationNegative => c"declaration_negative",
+            KargsErrorKind::CapabilityDisabled => c"capability_disabled",
+            KargsErrorKind::NoMemory => c"no_memory",
+            KargsErrorKind::MemoryTooLarge => c"memory_too_large",
+            KargsErrorKind::LaunchCallback => c"launch_callback",
+            KargsErrorKind::DeclarationSyntax => c"declaration_syntax",
+            KargsErrorKind::InvalidDeclaration => c"invalid_declaration",
+            KargsErrorKind::InvalidEntry => c"invalid_entry",
         }
     }
 
-    /// The ABI code every error of this kind is answered with (0 for `None`).
+    /// The ABI code every error of this kind is answered with (0 for `None`;
+    /// `KARGS_ERROR_KIND_LAUNCH_CALLBACK` is answered with the callback's code, `Internal` when
+    /// that is not an ABI code).
     pub fn abi_code(self) -> i32 {
         match self {
             KargsErrorKind::None => 0,
@@ -217,7 +300,24 @@ impl KargsErrorKind {
             KargsErrorKind::DimensionTooSmall | KargsErrorKind::DimensionTooLarge => {
                 AbiError::InvalidDimensions.code()
             }
-            KargsErrorKind::NullArgument => AbiError::Internal.code(),
+            KargsErrorKind::NullArgument
+            | KargsErrorKind::MemoryTooLarge
+            | KargsErrorKind::DeclarationSyntax
+            | KargsErrorKind::InvalidDeclaration
+            | KargsErrorKind::InvalidEntry => AbiError::Internal.code(),
+            KargsErrorKind::UnknownKernel | KargsErrorKind::UndeclaredKernel => {
+                AbiError::InvalidKernel.code()
+            }
+            KargsErrorKind::DeclarationCount
+            | KargsErrorKind::DeclarationType
+            | KargsErrorKind::DeclarationMisaligned
+            | KargsErrorKind::DeclarationWindowTooShort
+            | KargsErrorKind::DeclarationOutOfRange
+            | KargsErrorKind::DeclarationNegative => AbiError::InvalidArgs.code(),
+            KargsErrorKind::CapabilityDisabled => AbiError::NotAvailable.code(),
+            KargsErrorKind::NoMemory => AbiError::InvalidPointer.code(),
+            // The callback's own code; `Internal` when it is not an ABI code.
+            KargsErrorKind::LaunchCallback => AbiError::Internal.code(),
         }
     }
 }
@@ -284,11 +384,25 @@ pub enum KargsFunction {
     Parse = 1,
     /// `kargs_check_launch_shape`.
     CheckLaunchShape = 2,
+    /// `kargs_declaration_parse`.
+    DeclarationParse = 3,
+    /// `kargs_declaration_check`.
+    DeclarationCheck = 4,
+    /// `kargs_host_call`.
+    HostCall = 5,
 }
 
 impl KargsFunction {
     fn from_u64(value: u64) -> Option<KargsFunction> {
-        [KargsFunction::Parse, KargsFunction::CheckLaunchShape].into_iter().find(|f| *f as u64 == value)
+        [
+            KargsFunction::Parse,
+            KargsFunction::CheckLaunchShape,
+            KargsFunction::DeclarationParse,
+            KargsFunction::DeclarationCheck,
+            KargsFunction::HostCall,
+        ]
+        .into_iter()
+        .find(|f| *f as u64 == value)
     }
 
     /// The function's C name and its parameters' names, in order.
@@ -301,6 +415,28 @@ impl KargsFunction {
             KargsFunction::CheckLaunchShape => {
                 ("kargs_check_launch_shape", &["grid", "block", "shared_mem", "max_shared_mem_bytes", "err"])
             }
+            KargsFunction::DeclarationParse => {
+                ("kargs_declaration_parse", &["text", "text_len", "out", "err", "msg", "msg_cap"])
+            }
+            KargsFunction::DeclarationCheck => (
+                "kargs_declaration_check",
+                &["declaration", "args", "args_len", "grid", "block", "err", "msg", "msg_cap"],
+            ),
+            KargsFunction::HostCall => (
+                "kargs_host_call",
+                &[
+                    "host",
+                    "memory",
+                    "memory_len",
+                    "call",
+                    "err",
+                    "msg",
+                    "msg_cap",
+                    "host->kernels",
+                    "host->kernels_len",
+                    "host->launch",
+                ],
+            ),
         }
     }
 }
@@ -344,7 +480,19 @@ pub(crate) enum Decoded {
     Argv(ArgvError),
     Region(RegionError),
     Shape(ShapeError),
-    Null { function: KargsFunction, position: usize, len: u64 },
+    Null {
+        function: KargsFunction,
+        position: usize,
+        len: u64,
+    },
+    /// A kind of the declarations and the host call: its message is made from the plain data
+    /// (`message.rs`).
+    Host {
+        kind: KargsErrorKind,
+        record: usize,
+        offset: usize,
+        detail: [u64; 3],
+    },
 }
 
 fn wide(v: usize) -> u64 {
@@ -426,18 +574,27 @@ impl KargsError {
     /// wrote (an unknown kind, an ABI code that is not the kind's, details out of range).
     pub(crate) fn decode(&self) -> Option<Decoded> {
         let kind = KargsErrorKind::from_u32(self.kind)?;
-        if self.abi_code != kind.abi_code() {
+        let callback_code =
+            kind == KargsErrorKind::LaunchCallback && AbiError::try_from(self.abi_code).is_ok();
+        if self.abi_code != kind.abi_code() && !callback_code {
             return None;
         }
-        let argv_kind = matches!(
+        let placed_kind = matches!(
             kind,
             KargsErrorKind::BufferTooLong
                 | KargsErrorKind::TooManyRecords
                 | KargsErrorKind::UnknownTag
                 | KargsErrorKind::TruncatedRecord
                 | KargsErrorKind::WindowOutOfBounds
+                | KargsErrorKind::DeclarationCount
+                | KargsErrorKind::DeclarationType
+                | KargsErrorKind::DeclarationMisaligned
+                | KargsErrorKind::DeclarationWindowTooShort
+                | KargsErrorKind::DeclarationOutOfRange
+                | KargsErrorKind::DeclarationNegative
+                | KargsErrorKind::DeclarationSyntax
         );
-        if !argv_kind && (self.record_index, self.byte_offset) != (0, 0) {
+        if !placed_kind && (self.record_index, self.byte_offset) != (0, 0) {
             return None;
         }
         let index = usize::try_from(self.record_index).ok()?;
@@ -506,7 +663,96 @@ impl KargsError {
             KargsErrorKind::BufferTooLong | KargsErrorKind::TooManyRecords | KargsErrorKind::UnknownTag => {
                 None
             }
+            KargsErrorKind::UnknownKernel
+            | KargsErrorKind::UndeclaredKernel
+            | KargsErrorKind::DeclarationCount
+            | KargsErrorKind::DeclarationType
+            | KargsErrorKind::DeclarationMisaligned
+            | KargsErrorKind::DeclarationWindowTooShort
+            | KargsErrorKind::DeclarationOutOfRange
+            | KargsErrorKind::DeclarationNegative
+            | KargsErrorKind::CapabilityDisabled
+            | KargsErrorKind::NoMemory
+            | KargsErrorKind::MemoryTooLarge
+            | KargsErrorKind::LaunchCallback
+            | KargsErrorKind::DeclarationSyntax
+            | KargsErrorKind::InvalidDeclaration
+            | KargsErrorKind::InvalidEntry => {
+                Some(Decoded::Host { kind, record: index, offset, detail: self.detail })
+            }
         }
+    }
+
+    /// The error of a host call the host refused with `e` (`kargs_host_call`), for a call with
+    /// `args_ptr`, `args_len` against `memory_len` bytes.
+    pub(crate) fn from_host(
+        e: &HostError,
+        args_ptr: i32,
+        args_len: i32,
+        memory_len: u64,
+        callback: i64,
+    ) -> KargsError {
+        let id = |kernel_id: i64| [signed(kernel_id), 0, 0];
+        match e.detail() {
+            Detail::Argv(e) => KargsError::from_argv(e),
+            Detail::Region(e) => KargsError::from_region(e, args_ptr, args_len, memory_len),
+            Detail::Shape(e) => KargsError::from_shape(e),
+            Detail::Declaration(m) => KargsError::from_mismatch(m),
+            Detail::UnknownKernel { kernel_id } => {
+                KargsError::of(KargsErrorKind::UnknownKernel, 0, 0, id(*kernel_id))
+            }
+            Detail::Undeclared { kernel_id } => {
+                KargsError::of(KargsErrorKind::UndeclaredKernel, 0, 0, id(*kernel_id))
+            }
+            Detail::CapabilityDisabled => KargsError::of(KargsErrorKind::CapabilityDisabled, 0, 0, [0; 3]),
+            Detail::NoExportedMemory => KargsError::of(KargsErrorKind::NoMemory, 0, 0, [0; 3]),
+            // Every other detail comes from the launch callback (`ffi::CallbackLauncher`).
+            _ => KargsError {
+                abi_code: e.code().code(),
+                ..KargsError::of(KargsErrorKind::LaunchCallback, 0, 0, id(callback))
+            },
+        }
+    }
+
+    /// The error of arguments a declaration refuses.
+    pub(crate) fn from_mismatch(m: &Mismatch) -> KargsError {
+        let (record, offset) = (narrow(m.record), narrow(m.offset));
+        let param = wide(m.record);
+        let (kind, detail) = match &m.kind {
+            MismatchKind::Count { declared, got } => {
+                (KargsErrorKind::DeclarationCount, [wide(*declared), wide(*got), 0])
+            }
+            MismatchKind::Type { expected, got, .. } => {
+                (KargsErrorKind::DeclarationType, [param, u64::from(expected.byte()), u64::from(got.byte())])
+            }
+            MismatchKind::Misaligned { guest_offset, element } => (
+                KargsErrorKind::DeclarationMisaligned,
+                [param, u64::from(*guest_offset), u64::from(element.size())],
+            ),
+            MismatchKind::WindowTooShort { len, bytes, .. } => {
+                (KargsErrorKind::DeclarationWindowTooShort, [param, u64::from(*len), *bytes])
+            }
+            MismatchKind::Overflow { .. } => (KargsErrorKind::DeclarationOutOfRange, [param, 0, 0]),
+            MismatchKind::Negative { scalar_index, .. } => {
+                (KargsErrorKind::DeclarationNegative, [param, wide(*scalar_index), 0])
+            }
+        };
+        KargsError::of(kind, record, offset, detail)
+    }
+
+    /// An error of this library's own, with its details.
+    pub(crate) fn own(kind: KargsErrorKind, byte_offset: u32, detail: [u64; 3]) -> KargsError {
+        KargsError::of(kind, 0, byte_offset, detail)
+    }
+
+    /// An error of this library's own at record `record`, byte `byte_offset`.
+    pub(crate) fn own_at(
+        kind: KargsErrorKind,
+        record: usize,
+        byte_offset: u32,
+        detail: [u64; 3],
+    ) -> KargsError {
+        KargsError::of(kind, narrow(record), byte_offset, detail)
     }
 }
 
@@ -525,6 +771,157 @@ pub(crate) fn write_null_message(
         write!(f, "{name}: {param} is NULL")
     } else {
         write!(f, "{name}: {param} is NULL but {size} is {len} (NULL is allowed only with 0)")
+    }
+}
+
+/// Bytes of a `kargs_declaration`: room for any declaration kernel-args parses, on every
+/// target.
+pub const KARGS_DECLARATION_SIZE: u32 = 10240u32;
+
+/// A parsed kernel declaration (`docs/declarations.md`), in storage the caller owns: written by
+/// `kargs_declaration_parse`, read by `kargs_declaration_check` and `kargs_host_call`. Its
+/// contents are private; it holds no pointer (copy it with `memcpy`, keep it anywhere, for as
+/// long as it is used). A `kargs_declaration` that `kargs_declaration_parse` did not write (all
+/// zeros, say) is refused with `KARGS_ERROR_KIND_INVALID_DECLARATION`.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct KargsDeclaration {
+    /// Private: a marker that `kargs_declaration_parse` wrote it, then the parsed declaration.
+    pub opaque: [u64; 1280],
+}
+
+// The opaque words hold the marker and a `Declaration` (at the second word, aligned for it),
+// on every target.
+const _: () = assert!(
+    size_of::<KargsDeclaration>() == KARGS_DECLARATION_SIZE as usize
+        && size_of::<kernel_args::Declaration>() + 8 <= KARGS_DECLARATION_SIZE as usize
+        && align_of::<kernel_args::Declaration>() <= align_of::<KargsDeclaration>()
+);
+
+/// A kernel the host knows: its id and its declaration, or NULL for a kernel registered without
+/// one (launched only when the host trusts its guest).
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct KargsKernel {
+    /// The id the guest names it by.
+    pub id: i64,
+    /// Its declaration, or NULL.
+    pub declaration: *const KargsDeclaration,
+}
+
+/// A checked launch, as `kargs_host_call` hands it to the host's callback: the kernel, the
+/// launch shape and the arguments, each pointer window checked against the guest's memory and
+/// against the kernel's declaration, with its host address.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct KargsLaunch {
+    /// The guest's kernel id.
+    pub kernel_id: i64,
+    /// The grid's x, y, z (each at least 1).
+    pub grid: [u32; 3],
+    /// The block's x, y, z (each at least 1).
+    pub block: [u32; 3],
+    /// Dynamic shared memory per block, in bytes.
+    pub shared_mem_bytes: u32,
+    /// The arguments, in argv order (`host_ptr` set for every window; `kargs_arg` as
+    /// `kargs_parse` writes it). Valid only during the callback.
+    pub args: *const KargsArg,
+    /// The number of arguments.
+    pub args_len: usize,
+}
+
+/// The host's launch: called by `kargs_host_call` once every check has passed, with `ctx` the
+/// host's `ctx`. Returns 0, or the negative ABI code the guest gets (`KARGS_ABI_*`); any other
+/// value is answered `KARGS_ABI_INTERNAL`. Must not unwind (a C++ exception, a `longjmp`) out
+/// of the call.
+pub type KargsLaunchFn =
+    Option<unsafe extern "C" fn(ctx: *mut core::ffi::c_void, launch: *const KargsLaunch) -> i32>;
+
+/// A host's `wasi_cuda_launch` state for `kargs_host_call`: what the guest may do and where
+/// its launches go. The host owns it (and the kernels and declarations it points at); nothing
+/// in it changes during a call.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct KargsHost {
+    /// The kernels the guest may name. NULL only when `kernels_len` is 0.
+    pub kernels: *const KargsKernel,
+    /// The number of kernels.
+    pub kernels_len: usize,
+    /// The launch callback. Never NULL.
+    pub launch: KargsLaunchFn,
+    /// Passed to `launch` as it is.
+    pub ctx: *mut core::ffi::c_void,
+    /// The most dynamic shared memory per block a launch may ask for; 0 for
+    /// `KARGS_DEFAULT_MAX_SHARED_MEM_BYTES`.
+    pub max_shared_mem_bytes: u32,
+    /// Nonzero: the guest has the wasi-cuda capability. 0: every call is answered
+    /// `KARGS_ABI_NOT_AVAILABLE`.
+    pub enabled: u8,
+    /// Nonzero: the host trusts its guest as itself, and kernels without a declaration
+    /// launch (see docs/declarations.md). 0 (the default to choose): they are refused.
+    pub trusted: u8,
+}
+
+/// One `wasi_cuda_launch` call, as the guest made it: the import's arguments.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default)]
+pub struct KargsCall {
+    /// The kernel's id.
+    pub kernel_id: i64,
+    /// Grid x, y, z.
+    pub grid: [i32; 3],
+    /// Block x, y, z.
+    pub block: [i32; 3],
+    /// Dynamic shared memory per block, in bytes.
+    pub shared_mem: i32,
+    /// The argv's offset in guest memory.
+    pub args_ptr: i32,
+    /// The argv's length in bytes.
+    pub args_len: i32,
+}
+
+impl KargsArg {
+    /// The argument an entry holds (its `host_ptr` dropped), or `None` for an entry with no
+    /// valid tag.
+    pub(crate) fn snapshot(&self) -> Option<kernel_args_core::LoweredArgSnapshot> {
+        use kernel_args_core::{Arg, F32Bits, F64Bits, GuestRange};
+        Some(match ArgTag::from_byte(self.tag)? {
+            ArgTag::I32 => Arg::I32(self.bits as u32 as i32),
+            ArgTag::I64 => Arg::I64(self.bits as i64),
+            ArgTag::F32 => Arg::F32(F32Bits(self.bits as u32)),
+            ArgTag::F64 => Arg::F64(F64Bits(self.bits)),
+            ArgTag::U32 => Arg::U32(self.bits as u32),
+            ArgTag::U64 => Arg::U64(self.bits),
+            ArgTag::Ptr => Arg::Ptr(GuestRange { guest_offset: self.guest_offset, len: self.len }),
+        })
+    }
+
+    /// The entry for a checked argument (`arg`, at `byte_offset`), its window at `host_ptr`.
+    pub(crate) fn checked(
+        arg: kernel_args_core::LoweredArgSnapshot,
+        byte_offset: usize,
+        host_ptr: *mut u8,
+    ) -> KargsArg {
+        use kernel_args_core::Arg;
+        let mut entry = KargsArg {
+            tag: arg.tag().byte(),
+            byte_offset: u32::try_from(byte_offset).unwrap_or(u32::MAX),
+            ..KargsArg::ZERO
+        };
+        match arg {
+            Arg::I32(v) => entry.bits = i64::from(v) as u64,
+            Arg::I64(v) => entry.bits = v as u64,
+            Arg::F32(v) => entry.bits = u64::from(v.0),
+            Arg::F64(v) => entry.bits = v.0,
+            Arg::U32(v) => entry.bits = u64::from(v),
+            Arg::U64(v) => entry.bits = v,
+            Arg::Ptr(window) => {
+                entry.guest_offset = window.guest_offset;
+                entry.len = window.len;
+                entry.host_ptr = host_ptr;
+            }
+        }
+        entry
     }
 }
 

@@ -4,7 +4,7 @@
 //!
 //! - a runtime (`Runtime::ALL`): wasmtime and wasmi, each with kernel-args' binding, and
 //! - a guest with the demo interface (`kernel_args::guest::exports`): the bundled Rust guest,
-//!   and the C guest (`include/examples/vector_add.c` on `include/kargs_guest.h`, built for
+//!   and the C guest (`capi/c/examples/vector_add.c` on `include/kargs_guest.h`, built for
 //!   wasm32 by `scripts/c-guest-check.sh`), read from the path in `KARGS_C_GUEST_WASM`.
 //!
 //! Without `KARGS_C_GUEST_WASM` the C guest's runs are left out with one `SKIPPED` line,
@@ -615,4 +615,61 @@ fn a_module_that_is_not_wasm_is_an_error() {
         assert_eq!(e.runtime(), runtime);
         assert!(e.message().starts_with("compiling the guest: "), "{e}");
     }
+}
+
+/// The four ways through a kernel's declaration, each written into the guest's own memory and
+/// sent with `launch_raw` as a malicious guest would, on every runtime and guest: refused with
+/// `InvalidArgs` before any launcher runs, naming the record and the parameter.
+#[test]
+fn a_guest_reaches_only_what_the_kernel_declares() {
+    each_dry_run(|case, g| {
+        let a = g.offset(exports::A_PTR);
+        let b = g.offset(exports::B_PTR);
+        let out = g.offset(exports::OUT_PTR);
+        let memory_len = u32::try_from(g.memory_len()).unwrap();
+        let cases: [(Vec<LoweredArgSnapshot>, usize, &str); 5] = [
+            // A raw address where vector_add takes a pointer.
+            (
+                vec![
+                    LoweredArgSnapshot::U64(0x7f00_0000_1000),
+                    ptr(b, 64),
+                    ptr(out, 64),
+                    LoweredArgSnapshot::U32(16),
+                ],
+                0,
+                "a",
+            ),
+            // A count past the windows: n = 2^20 with 64-byte windows.
+            (vec![ptr(a, 64), ptr(b, 64), ptr(out, 64), LoweredArgSnapshot::U32(1 << 20)], 0, "a"),
+            // A window misaligned for f32.
+            (vec![ptr(a, 64), ptr(b + 2, 64), ptr(out, 64), LoweredArgSnapshot::U32(16)], 1, "b"),
+            // A pointer where vector_add takes n.
+            (vec![ptr(a, 64), ptr(b, 64), ptr(out, 64), ptr(0, 4)], 3, "n"),
+            // Three arguments for four parameters.
+            (vec![ptr(a, 64), ptr(b, 64), ptr(out, 64)], 3, ""),
+        ];
+        for (args, record, param) in cases {
+            let mut argv = vec![0u8; 64];
+            let n = encode_argv(&args, &mut argv).unwrap();
+            argv.truncate(n);
+            let at = memory_len as usize - argv.len();
+            g.memory_mut()[at..].copy_from_slice(&argv);
+            let call = LaunchCall {
+                args_ptr: at as i32,
+                args_len: argv.len() as i32,
+                ..LaunchCall::new(VECTOR_ADD_KERNEL_ID, [1, 1, 1], [16, 1, 1])
+            };
+            let code = g.launch_raw(&call).unwrap_or_else(|e| panic!("{}: {e}", case.label));
+            assert_eq!(code, AbiError::InvalidArgs.code(), "{}: {args:?}", case.label);
+            let Detail::Declaration(m) = g.error().detail() else {
+                panic!("{}: a declaration error, got {:?}", case.label, g.error())
+            };
+            assert_eq!((m.record, m.param.as_str()), (record, param), "{}: {m}", case.label);
+            assert!(g.host().last_launch().is_none(), "{}: nothing recorded", case.label);
+            assert_eq!(g.host().launcher().launches(), 0, "{}: no launcher ran", case.label);
+        }
+        // The same windows with n = 16 launch.
+        assert_eq!(g.run(16), -1);
+        assert_eq!(g.host().launcher().launches(), 1);
+    });
 }

@@ -384,6 +384,19 @@ impl Declaration {
         Ok(decl)
     }
 
+    /// [`parse`](Self::parse) of bytes (a C string, a file): UTF-8, else
+    /// [`Problem::NotUtf8`] at the first byte that is not.
+    ///
+    /// # Errors
+    ///
+    /// As [`parse`](Self::parse).
+    pub fn parse_bytes(text: &[u8]) -> Result<Declaration, DeclarationError> {
+        match core::str::from_utf8(text) {
+            Ok(text) => Declaration::parse(text),
+            Err(e) => Err(DeclarationError::at(e.valid_up_to().saturating_add(1), Problem::NotUtf8)),
+        }
+    }
+
     /// The declaration as written.
     pub fn as_str(&self) -> &str {
         &self.text
@@ -482,7 +495,8 @@ impl Declaration {
         let param = self.params.get(index);
         let declared = param.map(|p| self.type_text(p)).unwrap_or_default();
         let got = args.get(index).map_or(ArgTag::Ptr, |arg| arg.tag());
-        self.mismatch(args, index, param, MismatchKind::Type { declared, got })
+        let expected = param.map_or(ArgTag::Ptr, |p| p.ty.tag());
+        self.mismatch(args, index, param, MismatchKind::Type { declared, expected, got })
     }
 
     /// Pointer argument `index`'s window fails its check.
@@ -501,7 +515,9 @@ impl Declaration {
             Failure::Misaligned => MismatchKind::Misaligned { guest_offset, element },
             Failure::Short(bytes) => MismatchKind::WindowTooShort { len, touches, bytes },
             Failure::Overflow => MismatchKind::Overflow { touches },
-            Failure::Negative(scalar) => MismatchKind::Negative { touches, scalar: self.name_text(scalar) },
+            Failure::Negative(scalar) => {
+                MismatchKind::Negative { touches, scalar: self.name_text(scalar), scalar_index: scalar }
+            }
         };
         self.mismatch(args, index, param, kind)
     }
@@ -739,6 +755,8 @@ pub enum MismatchKind {
     Type {
         /// The parameter's type as declared (`&[f32; n]`, `u32`).
         declared: Text,
+        /// The tag an argument for the parameter has (`ptr` for a pointer).
+        expected: ArgTag,
         /// The argument's type.
         got: ArgTag,
     },
@@ -769,6 +787,8 @@ pub enum MismatchKind {
         touches: Text,
         /// The scalar parameter's name.
         scalar: Name,
+        /// The scalar parameter's index.
+        scalar_index: usize,
     },
 }
 
@@ -779,7 +799,7 @@ impl fmt::Display for Mismatch {
             MismatchKind::Count { declared, got } => {
                 write!(f, "the kernel takes {declared} parameters, the argv has {got} arguments")
             }
-            MismatchKind::Type { declared, got } => {
+            MismatchKind::Type { declared, got, .. } => {
                 write!(
                     f,
                     "record {record} at byte {offset}: {param}: the kernel takes {declared}, the argv has {got}"
@@ -802,7 +822,7 @@ impl fmt::Display for Mismatch {
                 "record {record} at byte {offset}: {param}: the kernel touches {touches} bytes, which is out of \
                  range for this launch (over 64 bits, below zero, or a division by zero)"
             ),
-            MismatchKind::Negative { touches, scalar } => write!(
+            MismatchKind::Negative { touches, scalar, .. } => write!(
                 f,
                 "record {record} at byte {offset}: {param}: the kernel touches {touches} bytes, and {scalar} is \
                  negative"
@@ -877,6 +897,8 @@ pub enum Problem {
         /// The most a declaration may have.
         max: usize,
     },
+    /// The text is not UTF-8 here ([`Declaration::parse_bytes`]).
+    NotUtf8,
 }
 
 impl fmt::Display for DeclarationError {
@@ -900,6 +922,7 @@ impl fmt::Display for DeclarationError {
             Problem::TooLong { len, max } => {
                 write!(f, "the declaration is {len} bytes, over the cap of {max}")
             }
+            Problem::NotUtf8 => f.write_str("a byte that is not UTF-8"),
         }
     }
 }

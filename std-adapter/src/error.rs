@@ -261,10 +261,17 @@ impl HostError {
     }
 }
 
+/// `InvalidArgs -9: ` and the detail.
 impl fmt::Display for HostError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}: ", self.code())?;
-        match &self.detail {
+        write!(f, "{}: {}", self.code(), self.detail)
+    }
+}
+
+/// What went wrong, in words, without the ABI code.
+impl fmt::Display for Detail {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
             Detail::Argv(e) => write!(f, "{e}"),
             Detail::ParamCount { expected, got } => {
                 write!(f, "kernel takes {expected} parameters, argv has {got} arguments")

@@ -160,7 +160,9 @@ proptest! {
                     (MismatchKind::Misaligned { .. }, Refusal::Misaligned) => true,
                     (MismatchKind::WindowTooShort { bytes, .. }, Refusal::Short(want)) => *bytes == want,
                     (MismatchKind::Overflow { .. }, Refusal::OutOfRange) => true,
-                    (MismatchKind::Negative { scalar, .. }, Refusal::Negative(i)) => scalar.as_str() == format!("p{i}"),
+                    (MismatchKind::Negative { scalar, scalar_index, .. }, Refusal::Negative(i)) => {
+                        scalar.as_str() == format!("p{i}") && *scalar_index == i
+                    }
                     _ => false,
                 };
                 prop_assert!(same, "{}: crate {:?}, model {:?}", text, m, r);

@@ -179,7 +179,7 @@ impl fmt::Debug for GuestModule {
 }
 
 /// A guest with the demo interface ([`exports`]: the bundled Rust guest, the C guest of
-/// `include/examples/vector_add.c`) instantiated on some [`Runtime`], its store's data a
+/// `capi/c/examples/vector_add.c`) instantiated on some [`Runtime`], its store's data a
 /// [`LaunchHost`]: what `kargs demo` and the end-to-end tests drive, the same way on every
 /// runtime. Any [`Launcher`] plugs in.
 ///

@@ -340,8 +340,8 @@ static void check_nulls(void)
     check_message(NULL, "kargs_error_message: err is NULL", "err NULL");
     memset(&err, 0, sizeof err);
     err.abi_code = KARGS_ABI_INVALID_ARGS;
-    err.kind = 99;
-    check_message(&err, "invalid kargs_error: kind 99, abi_code -9", "kind 99");
+    err.kind = 250;
+    check_message(&err, "invalid kargs_error: kind 250, abi_code -9", "kind 250");
     err.kind = KARGS_ERROR_KIND_UNKNOWN_TAG;
     err.detail[0] = KARGS_TAG_I32; /* a known tag cannot be an unknown one */
     check_message(&err, "invalid kargs_error: kind 3, abi_code -9", "unknown tag 0x01");

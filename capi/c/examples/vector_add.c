@@ -7,7 +7,7 @@
  * module (scripts/c-guest-check.sh builds this and runs it).
  *
  *   clang --target=wasm32-unknown-unknown -nostdlib -ffreestanding -O2 -Iinclude \
- *         -Wl,--no-entry -o vector_add.wasm include/examples/vector_add.c
+ *         -Wl,--no-entry -o vector_add.wasm capi/c/examples/vector_add.c
  *
  * It keeps three f32 buffers (a, b, out) of CAPACITY elements in its linear memory and
  * launches

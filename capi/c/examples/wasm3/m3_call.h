@@ -1,6 +1,6 @@
 /*
  * m3_call.h: calling a guest's export with typed arguments and reading its result, on wasm3
- * 0.4.7 (the version in the crate wasm3-sys 0.3.0; include/examples/wasm3/sources/).
+ * 0.4.7 (the version in the crate wasm3-sys 0.3.0; capi/c/examples/wasm3/sources/).
  *
  * wasm3 0.4.7's public API calls an export with its arguments as decimal strings
  * (m3_CallWithArgs) and has no call that hands back the result: the result stays in the first

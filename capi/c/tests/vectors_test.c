@@ -14,7 +14,7 @@
  * 4. the ABI error names against std-adapter/src/error.rs and the caps against
  *    core/src/limits.rs.
  *
- * The table comes from include/tests/gen_vectors.py (kargs_vectors.h, generated each run).
+ * The table comes from capi/c/tests/gen_vectors.py (kargs_vectors.h, generated each run).
  * Buffers are malloc'ed at their exact size, so AddressSanitizer sees any write past them.
  */
 #include "kargs_guest.h"
