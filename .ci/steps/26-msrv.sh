@@ -4,9 +4,7 @@
 # else in CI):
 #
 # - kernel-args-core: for the host, thumbv7em-none-eabihf and wasm32-unknown-unknown, with and
-#   without `defmt`;
-# - kernel-args-cli without default features (`kargs decode` and `kargs encode`; `demo` needs
-#   wasmtime, which says 1.95 itself).
+#   without `defmt`.
 #
 # They are built as packaged (`cargo package`), with the dependency versions that the
 # MSRV-aware resolver picks for that version today, not the workspace's Cargo.lock (which has
@@ -16,7 +14,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 MSRV=1.87
 target="$(mkdir -p "${CARGO_TARGET_DIR:-target}" && cd "${CARGO_TARGET_DIR:-target}" && pwd)/msrv"
-for manifest in core/Cargo.toml cli/Cargo.toml; do
+for manifest in core/Cargo.toml; do
     if ! grep -qx "rust-version = \"$MSRV\"" "$manifest"; then
         echo "msrv: $manifest does not claim rust-version $MSRV, which this step checks" >&2
         exit 1
@@ -28,24 +26,18 @@ rustup toolchain install "$MSRV" --profile minimal \
 # The packages (kernel-args and kernel-args-cuda only so that the CLI's optional dependencies
 # resolve; they are not built here), in a workspace of their own.
 export CARGO_TARGET_DIR="$target"
-cargo package -p kernel-args-core -p kernel-args -p kernel-args-cuda -p kernel-args-cli \
-    --no-verify --allow-dirty
+cargo package -p kernel-args-core --no-verify --allow-dirty
 src="$target/src"
 rm -rf "$src"
 mkdir -p "$src"
-for crate in kernel-args-core kernel-args kernel-args-cuda kernel-args-cli; do
+for crate in kernel-args-core; do
     mkdir -p "$src/$crate"
     tar -xzf "$(ls "$target/package/$crate"-[0-9]*.crate | tail -1)" -C "$src/$crate" --strip-components=1
 done
 cat > "$src/Cargo.toml" <<'TOML'
 [workspace]
 resolver = "3"
-members = ["kernel-args-core", "kernel-args-cli"]
-
-[patch.crates-io]
-kernel-args-core = { path = "kernel-args-core" }
-kernel-args = { path = "kernel-args" }
-kernel-args-cuda = { path = "kernel-args-cuda" }
+members = ["kernel-args-core"]
 TOML
 
 cd "$src"
@@ -56,6 +48,3 @@ for target_flag in "" --target=thumbv7em-none-eabihf --target=wasm32-unknown-unk
         cargo "+$MSRV" build --locked -p kernel-args-core $target_flag $features
     done
 done
-echo "msrv: kernel-args-cli --no-default-features with $MSRV"
-cargo "+$MSRV" build --locked -p kernel-args-cli --no-default-features
-cargo "+$MSRV" tree --locked -p kernel-args-cli --no-default-features -e normal --depth 1

@@ -17,13 +17,15 @@
 //!   `undeclared` (a trusted guest) does not, so their ratio is the declaration check's cost.
 //!
 //! After the run it prints, for every size measured, the ratios the performance goals are
-//! stated in (heap ÷ ours, goal ≥ 5 at 16 arguments; ours ÷ floor, goal ≤ 1.5 at 16 and 128),
+//! stated in (heap ÷ ours, goal ≥ 5 at 16 arguments; ours ÷ floor, goal ≤ 1.5 at 16 and 128;
+//! declared ÷ undeclared, goal ≤ 1.15),
 //! from criterion's median estimates of this run. `scripts/bench-table.py` makes the table of
 //! all groups.
 //!
-//! Run as `parse_build loop WHICH N ITERATIONS` (WHICH: `ours`, `heap`, `floor` or `host`; N a
-//! number of mixed arguments or `largest`) it runs that one in a loop instead, for counting
-//! instructions with callgrind (`scripts/callgrind-parse-build.sh`).
+//! Run as `parse_build loop WHICH N ITERATIONS` (WHICH: `ours`, `heap`, `floor`, `host` or
+//! `host_undeclared`; N a number of mixed arguments or `largest`) it runs that one in a loop
+//! instead, for counting instructions with callgrind (`scripts/callgrind-parse-build.sh`); as
+//! `parse_build sizes` it prints the sizes of the types a host keeps per launch.
 
 // Bench code may unwrap, index and panic: a panic here is a failed run, not a broken contract.
 #![allow(
@@ -229,10 +231,31 @@ fn run_loop(args: &[String]) {
     }
 }
 
+/// `sizes`: the sizes of the types a host keeps or puts on its stack per launch.
+fn print_sizes() {
+    use std::mem::size_of;
+    let rows: [(&str, usize); 9] = [
+        ("LoweredArg<'_>", size_of::<kernel_args_core::LoweredArg<'_>>()),
+        ("LoweredArgSnapshot", size_of::<kernel_args_core::LoweredArgSnapshot>()),
+        ("ParsedArgv<'_, 128>", size_of::<kernel_args_core::ParsedArgv<'_, 128>>()),
+        ("LaunchArgs", size_of::<kernel_args::LaunchArgs>()),
+        ("LaunchSnapshot", size_of::<kernel_args::LaunchSnapshot>()),
+        ("KernelParamStorage<128>", size_of::<KernelParamStorage<128>>()),
+        ("ParamTable<'_, 128>", size_of::<kernel_args_cuda::ParamTable<'_, 128>>()),
+        ("Declaration", size_of::<kernel_args::Declaration>()),
+        ("Mismatch", size_of::<kernel_args::Mismatch>()),
+    ];
+    for (name, bytes) in rows {
+        println!("{name:<28} {bytes:>6}");
+    }
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    if args.first().map(String::as_str) == Some("loop") {
-        return run_loop(&args[1..]);
+    match args.first().map(String::as_str) {
+        Some("loop") => return run_loop(&args[1..]),
+        Some("sizes") => return print_sizes(),
+        _ => {}
     }
     let home = criterion_home();
     let mut c = Criterion::default().output_directory(&home).configure_from_args();
