@@ -1,48 +1,4 @@
-//! Kernel declarations: what a registered kernel takes, and the check of a guest's arguments
-//! against it.
-//!
-//! A kernel's PTX says only how many bytes each parameter has: a pointer is a `.u64`, like any
-//! 64-bit integer. A [`Declaration`] says what the kernel does with each parameter: a scalar of
-//! which type, or a pointer to elements of which type, read or written, and how many elements
-//! it may touch, as an expression over the scalar parameters and the launch shape. The host
-//! checks every launch against its kernel's declaration ([`Declaration::check`], in
-//! [`LaunchHost::call`](crate::LaunchHost::call), after the argv is parsed and before any
-//! launcher runs), so a correct kernel cannot be steered outside the guest's windows: a raw
-//! integer where it takes a pointer, a count larger than a window, a window misaligned for its
-//! elements are refused with `InvalidArgs`, naming the record and the parameter.
-//!
-//! ```
-//! use kernel_args::{Declaration, LaunchArgs, LaunchShape};
-//! use kernel_args_core::{GuestRange, LoweredArgSnapshot as A};
-//!
-//! let vector_add =
-//!     Declaration::parse("vector_add(a: &[f32; n], b: &[f32; n], out: &mut [f32; n], n: u32)")?;
-//! let window = |guest_offset, len| A::Ptr(GuestRange { guest_offset, len });
-//! let shape = LaunchShape { grid: [4, 1, 1], block: [256, 1, 1], shared_mem_bytes: 0 };
-//! // The arguments as the host parses them from the guest's argv.
-//! let args = |list: &[A]| LaunchArgs::from_slice(list).expect("at most 128");
-//!
-//! let ok = args(&[window(0, 64), window(64, 64), window(128, 64), A::U32(16)]);
-//! assert!(vector_add.check(&ok, &shape).is_ok());
-//!
-//! // A count past the windows.
-//! let short = args(&[window(0, 64), window(64, 64), window(128, 16), A::U32(16)]);
-//! let err = vector_add.check(&short, &shape).unwrap_err();
-//! assert_eq!(
-//!     err.to_string(),
-//!     "record 2 at byte 18: out: 16-byte window, the kernel touches n * 4 = 64 bytes"
-//! );
-//! // A raw address where the kernel takes a pointer.
-//! let raw = args(&[A::U64(0x7f00_0000_0000), window(64, 64), window(128, 64), A::U32(16)]);
-//! let err = vector_add.check(&raw, &shape).unwrap_err();
-//! assert_eq!(err.to_string(), "record 0 at byte 0: a: the kernel takes &[f32; n], the argv has u64");
-//! # Ok::<(), kernel_args::DeclarationError>(())
-//! ```
-//!
-//! The grammar, the rules and their order are `docs/declarations.md`'s. A declaration is
-//! parsed once, at registration, into fixed capacity (no allocation; `no_std`); the check
-//! allocates nothing and evaluates every extent in checked `u64` arithmetic, an overflow being
-//! a refusal, never a wrap.
+//! Kernel declarations: the grammar's parser and the check ([`Declaration`]).
 
 use core::fmt;
 
@@ -312,9 +268,54 @@ struct PointerCheck {
     extent: Extent,
 }
 
-/// A parsed kernel declaration: the kernel's name and its parameters, in fixed capacity. Made by
-/// [`Declaration::parse`]; checked against with [`Declaration::check`]. See the
-/// [module docs](self) and `docs/declarations.md`.
+/// Kernel declarations: what a registered kernel takes, and the check of a guest's arguments
+/// against it.
+///
+/// A kernel's PTX says only how many bytes each parameter has: a pointer is a `.u64`, like any
+/// 64-bit integer. A [`Declaration`] says what the kernel does with each parameter: a scalar of
+/// which type, or a pointer to elements of which type, read or written, and how many elements
+/// it may touch, as an expression over the scalar parameters and the launch shape. The host
+/// checks every launch against its kernel's declaration ([`Declaration::check`], in
+/// [`LaunchHost::call`](crate::LaunchHost::call), after the argv is parsed and before any
+/// launcher runs), so a correct kernel cannot be steered outside the guest's windows: a raw
+/// integer where it takes a pointer, a count larger than a window, a window misaligned for its
+/// elements are refused with `InvalidArgs`, naming the record and the parameter.
+///
+/// ```
+/// use kernel_args::{Declaration, LaunchArgs, LaunchShape};
+/// use kernel_args_core::{GuestRange, LoweredArgSnapshot as A};
+///
+/// let vector_add =
+///     Declaration::parse("vector_add(a: &[f32; n], b: &[f32; n], out: &mut [f32; n], n: u32)")?;
+/// let window = |guest_offset, len| A::Ptr(GuestRange { guest_offset, len });
+/// let shape = LaunchShape { grid: [4, 1, 1], block: [256, 1, 1], shared_mem_bytes: 0 };
+/// // The arguments as the host parses them from the guest's argv.
+/// let args = |list: &[A]| LaunchArgs::from_slice(list).expect("at most 128");
+///
+/// let ok = args(&[window(0, 64), window(64, 64), window(128, 64), A::U32(16)]);
+/// assert!(vector_add.check(&ok, &shape).is_ok());
+///
+/// // A count past the windows.
+/// let short = args(&[window(0, 64), window(64, 64), window(128, 16), A::U32(16)]);
+/// let err = vector_add.check(&short, &shape).unwrap_err();
+/// assert_eq!(
+///     err.to_string(),
+///     "record 2 at byte 18: out: 16-byte window, the kernel touches n * 4 = 64 bytes"
+/// );
+/// // A raw address where the kernel takes a pointer.
+/// let raw = args(&[A::U64(0x7f00_0000_0000), window(64, 64), window(128, 64), A::U32(16)]);
+/// let err = vector_add.check(&raw, &shape).unwrap_err();
+/// assert_eq!(err.to_string(), "record 0 at byte 0: a: the kernel takes &[f32; n], the argv has u64");
+/// # Ok::<(), kernel_args::DeclarationError>(())
+/// ```
+///
+/// The grammar, the rules and their order are `docs/declarations.md`'s. A declaration is
+/// parsed once, at registration, into fixed capacity (no allocation; `no_std`); the check
+/// allocates nothing and evaluates every extent in checked `u64` arithmetic, an overflow being
+/// a refusal, never a wrap.
+///
+/// A parsed declaration holds the kernel's name and its parameters, in fixed capacity. Made by
+/// [`Declaration::parse`]; checked against with [`Declaration::check`].
 #[derive(Clone, PartialEq, Eq)]
 pub struct Declaration {
     text: heapless::String<MAX_DECLARATION_BYTES>,

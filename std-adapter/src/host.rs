@@ -1,64 +1,5 @@
-//! The host side of one `wasi_cuda_launch` call, independent of any wasm runtime.
-//!
-//! [`LaunchHost`] is the state an embedder keeps per guest: whether the capability is granted,
-//! the launch limits, the [`Launcher`] that runs kernels, and what the last call did. Its
-//! [`call`](LaunchHost::call) runs the whole pipeline over the guest's linear memory:
-//!
-//! 1. **capability gate**: a disabled host answers `NotAvailable` and records nothing;
-//! 2. **argument region**: `args_ptr`/`args_len` checked against the memory
-//!    ([`check_args_region`]) → `InvalidPointer`; a guest without a memory also gets
-//!    `InvalidPointer`, as no pointer can lie in it;
-//! 3. **launch shape** ([`check_launch_shape`]) → `InvalidDimensions`;
-//! 4. **parse**: the argv, read in place in guest memory (at most
-//!    [`MAX_KERNEL_ARGS_BYTES`]: a longer buffer is `KernelArgsUnsupported`, decided on its
-//!    length before any byte is read), is parsed once, into the launch's pointer-free record:
-//!    every rule of the wire format and every pointer window is checked here, before any
-//!    launcher sees the request;
-//! 5. **declaration**: the launcher names the kernel's declaration
-//!    ([`Launcher::registered`]); an unknown kernel id is `InvalidKernel`, and so is a kernel
-//!    registered without a declaration unless the host trusts its guest ([`GuestTrust`]); the
-//!    arguments and the shape are checked against the declaration ([`Declaration::check`]:
-//!    types, windows' alignment and lengths) → `InvalidArgs`;
-//! 6. **dispatch** to the launcher, with the checked arguments, the shape, the kernel id and
-//!    an exclusive borrow of guest memory ([`LaunchRequest`]). Its answer (0 or its error code)
-//!    is the call's answer.
-//!
-//! Nothing is allocated on the heap, with or without std: the record of the launch is stored
-//! inline and parsed into in place. Bad guest input only ever produces an ABI code,
-//! never a panic. With the `std` feature a panicking launcher is caught and answered with
-//! `Internal`; without it a launcher's panic is the embedder's panic handler's to handle (a
-//! firmware built with `panic = "abort"` cannot unwind).
-//!
-//! The names a guest links against are here too, for every runtime binding:
-//! [`IMPORT_MODULE`], [`LAUNCH_IMPORT`] and [`MEMORY_EXPORT`].
-//!
-//! ```
-//! use kernel_args::{AbiError, Declaration, DryRunLauncher, LaunchCall, LaunchHost};
-//! use kernel_args_core::{ArgvBuilder, LoweredArgSnapshot, GuestRange};
-//!
-//! // A guest memory with an argv at offset 0: one pointer window and an element count.
-//! let mut memory = vec![0u8; 4096];
-//! let len = {
-//!     let mut argv = ArgvBuilder::new(&mut memory[..64]);
-//!     argv.ptr(1024, 256)?.u32(64)?;
-//!     argv.len()
-//! };
-//! let mut dry_run = DryRunLauncher::new();
-//! dry_run.kernels_mut().declare(1, Declaration::parse("scale(data: &mut [f32; n], n: u32)")?)?;
-//! let mut host = LaunchHost::new(dry_run);
-//! let call = LaunchCall { args_len: len as i32, ..LaunchCall::new(1, [1, 1, 1], [64, 1, 1]) };
-//! assert_eq!(host.call(Some(&mut memory), &call), AbiError::NotAvailable.code());
-//!
-//! let launch = host.last_launch().expect("the call reached the launcher");
-//! assert_eq!(
-//!     launch.snapshot().args(),
-//!     &[LoweredArgSnapshot::Ptr(GuestRange { guest_offset: 1024, len: 256 }), LoweredArgSnapshot::U32(64)]
-//! );
-//! assert_eq!(host.last_error_message().as_deref(), Some(
-//!     "NotAvailable -1: no CUDA device: dry run, the launch was recorded but not run"
-//! ));
-//! # Ok::<(), Box<dyn std::error::Error>>(())
-//! ```
+//! The host side of one `wasi_cuda_launch` call, independent of any wasm runtime: [`LaunchHost`]
+//! (its docs say what a call does), the names a guest links against, [`LaunchCall`].
 
 #[cfg(feature = "std")]
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -207,8 +148,51 @@ pub enum GuestTrust {
 
 /// Per-guest host state for `wasi_cuda_launch`: capability, limits, launcher, last call.
 ///
+/// [`call`](LaunchHost::call) runs the whole host call over the guest's linear memory, in the
+/// order ARCHITECTURE.md gives ("The host call, step by step"): the capability, the memory, the
+/// argument region ([`check_args_region`]), the launch shape ([`check_launch_shape`]), the
+/// argv's byte cap ([`MAX_KERNEL_ARGS_BYTES`](kernel_args_core::MAX_KERNEL_ARGS_BYTES)), the one
+/// parse of the argv into the launch's record ([`LaunchArgs`](crate::LaunchArgs)), the kernel
+/// ([`Launcher::registered`]; undeclared kernels only for a trusted guest, [`GuestTrust`]), its
+/// [`Declaration`] ([`Declaration::check`]), then the launcher with a [`LaunchRequest`]. The
+/// first check that fails is the guest's answer, and nothing of the call is recorded.
+///
+/// Nothing is allocated on the heap, with or without std: the record of the launch is stored
+/// inline and parsed into in place. Bad guest input only ever produces an ABI code, never a
+/// panic. With the `std` feature a panicking launcher is caught and answered with `Internal`;
+/// without it a launcher's panic is the embedder's panic handler's to handle (a firmware built
+/// with `panic = "abort"` cannot unwind).
+///
 /// `L` is any [`Launcher`]: [`DryRunLauncher`](crate::DryRunLauncher), the CUDA backend, or
 /// `Box<dyn Launcher>` to choose at run time.
+///
+/// ```
+/// use kernel_args::{AbiError, Declaration, DryRunLauncher, LaunchCall, LaunchHost};
+/// use kernel_args_core::{ArgvBuilder, LoweredArgSnapshot, GuestRange};
+///
+/// // A guest memory with an argv at offset 0: one pointer window and an element count.
+/// let mut memory = vec![0u8; 4096];
+/// let len = {
+///     let mut argv = ArgvBuilder::new(&mut memory[..64]);
+///     argv.ptr(1024, 256)?.u32(64)?;
+///     argv.len()
+/// };
+/// let mut dry_run = DryRunLauncher::new();
+/// dry_run.kernels_mut().declare(1, Declaration::parse("scale(data: &mut [f32; n], n: u32)")?)?;
+/// let mut host = LaunchHost::new(dry_run);
+/// let call = LaunchCall { args_len: len as i32, ..LaunchCall::new(1, [1, 1, 1], [64, 1, 1]) };
+/// assert_eq!(host.call(Some(&mut memory), &call), AbiError::NotAvailable.code());
+///
+/// let launch = host.last_launch().expect("the call reached the launcher");
+/// assert_eq!(
+///     launch.snapshot().args(),
+///     &[LoweredArgSnapshot::Ptr(GuestRange { guest_offset: 1024, len: 256 }), LoweredArgSnapshot::U32(64)]
+/// );
+/// assert_eq!(host.last_error_message().as_deref(), Some(
+///     "NotAvailable -1: no CUDA device: dry run, the launch was recorded but not run"
+/// ));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug)]
 pub struct LaunchHost<L> {
     launcher: L,
@@ -317,7 +301,7 @@ impl<L: Launcher> LaunchHost<L> {
 
     /// Runs one `wasi_cuda_launch` call against the guest's linear memory (`None` when the
     /// guest has none) and returns what the guest sees: `0` or a negative [`AbiError`] code.
-    /// See the [module docs](self) for the order of the checks.
+    /// The order of the checks is [`LaunchHost`]'s.
     pub fn call(&mut self, memory: Option<&mut [u8]>, call: &LaunchCall) -> i32 {
         self.recorded = false;
         self.last_error = None;

@@ -5,7 +5,7 @@
 //!
 //! A wasm guest asks the host to launch a GPU kernel by passing a kernel id, a launch shape
 //! and its kernel parameters as one buffer of tagged records in its linear memory
-//! (`args_ptr`, `args_len`; the format is [`kernel_args_core::wire`]). This crate checks all
+//! (`args_ptr`, `args_len`; the format is `docs/wire-format.md`). This crate checks all
 //! of it before anything runs, and hands a bounds-checked [`LaunchRequest`] to a [`Launcher`]:
 //!
 //! 1. capability gate → `NotAvailable`;

@@ -234,7 +234,7 @@ pub trait Guest<L> {
 
     /// Fills `a` and `b` for `n` elements and launches vector_add; returns what the host
     /// answered the guest (`0`, an ABI code, or a guest code such as
-    /// [`ERR_BAD_COUNT`](super::ERR_BAD_COUNT)).
+    /// [`ERR_BAD_COUNT`](kernel_args::guest::ERR_BAD_COUNT)).
     ///
     /// # Errors
     ///
