@@ -1,43 +1,4 @@
-//! One CUDA device, shared by every launcher of a process: [`CudaDevice`] (the driver, the
-//! primary context, each registered kernel's module) and how it is opened ([`CudaOptions`]).
-//!
-//! ```no_run
-//! use kernel_args::{DryRunLauncher, LaunchHost, Launcher};
-//! use kernel_args_cuda::{CudaDevice, CudaOptions, KernelRegistry, kernels};
-//!
-//! let mut registry = KernelRegistry::new();
-//! registry.register(1, kernels::VECTOR_ADD_PTX, kernels::VECTOR_ADD_ENTRY, kernels::VECTOR_ADD_DECLARATION)?;
-//! // The driver library comes from KARGS_CUDA_DRIVER where it is set, else libcuda.so.1.
-//! let launcher: Box<dyn Launcher + Send> = match CudaDevice::open(registry, CudaOptions::from_env()) {
-//!     Ok(device) => Box::new(device.launcher()), // one per guest; `Send`, so any thread
-//!     Err(e) => { eprintln!("dry run: {e}"); Box::new(DryRunLauncher::new()) }
-//! };
-//! let host = LaunchHost::new(launcher);
-//! # Ok::<(), kernel_args_cuda::SetupError>(())
-//! ```
-//!
-//! [`CudaDevice::open`] loads the driver library (at run time; see [`CudaOptions`]), picks the
-//! device and retains its primary context once; what goes wrong there is a [`SetupError`], the
-//! embedder's to handle. The device is `Send + Sync` and shared (`Arc`) by all launchers of the
-//! process: each registered kernel's module is loaded once per device, on its first launch, and
-//! kept. A module that fails to compile (`MalformedPtx`) or lacks its entry (`InvalidKernel`) is
-//! remembered too, so a guest that repeats such a launch gets the same answer without the PTX
-//! being compiled again. When a declared kernel's module loads, its declaration is checked
-//! against the driver's parameter list (`cuFuncGetParamInfo`, where the driver has it): a
-//! disagreement makes every launch of it `InvalidKernel`, and [`CudaDevice::verify`] gives the
-//! embedder the [`SetupError`] up front.
-//!
-//! ## Kernel faults and recovery
-//!
-//! A fault in a kernel (`CUDA_ERROR_ILLEGAL_ADDRESS` and the driver's other sticky errors) is
-//! sticky: the context is unusable afterwards, for every launcher sharing it. The launch that
-//! meets it (the faulting one, and any other launch in flight in the context at the time)
-//! answers `LaunchFailed`. The next launch on the device then recovers: it waits until no
-//! launch is in flight, gives up every module, stream and buffer of the old context, resets
-//! the primary context (`cuDevicePrimaryCtxReset`), and goes on in the fresh one, where the
-//! modules are loaded again on their next use. If the driver refuses the reset, the device is
-//! lost: every later launch answers `LaunchFailed` with the reason. (CUDA documents its sticky
-//! errors as needing a new process; the reset is what the driver offers short of that.)
+//! One CUDA device, shared by every launcher of a process: [`CudaDevice`] and [`CudaOptions`].
 
 use std::collections::HashMap;
 use std::ffi::OsStr;
@@ -166,7 +127,48 @@ pub(crate) struct ContextState {
     pub(crate) lost: Option<HostError>,
 }
 
-/// One CUDA device, shared by every launcher of a process. See the [module docs](self).
+/// One CUDA device, shared by every launcher of a process: [`CudaDevice`] (the driver, the
+/// primary context, each registered kernel's module) and how it is opened ([`CudaOptions`]).
+///
+/// ```no_run
+/// use kernel_args::{DryRunLauncher, LaunchHost, Launcher};
+/// use kernel_args_cuda::{CudaDevice, CudaOptions, KernelRegistry, kernels};
+///
+/// let mut registry = KernelRegistry::new();
+/// registry.register(1, kernels::VECTOR_ADD_PTX, kernels::VECTOR_ADD_ENTRY, kernels::VECTOR_ADD_DECLARATION)?;
+/// // The driver library comes from KARGS_CUDA_DRIVER where it is set, else libcuda.so.1.
+/// let launcher: Box<dyn Launcher + Send> = match CudaDevice::open(registry, CudaOptions::from_env()) {
+///     Ok(device) => Box::new(device.launcher()), // one per guest; `Send`, so any thread
+///     Err(e) => { eprintln!("dry run: {e}"); Box::new(DryRunLauncher::new()) }
+/// };
+/// let host = LaunchHost::new(launcher);
+/// # Ok::<(), kernel_args_cuda::SetupError>(())
+/// ```
+///
+/// [`CudaDevice::open`] loads the driver library (at run time; see [`CudaOptions`]), picks the
+/// device and retains its primary context once; what goes wrong there is a [`SetupError`], the
+/// embedder's to handle. The device is `Send + Sync` and shared (`Arc`) by all launchers of the
+/// process: each registered kernel's module is loaded once per device, on its first launch, and
+/// kept. A module that fails to compile (`MalformedPtx`) or lacks its entry (`InvalidKernel`) is
+/// remembered too, so a guest that repeats such a launch gets the same answer without the PTX
+/// being compiled again. When a declared kernel's module loads, its declaration is checked
+/// against the driver's parameter list (`cuFuncGetParamInfo`, where the driver has it): a
+/// disagreement makes every launch of it `InvalidKernel`, and [`CudaDevice::verify`] gives the
+/// embedder the [`SetupError`] up front.
+///
+/// ## Kernel faults and recovery
+///
+/// A fault in a kernel (`CUDA_ERROR_ILLEGAL_ADDRESS` and the driver's other sticky errors) is
+/// sticky: the context is unusable afterwards, for every launcher sharing it. The launch that
+/// meets it (the faulting one, and any other launch in flight in the context at the time)
+/// answers `LaunchFailed`. The next launch on the device then recovers: it waits until no
+/// launch is in flight, gives up every module, stream and buffer of the old context, resets
+/// the primary context (`cuDevicePrimaryCtxReset`), and goes on in the fresh one, where the
+/// modules are loaded again on their next use. If the driver refuses the reset, the device is
+/// lost: every later launch answers `LaunchFailed` with the reason. (CUDA documents its sticky
+/// errors as needing a new process; the reset is what the driver offers short of that.)
+///
+/// The device is shared by every launcher of a process.
 #[derive(Debug)]
 pub struct CudaDevice {
     pub(crate) info: DeviceInfo,

@@ -1,45 +1,4 @@
-//! The [`Launcher`] that runs registered PTX kernels on a [`CudaDevice`]: [`CudaLauncher`], one
-//! per guest.
-//!
-//! Each launcher (made by [`CudaDevice::launcher`]) has its own stream, parameter storage and
-//! staging buffers, and is `Send`: a `LaunchHost<CudaLauncher>` lives in a `wasmtime::Store` on
-//! any thread. The host function hands it a request whose arguments are checked already; a
-//! [`launch`](Launcher::launch):
-//!
-//! 1. finds the kernel's module (loading it on first use; the JIT's error log goes into the
-//!    `MalformedPtx` message), and its parameter sizes: from the driver
-//!    (`cuFuncGetParamCount` and `cuFuncGetParamInfo`) where it can say, cross-checked with
-//!    the PTX's `.entry` declaration where the driver gives no count, else from the PTX alone,
-//!    else none ([`SignatureCheck::Skipped`], and the `void**` table is padded with pointers
-//!    to zeros);
-//! 2. opts the kernel in to more than 48 KiB of dynamic shared memory when the launch asks
-//!    for it (`cuFuncSetAttribute`), and refuses with `InvalidDimensions` more than the
-//!    device's opt-in limit less the kernel's static shared memory;
-//! 3. checks the arguments' sizes against the kernel's (a mismatch is `InvalidArgs` naming the
-//!    argument and both sizes);
-//! 4. places the pointer arguments where the device reads them, in the device's
-//!    [`PointerMode`], and fills its parameter storage from the arguments
-//!    ([`KernelParamStorage::fill`]), one path per mode:
-//!    - **direct**: the kernel gets each window's host pointer into guest memory. `Auto` picks
-//!      it where the device reads pageable memory through the host's page tables
-//!      (`CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS_USES_HOST_PAGE_TABLES`: ATS, as on Grace
-//!      Hopper). Under HMM (pageable access without the host's page tables) `Auto` stages: HMM
-//!      migrates the pages a kernel touches into device memory, and a wasm memory may be a
-//!      copy-on-write file mapping that HMM cannot migrate; [`PointerModeChoice::Direct`]
-//!      still allows it there (see `docs/RISKS.md`);
-//!    - **staged**: each window is copied into device memory before the launch and back after
-//!      it, and the kernel gets the device addresses. Overlapping (or touching) windows are
-//!      staged as one buffer (the crate's staging plan), so aliasing arguments alias on the
-//!      device too. The buffers are kept by the launcher and reused (no `cuMemAlloc`/`cuMemFree`
-//!      per launch), except those over [`MAX_KEPT_STAGING_BYTES`], freed after their launch;
-//! 5. launches on the launcher's stream, copies staged windows back and synchronises: when
-//!    `launch` returns, nothing on the device can touch guest memory any more.
-//!
-//! GPU writes reach guest memory only through windows of memory borrowed with
-//! [`GuestMemory::exclusive`](kernel_args_core::GuestMemory::exclusive); a request whose
-//! windows are not writable is refused (`Internal`: the host's mistake, not the guest's).
-//! Driver errors are mapped from the integer code (the crate's `cu_error` table), never by
-//! asking the driver.
+//! The [`Launcher`] that runs registered PTX kernels on a [`CudaDevice`]: [`CudaLauncher`].
 
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, PoisonError};
@@ -83,8 +42,50 @@ impl Resources {
     }
 }
 
-/// Runs registered PTX kernels on a [`CudaDevice`]. `Send`; one per guest. See the
-/// [module docs](self).
+/// The [`Launcher`] that runs registered PTX kernels on a [`CudaDevice`]: [`CudaLauncher`], one
+/// per guest.
+///
+/// Each launcher (made by [`CudaDevice::launcher`]) has its own stream, parameter storage and
+/// staging buffers, and is `Send`: a `LaunchHost<CudaLauncher>` lives in a `wasmtime::Store` on
+/// any thread. The host function hands it a request whose arguments are checked already; a
+/// [`launch`](Launcher::launch):
+///
+/// 1. finds the kernel's module (loading it on first use; the JIT's error log goes into the
+///    `MalformedPtx` message), and its parameter sizes: from the driver
+///    (`cuFuncGetParamCount` and `cuFuncGetParamInfo`) where it can say, cross-checked with
+///    the PTX's `.entry` declaration where the driver gives no count, else from the PTX alone,
+///    else none ([`SignatureCheck::Skipped`], and the `void**` table is padded with pointers
+///    to zeros);
+/// 2. opts the kernel in to more than 48 KiB of dynamic shared memory when the launch asks
+///    for it (`cuFuncSetAttribute`), and refuses with `InvalidDimensions` more than the
+///    device's opt-in limit less the kernel's static shared memory;
+/// 3. checks the arguments' sizes against the kernel's (a mismatch is `InvalidArgs` naming the
+///    argument and both sizes);
+/// 4. places the pointer arguments where the device reads them, in the device's
+///    [`PointerMode`], and fills its parameter storage from the arguments
+///    ([`KernelParamStorage::fill`]), one path per mode:
+///    - **direct**: the kernel gets each window's host pointer into guest memory. `Auto` picks
+///      it where the device reads pageable memory through the host's page tables
+///      (`CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS_USES_HOST_PAGE_TABLES`: ATS, as on Grace
+///      Hopper). Under HMM (pageable access without the host's page tables) `Auto` stages: HMM
+///      migrates the pages a kernel touches into device memory, and a wasm memory may be a
+///      copy-on-write file mapping that HMM cannot migrate; [`PointerModeChoice::Direct`]
+///      still allows it there (see `docs/RISKS.md`);
+///    - **staged**: each window is copied into device memory before the launch and back after
+///      it, and the kernel gets the device addresses. Overlapping (or touching) windows are
+///      staged as one buffer (the crate's staging plan), so aliasing arguments alias on the
+///      device too. The buffers are kept by the launcher and reused (no `cuMemAlloc`/`cuMemFree`
+///      per launch), except those over [`MAX_KEPT_STAGING_BYTES`], freed after their launch;
+/// 5. launches on the launcher's stream, copies staged windows back and synchronises: when
+///    `launch` returns, nothing on the device can touch guest memory any more.
+///
+/// GPU writes reach guest memory only through windows of memory borrowed with
+/// [`GuestMemory::exclusive`](kernel_args_core::GuestMemory::exclusive); a request whose
+/// windows are not writable is refused (`Internal`: the host's mistake, not the guest's).
+/// Driver errors are mapped from the integer code (the crate's `cu_error` table), never by
+/// asking the driver.
+///
+/// `Send`; one per guest.
 #[derive(Debug)]
 pub struct CudaLauncher {
     device: Arc<CudaDevice>,
