@@ -188,9 +188,10 @@ pub enum GuestTrust {
 ///     launch.snapshot().args(),
 ///     &[LoweredArgSnapshot::Ptr(GuestRange { guest_offset: 1024, len: 256 }), LoweredArgSnapshot::U32(64)]
 /// );
-/// assert_eq!(host.last_error_message().as_deref(), Some(
-///     "NotAvailable -1: no CUDA device: dry run, the launch was recorded but not run"
-/// ));
+/// assert_eq!(
+///     host.last_error().map(|e| e.to_string()).as_deref(),
+///     Some("NotAvailable -1: no CUDA device: dry run, the launch was recorded but not run")
+/// );
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[derive(Debug)]

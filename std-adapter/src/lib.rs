@@ -47,7 +47,7 @@
 //! assert_eq!(host.call(Some(&mut memory), &call), AbiError::InvalidDimensions.code());
 //! assert!(host.last_launch().is_none());
 //! assert_eq!(
-//!     host.last_error_message().unwrap(),
+//!     host.last_error().unwrap().to_string(),
 //!     "InvalidDimensions -8: block.x is 2048, must be at most 1024"
 //! );
 //! # Ok::<(), Box<dyn std::error::Error>>(())
