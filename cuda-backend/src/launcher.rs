@@ -8,7 +8,7 @@ use kernel_args::{
     AbiError, Bound, Detail, Dimension, HostError, LaunchOutcome, LaunchRequest, Launcher, ParamType,
     PointerMode, Registered, ShapeError, SignatureCheck,
 };
-use kernel_args_core::{Arg, GuestRange, GuestWindow};
+use kernel_args_core::{GuestRange, GuestWindow};
 
 use crate::cu_error::Phase;
 #[cfg(doc)]
