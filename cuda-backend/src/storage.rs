@@ -671,11 +671,14 @@ mod tests {
         assert!(i < MAX_KERNEL_PARAMS && size <= MAX_PARAM_BYTES);
         // SAFETY: `i < MAX_KERNEL_PARAMS`, inside the table.
         let entry = unsafe { kernel_params.add(i) };
-        // SAFETY: in bounds and aligned; every entry is written.
-        let param = unsafe { entry.read() };
+        // SAFETY: in bounds and aligned; every entry is written. Read as the address the table
+        // stores (an integer whose provenance was exposed), as C reads a `void*`.
+        let address = unsafe { entry.cast::<u64>().read() };
+        let param = core::ptr::with_exposed_provenance::<u8>(address as usize);
         // SAFETY: by `PaddedTable`'s invariant the entry addresses a value followed by at
-        // least `MAX_PARAM_BYTES` bytes of the scratch, borrowed while the table lives.
-        let bytes = unsafe { core::slice::from_raw_parts(param.cast::<u8>(), size) };
+        // least `MAX_PARAM_BYTES` bytes of the scratch (or the static zeros), borrowed while
+        // the table lives.
+        let bytes = unsafe { core::slice::from_raw_parts(param, size) };
         bytes.to_vec()
     }
 
