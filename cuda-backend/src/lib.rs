@@ -96,6 +96,6 @@ pub use registry::{KernelEntry, KernelRegistry};
 pub use setup::{KernelProblem, SetupError};
 pub use signature::{KernelSignature, PtxParam, PtxParseError, PtxType, check_param_sizes};
 pub use storage::{
-    KernelParamStorage, MAX_KERNEL_PARAMS, MAX_PARAM_BYTES, PaddedTable, PaddingScratch, ParamSlot,
-    ParamTable, SLOT_SIZE, StorageError,
+    KernelParamStorage, MAX_KERNEL_PARAMS, MAX_PARAM_BYTES, PaddedTable, PaddingScratch, ParamTable,
+    SLOT_SIZE, StorageError,
 };

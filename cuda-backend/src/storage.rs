@@ -5,21 +5,22 @@
 //! value (as many bytes as the kernel's parameter declares) when the launch is enqueued, so
 //! the array and the values need to live only for the call.
 //!
-//! [`KernelParamStorage`] holds the values: one 8-byte, 8-aligned [`ParamSlot`] per argument
-//! in a fixed-capacity array (the capacity `N` is a const generic, [`MAX_KERNEL_ARGS`] by
-//! default, like the core parser's). A host keeps one storage and fills it in place for every
+//! [`KernelParamStorage`] holds the values: one 8-byte, 8-aligned slot per argument (a `u64`
+//! whose native bytes are the value's, zero-padded past a 4-byte value) in a fixed-capacity
+//! array (the capacity `N` is a const generic, [`MAX_KERNEL_ARGS`] by default, like the core
+//! parser's). A host keeps one storage and fills it in place for every
 //! launch with [`KernelParamStorage::fill`], from the launch's checked arguments: only the slots
 //! in use are written, and nothing of the capacity's size is zeroed or copied per launch (see
 //! `docs/performance.md`). A pointer argument's slot holds the device-visible address the launch
 //! will use, which `fill`'s caller gives for each window: its host pointer into guest memory in
 //! direct mode, the device buffer it was staged into in staged mode.
 //!
-//! The storage holds no pointer into itself, so it can be moved freely. The `void**` array is
-//! made only where it is used, in the frame of [`KernelParamStorage::with_params`], which
-//! borrows the storage mutably while its closure runs: while a table exists the storage can be
-//! neither moved nor changed, so no pointer in the table can dangle. The table writes only the
-//! entries in use (the rest of its array stays uninitialised, never read), so making it costs
-//! one pointer per parameter.
+//! The storage also keeps the `void**` array, as the addresses of its own slots (it holds no
+//! pointer, so it is `Send` and `Sync` and can be moved freely): [`KernelParamStorage::with_params`]
+//! makes it the first time and again whenever the storage has moved since, and otherwise only
+//! lends it, so a launch writes no table entry. It lends it borrowed with the whole storage
+//! for as long as its closure runs: while a table is in use the storage can be neither moved
+//! nor changed, so no entry can dangle.
 //!
 //! A kernel whose parameter list nobody knows (no declaration, a PTX the parser cannot read, a
 //! driver without `cuFuncGetParamInfo`: launched only for a trusted guest) gets
@@ -47,7 +48,7 @@
 //!     let host = window.host_ptr_mut().ok_or(StorageError::Unplaced { index })?;
 //!     Ok::<u64, StorageError>(host.expose_provenance() as u64)
 //! })?;
-//! assert_eq!(storage.arg_sizes(), &[8, 4]);
+//! assert_eq!(storage.slot(1), Some(&[4, 0, 0, 0, 0, 0, 0, 0])); // a u32 4, zero-padded
 //! let n = storage.with_params(|table| {
 //!     let kernel_params = table.as_mut_ptr(); // what cuLaunchKernel takes
 //!     assert!(!kernel_params.is_null());
@@ -57,7 +58,7 @@
 //!
 //! // Staged: the device address each window was copied to.
 //! storage.fill(&args, |_, _| Ok::<u64, StorageError>(0x7f00_0000_1000))?;
-//! assert_eq!(storage.value_bytes(0), Some(&0x7f00_0000_1000u64.to_ne_bytes()[..]));
+//! assert_eq!(storage.slot(0), Some(&0x7f00_0000_1000u64.to_ne_bytes()));
 //! # Ok::<(), StorageError>(())
 //! ```
 
@@ -67,11 +68,11 @@
 use core::ffi::c_void;
 use core::fmt;
 use core::marker::PhantomData;
-use core::mem::MaybeUninit;
 
 use kernel_args::LaunchArgs;
 use kernel_args::{AbiError, HostError};
 use kernel_args_core::{ArgTag, GuestRange, MAX_KERNEL_ARGS};
+use zerocopy::IntoBytes;
 
 /// The most bytes of parameters a CUDA kernel can take (CUDA 12.1 and later; 4 KiB before).
 pub const MAX_PARAM_BYTES: usize = 32_764;
@@ -98,27 +99,6 @@ const _: () = assert!(
 /// Bytes in one parameter slot: the widest argument (an `i64`, `u64`, `f64` or a device
 /// address).
 pub const SLOT_SIZE: usize = 8;
-
-/// One parameter's value in native byte order, 8-byte aligned, zero-padded past the value.
-///
-/// Every argument type of the wire format is at most 8 bytes with an alignment of at most 8,
-/// so one slot size and alignment fits them all.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-#[repr(C, align(8))]
-pub struct ParamSlot([u8; SLOT_SIZE]);
-
-impl ParamSlot {
-    /// A slot holding a 4-byte value, zero-padded.
-    #[inline]
-    fn four([a, b, c, d]: [u8; 4]) -> ParamSlot {
-        ParamSlot([a, b, c, d, 0, 0, 0, 0])
-    }
-
-    /// The slot's bytes (the value first, then zero padding).
-    pub fn bytes(&self) -> &[u8; SLOT_SIZE] {
-        &self.0
-    }
-}
 
 /// Why a parameter storage could not be filled: the host's mistakes, never the guest's (the
 /// guest's argv was checked before).
@@ -177,7 +157,7 @@ pub(crate) const fn slot_size(tag: u8) -> u8 {
     if tag & 1 != 0 && tag != ArgTag::Ptr.byte() { 4 } else { 8 }
 }
 
-/// The values of a launch's parameters, one [`ParamSlot`] each, with capacity `N`.
+/// The values of a launch's parameters, one 8-byte slot each, with capacity `N`.
 ///
 /// Make one with [`new`](Self::new), keep it, and [`fill`](Self::fill) it in place for every
 /// launch from the launch's checked arguments. Only the slots in use are written, and a failed
@@ -187,10 +167,19 @@ pub(crate) const fn slot_size(tag: u8) -> u8 {
 /// heap memory and holds no pointer (so it is `Send` and `Sync` without any `unsafe impl`).
 #[derive(Debug, Clone)]
 pub struct KernelParamStorage<const N: usize = MAX_KERNEL_ARGS> {
-    slots: [ParamSlot; N],
-    /// The value size of each slot in use (4 or 8).
-    sizes: [u8; N],
+    /// Each parameter's slot: a word whose native bytes are the value's, zero-padded past a
+    /// 4-byte value.
+    slots: [u64; N],
     len: usize,
+    /// The `void**` table [`with_params`](Self::with_params) hands out, as addresses (so the
+    /// storage holds no pointer): entry `i` is the address of `slots[i]` when the slots lie at
+    /// `table_base`.
+    ///
+    /// INVARIANT: `table_base == 0` (no table yet), or `table[i] == table_base + 8 * i` for
+    /// every `i`. The table is a function of `table_base` alone, so a copy of the storage (a
+    /// move, a clone) carries a table that is right wherever `table_base` says it is.
+    table: [u64; N],
+    table_base: u64,
 }
 
 impl<const N: usize> Default for KernelParamStorage<N> {
@@ -203,7 +192,7 @@ impl<const N: usize> KernelParamStorage<N> {
     /// An empty storage, to be filled in place for each launch. This is the one place its
     /// `N`-sized arrays are zeroed.
     pub const fn new() -> Self {
-        KernelParamStorage { slots: [ParamSlot([0; SLOT_SIZE]); N], sizes: [0; N], len: 0 }
+        KernelParamStorage { slots: [0; N], len: 0, table: [0; N], table_base: 0 }
     }
 
     /// Number of parameters stored.
@@ -221,40 +210,32 @@ impl<const N: usize> KernelParamStorage<N> {
         N
     }
 
-    /// The value size in bytes of each stored parameter, in order.
-    pub fn arg_sizes(&self) -> &[u8] {
-        self.sizes.get(..self.len).unwrap_or(&[])
+    /// The slot of parameter `index`, or `None` past the end: its [`SLOT_SIZE`] bytes, the
+    /// value's native bytes first (4 of them for an `i32`, `u32` or `f32`, 8 otherwise), then
+    /// zeros.
+    pub fn slot(&self, index: usize) -> Option<&[u8; SLOT_SIZE]> {
+        self.slots.get(..self.len)?.get(index)?.as_bytes().try_into().ok()
     }
 
-    /// The value bytes of parameter `index` (without the slot's padding), or `None` past the
-    /// end.
-    pub fn value_bytes(&self, index: usize) -> Option<&[u8]> {
-        if index >= self.len {
-            return None;
-        }
-        let size = usize::from(*self.sizes.get(index)?);
-        self.slots.get(index)?.0.get(..size)
-    }
-
-    /// Calls `f` with the `void**` table for `cuLaunchKernel`, made in this call's frame from a
-    /// mutable borrow: while `f` runs the storage cannot move or change, so every pointer in
-    /// the table stays valid, and the table (its `N` pointers) is never returned or copied.
-    /// Writes one pointer per parameter in use; the rest of the table is left uninitialised.
-    /// The table, and any pointer taken from it, is valid only inside `f`.
+    /// Calls `f` with the `void**` table for `cuLaunchKernel`: entry `i` the address of
+    /// parameter `i`'s slot. The storage keeps the table (made the first time and again after
+    /// the storage has moved, so a launch writes no entry), and lends it borrowed with the
+    /// whole storage: while `f` runs the storage can neither move nor change, so every entry
+    /// stays valid. The table, and any pointer taken from it, is valid only inside `f`.
     #[inline]
     pub fn with_params<R>(&mut self, f: impl FnOnce(&mut ParamTable<'_, N>) -> R) -> R {
-        let mut table = ParamTable {
-            ptrs: [const { MaybeUninit::<*mut c_void>::uninit() }; N],
-            len: self.len,
-            _storage: PhantomData,
-        };
-        let base = self.slots.as_mut_ptr();
-        for (i, p) in table.ptrs.iter_mut().enumerate().take(self.len) {
-            // `i < len <= N`: in bounds of `slots`, so the pointer is in bounds and keeps the
-            // provenance of the whole array (derived once from `as_mut_ptr`).
-            p.write(base.wrapping_add(i).cast::<c_void>());
+        // Exposed on every call, so the driver (or a test) may turn an entry back into a
+        // pointer to the slots as they are borrowed now.
+        let base = self.slots.as_mut_ptr().expose_provenance() as u64;
+        if self.table_base != base {
+            let mut address = base;
+            for entry in &mut self.table {
+                *entry = address;
+                address = address.wrapping_add(SLOT_SIZE as u64);
+            }
+            self.table_base = base;
         }
-        f(&mut table)
+        f(&mut ParamTable { table: &mut self.table, len: self.len })
     }
 
     /// Calls `f` with a `void**` table for a kernel whose parameter list is not known (count
@@ -283,7 +264,7 @@ impl<const N: usize> KernelParamStorage<N> {
         for (i, stride) in values.chunks_mut(PADDED_STRIDE_WORDS).enumerate() {
             if let Some(word) = stride.first_mut() {
                 *word = match self.slots.get(i) {
-                    Some(slot) if i < len => u64::from_ne_bytes(slot.0),
+                    Some(slot) if i < len => *slot,
                     _ => 0,
                 };
             }
@@ -320,42 +301,32 @@ impl<const N: usize> KernelParamStorage<N> {
         mut place: impl FnMut(usize, GuestRange) -> Result<u64, E>,
     ) -> Result<(), E> {
         self.len = 0;
-        if args.len() > N {
-            return Err(StorageError::TooManyArgs { capacity: N, got: args.len() }.into());
-        }
-        // `args.len() <= N`: every zip below visits every argument, and no slot index is
-        // checked (or can fail) per argument. Each slot's size from its tag byte, and its bytes
-        // from its bits (on a little-endian host the bits as they are: one copy of the run);
-        // then each pointer's slot, which held its window, from `place`.
-        for (size, &tag) in self.sizes.iter_mut().zip(args.tag_bytes()) {
-            *size = slot_size(tag);
-        }
-        for ((slot, &size), &bits) in self.slots.iter_mut().zip(&self.sizes).zip(args.bits()) {
-            *slot = scalar_slot(bits, size == 4);
-        }
-        for (index, &tag) in args.tag_bytes().iter().enumerate() {
-            if tag == ArgTag::Ptr.byte()
-                && let (Some(&bits), Some(slot)) = (args.bits().get(index), self.slots.get_mut(index))
-            {
-                let window = GuestRange { guest_offset: bits as u32, len: (bits >> 32) as u32 };
-                *slot = ParamSlot(place(index, window)?.to_ne_bytes());
+        let len = args.len();
+        let Some(slots) = self.slots.get_mut(..len) else {
+            return Err(StorageError::TooManyArgs { capacity: N, got: len }.into());
+        };
+        // Each slot's value from the argument's bits (zero-extended to 64: on a little-endian
+        // host the slot's native bytes as they are, so the run is one copy); then each
+        // pointer's slot, which held its window, from `place`.
+        if cfg!(target_endian = "little") {
+            slots.copy_from_slice(args.bits());
+        } else {
+            for ((slot, &tag), &bits) in slots.iter_mut().zip(args.tag_bytes()).zip(args.bits()) {
+                *slot = if slot_size(tag) == 4 {
+                    let [a, b, c, d] = (bits as u32).to_ne_bytes();
+                    u64::from_ne_bytes([a, b, c, d, 0, 0, 0, 0])
+                } else {
+                    bits
+                };
             }
         }
-        self.len = args.len();
+        for (index, window) in args.pointers() {
+            if let Some(slot) = slots.get_mut(index) {
+                *slot = place(index, window)?;
+            }
+        }
+        self.len = len;
         Ok(())
-    }
-}
-
-/// A slot from an argument's bits (zero-extended to 64): on a little-endian host the bits' bytes
-/// as they are, a 4-byte value's padding being the zero extension.
-#[inline(always)]
-fn scalar_slot(bits: u64, four_bytes: bool) -> ParamSlot {
-    if cfg!(target_endian = "little") {
-        ParamSlot(bits.to_le_bytes())
-    } else if four_bytes {
-        ParamSlot::four((bits as u32).to_ne_bytes())
-    } else {
-        ParamSlot(bits.to_ne_bytes())
     }
 }
 
@@ -434,26 +405,24 @@ impl KernelParams for PaddedTable<'_> {
 /// The `void**` array `cuLaunchKernel` reads, borrowed from a [`KernelParamStorage`] inside
 /// [`with_params`](KernelParamStorage::with_params).
 ///
-/// Pointer `i` addresses the value of parameter `i`. Take [`as_mut_ptr`](ParamTable::as_mut_ptr)
-/// right at the launch call: it points into this table, so it must not outlive it.
-///
-/// INVARIANT: `len <= N`, and `ptrs[..len]` are initialised (by
-/// [`KernelParamStorage::with_params`], the only maker).
+/// Entry `i` is the address of parameter `i`'s slot, for `i` up to the storage's capacity (the
+/// driver reads as many as the kernel has parameters, which the signature check makes
+/// [`len`](Self::len)). Take [`as_mut_ptr`](ParamTable::as_mut_ptr) right at the launch call:
+/// it points into the storage, so it must not outlive this table.
 pub struct ParamTable<'s, const N: usize = MAX_KERNEL_ARGS> {
-    ptrs: [MaybeUninit<*mut c_void>; N],
+    /// The storage's table, borrowed (with the whole storage) for `'s`.
+    table: &'s mut [u64; N],
     len: usize,
-    /// The pointers address the storage's slots, borrowed mutably with it.
-    _storage: PhantomData<&'s mut [ParamSlot; N]>,
 }
 
 impl<const N: usize> fmt::Debug for ParamTable<'_, N> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ParamTable").field("pointers", &self.pointers()).finish()
+        f.debug_struct("ParamTable").field("entries", &self.entries()).finish()
     }
 }
 
 impl<const N: usize> ParamTable<'_, N> {
-    /// Number of parameter pointers.
+    /// Number of parameters.
     pub fn len(&self) -> usize {
         self.len
     }
@@ -463,21 +432,18 @@ impl<const N: usize> ParamTable<'_, N> {
         self.len == 0
     }
 
-    /// The `void**` for `cuLaunchKernel`'s `kernelParams`: `len()` initialised pointers, each
-    /// to an 8-aligned slot holding the parameter's value (the driver reads exactly as many as
-    /// the kernel has parameters, which the signature check makes `len()`). Valid while `self`
-    /// is neither moved nor dropped.
+    /// The `void**` for `cuLaunchKernel`'s `kernelParams`: pointers to 8-aligned slots, the
+    /// first [`len`](Self::len) holding the parameters' values. Valid while `self` is neither
+    /// moved nor dropped.
     pub fn as_mut_ptr(&mut self) -> *mut *mut c_void {
-        // `MaybeUninit<T>` has `T`'s layout, so the array is an array of `*mut c_void`.
-        self.ptrs.as_mut_ptr().cast::<*mut c_void>()
+        // `u64` has `*mut c_void`'s size and alignment (asserted above); the driver reads each
+        // entry as a pointer.
+        self.table.as_mut_ptr().cast::<*mut c_void>()
     }
 
-    /// The parameter pointers, for inspection.
-    pub fn pointers(&self) -> &[*mut c_void] {
-        let init = self.ptrs.get(..self.len).unwrap_or(&[]);
-        // SAFETY: by the type's invariant the first `len` entries are initialised, and
-        // `MaybeUninit<T>` has the layout of `T`, so they can be read as `[*mut c_void]`.
-        unsafe { &*(core::ptr::from_ref(init) as *const [*mut c_void]) }
+    /// The entries of the parameters, as addresses: [`len`](Self::len) of them.
+    pub fn entries(&self) -> &[u64] {
+        self.table.get(..self.len).unwrap_or_default()
     }
 }
 
@@ -493,20 +459,30 @@ mod tests {
         LaunchArgs::from_slice(args).expect("at most MAX_KERNEL_ARGS arguments")
     }
 
-    /// Reads parameter `i` back through the raw `void**` table, as the driver does.
-    fn read_through_table(table: &mut ParamTable<'_, MAX_KERNEL_ARGS>, i: usize, size: usize) -> Vec<u8> {
+    /// Reads parameter `i`'s slot back through the raw `void**` table, as the driver does.
+    fn read_through_table(table: &mut ParamTable<'_, MAX_KERNEL_ARGS>, i: usize) -> [u8; SLOT_SIZE] {
         let kernel_params = table.as_mut_ptr();
         assert!(i < table.len());
-        // SAFETY: `i < len <= N`, so `kernel_params + i` is inside the table's pointer array.
-        let slot_ptr = unsafe { kernel_params.add(i) };
-        // SAFETY: `slot_ptr` is in bounds, aligned (it points into a `[*mut c_void; N]`) and
-        // initialised by `with_params`.
-        let param = unsafe { slot_ptr.read() };
+        // SAFETY: `i < len <= N`, so `kernel_params + i` is inside the table's array of `N`
+        // entries.
+        let entry_ptr = unsafe { kernel_params.cast::<u64>().add(i) };
+        // SAFETY: in bounds (above), aligned for `u64` (the table is a `[u64; N]`) and
+        // initialised.
+        let entry = unsafe { entry_ptr.read() };
+        // The driver takes the entry as a `void*`; here the address is turned back into a
+        // pointer with the provenance `with_params` exposed.
+        let param = core::ptr::with_exposed_provenance::<[u8; SLOT_SIZE]>(entry as usize);
         assert_eq!(param.addr() % align_of::<u64>(), 0, "slot {i} is not 8-aligned");
-        // SAFETY: `param` points at an 8-byte slot of the storage borrowed by `table`, which
-        // lives and is not written while the table exists; `size <= SLOT_SIZE`.
-        let bytes = unsafe { core::slice::from_raw_parts(param.cast::<u8>(), size) };
-        bytes.to_vec()
+        // SAFETY: `param` addresses an 8-byte slot of the storage borrowed by `table`, which
+        // lives and is not written while the table exists.
+        unsafe { param.read() }
+    }
+
+    /// `value` followed by zeros to a slot's size: what a slot holds.
+    fn padded(value: &[u8]) -> [u8; SLOT_SIZE] {
+        let mut slot = [0; SLOT_SIZE];
+        slot[..value.len()].copy_from_slice(value);
+        slot
     }
 
     /// What the kernel must read for `arg`: its native bytes, a pointer as `device_address`.
@@ -563,11 +539,8 @@ mod tests {
 
         let mut storage: KernelParamStorage = KernelParamStorage::new();
         storage.fill(&la(&argv), direct(&guest)).unwrap();
-        // Moving the storage before the table is made must not matter.
-        let mut moved = Box::new(storage.clone());
-        for storage in [&mut storage, &mut *moved] {
+        let check = |storage: &mut KernelParamStorage| {
             assert_eq!(storage.len(), argv.len());
-            let sizes = storage.arg_sizes().to_vec();
             storage.with_params(|table| {
                 assert_eq!(table.len(), argv.len());
                 for (i, arg) in argv.iter().enumerate() {
@@ -576,15 +549,26 @@ mod tests {
                         _ => 0,
                     };
                     let want = native_bytes(arg, device_address);
-                    assert_eq!(usize::from(sizes[i]), want.len(), "argument {i} size");
                     assert_eq!(
-                        sizes[i],
+                        want.len(),
                         if matches!(arg, Arg::I32(_) | Arg::U32(_) | Arg::F32(_)) { 4 } else { 8 }
                     );
-                    assert_eq!(read_through_table(table, i, want.len()), want, "argument {i}");
+                    assert_eq!(read_through_table(table, i), padded(&want), "argument {i}");
                 }
-            });
+                table.entries().to_vec()
+            })
+        };
+        let entries = check(&mut storage);
+        // A moved copy's table addresses its own slots, though the copy carries the table made
+        // for the original: the original, refilled with other values, is not what it reads.
+        let mut moved = Box::new(storage.clone());
+        storage.fill(&la(&[Arg::U64(u64::MAX); 9]), direct(&guest)).unwrap();
+        let moved_entries = check(&mut moved);
+        assert_ne!(entries, moved_entries);
+        for entries in [&entries, &moved_entries] {
+            assert!(entries.windows(2).all(|pair| pair[1] == pair[0] + SLOT_SIZE as u64));
         }
+        assert_eq!(storage.with_params(|table| table.entries().to_vec()), entries, "kept in place");
     }
 
     #[test]
@@ -617,21 +601,20 @@ mod tests {
                     _ => 0,
                 };
                 let want = native_bytes(arg, device_address);
-                assert_eq!(read_through_table(table, i, want.len()), want, "argument {i}");
+                assert_eq!(read_through_table(table, i), padded(&want), "argument {i}");
             }
         });
     }
 
     #[test]
-    fn value_bytes_and_padding() {
+    fn slots_and_padding() {
         let argv: [LoweredArgSnapshot; 2] = [Arg::U32(0x0102_0304), Arg::F64(F64Bits::from_f64(1.5))];
         let mut storage = KernelParamStorage::<4>::new();
         storage.fill(&la(&argv), staged(&[])).unwrap();
         assert_eq!(storage.capacity(), 4);
-        assert_eq!(storage.value_bytes(0), Some(&0x0102_0304u32.to_ne_bytes()[..]));
-        assert_eq!(storage.value_bytes(1), Some(&1.5f64.to_ne_bytes()[..]));
-        assert_eq!(storage.value_bytes(2), None);
-        assert_eq!(storage.slots[0].bytes()[4..], [0, 0, 0, 0], "padding is zero");
+        assert_eq!(storage.slot(0), Some(&padded(&0x0102_0304u32.to_ne_bytes())), "zero-padded");
+        assert_eq!(storage.slot(1), Some(&1.5f64.to_ne_bytes()));
+        assert_eq!(storage.slot(2), None);
     }
 
     #[test]
@@ -640,12 +623,13 @@ mod tests {
             [Arg::I64(-1), Arg::U32(7), Arg::Ptr(GuestRange { guest_offset: 0, len: 8 })];
         let mut storage = KernelParamStorage::<4>::default();
         storage.fill(&la(&argv), staged(&[0xabc])).unwrap();
-        assert_eq!(storage.arg_sizes(), &[8, 4, 8]);
-        assert_eq!(storage.value_bytes(2), Some(&0xabcu64.to_ne_bytes()[..]));
+        assert_eq!(storage.len(), 3);
+        assert_eq!(storage.slot(2), Some(&0xabcu64.to_ne_bytes()));
         // A fill of fewer arguments replaces it...
         storage.fill(&la(&argv[1..2]), staged(&[])).unwrap();
-        assert_eq!((storage.len(), storage.value_bytes(0)), (1, Some(&7u32.to_ne_bytes()[..])));
-        assert_eq!(storage.with_params(|table| table.pointers().len()), 1);
+        assert_eq!((storage.len(), storage.slot(0)), (1, Some(&padded(&7u32.to_ne_bytes()))));
+        assert_eq!(storage.slot(1), None, "the earlier fill's slots are not the storage's");
+        assert_eq!(storage.with_params(|table| table.entries().len()), 1);
         // ...and a failed one leaves nothing.
         let err = storage.fill(&la(&argv), staged(&[])).unwrap_err();
         assert_eq!(err, StorageError::Unplaced { index: 2 });
@@ -729,7 +713,7 @@ mod tests {
         assert!(storage.is_empty());
         storage.with_params(|table| {
             assert!(table.is_empty());
-            assert!(table.pointers().is_empty());
+            assert!(table.entries().is_empty());
             let _ = table.as_mut_ptr();
         });
         assert!(storage.with_padded_params(&mut PaddingScratch::default(), |table| table.is_empty()));
@@ -767,7 +751,7 @@ mod tests {
             storage.fill(&la(&argv[..1]), direct(&guest)).unwrap();
             assert_eq!(storage.len(), 1);
             storage.fill(&la(&argv), staged(&[0x1000, 0x2000])).unwrap();
-            assert_eq!(storage.value_bytes(2), Some(&0x2000u64.to_ne_bytes()[..]));
+            assert_eq!(storage.slot(2), Some(&0x2000u64.to_ne_bytes()));
         }
     }
 
@@ -789,14 +773,14 @@ mod tests {
         let mut storage: KernelParamStorage = KernelParamStorage::new();
         storage.fill(&la(&argv), direct(&guest)).unwrap();
         storage.with_params(|table| {
-            assert_eq!(table.pointers().len(), MAX_KERNEL_ARGS);
+            assert_eq!(table.entries().len(), MAX_KERNEL_ARGS);
             for (i, arg) in argv.iter().enumerate() {
                 let host = match arg {
                     Arg::Ptr(r) => base + u64::from(r.guest_offset),
                     _ => 0,
                 };
                 let want = native_bytes(arg, host);
-                assert_eq!(read_through_table(table, i, want.len()), want, "argument {i}");
+                assert_eq!(read_through_table(table, i), padded(&want), "argument {i}");
             }
         });
     }

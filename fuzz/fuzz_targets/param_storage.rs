@@ -22,8 +22,8 @@
 //! fill of an argv with a pointer is refused with `Unplaced` for its first pointer and leaves
 //! the storage empty; an argv without pointers is stored as the model says.
 //!
-//! After every successful fill the `void**` table (`with_params`) holds `len()` pointers, each
-//! 8-aligned and addressing exactly the slot whose bytes `value_bytes(i)` returned, and the
+//! After every successful fill the `void**` table (`with_params`) holds `len()` entries, each
+//! 8-aligned and addressing exactly the slot that `slot(i)` returned, and the
 //! padded table (`with_padded_params`) one entry per argument, 32 KiB apart, then every entry
 //! at the same zeros (checked by address, so this target needs no `unsafe`; the backend's
 //! Miri-run tests read through both tables).
@@ -93,21 +93,20 @@ fn staged(available: usize) -> impl FnMut(usize, GuestRange) -> Result<u64, Stor
 /// Checks every slot of `storage` and both of its tables against `want`.
 fn check_storage<const N: usize>(storage: &mut KernelParamStorage<N>, want: &[Vec<u8>]) {
     assert_eq!(storage.len(), want.len());
-    assert_eq!(storage.arg_sizes().len(), want.len());
     let mut slot_addresses = Vec::with_capacity(want.len());
     for (i, want) in want.iter().enumerate() {
-        let bytes = storage.value_bytes(i).unwrap_or_else(|| panic!("no value for argument {i}"));
-        assert_eq!(bytes, want.as_slice(), "slot {i}");
-        assert_eq!(usize::from(storage.arg_sizes()[i]), bytes.len());
-        assert!(bytes.len() <= SLOT_SIZE);
-        slot_addresses.push(bytes.as_ptr().addr());
+        let slot = storage.slot(i).unwrap_or_else(|| panic!("no slot for argument {i}"));
+        assert!(want.len() <= SLOT_SIZE);
+        assert_eq!(&slot[..want.len()], want.as_slice(), "slot {i}");
+        assert!(slot[want.len()..].iter().all(|&b| b == 0), "slot {i} is zero-padded");
+        slot_addresses.push(slot.as_ptr().addr() as u64);
     }
-    assert_eq!(storage.value_bytes(want.len()), None, "a value past the last argument");
+    assert_eq!(storage.slot(want.len()), None, "a slot past the last argument");
 
     let pointers = storage.with_params(|table| {
         assert_eq!(table.len(), want.len());
-        assert!(!table.as_mut_ptr().is_null() || want.is_empty());
-        table.pointers().iter().map(|p| p.addr()).collect::<Vec<usize>>()
+        assert!(!table.as_mut_ptr().is_null());
+        table.entries().to_vec()
     });
     assert_eq!(pointers, slot_addresses, "table pointers do not address the slots");
     for (i, p) in pointers.iter().enumerate() {

@@ -16,8 +16,9 @@ use kernel_args_core::{
 /// Each argument is kept as its tag byte ([`tag_bytes`](Self::tag_bytes)) and its value's bits
 /// ([`bits`](Self::bits)), the parser writing both at the argument's index: a launcher copies
 /// values into its parameter slots, and a declaration compares types, as runs of bytes, without
-/// a match per argument. [`get`](Self::get) and [`iter`](Self::iter) give the arguments as
-/// values to match on; [`pointers`](Self::pointers) the pointer arguments alone.
+/// a match per argument. The parser also notes each pointer argument's index as it reads it, so
+/// [`pointers`](Self::pointers) visits the pointer arguments alone without looking at the
+/// others. [`get`](Self::get) and [`iter`](Self::iter) give the arguments as values to match on.
 ///
 /// ```
 /// use kernel_args::LaunchArgs;
@@ -41,12 +42,27 @@ pub struct LaunchArgs {
     tags: [u8; MAX_KERNEL_ARGS],
     /// INVARIANT: entries `..len` are each argument's bits (see [`LaunchArgs::bits`]).
     bits: [u64; MAX_KERNEL_ARGS],
+    /// INVARIANT: at most `MAX_KERNEL_ARGS`.
+    pointer_count: usize,
+    /// INVARIANT: entries `..pointer_count` are the indices (each below `MAX_KERNEL_ARGS`, so a
+    /// byte holds it) of the pointer arguments, in increasing order; once the parse is finished,
+    /// exactly those below `len` whose tag is a pointer's.
+    pointer_indices: [u8; MAX_KERNEL_ARGS],
 }
+
+// Every argument index fits the byte `pointer_indices` keeps it in.
+const _: () = assert!(MAX_KERNEL_ARGS <= 1 << u8::BITS);
 
 impl LaunchArgs {
     /// No arguments.
     pub const fn new() -> LaunchArgs {
-        LaunchArgs { len: 0, tags: [0; MAX_KERNEL_ARGS], bits: [0; MAX_KERNEL_ARGS] }
+        LaunchArgs {
+            len: 0,
+            tags: [0; MAX_KERNEL_ARGS],
+            bits: [0; MAX_KERNEL_ARGS],
+            pointer_count: 0,
+            pointer_indices: [0; MAX_KERNEL_ARGS],
+        }
     }
 
     /// The arguments of `args`, or `None` past [`MAX_KERNEL_ARGS`].
@@ -79,6 +95,15 @@ impl LaunchArgs {
         Some(decode(tag, bits))
     }
 
+    /// Argument `index`'s window, or `None` when it is not a pointer (or past the last).
+    #[inline]
+    pub fn window(&self, index: usize) -> Option<GuestRange> {
+        match self.tag_bytes().get(index) {
+            Some(&tag) if tag == ArgTag::Ptr.byte() => self.bits().get(index).map(|&bits| window_of(bits)),
+            _ => None,
+        }
+    }
+
     /// The arguments, in order.
     pub fn iter(&self) -> impl ExactSizeIterator<Item = LoweredArgSnapshot> + '_ {
         self.tag_bytes().iter().zip(self.bits()).map(|(&tag, &bits)| decode(tag, bits))
@@ -98,17 +123,25 @@ impl LaunchArgs {
         self.bits.get(..self.len).unwrap_or_default()
     }
 
-    /// The pointer arguments, in order: each one's index and window.
+    /// The pointer arguments, in order: each one's index and window. Visits only them (their
+    /// indices are noted as the argv is parsed).
+    #[inline]
     pub fn pointers(&self) -> impl Iterator<Item = (usize, GuestRange)> + '_ {
-        (self.tag_bytes().iter().zip(self.bits()).enumerate())
-            .filter(|(_, (tag, _))| **tag == ArgTag::Ptr.byte())
-            .map(|(index, (_, &bits))| (index, window_of(bits)))
+        let indices = self.pointer_indices.get(..self.pointer_count).unwrap_or_default();
+        let bits = self.bits();
+        // By the invariant every index is below `len`, so `map_while` never stops early and
+        // `bits.get` always finds the argument.
+        indices
+            .iter()
+            .map(|&index| usize::from(index))
+            .map_while(move |index| bits.get(index).map(|&bits| (index, window_of(bits))))
     }
 
     /// Forgets every argument.
     #[inline]
     pub fn clear(&mut self) {
         self.len = 0;
+        self.pointer_count = 0;
     }
 
     /// Writes argument `index` (not counted until `len` covers it).
@@ -125,7 +158,15 @@ impl LaunchArgs {
             Arg::F64(v) => v.0,
             Arg::U32(v) => u64::from(v),
             Arg::U64(v) => v,
-            Arg::Ptr(w) => u64::from(w.guest_offset) | u64::from(w.len) << 32,
+            Arg::Ptr(w) => {
+                // `index < MAX_KERNEL_ARGS` (the `get_mut`s above), and there are at most as many
+                // pointers as indices: the slot exists and the index fits a byte.
+                if let Some(slot) = self.pointer_indices.get_mut(self.pointer_count) {
+                    *slot = index as u8;
+                    self.pointer_count = self.pointer_count.saturating_add(1);
+                }
+                u64::from(w.guest_offset) | u64::from(w.len) << 32
+            }
         };
         Ok(())
     }
@@ -278,6 +319,10 @@ mod tests {
         }
         assert_eq!(args.bits()[6], 3 << 32 | 8);
         assert_eq!(args.pointers().collect::<Vec<_>>(), [(6, GuestRange { guest_offset: 8, len: 3 })]);
+        assert_eq!(
+            (args.window(6), args.window(5), args.window(7)),
+            (Some(GuestRange { guest_offset: 8, len: 3 }), None, None)
+        );
         let mixed = LaunchArgs::from_slice(&[all[6], all[0], all[6], all[6]]).unwrap();
         assert_eq!(mixed.pointers().map(|(i, _)| i).collect::<Vec<_>>(), [0, 2, 3]);
         assert!(LaunchArgs::from_slice(&[Arg::U32(0); MAX_KERNEL_ARGS + 1]).is_none());

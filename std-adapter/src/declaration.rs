@@ -461,7 +461,7 @@ impl Declaration {
         }
         for pointer in &self.pointers {
             let index = usize::from(pointer.index);
-            let Some(LoweredArgSnapshot::Ptr(window)) = args.get(index) else {
+            let Some(window) = args.window(index) else {
                 return Err(self.type_mismatch(args, index));
             };
             let size = pointer.element.size();

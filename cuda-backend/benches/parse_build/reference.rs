@@ -3,8 +3,9 @@
 //! - [`heap`]: a straightforward implementation that allocates (a `Vec` of parsed arguments,
 //!   then a `Vec` of values and a `Vec` of pointers), with the same checks as the core parser;
 //! - [`floor`]: an unchecked decoder: it trusts the buffer completely (no tag, length, window
-//!   or cap check) and writes the same slots, sizes and `void**` table as ours, so the distance
-//!   to it is the price of the checks and of the two steps;
+//!   or cap check) and writes the same slots as ours, their sizes and a `void**` table on every
+//!   call (ours keeps its table in the storage), so the distance to it is the price of the
+//!   checks and of the two steps;
 //! - [`ours`]: the direct-mode lowering per call, from the argv bytes to the `void**` table: the
 //!   host function's parse into its pointer-free record, then the CUDA launcher's fill of its
 //!   parameter storage (each window's host pointer, checked again) and its table; and the whole
