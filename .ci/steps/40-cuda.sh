@@ -59,7 +59,7 @@ done
 for runtime in wasmtime wasmi; do
     KARGS_CUDA_DRIVER= cargo run -q -p kernel-args-cli --features cuda -- demo --n 64 --runtime "$runtime" \
         | tee /tmp/kargs-demo.txt
-    grep -q '^launcher: dry run (the CUDA driver library .* cannot be used' /tmp/kargs-demo.txt
+    grep -q '^launcher: dry run: this machine has no CUDA device kargs can use (the CUDA driver library .* cannot be used' /tmp/kargs-demo.txt
 done
 
 # The cuda-feature binaries must not depend on the driver library at load time (it is

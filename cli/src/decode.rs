@@ -4,20 +4,23 @@
 //! comes with its record index and byte offset. The guest memory is [`GuestMemory::length_only`]:
 //! `--mem-len` only states the memory's size, against which pointer windows are checked.
 //!
-//! Human output (on stdout) is a table of the arguments or a diagnostic in the style of a
-//! compiler's, with a hex excerpt and a caret under the offending record's first byte:
+//! An accepted argv's table goes to stdout; a rejected one's diagnostic, in the style of a
+//! compiler's, to stderr, with a hex excerpt (each row's byte offset in hex in the gutter) and a
+//! caret under the offending record's first byte (coloured on a terminal, see `style`):
 //!
 //! ```text
 //! error[InvalidArgs -9]: unknown tag 0xff at byte 15 (record 3)
-//!   |
-//! 0 | 05 01 00 00 00 05 02 00 00 00 05 03 00 00 00 ff
-//!   |                                              ^^ record 3
-//!   |
-//!   = note: the tags are 0x01 i32, 0x02 i64, 0x03 f32, 0x04 f64, 0x05 u32, 0x06 u64, 0x07 ptr
-//!   = note: the records before it are valid
+//!      |
+//! 0x00 | 05 01 00 00 00 05 02 00 00 00 05 03 00 00 00 ff
+//!      |                                              ^^ record 3
+//!      |
+//!      = note: the tags are 0x01 i32, 0x02 i64, 0x03 f32, 0x04 f64, 0x05 u32, 0x06 u64, 0x07 ptr
+//!      = note: the records before it are valid
 //! ```
 //!
-//! `--json` prints one object instead (see the `json` module).
+//! `--json` prints one object instead, on stdout whether the argv is accepted or not (see the
+//! `json` module). The hex comes from the arguments, or from stdin for `-` or when there are
+//! none and stdin is not a terminal (a pipe, a file).
 //!
 //! `--signature '<declaration>'` also checks the accepted argv against a kernel declaration
 //! (`docs/declarations.md`) for the launch shape of `--grid` and `--block`, as the host does
@@ -25,16 +28,16 @@
 //!
 //! ```text
 //! error[InvalidArgs -9]: record 2 at byte 18: out: 16-byte window, the kernel touches n * 4 = 64 bytes
-//!    |
-//!  0 | 07 00 00 00 00 40 00 00 00 07 40 00 00 00 40 00
-//! 16 | 00 00 07 80 00 00 00 10 00 00 00 05 10 00 00 00
-//!    |       ^^ ~~ ~~ ~~ ~~ ~~ ~~ ~~ ~~ record 2
-//!    |
-//!    = note: the kernel's declaration: vector_add(a: &[f32; n], b: &[f32; n], out: &mut [f32; n], n: u32)
+//!      |
+//! 0x00 | 07 00 00 00 00 40 00 00 00 07 40 00 00 00 40 00
+//! 0x10 | 00 00 07 80 00 00 00 10 00 00 00 05 10 00 00 00
+//!      |       ^^ ~~ ~~ ~~ ~~ ~~ ~~ ~~ ~~ record 2
+//!      |
+//!      = note: the kernel's declaration: vector_add(a: &[f32; n], b: &[f32; n], out: &mut [f32; n], n: u32)
 //! ```
 
 use std::fmt::Write;
-use std::io::Read;
+use std::io::{IsTerminal, Read};
 
 use clap::Args;
 use kernel_args::{Declaration, DeclarationError, LaunchArgs, LaunchShape, Mismatch, MismatchKind};
@@ -44,7 +47,8 @@ use kernel_args_core::{
 };
 
 use crate::json::Decoded;
-use crate::{Output, Status, hex, value};
+use crate::style::Paint;
+use crate::{Output, Status, hex, number, value};
 
 /// Bytes per row of a diagnostic's hex excerpt.
 const ROW: usize = 16;
@@ -53,9 +57,9 @@ const ROW: usize = 16;
 #[derive(Debug, Args)]
 pub(crate) struct DecodeArgs {
     /// Size in bytes of the guest memory that pointer windows are checked against
-    /// (0 to 4294967296, the largest wasm32 memory).
+    /// (0 to 4294967296 = 0x100000000, the largest wasm32 memory; decimal or 0x hex).
     #[arg(long, value_name = "N", default_value_t = DEFAULT_MEM_LEN,
-          value_parser = clap::value_parser!(u64).range(0..=MAX_GUEST_MEMORY_BYTES))]
+          value_parser = number::unsigned_up_to(MAX_GUEST_MEMORY_BYTES))]
     mem_len: u64,
 
     /// Print one JSON object instead of a table or a diagnostic.
@@ -75,9 +79,9 @@ pub(crate) struct DecodeArgs {
     #[arg(long, value_name = "X,Y,Z", default_value = "1", value_parser = parse_dims, requires = "signature")]
     block: [u32; 3],
 
-    /// The argv buffer as hex digits; whitespace is ignored and several arguments are joined.
-    /// `-` reads the hex from stdin.
-    #[arg(value_name = "HEX", required = true, num_args = 1..)]
+    /// The argv buffer as hex digits (no `0x`); whitespace is ignored and several arguments are
+    /// joined. `-`, or none with stdin a pipe or a file, reads the hex from stdin.
+    #[arg(value_name = "HEX")]
     hex: Vec<String>,
 }
 
@@ -89,13 +93,15 @@ fn parse_dims(text: &str) -> Result<[u32; 3], String> {
         return Err(format!("`{text}`: at most three dimensions, X,Y,Z"));
     }
     for (dim, part) in dims.iter_mut().zip(parts) {
-        *dim = part.trim().parse().map_err(|_| format!("`{part}` is not a dimension (0 to 4294967295)"))?;
+        *dim = number::unsigned(part.trim())
+            .and_then(|d| u32::try_from(d).ok())
+            .ok_or_else(|| format!("`{part}` is not a dimension (0 to 4294967295, decimal or 0x hex)"))?;
     }
     Ok(dims)
 }
 
-/// Runs `kargs decode`.
-pub(crate) fn run(args: &DecodeArgs) -> Output {
+/// Runs `kargs decode`; diagnostics are coloured with `paint`.
+pub(crate) fn run(args: &DecodeArgs, paint: Paint) -> Output {
     let bytes = match read_input(&args.hex) {
         Ok(bytes) => bytes,
         Err(message) => return Output::usage(message),
@@ -115,36 +121,34 @@ pub(crate) fn run(args: &DecodeArgs) -> Output {
         _ => None,
     };
     let status = if error.is_some() || mismatch.is_some() { Status::Rejected } else { Status::Accepted };
-    let text = if args.json {
+    if args.json {
         let decoded = Decoded::new(&records, error.as_ref());
-        match &declaration {
+        let decoded = match &declaration {
             Some(declaration) if error.is_none() => {
                 decoded.with_signature(declaration.name(), mismatch.as_ref())
             }
             _ => decoded,
+        };
+        return Output::stdout(decoded.to_line(), status);
+    }
+    match (&error, &mismatch, &declaration) {
+        (Some(error), _, _) => Output::stderr(diagnostic(&bytes, error, args.mem_len, paint), status),
+        (None, Some(mismatch), Some(declaration)) => {
+            Output::stderr(signature_diagnostic(&bytes, &records, mismatch, declaration, paint), status)
         }
-        .to_line()
-    } else {
-        match (&error, &mismatch, &declaration) {
-            (Some(error), _, _) => diagnostic(&bytes, error, args.mem_len),
-            (None, Some(mismatch), Some(declaration)) => {
-                signature_diagnostic(&bytes, &records, mismatch, declaration)
+        (None, _, declaration) => {
+            let mut out = table(&records, bytes.len(), args.mem_len);
+            if let Some(declaration) = declaration {
+                let _ = writeln!(
+                    out,
+                    "\nfits the declaration of {} ({})",
+                    declaration.name(),
+                    shape_text(&shape)
+                );
             }
-            (None, _, declaration) => {
-                let mut out = table(&records, bytes.len(), args.mem_len);
-                if let Some(declaration) = declaration {
-                    let _ = writeln!(
-                        out,
-                        "\nfits the declaration of {} ({})",
-                        declaration.name(),
-                        shape_text(&shape)
-                    );
-                }
-                out
-            }
+            Output::stdout(out, status)
         }
-    };
-    Output::stdout(text, status)
+    }
 }
 
 /// The declaration's check of an accepted argv's records.
@@ -180,62 +184,109 @@ fn signature_diagnostic(
     records: &[Record<'_>],
     mismatch: &Mismatch,
     declaration: &Declaration,
+    paint: Paint,
 ) -> String {
     let mut out = String::new();
-    let _ = writeln!(out, "error[InvalidArgs -9]: {mismatch}");
+    let _ = writeln!(out, "{}: {mismatch}", paint.error("error[InvalidArgs -9]"));
     let start = mismatch.offset;
     let len = records.get(mismatch.record).map_or(0, |r| r.arg.tag().wire_size());
-    let end = start.saturating_add(len).min(bytes.len());
-    let mut marks = vec![' '; bytes.len()];
-    for (i, mark) in marks.iter_mut().enumerate().take(end).skip(start) {
-        *mark = if i == start { '^' } else { '~' };
-    }
-    let first_row = (start / ROW).saturating_sub(1) * ROW;
-    let last_row = (end.saturating_sub(1).max(start) / ROW) * ROW;
-    let gutter = last_row.max(first_row).to_string().len();
-    let pad = " ".repeat(gutter);
-    let _ = writeln!(out, "{pad} |");
-    let mut labelled = false;
-    for row_start in (first_row..=last_row.min(bytes.len().saturating_sub(1) / ROW * ROW)).step_by(ROW) {
-        let row_end = (row_start + ROW).min(bytes.len());
-        let row = bytes.get(row_start..row_end).unwrap_or_default();
-        let hex: Vec<String> = row.iter().map(|b| format!("{b:02x}")).collect();
-        let _ = writeln!(out, "{row_start:>gutter$} | {}", hex.join(" "));
-        let row_marks = marks.get(row_start..row_end).unwrap_or_default();
-        if row_marks.iter().any(|m| *m != ' ') {
-            let mut line: String = row_marks.iter().map(|m| format!("{m}{m} ")).collect();
-            line.truncate(line.trim_end().len());
-            if !labelled {
-                let _ = write!(line, " record {}", mismatch.record);
-                labelled = true;
-            }
-            let _ = writeln!(out, "{pad} | {line}");
-        }
-    }
-    let _ = writeln!(out, "{pad} |");
-    let _ = writeln!(out, "{pad} = note: the kernel's declaration: {}", declaration.as_str());
+    let mut notes = vec![format!("the kernel's declaration: {}", declaration.as_str())];
     if matches!(mismatch.kind, MismatchKind::Count { .. }) {
-        let _ = writeln!(out, "{pad} = note: the argv's {} records are valid on the wire", records.len());
+        notes.push(format!("the argv's {} records are valid on the wire", records.len()));
     }
+    excerpt(&mut out, bytes, Some((start, start.saturating_add(len), mismatch.record)), &notes, paint);
     out
 }
 
-/// The input's bytes: the hex arguments joined, or stdin's hex for a lone `-`.
+/// Writes the excerpt of `bytes` around `marked` (the first and one past the last byte of the
+/// offending record, and its index: `^` under its first byte, `~` under the rest, one row of
+/// context before), then the notes; without `marked` (a buffer refused before any byte was
+/// read), the notes alone. Each row's gutter is its offset in hex.
+fn excerpt(
+    out: &mut String,
+    bytes: &[u8],
+    marked: Option<(usize, usize, usize)>,
+    notes: &[String],
+    paint: Paint,
+) {
+    let rows = marked.map(|(start, end, record)| {
+        let end = end.min(bytes.len());
+        let first_row = (start / ROW).saturating_sub(1) * ROW;
+        let last_row = (end.saturating_sub(1).max(start) / ROW) * ROW;
+        (first_row, last_row.min(bytes.len().saturating_sub(1) / ROW * ROW), start, end, record)
+    });
+    let digits = rows.map_or(2, |(_, last, ..)| format!("{last:x}").len().max(2));
+    let gutter = |row: usize| format!("0x{row:0digits$x}");
+    let pad = " ".repeat(digits + 2);
+    let bar = paint.gutter(&format!("{pad} |"));
+    let _ = writeln!(out, "{bar}");
+    if let Some((first_row, last_row, start, end, record)) = rows {
+        let mut labelled = false;
+        for row_start in (first_row..=last_row).step_by(ROW) {
+            let row_end = (row_start + ROW).min(bytes.len());
+            let row = bytes.get(row_start..row_end).unwrap_or_default();
+            let hex: Vec<String> = row.iter().map(|b| format!("{b:02x}")).collect();
+            let _ = writeln!(out, "{} {}", paint.gutter(&format!("{} |", gutter(row_start))), hex.join(" "));
+            let marks: Vec<&str> = (row_start..row_end)
+                .map(|i| match i {
+                    i if i == start => "^^",
+                    i if i > start && i < end => "~~",
+                    _ => "  ",
+                })
+                .collect();
+            if marks.iter().any(|m| *m != "  ") {
+                let mut line = marks.join(" ");
+                line.truncate(line.trim_end().len());
+                let lead = line.len() - line.trim_start().len();
+                let (spaces, marks) = line.split_at(lead);
+                let mut marks = marks.to_owned();
+                if !labelled {
+                    let _ = write!(marks, " record {record}");
+                    labelled = true;
+                }
+                let _ = writeln!(out, "{bar} {spaces}{}", paint.marks(&marks));
+            }
+        }
+        let _ = writeln!(out, "{bar}");
+    }
+    for note in notes {
+        let _ = writeln!(out, "{pad} {} note: {note}", paint.gutter("="));
+    }
+}
+
+/// The input's bytes: the hex arguments joined, or stdin's hex for a lone `-` or for no
+/// argument at all when stdin is not a terminal.
 fn read_input(pieces: &[String]) -> Result<Vec<u8>, String> {
     let text = match pieces {
-        [only] if only == "-" => {
-            let mut text = String::new();
-            std::io::stdin()
-                .read_to_string(&mut text)
-                .map_err(|e| format!("cannot read hex from stdin: {e}"))?;
-            text
+        [only] if only == "-" => read_stdin("hex")?,
+        [] if !std::io::stdin().is_terminal() => read_stdin("hex")?,
+        [] => {
+            return Err("no argv: give it as hex digits (kargs decode 01f9ffffff), or `-` or a pipe \
+                        to read them from stdin"
+                .to_owned());
         }
         _ if pieces.iter().any(|p| p == "-") => {
             return Err("`-` (read stdin) must be the only HEX argument".to_owned());
         }
         _ => pieces.join(" "),
     };
-    hex::decode(&text).map_err(|e| e.to_string())
+    hex::decode(&text).map_err(|e| {
+        let trimmed = text.trim_start();
+        match trimmed.strip_prefix("0x").or_else(|| trimmed.strip_prefix("0X")) {
+            Some(rest) => format!(
+                "{e}\n  hint: the argv is its bytes' hex digits without a `0x` prefix: `{}`",
+                rest.split_whitespace().collect::<String>()
+            ),
+            None => e.to_string(),
+        }
+    })
+}
+
+/// Stdin, whole, as text (what is read: `hex` or `arguments`, for the error).
+pub(crate) fn read_stdin(what: &str) -> Result<String, String> {
+    let mut text = String::new();
+    std::io::stdin().read_to_string(&mut text).map_err(|e| format!("cannot read {what} from stdin: {e}"))?;
+    Ok(text)
 }
 
 /// Every record the reader accepts, then the error that stopped it, if any.
@@ -284,61 +335,19 @@ fn table(records: &[Record<'_>], len: usize, mem_len: u64) -> String {
 }
 
 /// The compiler-style diagnostic printed for a rejected argv.
-fn diagnostic(bytes: &[u8], error: &ArgvError, mem_len: u64) -> String {
+fn diagnostic(bytes: &[u8], error: &ArgvError, mem_len: u64, paint: Paint) -> String {
     let mut out = String::new();
-    let _ = writeln!(out, "error[{}]: {error}", error.code());
-    let notes = notes(error, mem_len);
-    // Label width: the widest row offset shown, at least one column.
-    let (first_row, last_row, marks) = excerpt(bytes, error);
-    let gutter = last_row.max(first_row).to_string().len();
-    let pad = " ".repeat(gutter);
-    let _ = writeln!(out, "{pad} |");
-    if let Some(marks) = marks {
-        let mut labelled = false;
-        for row_start in (first_row..=last_row).step_by(ROW) {
-            let row_end = (row_start + ROW).min(bytes.len());
-            let row = bytes.get(row_start..row_end).unwrap_or_default();
-            let hex: Vec<String> = row.iter().map(|b| format!("{b:02x}")).collect();
-            let _ = writeln!(out, "{row_start:>gutter$} | {}", hex.join(" "));
-            let row_marks = marks.get(row_start..row_end).unwrap_or_default();
-            if row_marks.iter().any(|m| *m != ' ') {
-                let mut line: String = row_marks.iter().map(|m| format!("{m}{m} ")).collect();
-                line.truncate(line.trim_end().len());
-                if !labelled {
-                    let _ = write!(line, " record {}", error.index());
-                    labelled = true;
-                }
-                let _ = writeln!(out, "{pad} | {line}");
-            }
-        }
-        let _ = writeln!(out, "{pad} |");
-    }
-    for note in notes {
-        let _ = writeln!(out, "{pad} = note: {note}");
-    }
-    out
-}
-
-/// The rows of the excerpt (first and last row start) and a mark per byte: `^` under the
-/// offending record's first byte, `~` under the rest of its bytes, `' '` elsewhere. No marks
-/// when the buffer was refused before any byte was read.
-fn excerpt(bytes: &[u8], error: &ArgvError) -> (usize, usize, Option<Vec<char>>) {
+    let _ = writeln!(out, "{}: {error}", paint.error(&format!("error[{}]", error.code())));
     let start = error.offset();
     let record_len = match error.kind() {
-        ErrorKind::BufferTooLong { .. } => return (0, 0, None),
-        ErrorKind::TooManyRecords { .. } | ErrorKind::UnknownTag { .. } => 1,
-        ErrorKind::TruncatedRecord { .. } => bytes.len().saturating_sub(start),
-        ErrorKind::WindowOutOfBounds { .. } => ArgTag::Ptr.wire_size(),
+        ErrorKind::BufferTooLong { .. } => None,
+        ErrorKind::TooManyRecords { .. } | ErrorKind::UnknownTag { .. } => Some(1),
+        ErrorKind::TruncatedRecord { .. } => Some(bytes.len().saturating_sub(start)),
+        ErrorKind::WindowOutOfBounds { .. } => Some(ArgTag::Ptr.wire_size()),
     };
-    let end = start.saturating_add(record_len).min(bytes.len());
-    let mut marks = vec![' '; bytes.len()];
-    for (i, mark) in marks.iter_mut().enumerate().take(end).skip(start) {
-        *mark = if i == start { '^' } else { '~' };
-    }
-    // One row of context before the record's first row.
-    let first_row = (start / ROW).saturating_sub(1) * ROW;
-    let last_row = (end.saturating_sub(1).max(start) / ROW) * ROW;
-    (first_row, last_row, Some(marks))
+    let marked = record_len.map(|len| (start, start.saturating_add(len), error.index()));
+    excerpt(&mut out, bytes, marked, &notes(error, mem_len), paint);
+    out
 }
 
 /// What helps the reader fix the argv, after the excerpt.
@@ -407,10 +416,10 @@ mod tests {
     #[test]
     fn caret_sits_under_the_offending_records_first_byte() {
         let (_, error, bytes) = decode("0501000000 0502000000 0503000000 ff", 65536);
-        let text = diagnostic(&bytes, &error.unwrap(), 65536);
+        let text = diagnostic(&bytes, &error.unwrap(), 65536, Paint::PLAIN);
         let lines: Vec<&str> = text.lines().collect();
         assert_eq!(lines[0], "error[InvalidArgs -9]: unknown tag 0xff at byte 15 (record 3)");
-        let row = lines.iter().position(|l| l.starts_with("0 | ")).unwrap();
+        let row = lines.iter().position(|l| l.starts_with("0x00 | ")).unwrap();
         let caret = lines[row + 1].find('^').unwrap();
         assert_eq!(&lines[row][caret..caret + 2], "ff");
     }
@@ -418,7 +427,7 @@ mod tests {
     #[test]
     fn truncated_records_are_underlined_to_the_end() {
         let (_, error, bytes) = decode("0501000000 02010203", 65536);
-        let text = diagnostic(&bytes, &error.unwrap(), 65536);
-        assert!(text.contains("  |                ^^ ~~ ~~ ~~ record 1\n"), "{text}");
+        let text = diagnostic(&bytes, &error.unwrap(), 65536, Paint::PLAIN);
+        assert!(text.contains("     |                ^^ ~~ ~~ ~~ record 1\n"), "{text}");
     }
 }

@@ -14,6 +14,9 @@
 //! encoded within the host's caps), 2 on a usage error (bad hex, a malformed argument, an
 //! out-of-range `--mem-len`, ...) or when the output cannot be written.
 //!
+//! Results (a table, hex, JSON) go to stdout; diagnostics (a rejected argv, a usage error) to
+//! stderr, coloured on a terminal (`--color`, `NO_COLOR`: the `style` module).
+//!
 //! Each subcommand is one module with a `clap::Args` struct and a `run` function that returns
 //! an [`Output`]; adding a subcommand is a variant in [`Command`] and an arm in [`main`].
 
@@ -23,12 +26,15 @@ mod demo;
 mod encode;
 mod hex;
 mod json;
+mod number;
+mod style;
 mod value;
 
 use std::io::Write;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
+use style::{ColorChoice, Paint};
 
 /// Decode and encode wasi-cuda kernel-argument (argv) buffers.
 #[derive(Debug, Parser)]
@@ -41,6 +47,10 @@ use clap::{Parser, Subcommand};
                   echo '07 40000000 80000000' | kargs decode --json -"
 )]
 struct Cli {
+    /// Colour diagnostics: auto (when stderr is a terminal and NO_COLOR is unset), always, never.
+    #[arg(long, global = true, value_enum, value_name = "WHEN", default_value_t = ColorChoice::Auto)]
+    color: ColorChoice,
+
     #[command(subcommand)]
     command: Command,
 }
@@ -58,6 +68,15 @@ enum Command {
     /// that needs a wasm runtime.
     #[cfg(feature = "demo")]
     Demo(demo::DemoArgs),
+    /// Run the bundled wasm guest's vector_add launch (not in this build: it needs the `demo`
+    /// feature, a default one: cargo install kernel-args-cli).
+    #[cfg(not(feature = "demo"))]
+    #[command(disable_help_flag = true)]
+    Demo {
+        /// Whatever was given; the subcommand is not in this build.
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true, hide = true)]
+        rest: Vec<String>,
+    },
 }
 
 /// How a subcommand ended; each maps to one exit status.
@@ -95,6 +114,11 @@ impl Output {
         Output { stdout, stderr: String::new(), status }
     }
 
+    /// A diagnostic printed on stderr.
+    pub(crate) fn stderr(stderr: String, status: Status) -> Output {
+        Output { stdout: String::new(), stderr, status }
+    }
+
     /// A usage error: `error: {message}` on stderr, exit status 2, in clap's own style.
     pub(crate) fn usage(message: impl std::fmt::Display) -> Output {
         Output {
@@ -107,11 +131,17 @@ impl Output {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    let paint = Paint::for_stderr(cli.color);
     let output = match cli.command {
-        Command::Decode(args) => decode::run(&args),
-        Command::Encode(args) => encode::run(&args),
+        Command::Decode(args) => decode::run(&args, paint),
+        Command::Encode(args) => encode::run(&args, paint),
         #[cfg(feature = "demo")]
         Command::Demo(args) => demo::run(&args),
+        #[cfg(not(feature = "demo"))]
+        Command::Demo { .. } => Output::usage(
+            "`kargs demo` is not in this build of kargs: it needs the `demo` feature (a default one), \
+             as in `cargo install kernel-args-cli`",
+        ),
     };
     emit(output).into()
 }

@@ -1,4 +1,5 @@
-//! The `kargs` command line: exit statuses, input forms, encode output and the human output.
+//! The `kargs` command line: exit statuses, input forms, encode output, the human output and
+//! where each goes (results on stdout, diagnostics on stderr), colour.
 //!
 //! The human output is compared with golden files in `tests/golden/`; after an intended
 //! change, rewrite them with `UPDATE_GOLDEN=1 cargo test -p kernel-args-cli --test cli`.
@@ -73,17 +74,18 @@ fn golden_diagnostics() {
     for (file, args) in cases {
         let out = kargs(&args);
         assert_eq!(code(&out), 1, "{file}");
-        golden(file, &stdout(&out));
+        assert!(out.stdout.is_empty(), "{file}: a diagnostic goes to stderr");
+        golden(file, &stderr(&out));
     }
 }
 
 #[test]
 fn caret_sits_under_the_offending_byte() {
     let out = kargs(&["decode", "0501000000 0502000000 0503000000 ff"]);
-    let text = stdout(&out);
+    let text = stderr(&out);
     assert!(text.starts_with("error[InvalidArgs -9]: unknown tag 0xff at byte 15 (record 3)\n"), "{text}");
     let lines: Vec<&str> = text.lines().collect();
-    let row = lines.iter().position(|l| l.starts_with("0 | ")).unwrap();
+    let row = lines.iter().position(|l| l.starts_with("0x00 | ")).unwrap();
     let caret = lines[row + 1].find('^').unwrap();
     assert_eq!(&lines[row][caret..caret + 2], "ff");
 }
@@ -93,15 +95,15 @@ fn limits_in_the_human_output() {
     let too_long = "00".repeat(4097);
     let out = kargs(&["decode", &too_long]);
     assert_eq!(code(&out), 1);
-    assert!(stdout(&out).starts_with(
+    assert!(stderr(&out).starts_with(
         "error[KernelArgsUnsupported -10]: argv buffer is 4097 bytes, over the cap of 4096 bytes\n"
     ));
     let too_many = "0500000000".repeat(129);
     let out = kargs(&["decode", &too_many]);
     assert_eq!(code(&out), 1);
-    let text = stdout(&out);
+    let text = stderr(&out);
     assert!(text.contains("record 128 at byte 640"), "{text}");
-    assert!(text.contains("640 | 05"), "{text}");
+    assert!(text.contains("\n0x280 | 05"), "the gutter's offsets are hex: {text}");
 }
 
 #[test]
@@ -137,21 +139,27 @@ fn hex_from_stdin_and_whitespace() {
     assert_eq!(stdout(&out), expected, "several HEX arguments are joined");
     let out = kargs_stdin(&["decode", "-"], "");
     assert_eq!(code(&out), 0, "empty stdin is an empty argv");
+    // Without `-`: a pipe is read when no HEX is given.
+    let out = kargs_stdin(&["decode", "--json"], "01 f9ffffff 07 40000000 800000");
+    assert_eq!((code(&out), stdout(&out)), (1, expected));
 }
 
 #[test]
 fn usage_errors_exit_2() {
-    let cases: [&[&str]; 11] = [
+    let cases: [&[&str]; 14] = [
         &["decode", "0g"],
         &["decode", "012"],
         &["decode", "0x01"],
         &["decode", "--mem-len", "4294967297", ""],
+        &["decode", "--mem-len", "0x100000001", ""],
         &["decode", "--mem-len", "-1", ""],
         &["decode", "--mem-len", "lots", ""],
-        &["decode"],
         &["decode", "-", "01"],
+        &["encode"],
         &["encode", "i32:2147483648"],
+        &["encode", "f32:1e40"],
         &["encode", "x:1"],
+        &["decode", "--color", "sometimes", "01"],
         &["frobnicate"],
     ];
     for args in cases {
@@ -161,7 +169,88 @@ fn usage_errors_exit_2() {
         assert!(stderr(&out).starts_with("error: "), "{args:?}: {}", stderr(&out));
     }
     assert!(stderr(&kargs(&["decode", "012"])).contains("3 hex digits is an odd count"));
-    assert!(stderr(&kargs(&["encode", "u32:7", "f32:0x1ffffffff"])).contains("f32:0x1ffffffff"));
+    assert!(stderr(&kargs(&["encode", "u32:7", "f32:0x1ffffffff"])).contains("argument 1 `f32:0x1ffffffff`"));
+    assert!(
+        stderr(&kargs(&["decode", "0x01f9ffffff"]))
+            .contains("hint: the argv is its bytes' hex digits without a `0x` prefix: `01f9ffffff`"),
+        "{}",
+        stderr(&kargs(&["decode", "0x01f9ffffff"]))
+    );
+    assert!(stderr(&kargs(&["encode"])).contains("no arguments to encode"));
+    let out = kargs(&["encode", "f64:1e400"]);
+    assert!(stderr(&out).contains("out of the range of an f64"), "{}", stderr(&out));
+}
+
+#[test]
+fn numbers_take_0x_wherever_a_number_is() {
+    assert_eq!(code(&kargs(&["decode", "--mem-len", "0x100", "07 00010000 00000000"])), 0);
+    assert_eq!(code(&kargs(&["decode", "--mem-len", "0xff", "07 00010000 00000000"])), 1);
+    assert_eq!(code(&kargs(&["decode", "--mem-len", "0x100000000", ""])), 0, "the largest memory");
+    let out = kargs(&["encode", "i32:-0x10", "i64:0x10", "u32:0x10", "ptr:0x40:0x80"]);
+    assert_eq!(stdout(&out), "01f0ffffff0210000000000000000510000000074000000080000000\n");
+    let shaped = "k(p: &mut [u8; grid.x * block.x])";
+    let out = kargs(&[
+        "decode",
+        "--signature",
+        shaped,
+        "--grid",
+        "0x4",
+        "--block",
+        "0x20,1",
+        "07 00000000 80000000",
+    ]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+}
+
+#[test]
+fn stdin_for_encode_and_encode_json() {
+    let want = stdout(&kargs(&["encode", "i32:-7", "ptr:64:128"]));
+    for args in [&["encode", "-"][..], &["encode"][..]] {
+        let out = kargs_stdin(args, "i32:-7\n  ptr:64:128\n");
+        assert_eq!((code(&out), stdout(&out)), (0, want.clone()), "{args:?}");
+    }
+    assert_eq!(code(&kargs_stdin(&["encode", "-"], " \n")), 2, "no arguments on stdin");
+    let out = kargs(&["encode", "--json", "i32:-7", "ptr:64:128"]);
+    assert_eq!(code(&out), 0);
+    assert_eq!(
+        stdout(&out),
+        "{\"ok\":true,\"hex\":\"01f9ffffff074000000080000000\",\"len\":14,\"args\":[\
+         {\"index\":0,\"offset\":0,\"type\":\"i32\",\"value\":-7},\
+         {\"index\":1,\"offset\":5,\"type\":\"ptr\",\"guest_offset\":64,\"len\":128}]}\n"
+    );
+    let mut args = vec!["encode".to_owned(), "--json".to_owned()];
+    args.extend((0..129).map(|i| format!("u32:{i}")));
+    let out = kargs(&args.iter().map(String::as_str).collect::<Vec<_>>());
+    assert_eq!(code(&out), 1);
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        (json["ok"].as_bool(), json["error"]["kind"].as_str()),
+        (Some(false), Some("too_many_records"))
+    );
+    assert_eq!(json["error"]["index"], 128);
+}
+
+#[test]
+fn colour_follows_the_flag_and_no_color() {
+    let red = "\x1b[1;31merror[InvalidArgs -9]\x1b[0m: unknown tag 0xff";
+    let run = |args: &[&str], no_color: Option<&str>| {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_kargs"));
+        command.args(args).env_remove("NO_COLOR");
+        if let Some(value) = no_color {
+            command.env("NO_COLOR", value);
+        }
+        stderr(&command.output().unwrap())
+    };
+    assert!(run(&["--color", "always", "decode", "ff"], None).starts_with(red));
+    assert!(run(&["decode", "--color", "always", "ff"], Some("1")).starts_with(red), "the flag wins");
+    assert!(run(&["decode", "--color", "never", "ff"], None).starts_with("error[InvalidArgs -9]"));
+    // auto: stderr is a pipe here, so no colour, with or without NO_COLOR.
+    assert!(run(&["decode", "ff"], None).starts_with("error[InvalidArgs -9]"));
+    assert!(run(&["decode", "ff"], Some("1")).starts_with("error[InvalidArgs -9]"));
+    // Results are never coloured.
+    let out = kargs(&["--color", "always", "decode", "--json", "ff"]);
+    assert!(!stdout(&out).contains('\x1b'));
+    assert!(!stdout(&kargs(&["--color", "always", "encode", "u32:1"])).contains('\x1b'));
 }
 
 #[test]
@@ -180,7 +269,6 @@ fn encode_prints_lowercase_hex() {
     assert_eq!(stdout(&out), "01f9ffffff062a00000000000000030000c03f04000000000000f83f074000000080000000\n");
     let out = kargs(&["encode", "f32:0x7fa00001", "f64:-0", "u32:0xFFFFFFFF", "i64:-9223372036854775808"]);
     assert_eq!(stdout(&out), "030100a07f04000000000000008005ffffffff020000000000000080\n");
-    assert_eq!(stdout(&kargs(&["encode"])), "\n", "no arguments: the empty argv");
 }
 
 #[test]
@@ -281,10 +369,13 @@ fn demo_on_wasmi_has_the_outcome_of_wasmtime() {
 
 #[test]
 #[cfg(not(feature = "demo"))]
-fn without_the_demo_feature_there_is_no_demo_subcommand() {
-    let out = kargs(&["demo"]);
-    assert_eq!(code(&out), 2);
-    assert!(stderr(&out).contains("unrecognized subcommand 'demo'"), "{}", stderr(&out));
+fn without_the_demo_feature_demo_says_which_feature_it_needs() {
+    for args in [&["demo"][..], &["demo", "--n", "4", "--json"][..]] {
+        let out = kargs(args);
+        assert_eq!(code(&out), 2);
+        assert!(stderr(&out).contains("it needs the `demo` feature"), "{}", stderr(&out));
+    }
+    assert!(stdout(&kargs(&["--help"])).contains("demo"), "listed in the help");
 }
 
 const VECTOR_ADD: &str = "vector_add(a: &[f32; n], b: &[f32; n], out: &mut [f32; n], n: u32)";
@@ -312,7 +403,8 @@ fn signature_refusals_point_at_the_record() {
     for (file, hex) in cases {
         let out = kargs(&["decode", "--signature", VECTOR_ADD, &hex]);
         assert_eq!(code(&out), 1, "{file}");
-        golden(file, &stdout(&out));
+        assert!(out.stdout.is_empty(), "{file}: a diagnostic goes to stderr");
+        golden(file, &stderr(&out));
     }
 }
 
@@ -342,7 +434,7 @@ fn signature_accepted_and_shaped() {
     assert_eq!(code(&run("80000000")), 0);
     let out = run("40000000");
     assert_eq!(code(&out), 1);
-    assert!(stdout(&out).starts_with(
+    assert!(stderr(&out).starts_with(
         "error[InvalidArgs -9]: record 0 at byte 0: p: 64-byte window, the kernel touches grid.x * block.x = 128 bytes\n"
     ));
 }

@@ -20,7 +20,12 @@ fn dry_run() -> Box<dyn Launcher> {
 /// Without the `cuda` feature: the dry run.
 #[cfg(not(feature = "cuda"))]
 pub(super) fn choose_launcher() -> LauncherChoice {
-    LauncherChoice { launcher: dry_run(), description: "dry run (this kargs has no CUDA backend)".to_owned() }
+    LauncherChoice {
+        launcher: dry_run(),
+        description: "dry run: this kargs is built without the `cuda` feature, so it launches on no machine \
+                      (cargo install kernel-args-cli --features cuda)"
+            .to_owned(),
+    }
 }
 
 /// With the `cuda` feature: the CUDA launcher, with the guest's `vector_add` registered, where
@@ -60,6 +65,9 @@ pub(super) fn choose_launcher() -> LauncherChoice {
             );
             LauncherChoice { launcher: Box::new(device.launcher()), description }
         }
-        Err(e) => LauncherChoice { launcher: dry_run(), description: format!("dry run ({e})") },
+        Err(e) => LauncherChoice {
+            launcher: dry_run(),
+            description: format!("dry run: this machine has no CUDA device kargs can use ({e})"),
+        },
     }
 }

@@ -12,7 +12,7 @@
 //! ```text
 //! kargs demo: the bundled vector_add guest (3088 bytes of wasm32) on wasmtime
 //! guest: run_vector_add(1024): out[i] = a[i] + b[i] with a[i] = i, b[i] = 2i + 1
-//! launcher: dry run (this kargs has no CUDA backend)
+//! launcher: dry run: this kargs is built without the `cuda` feature, so it launches on no machine (cargo install kernel-args-cli --features cuda)
 //!
 //! wasi_cuda_launch(kernel 1, grid [4, 1, 1], block [256, 1, 1], shared memory 0 bytes, argv 32 bytes)
 //!
@@ -22,7 +22,7 @@
 //!     2  ptr   [1081356, +4096)  out
 //!     3  u32   1024              n
 //!
-//! outcome: dry run, no CUDA device was found: nothing ran; the table above is
+//! outcome: dry run (the launcher line says why): nothing ran; the table above is
 //!          what a device would have been given.
 //! host:    NotAvailable -1: no CUDA device: dry run, the launch was recorded but not run
 //! ```
@@ -55,9 +55,9 @@ use crate::{Output, Status};
 /// `kargs demo [--n N] [--runtime wasmtime|wasmi] [--json]`
 #[derive(Debug, Args)]
 pub(crate) struct DemoArgs {
-    /// Elements in each vector (0 to 4096, the guest's buffer capacity).
-    #[arg(long, short, value_name = "N", default_value_t = 1024,
-          value_parser = clap::value_parser!(i32).range(0..=CAPACITY as i64))]
+    /// Elements in each vector (0 to 4096, the guest's buffer capacity; decimal or 0x hex).
+    #[arg(long = "elements", short = 'n', visible_alias = "n", value_name = "N", default_value_t = 1024,
+          value_parser = parse_elements)]
     n: i32,
     /// The wasm runtime that runs the guest.
     #[arg(long, value_enum, value_name = "RUNTIME", default_value_t = DemoRuntime::Wasmtime)]
@@ -66,6 +66,12 @@ pub(crate) struct DemoArgs {
     /// outcome) instead of the table.
     #[arg(long)]
     json: bool,
+}
+
+/// `--elements`: 0 to the guest's capacity, decimal or `0x` hex.
+fn parse_elements(text: &str) -> Result<i32, String> {
+    let n = crate::number::unsigned_up_to(CAPACITY as u64)(text)?;
+    i32::try_from(n).map_err(|_| format!("{n} is not in 0..={CAPACITY}"))
 }
 
 /// `--runtime`: the runtimes kargs runs the guest on (kernel-args's [`Runtime`]).
@@ -125,7 +131,8 @@ mod tests {
         assert!(text.contains("u32   1000"), "{text}");
         assert_eq!(text.matches("ptr   [").count(), 3, "{text}");
         assert!(text.contains("+4000)"), "{text}");
-        assert!(text.contains("dry run, no CUDA device was found"), "{text}");
+        assert!(text.contains("outcome: dry run (the launcher line says why)"), "{text}");
+        assert!(text.contains("\nlauncher: dry run: this "), "{text}");
     }
 
     #[test]
@@ -142,7 +149,8 @@ mod tests {
         let json = parse_json_line(&output.stdout);
         assert_eq!(json["runtime"], "wasmtime");
         assert_eq!(json["guest"], serde_json::json!({"wasm_bytes": GUEST_WASM.len(), "n": 16}));
-        assert_eq!(json["launcher"], "dry run (this kargs has no CUDA backend)");
+        let launcher = json["launcher"].as_str().unwrap();
+        assert!(launcher.starts_with("dry run: this "), "{launcher}");
         let launch = &json["launch"];
         assert_eq!(launch["kernel_id"], VECTOR_ADD_KERNEL_ID);
         assert_eq!(
@@ -185,7 +193,7 @@ mod tests {
                 assert!(first_b.ends_with(" on wasmi"), "{first_b}");
                 assert_eq!(first_a.strip_suffix("wasmtime"), first_b.strip_suffix("wasmi"));
                 assert_eq!(rest_a, rest_b, "n = {n}");
-                assert!(rest_b.contains("dry run, no CUDA device was found"), "{rest_b}");
+                assert!(rest_b.contains("outcome: dry run (the launcher line says why)"), "{rest_b}");
             }
         }
     }

@@ -49,8 +49,10 @@ pub(super) fn text(report: &Report) -> String {
                 writeln!(out, "outcome: launched, but out[{i}] = {got} where a[{i}] + b[{i}] = {expected}");
         }
         Outcome::DryRun { message } => {
-            let _ =
-                writeln!(out, "outcome: dry run, no CUDA device was found: nothing ran; the table above is");
+            let _ = writeln!(
+                out,
+                "outcome: dry run (the launcher line says why): nothing ran; the table above is"
+            );
             let _ = writeln!(out, "         what a device would have been given.");
             let _ = writeln!(out, "host:    {message}");
         }
@@ -162,7 +164,7 @@ pub(super) fn json(report: &Report) -> String {
 /// `kargs demo --json`: one object.
 ///
 /// ```text
-/// {"runtime":"wasmtime","guest":{"wasm_bytes":3088,"n":16},"launcher":"dry run (...)",
+/// {"runtime":"wasmtime","guest":{"wasm_bytes":3088,"n":16},"launcher":"dry run: ...",
 ///  "launch":{"kernel_id":1,"grid":[1,1,1],"block":[256,1,1],"shared_mem_bytes":0,"argv_bytes":32,
 ///            "args":[{"index":0,"offset":0,"type":"ptr","guest_offset":1048588,"len":64},...]},
 ///  "outcome":{"result":"dry_run","code":-1,"name":"NotAvailable","message":"NotAvailable -1: ..."}}
