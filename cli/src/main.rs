@@ -62,10 +62,10 @@ enum Command {
     Decode(decode::DecodeArgs),
     /// Encode typed arguments into an argv buffer and print it as hex.
     Encode(encode::EncodeArgs),
-    /// Run the bundled wasm guest's vector_add launch on wasmtime (or wasmi: `--runtime wasmi`)
-    /// through the host function and show what the host lowered and the launch's outcome (a dry
-    /// run without a CUDA device). Only with the `demo` feature (a default one), the one part
-    /// that needs a wasm runtime.
+    /// Run the bundled wasm guest's vector_add launch on wasmi (or wasmtime: `--runtime
+    /// wasmtime`, with the `wasmtime` feature) through the host function and show what the host
+    /// lowered and the launch's outcome (a dry run without a CUDA device). Only with the `demo`
+    /// feature (a default one), the one part that needs a wasm runtime.
     #[cfg(feature = "demo")]
     Demo(demo::DemoArgs),
     /// Run the bundled wasm guest's vector_add launch (not in this build: it needs the `demo`

@@ -322,7 +322,7 @@ fn demo_json_is_one_object_and_the_exit_status_is_the_texts() {
 }
 
 #[test]
-#[cfg(feature = "demo")]
+#[cfg(feature = "wasmtime")]
 fn demo_on_wasmi_has_the_outcome_of_wasmtime() {
     // The same dry run on either runtime: exit 0, -1 NotAvailable, the same recorded argv.
     let json_on = |runtime: &[&str]| {
@@ -332,7 +332,7 @@ fn demo_on_wasmi_has_the_outcome_of_wasmtime() {
     };
     let (default, wasmtime, wasmi) =
         (json_on(&[]), json_on(&["--runtime", "wasmtime"]), json_on(&["--runtime", "wasmi"]));
-    assert_eq!(default, wasmtime, "wasmtime is the default");
+    assert_eq!(default, wasmi, "wasmi is the default");
     assert_eq!((wasmtime["runtime"].as_str(), wasmi["runtime"].as_str()), (Some("wasmtime"), Some("wasmi")));
     for json in [&wasmtime, &wasmi] {
         assert_eq!(json["outcome"]["result"], "dry_run", "{json}");
@@ -348,8 +348,8 @@ fn demo_on_wasmi_has_the_outcome_of_wasmtime() {
     }
 
     // The table: only the runtime's name in the first line differs.
-    let wasmtime = stdout(&kargs(&["demo", "--n", "300"]));
-    let wasmi = stdout(&kargs(&["demo", "--n", "300", "--runtime", "wasmi"]));
+    let wasmtime = stdout(&kargs(&["demo", "--n", "300", "--runtime", "wasmtime"]));
+    let wasmi = stdout(&kargs(&["demo", "--n", "300"]));
     let (first, rest) = wasmi.split_once('\n').unwrap();
     assert!(
         first.starts_with("kargs demo: the bundled vector_add guest (") && first.ends_with(") on wasmi"),
@@ -359,11 +359,26 @@ fn demo_on_wasmi_has_the_outcome_of_wasmtime() {
         wasmtime.split_once('\n').unwrap(),
         (first.replace(" on wasmi", " on wasmtime").as_str(), rest)
     );
+}
 
+#[test]
+#[cfg(all(feature = "demo", not(feature = "wasmtime")))]
+fn demo_without_the_wasmtime_feature_runs_on_wasmi_and_names_the_feature() {
+    let out = kargs(&["demo", "--json", "--n", "4"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(stdout(&out).contains("\"runtime\":\"wasmi\""), "{}", stdout(&out));
+    let out = kargs(&["demo", "--runtime", "wasmtime"]);
+    assert_eq!(code(&out), 2);
+    assert!(stderr(&out).contains("it needs the `wasmtime` feature"), "{}", stderr(&out));
+}
+
+#[test]
+#[cfg(feature = "demo")]
+fn demo_runtimes_are_named() {
     // Anything else is a usage error that names the choices.
     let out = kargs(&["demo", "--runtime", "wasm3"]);
     assert_eq!(code(&out), 2);
-    assert!(stderr(&out).contains("[possible values: wasmtime, wasmi]"), "{}", stderr(&out));
+    assert!(stderr(&out).contains("[possible values: wasmi, wasmtime]"), "{}", stderr(&out));
     assert!(stdout(&kargs(&["demo", "--help"])).contains("--runtime <RUNTIME>"));
 }
 

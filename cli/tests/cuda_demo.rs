@@ -64,7 +64,7 @@ fn vector_add_from_the_guest(test: &str, mode: PointerMode) {
     let capacity = CAPACITY as i32;
     // Every runtime (kargs's `demo` feature builds both), each guest with its own launcher on
     // the one device.
-    for runtime in Runtime::ALL {
+    for &runtime in Runtime::ALL {
         let module = GuestModule::demo(runtime).unwrap();
         let mut guest = module.instantiate(LaunchHost::new(device.launcher())).unwrap();
         // One element, a partial block, exactly one block, one past it, and the whole buffers.

@@ -2,7 +2,8 @@
 //! host function checks and parses, and the tests compare what the host lowered with what the
 //! guest encoded. Every test runs for each pair of
 //!
-//! - a runtime (`Runtime::ALL`): wasmtime and wasmi, each with kernel-args' binding, and
+//! - a runtime (`Runtime::ALL`): wasmi, and wasmtime where the `wasmtime` feature is on (as in
+//!   `cargo test --workspace`), each with kernel-args' binding, and
 //! - a guest with the demo interface (`kernel_args::guest::exports`): the bundled Rust guest,
 //!   and the C guest (`capi/c/examples/vector_add.c` on `include/kargs_guest.h`, built for
 //!   wasm32 by `scripts/c-guest-check.sh`), read from the path in `KARGS_C_GUEST_WASM`.
@@ -61,7 +62,7 @@ fn cases() -> &'static [Case] {
             guests.push((Source::C, format!("the C guest {path}"), wasm));
         }
         let mut cases = Vec::new();
-        for runtime in Runtime::ALL {
+        for &runtime in Runtime::ALL {
             for (source, name, wasm) in &guests {
                 let label = format!("{name} on {runtime}");
                 let module = GuestModule::new(runtime, wasm).unwrap_or_else(|e| panic!("{label}: {e}"));
@@ -220,6 +221,9 @@ fn signature(params: Vec<String>, results: Vec<String>) -> String {
 
 fn interface(runtime: Runtime, wasm: &[u8]) -> Interface {
     match runtime {
+        #[cfg(not(feature = "wasmtime"))]
+        Runtime::Wasmtime => unreachable!("not in Runtime::ALL without the wasmtime feature"),
+        #[cfg(feature = "wasmtime")]
         Runtime::Wasmtime => {
             use kernel_args::wasmtime_host::wasmtime::{Engine, ExternType, Module};
             let spell = |ty: ExternType| match ty {
@@ -610,7 +614,7 @@ fn the_runner_says_which_runtime_and_reports_traps_as_errors() {
 
 #[test]
 fn a_module_that_is_not_wasm_is_an_error() {
-    for runtime in Runtime::ALL {
+    for &runtime in Runtime::ALL {
         let e = GuestModule::new(runtime, b"\0asm but not really").unwrap_err();
         assert_eq!(e.runtime(), runtime);
         assert!(e.message().starts_with("compiling the guest: "), "{e}");

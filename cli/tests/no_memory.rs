@@ -52,7 +52,7 @@ fn guest_without_memory(
 
 #[test]
 fn no_exported_memory_is_an_invalid_pointer() {
-    for runtime in Runtime::ALL {
+    for &runtime in Runtime::ALL {
         let mut guest = guest_without_memory(runtime, LaunchHost::new(demo_dry_run()));
         assert!(guest.memory().is_empty(), "{runtime}");
         assert_eq!(guest.call0("go").unwrap(), AbiError::InvalidPointer.code(), "{runtime}");
@@ -64,7 +64,7 @@ fn no_exported_memory_is_an_invalid_pointer() {
 
 #[test]
 fn a_disabled_capability_is_not_available_even_without_memory() {
-    for runtime in Runtime::ALL {
+    for &runtime in Runtime::ALL {
         let mut guest = guest_without_memory(runtime, LaunchHost::new(demo_dry_run()).with_enabled(false));
         assert_eq!(guest.call0("go").unwrap(), AbiError::NotAvailable.code(), "{runtime}");
         assert_eq!(guest.host().last_error().unwrap().detail(), &Detail::CapabilityDisabled, "{runtime}");

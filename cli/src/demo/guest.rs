@@ -97,7 +97,7 @@ mod tests {
                 Err(HostError::msg(AbiError::InvalidKernel, "no kernel 1 registered"))
             }
         }
-        for runtime in Runtime::ALL {
+        for &runtime in Runtime::ALL {
             let report = run(runtime, 16, Box::new(Refuses(demo_kernels())), "refuses").unwrap();
             assert_eq!(report.status(), Status::Rejected);
             let text = render::text(&report);
@@ -126,7 +126,7 @@ mod tests {
                 Ok(LaunchOutcome { pointer_mode: PointerMode::Direct, signature: SignatureCheck::Skipped })
             }
         }
-        for runtime in Runtime::ALL {
+        for &runtime in Runtime::ALL {
             let report = run(runtime, 8, Box::new(Lies(demo_kernels())), "lies").unwrap();
             assert_eq!(report.status(), Status::Rejected);
             let text = render::text(&report);

@@ -1,6 +1,6 @@
-//! `kargs demo`: run the bundled wasm guest on wasmtime (or on wasmi, `--runtime wasmi`)
-//! through the real `wasi_cuda_launch` host function, and show what the host lowered and what
-//! came of the launch.
+//! `kargs demo`: run the bundled wasm guest on wasmi (or on wasmtime, `--runtime wasmtime`, in a
+//! build with the `wasmtime` feature) through the real `wasi_cuda_launch` host function, and show
+//! what the host lowered and what came of the launch.
 //!
 //! The guest (`std-adapter/guest/`, a `no_std` Rust module built for `wasm32-unknown-unknown`)
 //! lays out `a`, `b` and `out` in its linear memory, encodes the argv of
@@ -10,7 +10,7 @@
 //! picked:
 //!
 //! ```text
-//! kargs demo: the bundled vector_add guest (3088 bytes of wasm32) on wasmtime
+//! kargs demo: the bundled vector_add guest (3088 bytes of wasm32) on wasmi
 //! guest: run_vector_add(1024): out[i] = a[i] + b[i] with a[i] = i, b[i] = 2i + 1
 //! launcher: dry run: this kargs is built without the `cuda` feature, so it launches on no machine (cargo install kernel-args-cli --features cuda)
 //!
@@ -52,15 +52,16 @@ use kernel_args_cli::guest::Runtime;
 
 use crate::{Output, Status};
 
-/// `kargs demo [--n N] [--runtime wasmtime|wasmi] [--json]`
+/// `kargs demo [--elements N] [--runtime wasmi|wasmtime] [--json]`
 #[derive(Debug, Args)]
 pub(crate) struct DemoArgs {
     /// Elements in each vector (0 to 4096, the guest's buffer capacity; decimal or 0x hex).
     #[arg(long = "elements", short = 'n', visible_alias = "n", value_name = "N", default_value_t = 1024,
           value_parser = parse_elements)]
     n: i32,
-    /// The wasm runtime that runs the guest.
-    #[arg(long, value_enum, value_name = "RUNTIME", default_value_t = DemoRuntime::Wasmtime)]
+    /// The wasm runtime that runs the guest (wasmtime only in a build with the `wasmtime`
+    /// feature).
+    #[arg(long, value_enum, value_name = "RUNTIME", default_value_t = DemoRuntime::Wasmi)]
     runtime: DemoRuntime,
     /// Print one JSON object (the runtime, the guest, the launcher, the lowered launch, the
     /// outcome) instead of the table.
@@ -77,10 +78,10 @@ fn parse_elements(text: &str) -> Result<i32, String> {
 /// `--runtime`: the runtimes kargs runs the guest on (kernel-args's [`Runtime`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub(crate) enum DemoRuntime {
-    /// wasmtime, compiling the guest with Cranelift.
-    Wasmtime,
     /// wasmi, an interpreter (the runtime of firmware-style hosts).
     Wasmi,
+    /// wasmtime, compiling the guest with Cranelift (with the `wasmtime` feature).
+    Wasmtime,
 }
 
 impl From<DemoRuntime> for Runtime {
@@ -94,6 +95,12 @@ impl From<DemoRuntime> for Runtime {
 
 /// Runs `kargs demo`.
 pub(crate) fn run(args: &DemoArgs) -> Output {
+    if args.runtime == DemoRuntime::Wasmtime && !cfg!(feature = "wasmtime") {
+        return Output::usage(
+            "`--runtime wasmtime` is not in this build: it needs the `wasmtime` feature \
+             (cargo install kernel-args-cli --features wasmtime); without it the demo runs on wasmi",
+        );
+    }
     let launcher::LauncherChoice { launcher, description } = launcher::choose_launcher();
     match guest::run(args.runtime.into(), args.n, launcher, &description) {
         Ok(report) => {
@@ -123,7 +130,7 @@ mod tests {
 
     #[test]
     fn dry_run_shows_the_lowered_argv() {
-        let output = run(&DemoArgs { n: 1000, runtime: DemoRuntime::Wasmtime, json: false });
+        let output = run(&DemoArgs { n: 1000, runtime: DemoRuntime::Wasmi, json: false });
         assert_eq!(output.status, Status::Accepted);
         let text = output.stdout;
         assert!(text.contains("grid [4, 1, 1], block [256, 1, 1]"), "{text}");
@@ -137,17 +144,17 @@ mod tests {
 
     #[test]
     fn zero_elements_is_one_empty_block() {
-        let text = run(&DemoArgs { n: 0, runtime: DemoRuntime::Wasmtime, json: false }).stdout;
+        let text = run(&DemoArgs { n: 0, runtime: DemoRuntime::Wasmi, json: false }).stdout;
         assert!(text.contains("grid [1, 1, 1]"), "{text}");
         assert_eq!(text.matches("+0)").count(), 3, "{text}");
     }
 
     #[test]
     fn json_dry_run_has_the_launch_and_the_reason() {
-        let output = run(&DemoArgs { n: 16, runtime: DemoRuntime::Wasmtime, json: true });
+        let output = run(&DemoArgs { n: 16, runtime: DemoRuntime::Wasmi, json: true });
         assert_eq!(output.status, Status::Accepted);
         let json = parse_json_line(&output.stdout);
-        assert_eq!(json["runtime"], "wasmtime");
+        assert_eq!(json["runtime"], "wasmi");
         assert_eq!(json["guest"], serde_json::json!({"wasm_bytes": GUEST_WASM.len(), "n": 16}));
         let launcher = json["launcher"].as_str().unwrap();
         assert!(launcher.starts_with("dry run: this "), "{launcher}");
@@ -173,6 +180,15 @@ mod tests {
     }
 
     #[test]
+    #[cfg(not(feature = "wasmtime"))]
+    fn wasmtime_is_a_usage_error_that_names_its_feature() {
+        let output = run(&DemoArgs { n: 4, runtime: DemoRuntime::Wasmtime, json: false });
+        assert_eq!(output.status, Status::Usage);
+        assert!(output.stderr.contains("it needs the `wasmtime` feature"), "{}", output.stderr);
+    }
+
+    #[test]
+    #[cfg(feature = "wasmtime")]
     fn wasmi_runs_the_same_launch_as_wasmtime() {
         for (n, json) in [(1000, false), (0, false), (16, true), (CAPACITY as i32, true)] {
             let on = |runtime| run(&DemoArgs { n, runtime, json });

@@ -4,12 +4,13 @@
 //!
 //! A [`GuestModule`] is a module compiled for one [`Runtime`]; each instance is a [`Guest`],
 //! with the host function and a `kernel_args::LaunchHost` (any launcher) in its store.
-//! [`WasmtimeGuest`] and [`WasmiGuest`] are its two implementations, for a host that wants its
-//! runtime's own typed calls too. This is the demo's and the tests' harness, not a stable API:
+//! `WasmtimeGuest` (with the `wasmtime` feature) and [`WasmiGuest`] are its two implementations,
+//! for a host that wants its runtime's own typed calls too. This is the demo's and the tests' harness, not a stable API:
 //! it lives in the CLI's library so that both reach it, and so that the published `kernel-args`
 //! carries the host function alone.
 
 mod on_wasmi;
+#[cfg(feature = "wasmtime")]
 mod on_wasmtime;
 mod runner;
 
@@ -17,6 +18,7 @@ use kernel_args::guest::{VECTOR_ADD_DECLARATION, VECTOR_ADD_KERNEL_ID};
 use kernel_args::{Declaration, DryRunLauncher, KernelTable};
 
 pub use on_wasmi::WasmiGuest;
+#[cfg(feature = "wasmtime")]
 pub use on_wasmtime::WasmtimeGuest;
 pub use runner::{Guest, GuestError, GuestModule, Runtime};
 

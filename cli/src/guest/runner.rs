@@ -5,6 +5,7 @@ use std::fmt;
 
 use kernel_args::guest::{GUEST_WASM, exports};
 use kernel_args::wasmi_host::wasmi;
+#[cfg(feature = "wasmtime")]
 use kernel_args::wasmtime_host::wasmtime;
 use kernel_args::{LaunchCall, LaunchHost, Launcher};
 
@@ -12,15 +13,20 @@ use kernel_args::{LaunchCall, LaunchHost, Launcher};
 /// ([`LaunchHost::call`] behind both of kernel-args' bindings).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Runtime {
-    /// wasmtime, compiling with Cranelift.
+    /// wasmtime, compiling with Cranelift (in a build with the `wasmtime` feature; without it, a
+    /// module for wasmtime is a [`GuestError`] that names the feature).
     Wasmtime,
     /// wasmi, an interpreter (the runtime of firmware-style hosts).
     Wasmi,
 }
 
 impl Runtime {
-    /// Every runtime.
-    pub const ALL: [Runtime; 2] = [Runtime::Wasmtime, Runtime::Wasmi];
+    /// Every runtime this build has: wasmi, and wasmtime with the `wasmtime` feature.
+    #[cfg(feature = "wasmtime")]
+    pub const ALL: &'static [Runtime] = &[Runtime::Wasmtime, Runtime::Wasmi];
+    /// Every runtime this build has: wasmi, and wasmtime with the `wasmtime` feature.
+    #[cfg(not(feature = "wasmtime"))]
+    pub const ALL: &'static [Runtime] = &[Runtime::Wasmi];
 
     /// `"wasmtime"` or `"wasmi"`.
     pub const fn name(self) -> &'static str {
@@ -78,7 +84,7 @@ impl std::error::Error for GuestError {}
 /// use kernel_args_cli::guest::{Guest, GuestModule, Runtime, demo_dry_run};
 /// use kernel_args::{AbiError, LaunchHost};
 ///
-/// for runtime in Runtime::ALL {
+/// for &runtime in Runtime::ALL {
 ///     let module = GuestModule::demo(runtime)?;
 ///     let mut guest = module.instantiate(LaunchHost::new(demo_dry_run()))?;
 ///     assert_eq!(guest.run_vector_add(100)?, AbiError::NotAvailable.code(), "{runtime}");
@@ -95,6 +101,7 @@ pub struct GuestModule {
 
 #[derive(Clone)]
 enum Compiled {
+    #[cfg(feature = "wasmtime")]
     Wasmtime(wasmtime::Engine, wasmtime::Module),
     Wasmi(wasmi::Engine, wasmi::Module),
 }
@@ -109,11 +116,20 @@ impl GuestModule {
         let compile_error =
             |e: &dyn fmt::Display| GuestError::new(runtime, format!("compiling the guest: {e}"));
         let compiled = match runtime {
+            #[cfg(feature = "wasmtime")]
             Runtime::Wasmtime => {
                 let engine = wasmtime::Engine::default();
                 let module =
                     wasmtime::Module::new(&engine, wasm).map_err(|e| compile_error(&format!("{e:#}")))?;
                 Compiled::Wasmtime(engine, module)
+            }
+            #[cfg(not(feature = "wasmtime"))]
+            Runtime::Wasmtime => {
+                return Err(GuestError::new(
+                    runtime,
+                    "this build has no wasmtime: it needs kernel-args-cli's `wasmtime` feature \
+                     (cargo install kernel-args-cli --features wasmtime)",
+                ));
             }
             Runtime::Wasmi => {
                 let engine = wasmi::Engine::default();
@@ -136,6 +152,7 @@ impl GuestModule {
     /// The runtime the module is compiled for.
     pub fn runtime(&self) -> Runtime {
         match self.compiled {
+            #[cfg(feature = "wasmtime")]
             Compiled::Wasmtime(..) => Runtime::Wasmtime,
             Compiled::Wasmi(..) => Runtime::Wasmi,
         }
@@ -156,6 +173,7 @@ impl GuestModule {
         let instantiate_error =
             |runtime, e: &dyn fmt::Display| GuestError::new(runtime, format!("instantiating the guest: {e}"));
         match &self.compiled {
+            #[cfg(feature = "wasmtime")]
             Compiled::Wasmtime(engine, module) => {
                 match super::on_wasmtime::WasmtimeGuest::instantiate(engine, module, host) {
                     Ok(guest) => Ok(Box::new(guest)),
