@@ -108,8 +108,14 @@
 #define KARGS_ERROR_MESSAGE_MAX 256u
 
 /**
- * The dynamic shared memory per block `kargs_check_launch_shape` allows when its
- * `max_shared_mem_bytes` is 0: 227 KiB (kernel-args' `DEFAULT_MAX_SHARED_MEM_BYTES`).
+ * The dynamic shared memory per block `kargs_check_launch_shape` (and a `kargs_host` with
+ * `max_shared_mem_bytes` 0) allows: 227 KiB (kernel-args' `DEFAULT_MAX_SHARED_MEM_BYTES`), the
+ * most any current GPU (compute capability 9.0, an H100 or H200) gives one block. It is an
+ * upper bound only, not the device's limit: many devices give less (48 KiB without opting in,
+ * 99 KiB on compute capability 8.6 and 8.9, 163 KiB on 8.0), so a C host's launcher must still
+ * check the shape against the device it launches on (its
+ * `CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN`), as the Rust `CudaLauncher` does, or
+ * pass that limit as `max_shared_mem_bytes`.
  */
 #define KARGS_DEFAULT_MAX_SHARED_MEM_BYTES 232448u
 
@@ -553,7 +559,8 @@ typedef struct kargs_host {
     void *ctx;
     /**
      * The most dynamic shared memory per block a launch may ask for; 0 for
-     * `KARGS_DEFAULT_MAX_SHARED_MEM_BYTES`.
+     * `KARGS_DEFAULT_MAX_SHARED_MEM_BYTES`, an upper bound for any device: pass the device's own
+     * limit here, or check it in the launch callback.
      */
     uint32_t max_shared_mem_bytes;
     /**
@@ -617,7 +624,9 @@ extern "C" {
  * - `KARGS_ABI_INVALID_ARGS` (-9): an unknown tag, or a record cut short;
  * - `KARGS_ABI_INVALID_POINTER` (-2): a pointer window outside guest memory;
  * - `KARGS_ABI_INTERNAL` (-7): a NULL pointer where this function needs one (a bug of the
- *   embedding host, not the guest's doing): `KARGS_ERROR_KIND_NULL_ARGUMENT`.
+ *   embedding host, not the guest's doing): `KARGS_ERROR_KIND_NULL_ARGUMENT`; or a
+ *   `memory_len` over 4 GiB, larger than any wasm32 memory (checked before the argv):
+ *   `KARGS_ERROR_KIND_MEMORY_TOO_LARGE`.
  *
  * The rules, their precedence and the error of every case are kernel-args-core's
  * (`parse_argv_into`), and so are the outcomes: the same arguments, or the same error kind,
@@ -629,7 +638,7 @@ extern "C" {
  *   `argv` usually lies inside `memory` (the guest wrote it there); that is allowed.
  * - `memory`, `memory_len`: the guest's linear memory, only to check windows against and to
  *   compute `host_ptr`: it is never read or written. NULL is allowed when `memory_len` is 0;
- *   then `host_ptr` is NULL for every window.
+ *   then `host_ptr` is NULL for every window. At most 4 GiB (`KARGS_MAX_GUEST_MEMORY_BYTES`).
  * - `out`, `out_cap`: the caller's array. At most `min(out_cap, KARGS_MAX_KERNEL_ARGS)`
  *   entries are written, and nothing past them is touched; the array needs room for only
  *   that many. NULL is allowed when `out_cap` is 0 (then only an empty argv is accepted).
@@ -721,7 +730,8 @@ int32_t kargs_check_args_region(int32_t args_ptr,
  * at least 1 and at most its maximum: grid 2147483647, 65535, 65535; block 1024, 1024, 64),
  * then threads per block (`block[0] * block[1] * block[2]`, at most 1024), then shared
  * memory (at least 0, at most `max_shared_mem_bytes`, or
- * `KARGS_DEFAULT_MAX_SHARED_MEM_BYTES` when it is 0). A failure is
+ * `KARGS_DEFAULT_MAX_SHARED_MEM_BYTES` when it is 0: an upper bound for any device, not this
+ * device's limit, which the launcher still checks; see that constant). A failure is
  * `KARGS_ABI_INVALID_DIMENSIONS` (-8) with `KARGS_ERROR_KIND_DIMENSION_TOO_SMALL` or
  * `_TOO_LARGE` and the quantity (`kargs_dimension`) in `detail[0]`.
  *

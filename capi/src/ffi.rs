@@ -51,7 +51,9 @@ unsafe fn put<T>(ptr: *mut T, value: T) {
 /// - `KARGS_ABI_INVALID_ARGS` (-9): an unknown tag, or a record cut short;
 /// - `KARGS_ABI_INVALID_POINTER` (-2): a pointer window outside guest memory;
 /// - `KARGS_ABI_INTERNAL` (-7): a NULL pointer where this function needs one (a bug of the
-///   embedding host, not the guest's doing): `KARGS_ERROR_KIND_NULL_ARGUMENT`.
+///   embedding host, not the guest's doing): `KARGS_ERROR_KIND_NULL_ARGUMENT`; or a
+///   `memory_len` over 4 GiB, larger than any wasm32 memory (checked before the argv):
+///   `KARGS_ERROR_KIND_MEMORY_TOO_LARGE`.
 ///
 /// The rules, their precedence and the error of every case are kernel-args-core's
 /// (`parse_argv_into`), and so are the outcomes: the same arguments, or the same error kind,
@@ -63,7 +65,7 @@ unsafe fn put<T>(ptr: *mut T, value: T) {
 ///   `argv` usually lies inside `memory` (the guest wrote it there); that is allowed.
 /// - `memory`, `memory_len`: the guest's linear memory, only to check windows against and to
 ///   compute `host_ptr`: it is never read or written. NULL is allowed when `memory_len` is 0;
-///   then `host_ptr` is NULL for every window.
+///   then `host_ptr` is NULL for every window. At most 4 GiB (`KARGS_MAX_GUEST_MEMORY_BYTES`).
 /// - `out`, `out_cap`: the caller's array. At most `min(out_cap, KARGS_MAX_KERNEL_ARGS)`
 ///   entries are written, and nothing past them is touched; the array needs room for only
 ///   that many. NULL is allowed when `out_cap` is 0 (then only an empty argv is accepted).
@@ -106,6 +108,9 @@ pub unsafe extern "C" fn kargs_parse(
         null(4, out_cap)
     } else if out_len.is_null() {
         null(6, 0)
+    } else if u64::try_from(memory_len).map_or(true, |len| len > MAX_GUEST_MEMORY_BYTES) {
+        let detail = [u64::try_from(memory_len).unwrap_or(u64::MAX), 0, 0];
+        Err(KargsError::own(KargsErrorKind::MemoryTooLarge, 0, detail))
     } else if argv_len > MAX_KERNEL_ARGS_BYTES {
         // Rule 1, before any byte is read: the error core gives for such a buffer (a test
         // checks they are equal), made here so that argv is never turned into a slice of a
@@ -245,7 +250,8 @@ pub unsafe extern "C" fn kargs_check_args_region(
 /// at least 1 and at most its maximum: grid 2147483647, 65535, 65535; block 1024, 1024, 64),
 /// then threads per block (`block[0] * block[1] * block[2]`, at most 1024), then shared
 /// memory (at least 0, at most `max_shared_mem_bytes`, or
-/// `KARGS_DEFAULT_MAX_SHARED_MEM_BYTES` when it is 0). A failure is
+/// `KARGS_DEFAULT_MAX_SHARED_MEM_BYTES` when it is 0: an upper bound for any device, not this
+/// device's limit, which the launcher still checks; see that constant). A failure is
 /// `KARGS_ABI_INVALID_DIMENSIONS` (-8) with `KARGS_ERROR_KIND_DIMENSION_TOO_SMALL` or
 /// `_TOO_LARGE` and the quantity (`kargs_dimension`) in `detail[0]`.
 ///

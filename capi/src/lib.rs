@@ -91,8 +91,14 @@ pub const KARGS_MAX_GUEST_MEMORY_BYTES: u64 = 4294967296u64;
 /// whatever the error's values.
 pub const KARGS_ERROR_MESSAGE_MAX: u32 = 256u32;
 
-/// The dynamic shared memory per block `kargs_check_launch_shape` allows when its
-/// `max_shared_mem_bytes` is 0: 227 KiB (kernel-args' `DEFAULT_MAX_SHARED_MEM_BYTES`).
+/// The dynamic shared memory per block `kargs_check_launch_shape` (and a `kargs_host` with
+/// `max_shared_mem_bytes` 0) allows: 227 KiB (kernel-args' `DEFAULT_MAX_SHARED_MEM_BYTES`), the
+/// most any current GPU (compute capability 9.0, an H100 or H200) gives one block. It is an
+/// upper bound only, not the device's limit: many devices give less (48 KiB without opting in,
+/// 99 KiB on compute capability 8.6 and 8.9, 163 KiB on 8.0), so a C host's launcher must still
+/// check the shape against the device it launches on (its
+/// `CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN`), as the Rust `CudaLauncher` does, or
+/// pass that limit as `max_shared_mem_bytes`.
 pub const KARGS_DEFAULT_MAX_SHARED_MEM_BYTES: u32 = 232448u32;
 
 // The header's values are the Rust crates' (cbindgen needs literals).

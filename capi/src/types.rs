@@ -5,7 +5,9 @@
 use kernel_args::{
     AbiError, Bound, Detail, Dimension, HostError, Mismatch, MismatchKind, RegionError, ShapeError,
 };
-use kernel_args_core::{ArgTag, ArgvError, ErrorKind, LoweredArg};
+use kernel_args_core::{
+    ArgTag, ArgvError, ErrorKind, LoweredArg, MAX_GUEST_MEMORY_BYTES, MAX_KERNEL_ARGS, MAX_KERNEL_ARGS_BYTES,
+};
 
 /// One parsed kernel argument, as `kargs_parse` writes it into the caller's array.
 ///
@@ -495,6 +497,68 @@ pub(crate) enum Decoded {
     },
 }
 
+/// Whether an error's details agree with its kind, as every error this library writes does (a
+/// truncated record has fewer bytes than it needs, a window out of bounds ends past the memory,
+/// a declaration's refusal names its own record as the parameter, ...): a struct whose details
+/// contradict its kind was not written here, and its message says so rather than state the
+/// contradiction as a fact.
+fn holds(decoded: &Decoded, record: u64) -> bool {
+    use KargsErrorKind as K;
+    match decoded {
+        Decoded::None | Decoded::Null { .. } => true,
+        Decoded::Argv(e) => match e.kind() {
+            ErrorKind::BufferTooLong { len, max } => len > max && max == MAX_KERNEL_ARGS_BYTES,
+            ErrorKind::TooManyRecords { max } => max <= MAX_KERNEL_ARGS && e.index() >= max,
+            ErrorKind::UnknownTag { .. } => true,
+            ErrorKind::TruncatedRecord { tag, needed, present } => {
+                needed == tag.value_size() && present < needed
+            }
+            ErrorKind::WindowOutOfBounds { guest_offset, len, memory_len } => {
+                u64::from(guest_offset).saturating_add(u64::from(len)) > memory_len
+            }
+        },
+        Decoded::Region(e) => match *e {
+            RegionError::NegativePointer { args_ptr } => args_ptr < 0,
+            RegionError::NegativeLength { args_len } => args_len < 0,
+            RegionError::EndOverflows { args_ptr, args_len } => {
+                args_ptr >= 0 && args_len >= 0 && args_ptr.checked_add(args_len).is_none()
+            }
+            RegionError::PastMemory { args_ptr, args_len, memory_len } => {
+                args_ptr >= 0
+                    && args_len >= 0
+                    && args_ptr
+                        .checked_add(args_len)
+                        .and_then(|end| u64::try_from(end).ok())
+                        .is_some_and(|end| end > memory_len)
+            }
+        },
+        Decoded::Shape(e) => match e.bound {
+            Bound::AtLeast(bound) => i128::from(e.value) < i128::from(bound),
+            Bound::AtMost(bound) => i128::from(e.value) > i128::from(bound),
+        },
+        Decoded::Host { kind, detail: [d0, d1, d2], .. } => match kind {
+            K::UnknownKernel | K::UndeclaredKernel | K::LaunchCallback => (*d1, *d2) == (0, 0),
+            K::CapabilityDisabled | K::NoMemory => (*d0, *d1, *d2) == (0, 0, 0),
+            K::MemoryTooLarge => *d0 > MAX_GUEST_MEMORY_BYTES && (*d1, *d2) == (0, 0),
+            K::DeclarationCount => d0 != d1 && *d2 == 0,
+            K::DeclarationType => {
+                let tag = |byte: u64| u8::try_from(byte).ok().and_then(ArgTag::from_byte);
+                *d0 == record && tag(*d1).is_some() && tag(*d2).is_some() && d1 != d2
+            }
+            K::DeclarationMisaligned => {
+                *d0 == record
+                    && d2.is_power_of_two()
+                    && *d2 > 1
+                    && d1.checked_rem(*d2).is_some_and(|rest| rest != 0)
+            }
+            K::DeclarationWindowTooShort => *d0 == record && d1 < d2,
+            K::DeclarationOutOfRange => *d0 == record && (*d1, *d2) == (0, 0),
+            K::DeclarationNegative => *d0 == record && *d2 == 0,
+            _ => true,
+        },
+    }
+}
+
 fn wide(v: usize) -> u64 {
     u64::try_from(v).unwrap_or(u64::MAX)
 }
@@ -573,6 +637,12 @@ impl KargsError {
     /// The Rust error this struct was made from; `None` when it is not a struct this library
     /// wrote (an unknown kind, an ABI code that is not the kind's, details out of range).
     pub(crate) fn decode(&self) -> Option<Decoded> {
+        self.decode_fields().filter(|decoded| holds(decoded, u64::from(self.record_index)))
+    }
+
+    /// The error the fields spell, each within its type's range, before [`holds`] checks that
+    /// they agree with each other.
+    fn decode_fields(&self) -> Option<Decoded> {
         let kind = KargsErrorKind::from_u32(self.kind)?;
         let callback_code =
             kind == KargsErrorKind::LaunchCallback && AbiError::try_from(self.abi_code).is_ok();
@@ -852,7 +922,8 @@ pub struct KargsHost {
     /// Passed to `launch` as it is.
     pub ctx: *mut core::ffi::c_void,
     /// The most dynamic shared memory per block a launch may ask for; 0 for
-    /// `KARGS_DEFAULT_MAX_SHARED_MEM_BYTES`.
+    /// `KARGS_DEFAULT_MAX_SHARED_MEM_BYTES`, an upper bound for any device: pass the device's own
+    /// limit here, or check it in the launch callback.
     pub max_shared_mem_bytes: u32,
     /// Nonzero: the guest has the wasi-cuda capability. 0: every call is answered
     /// `KARGS_ABI_NOT_AVAILABLE`.

@@ -149,35 +149,43 @@ fn names_are_the_rust_crates() {
 #[test]
 fn every_message_fits_the_documented_buffer() {
     let max = KARGS_ERROR_MESSAGE_MAX as usize;
+    // Each value at its widest among those whose details agree with their kind (a struct whose
+    // details contradict it gets the short `invalid kargs_error: ...`).
     let worst = [
         KargsError::from_argv(&ArgvError::new(
-            ErrorKind::WindowOutOfBounds { guest_offset: u32::MAX, len: u32::MAX, memory_len: u64::MAX },
+            ErrorKind::WindowOutOfBounds {
+                guest_offset: u32::MAX,
+                len: u32::MAX,
+                memory_len: 2 * u64::from(u32::MAX) - 1,
+            },
+            usize::MAX,
+            usize::MAX,
+        )),
+        KargsError::from_argv(&ArgvError::new(ErrorKind::BufferTooLong { len: usize::MAX, max: 4096 }, 0, 0)),
+        KargsError::from_argv(&ArgvError::new(
+            ErrorKind::TruncatedRecord { tag: ArgTag::Ptr, needed: 8, present: 7 },
             usize::MAX,
             usize::MAX,
         )),
         KargsError::from_argv(&ArgvError::new(
-            ErrorKind::BufferTooLong { len: usize::MAX, max: usize::MAX },
-            0,
-            0,
-        )),
-        KargsError::from_argv(&ArgvError::new(
-            ErrorKind::TruncatedRecord { tag: ArgTag::Ptr, needed: usize::MAX, present: usize::MAX },
-            usize::MAX,
-            usize::MAX,
-        )),
-        KargsError::from_argv(&ArgvError::new(
-            ErrorKind::TooManyRecords { max: usize::MAX },
+            ErrorKind::TooManyRecords { max: 128 },
             usize::MAX,
             usize::MAX,
         )),
         KargsError::from_region(
             &kernel_args::RegionError::PastMemory {
-                args_ptr: i32::MIN,
-                args_len: i32::MIN,
-                memory_len: u64::MAX,
+                args_ptr: 1_000_000_000,
+                args_len: 1_147_483_647,
+                memory_len: 2_147_483_646,
             },
-            i32::MIN,
-            i32::MIN,
+            1_000_000_000,
+            1_147_483_647,
+            2_147_483_646,
+        ),
+        KargsError::from_region(
+            &kernel_args::RegionError::EndOverflows { args_ptr: i32::MAX, args_len: i32::MAX },
+            i32::MAX,
+            i32::MAX,
             u64::MAX,
         ),
         KargsError::from_shape(&kernel_args::ShapeError {
@@ -190,12 +198,29 @@ fn every_message_fits_the_documented_buffer() {
         KargsError { abi_code: i32::MIN, kind: u32::MAX, ..KargsError::default() },
     ];
     // The kinds of the declarations and the host call, every detail at its widest.
-    let host_kinds = KargsErrorKind::ALL_PUBLIC.iter().filter(|k| **k as u32 >= 64).map(|&kind| KargsError {
-        abi_code: kind.abi_code(),
-        kind: kind as u32,
-        record_index: u32::MAX,
-        byte_offset: u32::MAX,
-        detail: [u64::MAX; 3],
+    let host_kinds = KargsErrorKind::ALL_PUBLIC.iter().filter(|k| **k as u32 >= 64).map(|&kind| {
+        let record = u64::from(u32::MAX);
+        let detail = match kind {
+            KargsErrorKind::DeclarationCount => [u64::MAX, u64::MAX - 1, 0],
+            KargsErrorKind::DeclarationType => [record, 0x07, 0x06],
+            KargsErrorKind::DeclarationMisaligned => [record, u64::MAX, 1 << 63],
+            KargsErrorKind::DeclarationWindowTooShort => [record, u64::MAX - 1, u64::MAX],
+            KargsErrorKind::DeclarationOutOfRange => [record, 0, 0],
+            KargsErrorKind::DeclarationNegative => [record, u64::MAX, 0],
+            KargsErrorKind::UnknownKernel
+            | KargsErrorKind::UndeclaredKernel
+            | KargsErrorKind::MemoryTooLarge
+            | KargsErrorKind::LaunchCallback => [u64::MAX, 0, 0],
+            KargsErrorKind::CapabilityDisabled | KargsErrorKind::NoMemory => [0; 3],
+            _ => [u64::MAX; 3],
+        };
+        KargsError {
+            abi_code: kind.abi_code(),
+            kind: kind as u32,
+            record_index: u32::MAX,
+            byte_offset: u32::MAX,
+            detail,
+        }
     });
     let worst: Vec<KargsError> = worst.into_iter().chain(host_kinds).collect();
     assert!(worst.len() > 20);
@@ -249,4 +274,80 @@ fn the_header_shares_the_guest_headers_macros() {
     for name in names {
         assert_eq!(define(header, &name), define(guest, &name), "{name}: kargs.h and kargs_guest.h differ");
     }
+}
+
+#[test]
+fn a_memory_over_4_gib_is_refused_with_its_own_kind() {
+    // The base is only offset, never read: any address does.
+    let base = std::ptr::dangling_mut::<u8>();
+    let (rc, out, err) = parse(&[0x07, 0, 0, 0, 0, 8, 0, 0, 0], base, (1 << 32) + 1, 4);
+    assert_eq!((rc, out.len()), (AbiError::Internal.code(), 0));
+    assert_eq!(err.kind, KargsErrorKind::MemoryTooLarge as u32);
+    assert_eq!(err.detail, [(1 << 32) + 1, 0, 0]);
+    assert!(message(&err).contains("4294967297"), "{}", message(&err));
+    // 4 GiB itself is the largest wasm32 memory.
+    let (rc, out, _) = parse(&[0x07, 0xf8, 0xff, 0xff, 0xff, 8, 0, 0, 0], base, 1 << 32, 4);
+    assert_eq!((rc, out.len()), (0, 1));
+}
+
+#[test]
+fn a_struct_whose_details_contradict_its_kind_is_called_invalid() {
+    let invalid = |kind: KargsErrorKind, abi: AbiError, record: u32, detail: [u64; 3]| {
+        let err = KargsError {
+            abi_code: abi.code(),
+            kind: kind as u32,
+            record_index: record,
+            byte_offset: 0,
+            detail,
+        };
+        let text = message(&err);
+        assert!(text.starts_with("invalid kargs_error: kind "), "{kind:?} {detail:?}: {text}");
+    };
+    use KargsErrorKind as K;
+    // The argv's kinds.
+    invalid(K::BufferTooLong, AbiError::KernelArgsUnsupported, 0, [100, 4096, 0]);
+    invalid(K::BufferTooLong, AbiError::KernelArgsUnsupported, 0, [5000, 9000, 0]);
+    invalid(K::TooManyRecords, AbiError::KernelArgsUnsupported, 3, [128, 0, 0]);
+    invalid(K::TruncatedRecord, AbiError::InvalidArgs, 0, [0x01, 4, 4]);
+    invalid(K::TruncatedRecord, AbiError::InvalidArgs, 0, [0x01, 8, 2]);
+    invalid(K::WindowOutOfBounds, AbiError::InvalidPointer, 0, [16, 16, 64]);
+    // The region's and the shape's.
+    invalid(K::RegionNegativePointer, AbiError::InvalidPointer, 0, [5, 0, 0]);
+    invalid(K::RegionNegativeLength, AbiError::InvalidPointer, 0, [0, 5, 0]);
+    invalid(K::RegionEndOverflows, AbiError::InvalidPointer, 0, [1, 2, 0]);
+    invalid(K::RegionPastMemory, AbiError::InvalidPointer, 0, [0, 16, 64]);
+    invalid(K::DimensionTooSmall, AbiError::InvalidDimensions, 0, [0, 1, 1]);
+    invalid(K::DimensionTooLarge, AbiError::InvalidDimensions, 0, [3, 64, 64]);
+    // The declaration's and the host call's.
+    invalid(K::DeclarationCount, AbiError::InvalidArgs, 0, [4, 4, 0]);
+    invalid(K::DeclarationType, AbiError::InvalidArgs, 2, [2, 0x07, 0x07]);
+    invalid(K::DeclarationType, AbiError::InvalidArgs, 2, [1, 0x07, 0x06]);
+    invalid(K::DeclarationType, AbiError::InvalidArgs, 2, [2, 0x07, 0x42]);
+    invalid(K::DeclarationMisaligned, AbiError::InvalidArgs, 0, [0, 8, 4]);
+    invalid(K::DeclarationMisaligned, AbiError::InvalidArgs, 0, [0, 3, 3]);
+    invalid(K::DeclarationWindowTooShort, AbiError::InvalidArgs, 1, [1, 64, 64]);
+    invalid(K::UnknownKernel, AbiError::InvalidKernel, 0, [9, 1, 0]);
+    invalid(K::CapabilityDisabled, AbiError::NotAvailable, 0, [1, 0, 0]);
+    invalid(K::MemoryTooLarge, AbiError::Internal, 0, [4096, 0, 0]);
+
+    // The same kinds with details that agree are read as the library writes them.
+    let agree = |kind: KargsErrorKind, abi: AbiError, record: u32, detail: [u64; 3]| {
+        let err = KargsError {
+            abi_code: abi.code(),
+            kind: kind as u32,
+            record_index: record,
+            byte_offset: 0,
+            detail,
+        };
+        message(&err)
+    };
+    assert_eq!(
+        agree(K::TruncatedRecord, AbiError::InvalidArgs, 0, [0x01, 4, 2]),
+        ArgvError::new(ErrorKind::TruncatedRecord { tag: ArgTag::I32, needed: 4, present: 2 }, 0, 0)
+            .to_string()
+    );
+    assert_eq!(
+        agree(K::DeclarationWindowTooShort, AbiError::InvalidArgs, 1, [1, 16, 64]),
+        "record 1 at byte 0: parameter 1: 16-byte window, the kernel touches 64 bytes"
+    );
 }
