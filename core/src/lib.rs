@@ -93,3 +93,8 @@ pub use reader::{
     ArgSink, ParsedArgv, Record, RecordReader, SinkFull, check_argv_len, parse_argv, parse_argv_into,
 };
 pub use wire::ArgTag;
+
+/// The README's code, run as a doctest so that it stays true.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

@@ -99,3 +99,8 @@ pub use storage::{
     KernelParamStorage, MAX_KERNEL_PARAMS, MAX_PARAM_BYTES, PaddedTable, PaddingScratch, ParamTable,
     SLOT_SIZE, StorageError,
 };
+
+/// The README's code, run as a doctest so that it stays true.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

@@ -150,3 +150,8 @@ pub use launcher::{
     KernelTable, LaunchOutcome, LaunchRequest, LaunchSnapshot, Launcher, PointerMode, Registered,
     SignatureCheck, TableFull,
 };
+
+/// The README's code, run as a doctest so that it stays true.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;
