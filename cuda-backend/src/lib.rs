@@ -31,8 +31,11 @@
 //! ## Features
 //!
 //! - `cuda`: the launch path, through cust 0.3.2's raw driver types. Building it needs
-//!   `CUDA_LIBRARY_PATH` for cust's build script; where CUDA is not installed,
-//!   `scripts/cuda-link-stub.sh` makes a stand-in (see its comments). The binary does not
+//!   `CUDA_LIBRARY_PATH` (a directory with `lib64/libcuda.so`) for cust's build script, which
+//!   otherwise stops with `Could not find a cuda installation`; where CUDA is not installed, the
+//!   repository's `scripts/cuda-link-stub.sh` makes a stand-in (see its comments). These docs
+//!   with the `cuda` items build without it: `DOCS_RS=1 cargo doc -p kernel-args-cuda --features
+//!   cuda --no-deps` (cust's build script looks for nothing under `DOCS_RS`). The binary does not
 //!   link the driver: it loads the driver library when a device is opened, so it starts
 //!   anywhere and reports `NotAvailable` where there is no driver or no device. The tests run
 //!   it against the emulated driver of `cuda-emulator/` (`scripts/cuda-emulator.sh`).
