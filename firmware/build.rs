@@ -1,7 +1,8 @@
 //! Build script of the firmware.
 //!
 //! 1. Puts `memory.x` (the mps2-an386 memory map) on the linker's search path, where
-//!    cortex-m-rt's `link.x` includes it (the cortex-m-quickstart pattern).
+//!    cortex-m-rt's `link.x` includes it (the cortex-m-quickstart pattern), and links the main
+//!    firmware with defmt's `defmt.x`.
 //! 2. Turns the conformance vectors, `../tests/vectors/argv.json`, into Rust: a static table of
 //!    `vectors::Vector` (input bytes, memory length, expected outcome) written to
 //!    `$OUT_DIR/vectors.rs`, which `src/vectors.rs` includes. The file is read strictly to
@@ -23,6 +24,9 @@ fn main() {
     fs::copy(manifest_dir.join("memory.x"), out_dir.join("memory.x")).expect("copy memory.x");
     println!("cargo:rustc-link-search={}", out_dir.display());
     println!("cargo:rerun-if-changed=memory.x");
+    // defmt's linker script, for the main firmware only (the one binary that logs with defmt;
+    // the footprint binaries stay as they are).
+    println!("cargo:rustc-link-arg-bin=kernel-args-firmware=-Tdefmt.x");
 
     // 2. The vector table.
     let json_path = manifest_dir.join("../tests/vectors/argv.json");

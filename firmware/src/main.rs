@@ -7,7 +7,9 @@
 //! with 1 too, through panic-semihosting).
 //!
 //! Each check is one step of [`main`] that prints its own result lines and answers whether it
-//! held; a new check (a guest run, the host pipeline) is one more step there.
+//! held; a new check (a guest run, the host pipeline) is one more step there. The results are
+//! also logged through defmt ([`defmt_log`]: into a host file that CI decodes with
+//! `defmt-print`), with the crates' own `defmt::Format` for their values.
 
 #![no_std]
 #![no_main]
@@ -15,6 +17,7 @@
 
 extern crate alloc;
 
+mod defmt_log;
 #[cfg(feature = "wasmi")]
 mod guest;
 
@@ -47,9 +50,17 @@ fn main() -> ! {
         ok &= check_guest();
     }
 
+    // The crates' values through defmt.
+    ok &= log_with_defmt();
+
     // More checks go here, each one `ok &= step();`.
 
     hprintln!("firmware: {}", if ok { "ok" } else { "FAILED" });
+    if ok {
+        defmt::info!("firmware: ok");
+    } else {
+        defmt::error!("firmware: FAILED");
+    }
     exit(ok)
 }
 
@@ -57,6 +68,7 @@ fn main() -> ! {
 fn check_vectors() -> bool {
     let summary = vectors::run();
     hprintln!("vectors: {} passed, {} failed", summary.passed, summary.failed);
+    defmt::info!("vectors: {=usize} passed, {=usize} failed", summary.passed, summary.failed);
     summary.failed == 0 && summary.passed == vectors::VECTORS.len()
 }
 
@@ -254,4 +266,69 @@ fn check_guest() -> bool {
             false
         }
     }
+}
+
+/// Logs, through defmt, the values a `no_std` host logs with the crates' `defmt::Format`: an
+/// accepted argv, a refused one's error, a launch's record through the pipeline, a refused
+/// call's error and a declaration. The host decodes them (.ci/steps/27-firmware.sh); here it
+/// checks that the values are the expected ones.
+fn log_with_defmt() -> bool {
+    use kernel_args::AbiError;
+    use kernel_args_core::{ArgvBuilder, LoweredArg};
+
+    let mut memory = alloc::vec![0u8; 256];
+    let mut buf = [0u8; 64];
+    let mut builder = ArgvBuilder::new(&mut buf);
+    let built =
+        builder.ptr(0, 16).and_then(|b| b.ptr(16, 16)).and_then(|b| b.ptr(32, 16)).and_then(|b| b.u32(4));
+    if built.is_err() {
+        return false;
+    }
+    let argv = builder.finish();
+    let guest = GuestMemory::length_only(256);
+    let parsed: Result<ParsedArgv, _> = parse_argv(argv, &guest);
+    let Ok(args) = parsed else { return false };
+    defmt::info!("defmt: parsed {=usize} arguments: {}", args.len(), args.as_slice());
+    let accepted = args.get(3) == Some(&LoweredArg::U32(4));
+
+    let refused = parse_argv::<8>(&[0x05, 1, 0, 0, 0, 0x42], &guest);
+    if let Err(error) = &refused {
+        defmt::warn!("defmt: refused: {}", error);
+    }
+    let refused_ok = refused.is_err_and(|e| e.index() == 1 && e.offset() == 5);
+
+    let Some(dst) = memory.get_mut(64..64 + argv.len()) else { return false };
+    dst.copy_from_slice(argv);
+    let Ok(declaration) =
+        Declaration::parse("vector_add(a: &[f32; n], b: &[f32; n], out: &mut [f32; n], n: u32)")
+    else {
+        return false;
+    };
+    defmt::info!("defmt: declared {}", declaration);
+    let mut dry_run = DryRunLauncher::new();
+    if dry_run.kernels_mut().declare(1, declaration).is_err() {
+        return false;
+    }
+    let mut host = LaunchHost::new(dry_run);
+    let args_len = i32::try_from(argv.len()).unwrap_or(i32::MAX);
+    let call = LaunchCall { args_ptr: 64, args_len, ..LaunchCall::new(1, [1, 1, 1], [4, 1, 1]) };
+    let code = host.call(Some(&mut memory), &call);
+    if let Some(record) = host.last_launch() {
+        defmt::info!("defmt: launch answered {=i32}, recorded {}", code, record.snapshot());
+    }
+    let launched = code == AbiError::NotAvailable.code() && host.last_launch().is_some();
+
+    // n = 5 asks the kernel to touch 20 bytes of 16-byte windows.
+    if let Some(n) = memory.get_mut(64 + 28..64 + 32) {
+        n.copy_from_slice(&5u32.to_le_bytes());
+    }
+    let code = host.call(Some(&mut memory), &call);
+    if let Some(error) = host.last_error() {
+        defmt::warn!("defmt: call answered {=i32}: {}", code, error);
+    }
+    let declined = code == AbiError::InvalidArgs.code();
+
+    let ok = accepted && refused_ok && launched && declined;
+    hprintln!("{}defmt: values logged (decoded on the host by defmt-print)", if ok { "" } else { "FAIL " });
+    ok
 }
