@@ -25,7 +25,9 @@
 
 use wasmi::Linker;
 
-/// The wasmi this crate is built against, for embedders that want the same version.
+/// The wasmi this crate is built against (2). [`add_to_linker`] takes this version's `Linker`:
+/// an embedder on another major version of wasmi has another `Linker` type, and the call does
+/// not compile. Depend on the same major version, or use this re-export.
 pub use ::wasmi;
 
 #[cfg(doc)]

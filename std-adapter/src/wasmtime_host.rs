@@ -32,7 +32,9 @@
 
 use wasmtime::Linker;
 
-/// The wasmtime this crate is built against, for embedders that want the same version.
+/// The wasmtime this crate is built against (48). [`add_to_linker`] takes this version's
+/// `Linker`: an embedder on another major version of wasmtime has another `Linker` type, and
+/// the call does not compile. Depend on the same major version, or use this re-export.
 pub use ::wasmtime;
 
 #[cfg(doc)]
