@@ -232,6 +232,47 @@ fn a_kernel_fault_fails_the_launch_and_the_next_launch_recovers() {
 }
 
 #[test]
+fn a_misaligned_access_faults_as_on_a_gpu_and_the_next_launch_recovers() {
+    let test = "a_misaligned_access_faults_as_on_a_gpu_and_the_next_launch_recovers";
+    for (config, mode) in [(DEFAULT, PointerModeChoice::Direct), (STAGED_ONLY, PointerModeChoice::Staged)] {
+        let Some((emulator, ordinal, options)) = fresh(test, config) else { return };
+        let device = open(CudaOptions { pointer_mode: mode, ..options });
+        let mut launcher = device.launcher();
+        good_launch(&mut launcher, 64);
+        // `a` two bytes into its buffer (a launcher reached without the host's declaration
+        // check): every f32 the kernel loads through it is misaligned, in guest memory (direct)
+        // and in its staged buffer, which keeps the guest offset's alignment.
+        let n = 16;
+        let mut memory = vectors(n);
+        let mut buf = [0u8; 64];
+        let mut argv = ArgvBuilder::new(&mut buf);
+        let len = (4 * n) as u32;
+        argv.ptr(2, len - 4)
+            .unwrap()
+            .ptr(len, len)
+            .unwrap()
+            .ptr(2 * len, len)
+            .unwrap()
+            .u32(n as u32 - 1)
+            .unwrap();
+        let argv = argv.finish();
+        let shape = LaunchShape { grid: [1, 1, 1], block: [128, 1, 1], shared_mem_bytes: 0 };
+        let err = {
+            let guest = GuestMemory::exclusive(&mut memory);
+            launcher
+                .launch(&LaunchRequest::new(VECTOR_ADD, shape, &support::checked(argv, &guest), &guest))
+                .unwrap_err()
+        };
+        assert_eq!(err.code(), AbiError::LaunchFailed, "{mode:?}: {err}");
+        assert!(err.to_string().contains("CUDA_ERROR_MISALIGNED_ADDRESS (716)"), "{mode:?}: {err}");
+        assert_eq!(emulator.sticky_error(ordinal), 716, "{mode:?}: the fault is sticky in the context");
+        say(format!("{test}: {mode:?}: {err}"));
+        good_launch(&mut launcher, 64);
+        assert_eq!(emulator.sticky_error(ordinal), 0);
+    }
+}
+
+#[test]
 fn a_fault_fails_the_launches_in_flight_and_the_next_ones_succeed() {
     let test = "a_fault_fails_the_launches_in_flight_and_the_next_ones_succeed";
     let Some((emulator, ordinal, options)) = fresh(test, STAGED_ONLY) else { return };

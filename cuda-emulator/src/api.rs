@@ -30,10 +30,12 @@ use std::time::Instant;
 
 use crate::faults::{self, EntryPoint};
 use crate::kernels::{KernelParams, LaunchShape};
+use crate::memory::Fault;
 use crate::ptx::{self, PtxError};
 use crate::result::{
     CUDA_ERROR_ILLEGAL_ADDRESS, CUDA_ERROR_INVALID_CONTEXT, CUDA_ERROR_INVALID_PTX, CUDA_ERROR_INVALID_VALUE,
-    CUDA_ERROR_NOT_SUPPORTED, CUDA_ERROR_UNKNOWN, CUDA_ERROR_UNSUPPORTED_PTX_VERSION, CUDA_SUCCESS, CuResult,
+    CUDA_ERROR_MISALIGNED_ADDRESS, CUDA_ERROR_NOT_SUPPORTED, CUDA_ERROR_UNKNOWN,
+    CUDA_ERROR_UNSUPPORTED_PTX_VERSION, CUDA_SUCCESS, CuResult,
 };
 use crate::state::{self, DEVICE_NAME, State};
 
@@ -748,9 +750,11 @@ fn shape_fits(shape: LaunchShape) -> bool {
 ///
 /// Then it copies exactly `size_i` bytes from each `kernelParams[i]` (the sizes of the
 /// `.entry` declaration; never more entries than the kernel has parameters) and runs the CPU
-/// kernel over every thread of the grid before returning. An illegal memory access stops the
-/// kernel and gives the context the sticky `CUDA_ERROR_ILLEGAL_ADDRESS`; the launch itself
-/// still returns `CUDA_SUCCESS`, as on a device.
+/// kernel over every thread of the grid before returning. An access outside the context's
+/// memory stops the kernel and gives the context the sticky `CUDA_ERROR_ILLEGAL_ADDRESS`, and
+/// one at an address that is not a multiple of its size the sticky
+/// `CUDA_ERROR_MISALIGNED_ADDRESS`; the launch itself still returns `CUDA_SUCCESS`, as on a
+/// device.
 ///
 /// # Safety
 ///
@@ -813,8 +817,10 @@ pub unsafe fn launch_kernel(
         stats.kernels_launched = stats.kernels_launched.saturating_add(1);
         stats.kernel_nanos = stats.kernel_nanos.saturating_add(nanos);
         stats.threads = stats.threads.saturating_add(outcome.threads);
-        if outcome.illegal_address {
-            state.poison(context, CUDA_ERROR_ILLEGAL_ADDRESS);
+        match outcome.fault {
+            Some(Fault::IllegalAddress) => state.poison(context, CUDA_ERROR_ILLEGAL_ADDRESS),
+            Some(Fault::Misaligned) => state.poison(context, CUDA_ERROR_MISALIGNED_ADDRESS),
+            None => {}
         }
         Ok(())
     })

@@ -20,7 +20,7 @@
 //! `every_scalar` and `narrow_scalars` write in every thread with `blockIdx.x == 0` and
 //! `threadIdx.x == 0`, as their PTX tests only the x coordinates.
 
-use crate::memory::{IllegalAddress, KernelMemory};
+use crate::memory::{Fault, KernelMemory};
 use crate::ptx::PtxEntry;
 
 /// A kernel the emulator can run on the CPU.
@@ -48,10 +48,10 @@ pub struct LaunchShape {
 /// What running a kernel did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Outcome {
-    /// Threads run (the one that made an illegal access included).
+    /// Threads run (the one that faulted included).
     pub threads: u64,
-    /// Whether a thread made an illegal access, which stopped the kernel.
-    pub illegal_address: bool,
+    /// The fault a thread made, which stopped the kernel.
+    pub fault: Option<Fault>,
 }
 
 /// A kernel's parameter buffer: each parameter at its PTX offset.
@@ -112,8 +112,8 @@ fn gpu_f32(value: f32) -> f32 {
     if value.is_nan() { f32::from_bits(0x7fff_ffff) } else { value }
 }
 
-/// Runs `body` for every thread of the grid, block by block, until one makes an illegal access.
-fn each_thread(shape: LaunchShape, mut body: impl FnMut(&Thread) -> Result<(), IllegalAddress>) -> Outcome {
+/// Runs `body` for every thread of the grid, block by block, until one faults.
+fn each_thread(shape: LaunchShape, mut body: impl FnMut(&Thread) -> Result<(), Fault>) -> Outcome {
     let [grid_x, grid_y, grid_z] = shape.grid;
     let [block_x, block_y, block_z] = shape.block;
     let mut threads = 0u64;
@@ -125,8 +125,8 @@ fn each_thread(shape: LaunchShape, mut body: impl FnMut(&Thread) -> Result<(), I
                         for tx in 0..block_x {
                             threads = threads.saturating_add(1);
                             let thread = Thread { ctaid: [bx, by, bz], tid: [tx, ty, tz], ntid: shape.block };
-                            if body(&thread).is_err() {
-                                return Outcome { threads, illegal_address: true };
+                            if let Err(fault) = body(&thread) {
+                                return Outcome { threads, fault: Some(fault) };
                             }
                         }
                     }
@@ -134,7 +134,7 @@ fn each_thread(shape: LaunchShape, mut body: impl FnMut(&Thread) -> Result<(), I
             }
         }
     }
-    Outcome { threads, illegal_address: false }
+    Outcome { threads, fault: None }
 }
 
 impl Kernel {
@@ -275,7 +275,7 @@ mod tests {
         let shape = LaunchShape { grid: [2, 1, 1], block: [3, 1, 1] };
         let buffer = vector_add_params(a, b_addr, out, 4);
         let outcome = Kernel::VectorAdd.run(shape, &KernelParams { buffer: &buffer, entry }, &view);
-        assert_eq!(outcome, Outcome { threads: 6, illegal_address: false });
+        assert_eq!(outcome, Outcome { threads: 6, fault: None });
         let result: Vec<u32> = (0..4).map(|i| u32::from_le_bytes(view.load(out + i * 4).unwrap())).collect();
         assert_eq!(result, [3.5f32.to_bits(), 0x7fff_ffff, 0, f32::MIN_POSITIVE.to_bits()]);
 
@@ -284,6 +284,6 @@ mod tests {
         let view = memory.kernel_view(1, true);
         let buffer = vector_add_params(a, b_addr, short, 4);
         let outcome = Kernel::VectorAdd.run(shape, &KernelParams { buffer: &buffer, entry }, &view);
-        assert_eq!(outcome, Outcome { threads: 4, illegal_address: true });
+        assert_eq!(outcome, Outcome { threads: 4, fault: Some(Fault::IllegalAddress) });
     }
 }

@@ -25,7 +25,10 @@
 //! - the entry points' implementations, and where the emulator differs from the driver:
 //!   [`api`]; the `CUresult` codes: [`result`];
 //! - devices, primary contexts, handles, the sticky error: [`state`];
-//! - device memory and the checked accessor every kernel access goes through: [`memory`];
+//! - device memory and the checked accessor every kernel access goes through: [`memory`] (an
+//!   access outside the context's memory is the sticky `CUDA_ERROR_ILLEGAL_ADDRESS` (700), one
+//!   at an address that is not a multiple of its size the sticky
+//!   `CUDA_ERROR_MISALIGNED_ADDRESS` (716), as on a GPU);
 //! - the PTX reader standing in for ptxas (what is malformed): [`ptx`];
 //! - the CPU kernels: [`kernels`];
 //! - the control API for tests (`kargs_emu_*`): [`control`]; per-thread fault injection, held

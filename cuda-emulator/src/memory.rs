@@ -71,9 +71,18 @@ pub struct DeviceMemory {
     allocations: BTreeMap<usize, Allocation>,
 }
 
-/// A kernel's access that the device would refuse (`CUDA_ERROR_ILLEGAL_ADDRESS`).
+/// A kernel's access that the device refuses, as a GPU does: the kernel stops and the context
+/// gets the fault's sticky error.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct IllegalAddress;
+pub enum Fault {
+    /// Outside every allocation of the context (and not host memory the device may reach):
+    /// `CUDA_ERROR_ILLEGAL_ADDRESS` (700).
+    IllegalAddress,
+    /// An address that is not a multiple of the access's size: `CUDA_ERROR_MISALIGNED_ADDRESS`
+    /// (716). Checked before the address is looked up, as the load and store instructions
+    /// require their natural alignment.
+    Misaligned,
+}
 
 impl Region {
     /// Reserves the largest of [`RESERVATION_BYTES`] the system grants, without access.
@@ -310,9 +319,9 @@ const RECENT: usize = 4;
 
 impl KernelMemory<'_> {
     /// The address of `[addr, addr + len)` if the kernel may access it.
-    fn resolve(&self, addr: u64, len: usize) -> Result<usize, IllegalAddress> {
-        let start = usize::try_from(addr).map_err(|_| IllegalAddress)?;
-        let end = start.checked_add(len).ok_or(IllegalAddress)?;
+    fn resolve(&self, addr: u64, len: usize) -> Result<usize, Fault> {
+        let start = usize::try_from(addr).map_err(|_| Fault::IllegalAddress)?;
+        let end = start.checked_add(len).ok_or(Fault::IllegalAddress)?;
         if start < self.end && self.base < end {
             for slot in &self.recent {
                 let (low, high) = slot.get();
@@ -328,22 +337,23 @@ impl KernelMemory<'_> {
                     }
                     Ok(start)
                 }
-                _ => Err(IllegalAddress),
+                _ => Err(Fault::IllegalAddress),
             };
         }
         if self.pageable_memory_access && addr >= LOWEST_HOST_ADDRESS {
             Ok(start)
         } else {
-            Err(IllegalAddress)
+            Err(Fault::IllegalAddress)
         }
     }
 
-    /// Loads `N` bytes at `addr`.
+    /// Loads `N` bytes at `addr`, which must be a multiple of `N`.
     ///
     /// # Errors
     ///
-    /// [`IllegalAddress`] where the device would refuse the access.
-    pub fn load<const N: usize>(&self, addr: u64) -> Result<[u8; N], IllegalAddress> {
+    /// The [`Fault`] the device would raise for the access.
+    pub fn load<const N: usize>(&self, addr: u64) -> Result<[u8; N], Fault> {
+        aligned::<N>(addr)?;
         let at = self.resolve(addr, N)?;
         // SAFETY: `resolve` allowed the range: either inside a live allocation of this
         // context (accessible pages, kept alive by the borrowed table), or host memory on a
@@ -352,16 +362,25 @@ impl KernelMemory<'_> {
         Ok(unsafe { ptr::with_exposed_provenance::<[u8; N]>(at).read_unaligned() })
     }
 
-    /// Stores `bytes` at `addr`.
+    /// Stores `bytes` at `addr`, which must be a multiple of `N`.
     ///
     /// # Errors
     ///
-    /// [`IllegalAddress`] where the device would refuse the access.
-    pub fn store<const N: usize>(&self, addr: u64, bytes: [u8; N]) -> Result<(), IllegalAddress> {
+    /// The [`Fault`] the device would raise for the access.
+    pub fn store<const N: usize>(&self, addr: u64, bytes: [u8; N]) -> Result<(), Fault> {
+        aligned::<N>(addr)?;
         let at = self.resolve(addr, N)?;
         // SAFETY: as in `load`.
         unsafe { ptr::with_exposed_provenance_mut::<[u8; N]>(at).write_unaligned(bytes) };
         Ok(())
+    }
+}
+
+/// An `N`-byte access's alignment: `addr` a multiple of `N` (1, 2, 4, 8 or 16 here).
+fn aligned<const N: usize>(addr: u64) -> Result<(), Fault> {
+    match (N as u64).checked_sub(1) {
+        Some(mask) if addr & mask != 0 => Err(Fault::Misaligned),
+        _ => Ok(()),
     }
 }
 
@@ -379,7 +398,12 @@ mod tests {
         view.store(a as u64, [1u8, 2, 3, 4]).unwrap();
         assert_eq!(view.load::<4>(a as u64), Ok([1, 2, 3, 4]));
         // Past the end of the allocation (still inside its page): illegal.
-        assert_eq!(view.load::<4>(a as u64 + 97), Err(IllegalAddress));
+        assert_eq!(view.load::<4>(a as u64 + 100), Err(Fault::IllegalAddress));
+        // Inside it but not a multiple of the access's size: misaligned, whatever the address.
+        assert_eq!(view.load::<4>(a as u64 + 2), Err(Fault::Misaligned));
+        assert_eq!(view.store(a as u64 + 4, [0u8; 8]), Err(Fault::Misaligned));
+        assert_eq!(view.load::<4>(a as u64 + 97), Err(Fault::Misaligned));
+        assert_eq!(view.load::<1>(a as u64 + 97), Ok([0]));
         assert_eq!(memory.usage(1), (1, 100));
 
         memory.free(1, a as u64).unwrap();
@@ -389,7 +413,7 @@ mod tests {
         assert_ne!(a, b);
         let view = memory.kernel_view(1, true);
         // A stale pointer is illegal, even with pageable memory access.
-        assert_eq!(view.load::<1>(a as u64), Err(IllegalAddress));
+        assert_eq!(view.load::<1>(a as u64), Err(Fault::IllegalAddress));
         assert_eq!(view.load::<4>(b as u64), Ok([0; 4]));
     }
 
@@ -402,16 +426,16 @@ mod tests {
         assert_eq!(memory.device_range(1, mine + 60, 5), Err(CUDA_ERROR_INVALID_VALUE));
         assert_eq!(memory.device_range(1, mine + 60, 4), Ok(mine as usize + 60));
 
-        let host = [7u8; 8];
+        let host = [0x0707_0707_0707_0707u64];
         let host_addr = host.as_ptr().expose_provenance() as u64;
         let pageable = memory.kernel_view(1, true);
-        assert_eq!(pageable.load::<1>(theirs), Err(IllegalAddress));
+        assert_eq!(pageable.load::<1>(theirs), Err(Fault::IllegalAddress));
         assert_eq!(pageable.load::<8>(host_addr), Ok([7; 8]));
-        assert_eq!(pageable.load::<1>(0), Err(IllegalAddress));
-        assert_eq!(pageable.load::<1>(LOWEST_HOST_ADDRESS - 1), Err(IllegalAddress));
-        assert_eq!(pageable.load::<2>(u64::MAX), Err(IllegalAddress));
+        assert_eq!(pageable.load::<1>(0), Err(Fault::IllegalAddress));
+        assert_eq!(pageable.load::<1>(LOWEST_HOST_ADDRESS - 1), Err(Fault::IllegalAddress));
+        assert_eq!(pageable.load::<2>(u64::MAX - 1), Err(Fault::IllegalAddress));
         let no_pageable = memory.kernel_view(1, false);
-        assert_eq!(no_pageable.load::<8>(host_addr), Err(IllegalAddress));
+        assert_eq!(no_pageable.load::<8>(host_addr), Err(Fault::IllegalAddress));
 
         memory.free_context(1);
         assert_eq!(memory.usage(1), (0, 0));

@@ -32,6 +32,9 @@ pub const CUDA_ERROR_NOT_FOUND: CuResult = 500;
 /// `CUDA_ERROR_ILLEGAL_ADDRESS`: a kernel accessed memory it may not; sticky, the context is
 /// unusable until it is reset or destroyed.
 pub const CUDA_ERROR_ILLEGAL_ADDRESS: CuResult = 700;
+/// `CUDA_ERROR_MISALIGNED_ADDRESS`: a kernel's load or store at an address that is not a
+/// multiple of its size; sticky, like [`CUDA_ERROR_ILLEGAL_ADDRESS`].
+pub const CUDA_ERROR_MISALIGNED_ADDRESS: CuResult = 716;
 /// `CUDA_ERROR_NOT_SUPPORTED`: the emulator has no CPU implementation of the kernel.
 pub const CUDA_ERROR_NOT_SUPPORTED: CuResult = 801;
 /// `CUDA_ERROR_UNKNOWN`: the emulator itself failed (a caught panic).
