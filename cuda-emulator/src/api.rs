@@ -479,6 +479,19 @@ pub unsafe fn module_load_data_ex(
         };
         // The context may have gone while the PTX was read: look again.
         let (mut state, context) = in_current_context()?;
+        // The JIT compiles for the device: a `.target` above its compute capability is refused.
+        let device = state.context_device(context).map_or((0, 0), |device| device.compute_capability);
+        if let Some(target) = ptx.targets.iter().find_map(|t| sm_version(t)).filter(|&sm| sm > device) {
+            drop(state);
+            let message = format!(
+                "ptxas fatal: SM version specified by .target (sm_{}{}) is higher than the device's \
+                 compute capability {}.{}",
+                target.0, target.1, device.0, device.1
+            );
+            // SAFETY: as above.
+            unsafe { log.write(&message) };
+            return Err(CUDA_ERROR_INVALID_PTX);
+        }
         let handle = state.load_module(context, ptx);
         drop(state);
         // SAFETY: as above.
@@ -487,6 +500,14 @@ pub unsafe fn module_load_data_ex(
         unsafe { out.write(token(handle)) };
         Ok(())
     })
+}
+
+/// The compute capability a `.target` names (`sm_90` and `sm_90a` are 9.0), or `None` for
+/// another target option (`texmode_independent`, `debug`, ...).
+fn sm_version(target: &str) -> Option<(i32, i32)> {
+    let digits = target.strip_prefix("sm_")?.trim_end_matches(|c: char| c.is_ascii_alphabetic());
+    let number: i32 = digits.parse().ok()?;
+    Some((number / 10, number % 10))
 }
 
 /// `CUresult cuModuleUnload(CUmodule hmod)`: the module's functions die with it.
@@ -578,7 +599,8 @@ pub unsafe fn func_get_attribute(pi: *mut c_int, attrib: c_int, hfunc: CUfunctio
         let (state, context) = in_current_context()?;
         let function = state.function(context, id(hfunc))?;
         let bytes = match attrib {
-            a::MAX_THREADS_PER_BLOCK => 1024,
+            // What the device allows, or less where the entry declares `.maxntid` or `.reqntid`.
+            a::MAX_THREADS_PER_BLOCK => function.entry.max_threads.map_or(1024, |m| m.min(1024) as usize),
             a::SHARED_SIZE_BYTES => function.entry.static_shared_bytes,
             a::MAX_DYNAMIC_SHARED_SIZE_BYTES => function.max_dynamic_shared_bytes,
             _ => return Err(CUDA_ERROR_INVALID_VALUE),
@@ -742,7 +764,8 @@ fn shape_fits(shape: LaunchShape) -> bool {
 /// **extra)`.
 ///
 /// Refused with `CUDA_ERROR_INVALID_VALUE`, as the driver refuses them: a dimension of 0,
-/// block dimensions over 1024 × 1024 × 64 or over 1024 threads, grid dimensions over
+/// block dimensions over 1024 × 1024 × 64 or over 1024 threads, a block of more threads than
+/// the entry's `.maxntid` or other than its `.reqntid`, grid dimensions over
 /// (2³¹ − 1) × 65535 × 65535, `sharedMemBytes` over the function's
 /// `CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES` (48 KiB − static unless raised),
 /// `extra` non-null, `kernelParams` null for a kernel with parameters (or a null entry in it).
@@ -790,6 +813,13 @@ pub unsafe fn launch_kernel(
             return Err(CUDA_ERROR_INVALID_VALUE);
         }
         let entry = &function.entry;
+        // The entry's own bounds: `.maxntid` (the most threads) and `.reqntid` (the exact block).
+        let threads = shape.block.iter().map(|&d| u64::from(d)).product::<u64>();
+        if entry.max_threads.is_some_and(|max| threads > max)
+            || entry.required_block.is_some_and(|block| block != shape.block)
+        {
+            return Err(CUDA_ERROR_INVALID_VALUE);
+        }
         let mut buffer = vec![0u8; entry.param_buffer_bytes()];
         if !entry.params.is_empty() {
             let table = NonNull::new(kernel_params).ok_or(CUDA_ERROR_INVALID_VALUE)?;

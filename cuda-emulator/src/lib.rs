@@ -29,7 +29,9 @@
 //!   access outside the context's memory is the sticky `CUDA_ERROR_ILLEGAL_ADDRESS` (700), one
 //!   at an address that is not a multiple of its size the sticky
 //!   `CUDA_ERROR_MISALIGNED_ADDRESS` (716), as on a GPU);
-//! - the PTX reader standing in for ptxas (what is malformed): [`ptx`];
+//! - the PTX reader standing in for ptxas (what is malformed; `.maxntid` and `.reqntid`, which
+//!   bound a launch's block): [`ptx`]; a module whose `.target` is above the device's compute
+//!   capability is refused at load, as the JIT refuses it ([`api`]);
 //! - the CPU kernels: [`kernels`];
 //! - the control API for tests (`kargs_emu_*`): [`control`]; per-thread fault injection, held
 //!   calls and call counts: [`faults`]; a client that loads a built library and calls its

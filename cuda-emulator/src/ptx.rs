@@ -90,6 +90,10 @@ pub struct PtxEntry {
     pub params: Vec<PtxParam>,
     /// Bytes of static shared memory the body declares.
     pub static_shared_bytes: usize,
+    /// `.maxntid X[, Y[, Z]]`: the most threads a block may have (`X * Y * Z`), if declared.
+    pub max_threads: Option<u64>,
+    /// `.reqntid X[, Y[, Z]]`: the exact block the kernel must be launched with, if declared.
+    pub required_block: Option<[u32; 3]>,
 }
 
 impl PtxEntry {
@@ -514,6 +518,7 @@ impl<'a> Reader<'_, 'a> {
         } else {
             Vec::new()
         };
+        let (mut max_threads, mut required_block) = (None, None);
         loop {
             let token = self.expect_token()?;
             match token.text {
@@ -529,15 +534,40 @@ impl<'a> Reader<'_, 'a> {
                             ),
                         });
                     }
-                    return Ok(Some(PtxEntry { name: name.text.to_owned(), params, static_shared_bytes }));
+                    return Ok(Some(PtxEntry {
+                        name: name.text.to_owned(),
+                        params,
+                        static_shared_bytes,
+                        max_threads,
+                        required_block,
+                    }));
                 }
                 ";" => return Ok(None),
                 // Performance directives: `.maxntid 256, 1, 1`, `.minnctapersm 2`, `.noreturn`...
                 text if is_directive(text) => {
-                    while self.peek().is_some_and(|next| {
+                    let mut numbers = Vec::new();
+                    while let Some(next) = self.peek().filter(|next| {
                         next.text == "," || next.text.starts_with(|c: char| c.is_ascii_digit() || c == '"')
                     }) {
+                        if let Ok(number) = next.text.parse::<u32>() {
+                            numbers.push(number);
+                        }
                         self.pos += 1;
+                    }
+                    if text == ".maxntid" || text == ".reqntid" {
+                        // Up to three dimensions, the missing ones 1.
+                        if numbers.is_empty() || numbers.len() > 3 || numbers.contains(&0) {
+                            return Err(token.syntax_error());
+                        }
+                        let mut dims = [1u32; 3];
+                        for (dim, number) in dims.iter_mut().zip(&numbers) {
+                            *dim = *number;
+                        }
+                        let threads = dims.iter().map(|&d| u64::from(d)).product::<u64>();
+                        max_threads = Some(max_threads.map_or(threads, |m: u64| m.min(threads)));
+                        if text == ".reqntid" {
+                            required_block = Some(dims);
+                        }
                     }
                     if text == ".pragma" && self.peek_is(";") {
                         self.pos += 1;

@@ -857,3 +857,43 @@ fn releasing_the_context_frees_everything_in_it() {
     drop(session);
     assert_eq!((0..5).map(|what| control::live(ordinal, what)).collect::<Vec<_>>(), [0; 5]);
 }
+
+#[test]
+fn modules_are_compiled_for_the_device_and_entries_bound_their_blocks() {
+    let session = session(); // compute capability 9.0
+    // A `.target` above the device's compute capability is refused, as the JIT refuses it.
+    let (code, log, _) =
+        load_on(EmulatedDriver::Cuda12_9, &VECTOR_ADD.replacen(".target sm_52", ".target sm_100", 1))
+            .unwrap_err();
+    assert_eq!(code, CUDA_ERROR_INVALID_PTX);
+    assert!(log.contains("SM version specified by .target (sm_100)"), "{log}");
+    for target in ["sm_90", "sm_90a", "sm_80"] {
+        assert!(
+            load_on(EmulatedDriver::Cuda12_9, &VECTOR_ADD.replacen("sm_52", target, 1)).is_ok(),
+            "{target}"
+        );
+    }
+
+    // `.maxntid` and `.reqntid` bound the block; the function's attribute says the bound.
+    let bounded = |directive: &str| {
+        // The directive between vector_add's parameter list and its body (its first entry).
+        let at = VECTOR_ADD.find(")\n{").expect("vector_add's parameter list ends with `)` then `{`");
+        let ptx = format!("{}) {directive}\n{{{}", &VECTOR_ADD[..at], &VECTOR_ADD[at + 3..]);
+        function(load(&ptx), "vector_add").unwrap()
+    };
+    let max = bounded(".maxntid 128, 1, 1");
+    assert_eq!(func_attribute(max, fn_attr::MAX_THREADS_PER_BLOCK), Ok(128));
+    let n = 64u32;
+    let (da, db, dout) = (alloc(256).unwrap(), alloc(256).unwrap(), alloc(256).unwrap());
+    let params = || vector_add_params(da, db, dout, n);
+    assert_eq!(launch_with(max, [1, 1, 1], [256, 1, 1], 0, &mut params()), CUDA_ERROR_INVALID_VALUE);
+    assert_eq!(launch_with(max, [1, 1, 1], [64, 2, 1], 0, &mut params()), CUDA_SUCCESS);
+    let required = bounded(".reqntid 64, 2");
+    assert_eq!(func_attribute(required, fn_attr::MAX_THREADS_PER_BLOCK), Ok(128));
+    assert_eq!(launch_with(required, [1, 1, 1], [128, 1, 1], 0, &mut params()), CUDA_ERROR_INVALID_VALUE);
+    assert_eq!(launch_with(required, [1, 1, 1], [64, 2, 1], 0, &mut params()), CUDA_SUCCESS);
+    let unbounded = function(load(VECTOR_ADD), "vector_add").unwrap();
+    assert_eq!(func_attribute(unbounded, fn_attr::MAX_THREADS_PER_BLOCK), Ok(1024));
+    assert_eq!(api::stream_synchronize(stream()), CUDA_SUCCESS);
+    assert_eq!(control::sticky_error(session.ordinal), 0);
+}
