@@ -37,7 +37,6 @@
 //! ```
 
 use std::fmt::Write;
-use std::io::{IsTerminal, Read};
 
 use clap::Args;
 use kernel_args::{Declaration, DeclarationError, LaunchArgs, LaunchShape, Mismatch, MismatchKind};
@@ -48,7 +47,7 @@ use kernel_args_core::{
 
 use crate::json::Decoded;
 use crate::style::Paint;
-use crate::{Output, Status, hex, number, value};
+use crate::{Output, Status, hex, input, number, value};
 
 /// Bytes per row of a diagnostic's hex excerpt.
 const ROW: usize = 16;
@@ -257,18 +256,14 @@ fn excerpt(
 /// The input's bytes: the hex arguments joined, or stdin's hex for a lone `-` or for no
 /// argument at all when stdin is not a terminal.
 fn read_input(pieces: &[String]) -> Result<Vec<u8>, String> {
-    let text = match pieces {
-        [only] if only == "-" => read_stdin("hex")?,
-        [] if !std::io::stdin().is_terminal() => read_stdin("hex")?,
-        [] => {
+    let text = match input::stdin_text(pieces, "HEX")? {
+        Some(text) => text,
+        None if pieces.is_empty() => {
             return Err("no argv: give it as hex digits (kargs decode 01f9ffffff), or `-` or a pipe \
                         to read them from stdin"
                 .to_owned());
         }
-        _ if pieces.iter().any(|p| p == "-") => {
-            return Err("`-` (read stdin) must be the only HEX argument".to_owned());
-        }
-        _ => pieces.join(" "),
+        None => pieces.join(" "),
     };
     hex::decode(&text).map_err(|e| {
         let trimmed = text.trim_start();
@@ -280,13 +275,6 @@ fn read_input(pieces: &[String]) -> Result<Vec<u8>, String> {
             None => e.to_string(),
         }
     })
-}
-
-/// Stdin, whole, as text (what is read: `hex` or `arguments`, for the error).
-pub(crate) fn read_stdin(what: &str) -> Result<String, String> {
-    let mut text = String::new();
-    std::io::stdin().read_to_string(&mut text).map_err(|e| format!("cannot read {what} from stdin: {e}"))?;
-    Ok(text)
 }
 
 /// Every record the reader accepts, then the error that stopped it, if any.

@@ -18,8 +18,6 @@
 //! The encoding itself is the core's [`ArgvBuilder`], so `kargs decode` accepts every buffer
 //! `kargs encode` prints (given a memory large enough for its windows).
 
-use std::io::IsTerminal;
-
 use clap::Args;
 use kernel_args_core::{
     ArgTag, ArgvBuilder, EncodeError, F32Bits, F64Bits, GuestRange, LoweredArgSnapshot, MAX_KERNEL_ARGS_BYTES,
@@ -28,7 +26,7 @@ use serde::Serialize;
 
 use crate::json::JsonArg;
 use crate::style::Paint;
-use crate::{Output, Status, decode, hex, number};
+use crate::{Output, Status, hex, input, number};
 
 /// `kargs encode [--json] ARG...`
 #[derive(Debug, Args)]
@@ -64,26 +62,13 @@ struct JsonEncodeError {
 
 /// Runs `kargs encode`; a refusal's `error:` is coloured with `paint`.
 pub(crate) fn run(args: &EncodeArgs, paint: Paint) -> Output {
-    let from_stdin;
-    let texts: Vec<&str> = match args.args.as_slice() {
-        [only] if only == "-" => match decode::read_stdin("arguments") {
-            Ok(text) => {
-                from_stdin = text;
-                from_stdin.split_whitespace().collect()
-            }
-            Err(message) => return Output::usage(message),
-        },
-        [] if !std::io::stdin().is_terminal() => match decode::read_stdin("arguments") {
-            Ok(text) => {
-                from_stdin = text;
-                from_stdin.split_whitespace().collect()
-            }
-            Err(message) => return Output::usage(message),
-        },
-        many if many.iter().any(|a| a == "-") => {
-            return Output::usage("`-` (read stdin) must be the only ARG");
-        }
-        many => many.iter().map(String::as_str).collect(),
+    let from_stdin = match input::stdin_text(&args.args, "ARG") {
+        Ok(text) => text,
+        Err(message) => return Output::usage(message),
+    };
+    let texts: Vec<&str> = match &from_stdin {
+        Some(text) => text.split_whitespace().collect(),
+        None => args.args.iter().map(String::as_str).collect(),
     };
     if texts.is_empty() {
         return Output::usage(

@@ -25,6 +25,7 @@ mod decode;
 mod demo;
 mod encode;
 mod hex;
+mod input;
 mod json;
 mod number;
 mod style;

@@ -90,9 +90,20 @@ fn vector_add(
     let mut argv = ArgvBuilder::new(&mut buf);
     let (len, at) = ((4 * window) as u32, |k: usize| (4 * k * n) as u32);
     argv.ptr(at(0), len).unwrap().ptr(at(1), len).unwrap().ptr(at(2), len).unwrap().u32(n as u32).unwrap();
-    let argv = argv.finish();
-    let guest = GuestMemory::exclusive(memory);
     let shape = LaunchShape { grid: [(n as u32).div_ceil(128), 1, 1], block: [128, 1, 1], shared_mem_bytes };
+    launch(launcher, kernel_id, memory, argv.finish(), shape)
+}
+
+/// `argv` launched as the host function hands it over: parsed against `memory`, borrowed
+/// exclusively for the launch.
+fn launch(
+    launcher: &mut CudaLauncher,
+    kernel_id: i64,
+    memory: &mut [u8],
+    argv: &[u8],
+    shape: LaunchShape,
+) -> Result<LaunchOutcome, HostError> {
+    let guest = GuestMemory::exclusive(memory);
     launcher.launch(&LaunchRequest::new(kernel_id, shape, &support::checked(argv, &guest), &guest))
 }
 
@@ -168,14 +179,8 @@ fn the_signature_comes_from_the_driver_else_the_ptx_else_none() {
     let mut buf = [0u8; 64];
     let mut argv = ArgvBuilder::new(&mut buf);
     argv.ptr(0, 64).unwrap().ptr(64, 64).unwrap().ptr(128, 64).unwrap().u64(16).unwrap();
-    let argv = argv.finish();
     let shape = LaunchShape { grid: [1, 1, 1], block: [16, 1, 1], shared_mem_bytes: 0 };
-    let err = {
-        let guest = GuestMemory::exclusive(&mut memory);
-        launcher
-            .launch(&LaunchRequest::new(VECTOR_ADD, shape, &support::checked(argv, &guest), &guest))
-            .unwrap_err()
-    };
+    let err = launch(&mut launcher, VECTOR_ADD, &mut memory, argv.finish(), shape).unwrap_err();
     assert_eq!(err.detail(), &Detail::ParamSize { index: 3, expected: 4, got: 8 });
 
     // Neither knows: no check, and the padded table still gives the kernel its arguments.
@@ -255,14 +260,8 @@ fn a_misaligned_access_faults_as_on_a_gpu_and_the_next_launch_recovers() {
             .unwrap()
             .u32(n as u32 - 1)
             .unwrap();
-        let argv = argv.finish();
         let shape = LaunchShape { grid: [1, 1, 1], block: [128, 1, 1], shared_mem_bytes: 0 };
-        let err = {
-            let guest = GuestMemory::exclusive(&mut memory);
-            launcher
-                .launch(&LaunchRequest::new(VECTOR_ADD, shape, &support::checked(argv, &guest), &guest))
-                .unwrap_err()
-        };
+        let err = launch(&mut launcher, VECTOR_ADD, &mut memory, argv.finish(), shape).unwrap_err();
         assert_eq!(err.code(), AbiError::LaunchFailed, "{mode:?}: {err}");
         assert!(err.to_string().contains("CUDA_ERROR_MISALIGNED_ADDRESS (716)"), "{mode:?}: {err}");
         assert_eq!(emulator.sticky_error(ordinal), 716, "{mode:?}: the fault is sticky in the context");

@@ -505,10 +505,8 @@ impl Declaration {
     #[inline(never)]
     fn window_mismatch(&self, args: &LaunchArgs, index: usize, failure: Failure) -> Mismatch {
         let param = self.params.get(index);
-        let (element, guest_offset, len) = match (param.map(|p| p.ty), args.get(index)) {
-            (Some(ParamType::Pointer { element, .. }), Some(LoweredArgSnapshot::Ptr(w))) => {
-                (element, w.guest_offset, w.len)
-            }
+        let (element, guest_offset, len) = match (param.map(|p| p.ty), args.window(index)) {
+            (Some(ParamType::Pointer { element, .. }), Some(w)) => (element, w.guest_offset, w.len),
             _ => (Element::U8, 0, 0),
         };
         let touches = param.map(|p| self.touches_text(p, element)).unwrap_or_default();
