@@ -70,7 +70,10 @@ rm -rf "$copy"
 # 3. Docs, warnings denied. --examples (with --lib --bins, the default) turns the
 # dev-dependencies on, so the dependencies are checked with the features of 10-test's clippy,
 # which has checked them already.
-RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --lib --bins --examples
+# The CLI's binary `kargs` and the C API's library `kargs` write the same directory
+# (target/doc/kargs/), so documenting both in one run races; the binary gets its own run after.
+RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --lib --examples
+RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --bins --exclude kernel-args-capi
 eval "$(scripts/cuda-link-stub.sh)"
 RUSTDOCFLAGS="-D warnings" cargo doc -p kernel-args-cuda --features cuda --no-deps
 
