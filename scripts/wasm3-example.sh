@@ -14,8 +14,9 @@
 # 3. libkargs: `cargo build -p kernel-args-capi --release` (target/release/libkargs.a and
 #    libkargs.so), and the native libraries the static one needs, as rustc prints them.
 # 4. wasm3's core (source/m3_*.c without the WASI, uvwasi, libc and tracer bindings, which this
-#    host does not use), the host (wasm3_host.c on kargs_host_call, m3_call.c), the example
-#    (host.c) and the end-to-end checks (capi/c/tests/wasm3_e2e.c) with gcc -std=c99 -O2,
+#    host does not use), the host (wasm3_host.c and ../dry_run.c on kargs_host_call, m3_call.c,
+#    runtime.c), the example (../host.c) and the end-to-end checks (capi/c/tests/guest_e2e.c)
+#    with gcc -std=c99 -O2,
 #    linked with libkargs.a, and run: the example and every check must hold (exit status 0).
 # 5. The same with gcc's AddressSanitizer and UBSan, no recovery: the host's files with every
 #    check; wasm3's with every check but UBSan's `alignment`, which wasm3 0.4.7 itself trips
@@ -34,7 +35,10 @@ out="$target/wasm3-example"
 rm -rf "$out"
 mkdir -p "$out"
 t_start=$(date +%s)
-phase() { echo "wasm3: $*"; }
+name=wasm3
+phase() { echo "$name: $*"; }
+# shellcheck source=c-host-lib.sh
+. scripts/c-host-lib.sh
 
 # 1. Tools and the guest.
 scripts/c-guest-check.sh --wasm-only "$out/guest"
@@ -59,23 +63,8 @@ phase "wasm3 $version, from $wasm3"
 core=(m3_bind m3_code m3_compile m3_core m3_emit m3_env m3_exec m3_info m3_module m3_parse)
 t_sources=$(date +%s)
 
-# 3. libkargs. The native libraries first (rustc prints them when it builds the staticlib), then
-# `cargo build`, so that libkargs.a and libkargs.so are both from its build.
-cargo rustc -q -p kernel-args-capi --release --crate-type staticlib -- --print native-static-libs \
-    2> "$out/native-static-libs.log" || { cat "$out/native-static-libs.log" >&2; exit 1; }
-read -r -a native_libs \
-    <<< "$(sed -n 's/^note: native-static-libs: //p' "$out/native-static-libs.log" | tail -1)"
-if [ ${#native_libs[@]} -eq 0 ]; then
-    echo "wasm3: rustc printed no native-static-libs" >&2
-    cat "$out/native-static-libs.log" >&2
-    exit 1
-fi
-cargo build -p kernel-args-capi --release
-lib_dir="$target/release"
-for lib in libkargs.a libkargs.so; do
-    [ -f "$lib_dir/$lib" ] || { echo "wasm3: cargo build did not make $lib_dir/$lib" >&2; exit 1; }
-done
-phase "libkargs.a, linked with: ${native_libs[*]}"
+# 3. libkargs.
+build_libkargs
 t_lib=$(date +%s)
 
 # wasm3's defines, for wasm3 and for m3_call.c (which reads its structs): no log output (else
@@ -99,33 +88,23 @@ compile() {
     done
     # The host: kargs.h and wasm3.h, wasm3's headers as system headers (its internal ones, which
     # m3_call.c includes, are not -pedantic clean).
-    for f in capi/c/examples/wasm3/{host,wasm3_host,m3_call}.c capi/c/tests/wasm3_e2e.c; do
-        gcc -std=c99 "${defines[@]}" "${warn[@]}" "${host_flags[@]}" -Iinclude \
-            -Icapi/c/examples/wasm3 -isystem "$wasm3" -c "$f" -o "$dir/$(basename "$f" .c).o" &
+    for f in capi/c/examples/wasm3/{wasm3_host,m3_call,runtime}.c \
+        capi/c/examples/{host,dry_run}.c capi/c/tests/guest_e2e.c; do
+        gcc -std=c99 "${defines[@]}" "${warn[@]}" "${host_flags[@]}" -Iinclude -Icapi/c/examples \
+            -Icapi/c/examples/wasm3 -Icapi/c/tests -isystem "$wasm3" -c "$f" \
+            -o "$dir/$(basename "$f" .c).o" &
         pids+=($!)
     done
     local failed=0 pid
     for pid in "${pids[@]}"; do wait "$pid" || failed=1; done
     [ "$failed" = 0 ] || { echo "wasm3: compiling into $dir failed" >&2; exit 1; }
 }
-# The objects of program $2 (host: the example; wasm3_e2e: the checks) in directory $1.
-objects() { local f; for f in "${core[@]}" wasm3_host m3_call "$2"; do echo "$1/$f.o"; done; }
-# Runs a host binary on the guest; the log keeps every check's line. Prints the lines (all with
-# `all`, else the failures and the summary) and fails when the host does.
-checks=""
-run_host() {
-    local bin="$1" shown="$2" log="$1.log" rc=0
-    "$bin" "$guest" > "$log" 2>&1 || rc=$?
-    if [ "$shown" = all ] || [ "$rc" != 0 ]; then cat "$log"; else tail -1 "$log"; fi
-    [ "$rc" = 0 ] || { echo "wasm3: $bin failed (exit status $rc)" >&2; exit 1; }
-    # Every build ran the same checks.
-    local summary
-    summary="$(tail -1 "$log")"
-    if [ -n "$checks" ] && [ "$summary" != "$checks" ]; then
-        echo "wasm3: $bin: \"$summary\", the first build: \"$checks\"" >&2
-        exit 1
-    fi
-    checks="$summary"
+# The objects of program $2 (host: the example; wasm3_e2e: the checks, guest_e2e.c) in
+# directory $1.
+objects() {
+    local f program="$2"
+    [ "$2" = wasm3_e2e ] && program=guest_e2e
+    for f in "${core[@]}" wasm3_host m3_call runtime dry_run "$program"; do echo "$1/$f.o"; done
 }
 
 # 4. -O2, static: the example, then the checks.
@@ -157,11 +136,7 @@ t_san=$(date +%s)
 # 6. libkargs.so.
 mapfile -t objs < <(objects "$out/O2" wasm3_e2e)
 gcc "${objs[@]}" -L"$lib_dir" -Wl,-rpath,"$lib_dir" -lkargs -lm -o "$out/O2/wasm3_e2e-shared"
-loaded="$(ldd "$out/O2/wasm3_e2e-shared")"
-grep -qF "$lib_dir/libkargs.so" <<< "$loaded" || {
-    echo "wasm3: wasm3_e2e-shared does not load $lib_dir/libkargs.so" >&2
-    exit 1
-}
+expect_shared_libkargs "$out/O2/wasm3_e2e-shared"
 phase "the checks linked with libkargs.so"
 run_host "$out/O2/wasm3_e2e-shared" summary
 t_end=$(date +%s)

@@ -11,57 +11,6 @@
 /* wasm3's value stack for each runtime. */
 #define STACK_BYTES (64 * 1024)
 
-/* The dry run, as kargs_host_call's callback: records the checked launch (without host
- * pointers), checks what a device that reads host memory would use (host_ptr is memory +
- * guest_offset, inside memory), and answers what it was told to. */
-static int32_t dry_run_launch(void *ctx, const kargs_launch *launch)
-{
-    wasm3_host *host = ctx;
-    launch_record *record = &host->record;
-    size_t i;
-    host->launches++;
-    record->kernel_id = launch->kernel_id;
-    memcpy(record->grid, launch->grid, sizeof record->grid);
-    memcpy(record->block, launch->block, sizeof record->block);
-    record->shared_mem = launch->shared_mem_bytes;
-    record->n_args = launch->args_len;
-    for (i = 0; i < launch->args_len; i++) {
-        const kargs_arg *a = &launch->args[i];
-        record->args[i].tag = a->tag;
-        record->args[i].bits = a->bits;
-        record->args[i].guest_offset = a->guest_offset;
-        record->args[i].len = a->len;
-        record->args[i].byte_offset = a->byte_offset;
-        if (a->tag == KARGS_TAG_PTR &&
-            (a->host_ptr != host->memory + a->guest_offset ||
-             (uint64_t)a->guest_offset + a->len > host->memory_len))
-            host->bad_host_ptrs++;
-    }
-    host->recorded = 1;
-    return host->answer;
-}
-
-int32_t wasm3_host_init(wasm3_host *host, int enabled, int32_t answer)
-{
-    int32_t rc;
-    memset(host, 0, sizeof *host);
-    rc = kargs_declaration_parse(VECTOR_ADD_DECLARATION, strlen(VECTOR_ADD_DECLARATION),
-                                 &host->vector_add, &host->error, host->message,
-                                 sizeof host->message);
-    if (rc != 0) return rc;
-    host->kernels[0].id = VECTOR_ADD_KERNEL_ID;
-    host->kernels[0].declaration = &host->vector_add;
-    host->kargs.kernels = host->kernels;
-    host->kargs.kernels_len = 1;
-    host->kargs.launch = dry_run_launch;
-    host->kargs.ctx = host;
-    host->kargs.max_shared_mem_bytes = 0; /* KARGS_DEFAULT_MAX_SHARED_MEM_BYTES */
-    host->kargs.enabled = enabled ? 1 : 0;
-    host->kargs.trusted = 0;
-    host->answer = answer;
-    return 0;
-}
-
 /* Reads argument `index` of a raw call: one 64-bit slot each, the value in the slot's first
  * bytes (what m3_api_defs.h's m3ApiGetArg does). */
 static int32_t arg_i32(const uint64_t *sp, int index)
@@ -80,7 +29,7 @@ static int64_t arg_i64(const uint64_t *sp, int index)
 
 const void *wasm3_host_launch(IM3Runtime runtime, uint64_t *sp, void *mem, void *cookie)
 {
-    wasm3_host *host = cookie;
+    dry_run_host *host = cookie;
     kargs_call call;
     uint32_t memory_len = 0;
     uint8_t *memory;
@@ -100,15 +49,9 @@ const void *wasm3_host_launch(IM3Runtime runtime, uint64_t *sp, void *mem, void 
 
     /* The memory now: it may have grown (and moved) since the last call. wasm3 0.4.7 gives a
      * module without a memory a 0-byte one (NULL, 0), which kargs_host_call takes for no
-     * memory. Nothing of the previous call survives this one. */
+     * memory. */
     memory = m3_GetMemory(runtime, &memory_len, 0);
-    host->recorded = 0;
-    host->memory = memory;
-    host->memory_len = memory_len;
-    rc = kargs_host_call(&host->kargs, memory, memory_len, &call, &host->error, host->message,
-                         sizeof host->message);
-    if (host->recorded) host->record.result = rc;
-    host->code = rc;
+    rc = dry_run_call(host, memory, memory_len, &call);
     memcpy(&sp[0], &rc, sizeof rc); /* m3ApiReturn */
     return m3Err_none;
 }
@@ -124,7 +67,7 @@ guest *guest_open(IM3Environment environment, const uint8_t *wasm, uint32_t wasm
         *error = "out of memory";
         return NULL;
     }
-    if (wasm3_host_init(&g->host, enabled, answer) != 0) {
+    if (dry_run_init(&g->host, enabled, answer) != 0) {
         *error = g->host.message;
         free(g);
         return NULL;

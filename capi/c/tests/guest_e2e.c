@@ -1,11 +1,13 @@
 /*
- * wasm3_e2e.c: the wasm3 host (capi/c/examples/wasm3/wasm3_host.c, on kargs_host_call) held to
- * the expectations cli/tests/guest_e2e.rs holds the wasmtime and wasmi hosts to, test by test,
- * with the C vector_add guest (capi/c/examples/vector_add.c). Prints each check and exits with
- * status 1 if any failed.
+ * guest_e2e.c: a C host (kargs_host_call behind a wasm runtime's import binding) held to the
+ * expectations cli/tests/guest_e2e.rs holds the wasmtime and wasmi hosts to, test by test, with
+ * the C vector_add guest (capi/c/examples/vector_add.c). The runtime is the one it is linked
+ * with (capi/c/examples/runtime.h): wasm3/runtime.c (wasm3) or wamr/runtime.c (WAMR). Prints
+ * each check and exits with status 1 if any failed.
  *
  *   scripts/wasm3-example.sh          # builds wasm3, libkargs, the guest and this; runs it
- *   wasm3_e2e vector_add.wasm
+ *   scripts/wamr-example.sh           # the same with WAMR
+ *   wasm3_e2e vector_add.wasm         # or wamr_e2e
  *
  * License: MIT OR Apache-2.0, like the rest of kernel-args.
  */
@@ -16,13 +18,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dry_run.h"
+#include "runtime.h"
 #include "kargs.h"
-#include "m3_call.h"
-#include "wasm3.h"
-#include "wasm3_host.h"
-
-/* wasm3's value stack for the runtime the import's link is checked in. */
-#define STACK_BYTES (64 * 1024)
 
 /* ---- The checks ---------------------------------------------------------------------------- */
 
@@ -75,55 +73,48 @@ static void expect_str(const char *got, const char *want, const char *fmt, ...)
 #define PTR_RECORD 9u
 #define U32_RECORD 5u
 
-static const uint8_t *wasm_bytes;
-static uint32_t wasm_len;
-static IM3Environment environment;
-
 /* A guest whose launcher answers `answer`, the capability granted or not; NULL (a failed
- * check) when wasm3 refuses. */
-static guest *open_guest(int enabled, int32_t answer)
+ * check) when the runtime refuses. */
+static runtime_guest *open_guest(int enabled, int32_t answer)
 {
     const char *error = NULL;
-    guest *g = guest_open(environment, wasm_bytes, wasm_len, enabled, answer, &error);
+    runtime_guest *g = runtime_open(enabled, answer, &error);
     if (!g) expect(0, "load and link the guest: %s", error ? error : "?");
     return g;
 }
 
 /* Calls an export that must not trap; a trap or a missing export is a failed check (and the
  * answer INT32_MIN, which no check expects). */
-static uint64_t call(guest *g, const char *name, const char *signature, const uint64_t *args,
+static uint64_t call(runtime_guest *g, const char *name, const char *signature, const uint64_t *args,
                      uint32_t argc)
 {
     uint64_t result = 0;
-    M3Result r = m3call(g->runtime, name, signature, args, argc, &result);
+    const char *r = runtime_call(g, name, signature, args, argc, &result);
     if (r) {
-        M3ErrorInfo info;
-        m3_GetErrorInfo(g->runtime, &info);
-        expect(0, "call %s: %s%s%s", name, r, info.message && *info.message ? ": " : "",
-               info.message ? info.message : "");
+        expect(0, "call %s: %s", name, r);
         return (uint32_t)INT32_MIN;
     }
     return result;
 }
 
-static int32_t run(guest *g, int32_t n)
+static int32_t run(runtime_guest *g, int32_t n)
 {
     uint64_t arg = (uint32_t)n;
     return (int32_t)(uint32_t)call(g, "run_vector_add", "i(i)", &arg, 1);
 }
 
-static int32_t call_i32(guest *g, const char *name, int32_t n)
+static int32_t call_i32(runtime_guest *g, const char *name, int32_t n)
 {
     uint64_t arg = (uint32_t)n;
     return (int32_t)(uint32_t)call(g, name, "i(i)", &arg, 1);
 }
 
-static int32_t send(guest *g, const char *name)
+static int32_t send(runtime_guest *g, const char *name)
 {
     return (int32_t)(uint32_t)call(g, name, "i()", NULL, 0);
 }
 
-static float out_at(guest *g, int32_t i)
+static float out_at(runtime_guest *g, int32_t i)
 {
     uint64_t arg = (uint32_t)i;
     uint32_t bits = (uint32_t)call(g, "out_at", "f(i)", &arg, 1);
@@ -132,7 +123,7 @@ static float out_at(guest *g, int32_t i)
     return f;
 }
 
-static int32_t launch_raw(guest *g, const kargs_call *c)
+static int32_t launch_raw(runtime_guest *g, const kargs_call *c)
 {
     uint64_t args[10];
     args[0] = (uint64_t)c->kernel_id;
@@ -145,22 +136,22 @@ static int32_t launch_raw(guest *g, const kargs_call *c)
     args[7] = (uint32_t)c->shared_mem;
     args[8] = (uint32_t)c->args_ptr;
     args[9] = (uint32_t)c->args_len;
-    return (int32_t)(uint32_t)call(g, "launch_raw", LAUNCH_SIGNATURE, args, 10);
+    return (int32_t)(uint32_t)call(g, "launch_raw", LAUNCH_TYPE, args, 10);
 }
 
-static uint32_t guest_memory_len(guest *g)
+static uint32_t guest_memory_len(runtime_guest *g)
 {
     uint32_t len = 0;
-    m3_GetMemory(g->runtime, &len, 0);
+    runtime_memory(g, &len);
     return len;
 }
 
 /* The guest's copy of the last argv it sent (LAST_ARGV), read from its memory: its length, and
  * the bytes copied to `out` (up to `cap`). */
-static uint32_t guest_argv(guest *g, uint8_t *out, uint32_t cap)
+static uint32_t guest_argv(runtime_guest *g, uint8_t *out, uint32_t cap)
 {
     uint32_t len = 0;
-    uint8_t *memory = m3_GetMemory(g->runtime, &len, 0);
+    uint8_t *memory = runtime_memory(g, &len);
     uint32_t ptr = (uint32_t)send(g, "last_argv_ptr");
     uint32_t n = (uint32_t)send(g, "last_argv_len");
     if (!memory || (uint64_t)ptr + n > len) {
@@ -173,16 +164,16 @@ static uint32_t guest_argv(guest *g, uint8_t *out, uint32_t cap)
 
 /* The last call's message: the Rust host's ("InvalidArgs -9: unknown tag 0xff at byte 32
  * (record 4)"), empty after a success. */
-static const char *message(guest *g)
+static const char *message(runtime_guest *g)
 {
-    return g->host.message;
+    return runtime_host(g)->message;
 }
 
 /* The record holds the vector_add launch of n elements: kernel 1, grid ceil(n / 256) (at
  * least 1), block 256, windows a, b and out of 4n bytes at the guest's own offsets, then n. */
-static void expect_vector_add(guest *g, int32_t n)
+static void expect_vector_add(runtime_guest *g, int32_t n)
 {
-    const launch_record *r = &g->host.record;
+    const launch_record *r = &runtime_host(g)->record;
     uint32_t a = (uint32_t)send(g, "a_ptr"), b = (uint32_t)send(g, "b_ptr");
     uint32_t out = (uint32_t)send(g, "out_ptr");
     uint32_t windows[3];
@@ -191,8 +182,8 @@ static void expect_vector_add(guest *g, int32_t n)
     windows[0] = a;
     windows[1] = b;
     windows[2] = out;
-    expect(g->host.recorded, "n = %d: the launch is recorded", n);
-    if (!g->host.recorded) return;
+    expect(runtime_host(g)->recorded, "n = %d: the launch is recorded", n);
+    if (!runtime_host(g)->recorded) return;
     expect_eq(r->kernel_id, VECTOR_ADD_KERNEL_ID, "n = %d: kernel id", n);
     if (blocks == 0) blocks = 1;
     expect(r->grid[0] == (uint32_t)blocks && r->grid[1] == 1 && r->grid[2] == 1 &&
@@ -217,12 +208,12 @@ static void expect_vector_add(guest *g, int32_t n)
 }
 
 /* No record, and the error: code, kind, record index and byte offset. */
-static void expect_refused(guest *g, const char *export, int32_t code, int32_t got,
+static void expect_refused(runtime_guest *g, const char *export, int32_t code, int32_t got,
                            uint32_t kind, uint32_t index, uint32_t offset)
 {
-    const kargs_error *e = &g->host.error;
+    const kargs_error *e = &runtime_host(g)->error;
     expect_eq(got, code, "%s answers %d (%s)", export, code, kargs_abi_error_name(code));
-    expect(!g->host.recorded, "%s: no launch recorded (nothing stale)", export);
+    expect(!runtime_host(g)->recorded, "%s: no launch recorded (nothing stale)", export);
     expect(e->abi_code == code && e->kind == kind &&
                e->record_index == index && e->byte_offset == offset,
            "%s: error %s, record %" PRIu32 ", byte %" PRIu32 ": %s", export,
@@ -233,30 +224,14 @@ static void expect_refused(guest *g, const char *export, int32_t code, int32_t g
 
 static void the_import_links_with_its_signature(void)
 {
-    IM3Runtime runtime = m3_NewRuntime(environment, STACK_BYTES, NULL);
-    IM3Module module = NULL;
-    M3Result r = "m3_NewRuntime failed";
-    if (runtime) r = m3_ParseModule(environment, &module, wasm_bytes, wasm_len);
-    wasm3_host host;
-    memset(&host, 0, sizeof host);
-    if (!r) {
-        r = m3_LoadModule(runtime, module);
-        if (r) m3_FreeModule(module);
-    }
-    expect(r == NULL, "the guest parses and loads: %s", r ? r : "yes");
-    if (!r) {
-        /* The guest imports wasi_cuda_launch from IMPORT_MODULE with exactly this type. */
-        r = m3_LinkRawFunctionEx(module, IMPORT_MODULE, LAUNCH_IMPORT, "i(iiiiiiiiii)",
-                                 wasm3_host_launch, &host);
-        expect(r != NULL, "an i32 kernel id does not link: %s", r ? r : "it did");
-        r = m3_LinkRawFunctionEx(module, "wasi:cuda/host@0.1.0", LAUNCH_IMPORT, LAUNCH_SIGNATURE,
-                                 wasm3_host_launch, &host);
-        expect(r != NULL, "another import module does not link: %s", r ? r : "it did");
-        r = m3_LinkRawFunctionEx(module, IMPORT_MODULE, LAUNCH_IMPORT, LAUNCH_SIGNATURE,
-                                 wasm3_host_launch, &host);
-        expect(r == NULL, "%s %s links as %s", IMPORT_MODULE, LAUNCH_IMPORT, LAUNCH_SIGNATURE);
-    }
-    if (runtime) m3_FreeRuntime(runtime);
+    /* The guest imports wasi_cuda_launch from IMPORT_MODULE with exactly this type. */
+    const char *r = runtime_link(IMPORT_MODULE, "i(iiiiiiiiii)");
+    expect(r != NULL, "an i32 kernel id does not link: %s", r ? r : "it did");
+    r = runtime_link("wasi:cuda/host@0.1.0", LAUNCH_TYPE);
+    expect(r != NULL, "another import module does not link: %s", r ? r : "it did");
+    r = runtime_link(IMPORT_MODULE, LAUNCH_TYPE);
+    expect(r == NULL, "%s %s links as %s%s%s", IMPORT_MODULE, LAUNCH_IMPORT, LAUNCH_TYPE,
+           r ? ": " : "", r ? r : "");
 }
 
 static void the_guest_exports_the_demo_interface(void)
@@ -264,28 +239,27 @@ static void the_guest_exports_the_demo_interface(void)
     static const char *const interface[][2] = {
         {"run_vector_add", "i(i)"}, {"first_mismatch", "i(i)"}, {"out_at", "f(i)"},
         {"a_ptr", "i()"}, {"b_ptr", "i()"}, {"out_ptr", "i()"}, {"capacity", "i()"},
-        {"last_argv_ptr", "i()"}, {"last_argv_len", "i()"}, {"launch_raw", LAUNCH_SIGNATURE},
+        {"last_argv_ptr", "i()"}, {"last_argv_len", "i()"}, {"launch_raw", LAUNCH_TYPE},
         {"send_ptr_past_memory", "i()"}, {"send_unknown_tag", "i()"},
         {"send_too_many_args", "i()"}, {"send_args_region_past_memory", "i()"},
         {"send_bad_dimensions", "i()"},
     };
-    guest *g = open_guest(1, KARGS_ABI_NOT_AVAILABLE);
+    runtime_guest *g = open_guest(1, KARGS_ABI_NOT_AVAILABLE);
     size_t i;
     uint32_t mem;
     if (!g) return;
     for (i = 0; i < sizeof interface / sizeof interface[0]; i++) {
-        IM3Function f;
-        M3Result r = m3call_find(g->runtime, interface[i][0], interface[i][1], &f);
+        const char *r = runtime_find(g, interface[i][0], interface[i][1]);
         expect(r == NULL, "export %s: %s", interface[i][0], r ? r : interface[i][1]);
     }
     mem = guest_memory_len(g);
     expect(mem > 0 && mem % 65536 == 0, "the guest has a memory: %" PRIu32 " bytes", mem);
-    guest_close(g);
+    runtime_close(g);
 }
 
 static void the_guests_argv_arrives_intact(void)
 {
-    guest *g = open_guest(1, KARGS_ABI_NOT_AVAILABLE);
+    runtime_guest *g = open_guest(1, KARGS_ABI_NOT_AVAILABLE);
     uint8_t bytes[KARGS_MAX_KERNEL_ARGS_BYTES];
     kargs_arg reparsed[KARGS_MAX_KERNEL_ARGS];
     size_t n_reparsed = 0, i;
@@ -295,26 +269,26 @@ static void the_guests_argv_arrives_intact(void)
     if (!g) return;
     expect_eq(run(g, 1000), KARGS_ABI_NOT_AVAILABLE, "run_vector_add(1000) answers -1 (dry run)");
     expect_vector_add(g, 1000);
-    expect_eq(g->host.record.result, KARGS_ABI_NOT_AVAILABLE, "the record holds the answer, -1");
+    expect_eq(runtime_host(g)->record.result, KARGS_ABI_NOT_AVAILABLE, "the record holds the answer, -1");
     expect_str(message(g), "NotAvailable -1: the host's launch callback refused the launch",
                "the error says the launcher refused");
-    expect(g->host.error.kind == KARGS_ERROR_KIND_LAUNCH_CALLBACK &&
-               (int64_t)g->host.error.detail[0] == KARGS_ABI_NOT_AVAILABLE,
-           "the error is the callback's: %s", kargs_error_kind_name(g->host.error.kind));
-    expect_eq((int64_t)g->host.launches, 1, "the dry run was handed one launch");
-    expect_eq((int64_t)g->host.bad_host_ptrs, 0, "every host_ptr is memory + guest_offset");
+    expect(runtime_host(g)->error.kind == KARGS_ERROR_KIND_LAUNCH_CALLBACK &&
+               (int64_t)runtime_host(g)->error.detail[0] == KARGS_ABI_NOT_AVAILABLE,
+           "the error is the callback's: %s", kargs_error_kind_name(runtime_host(g)->error.kind));
+    expect_eq((int64_t)runtime_host(g)->launches, 1, "the dry run was handed one launch");
+    expect_eq((int64_t)runtime_host(g)->bad_host_ptrs, 0, "every host_ptr is memory + guest_offset");
 
     /* What the guest encoded, from its memory: 3 windows and a u32, parsed again (a copy,
      * against the same memory) to the same records. */
     len = guest_argv(g, bytes, sizeof bytes);
     expect_eq(len, 3 * PTR_RECORD + U32_RECORD, "the guest's argv is %u bytes",
               3 * PTR_RECORD + U32_RECORD);
-    memory = m3_GetMemory(g->runtime, &mem, 0);
+    memory = runtime_memory(g, &mem);
     expect_eq(kargs_parse(bytes, len, memory, mem, reparsed, KARGS_MAX_KERNEL_ARGS, &n_reparsed,
                           NULL), 0, "the guest's bytes parse");
-    same = n_reparsed == g->host.record.n_args;
+    same = n_reparsed == runtime_host(g)->record.n_args;
     for (i = 0; same && i < n_reparsed; i++) {
-        const recorded_arg *r = &g->host.record.args[i];
+        const recorded_arg *r = &runtime_host(g)->record.args[i];
         same = reparsed[i].tag == r->tag && reparsed[i].bits == r->bits &&
                reparsed[i].guest_offset == r->guest_offset && reparsed[i].len == r->len &&
                reparsed[i].byte_offset == r->byte_offset;
@@ -324,13 +298,13 @@ static void the_guests_argv_arrives_intact(void)
     /* Nothing ran, so out still holds the guest's sentinel. */
     expect_eq(call_i32(g, "first_mismatch", 1000), 0, "first_mismatch(1000) is 0: nothing ran");
     expect(isnan(out_at(g, 0)), "out_at(0) is the NaN sentinel");
-    guest_close(g);
+    runtime_close(g);
 }
 
 static void every_count_gives_its_launch(void)
 {
     static const int32_t counts[] = {0, 1, 255, 256, 257, 1000, CAPACITY};
-    guest *g = open_guest(1, KARGS_ABI_NOT_AVAILABLE);
+    runtime_guest *g = open_guest(1, KARGS_ABI_NOT_AVAILABLE);
     size_t i;
     uint8_t bytes[KARGS_MAX_KERNEL_ARGS_BYTES];
     if (!g) return;
@@ -341,29 +315,29 @@ static void every_count_gives_its_launch(void)
         expect_eq(guest_argv(g, bytes, sizeof bytes), 3 * PTR_RECORD + U32_RECORD,
                   "n = %d: the guest sent %u bytes", counts[i], 3 * PTR_RECORD + U32_RECORD);
     }
-    guest_close(g);
+    runtime_close(g);
 }
 
 static void a_launcher_that_succeeds_gives_the_guest_zero(void)
 {
-    guest *g = open_guest(1, 0);
+    runtime_guest *g = open_guest(1, 0);
     size_t i, empty = 0;
     if (!g) return;
     expect_eq(run(g, 16), 0, "run_vector_add(16) answers 0 when the launcher succeeds");
-    expect(g->host.error.abi_code == 0 && message(g)[0] == '\0', "no error after a success");
+    expect(runtime_host(g)->error.abi_code == 0 && message(g)[0] == '\0', "no error after a success");
     expect_vector_add(g, 16);
-    expect_eq(g->host.record.result, 0, "the record holds the answer, 0");
+    expect_eq(runtime_host(g)->record.result, 0, "the record holds the answer, 0");
     expect_eq(run(g, 0), 0, "run_vector_add(0) answers 0: an empty vector is still one block");
     expect_vector_add(g, 0);
-    for (i = 0; i < 3 && g->host.recorded; i++) empty += g->host.record.args[i].len == 0;
+    for (i = 0; i < 3 && runtime_host(g)->recorded; i++) empty += runtime_host(g)->record.args[i].len == 0;
     expect_eq((int64_t)empty, 3, "three zero-length windows");
-    expect_eq((int64_t)g->host.launches, 2, "the launcher was handed two launches");
-    guest_close(g);
+    expect_eq((int64_t)runtime_host(g)->launches, 2, "the launcher was handed two launches");
+    runtime_close(g);
 }
 
 static void a_pointer_past_memory_is_an_invalid_pointer(void)
 {
-    guest *g = open_guest(1, KARGS_ABI_NOT_AVAILABLE);
+    runtime_guest *g = open_guest(1, KARGS_ABI_NOT_AVAILABLE);
     const kargs_error *e;
     uint32_t mem;
     if (!g) return;
@@ -373,17 +347,17 @@ static void a_pointer_past_memory_is_an_invalid_pointer(void)
     expect_refused(g, "send_ptr_past_memory", KARGS_ABI_INVALID_POINTER,
                    send(g, "send_ptr_past_memory"), KARGS_ERROR_KIND_WINDOW_OUT_OF_BOUNDS, 2,
                    2 * PTR_RECORD);
-    e = &g->host.error;
+    e = &runtime_host(g)->error;
     expect(e->detail[0] == mem && e->detail[1] == 64 && e->detail[2] == mem,
            "the window (%" PRIu64 ", %" PRIu64 ") against a memory of %" PRIu64 " bytes",
            e->detail[0], e->detail[1], e->detail[2]);
-    expect_eq((int64_t)g->host.launches, 0, "the launcher was not called");
-    guest_close(g);
+    expect_eq((int64_t)runtime_host(g)->launches, 0, "the launcher was not called");
+    runtime_close(g);
 }
 
 static void an_unknown_tag_is_invalid_args(void)
 {
-    guest *g = open_guest(1, KARGS_ABI_NOT_AVAILABLE);
+    runtime_guest *g = open_guest(1, KARGS_ABI_NOT_AVAILABLE);
     uint8_t bytes[KARGS_MAX_KERNEL_ARGS_BYTES];
     const char *whole = "unknown tag 0xff at byte 32 (record 4)";
     char small[8];
@@ -392,41 +366,41 @@ static void an_unknown_tag_is_invalid_args(void)
     if (!g) return;
     expect_refused(g, "send_unknown_tag", KARGS_ABI_INVALID_ARGS, send(g, "send_unknown_tag"),
                    KARGS_ERROR_KIND_UNKNOWN_TAG, 4, 3 * PTR_RECORD + U32_RECORD);
-    expect_eq((int64_t)g->host.error.detail[0], 0xff, "the tag is 0xff");
+    expect_eq((int64_t)runtime_host(g)->error.detail[0], 0xff, "the tag is 0xff");
     expect_str(message(g), "InvalidArgs -9: unknown tag 0xff at byte 32 (record 4)",
                "the message is std-adapter's");
     /* The bad record is the last 5 bytes of what the guest sent. */
     len = guest_argv(g, bytes, sizeof bytes);
-    at = g->host.error.byte_offset;
+    at = runtime_host(g)->error.byte_offset;
     expect(len == at + U32_RECORD && bytes[at] == 0xff,
            "byte %" PRIu32 " of the guest's %" PRIu32 "-byte argv is the 0xff", at, len);
     /* kargs_error_message: snprintf's contract. */
-    n = kargs_error_message(&g->host.error, small, sizeof small);
+    n = kargs_error_message(&runtime_host(g)->error, small, sizeof small);
     expect(n == strlen(whole) && strcmp(small, "unknown") == 0,
            "kargs_error_message into 8 bytes: \"%s\", returns the whole length %zu", small, n);
-    n = kargs_error_message(&g->host.error, NULL, 0);
+    n = kargs_error_message(&runtime_host(g)->error, NULL, 0);
     expect_eq((int64_t)n, (int64_t)strlen(whole),
               "kargs_error_message(err, NULL, 0) is the length");
-    guest_close(g);
+    runtime_close(g);
 }
 
 static void one_hundred_twenty_nine_args_are_unsupported(void)
 {
-    guest *g = open_guest(1, KARGS_ABI_NOT_AVAILABLE);
+    runtime_guest *g = open_guest(1, KARGS_ABI_NOT_AVAILABLE);
     uint8_t bytes[KARGS_MAX_KERNEL_ARGS_BYTES];
     if (!g) return;
     expect_refused(g, "send_too_many_args", KARGS_ABI_KERNEL_ARGS_UNSUPPORTED,
                    send(g, "send_too_many_args"), KARGS_ERROR_KIND_TOO_MANY_RECORDS,
                    KARGS_MAX_KERNEL_ARGS, KARGS_MAX_KERNEL_ARGS * U32_RECORD);
-    expect_eq((int64_t)g->host.error.detail[0], KARGS_MAX_KERNEL_ARGS, "the cap is 128");
+    expect_eq((int64_t)runtime_host(g)->error.detail[0], KARGS_MAX_KERNEL_ARGS, "the cap is 128");
     expect_eq(guest_argv(g, bytes, sizeof bytes), (KARGS_MAX_KERNEL_ARGS + 1) * U32_RECORD,
               "the guest sent 129 u32 records");
-    guest_close(g);
+    runtime_close(g);
 }
 
 static void an_args_region_past_memory_is_an_invalid_pointer(void)
 {
-    guest *g = open_guest(1, KARGS_ABI_NOT_AVAILABLE);
+    runtime_guest *g = open_guest(1, KARGS_ABI_NOT_AVAILABLE);
     const kargs_error *e;
     uint32_t mem;
     if (!g) return;
@@ -434,39 +408,39 @@ static void an_args_region_past_memory_is_an_invalid_pointer(void)
     expect_refused(g, "send_args_region_past_memory", KARGS_ABI_INVALID_POINTER,
                    send(g, "send_args_region_past_memory"), KARGS_ERROR_KIND_REGION_PAST_MEMORY,
                    0, 0);
-    e = &g->host.error;
+    e = &runtime_host(g)->error;
     expect((int64_t)e->detail[0] == (int64_t)mem - 8 && (int64_t)e->detail[1] == 32 &&
                e->detail[2] == mem,
            "args_ptr %" PRId64 " (8 bytes before the end), args_len %" PRId64 ", memory %" PRIu64,
            (int64_t)e->detail[0], (int64_t)e->detail[1], e->detail[2]);
-    guest_close(g);
+    runtime_close(g);
 }
 
 static void bad_dimensions_are_invalid_dimensions(void)
 {
-    guest *g = open_guest(1, KARGS_ABI_NOT_AVAILABLE);
+    runtime_guest *g = open_guest(1, KARGS_ABI_NOT_AVAILABLE);
     const kargs_error *e;
     if (!g) return;
     expect_refused(g, "send_bad_dimensions", KARGS_ABI_INVALID_DIMENSIONS,
                    send(g, "send_bad_dimensions"), KARGS_ERROR_KIND_DIMENSION_TOO_LARGE, 0, 0);
-    e = &g->host.error;
+    e = &runtime_host(g)->error;
     expect(e->detail[0] == KARGS_DIMENSION_BLOCK_X && e->detail[1] == 2048 && e->detail[2] == 1024,
            "block.x 2048, at most 1024");
     expect_str(message(g), "InvalidDimensions -8: block.x is 2048, must be at most 1024",
                "the message is std-adapter's");
-    guest_close(g);
+    runtime_close(g);
 }
 
 static void a_disabled_capability_is_not_available_and_records_nothing(void)
 {
-    guest *g = open_guest(0, KARGS_ABI_NOT_AVAILABLE);
+    runtime_guest *g = open_guest(0, KARGS_ABI_NOT_AVAILABLE);
     if (!g) return;
     expect_eq(run(g, 64), KARGS_ABI_NOT_AVAILABLE, "disabled: run_vector_add(64) answers -1");
-    expect(!g->host.recorded, "disabled: no launch recorded");
-    expect_eq((int64_t)g->host.launches, 0, "disabled: the launcher was not called");
+    expect(!runtime_host(g)->recorded, "disabled: no launch recorded");
+    expect_eq((int64_t)runtime_host(g)->launches, 0, "disabled: the launcher was not called");
     expect_str(message(g), "NotAvailable -1: the wasi-cuda capability is disabled for this guest",
                "disabled: the message says so");
-    guest_close(g);
+    runtime_close(g);
 }
 
 static void a_failed_launch_after_a_good_one_leaves_no_stale_args(void)
@@ -481,28 +455,28 @@ static void a_failed_launch_after_a_good_one_leaves_no_stale_args(void)
         {"send_ptr_past_memory", KARGS_ABI_INVALID_POINTER},
         {"send_too_many_args", KARGS_ABI_KERNEL_ARGS_UNSUPPORTED},
     };
-    guest *g = open_guest(1, KARGS_ABI_NOT_AVAILABLE);
+    runtime_guest *g = open_guest(1, KARGS_ABI_NOT_AVAILABLE);
     size_t i;
     if (!g) return;
     for (i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         expect_eq(run(g, 64), KARGS_ABI_NOT_AVAILABLE, "run_vector_add(64) answers -1");
-        expect(g->host.recorded && g->host.record.n_args == 4, "its launch is recorded");
+        expect(runtime_host(g)->recorded && runtime_host(g)->record.n_args == 4, "its launch is recorded");
         expect_eq(send(g, bad[i].export), bad[i].code, "then %s answers %d", bad[i].export,
                   bad[i].code);
-        expect(!g->host.recorded, "%s left no launch behind", bad[i].export);
-        expect(g->host.error.abi_code == bad[i].code && g->host.code == bad[i].code,
+        expect(!runtime_host(g)->recorded, "%s left no launch behind", bad[i].export);
+        expect(runtime_host(g)->error.abi_code == bad[i].code && runtime_host(g)->code == bad[i].code,
                "%s: the error is its own: %s", bad[i].export, message(g));
     }
     expect_eq(run(g, 8), KARGS_ABI_NOT_AVAILABLE, "a good launch afterwards answers -1");
     expect_vector_add(g, 8);
-    expect(g->host.error.kind == KARGS_ERROR_KIND_LAUNCH_CALLBACK,
+    expect(runtime_host(g)->error.kind == KARGS_ERROR_KIND_LAUNCH_CALLBACK,
            "and its error is the launcher's answer, nothing of the refused calls: %s", message(g));
-    guest_close(g);
+    runtime_close(g);
 }
 
 static void raw_calls_get_codes_never_traps(void)
 {
-    guest *g = open_guest(1, KARGS_ABI_NOT_AVAILABLE);
+    runtime_guest *g = open_guest(1, KARGS_ABI_NOT_AVAILABLE);
     kargs_call base = {1, {1, 1, 1}, {32, 1, 1}, 0, 0, 0};
     struct {
         kargs_call call;
@@ -539,11 +513,11 @@ static void raw_calls_get_codes_never_traps(void)
                   c->block[2], c->shared_mem, c->args_ptr, c->args_len, cases[i].code);
     }
     /* The largest shape, for an unknown kernel id: InvalidKernel, and nothing recorded. */
-    expect(!g->host.recorded && g->host.error.kind == KARGS_ERROR_KIND_UNKNOWN_KERNEL &&
-               (int64_t)g->host.error.detail[0] == INT64_MIN,
+    expect(!runtime_host(g)->recorded && runtime_host(g)->error.kind == KARGS_ERROR_KIND_UNKNOWN_KERNEL &&
+               (int64_t)runtime_host(g)->error.detail[0] == INT64_MIN,
            "kernel id INT64_MIN is unknown (an i64 arrives whole): %s", message(g));
-    expect_eq((int64_t)g->host.launches, 0, "the launcher was handed no launch");
-    guest_close(g);
+    expect_eq((int64_t)runtime_host(g)->launches, 0, "the launcher was handed no launch");
+    runtime_close(g);
 }
 
 /* Writes `value` little-endian at `p`. */
@@ -559,7 +533,7 @@ static uint8_t *put_le(uint8_t *p, uint64_t value, int bytes)
  * launcher runs, naming the record and the parameter. */
 static void a_guest_reaches_only_what_the_kernel_declares(void)
 {
-    guest *g = open_guest(1, KARGS_ABI_NOT_AVAILABLE);
+    runtime_guest *g = open_guest(1, KARGS_ABI_NOT_AVAILABLE);
     uint32_t a, b, out, mem, len;
     uint8_t *memory;
     size_t i;
@@ -596,33 +570,33 @@ static void a_guest_reaches_only_what_the_kernel_declares(void)
             *p++ = cases[i].n_tag;
             p = cases[i].n_tag == 0x05 ? put_le(p, cases[i].n, 4) : put_le(put_le(p, 0, 4), 4, 4);
             len = (uint32_t)(p - argv);
-            memory = m3_GetMemory(g->runtime, &mem, 0);
+            memory = runtime_memory(g, &mem);
             memcpy(memory + mem - len, argv, len);
             call.args_ptr = (int32_t)(mem - len);
             call.args_len = (int32_t)len;
             expect_eq(launch_raw(g, &call), KARGS_ABI_INVALID_ARGS, "malicious argv %zu: -9", i);
-            expect(g->host.error.kind == cases[i].kind && g->host.error.record_index == cases[i].record,
+            expect(runtime_host(g)->error.kind == cases[i].kind && runtime_host(g)->error.record_index == cases[i].record,
                    "malicious argv %zu: %s at record %" PRIu32, i,
-                   kargs_error_kind_name(g->host.error.kind), g->host.error.record_index);
+                   kargs_error_kind_name(runtime_host(g)->error.kind), runtime_host(g)->error.record_index);
             if (cases[i].why) expect_str(message(g), cases[i].why, "malicious argv %zu: the message", i);
-            expect(!g->host.recorded, "malicious argv %zu: nothing recorded", i);
+            expect(!runtime_host(g)->recorded, "malicious argv %zu: nothing recorded", i);
         }
     }
-    expect_eq((int64_t)g->host.launches, 0, "no malicious argv reached the launcher");
+    expect_eq((int64_t)runtime_host(g)->launches, 0, "no malicious argv reached the launcher");
     expect_eq(run(g, 16), KARGS_ABI_NOT_AVAILABLE, "the guest's own launch of 16 still runs");
-    expect_eq((int64_t)g->host.launches, 1, "and reaches the launcher");
-    guest_close(g);
+    expect_eq((int64_t)runtime_host(g)->launches, 1, "and reaches the launcher");
+    runtime_close(g);
 }
 
 static void guest_accessors_and_codes(void)
 {
-    guest *g = open_guest(1, KARGS_ABI_NOT_AVAILABLE);
+    runtime_guest *g = open_guest(1, KARGS_ABI_NOT_AVAILABLE);
     if (!g) return;
     expect_eq(send(g, "capacity"), CAPACITY, "capacity() is %d", CAPACITY);
     expect_eq(run(g, CAPACITY + 1), ERR_BAD_COUNT, "run_vector_add(%d) is the guest's -100",
               CAPACITY + 1);
     expect_eq(run(g, -1), ERR_BAD_COUNT, "run_vector_add(-1) is the guest's -100");
-    expect(!g->host.recorded && g->host.launches == 0,
+    expect(!runtime_host(g)->recorded && runtime_host(g)->launches == 0,
            "the guest refused before calling the host");
     expect_eq(run(g, CAPACITY), KARGS_ABI_NOT_AVAILABLE, "run_vector_add(%d) answers -1", CAPACITY);
     expect_vector_add(g, CAPACITY);
@@ -632,65 +606,43 @@ static void guest_accessors_and_codes(void)
               "first_mismatch(%d) is the guest's -100", CAPACITY + 1);
     expect_eq(call_i32(g, "first_mismatch", 0), -1, "first_mismatch(0) is -1: nothing to compare");
     expect_eq(call_i32(g, "first_mismatch", 1), 0, "first_mismatch(1) is 0: nothing ran");
-    guest_close(g);
+    runtime_close(g);
 }
 
 static void the_runner_reports_traps_and_wrong_calls_as_errors(void)
 {
-    guest *g = open_guest(1, KARGS_ABI_NOT_AVAILABLE);
+    runtime_guest *g = open_guest(1, KARGS_ABI_NOT_AVAILABLE);
     uint64_t result = 0, arg = 1;
-    M3Result r;
+    const char *r;
     if (!g) return;
-    r = m3call(g->runtime, "no_such_export", "i()", NULL, 0, &result);
+    r = runtime_call(g, "no_such_export", "i()", NULL, 0, &result);
     expect(r != NULL, "a missing export is an error: %s", r ? r : "it was found");
-    r = m3call(g->runtime, "run_vector_add", "i()", NULL, 0, &result);
+    r = runtime_call(g, "run_vector_add", "i()", NULL, 0, &result);
     expect(r != NULL, "run_vector_add as () -> i32 is an error: %s", r ? r : "it ran");
-    r = m3call(g->runtime, "run_vector_add", "f(i)", &arg, 1, &result);
+    r = runtime_call(g, "run_vector_add", "f(i)", &arg, 1, &result);
     expect(r != NULL, "run_vector_add as (i32) -> f32 is an error: %s", r ? r : "it ran");
-    guest_close(g);
+    runtime_close(g);
 }
 
 /* ---- main ---------------------------------------------------------------------------------- */
 
-static uint8_t *read_file(const char *path, uint32_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    uint8_t *bytes = NULL;
-    long size;
-    if (!f) return NULL;
-    if (fseek(f, 0, SEEK_END) == 0 && (size = ftell(f)) > 0 && size < (1L << 30) &&
-        fseek(f, 0, SEEK_SET) == 0 && (bytes = malloc((size_t)size)) != NULL &&
-        fread(bytes, 1, (size_t)size, f) == (size_t)size) {
-        *len = (uint32_t)size;
-    } else {
-        free(bytes);
-        bytes = NULL;
-    }
-    fclose(f);
-    return bytes;
-}
-
 int main(int argc, char **argv)
 {
+    uint32_t wasm_len = 0;
     uint8_t *bytes;
     if (argc != 2) {
         fprintf(stderr, "usage: %s GUEST.wasm (the C guest, capi/c/examples/vector_add.c)\n",
                 argv[0]);
         return 2;
     }
-    bytes = read_file(argv[1], &wasm_len);
+    bytes = read_module(argv[1], &wasm_len);
     if (!bytes) {
         fprintf(stderr, "%s: cannot read %s\n", argv[0], argv[1]);
         return 2;
     }
-    /* The module's bytes must outlive every module parsed from them. */
-    wasm_bytes = bytes;
-    environment = m3_NewEnvironment();
-    if (!environment) {
-        fprintf(stderr, "%s: m3_NewEnvironment failed\n", argv[0]);
-        return 2;
-    }
-    printf("wasm3 %s host, guest %s (%" PRIu32 " bytes)\n", M3_VERSION, argv[1], wasm_len);
+    /* The module's bytes must outlive every module loaded from them. */
+    if (runtime_start(bytes, wasm_len) != 0) return 2;
+    printf("%s host, guest %s (%" PRIu32 " bytes)\n", runtime_name(), argv[1], wasm_len);
 
     the_import_links_with_its_signature();
     the_guest_exports_the_demo_interface();
@@ -709,8 +661,8 @@ int main(int argc, char **argv)
     guest_accessors_and_codes();
     the_runner_reports_traps_and_wrong_calls_as_errors();
 
-    m3_FreeEnvironment(environment);
+    runtime_stop();
     free(bytes);
-    printf("wasm3 e2e: %u checks, %u failed\n", checks, failures);
+    printf("%s e2e: %u checks, %u failed\n", runtime_name(), checks, failures);
     return failures ? 1 : 0;
 }

@@ -1,21 +1,25 @@
 /*
- * A wasm3 host for wasi-cuda guests, on kernel-args' C API (include/kargs.h, libkargs).
+ * A C host for wasi-cuda guests, on kernel-args' C API (include/kargs.h, libkargs), on wasm3 or
+ * on WAMR: the runtime is the one it is linked with (runtime.h; wasm3/runtime.c or
+ * wamr/runtime.c).
  *
- * wasm3 (a wasm interpreter written in C) runs the C vector_add guest
- * (capi/c/examples/vector_add.c). wasm3_host.c registers `wasi_cuda_launch` for it: each call
- * goes through kargs_host_call, which checks it as kernel-args' own host does (the capability,
- * the argument region, the launch shape, the argv, the kernel and its declaration) and hands a
- * checked launch to the host's callback, here a dry run that records it (there is no device).
+ * The runtime runs the C vector_add guest (capi/c/examples/vector_add.c). Its binding
+ * (wasm3/wasm3_host.c, a raw function; wamr/wamr_host.c, a registered native) hands each
+ * `wasi_cuda_launch` to dry_run.c, which makes the call with kargs_host_call: it checks it as
+ * kernel-args' own host does (the capability, the argument region, the launch shape, the argv,
+ * the kernel and its declaration) and hands a checked launch to the host's callback, here a dry
+ * run that records it (there is no device).
  *
  * This program runs the guest's vector_add of 1000 elements and prints the launch the host was
  * handed; then sends, as a malicious guest would, a count past the guest's windows, and prints
  * the host's refusal. Exit status 0 when both went as described.
  *
  *   scripts/wasm3-example.sh          # builds wasm3, libkargs, the guest and this; runs it
+ *   scripts/wamr-example.sh           # the same with WAMR
  *   host vector_add.wasm
  *
- * The end-to-end checks of the same host are capi/c/tests/wasm3_e2e.c. docs/c-embedding.md walks
- * through both files.
+ * The end-to-end checks of the same hosts are capi/c/tests/guest_e2e.c. docs/c-embedding.md
+ * walks through both.
  *
  * License: MIT OR Apache-2.0, like the rest of kernel-args.
  */
@@ -24,35 +28,17 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dry_run.h"
 #include "kargs.h"
-#include "m3_call.h"
-#include "wasm3.h"
-#include "wasm3_host.h"
+#include "runtime.h"
 
-static uint8_t *read_file(const char *path, uint32_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    uint8_t *bytes = NULL;
-    long size;
-    if (!f) return NULL;
-    if (fseek(f, 0, SEEK_END) == 0 && (size = ftell(f)) > 0 && size < (1L << 30) &&
-        fseek(f, 0, SEEK_SET) == 0 && (bytes = malloc((size_t)size)) != NULL &&
-        fread(bytes, 1, (size_t)size, f) == (size_t)size) {
-        *len = (uint32_t)size;
-    } else {
-        free(bytes);
-        bytes = NULL;
-    }
-    fclose(f);
-    return bytes;
-}
-
-/* Calls the guest's export `name` of type (i32) -> i32; INT32_MIN when wasm3 refuses. */
-static int32_t call_i32(guest *g, const char *name, const char *signature, uint64_t *args,
+/* Calls the guest's export `name` of type `signature` (an i32 result); INT32_MIN when the
+ * runtime refuses. */
+static int32_t call_i32(runtime_guest *g, const char *name, const char *signature, uint64_t *args,
                         uint32_t argc)
 {
     uint64_t result = 0;
-    M3Result r = m3call(g->runtime, name, signature, args, argc, &result);
+    const char *r = runtime_call(g, name, signature, args, argc, &result);
     if (r) {
         fprintf(stderr, "call %s: %s\n", name, r);
         return INT32_MIN;
@@ -78,11 +64,11 @@ static void print_launch(const launch_record *r)
 
 int main(int argc, char **argv)
 {
-    IM3Environment environment;
     const char *error = NULL;
     uint8_t *bytes;
     uint32_t len = 0, mem = 0;
-    guest *g;
+    runtime_guest *g;
+    dry_run_host *host;
     int32_t rc;
     int ok = 1;
     if (argc != 2) {
@@ -90,19 +76,19 @@ int main(int argc, char **argv)
                 argv[0]);
         return 2;
     }
-    bytes = read_file(argv[1], &len);
-    environment = bytes ? m3_NewEnvironment() : NULL;
-    if (!environment) {
-        fprintf(stderr, "%s: cannot read %s or start wasm3\n", argv[0], argv[1]);
+    bytes = read_module(argv[1], &len);
+    if (!bytes || runtime_start(bytes, len) != 0) {
+        fprintf(stderr, "%s: cannot read %s or start the runtime\n", argv[0], argv[1]);
         return 2;
     }
     /* The dry run answers -1 (NotAvailable: no device); the capability is granted. */
-    g = guest_open(environment, bytes, len, 1, KARGS_ABI_NOT_AVAILABLE, &error);
+    g = runtime_open(1, KARGS_ABI_NOT_AVAILABLE, &error);
     if (!g) {
         fprintf(stderr, "%s: %s\n", argv[0], error);
         return 2;
     }
-    printf("wasm3 %s, guest %s (%" PRIu32 " bytes)\n", M3_VERSION, argv[1], len);
+    host = runtime_host(g);
+    printf("%s, guest %s (%" PRIu32 " bytes)\n", runtime_name(), argv[1], len);
 
     {
         uint64_t n = 1000;
@@ -110,8 +96,8 @@ int main(int argc, char **argv)
     }
     printf("run_vector_add(1000) answered %" PRId32 " (%s); the host was handed:\n", rc,
            kargs_abi_error_name(rc));
-    if (g->host.recorded) print_launch(&g->host.record);
-    ok = ok && rc == KARGS_ABI_NOT_AVAILABLE && g->host.recorded && g->host.record.n_args == 4;
+    if (host->recorded) print_launch(&host->record);
+    ok = ok && rc == KARGS_ABI_NOT_AVAILABLE && host->recorded && host->record.n_args == 4;
 
     {
         /* vector_add's own windows (64 bytes each), with n = 2^20: the declaration says the
@@ -131,18 +117,18 @@ int main(int argc, char **argv)
         argv_bytes[27] = KARGS_TAG_U32;
         argv_bytes[30] = 0x10; /* n = 0x00100000 = 2^20, little-endian */
         /* At the end of the guest's memory, as the guest could have written it. */
-        memory = m3_GetMemory(g->runtime, &mem, 0);
+        memory = runtime_memory(g, &mem);
         memcpy(memory + mem - sizeof argv_bytes, argv_bytes, sizeof argv_bytes);
         raw[8] = mem - sizeof argv_bytes;
         raw[9] = sizeof argv_bytes;
-        rc = call_i32(g, "launch_raw", LAUNCH_SIGNATURE, raw, 10);
+        rc = call_i32(g, "launch_raw", LAUNCH_TYPE, raw, 10);
     }
-    printf("launch_raw with n = 2^20 answered %" PRId32 ": %s\n", rc, g->host.message);
-    ok = ok && rc == KARGS_ABI_INVALID_ARGS && !g->host.recorded &&
-         g->host.error.kind == KARGS_ERROR_KIND_DECLARATION_WINDOW_TOO_SHORT;
+    printf("launch_raw with n = 2^20 answered %" PRId32 ": %s\n", rc, host->message);
+    ok = ok && rc == KARGS_ABI_INVALID_ARGS && !host->recorded &&
+         host->error.kind == KARGS_ERROR_KIND_DECLARATION_WINDOW_TOO_SHORT;
 
-    guest_close(g);
-    m3_FreeEnvironment(environment);
+    runtime_close(g);
+    runtime_stop();
     free(bytes);
     printf("%s\n", ok ? "ok" : "FAILED");
     return ok ? 0 : 1;
