@@ -90,7 +90,7 @@ phase "host: libkargs.a $(wc -c < "$host_dir/libkargs.a") bytes, libkargs.so $(w
 t_host=$(date +%s)
 
 # 4. thumbv7em-none-eabihf.
-cargo rustc -q -p kernel-args-capi --release --target thumbv7em-none-eabihf --crate-type staticlib
+cargo rustc -p kernel-args-capi --release --target thumbv7em-none-eabihf --crate-type staticlib
 arm_lib="$target/thumbv7em-none-eabihf/release/libkargs.a"
 tools="$(rustc --print sysroot)/lib/rustlib/$(rustc -vV | sed -n 's/^host: //p')/bin"
 if [ -x "$tools/rust-lld" ] && [ -x "$tools/llvm-size" ]; then

@@ -52,7 +52,8 @@ fi
     # relative to QEMU's working directory, this one.
     mkdir -p target
     rm -f target/kargs-firmware.defmt
-    timeout 300 cargo run --release | tee target/kargs-firmware.txt
+    # The README's command as written (README.md, firmware/README.md), from the repository root.
+    (cd .. && timeout 300 sh -c 'cd firmware && cargo run --release') | tee target/kargs-firmware.txt
     # The log decoded on the host with the ELF's defmt table: every line the firmware logs,
     # each value through the crates' own defmt::Format.
     "$tools/bin/defmt-print" -e "$CARGO_TARGET_DIR/thumbv7em-none-eabihf/release/kernel-args-firmware" \

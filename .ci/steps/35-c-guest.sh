@@ -10,3 +10,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 scripts/c-guest-check.sh
+
+# README.md's C guest lines as written ("C guests"): the guest into target/, then the end-to-end
+# tests with it (everything is built already: only the tests run).
+mkdir -p target
+clang --target=wasm32-unknown-unknown -nostdlib -ffreestanding -O2 -Iinclude -Wl,--no-entry \
+      -o target/vector_add.wasm capi/c/examples/vector_add.c
+KARGS_C_GUEST_WASM=$PWD/target/vector_add.wasm cargo test --workspace --test guest_e2e

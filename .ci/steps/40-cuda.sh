@@ -63,9 +63,9 @@ done
 echo "driver symbols: all $(echo "$required" | wc -w) required entry points are exported by libcuda.so.1"
 
 
-eval "$(scripts/cuda-link-stub.sh)"
+# README.md's line as written (its "CUDA" section), then its demo line below.
+eval "$(scripts/cuda-link-stub.sh)"; eval "$(scripts/cuda-emulator.sh)"
 echo "CUDA_LIBRARY_PATH=$CUDA_LIBRARY_PATH"
-eval "$(scripts/cuda-emulator.sh)"
 echo "KARGS_CUDA_DRIVER=$KARGS_CUDA_DRIVER"
 export KARGS_CUDA_REQUIRE_DEVICE=1
 
@@ -81,7 +81,10 @@ if grep -q 'SKIPPED' "$log"; then
     exit 1
 fi
 
-# kargs demo launches on the emulated device and checks every element, on both runtimes...
+# README.md's demo line as written, then kargs demo on the emulated device checking every
+# element, on both runtimes...
+cargo run -p kernel-args-cli --features cuda -- demo | tee /tmp/kargs-demo.txt
+grep -q '^outcome: launched; out\[i\] == a\[i\] + b\[i\] for all .* elements' /tmp/kargs-demo.txt
 for runtime in wasmtime wasmi; do
     cargo run -q -p kernel-args-cli --features cuda -- demo --n 4096 --runtime "$runtime" | tee /tmp/kargs-demo.txt
     grep -q "^kargs demo: the bundled vector_add guest (.*) on $runtime\$" /tmp/kargs-demo.txt

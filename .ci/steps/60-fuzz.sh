@@ -6,23 +6,24 @@
 # each fuzzer is one process), each with its own log, printed in target order. A crash fails the
 # step and is left in fuzz/artifacts/<target>/ (how to reproduce it: fuzz/README.md).
 set -euo pipefail
-NIGHTLY="${KARGS_NIGHTLY:-nightly-2026-05-20}"
-CARGO_FUZZ_VERSION=0.13.2
+# The date fuzz/README.md's commands name; its setup and build lines run below as written
+# (cli/tests/docs.rs holds the README to them).
+NIGHTLY=nightly-2026-05-20
 FUZZ_SECONDS="${FUZZ_SECONDS:-60}"
 FUZZ_JOBS="${FUZZ_JOBS:-2}"
 
-rustup toolchain install "$NIGHTLY" --profile minimal --component rust-src
+rustup toolchain install nightly-2026-05-20 --profile minimal --component rust-src
 # libfuzzer-sys compiles libFuzzer from C++ source.
 if ! command -v c++ >/dev/null; then
     apt-get update && apt-get install -y --no-install-recommends g++
 fi
-if [ "$(cargo fuzz --version 2>/dev/null || true)" != "cargo-fuzz $CARGO_FUZZ_VERSION" ]; then
-    cargo "+$NIGHTLY" install cargo-fuzz --locked --version "$CARGO_FUZZ_VERSION"
+if [ "$(cargo fuzz --version 2>/dev/null || true)" != "cargo-fuzz 0.13.2" ]; then
+    cargo +nightly-2026-05-20 install cargo-fuzz --locked --version 0.13.2
 fi
 
 cd fuzz
 fuzz() { cargo "+$NIGHTLY" fuzz "$@"; }
-fuzz build
+cargo +nightly-2026-05-20 fuzz build
 cargo "+$NIGHTLY" test --lib
 scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT

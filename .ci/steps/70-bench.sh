@@ -13,6 +13,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 cargo bench --no-run -p kernel-args-core -p kernel-args-cuda
+# docs/performance.md's lines as written: the type sizes, and the zero-allocation tests (which
+# 10-test.sh's `cargo test --workspace` runs too).
+"$(cargo bench --no-run -p kernel-args-cuda --bench parse_build 2>&1 | sed -n 's/.*(\(.*parse_build-[0-9a-f]*\)).*/\1/p')" sizes
+cargo test --workspace --test alloc
 if ! command -v llvm-size >/dev/null && ! command -v arm-none-eabi-size >/dev/null; then
     apt-get update -qq
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq binutils-arm-none-eabi >/dev/null
