@@ -199,9 +199,10 @@ fn every_documented_command_is_run_by_ci_or_says_why_not() {
             checked += 1;
             let kargs = command.text.starts_with("kargs ")
                 || command.text.starts_with("cargo run -p kernel-args-cli -- ");
-            let why = command.comment.split_once("not run by CI").map(|(_, why)| {
-                why.trim_start_matches(" as written").trim_start_matches(':').trim()
-            });
+            let why = command
+                .comment
+                .split_once("not run by CI")
+                .map(|(_, why)| why.trim_start_matches(" as written").trim_start_matches(':').trim());
             let accounted = kargs
                 || command.block_marked
                 || why.is_some_and(|w| !w.is_empty())
