@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # The CUDA backend's `cuda` feature, on a machine without a GPU:
 #
-# - the emulated CUDA driver (cuda-emulator/: libkargs_emulated_cuda.so, a CUDA 12.9 driver,
-#   and libkargs_emulated_cuda_12_2.so, one without cuFuncGetParamInfo), built here and named by
-#   KARGS_CUDA_DRIVER: every launch test runs against it, in both pointer modes, and
-#   KARGS_CUDA_REQUIRE_DEVICE=1 makes a test that cannot launch fail instead of skipping;
+# - the emulated CUDA driver (cuda-emulator/), built here as the drivers ship:
+#   libkargs_emulated_cuda.so, a 12.8 driver (cuFuncGetParamInfo without cuFuncGetParamCount,
+#   as every H200 driver from 550 to 580), named by KARGS_CUDA_DRIVER: every launch test runs
+#   against it, in both pointer modes; then the launch tests again against the 13.2 one (both
+#   entry points) and the 12.2 one (neither). KARGS_CUDA_REQUIRE_DEVICE=1 makes a test that
+#   cannot launch fail instead of skipping;
 # - Debian's libcuda1 (the NVIDIA driver library, non-free) so that the real driver is loaded
 #   at run time too and `cuInit` really answers "no device" (the no-device tests, and
 #   `kargs demo` falling back to the dry run);
@@ -76,6 +78,16 @@ cargo test -p kernel-args-cuda --features cuda 2>&1 | tee "$log"
 cargo clippy -p kernel-args-cli --features cuda --all-targets -- -D warnings
 # The wasm guest through the CUDA launcher, and many tenants on one device.
 cargo test -p kernel-args-cli --features cuda --test cuda_demo --test tenants 2>&1 | tee -a "$log"
+# The launch tests against the other drivers as they ship: 13.2 (the parameter count from the
+# driver) and 12.2 (no parameter info: the PTX's signature).
+for other in libkargs_emulated_cuda_13_2.so libkargs_emulated_cuda_12_2.so; do
+    echo "cuda: the launch tests against $other"
+    KARGS_CUDA_DRIVER="$(dirname "$KARGS_CUDA_DRIVER")/$other" \
+        cargo test -p kernel-args-cuda --features cuda --test cuda --test declarations --test emulator 2>&1 \
+        | tee -a "$log"
+    KARGS_CUDA_DRIVER="$(dirname "$KARGS_CUDA_DRIVER")/$other" \
+        cargo test -p kernel-args-cli --features cuda --test cuda_demo --test tenants 2>&1 | tee -a "$log"
+done
 if grep -q 'SKIPPED' "$log"; then
     echo "error: a CUDA test skipped against the emulated driver" >&2
     exit 1

@@ -80,6 +80,10 @@ pub struct DeviceInfo {
     pub shared_memory_per_block_optin: u32,
     /// Whether the driver has `cuFuncGetParamInfo` (CUDA 12.4+).
     pub param_info: bool,
+    /// Whether the driver has `cuFuncGetParamCount` (CUDA 13.2+). Without it (drivers up to
+    /// 580 among them) the launcher asks `cuFuncGetParamInfo` for parameters until the driver
+    /// answers `CUDA_ERROR_INVALID_VALUE`.
+    pub param_count: bool,
 }
 
 /// A kernel's module, loaded in one context, and what the launcher needs to know of it.
@@ -221,6 +225,7 @@ impl CudaDevice {
                 A::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
             )?),
             param_info: driver.has_param_info(),
+            param_count: driver.has_param_count(),
         };
         let pointer_mode = match options.pointer_mode {
             PointerModeChoice::Auto if info.pageable_memory_access && info.uses_host_page_tables => {

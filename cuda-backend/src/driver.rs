@@ -278,6 +278,11 @@ impl Driver {
         self.api.func_get_param_info.is_some()
     }
 
+    /// Whether the driver exports `cuFuncGetParamCount` (CUDA 13.2).
+    pub fn has_param_count(&self) -> bool {
+        self.api.func_get_param_count.is_some()
+    }
+
     /// `cuDeviceGetCount`.
     pub fn device_count(&self) -> Result<i32, CuError> {
         let mut count: c_int = 0;

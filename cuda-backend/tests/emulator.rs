@@ -160,9 +160,20 @@ fn ptx_the_parser_cannot_read() -> String {
 fn the_signature_comes_from_the_driver_else_the_ptx_else_none() {
     let test = "the_signature_comes_from_the_driver_else_the_ptx_else_none";
     let Some((emulator, _, options)) = fresh(test, DEFAULT) else { return };
-    let device = open(options.clone());
-    assert!(device.info().param_info);
-    assert_eq!(good_launch(&mut device.launcher(), 100).signature, SignatureCheck::Driver);
+    // Each driver as it ships (whichever KARGS_CUDA_DRIVER names, its siblings are beside it): 12.8 (the default library; the H200's drivers) describes
+    // parameters but does not count them, so the launcher probes cuFuncGetParamInfo; 13.2
+    // counts them. Both give the driver's signature.
+    for (library, version, counts) in [
+        (kernel_args_cuda_emulator::client::LIBRARY, 12080, false),
+        (kernel_args_cuda_emulator::client::LIBRARY_13_2, 13020, true),
+    ] {
+        let path = options.driver_library.as_deref().unwrap().with_file_name(library);
+        let device = open(CudaOptions { driver_library: Some(path), ..CudaOptions::default() });
+        assert_eq!(device.info().driver_version, version, "{library}");
+        assert!(device.info().param_info, "{library}");
+        assert_eq!(device.info().param_count, counts, "{library}");
+        assert_eq!(good_launch(&mut device.launcher(), 100).signature, SignatureCheck::Driver, "{library}");
+    }
 
     // The CUDA 12.2 driver has no cuFuncGetParamInfo: the PTX's declaration is checked.
     let old = CudaOptions {

@@ -21,7 +21,7 @@
 //! - `cuLaunchKernel` with `extra` non-null is `CUDA_ERROR_INVALID_VALUE` (not supported).
 //! - `cuModuleLoadDataEx` takes PTX text only, read by [`ptx`]; it honours the
 //!   error-log options and ignores the others. A `.version` newer than the emulated driver's
-//!   PTX ISA (8.2 for CUDA 12.2, 8.8 for 12.9) is `CUDA_ERROR_UNSUPPORTED_PTX_VERSION`.
+//!   PTX ISA (8.2 for CUDA 12.2, 8.7 for 12.8, 9.2 for 13.2) is `CUDA_ERROR_UNSUPPORTED_PTX_VERSION`.
 
 use std::ffi::{CStr, c_char, c_int, c_uint, c_void};
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -55,10 +55,13 @@ pub type CUdeviceptr = u64;
 /// Which CUDA driver a library emulates.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum EmulatedDriver {
-    /// CUDA 12.2: before `cuFuncGetParamInfo` and `cuFuncGetParamCount` (12.4).
+    /// CUDA 12.2 (driver 535, Debian's `libcuda1`): before `cuFuncGetParamInfo` (12.4).
     Cuda12_2,
-    /// CUDA 12.9.
-    Cuda12_9,
+    /// CUDA 12.8 (driver 570, as H200 machines ship): `cuFuncGetParamInfo` (12.4), no
+    /// `cuFuncGetParamCount` (13.2).
+    Cuda12_8,
+    /// CUDA 13.2: `cuFuncGetParamInfo` and `cuFuncGetParamCount`.
+    Cuda13_2,
 }
 
 impl EmulatedDriver {
@@ -66,7 +69,8 @@ impl EmulatedDriver {
     pub const fn version(self) -> c_int {
         match self {
             EmulatedDriver::Cuda12_2 => 12020,
-            EmulatedDriver::Cuda12_9 => 12090,
+            EmulatedDriver::Cuda12_8 => 12080,
+            EmulatedDriver::Cuda13_2 => 13020,
         }
     }
 
@@ -74,7 +78,8 @@ impl EmulatedDriver {
     pub const fn max_ptx_isa(self) -> (u32, u32) {
         match self {
             EmulatedDriver::Cuda12_2 => (8, 2),
-            EmulatedDriver::Cuda12_9 => (8, 8),
+            EmulatedDriver::Cuda12_8 => (8, 7),
+            EmulatedDriver::Cuda13_2 => (9, 2),
         }
     }
 }
@@ -570,7 +575,7 @@ pub unsafe fn func_get_param_info(
     })
 }
 
-/// `CUresult cuFuncGetParamCount(CUfunction func, size_t *paramCount)` (CUDA 12.4).
+/// `CUresult cuFuncGetParamCount(CUfunction func, size_t *paramCount)` (CUDA 13.2).
 ///
 /// # Safety
 ///

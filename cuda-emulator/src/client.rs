@@ -24,8 +24,11 @@ use std::sync::{Mutex, PoisonError};
 pub use crate::control::Stat;
 pub use crate::state::{DeviceConfig, Live};
 
-/// The file name of the emulated CUDA 12.9 driver (`cuda-emulator/driver`).
+/// The file name of the emulated CUDA 12.8 driver, the default (`cuda-emulator/driver`).
 pub const LIBRARY: &str = "libkargs_emulated_cuda.so";
+/// The file name of the emulated CUDA 13.2 driver (`cuda-emulator/driver-13-2`), built beside
+/// [`LIBRARY`].
+pub const LIBRARY_13_2: &str = "libkargs_emulated_cuda_13_2.so";
 /// The file name of the emulated CUDA 12.2 driver (`cuda-emulator/driver-12-2`), built beside
 /// [`LIBRARY`].
 pub const LIBRARY_12_2: &str = "libkargs_emulated_cuda_12_2.so";

@@ -10,13 +10,18 @@
 //! a GPU; a library starts with one (ordinal 0: pageable memory access through the host's page
 //! tables, compute capability 9.0, 227 KiB of opt-in shared memory), and tests add others.
 //!
-//! This crate is the logic; the libraries are two `cdylib` packages that each expand
-//! [`export_driver_api!`] once:
+//! This crate is the logic; the libraries are three `cdylib` packages that each expand
+//! [`export_driver_api!`] once, one for each driver as it ships:
 //!
-//! | package | library | `export_driver_api!` | `cuDriverGetVersion` |
-//! |---|---|---|---|
-//! | `kernel-args-cuda-emulator-driver` | `libkargs_emulated_cuda.so` | `cuda_12_9` | 12090 |
-//! | `kernel-args-cuda-emulator-driver-12-2` | `libkargs_emulated_cuda_12_2.so` | `cuda_12_2` | 12020, without `cuFuncGetParamInfo` and `cuFuncGetParamCount` (CUDA 12.4) |
+//! | package | library | `export_driver_api!` | `cuDriverGetVersion` | `cuFuncGetParamInfo` (12.4) | `cuFuncGetParamCount` (13.2) |
+//! |---|---|---|---|---|---|
+//! | `kernel-args-cuda-emulator-driver` | `libkargs_emulated_cuda.so` (the default) | `cuda_12_8` | 12080 | yes | no |
+//! | `kernel-args-cuda-emulator-driver-13-2` | `libkargs_emulated_cuda_13_2.so` | `cuda_13_2` | 13020 | yes | yes |
+//! | `kernel-args-cuda-emulator-driver-12-2` | `libkargs_emulated_cuda_12_2.so` | `cuda_12_2` | 12020 | no | no |
+//!
+//! The default is a 12.8 driver because that is what GPU machines run (every H200 driver from
+//! 550 to 580 lacks `cuFuncGetParamCount`): the launcher's usual path there, probing
+//! `cuFuncGetParamInfo` until `CUDA_ERROR_INVALID_VALUE`, is the one the launch tests take.
 //!
 //! Each loaded library has its own state: devices, contexts, memory, counters.
 //!
@@ -62,26 +67,31 @@ pub mod state;
 /// crate: the driver entry points (`cuInit`, ..., `cuLaunchKernel`) and the control API
 /// (`kargs_emu_*`). The symbol table is declared here, once.
 ///
-/// `export_driver_api!(cuda_12_9)` exports every entry point and reports version 12090;
-/// `export_driver_api!(cuda_12_2)` reports 12020 and does not export `cuFuncGetParamInfo` and
-/// `cuFuncGetParamCount`, which a driver older than 12.4 lacks (the launcher looks them up
-/// with `dlsym` and must find them absent).
+/// `export_driver_api!(cuda_13_2)` exports every entry point and reports version 13020;
+/// `export_driver_api!(cuda_12_8)` reports 12080 and does not export `cuFuncGetParamCount`
+/// (CUDA 13.2); `export_driver_api!(cuda_12_2)` reports 12020 and exports neither that nor
+/// `cuFuncGetParamInfo` (CUDA 12.4). The launcher looks both up with `dlsym` and must find
+/// them absent where the driver lacks them.
 ///
 /// Expand it once, at the root of a `cdylib`:
 ///
 /// ```no_run
-/// kernel_args_cuda_emulator::export_driver_api!(cuda_12_9);
+/// kernel_args_cuda_emulator::export_driver_api!(cuda_12_8);
 /// ```
 #[macro_export]
 macro_rules! export_driver_api {
-    (cuda_12_9) => {
-        $crate::export_driver_api!(@driver $crate::api::EmulatedDriver::Cuda12_9, since_12_4);
+    (cuda_13_2) => {
+        $crate::export_driver_api!(@driver $crate::api::EmulatedDriver::Cuda13_2, yes, yes);
+    };
+    (cuda_12_8) => {
+        $crate::export_driver_api!(@driver $crate::api::EmulatedDriver::Cuda12_8, yes, no);
     };
     (cuda_12_2) => {
-        $crate::export_driver_api!(@driver $crate::api::EmulatedDriver::Cuda12_2, before_12_4);
+        $crate::export_driver_api!(@driver $crate::api::EmulatedDriver::Cuda12_2, no, no);
     };
 
-    (@driver $driver:expr, $age:ident) => {
+    // $param_info: exports cuFuncGetParamInfo (12.4); $param_count: cuFuncGetParamCount (13.2).
+    (@driver $driver:expr, $param_info:ident, $param_count:ident) => {
         $crate::export_driver_api! { @exports
             /// `CUresult cuInit(unsigned int Flags)`.
             fn cuInit(flags: ::core::ffi::c_uint) -> $crate::result::CuResult = $crate::api::init[];
@@ -235,7 +245,7 @@ macro_rules! export_driver_api {
             /// Control API: `unsigned long long kargs_emu_stat(int what)`.
             fn kargs_emu_stat(what: ::core::ffi::c_int) -> ::core::ffi::c_ulonglong = $crate::control::stat[];
         }
-        $crate::export_driver_api! { @since_12_4 $age
+        $crate::export_driver_api! { @if $param_info
             /// `CUresult cuFuncGetParamInfo(CUfunction func, size_t paramIndex,
             /// size_t *paramOffset, size_t *paramSize)` (CUDA 12.4).
             unsafe fn cuFuncGetParamInfo(
@@ -244,17 +254,19 @@ macro_rules! export_driver_api {
                 param_offset: *mut usize,
                 param_size: *mut usize,
             ) -> $crate::result::CuResult = $crate::api::func_get_param_info[];
-            /// `CUresult cuFuncGetParamCount(CUfunction func, size_t *paramCount)` (CUDA 12.4).
+        }
+        $crate::export_driver_api! { @if $param_count
+            /// `CUresult cuFuncGetParamCount(CUfunction func, size_t *paramCount)` (CUDA 13.2).
             unsafe fn cuFuncGetParamCount(func: $crate::api::CUfunction, param_count: *mut usize)
                 -> $crate::result::CuResult = $crate::api::func_get_param_count[];
         }
     };
 
-    // Entry points a driver has from CUDA 12.4 on.
-    (@since_12_4 since_12_4 $($exports:tt)*) => {
+    // Entry points only some drivers have.
+    (@if yes $($exports:tt)*) => {
         $crate::export_driver_api! { @exports $($exports)* }
     };
-    (@since_12_4 before_12_4 $($exports:tt)*) => {};
+    (@if no $($exports:tt)*) => {};
 
     // One export per row: `[unsafe] fn symbol(args) -> ret = implementation[leading args];`.
     (@exports) => {};

@@ -108,7 +108,7 @@ fn load_on(driver: EmulatedDriver, ptx: &str) -> Result<CUmodule, (CuResult, Str
 }
 
 fn load(ptx: &str) -> CUmodule {
-    load_on(EmulatedDriver::Cuda12_9, ptx).unwrap()
+    load_on(EmulatedDriver::Cuda12_8, ptx).unwrap()
 }
 
 fn function(module: CUmodule, name: &str) -> Result<CUfunction, CuResult> {
@@ -221,8 +221,11 @@ fn device_queries() {
     assert_eq!(api::init(0), CUDA_SUCCESS);
     let mut version = 0;
     // SAFETY: `version` is writable.
-    assert_eq!(unsafe { api::driver_get_version(EmulatedDriver::Cuda12_9, &mut version) }, CUDA_SUCCESS);
-    assert_eq!(version, 12090);
+    assert_eq!(unsafe { api::driver_get_version(EmulatedDriver::Cuda12_8, &mut version) }, CUDA_SUCCESS);
+    assert_eq!(version, 12080);
+    // SAFETY: as above.
+    assert_eq!(unsafe { api::driver_get_version(EmulatedDriver::Cuda13_2, &mut version) }, CUDA_SUCCESS);
+    assert_eq!(version, 13020);
     // SAFETY: as above.
     assert_eq!(unsafe { api::driver_get_version(EmulatedDriver::Cuda12_2, &mut version) }, CUDA_SUCCESS);
     assert_eq!(version, 12020);
@@ -340,7 +343,7 @@ fn calls_without_a_current_context_are_invalid_context() {
     // This test's thread never pushes a context.
     assert_eq!(alloc(16), Err(CUDA_ERROR_INVALID_CONTEXT));
     assert_eq!(api::stream_synchronize(ptr::null_mut()), CUDA_ERROR_INVALID_CONTEXT);
-    assert_eq!(load_on(EmulatedDriver::Cuda12_9, VECTOR_ADD).unwrap_err().0, CUDA_ERROR_INVALID_CONTEXT);
+    assert_eq!(load_on(EmulatedDriver::Cuda12_8, VECTOR_ADD).unwrap_err().0, CUDA_ERROR_INVALID_CONTEXT);
     assert_eq!(api::ctx_push_current(ptr::null_mut()), CUDA_ERROR_INVALID_CONTEXT);
     assert_eq!(api::ctx_push_current(ptr::without_provenance_mut(0x1234_5678)), CUDA_ERROR_INVALID_CONTEXT);
 }
@@ -389,12 +392,12 @@ fn the_fixtures_report_their_parameter_layout() {
 fn malformed_ptx_is_refused_with_the_line_in_the_log() {
     let _session = session();
     let (code, log, written) =
-        load_on(EmulatedDriver::Cuda12_9, ".version 7.8\n.target sm_52\n.address_size 64\nthis is not ptx")
+        load_on(EmulatedDriver::Cuda12_8, ".version 7.8\n.target sm_52\n.address_size 64\nthis is not ptx")
             .unwrap_err();
     assert_eq!(code, CUDA_ERROR_INVALID_PTX);
     assert_eq!(log, "ptxas application ptx input, line 4; fatal   : Parsing error near 'this': syntax error");
     assert_eq!(written, log.len());
-    let (code, log, _) = load_on(EmulatedDriver::Cuda12_9, "").unwrap_err();
+    let (code, log, _) = load_on(EmulatedDriver::Cuda12_8, "").unwrap_err();
     assert_eq!(
         (code, log.as_str()),
         (
@@ -414,7 +417,7 @@ fn malformed_ptx_is_refused_with_the_line_in_the_log() {
     // writable for its size.
     let code = unsafe {
         api::module_load_data_ex(
-            EmulatedDriver::Cuda12_9,
+            EmulatedDriver::Cuda12_8,
             &mut module,
             image.as_ptr().cast(),
             3,
@@ -430,7 +433,7 @@ fn malformed_ptx_is_refused_with_the_line_in_the_log() {
     // SAFETY: the null arrays are refused before they are read.
     let code = unsafe {
         api::module_load_data_ex(
-            EmulatedDriver::Cuda12_9,
+            EmulatedDriver::Cuda12_8,
             &mut module,
             image.as_ptr().cast(),
             1,
@@ -448,8 +451,14 @@ fn malformed_ptx_is_refused_with_the_line_in_the_log() {
         log,
         "ptxas application ptx input, line 9; fatal   : Unsupported .version 8.5; current version is '8.2'"
     );
-    assert!(load_on(EmulatedDriver::Cuda12_9, &newer).is_ok());
-    assert_eq!(control::live(_session.ordinal, 1), 1);
+    assert!(load_on(EmulatedDriver::Cuda12_8, &newer).is_ok());
+    // 8.8 is CUDA 12.9's: a 12.8 driver refuses it, a 13.2 one takes it.
+    let newer = VECTOR_ADD.replace(".version 7.8", ".version 8.8");
+    let (code, log, _) = load_on(EmulatedDriver::Cuda12_8, &newer).unwrap_err();
+    assert_eq!(code, CUDA_ERROR_UNSUPPORTED_PTX_VERSION);
+    assert!(log.ends_with("Unsupported .version 8.8; current version is '8.7'"), "{log}");
+    assert!(load_on(EmulatedDriver::Cuda13_2, &newer).is_ok());
+    assert_eq!(control::live(_session.ordinal, 1), 2);
 }
 
 #[test]
@@ -738,7 +747,7 @@ fn an_illegal_access_makes_the_context_sticky_until_it_is_reset() {
         ("cuMemcpyDtoHAsync_v2", download(d, &mut bytes)),
         ("cuMemAlloc_v2", alloc(4).unwrap_err()),
         ("cuMemFree_v2", api::mem_free(kept)),
-        ("cuModuleLoadDataEx", load_on(EmulatedDriver::Cuda12_9, VECTOR_ADD).unwrap_err().0),
+        ("cuModuleLoadDataEx", load_on(EmulatedDriver::Cuda12_8, VECTOR_ADD).unwrap_err().0),
         ("cuModuleGetFunction", function(module, "vector_add").unwrap_err()),
         // SAFETY: `count` is writable.
         ("cuFuncGetParamCount", unsafe { api::func_get_param_count(f, &mut count) }),
@@ -816,7 +825,7 @@ fn injected_failures_have_no_effect() {
     // SAFETY: a NUL-terminated name.
     assert_eq!(unsafe { control::call_count(alloc_name.as_ptr()) }, 4);
 
-    let (code, module, log, written) = load_raw(EmulatedDriver::Cuda12_9, VECTOR_ADD);
+    let (code, module, log, written) = load_raw(EmulatedDriver::Cuda12_8, VECTOR_ADD);
     assert_eq!((code, module, log, written), (-1, ptr::null_mut(), [0xff; 256], 256), "no log, no module");
     assert_eq!(control::live(ordinal, 1), 0);
     let f = function(load(VECTOR_ADD), "vector_add").unwrap();
@@ -863,13 +872,13 @@ fn modules_are_compiled_for_the_device_and_entries_bound_their_blocks() {
     let session = session(); // compute capability 9.0
     // A `.target` above the device's compute capability is refused, as the JIT refuses it.
     let (code, log, _) =
-        load_on(EmulatedDriver::Cuda12_9, &VECTOR_ADD.replacen(".target sm_52", ".target sm_100", 1))
+        load_on(EmulatedDriver::Cuda12_8, &VECTOR_ADD.replacen(".target sm_52", ".target sm_100", 1))
             .unwrap_err();
     assert_eq!(code, CUDA_ERROR_INVALID_PTX);
     assert!(log.contains("SM version specified by .target (sm_100)"), "{log}");
     for target in ["sm_90", "sm_90a", "sm_80"] {
         assert!(
-            load_on(EmulatedDriver::Cuda12_9, &VECTOR_ADD.replacen("sm_52", target, 1)).is_ok(),
+            load_on(EmulatedDriver::Cuda12_8, &VECTOR_ADD.replacen("sm_52", target, 1)).is_ok(),
             "{target}"
         );
     }

@@ -31,8 +31,8 @@ fn every_entry_point_but_the_version_needs_cu_init() {
     assert!(handle.is_null());
     assert_eq!(dptr, 0);
     // SAFETY: `value` is writable.
-    assert_eq!(unsafe { api::driver_get_version(EmulatedDriver::Cuda12_9, &mut value) }, CUDA_SUCCESS);
-    assert_eq!(value, 12090);
+    assert_eq!(unsafe { api::driver_get_version(EmulatedDriver::Cuda12_8, &mut value) }, CUDA_SUCCESS);
+    assert_eq!(value, 12080);
     assert_eq!(api::init(2), CUDA_ERROR_INVALID_VALUE);
     // SAFETY: as above.
     assert_eq!(unsafe { api::device_get_count(&mut value) }, CUDA_ERROR_NOT_INITIALIZED);

@@ -131,6 +131,12 @@ pub fn emulator(test: &str) -> Option<(&'static Emulator, PathBuf)> {
     }
 }
 
+/// The emulated CUDA 13.2 driver beside the one `KARGS_CUDA_DRIVER` names (it has
+/// `cuFuncGetParamCount` as well as `cuFuncGetParamInfo`).
+pub fn emulator_13_2(path: &std::path::Path) -> PathBuf {
+    path.with_file_name(kernel_args_cuda_emulator::client::LIBRARY_13_2)
+}
+
 /// The emulated CUDA 12.2 driver beside the one `KARGS_CUDA_DRIVER` names (it lacks
 /// `cuFuncGetParamInfo`).
 pub fn emulator_12_2(path: &std::path::Path) -> PathBuf {
