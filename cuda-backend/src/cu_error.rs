@@ -64,6 +64,7 @@ pub fn cu_error_name(code: i32) -> Option<&'static str> {
         223 => "CUDA_ERROR_JIT_COMPILATION_DISABLED",
         224 => "CUDA_ERROR_UNSUPPORTED_EXEC_AFFINITY",
         225 => "CUDA_ERROR_UNSUPPORTED_DEVSIDE_SYNC",
+        226 => "CUDA_ERROR_CONTAINED",
         300 => "CUDA_ERROR_INVALID_SOURCE",
         301 => "CUDA_ERROR_FILE_NOT_FOUND",
         302 => "CUDA_ERROR_SHARED_OBJECT_SYMBOL_NOT_FOUND",
@@ -93,6 +94,7 @@ pub fn cu_error_name(code: i32) -> Option<&'static str> {
         718 => "CUDA_ERROR_INVALID_PC",
         719 => "CUDA_ERROR_LAUNCH_FAILED",
         720 => "CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE",
+        721 => "CUDA_ERROR_TENSOR_MEMORY_LEAK",
         800 => "CUDA_ERROR_NOT_PERMITTED",
         801 => "CUDA_ERROR_NOT_SUPPORTED",
         802 => "CUDA_ERROR_SYSTEM_NOT_READY",
@@ -142,18 +144,19 @@ pub enum Phase {
 /// that leaves the context unusable, so that every later call in it returns the same code
 /// (`cuda.h`: "the context cannot be used, so it must be destroyed").
 pub fn is_sticky(code: i32) -> bool {
-    matches!(code, 214 | 220 | 700 | 702 | 710 | 714 | 715 | 716 | 717 | 718 | 719)
+    matches!(code, 214 | 220 | 226 | 700 | 702 | 710 | 714 | 715 | 716 | 717 | 718 | 719 | 721 | 810)
 }
 
 /// The ABI code for driver result `code` returned in `phase`.
 pub fn abi_code(phase: Phase, code: i32) -> AbiError {
     match phase {
         Phase::ModuleLoad => match code {
-            // The host has no working JIT (221: not found, 223: disabled): nothing is wrong
-            // with the kernel, CUDA just cannot run PTX here.
-            221 | 223 => AbiError::NotAvailable,
+            // The host has no working JIT (221: not found, 223: disabled), or one older than
+            // the PTX's `.version` (222: an old driver): nothing is wrong with the kernel, CUDA
+            // just cannot run it here, now.
+            221..=223 => AbiError::NotAvailable,
             // The image or PTX itself.
-            200 | 209 | 218 | 222 | 300 | 302 | 303 => AbiError::MalformedPtx,
+            200 | 209 | 218 | 300 | 302 | 303 => AbiError::MalformedPtx,
             _ => AbiError::LaunchFailed,
         },
         Phase::GetFunction => match code {
@@ -167,10 +170,13 @@ pub fn abi_code(phase: Phase, code: i32) -> AbiError {
 /// The host error for driver result `code` of `call` in `phase`: the mapped ABI code and a
 /// message naming the call and the code (by this crate's table, never by asking the driver).
 pub fn driver_error(call: &str, code: i32, phase: Phase) -> HostError {
-    let message = match cu_error_name(code) {
+    let mut message = match cu_error_name(code) {
         Some(name) => format!("{call} failed: {name} ({code})"),
         None => format!("{call} failed: CUDA error {code} (not in this host's table: a newer driver)"),
     };
+    if phase == Phase::ModuleLoad && code == 222 {
+        message.push_str(" (the driver is older than the PTX's .version: update the driver, or register PTX of an older .version)");
+    }
     HostError::msg(abi_code(phase, code), message)
 }
 
@@ -181,7 +187,7 @@ mod tests {
     #[test]
     fn codes_map_by_phase() {
         assert_eq!(abi_code(Phase::ModuleLoad, 218), AbiError::MalformedPtx);
-        assert_eq!(abi_code(Phase::ModuleLoad, 222), AbiError::MalformedPtx);
+        assert_eq!(abi_code(Phase::ModuleLoad, 222), AbiError::NotAvailable);
         assert_eq!(abi_code(Phase::ModuleLoad, 221), AbiError::NotAvailable);
         assert_eq!(abi_code(Phase::ModuleLoad, 223), AbiError::NotAvailable);
         assert_eq!(abi_code(Phase::ModuleLoad, 2), AbiError::LaunchFailed);

@@ -248,6 +248,56 @@ fn a_kernel_fault_fails_the_launch_and_the_next_launch_recovers() {
 }
 
 #[test]
+fn a_ptx_newer_than_the_driver_is_not_available_and_not_kept() {
+    let test = "a_ptx_newer_than_the_driver_is_not_available_and_not_kept";
+    let Some((emulator, _, options)) = fresh(test, DEFAULT) else { return };
+    // PTX ISA 9.2 (CUDA 13.2) on the 12.8 driver: CUDA_ERROR_UNSUPPORTED_PTX_VERSION (222).
+    let newer = support::VECTOR_ADD_PTX.replacen(".version 7.8", ".version 9.2", 1);
+    let mut registry = KernelRegistry::new();
+    registry.register(VECTOR_ADD, &newer, "vector_add", support::VECTOR_ADD_DECLARATION).unwrap();
+    let library =
+        options.driver_library.as_deref().unwrap().with_file_name(kernel_args_cuda_emulator::client::LIBRARY);
+    let device =
+        CudaDevice::open(registry, CudaOptions { driver_library: Some(library), ..options }).unwrap();
+    let mut launcher = device.launcher();
+    let loads = emulator.call_count("cuModuleLoadDataEx");
+    for attempt in 1..=2 {
+        let mut memory = vectors(16);
+        let err = vector_add(&mut launcher, VECTOR_ADD, &mut memory, 16, 16, 0).unwrap_err();
+        // An old driver, not a bad kernel: the guest is told CUDA cannot run it here...
+        assert_eq!(err.code(), AbiError::NotAvailable, "{err}");
+        assert!(err.to_string().contains("CUDA_ERROR_UNSUPPORTED_PTX_VERSION (222)"), "{err}");
+        assert!(err.to_string().contains("older than the PTX's .version"), "{err}");
+        // ...and the failure is not kept as the kernel's: each launch asks the driver again.
+        assert_eq!(emulator.call_count("cuModuleLoadDataEx"), loads + attempt, "{err}");
+    }
+}
+
+#[test]
+fn every_sticky_code_replaces_the_context() {
+    let test = "every_sticky_code_replaces_the_context";
+    // The codes cuda.h documents as leaving the context unusable, 226, 721 and 810 among them:
+    // the emulator keeps each as the context's sticky error (as the driver does), and the
+    // launcher must replace the context before the next launch, or that launch fails too.
+    for &code in kernel_args_cuda_emulator::result::STICKY {
+        let Some((emulator, ordinal, options)) = fresh(test, DEFAULT) else { return };
+        let device = open(options);
+        let mut launcher = device.launcher();
+        good_launch(&mut launcher, 64);
+        emulator.fail_call("cuStreamSynchronize", 1, code);
+        let mut memory = vectors(64);
+        let err = vector_add(&mut launcher, VECTOR_ADD, &mut memory, 64, 64, 0).unwrap_err();
+        assert_eq!(err.code(), AbiError::LaunchFailed, "{code}: {err}");
+        assert!(err.to_string().contains(&format!("({code})")), "{code}: {err}");
+        assert_eq!(emulator.sticky_error(ordinal), code, "{code} is sticky in the context");
+        good_launch(&mut launcher, 64);
+        assert_eq!(emulator.sticky_error(ordinal), 0, "{code}: the context was replaced");
+        drop((launcher, device));
+        assert_eq!(emulator.live_all(ordinal), [0; 5], "{code}");
+    }
+}
+
+#[test]
 fn a_misaligned_access_faults_as_on_a_gpu_and_the_next_launch_recovers() {
     let test = "a_misaligned_access_faults_as_on_a_gpu_and_the_next_launch_recovers";
     for (config, mode) in [(DEFAULT, PointerModeChoice::Direct), (STAGED_ONLY, PointerModeChoice::Staged)] {

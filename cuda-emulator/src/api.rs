@@ -149,7 +149,15 @@ const MAX_SHARED_MEMORY_PER_BLOCK: c_int = 48 * 1024;
 /// is `CUDA_ERROR_UNKNOWN`.
 fn entry_point(entry: EntryPoint, body: impl FnOnce() -> Result<(), CuResult>) -> CuResult {
     let run = AssertUnwindSafe(|| match faults::on_call(entry) {
-        Some(code) => code,
+        Some(code) => {
+            // An injected sticky code is a fault like any other: the context keeps it.
+            if crate::result::STICKY.contains(&code)
+                && let Some(context) = state::current_context()
+            {
+                state::lock().poison(context, code);
+            }
+            code
+        }
         None => body().err().unwrap_or(CUDA_SUCCESS),
     });
     catch_unwind(run).unwrap_or(CUDA_ERROR_UNKNOWN)

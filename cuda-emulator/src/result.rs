@@ -39,3 +39,13 @@ pub const CUDA_ERROR_MISALIGNED_ADDRESS: CuResult = 716;
 pub const CUDA_ERROR_NOT_SUPPORTED: CuResult = 801;
 /// `CUDA_ERROR_UNKNOWN`: the emulator itself failed (a caught panic).
 pub const CUDA_ERROR_UNKNOWN: CuResult = 999;
+
+/// The codes `cuda.h` documents as leaving the context unusable ("the context cannot be used,
+/// so it must be destroyed", or the process relaunched): uncorrectable ECC (214) and NVLink
+/// (220) errors, a contained exception (226, `CUDA_ERROR_CONTAINED`), an illegal address
+/// (700), a launch timeout (702), a device assert (710), the hardware stack, instruction,
+/// alignment, address space and PC faults (714 to 718), a failed launch (719), a tensor memory
+/// leak (721, `CUDA_ERROR_TENSOR_MEMORY_LEAK`) and an MPS client the server terminated (810,
+/// `CUDA_ERROR_MPS_CLIENT_TERMINATED`). The emulator gives such a code to the context whenever
+/// it answers one, injected failures included, so every later call in the context answers it.
+pub const STICKY: &[CuResult] = &[214, 220, 226, 700, 702, 710, 714, 715, 716, 717, 718, 719, 721, 810];
