@@ -114,6 +114,34 @@ fn good_launch(launcher: &mut CudaLauncher, n: usize) -> LaunchOutcome {
     outcome
 }
 
+/// The kernel id of vector_add registered without a declaration (trusted guests only), so that
+/// a launch can hand it a raw `u64` where it takes a pointer.
+const VECTOR_ADD_UNDECLARED: i64 = 100;
+
+/// The fixture kernels, and vector_add once more without a declaration.
+fn registry_with_undeclared() -> KernelRegistry {
+    let mut r = registry();
+    r.register_undeclared(VECTOR_ADD_UNDECLARED, VECTOR_ADD_PTX, "vector_add").unwrap();
+    r
+}
+
+/// vector_add over `n` elements with `out` a null pointer: the kernel stores through address 0,
+/// which faults on a GPU as on the emulator (CUDA_ERROR_ILLEGAL_ADDRESS, sticky), unlike a
+/// small overrun, which on a GPU lands in a neighbouring allocation on the same page.
+fn null_store(launcher: &mut CudaLauncher, n: usize) -> HostError {
+    let mut memory = vectors(n);
+    let before = memory.clone();
+    let mut buf = [0u8; 64];
+    let mut argv = ArgvBuilder::new(&mut buf);
+    let len = (4 * n) as u32;
+    argv.ptr(0, len).unwrap().ptr(len, len).unwrap().u64(0).unwrap().u32(n as u32).unwrap();
+    let shape =
+        LaunchShape { grid: [(n as u32).div_ceil(128), 1, 1], block: [128, 1, 1], shared_mem_bytes: 0 };
+    let err = launch(launcher, VECTOR_ADD_UNDECLARED, &mut memory, argv.finish(), shape).unwrap_err();
+    assert_eq!(memory, before, "nothing was copied back from a faulted launch");
+    err
+}
+
 #[test]
 fn auto_picks_direct_under_ats_only() {
     let test = "auto_picks_direct_under_ats_only";
@@ -225,26 +253,27 @@ fn a_driver_that_cannot_describe_the_kernel_does_not_override_the_ptx() {
 #[test]
 fn a_kernel_fault_fails_the_launch_and_the_next_launch_recovers() {
     let test = "a_kernel_fault_fails_the_launch_and_the_next_launch_recovers";
-    let Some((emulator, ordinal, options)) = fresh(test, STAGED_ONLY) else { return };
-    let device = open(options);
-    let mut launcher = device.launcher();
-    good_launch(&mut launcher, 256);
-    // n = 1000 with 16-float windows: the kernel reads past its staged buffers.
-    let mut memory = vectors(1000);
-    let before = memory.clone();
-    let err = vector_add(&mut launcher, VECTOR_ADD, &mut memory, 1000, 16, 0).unwrap_err();
-    assert_eq!(err.code(), AbiError::LaunchFailed, "{err}");
-    assert!(err.to_string().contains("CUDA_ERROR_ILLEGAL_ADDRESS (700)"), "{err}");
-    assert_eq!(memory, before, "nothing was copied back from a faulted launch");
-    assert_eq!(emulator.sticky_error(ordinal), 700, "the fault is sticky in the context");
-    say(format!("{test}: {err}"));
-    // The next launch resets the context and runs in the fresh one.
-    good_launch(&mut launcher, 256);
-    assert_eq!(emulator.sticky_error(ordinal), 0);
-    assert_eq!(emulator.live(ordinal, Live::Modules), 1, "the module was loaded again");
-    good_launch(&mut device.launcher(), 256);
-    drop((launcher, device));
-    assert_eq!(emulator.live_all(ordinal), [0; 5]);
+    for (config, mode) in [(DEFAULT, PointerModeChoice::Direct), (STAGED_ONLY, PointerModeChoice::Staged)] {
+        let Some((emulator, ordinal, options)) = fresh(test, config) else { return };
+        let device =
+            CudaDevice::open(registry_with_undeclared(), CudaOptions { pointer_mode: mode, ..options })
+                .unwrap();
+        let mut launcher = device.launcher();
+        good_launch(&mut launcher, 256);
+        // The kernel stores through a null `out`.
+        let err = null_store(&mut launcher, 256);
+        assert_eq!(err.code(), AbiError::LaunchFailed, "{err}");
+        assert!(err.to_string().contains("CUDA_ERROR_ILLEGAL_ADDRESS (700)"), "{err}");
+        assert_eq!(emulator.sticky_error(ordinal), 700, "the fault is sticky in the context");
+        say(format!("{test} ({mode:?}): {err}"));
+        // The next launch resets the context and runs in the fresh one.
+        good_launch(&mut launcher, 256);
+        assert_eq!(emulator.sticky_error(ordinal), 0);
+        assert_eq!(emulator.live(ordinal, Live::Modules), 1, "the module was loaded again");
+        good_launch(&mut device.launcher(), 256);
+        drop((launcher, device));
+        assert_eq!(emulator.live_all(ordinal), [0; 5]);
+    }
 }
 
 #[test]
@@ -336,7 +365,7 @@ fn a_misaligned_access_faults_as_on_a_gpu_and_the_next_launch_recovers() {
 fn a_fault_fails_the_launches_in_flight_and_the_next_ones_succeed() {
     let test = "a_fault_fails_the_launches_in_flight_and_the_next_ones_succeed";
     let Some((emulator, ordinal, options)) = fresh(test, STAGED_ONLY) else { return };
-    let device = open(options);
+    let device = CudaDevice::open(registry_with_undeclared(), options).unwrap();
     let mut tenant_a = device.launcher();
     let mut tenant_b = device.launcher();
     good_launch(&mut tenant_a, 64);
@@ -351,9 +380,8 @@ fn a_fault_fails_the_launches_in_flight_and_the_next_ones_succeed() {
     while emulator.held() == 0 {
         thread::sleep(Duration::from_millis(1));
     }
-    // Tenant A's kernel faults in the context they share.
-    let mut memory = vectors(1000);
-    let err = vector_add(&mut tenant_a, VECTOR_ADD, &mut memory, 1000, 16, 0).unwrap_err();
+    // Tenant A's kernel faults in the context they share: it stores through a null pointer.
+    let err = null_store(&mut tenant_a, 64);
     assert_eq!(err.code(), AbiError::LaunchFailed);
     emulator.release_held();
     let (mut tenant_b, in_flight) = b.join().unwrap();
