@@ -19,6 +19,9 @@ use kernel_args::{AbiError, HostError};
 pub const CUDA_SUCCESS: i32 = 0;
 /// `CUDA_ERROR_INVALID_VALUE`: also what `cuFuncGetParamInfo` returns past the last parameter.
 pub const CUDA_ERROR_INVALID_VALUE: i32 = 1;
+/// `CUDA_ERROR_INVALID_CONTEXT`: also what the launch path answers, without calling the driver,
+/// for a stream or kernel used with another context's [`Current`](crate::driver::Current).
+pub const CUDA_ERROR_INVALID_CONTEXT: i32 = 201;
 /// `CUDA_ERROR_NOT_FOUND`: e.g. `cuModuleGetFunction` for an entry the module lacks.
 pub const CUDA_ERROR_NOT_FOUND: i32 = 500;
 

@@ -4,7 +4,7 @@ use std::collections::HashMap;
 use std::ffi::OsStr;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, PoisonError, RwLock, RwLockReadGuard};
+use std::sync::{Arc, Mutex, PoisonError, RwLock, RwLockReadGuard, Weak};
 
 use cust::sys::{CUdevice_attribute, CUfunction_attribute};
 use kernel_args::{AbiError, Detail, HostError, PointerMode, SignatureCheck};
@@ -119,16 +119,65 @@ impl From<HostError> for LoadFailure {
     }
 }
 
-/// The device's context and everything loaded in it.
+/// A device's primary context.
 #[derive(Debug)]
 pub(crate) struct ContextState {
     pub(crate) primary: PrimaryContext,
-    /// Counts the contexts: a reset makes the next. Launchers' streams and buffers belong to
-    /// the generation they were made in.
+    /// Counts the contexts: a reset makes the next. Launchers' streams and buffers, and each
+    /// device's modules, belong to the generation they were made in.
     pub(crate) generation: u64,
-    kernels: Mutex<HashMap<i64, Arc<KernelSlot>>>,
     /// Set when a reset failed: the device cannot be used any more.
     pub(crate) lost: Option<HostError>,
+}
+
+/// A device's primary context as the process shares it. A reset after a sticky fault is
+/// process-wide (`cuDevicePrimaryCtxReset` destroys everything made in the context, whoever
+/// made it), so every [`CudaDevice`] of one driver library and ordinal holds the same one: a
+/// fault through one fails the launches in flight on all, the next launch on any replaces the
+/// context once, and each device then loads its modules again.
+#[derive(Debug)]
+pub(crate) struct SharedContext {
+    pub(crate) state: RwLock<ContextState>,
+    /// The generation whose context met a sticky error (0: none).
+    pub(crate) poisoned: AtomicU64,
+}
+
+/// The primary contexts the process has open: the driver library (by its loaded driver's
+/// address) and the ordinal of each, and the context while a device holds it.
+type OpenContexts = Vec<(usize, i32, Weak<SharedContext>)>;
+static OPEN_CONTEXTS: Mutex<OpenContexts> = Mutex::new(Vec::new());
+
+/// A device's modules, made in one generation of its context.
+#[derive(Debug, Default)]
+struct Kernels {
+    generation: u64,
+    slots: HashMap<i64, Arc<KernelSlot>>,
+}
+
+impl Kernels {
+    /// The modules, emptied first when they are of an older generation than `generation`: the
+    /// reset that made it destroyed them, so they are given up, not unloaded.
+    fn of(&mut self, generation: u64) -> &mut HashMap<i64, Arc<KernelSlot>> {
+        if self.generation != generation {
+            abandon(std::mem::take(&mut self.slots));
+            self.generation = generation;
+        }
+        &mut self.slots
+    }
+}
+
+/// Gives up modules whose context is gone (reset or unusable): nothing is unloaded.
+fn abandon(slots: HashMap<i64, Arc<KernelSlot>>) {
+    for (_, slot) in slots {
+        match Arc::try_unwrap(slot) {
+            Ok(Ok(loaded)) => loaded.kernel.abandon(),
+            Ok(Err(_)) => {}
+            // Not reachable (a launch holds the slots it uses only while the context cannot be
+            // reset), but a slot still held elsewhere must not unload a module of another
+            // context.
+            Err(shared) => std::mem::forget(shared),
+        }
+    }
 }
 
 /// One CUDA device, shared by every launcher of a process: [`CudaDevice`] (the driver, the
@@ -172,7 +221,11 @@ pub(crate) struct ContextState {
 /// lost: every later launch answers `LaunchFailed` with the reason. (CUDA documents its sticky
 /// errors as needing a new process; the reset is what the driver offers short of that.)
 ///
-/// The device is shared by every launcher of a process.
+/// The reset is process-wide, so devices opened on the same driver library and ordinal share
+/// one primary context: a fault through one fails the launches in flight on all of them, and
+/// the next launch on any replaces the context once for all. Open one device per ordinal and
+/// share it (`Arc`) where one registry serves; another CUDA library using the same primary
+/// context in the process would lose its modules and buffers to the reset.
 #[derive(Debug)]
 pub struct CudaDevice {
     pub(crate) info: DeviceInfo,
@@ -181,9 +234,11 @@ pub struct CudaDevice {
     /// Counts the registrations since the device was opened: a launcher's cached entry of an
     /// older count is looked up again.
     pub(crate) registrations: AtomicU64,
-    pub(crate) context: RwLock<ContextState>,
-    /// The generation whose context met a sticky error (0: none).
-    pub(crate) poisoned: AtomicU64,
+    /// The primary context, shared with every other device of this driver library and ordinal.
+    pub(crate) context: Arc<SharedContext>,
+    /// Each registered kernel's module (or why it cannot be loaded), loaded in this generation
+    /// of the context.
+    kernels: Mutex<Kernels>,
 }
 
 impl CudaDevice {
@@ -237,19 +292,33 @@ impl CudaDevice {
             }
             PointerModeChoice::Direct => PointerMode::Direct,
         };
-        let primary = device.retain_primary_context().map_err(setup)?;
+        // One primary context per driver library and ordinal in the process: a device opened
+        // where another is open shares its context (and its generation count).
+        let key = (std::ptr::from_ref::<Driver>(driver).addr(), ordinal);
+        let mut open = OPEN_CONTEXTS.lock().unwrap_or_else(PoisonError::into_inner);
+        open.retain(|(_, _, context)| context.strong_count() > 0);
+        let shared = open.iter().find(|(d, o, _)| (*d, *o) == key).and_then(|(_, _, c)| c.upgrade());
+        let context = match shared {
+            Some(context) => context,
+            None => {
+                let primary = device.retain_primary_context().map_err(setup)?;
+                let context = Arc::new(SharedContext {
+                    state: RwLock::new(ContextState { primary, generation: 1, lost: None }),
+                    poisoned: AtomicU64::new(0),
+                });
+                open.push((key.0, key.1, Arc::downgrade(&context)));
+                context
+            }
+        };
+        drop(open);
+        let generation = context.state.read().unwrap_or_else(PoisonError::into_inner).generation;
         Ok(Arc::new(CudaDevice {
             info,
             pointer_mode,
             registry: RwLock::new(registry),
             registrations: AtomicU64::new(0),
-            context: RwLock::new(ContextState {
-                primary,
-                generation: 1,
-                kernels: Mutex::new(HashMap::new()),
-                lost: None,
-            }),
-            poisoned: AtomicU64::new(0),
+            context,
+            kernels: Mutex::new(Kernels { generation, slots: HashMap::new() }),
         }))
     }
 
@@ -298,8 +367,9 @@ impl CudaDevice {
         register(&mut self.registry.write().unwrap_or_else(PoisonError::into_inner))?;
         self.registrations.fetch_add(1, Ordering::AcqRel);
         // After the registry changed, so a module loaded from the old entry meanwhile goes too.
-        let state = self.context.read().unwrap_or_else(PoisonError::into_inner);
-        let evicted = state.kernels.lock().unwrap_or_else(PoisonError::into_inner).remove(&id);
+        let state = self.context.state.read().unwrap_or_else(PoisonError::into_inner);
+        let evicted =
+            self.kernels.lock().unwrap_or_else(PoisonError::into_inner).of(state.generation).remove(&id);
         // Unloaded here (its `Drop` makes the context current), while the context cannot be
         // reset under it.
         drop(evicted);
@@ -339,11 +409,11 @@ impl CudaDevice {
     /// The context, recovered first if a kernel fault poisoned it; held (shared) for a whole
     /// launch, so that a recovery waits for the launches in flight.
     pub(crate) fn usable_context(&self) -> Result<RwLockReadGuard<'_, ContextState>, HostError> {
-        let state = self.context.read().unwrap_or_else(PoisonError::into_inner);
-        let state = if self.poisoned.load(Ordering::Acquire) == state.generation {
+        let state = self.context.state.read().unwrap_or_else(PoisonError::into_inner);
+        let state = if self.context.poisoned.load(Ordering::Acquire) == state.generation {
             drop(state);
             self.recover();
-            self.context.read().unwrap_or_else(PoisonError::into_inner)
+            self.context.state.read().unwrap_or_else(PoisonError::into_inner)
         } else {
             state
         };
@@ -353,23 +423,17 @@ impl CudaDevice {
         }
     }
 
-    /// Replaces a poisoned context by a fresh one, once no launch is in flight.
+    /// Replaces a poisoned context by a fresh one, once no launch is in flight on any device
+    /// sharing it. The reset destroys every module in it: each device gives its own up when it
+    /// next looks at them ([`Kernels::of`]).
     fn recover(&self) {
-        let mut state = self.context.write().unwrap_or_else(PoisonError::into_inner);
-        if self.poisoned.load(Ordering::Acquire) != state.generation || state.lost.is_some() {
+        let mut state = self.context.state.write().unwrap_or_else(PoisonError::into_inner);
+        if self.context.poisoned.load(Ordering::Acquire) != state.generation || state.lost.is_some() {
             return; // another thread recovered it first
         }
-        // The reset unloads every module: give them up rather than unload them again.
-        let kernels = std::mem::take(state.kernels.get_mut().unwrap_or_else(PoisonError::into_inner));
-        for (_, slot) in kernels {
-            match Arc::try_unwrap(slot) {
-                Ok(Ok(loaded)) => loaded.kernel.abandon(),
-                Ok(Err(_)) => {}
-                // Not reachable (every launch, which holds the slots it uses, has ended), but a
-                // slot still held elsewhere must not unload a module of the new context.
-                Err(shared) => std::mem::forget(shared),
-            }
-        }
+        // This device's modules now, while the lock is held (the others' at their next use).
+        let generation = state.generation;
+        abandon(std::mem::take(self.kernels.lock().unwrap_or_else(PoisonError::into_inner).of(generation)));
         match state.primary.reset() {
             Ok(()) => state.generation = state.generation.saturating_add(1),
             Err(e) => {
@@ -387,7 +451,7 @@ impl CudaDevice {
     /// recovery.
     pub(crate) fn fail(&self, generation: u64, e: CuError, phase: Phase) -> HostError {
         if is_sticky(e.code) {
-            self.poisoned.store(generation, Ordering::Release);
+            self.context.poisoned.store(generation, Ordering::Release);
         }
         e.at(phase)
     }
@@ -399,7 +463,8 @@ impl CudaDevice {
         current: &Current<'_>,
         id: i64,
     ) -> Result<Arc<KernelSlot>, HostError> {
-        let mut kernels = state.kernels.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut kernels = self.kernels.lock().unwrap_or_else(PoisonError::into_inner);
+        let kernels = kernels.of(state.generation);
         if let Some(slot) = kernels.get(&id) {
             return Ok(Arc::clone(slot));
         }
@@ -481,19 +546,22 @@ impl CudaDevice {
 
 impl Drop for CudaDevice {
     fn drop(&mut self) {
-        let state = self.context.get_mut().unwrap_or_else(PoisonError::into_inner);
-        let kernels = std::mem::take(state.kernels.get_mut().unwrap_or_else(PoisonError::into_inner));
-        if state.lost.is_some() || self.poisoned.load(Ordering::Acquire) == state.generation {
-            // The context is unusable: releasing it (below) destroys what is in it.
-            for (_, slot) in kernels {
-                if let Ok(Ok(loaded)) = Arc::try_unwrap(slot) {
-                    loaded.kernel.abandon();
-                }
-            }
+        let state = self.context.state.read().unwrap_or_else(PoisonError::into_inner);
+        let kernels = self.kernels.get_mut().unwrap_or_else(PoisonError::into_inner);
+        let current = kernels.generation == state.generation;
+        let slots = std::mem::take(&mut kernels.slots);
+        if !current
+            || state.lost.is_some()
+            || self.context.poisoned.load(Ordering::Acquire) == state.generation
+        {
+            // Made in a context that is gone, or in one that is unusable (releasing or
+            // resetting it destroys what is in it).
+            abandon(slots);
         } else {
-            drop(kernels); // each module unloads itself
+            drop(slots); // each module unloads itself
         }
-        // `primary` is released when the state drops, after the modules.
+        drop(state);
+        // The context is released when its last device drops, after the modules.
     }
 }
 

@@ -48,6 +48,7 @@
 
 use std::collections::HashMap;
 use std::ffi::{CStr, OsStr, OsString, c_char, c_int, c_uint, c_void};
+use std::marker::PhantomData;
 use std::mem::ManuallyDrop;
 use std::ptr;
 use std::sync::{Mutex, PoisonError};
@@ -57,7 +58,9 @@ use kernel_args::{HostError, LaunchShape};
 use kernel_args_core::GuestWindow;
 use libloading::Library;
 
-use crate::cu_error::{CUDA_ERROR_INVALID_VALUE, CUDA_SUCCESS, Phase, cu_error_name, driver_error};
+use crate::cu_error::{
+    CUDA_ERROR_INVALID_CONTEXT, CUDA_ERROR_INVALID_VALUE, CUDA_SUCCESS, Phase, cu_error_name, driver_error,
+};
 use crate::setup::SetupError;
 use crate::storage::KernelParams;
 
@@ -364,7 +367,7 @@ impl PrimaryContext {
     /// Makes the context current on this thread until the returned guard drops.
     pub fn push(&self) -> Result<Current<'_>, CuError> {
         push(self.device.driver, self.context)?;
-        Ok(Current { context: self })
+        Ok(Current { context: self, _this_thread: PhantomData })
     }
 
     /// Recovers the context from a sticky error (`cuDevicePrimaryCtxReset`): everything made
@@ -408,13 +411,29 @@ fn pop(driver: &Driver) {
 }
 
 /// A primary context made current on this thread; popped on drop. Operations that need a
-/// current context take one as proof.
+/// current context take one as proof, and those on a stream or kernel check that it is their
+/// context's.
+///
+/// Not `Send`: a context is current on one thread, and the pop on drop must run on the thread
+/// that pushed it.
 #[derive(Debug)]
 pub struct Current<'c> {
     context: &'c PrimaryContext,
+    _this_thread: PhantomData<*const ()>,
 }
 
 impl Current<'_> {
+    /// `Ok` when `context` is the one this proof makes current; else `CUDA_ERROR_INVALID_CONTEXT`
+    /// for `call`, which is then never made (a stream or kernel of a context that was reset, or
+    /// of another device).
+    fn check(&self, context: Handle, call: &'static str) -> Result<(), CuError> {
+        if self.handle() == context {
+            Ok(())
+        } else {
+            Err(CuError { call, code: CUDA_ERROR_INVALID_CONTEXT })
+        }
+    }
+
     fn driver(&self) -> &'static Driver {
         self.context.device.driver
     }
@@ -640,10 +659,11 @@ impl Stream {
     ///
     /// # Errors
     ///
-    /// The first failed call; a window without a host pointer or longer than its buffer is
-    /// refused with `CUDA_ERROR_INVALID_VALUE` before anything is copied.
+    /// The first failed call; a `current` that is not the stream's context is
+    /// `CUDA_ERROR_INVALID_CONTEXT`, and a window without a host pointer or longer than its
+    /// buffer `CUDA_ERROR_INVALID_VALUE`, both before anything is copied.
     pub fn upload(&self, current: &Current<'_>, transfers: &[Transfer<'_, '_>]) -> Result<(), CuError> {
-        let _ = current;
+        current.check(self.context, "cuMemcpyHtoDAsync")?;
         let refused = CuError { call: "cuMemcpyHtoDAsync", code: CUDA_ERROR_INVALID_VALUE };
         if transfers.iter().any(|t| t.window.host_ptr().is_none() || t.device().is_none()) {
             return Err(refused);
@@ -682,8 +702,9 @@ impl Stream {
     ///
     /// # Errors
     ///
-    /// The first failed call; a window without a writable host pointer or longer than its
-    /// buffer is refused with `CUDA_ERROR_INVALID_VALUE` before the launch.
+    /// The first failed call; a `current` that is not the stream's and the kernel's context is
+    /// `CUDA_ERROR_INVALID_CONTEXT`, and a window without a writable host pointer or longer than
+    /// its buffer `CUDA_ERROR_INVALID_VALUE`, both before the launch.
     pub fn launch(
         &self,
         current: &Current<'_>,
@@ -692,7 +713,8 @@ impl Stream {
         params: &mut impl KernelParams,
         copy_back: &[Transfer<'_, '_>],
     ) -> Result<(), CuError> {
-        let _ = current;
+        current.check(self.context, "cuLaunchKernel")?;
+        current.check(kernel.context, "cuLaunchKernel")?;
         let refused = CuError { call: "cuMemcpyDtoHAsync", code: CUDA_ERROR_INVALID_VALUE };
         if copy_back.iter().any(|t| t.window.host_ptr_mut().is_none() || t.device().is_none()) {
             return Err(refused);
@@ -810,5 +832,65 @@ impl Drop for DeviceBuffer {
             // here; every copy and launch that used it synchronised before returning.
             let _ = unsafe { (driver.api.mem_free)(address) };
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `Send`-ness of `T`, decided at compile time by method resolution: the inherent-looking
+    /// `IsSend` impl applies only when `T: Send`, else autoref falls back to `NotSend`.
+    struct Probe<T>(PhantomData<T>);
+    trait IsSend {
+        fn is_send(&self) -> bool {
+            true
+        }
+    }
+    impl<T: Send> IsSend for Probe<T> {}
+    trait NotSend {
+        fn is_send(&self) -> bool {
+            false
+        }
+    }
+    impl<T> NotSend for &Probe<T> {}
+
+    #[test]
+    #[expect(
+        clippy::needless_borrow,
+        reason = "the borrow is the probe: for a T that is not Send, the method resolves on &Probe<T>"
+    )]
+    fn the_current_context_proof_stays_on_its_thread() {
+        assert!(!(&Probe::<Current<'static>>(PhantomData)).is_send());
+        // The probe itself tells the two apart.
+        assert!((&Probe::<PrimaryContext>(PhantomData)).is_send());
+    }
+
+    /// A stream made in a context that was then reset, used with the fresh context's proof: the
+    /// launch path answers CUDA_ERROR_INVALID_CONTEXT without calling the driver. Needs a
+    /// driver: the emulated one, as `KARGS_CUDA_DRIVER` names it (40-cuda.sh).
+    #[test]
+    fn a_stream_refuses_another_contexts_proof() {
+        let test = "a_stream_refuses_another_contexts_proof";
+        let Some(path) = std::env::var_os("KARGS_CUDA_DRIVER").filter(|p| !p.is_empty()) else {
+            println!("SKIPPED {test}: KARGS_CUDA_DRIVER is not set: this test needs a driver");
+            return;
+        };
+        let driver = Driver::load(&path).unwrap();
+        let device = driver.device(0).unwrap();
+        let mut primary = device.retain_primary_context().unwrap();
+        let stream = {
+            let current = primary.push().unwrap();
+            Stream::new(&current).unwrap()
+        };
+        primary.reset().unwrap();
+        let current = primary.push().unwrap();
+        let err = stream.upload(&current, &[]).unwrap_err();
+        assert_eq!((err.call, err.code), ("cuMemcpyHtoDAsync", CUDA_ERROR_INVALID_CONTEXT));
+        let fresh = Stream::new(&current).unwrap();
+        assert_eq!(fresh.upload(&current, &[]), Ok(()));
+        drop((fresh, current));
+        // The reset destroyed the old stream.
+        stream.abandon();
     }
 }

@@ -349,8 +349,9 @@ impl Drop for CudaLauncher {
     fn drop(&mut self) {
         let Some(resources) = self.resources.take() else { return };
         // Shared, so that the context cannot be reset while the stream and buffers are freed.
-        let state = self.device.context.read().unwrap_or_else(PoisonError::into_inner);
-        let usable = state.lost.is_none() && self.device.poisoned.load(Ordering::Acquire) != state.generation;
+        let state = self.device.context.state.read().unwrap_or_else(PoisonError::into_inner);
+        let usable =
+            state.lost.is_none() && self.device.context.poisoned.load(Ordering::Acquire) != state.generation;
         if usable && resources.generation == state.generation {
             drop(resources); // each frees itself in its context
         } else {

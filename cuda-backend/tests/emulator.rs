@@ -399,6 +399,33 @@ fn a_fault_fails_the_launches_in_flight_and_the_next_ones_succeed() {
 }
 
 #[test]
+fn devices_on_one_ordinal_share_its_context_and_its_recovery() {
+    let test = "devices_on_one_ordinal_share_its_context_and_its_recovery";
+    let Some((emulator, ordinal, options)) = fresh(test, STAGED_ONLY) else { return };
+    // Two devices on one ordinal (an embedder's two registries, say): one primary context.
+    let a = CudaDevice::open(registry_with_undeclared(), options.clone()).unwrap();
+    let b = open(options);
+    let (mut on_a, mut on_b) = (a.launcher(), b.launcher());
+    good_launch(&mut on_a, 64);
+    good_launch(&mut on_b, 64);
+    assert_eq!(emulator.live(ordinal, Live::Modules), 2, "each device loaded its module");
+    // A kernel of A's faults; the context is reset once, by whichever launches next...
+    assert!(null_store(&mut on_a, 64).to_string().contains("(700)"));
+    let resets = emulator.call_count("cuDevicePrimaryCtxReset_v2");
+    good_launch(&mut on_b, 64);
+    assert_eq!(emulator.call_count("cuDevicePrimaryCtxReset_v2"), resets + 1);
+    // ...and the other device goes on in the fresh context too, with its module loaded again.
+    good_launch(&mut on_a, 64);
+    assert_eq!(emulator.call_count("cuDevicePrimaryCtxReset_v2"), resets + 1, "one reset for both");
+    assert_eq!(emulator.sticky_error(ordinal), 0);
+    assert_eq!(emulator.live(ordinal, Live::Modules), 2);
+    drop((on_a, a));
+    good_launch(&mut on_b, 64);
+    drop((on_b, b));
+    assert_eq!(emulator.live_all(ordinal), [0; 5], "every module, stream and retain given back");
+}
+
+#[test]
 fn a_missing_or_disabled_jit_is_not_available_and_not_remembered() {
     let test = "a_missing_or_disabled_jit_is_not_available_and_not_remembered";
     let Some((emulator, _, options)) = fresh(test, DEFAULT) else { return };
