@@ -338,7 +338,7 @@ impl Device {
     /// `cuDevicePrimaryCtxRetain`: the device's primary context, released on drop.
     pub fn retain_primary_context(&self) -> Result<PrimaryContext, CuError> {
         let context = self.retain()?;
-        Ok(PrimaryContext { device: *self, context })
+        Ok(PrimaryContext { device: *self, context, resets: 0 })
     }
 
     fn retain(&self) -> Result<Handle, CuError> {
@@ -361,6 +361,9 @@ impl Device {
 pub struct PrimaryContext {
     device: Device,
     context: Handle,
+    /// How often it was reset: what was made before a reset is not of the context now, even
+    /// where the driver gives the fresh context the old handle.
+    resets: u64,
 }
 
 impl PrimaryContext {
@@ -383,6 +386,7 @@ impl PrimaryContext {
         // learn its handle, then give that extra retain back.
         let fresh = self.device.retain()?;
         self.context = fresh;
+        self.resets += 1;
         self.device.release()
     }
 }
@@ -423,15 +427,20 @@ pub struct Current<'c> {
 }
 
 impl Current<'_> {
-    /// `Ok` when `context` is the one this proof makes current; else `CUDA_ERROR_INVALID_CONTEXT`
-    /// for `call`, which is then never made (a stream or kernel of a context that was reset, or
-    /// of another device).
-    fn check(&self, context: Handle, call: &'static str) -> Result<(), CuError> {
-        if self.handle() == context {
+    /// `Ok` when `made_in` is the context this proof makes current; else
+    /// `CUDA_ERROR_INVALID_CONTEXT` for `call`, which is then never made (a stream or kernel of
+    /// a context that was reset since, or of another device).
+    fn check(&self, made_in: MadeIn, call: &'static str) -> Result<(), CuError> {
+        if self.made_in() == made_in {
             Ok(())
         } else {
             Err(CuError { call, code: CUDA_ERROR_INVALID_CONTEXT })
         }
+    }
+
+    /// What a stream or kernel made under this proof records of its context.
+    fn made_in(&self) -> MadeIn {
+        MadeIn { context: self.handle(), resets: self.context.resets }
     }
 
     fn driver(&self) -> &'static Driver {
@@ -475,11 +484,19 @@ pub enum KernelLoadError {
     Entry(CuError),
 }
 
+/// The context a stream or kernel was made in: its handle, and how often it had been reset.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct MadeIn {
+    context: Handle,
+    resets: u64,
+}
+
 /// A module loaded from PTX and its entry function; the module is unloaded on drop.
 #[derive(Debug)]
 pub struct Kernel {
     driver: &'static Driver,
     context: Handle,
+    made_in: MadeIn,
     module: Handle,
     function: Handle,
 }
@@ -516,7 +533,13 @@ impl Kernel {
         }
         let module = Handle::from_raw(module);
         // From here on, `Drop` unloads the module.
-        let mut kernel = Kernel { driver, context: current.handle(), module, function: Handle(0) };
+        let mut kernel = Kernel {
+            driver,
+            context: current.handle(),
+            made_in: current.made_in(),
+            module,
+            function: Handle(0),
+        };
         let mut function: *mut c_void = ptr::null_mut();
         // SAFETY: `function` is writable; the module was just loaded in the current context;
         // the name is NUL-terminated.
@@ -612,6 +635,7 @@ impl Drop for Kernel {
 pub struct Stream {
     driver: &'static Driver,
     context: Handle,
+    made_in: MadeIn,
     stream: Handle,
 }
 
@@ -643,7 +667,12 @@ impl Stream {
         // SAFETY: `stream` is writable; flag 1 is CU_STREAM_NON_BLOCKING; a context is current.
         let code = unsafe { (driver.api.stream_create)(&mut stream, 1) };
         check("cuStreamCreate", code)?;
-        Ok(Stream { driver, context: current.handle(), stream: Handle::from_raw(stream) })
+        Ok(Stream {
+            driver,
+            context: current.handle(),
+            made_in: current.made_in(),
+            stream: Handle::from_raw(stream),
+        })
     }
 
     /// `cuStreamSynchronize`.
@@ -663,7 +692,7 @@ impl Stream {
     /// `CUDA_ERROR_INVALID_CONTEXT`, and a window without a host pointer or longer than its
     /// buffer `CUDA_ERROR_INVALID_VALUE`, both before anything is copied.
     pub fn upload(&self, current: &Current<'_>, transfers: &[Transfer<'_, '_>]) -> Result<(), CuError> {
-        current.check(self.context, "cuMemcpyHtoDAsync")?;
+        current.check(self.made_in, "cuMemcpyHtoDAsync")?;
         let refused = CuError { call: "cuMemcpyHtoDAsync", code: CUDA_ERROR_INVALID_VALUE };
         if transfers.iter().any(|t| t.window.host_ptr().is_none() || t.device().is_none()) {
             return Err(refused);
@@ -713,8 +742,8 @@ impl Stream {
         params: &mut impl KernelParams,
         copy_back: &[Transfer<'_, '_>],
     ) -> Result<(), CuError> {
-        current.check(self.context, "cuLaunchKernel")?;
-        current.check(kernel.context, "cuLaunchKernel")?;
+        current.check(self.made_in, "cuLaunchKernel")?;
+        current.check(kernel.made_in, "cuLaunchKernel")?;
         let refused = CuError { call: "cuMemcpyDtoHAsync", code: CUDA_ERROR_INVALID_VALUE };
         if copy_back.iter().any(|t| t.window.host_ptr_mut().is_none() || t.device().is_none()) {
             return Err(refused);
