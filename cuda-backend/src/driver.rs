@@ -386,7 +386,7 @@ impl PrimaryContext {
         // learn its handle, then give that extra retain back.
         let fresh = self.device.retain()?;
         self.context = fresh;
-        self.resets += 1;
+        self.resets = self.resets.wrapping_add(1);
         self.device.release()
     }
 }
