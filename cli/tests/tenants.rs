@@ -5,9 +5,14 @@
 //!   through `wasi_cuda_launch`, half the threads on a device in direct mode and half staged.
 //!   Each store has its own element count and its own data in every launch, laid out by the
 //!   host in the guest's memory; every output element is checked, so a tenant that saw another's
-//!   arguments or data fails the test. At the end every launcher and the devices are dropped and
-//!   the driver's live handles and allocations are back where they were; resident memory is
-//!   sampled through the run and must stay flat across its last 90 %.
+//!   arguments or data fails the test. The two devices share the ordinal's one context. A ninth
+//!   thread runs a tenant whose kernel faults (a store through a null pointer) 20 times during
+//!   the run: the others' launches may fail only while the context is being replaced (each such
+//!   failure names the fault, and is retried), and every output is still right. At the end every
+//!   launcher and the devices are dropped and the driver's live handles and allocations are back
+//!   where they were, and the emulated driver's record shows that no kernel store crossed an
+//!   allocation (no tenant wrote into another's buffers); resident memory is sampled through
+//!   the run and must stay flat across its last 90 %.
 //! - **Cost:** one store alone, 10,000 launches: launches per second and the host's share of
 //!   each launch (everything but the kernel's own run), printed for `docs/performance.md`.
 //! - **Async:** the guest instantiated with `instantiate_async` and called with `call_async`
@@ -24,7 +29,7 @@ use std::time::{Duration, Instant};
 use kernel_args::MEMORY_EXPORT;
 use kernel_args::guest::{CAPACITY, GUEST_WASM, VECTOR_ADD_KERNEL_ID, exports};
 use kernel_args::wasmtime_host::{add_to_linker, wasmtime};
-use kernel_args::{LaunchHost, PointerMode};
+use kernel_args::{AbiError, GuestTrust, LaunchHost, PointerMode};
 use kernel_args_cli::guest::{Guest as _, WasmtimeGuest};
 use kernel_args_core::ArgvBuilder;
 use kernel_args_cuda::{
@@ -35,6 +40,11 @@ use kernel_args_cuda_emulator::client::{Emulator, Stat};
 const THREADS: usize = 8;
 const STORES_PER_THREAD: usize = 4;
 const LAUNCHES_PER_STORE: u32 = 10_000;
+/// vector_add registered without a declaration, for the faulting tenant (a trusted guest, so
+/// that it can hand the kernel a raw null pointer for `out`).
+const FAULTY_KERNEL: i64 = 99;
+/// How often the faulting tenant's kernel faults during the load.
+const FAULTS: u64 = 20;
 
 /// The launch statistics read the whole driver: one test of this file at a time.
 static SERIAL: Mutex<()> = Mutex::new(());
@@ -94,6 +104,9 @@ struct Tenant {
     out: usize,
     argv_at: i32,
     argv_len: i32,
+    /// Launches that failed because another tenant's kernel faulted while they were in
+    /// flight (each retried).
+    failed: u64,
 }
 
 impl Tenant {
@@ -123,6 +136,7 @@ impl Tenant {
             argv_at: argv_at as i32,
             argv_len: argv.len() as i32,
             guest,
+            failed: 0,
         }
     }
 
@@ -135,14 +149,27 @@ impl Tenant {
             memory[at_a..at_a + 4].copy_from_slice(&a.to_le_bytes());
             memory[at_b..at_b + 4].copy_from_slice(&b.to_le_bytes());
         }
-        let code: i32 = self
-            .guest
-            .call(
-                exports::LAUNCH_RAW,
-                (VECTOR_ADD_KERNEL_ID, 1, 1, 1, 64, 1, 1, 0, self.argv_at, self.argv_len),
-            )
-            .unwrap();
-        assert_eq!(code, 0, "tenant {} round {round}: {:?}", self.id, self.guest.host().last_error_message());
+        loop {
+            let code: i32 = self
+                .guest
+                .call(
+                    exports::LAUNCH_RAW,
+                    (VECTOR_ADD_KERNEL_ID, 1, 1, 1, 64, 1, 1, 0, self.argv_at, self.argv_len),
+                )
+                .unwrap();
+            if code == 0 {
+                break;
+            }
+            // Only a launch in flight when another tenant's kernel faulted may fail, naming the
+            // fault; it is retried in the fresh context.
+            let message = self.guest.host().last_error_message().unwrap_or_default();
+            assert!(
+                code == AbiError::LaunchFailed.code() && message.contains("CUDA_ERROR_ILLEGAL_ADDRESS (700)"),
+                "tenant {} round {round}: {code}: {message}",
+                self.id
+            );
+            self.failed += 1;
+        }
         let memory = self.guest.memory();
         for i in 0..n {
             let (a, b) = inputs(id, round, i);
@@ -150,6 +177,46 @@ impl Tenant {
             let got = f32::from_le_bytes(memory[at..at + 4].try_into().unwrap());
             assert_eq!(got.to_bits(), (a + b).to_bits(), "tenant {} round {round} element {i}", self.id);
         }
+    }
+}
+
+/// The tenant whose kernel faults: a trusted guest that launches vector_add (registered
+/// undeclared) with a null `out`.
+struct Faulty {
+    guest: WasmtimeGuest<CudaLauncher>,
+    argv_at: i32,
+    argv_len: i32,
+}
+
+impl Faulty {
+    fn new(device: &Arc<CudaDevice>) -> Faulty {
+        let host = LaunchHost::new(device.launcher()).with_trust(GuestTrust::Trusted);
+        let mut guest = WasmtimeGuest::new(host).unwrap();
+        let offset =
+            |guest: &mut WasmtimeGuest<CudaLauncher>, name| guest.call::<(), i32>(name, ()).unwrap() as u32;
+        let (a, b, out) = (
+            offset(&mut guest, exports::A_PTR),
+            offset(&mut guest, exports::B_PTR),
+            offset(&mut guest, exports::OUT_PTR),
+        );
+        let argv_at = out + 4 * (CAPACITY as u32) - 64;
+        let mut buf = [0u8; 64];
+        let mut argv = ArgvBuilder::new(&mut buf);
+        argv.ptr(a, 64).unwrap().ptr(b, 64).unwrap().u64(0).unwrap().u32(16).unwrap();
+        let argv = argv.finish();
+        guest.memory_mut()[argv_at as usize..argv_at as usize + argv.len()].copy_from_slice(argv);
+        Faulty { guest, argv_at: argv_at as i32, argv_len: argv.len() as i32 }
+    }
+
+    /// One launch whose kernel stores through address 0.
+    fn fault(&mut self) {
+        let code: i32 = self
+            .guest
+            .call(exports::LAUNCH_RAW, (FAULTY_KERNEL, 1, 1, 1, 64, 1, 1, 0, self.argv_at, self.argv_len))
+            .unwrap();
+        let message = self.guest.host().last_error_message().unwrap_or_default();
+        assert_eq!(code, AbiError::LaunchFailed.code(), "{message}");
+        assert!(message.contains("CUDA_ERROR_ILLEGAL_ADDRESS (700)"), "{message}");
     }
 }
 
@@ -168,6 +235,9 @@ fn many_tenants_on_many_threads_share_one_device() {
     let ordinal = direct.info().ordinal;
     let emulator = emulator();
     let live_before = emulator.map(|e| e.live_all(ordinal));
+    let crossings_before = emulator.map(|e| e.crossings(ordinal));
+    direct.register_undeclared(FAULTY_KERNEL, kernels::VECTOR_ADD_PTX, kernels::VECTOR_ADD_ENTRY).unwrap();
+    let mut faulty = Faulty::new(&direct);
 
     // The stores are made here and moved to the threads that run them.
     let mut groups: Vec<Vec<Tenant>> = (0..THREADS)
@@ -180,6 +250,19 @@ fn many_tenants_on_many_threads_share_one_device() {
     let total = (THREADS * STORES_PER_THREAD) as u64 * u64::from(LAUNCHES_PER_STORE);
     let done = Arc::new(AtomicU64::new(0));
     let started = Instant::now();
+    // The faulting tenant: one fault at every 1/FAULTS of the launches.
+    let faulting = {
+        let done = Arc::clone(&done);
+        std::thread::spawn(move || {
+            for k in 0..FAULTS {
+                while done.load(Ordering::Relaxed) < total * k / FAULTS + total / (2 * FAULTS) {
+                    std::thread::sleep(Duration::from_micros(200));
+                }
+                faulty.fault();
+            }
+            faulty
+        })
+    };
     let threads: Vec<_> = groups
         .drain(..)
         .map(|mut tenants| {
@@ -208,6 +291,14 @@ fn many_tenants_on_many_threads_share_one_device() {
     }
     let tenants: Vec<Tenant> = threads.into_iter().flat_map(|t| t.join().unwrap()).collect();
     let elapsed = started.elapsed();
+    let faulty = faulting.join().unwrap();
+    // Each fault fails at most the launch each other thread had in flight.
+    let failed: u64 = tenants.iter().map(|t| t.failed).sum();
+    say(format!(
+        "{test}: {FAULTS} kernel faults by one tenant; {failed} launches of the others failed while the \
+         context was replaced (retried), every output right"
+    ));
+    assert!(failed <= FAULTS * THREADS as u64, "{failed} failed launches for {FAULTS} faults");
     samples.push((total, resident_bytes()));
     assert_eq!(done.load(Ordering::Relaxed), total);
     let rate = total as f64 / elapsed.as_secs_f64();
@@ -227,11 +318,13 @@ fn many_tenants_on_many_threads_share_one_device() {
     assert!(late.len() >= 10, "{samples:?}");
     assert!(high - low <= 8 << 20, "resident memory grew by {} bytes: {samples:?}", high - low);
 
-    drop(tenants);
+    drop((tenants, faulty));
     if let (Some(emulator), Some(before)) = (emulator, live_before) {
         // Everything the tenants made is gone; the devices' context was retained by them alone.
         assert_eq!(emulator.live_all(ordinal)[1..], before[1..]);
         assert_eq!(emulator.live_all(ordinal)[0], 0);
+        // No kernel store landed outside the allocation its pointer came from.
+        assert_eq!(Some(emulator.crossings(ordinal)), crossings_before, "a kernel wrote outside its buffers");
     }
 }
 

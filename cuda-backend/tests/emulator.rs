@@ -303,6 +303,28 @@ fn a_ptx_newer_than_the_driver_is_not_available_and_not_kept() {
 }
 
 #[test]
+fn an_overrun_does_not_fault_as_on_a_gpu_and_the_emulator_records_it() {
+    let test = "an_overrun_does_not_fault_as_on_a_gpu_and_the_emulator_records_it";
+    let Some((emulator, ordinal, options)) = fresh(test, STAGED_ONLY) else { return };
+    let device = CudaDevice::open(registry_with_undeclared(), options).unwrap();
+    let mut launcher = device.launcher();
+    good_launch(&mut launcher, 64);
+    assert_eq!(emulator.crossings(ordinal), 0, "a correct kernel writes only its own buffers");
+    // n = 64 over 16-float windows (what a declaration refuses before any launcher): the
+    // staged buffers are small allocations on a shared page, so the kernel's stores past `out`
+    // land in the page, not in a fault, as on a GPU. The emulator records each one.
+    let mut memory = vectors(64);
+    let before = memory.clone();
+    vector_add(&mut launcher, VECTOR_ADD_UNDECLARED, &mut memory, 64, 16, 0).unwrap();
+    assert_eq!(emulator.sticky_error(ordinal), 0, "no fault");
+    assert_eq!(emulator.crossings(ordinal), 48, "one record per store past the 16-float window");
+    // Only the windows were copied back: guest memory past them is as it was.
+    assert_eq!(memory[4 * 16..4 * 64], before[4 * 16..4 * 64]);
+    emulator.clear_crossings(ordinal);
+    assert_eq!(emulator.crossings(ordinal), 0);
+}
+
+#[test]
 fn every_sticky_code_replaces_the_context() {
     let test = "every_sticky_code_replaces_the_context";
     // The codes cuda.h documents as leaving the context unusable, 226, 721 and 810 among them:

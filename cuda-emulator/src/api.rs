@@ -786,11 +786,13 @@ fn shape_fits(shape: LaunchShape) -> bool {
 ///
 /// Then it copies exactly `size_i` bytes from each `kernelParams[i]` (the sizes of the
 /// `.entry` declaration; never more entries than the kernel has parameters) and runs the CPU
-/// kernel over every thread of the grid before returning. An access outside the context's
-/// memory stops the kernel and gives the context the sticky `CUDA_ERROR_ILLEGAL_ADDRESS`, and
-/// one at an address that is not a multiple of its size the sticky
+/// kernel over every thread of the grid before returning. An access outside every mapping of
+/// the context stops the kernel and gives the context the sticky `CUDA_ERROR_ILLEGAL_ADDRESS`,
+/// and one at an address that is not a multiple of its size the sticky
 /// `CUDA_ERROR_MISALIGNED_ADDRESS`; the launch itself still returns `CUDA_SUCCESS`, as on a
-/// device.
+/// device. A store that lands outside the allocation its pointer came from but inside a
+/// mapping (a neighbour on a shared page) does not fault, as on a GPU: it is added to the
+/// record of crossings ([`memory::Crossing`](crate::memory::Crossing)).
 ///
 /// # Safety
 ///
@@ -856,6 +858,9 @@ pub unsafe fn launch_kernel(
         let started = Instant::now();
         let outcome = kernel.run(shape, &KernelParams { buffer: &buffer, entry }, &memory);
         let nanos = u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX);
+        let crossings = memory.crossings();
+        let device = state.context_index(context);
+        state.memory.crossings.extend(crossings.into_iter().map(|crossing| (device, crossing)));
         let stats = &mut state.stats;
         stats.kernels_launched = stats.kernels_launched.saturating_add(1);
         stats.kernel_nanos = stats.kernel_nanos.saturating_add(nanos);

@@ -57,6 +57,8 @@ pub struct Emulator {
     release_held: unsafe extern "C" fn(),
     live: unsafe extern "C" fn(c_int, c_int) -> c_longlong,
     sticky_error: unsafe extern "C" fn(c_int) -> c_int,
+    crossings: unsafe extern "C" fn(c_int) -> c_ulonglong,
+    clear_crossings: unsafe extern "C" fn(c_int),
     stat: unsafe extern "C" fn(c_int) -> c_ulonglong,
 }
 
@@ -139,6 +141,10 @@ impl Emulator {
             live: unsafe { symbol(handle, c"kargs_emu_live") }.map_err(in_path)?,
             // SAFETY: as above.
             sticky_error: unsafe { symbol(handle, c"kargs_emu_sticky_error") }.map_err(in_path)?,
+            // SAFETY: as above.
+            crossings: unsafe { symbol(handle, c"kargs_emu_crossings") }.map_err(in_path)?,
+            // SAFETY: as above.
+            clear_crossings: unsafe { symbol(handle, c"kargs_emu_clear_crossings") }.map_err(in_path)?,
             // SAFETY: as above.
             stat: unsafe { symbol(handle, c"kargs_emu_stat") }.map_err(in_path)?,
         };
@@ -227,6 +233,22 @@ impl Emulator {
         let Ok(ordinal) = c_int::try_from(ordinal) else { return 0 };
         // SAFETY: scalars only.
         unsafe { (self.sticky_error)(ordinal) }
+    }
+
+    /// How many kernel stores on device `ordinal` landed outside the allocation their pointer
+    /// came from (a neighbour on a shared page, freed bytes, a stale pointer): 0 means no write
+    /// crossed an allocation.
+    pub fn crossings(&self, ordinal: u32) -> u64 {
+        let Ok(ordinal) = c_int::try_from(ordinal) else { return 0 };
+        // SAFETY: scalars only.
+        unsafe { (self.crossings)(ordinal) }
+    }
+
+    /// Forgets device `ordinal`'s crossings.
+    pub fn clear_crossings(&self, ordinal: u32) {
+        let Ok(ordinal) = c_int::try_from(ordinal) else { return };
+        // SAFETY: scalars only.
+        unsafe { (self.clear_crossings)(ordinal) }
     }
 
     /// A statistic of the whole library.

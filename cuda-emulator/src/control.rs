@@ -135,6 +135,27 @@ pub fn sticky_error(ordinal: c_int) -> c_int {
     guarded(0, || state::lock().sticky_error(ordinal))
 }
 
+/// `unsigned long long kargs_emu_crossings(int ordinal)`: how many kernel stores on device
+/// `ordinal` landed outside the allocation their pointer came from
+/// ([`Crossing`](crate::memory::Crossing)) since the library was loaded or the device's record
+/// was cleared; 0 for a bad ordinal.
+pub fn crossings(ordinal: c_int) -> c_ulonglong {
+    guarded(0, || {
+        let Ok(ordinal) = usize::try_from(ordinal) else { return 0 };
+        let state = state::lock();
+        let count = state.memory.crossings.iter().filter(|(device, _)| *device == ordinal).count();
+        c_ulonglong::try_from(count).unwrap_or(c_ulonglong::MAX)
+    })
+}
+
+/// `void kargs_emu_clear_crossings(int ordinal)`: forgets device `ordinal`'s crossings.
+pub fn clear_crossings(ordinal: c_int) {
+    guarded((), || {
+        let Ok(ordinal) = usize::try_from(ordinal) else { return };
+        state::lock().memory.crossings.retain(|(device, _)| *device != ordinal);
+    });
+}
+
 /// What `kargs_emu_stat` reports, for the whole library instance.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Stat {

@@ -168,7 +168,7 @@ impl Kernel {
                         let offset = u64::from(i) * 4;
                         let y = f32::from_le_bytes(memory.load(b.wrapping_add(offset))?);
                         let x = f32::from_le_bytes(memory.load(a.wrapping_add(offset))?);
-                        memory.store(out.wrapping_add(offset), gpu_f32(x + y).to_le_bytes())?;
+                        memory.store(out, offset, gpu_f32(x + y).to_le_bytes())?;
                     }
                     Ok(())
                 })
@@ -189,7 +189,7 @@ impl Kernel {
                     if thread.is_first_in_x() {
                         for (slot, value) in (0u64..).zip(values) {
                             let bytes = if slot == 3 { f64_bits } else { value.to_le_bytes() };
-                            memory.store(out.wrapping_add(slot * 8), bytes)?;
+                            memory.store(out, slot * 8, bytes)?;
                         }
                     }
                     Ok(())
@@ -206,7 +206,7 @@ impl Kernel {
                 each_thread(shape, |thread| {
                     if thread.is_first_in_x() {
                         for (slot, value) in (0u64..).zip(values) {
-                            memory.store(out.wrapping_add(slot * 4), value.to_le_bytes())?;
+                            memory.store(out, slot * 4, value.to_le_bytes())?;
                         }
                     }
                     Ok(())
@@ -225,7 +225,7 @@ impl Kernel {
                         // mul.f32, cvt.f64.f32, add.f64: no fused multiply-add across the types.
                         let product = gpu_f32(scale * x);
                         let result = offset + f64::from(product);
-                        memory.store(out.wrapping_add(u64::from(i) * 8), result.to_le_bytes())?;
+                        memory.store(out, u64::from(i) * 8, result.to_le_bytes())?;
                     }
                     Ok(())
                 })
@@ -237,7 +237,7 @@ impl Kernel {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::memory::DeviceMemory;
+    use crate::memory::{Crossing, DeviceMemory};
     use crate::ptx::read_ptx;
 
     const VECTOR_ADD: &str = include_str!("../../cuda-backend/kernels/vector_add.ptx");
@@ -270,7 +270,7 @@ mod tests {
         let b_addr = b.as_ptr().expose_provenance() as u64;
         let view = memory.kernel_view(1, true);
         for (i, x) in (0u64..).zip([2.0f32, 1.0, 0.0, f32::MIN_POSITIVE / 2.0]) {
-            view.store(a + i * 4, x.to_le_bytes()).unwrap();
+            view.store(a, i * 4, x.to_le_bytes()).unwrap();
         }
         let shape = LaunchShape { grid: [2, 1, 1], block: [3, 1, 1] };
         let buffer = vector_add_params(a, b_addr, out, 4);
@@ -279,11 +279,23 @@ mod tests {
         let result: Vec<u32> = (0..4).map(|i| u32::from_le_bytes(view.load(out + i * 4).unwrap())).collect();
         assert_eq!(result, [3.5f32.to_bits(), 0x7fff_ffff, 0, f32::MIN_POSITIVE.to_bits()]);
 
-        // `out` one element short: thread 3 writes past the allocation.
+        assert!(view.crossings().is_empty());
+
+        // `out` one element short: thread 3 writes past the allocation, into the bytes of its
+        // shared mapping after it. No fault, as on a GPU; the store is recorded.
         let short = memory.alloc(1, 12).unwrap() as u64;
         let view = memory.kernel_view(1, true);
         let buffer = vector_add_params(a, b_addr, short, 4);
         let outcome = Kernel::VectorAdd.run(shape, &KernelParams { buffer: &buffer, entry }, &view);
-        assert_eq!(outcome, Outcome { threads: 4, fault: Some(Fault::IllegalAddress) });
+        assert_eq!(outcome, Outcome { threads: 6, fault: None });
+        let crossing =
+            Crossing { context: 1, base: short, from: Some(short), addr: short + 12, len: 4, into: None };
+        assert_eq!(view.crossings(), [crossing]);
+
+        // A null `out`: thread 0's store is outside every mapping, and stops the kernel.
+        let view = memory.kernel_view(1, true);
+        let buffer = vector_add_params(a, b_addr, 0, 4);
+        let outcome = Kernel::VectorAdd.run(shape, &KernelParams { buffer: &buffer, entry }, &view);
+        assert_eq!(outcome, Outcome { threads: 1, fault: Some(Fault::IllegalAddress) });
     }
 }

@@ -29,11 +29,15 @@
 //!
 //! - the entry points' implementations, and where the emulator differs from the driver:
 //!   [`api`]; the `CUresult` codes: [`result`];
-//! - devices, primary contexts, handles, the sticky error: [`state`];
-//! - device memory and the checked accessor every kernel access goes through: [`memory`] (an
-//!   access outside the context's memory is the sticky `CUDA_ERROR_ILLEGAL_ADDRESS` (700), one
-//!   at an address that is not a multiple of its size the sticky
-//!   `CUDA_ERROR_MISALIGNED_ADDRESS` (716), as on a GPU);
+//! - devices, primary contexts, handles (reused once freed, as a driver reuses them), the
+//!   sticky error (every code `cuda.h` documents as sticky, injected ones included:
+//!   [`result::STICKY`]): [`state`];
+//! - device memory and the checked accessor every kernel access goes through: [`memory`]
+//!   (small allocations share 2 MiB mappings, so an overrun into a neighbour does not fault,
+//!   as on a GPU, and is recorded as a crossing instead; new memory holds a poison pattern,
+//!   not zeros; freed addresses are handed out again; an access outside every mapping of the
+//!   context is the sticky `CUDA_ERROR_ILLEGAL_ADDRESS` (700), one at an address that is not a
+//!   multiple of its size the sticky `CUDA_ERROR_MISALIGNED_ADDRESS` (716), as on a GPU);
 //! - the PTX reader standing in for ptxas (what is malformed; `.maxntid` and `.reqntid`, which
 //!   bound a launch's block): [`ptx`]; a module whose `.target` is above the device's compute
 //!   capability is refused at load, as the JIT refuses it ([`api`]);
@@ -242,6 +246,11 @@ macro_rules! export_driver_api {
             /// Control API: `int kargs_emu_sticky_error(int ordinal)`.
             fn kargs_emu_sticky_error(ordinal: ::core::ffi::c_int) -> ::core::ffi::c_int
                 = $crate::control::sticky_error[];
+            /// Control API: `unsigned long long kargs_emu_crossings(int ordinal)`.
+            fn kargs_emu_crossings(ordinal: ::core::ffi::c_int) -> ::core::ffi::c_ulonglong
+                = $crate::control::crossings[];
+            /// Control API: `void kargs_emu_clear_crossings(int ordinal)`.
+            fn kargs_emu_clear_crossings(ordinal: ::core::ffi::c_int) -> () = $crate::control::clear_crossings[];
             /// Control API: `unsigned long long kargs_emu_stat(int what)`.
             fn kargs_emu_stat(what: ::core::ffi::c_int) -> ::core::ffi::c_ulonglong = $crate::control::stat[];
         }

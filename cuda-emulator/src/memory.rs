@@ -3,30 +3,35 @@
 //!
 //! Device memory is real host memory, in an address range of its own: on the first
 //! `cuMemAlloc`, the library reserves 1 TiB of address space (less where the system refuses
-//! that much: 64 GiB, then 4 GiB) with no access and no backing, and hands out allocations from
-//! it in order, each made readable and writable when allocated. A `CUdeviceptr` is the
-//! allocation's address (provenance exposed once, for the whole range). The range is used
-//! like a GPU's virtual address space:
+//! that much: 64 GiB, then 4 GiB) with no access and no backing, and maps parts of it as a
+//! GPU's driver maps its virtual address space. A `CUdeviceptr` is the allocation's address
+//! (provenance exposed once, for the whole range).
 //!
-//! - allocations start on a page boundary (so 256-byte aligned, as `cuMemAlloc` promises) and
-//!   are zero-filled (their pages were never used before);
-//! - an address is never handed out twice: `cuMemFree` returns the pages to the system and
-//!   leaves them reserved without access, so a stale device pointer can never reach memory
-//!   that something else owns now — the accessor reports it as an illegal address, as the
-//!   GPU would, instead of reading the host's heap. When the range is used up, `cuMemAlloc`
-//!   answers `CUDA_ERROR_OUT_OF_MEMORY`.
+//! - **Small allocations share pages.** An allocation of up to [`SMALL_MAX`] bytes is carved,
+//!   256-byte aligned (as `cuMemAlloc` promises), out of a [`CHUNK`]-byte mapping of its
+//!   context that other small allocations share; a larger one gets a mapping of its own, in
+//!   whole pages. A kernel may access any byte of a mapping of its context, so an overrun
+//!   into a neighbouring allocation does not fault, as on a GPU: instead every kernel store
+//!   that lands outside the allocation its pointer came from is recorded ([`Crossing`]), and
+//!   tests read the record. An access outside every mapping of the context is an illegal
+//!   address.
+//! - **Memory is not cleared.** Every new allocation is filled with [`POISON`], so a kernel
+//!   that reads what nobody wrote reads garbage, as on a GPU, not zeros.
+//! - **Addresses are reused.** A freed small allocation's bytes go back to its mapping (which
+//!   stays mapped) and a freed large one's pages back to the system, its address range to be
+//!   handed out again: the next allocation that fits takes the lowest free address. A stale
+//!   device pointer therefore reaches whatever lives there now, as on a GPU; the record shows
+//!   the writes that went through one. When the range is used up, `cuMemAlloc` answers
+//!   `CUDA_ERROR_OUT_OF_MEMORY`.
 //!
-//! A kernel's access of `len` bytes at `addr` ([`KernelMemory`]) is allowed when the range
-//! lies inside one live allocation of the launch's context. Any other range that touches the
-//! device range is an illegal address. A range outside it is host memory: on a device with
-//! pageable memory access, a non-null address at or above 64 KiB is read or written
-//! directly, as the GPU reads the host's pages; below 64 KiB, or without pageable memory
-//! access, it is an illegal address. **The emulator cannot tell mapped from unmapped host
-//! memory the way the GPU's page faults do:** a host address that is not mapped (or no longer
-//! owned by the caller) faults the host process, where the GPU would report an illegal
-//! address.
+//! A range outside the device range is host memory: on a device with pageable memory access,
+//! a non-null address at or above 64 KiB is read or written directly, as the GPU reads the
+//! host's pages; below 64 KiB, or without pageable memory access, it is an illegal address.
+//! **The emulator cannot tell mapped from unmapped host memory the way the GPU's page faults
+//! do:** a host address that is not mapped (or no longer owned by the caller) faults the host
+//! process, where the GPU would report an illegal address.
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
 use std::ptr;
 
@@ -38,6 +43,18 @@ const RESERVATION_BYTES: [usize; 3] = [1 << 40, 1 << 36, 1 << 32];
 /// Below this address, memory is never host memory a kernel may reach (the null page and
 /// its neighbours: Linux's default `vm.mmap_min_addr`).
 pub const LOWEST_HOST_ADDRESS: u64 = 64 * 1024;
+
+/// The size of a mapping that small allocations share: a GPU's 2 MiB page.
+pub const CHUNK: usize = 2 << 20;
+
+/// The largest allocation that shares a mapping with others.
+pub const SMALL_MAX: usize = 1 << 20;
+
+/// What a new allocation holds before anything is written to it.
+pub const POISON: u8 = 0xa5;
+
+/// The alignment of every allocation (`cuMemAlloc`'s promise).
+const ALIGN: usize = 256;
 
 /// The device's address range, reserved on first use.
 #[derive(Debug)]
@@ -59,16 +76,56 @@ pub struct Allocation {
     pub context: usize,
     /// Bytes asked for.
     pub size: usize,
-    /// Bytes made accessible: `size` rounded up to whole pages.
-    mapped: usize,
+    /// Bytes it takes: `size` rounded up to 256 in a shared mapping, else to whole pages (its
+    /// own mapping, which starts where it does).
+    span: usize,
+    /// Whether it shares a mapping ([`CHUNK`]) with other small allocations.
+    shared: bool,
 }
 
-/// All device memory of one library instance: the reserved range and its live allocations.
+/// A mapped part of the device range: accessible to kernels of its context.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Mapping {
+    context: usize,
+    len: usize,
+    /// A shared mapping's free bytes, by start address (none for a large allocation's own).
+    free: BTreeMap<usize, usize>,
+    shared: bool,
+}
+
+/// A kernel store that landed outside the allocation its pointer came from: in a neighbour on
+/// the same mapping, in freed bytes, or through a pointer that is no allocation's at all.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Crossing {
+    /// The context the kernel ran in.
+    pub context: usize,
+    /// The pointer the kernel's address came from (a kernel parameter).
+    pub base: u64,
+    /// The live allocation `base` lies in, by start address (`None`: none).
+    pub from: Option<u64>,
+    /// Where the store landed, and how many bytes.
+    pub addr: u64,
+    /// The store's size.
+    pub len: usize,
+    /// The live allocation the store landed in, by start address (`None`: freed or never
+    /// allocated bytes of a mapping).
+    pub into: Option<u64>,
+}
+
+/// All device memory of one library instance: the reserved range, its mappings and live
+/// allocations, and the record of stores that crossed an allocation.
 #[derive(Debug, Default)]
 pub struct DeviceMemory {
     region: Option<Region>,
     /// Live allocations by start address.
     allocations: BTreeMap<usize, Allocation>,
+    /// Mapped ranges by start address.
+    mappings: BTreeMap<usize, Mapping>,
+    /// Unmapped ranges below the region's high-water mark, free to map again: start to length.
+    released: BTreeMap<usize, usize>,
+    /// Every crossing store since the library was loaded (or the device's record was
+    /// cleared), with the index of the device the kernel ran on.
+    pub crossings: Vec<(usize, Crossing)>,
 }
 
 /// A kernel's access that the device refuses, as a GPU does: the kernel stops and the context
@@ -138,8 +195,9 @@ impl Region {
                 0,
             )
         };
-        // Should the system refuse, the pages stay accessible but unused: addresses are never
-        // handed out again, so nothing can reach them through the emulator.
+        // Should the system refuse, the pages stay accessible: they are mapped again (and
+        // filled) before the range is handed out again, and no kernel reaches them meanwhile,
+        // as they are in no mapping of the table.
         let _ = replaced;
     }
 }
@@ -147,10 +205,16 @@ impl Region {
 impl DeviceMemory {
     /// No memory reserved, no allocations.
     pub const fn new() -> DeviceMemory {
-        DeviceMemory { region: None, allocations: BTreeMap::new() }
+        DeviceMemory {
+            region: None,
+            allocations: BTreeMap::new(),
+            mappings: BTreeMap::new(),
+            released: BTreeMap::new(),
+            crossings: Vec::new(),
+        }
     }
 
-    /// Allocates `size` zeroed bytes for `context`: their device address.
+    /// Allocates `size` bytes for `context`, filled with [`POISON`]: their device address.
     ///
     /// # Errors
     ///
@@ -163,18 +227,82 @@ impl DeviceMemory {
         if self.region.is_none() {
             self.region = Region::reserve();
         }
-        let region = self.region.as_mut().ok_or(CUDA_ERROR_OUT_OF_MEMORY)?;
-        let mapped = size.checked_next_multiple_of(region.page).ok_or(CUDA_ERROR_OUT_OF_MEMORY)?;
-        let start = region.next;
-        if region.end - start < mapped {
-            return Err(CUDA_ERROR_OUT_OF_MEMORY);
-        }
-        if !region.commit(start, mapped) {
-            return Err(CUDA_ERROR_OUT_OF_MEMORY);
-        }
-        region.next = start + mapped;
-        self.allocations.insert(start, Allocation { context, size, mapped });
+        let page = self.region.as_ref().ok_or(CUDA_ERROR_OUT_OF_MEMORY)?.page;
+        let (start, allocation) = if size <= SMALL_MAX {
+            let span = size.next_multiple_of(ALIGN);
+            let start = match self.carve(context, span) {
+                Some(start) => start,
+                None => {
+                    let chunk = self.map(CHUNK)?;
+                    let free = BTreeMap::from([(chunk, CHUNK)]);
+                    self.mappings.insert(chunk, Mapping { context, len: CHUNK, free, shared: true });
+                    self.carve(context, span).ok_or(CUDA_ERROR_OUT_OF_MEMORY)?
+                }
+            };
+            (start, Allocation { context, size, span, shared: true })
+        } else {
+            let span = size.checked_next_multiple_of(page).ok_or(CUDA_ERROR_OUT_OF_MEMORY)?;
+            let start = self.map(span)?;
+            self.mappings.insert(start, Mapping { context, len: span, free: BTreeMap::new(), shared: false });
+            (start, Allocation { context, size, span, shared: false })
+        };
+        // SAFETY: `[start, start + size)` lies in a mapping just made accessible or kept so,
+        // and in no other live allocation (carved from free bytes, or a mapping of its own).
+        unsafe { ptr::write_bytes(ptr::with_exposed_provenance_mut::<u8>(start), POISON, size) };
+        self.allocations.insert(start, allocation);
         Ok(start)
+    }
+
+    /// Takes `span` bytes from the lowest free block of a shared mapping of `context`.
+    fn carve(&mut self, context: usize, span: usize) -> Option<usize> {
+        let mapping = self
+            .mappings
+            .values_mut()
+            .find(|m| m.shared && m.context == context && m.free.values().any(|&len| len >= span))?;
+        let (&start, &len) = mapping.free.iter().find(|&(_, &len)| len >= span)?;
+        mapping.free.remove(&start);
+        if len > span {
+            mapping.free.insert(start + span, len - span);
+        }
+        Some(start)
+    }
+
+    /// Maps `len` bytes (whole pages) at the lowest free address of the device range.
+    fn map(&mut self, len: usize) -> Result<usize, CuResult> {
+        let region = self.region.as_mut().ok_or(CUDA_ERROR_OUT_OF_MEMORY)?;
+        let reused =
+            self.released.iter().find(|&(_, &free)| free >= len).map(|(&start, &free)| (start, free));
+        let start = match reused {
+            Some((start, free)) => {
+                if !region.commit(start, len) {
+                    return Err(CUDA_ERROR_OUT_OF_MEMORY);
+                }
+                self.released.remove(&start);
+                if free > len {
+                    self.released.insert(start + len, free - len);
+                }
+                start
+            }
+            None => {
+                let start = region.next;
+                if region.end - start < len || !region.commit(start, len) {
+                    return Err(CUDA_ERROR_OUT_OF_MEMORY);
+                }
+                region.next = start + len;
+                start
+            }
+        };
+        Ok(start)
+    }
+
+    /// Unmaps the mapping at `start`: its pages go back to the system and its range is free to
+    /// map again.
+    fn unmap(&mut self, start: usize) {
+        let Some(mapping) = self.mappings.remove(&start) else { return };
+        if let Some(region) = &self.region {
+            region.decommit(start, mapping.len);
+        }
+        insert_merged(&mut self.released, start, mapping.len);
     }
 
     /// Frees the allocation of `context` that starts at `addr`.
@@ -188,26 +316,26 @@ impl DeviceMemory {
             Some(allocation) if allocation.context == context => {}
             _ => return Err(CUDA_ERROR_INVALID_VALUE),
         }
-        if let Some(allocation) = self.allocations.remove(&addr) {
-            self.release(addr, allocation);
+        let Some(allocation) = self.allocations.remove(&addr) else { return Ok(()) };
+        if allocation.shared {
+            // Back to its mapping, which stays mapped (a GPU's allocator keeps its pages).
+            if let Some((_, mapping)) = self.mappings.range_mut(..=addr).next_back() {
+                insert_merged(&mut mapping.free, addr, allocation.span);
+            }
+        } else {
+            self.unmap(addr);
         }
         Ok(())
     }
 
-    /// Frees every allocation of `context` (the context is being destroyed).
+    /// Frees every allocation of `context` and unmaps its mappings (the context is being
+    /// destroyed).
     pub fn free_context(&mut self, context: usize) {
+        self.allocations.retain(|_, a| a.context != context);
         let owned: Vec<usize> =
-            self.allocations.iter().filter(|(_, a)| a.context == context).map(|(&addr, _)| addr).collect();
-        for addr in owned {
-            if let Some(allocation) = self.allocations.remove(&addr) {
-                self.release(addr, allocation);
-            }
-        }
-    }
-
-    fn release(&self, addr: usize, allocation: Allocation) {
-        if let Some(region) = &self.region {
-            region.decommit(addr, allocation.mapped);
+            self.mappings.iter().filter(|(_, m)| m.context == context).map(|(&start, _)| start).collect();
+        for start in owned {
+            self.unmap(start);
         }
     }
 
@@ -224,6 +352,13 @@ impl DeviceMemory {
         let (&start, allocation) = self.allocations.range(..=addr).next_back()?;
         let end = addr.checked_add(len)?;
         (end <= start + allocation.size).then_some((start, allocation))
+    }
+
+    /// The mapping `[start, start + len)` that holds `[addr, addr + len)`, if any.
+    fn mapped(&self, addr: usize, len: usize) -> Option<(usize, &Mapping)> {
+        let (&start, mapping) = self.mappings.range(..=addr).next_back()?;
+        let end = addr.checked_add(len)?;
+        (end <= start + mapping.len).then_some((start, mapping))
     }
 
     /// The address of `[addr, addr + len)` when it lies inside one live allocation of
@@ -290,11 +425,35 @@ impl DeviceMemory {
     }
 
     /// What a kernel launched in `context` may access, on a device with or without pageable
-    /// memory access.
+    /// memory access. The stores it records as crossings ([`KernelMemory::crossings`]) are
+    /// the caller's to add to [`crossings`](DeviceMemory::crossings) once it has run.
     pub fn kernel_view(&self, context: usize, pageable_memory_access: bool) -> KernelMemory<'_> {
         let (base, end) = self.region.as_ref().map_or((0, 0), |region| (region.base, region.end));
-        KernelMemory { memory: self, context, pageable_memory_access, base, end, recent: Default::default() }
+        KernelMemory {
+            memory: self,
+            context,
+            pageable_memory_access,
+            base,
+            end,
+            recent: Default::default(),
+            crossings: RefCell::new(Vec::new()),
+        }
     }
+}
+
+/// Adds the free range `[start, start + len)` to `free`, merged with its neighbours.
+fn insert_merged(free: &mut BTreeMap<usize, usize>, mut start: usize, mut len: usize) {
+    if let Some((&before, &before_len)) = free.range(..start).next_back()
+        && before + before_len == start
+    {
+        free.remove(&before);
+        start = before;
+        len += before_len;
+    }
+    if let Some(after_len) = free.remove(&(start + len)) {
+        len += after_len;
+    }
+    free.insert(start, len);
 }
 
 /// A kernel's view of memory during one launch: every load and store of a CPU kernel goes
@@ -309,39 +468,42 @@ pub struct KernelMemory<'m> {
     /// The device range `[base, end)`.
     base: usize,
     end: usize,
-    /// The allocations `[start, end)` of the latest device accesses, most recent first: a
+    /// The mappings `[start, end)` of the latest device accesses, most recent first: a
     /// kernel's accesses cluster in a few buffers.
     recent: [Cell<(usize, usize)>; RECENT],
+    /// The stores that crossed an allocation, in order.
+    crossings: RefCell<Vec<Crossing>>,
 }
 
-/// How many allocations [`KernelMemory`] remembers.
+/// How many mappings [`KernelMemory`] remembers.
 const RECENT: usize = 4;
 
 impl KernelMemory<'_> {
-    /// The address of `[addr, addr + len)` if the kernel may access it.
-    fn resolve(&self, addr: u64, len: usize) -> Result<usize, Fault> {
+    /// The address of `[addr, addr + len)` if the kernel may access it, and whether it is
+    /// device memory.
+    fn resolve(&self, addr: u64, len: usize) -> Result<(usize, bool), Fault> {
         let start = usize::try_from(addr).map_err(|_| Fault::IllegalAddress)?;
         let end = start.checked_add(len).ok_or(Fault::IllegalAddress)?;
         if start < self.end && self.base < end {
             for slot in &self.recent {
                 let (low, high) = slot.get();
                 if low <= start && end <= high {
-                    return Ok(start);
+                    return Ok((start, true));
                 }
             }
-            return match self.memory.holding(start, len) {
-                Some((base, allocation)) if allocation.context == self.context => {
-                    let mut newer = (base, base + allocation.size);
+            return match self.memory.mapped(start, len) {
+                Some((base, mapping)) if mapping.context == self.context => {
+                    let mut newer = (base, base + mapping.len);
                     for slot in &self.recent {
                         newer = slot.replace(newer);
                     }
-                    Ok(start)
+                    Ok((start, true))
                 }
                 _ => Err(Fault::IllegalAddress),
             };
         }
         if self.pageable_memory_access && addr >= LOWEST_HOST_ADDRESS {
-            Ok(start)
+            Ok((start, false))
         } else {
             Err(Fault::IllegalAddress)
         }
@@ -354,25 +516,49 @@ impl KernelMemory<'_> {
     /// The [`Fault`] the device would raise for the access.
     pub fn load<const N: usize>(&self, addr: u64) -> Result<[u8; N], Fault> {
         aligned::<N>(addr)?;
-        let at = self.resolve(addr, N)?;
-        // SAFETY: `resolve` allowed the range: either inside a live allocation of this
-        // context (accessible pages, kept alive by the borrowed table), or host memory on a
-        // device with pageable memory access, which the launch's caller vouches for (module
-        // docs). Unaligned reads are fine for a byte array.
+        let (at, _) = self.resolve(addr, N)?;
+        // SAFETY: `resolve` allowed the range: either inside a mapping of this context
+        // (accessible pages, kept mapped by the borrowed table), or host memory on a device
+        // with pageable memory access, which the launch's caller vouches for (module docs).
+        // Unaligned reads are fine for a byte array.
         Ok(unsafe { ptr::with_exposed_provenance::<[u8; N]>(at).read_unaligned() })
     }
 
-    /// Stores `bytes` at `addr`, which must be a multiple of `N`.
+    /// Stores `bytes` at `base + offset` (wrapping), which must be a multiple of `N`; `base`
+    /// is the pointer the kernel's address comes from (one of its parameters). A store in
+    /// device memory outside the allocation `base` lies in is recorded as a [`Crossing`].
     ///
     /// # Errors
     ///
     /// The [`Fault`] the device would raise for the access.
-    pub fn store<const N: usize>(&self, addr: u64, bytes: [u8; N]) -> Result<(), Fault> {
+    pub fn store<const N: usize>(&self, base: u64, offset: u64, bytes: [u8; N]) -> Result<(), Fault> {
+        let addr = base.wrapping_add(offset);
         aligned::<N>(addr)?;
-        let at = self.resolve(addr, N)?;
+        let (at, device) = self.resolve(addr, N)?;
+        if device {
+            let from = usize::try_from(base).ok().and_then(|b| self.memory.holding(b, 1));
+            let inside = from.is_some_and(|(start, allocation)| {
+                start <= at && at.checked_add(N).is_some_and(|end| end <= start + allocation.size)
+            });
+            if !inside {
+                self.crossings.borrow_mut().push(Crossing {
+                    context: self.context,
+                    base,
+                    from: from.map(|(start, _)| start as u64),
+                    addr,
+                    len: N,
+                    into: self.memory.holding(at, 1).map(|(start, _)| start as u64),
+                });
+            }
+        }
         // SAFETY: as in `load`.
         unsafe { ptr::with_exposed_provenance_mut::<[u8; N]>(at).write_unaligned(bytes) };
         Ok(())
+    }
+
+    /// The stores of this launch that crossed an allocation, in order.
+    pub fn crossings(self) -> Vec<Crossing> {
+        self.crossings.into_inner()
     }
 }
 
@@ -389,32 +575,62 @@ mod tests {
     use super::*;
 
     #[test]
-    fn allocations_are_zeroed_aligned_and_never_reused() {
+    fn small_allocations_share_a_mapping_are_poisoned_aligned_and_reused() {
         let mut memory = DeviceMemory::new();
         let a = memory.alloc(1, 100).unwrap();
+        let b = memory.alloc(1, 100).unwrap();
         assert_eq!(a % 256, 0);
+        assert_eq!(b, a + 256, "the next 256-byte slot of the same mapping");
         let view = memory.kernel_view(1, false);
-        assert_eq!(view.load::<4>(a as u64 + 96), Ok([0; 4]));
-        view.store(a as u64, [1u8, 2, 3, 4]).unwrap();
+        // Not cleared: every byte is the poison until written.
+        assert_eq!(view.load::<4>(a as u64 + 96), Ok([POISON; 4]));
+        view.store(a as u64, 0, [1u8, 2, 3, 4]).unwrap();
         assert_eq!(view.load::<4>(a as u64), Ok([1, 2, 3, 4]));
-        // Past the end of the allocation (still inside its page): illegal.
-        assert_eq!(view.load::<4>(a as u64 + 100), Err(Fault::IllegalAddress));
-        // Inside it but not a multiple of the access's size: misaligned, whatever the address.
+        // Past the end of `a`, into `b`: no fault (one mapping), but the store is recorded.
+        assert_eq!(view.load::<4>(a as u64 + 256), Ok([POISON; 4]));
+        view.store(a as u64, 256, [9u8; 4]).unwrap();
+        // Inside `a` but not a multiple of the access's size: misaligned, whatever the address.
         assert_eq!(view.load::<4>(a as u64 + 2), Err(Fault::Misaligned));
-        assert_eq!(view.store(a as u64 + 4, [0u8; 8]), Err(Fault::Misaligned));
-        assert_eq!(view.load::<4>(a as u64 + 97), Err(Fault::Misaligned));
-        assert_eq!(view.load::<1>(a as u64 + 97), Ok([0]));
-        assert_eq!(memory.usage(1), (1, 100));
+        assert_eq!(view.store(a as u64, 4, [0u8; 8]), Err(Fault::Misaligned));
+        assert_eq!(view.load::<1>(a as u64 + 97), Ok([POISON]));
+        let crossing = Crossing {
+            context: 1,
+            base: a as u64,
+            from: Some(a as u64),
+            addr: a as u64 + 256,
+            len: 4,
+            into: Some(b as u64),
+        };
+        assert_eq!(view.crossings(), [crossing]);
+        assert_eq!(memory.usage(1), (2, 200));
 
         memory.free(1, a as u64).unwrap();
-        assert_eq!(memory.usage(1), (0, 0));
+        assert_eq!(memory.usage(1), (1, 100));
         assert_eq!(memory.free(1, a as u64), Err(CUDA_ERROR_INVALID_VALUE));
-        let b = memory.alloc(1, 100).unwrap();
-        assert_ne!(a, b);
+        // The freed address is handed out again, poisoned again.
+        let c = memory.alloc(1, 64).unwrap();
+        assert_eq!(c, a);
         let view = memory.kernel_view(1, true);
-        // A stale pointer is illegal, even with pageable memory access.
-        assert_eq!(view.load::<1>(a as u64), Err(Fault::IllegalAddress));
-        assert_eq!(view.load::<4>(b as u64), Ok([0; 4]));
+        assert_eq!(view.load::<4>(c as u64), Ok([POISON; 4]));
+        // A store through a pointer that is no allocation's is recorded as such.
+        view.store(c as u64 + 128, 0, [0u8; 4]).unwrap();
+        assert_eq!(view.crossings()[0].from, None);
+        assert_eq!(memory.usage(1), (2, 164));
+    }
+
+    #[test]
+    fn large_allocations_have_their_own_mapping_and_their_range_is_reused() {
+        let mut memory = DeviceMemory::new();
+        let big = memory.alloc(1, SMALL_MAX + 1).unwrap();
+        let view = memory.kernel_view(1, false);
+        assert_eq!(view.load::<8>(big as u64 + SMALL_MAX as u64 - 8), Ok([POISON; 8]));
+        drop(view);
+        memory.free(1, big as u64).unwrap();
+        let view = memory.kernel_view(1, true);
+        // Unmapped: a stale pointer is an illegal address, even with pageable memory access.
+        assert_eq!(view.load::<1>(big as u64), Err(Fault::IllegalAddress));
+        drop(view);
+        assert_eq!(memory.alloc(1, SMALL_MAX + 1).unwrap(), big, "the range is handed out again");
     }
 
     #[test]
@@ -429,6 +645,7 @@ mod tests {
         let host = [0x0707_0707_0707_0707u64];
         let host_addr = host.as_ptr().expose_provenance() as u64;
         let pageable = memory.kernel_view(1, true);
+        // Another context's mapping is not this one's.
         assert_eq!(pageable.load::<1>(theirs), Err(Fault::IllegalAddress));
         assert_eq!(pageable.load::<8>(host_addr), Ok([7; 8]));
         assert_eq!(pageable.load::<1>(0), Err(Fault::IllegalAddress));
@@ -440,6 +657,8 @@ mod tests {
         memory.free_context(1);
         assert_eq!(memory.usage(1), (0, 0));
         assert_eq!(memory.usage(2), (1, 64));
+        let view = memory.kernel_view(1, true);
+        assert_eq!(view.load::<1>(mine), Err(Fault::IllegalAddress), "the context's mappings are gone");
     }
 
     #[test]

@@ -137,6 +137,10 @@ pub struct State {
     /// Whether `cuInit(0)` has succeeded.
     pub initialized: bool,
     next_handle: usize,
+    /// Handles given back (a destroyed context, module, function or stream), handed out again
+    /// first, the most recent first, as a driver reuses its handles: a stale handle then names
+    /// something else.
+    free_handles: Vec<usize>,
     /// The devices, by ordinal.
     pub devices: Vec<Device>,
     /// Live contexts by handle.
@@ -212,12 +216,20 @@ impl Live {
     }
 }
 
+/// Adds `handle` to the handles to hand out again; `true`, so that a `retain` that drops the
+/// object can give its handle back in one expression.
+fn give_back(free: &mut Vec<usize>, handle: usize) -> bool {
+    free.push(handle);
+    true
+}
+
 impl State {
     /// A fresh library: not initialised, one device ([`DeviceConfig::DEFAULT`]).
     pub fn new() -> State {
         State {
             initialized: false,
             next_handle: FIRST_HANDLE,
+            free_handles: Vec::new(),
             devices: vec![Device { config: DeviceConfig::DEFAULT, retain_count: 0, primary: None }],
             contexts: HashMap::new(),
             modules: HashMap::new(),
@@ -229,6 +241,9 @@ impl State {
     }
 
     fn new_handle(&mut self) -> usize {
+        if let Some(handle) = self.free_handles.pop() {
+            return handle;
+        }
         let handle = self.next_handle;
         self.next_handle += 1;
         handle
@@ -310,10 +325,13 @@ impl State {
 
     /// Destroys `context` and everything in it.
     fn destroy_context(&mut self, context: usize) {
-        self.contexts.remove(&context);
-        self.modules.retain(|_, module| module.context != context);
-        self.functions.retain(|_, function| function.context != context);
-        self.streams.retain(|_, stream| stream.context != context);
+        let free = &mut self.free_handles;
+        if self.contexts.remove(&context).is_some() {
+            free.push(context);
+        }
+        self.modules.retain(|&handle, module| module.context != context || !give_back(free, handle));
+        self.functions.retain(|&handle, function| function.context != context || !give_back(free, handle));
+        self.streams.retain(|&handle, stream| stream.context != context || !give_back(free, handle));
         self.memory.free_context(context);
     }
 
@@ -332,6 +350,12 @@ impl State {
             Some(found) if found.sticky_error != 0 => Err(found.sticky_error),
             Some(_) => Ok(context),
         }
+    }
+
+    /// The index (ordinal) of `context`'s device; `usize::MAX` for a context that does not
+    /// exist.
+    pub fn context_index(&self, context: usize) -> usize {
+        self.contexts.get(&context).map_or(usize::MAX, |c| c.device)
     }
 
     /// The configuration of `context`'s device.
@@ -381,7 +405,9 @@ impl State {
     pub fn unload_module(&mut self, context: usize, handle: usize) -> Result<(), CuResult> {
         self.module(context, handle)?;
         self.modules.remove(&handle);
-        self.functions.retain(|_, function| function.module != handle);
+        let free = &mut self.free_handles;
+        self.functions.retain(|&f, function| function.module != handle || !give_back(free, f));
+        free.push(handle);
         Ok(())
     }
 
@@ -451,6 +477,7 @@ impl State {
         match self.streams.get(&handle) {
             Some(stream) if stream.context == context => {
                 self.streams.remove(&handle);
+                self.free_handles.push(handle);
                 Ok(())
             }
             _ => Err(CUDA_ERROR_INVALID_HANDLE),

@@ -11,6 +11,7 @@ use kernel_args_cuda_emulator::api::{
     function_attribute as fn_attr,
 };
 use kernel_args_cuda_emulator::control;
+use kernel_args_cuda_emulator::memory::POISON;
 use kernel_args_cuda_emulator::result::*;
 use kernel_args_cuda_emulator::state::DEVICE_NAME;
 
@@ -564,7 +565,9 @@ fn scalar_and_struct_kernels_compute_what_their_sources_say() {
     assert_eq!(download(dout, &mut bytes), CUDA_SUCCESS);
     for (i, chunk) in bytes.chunks(8).enumerate() {
         let got = f64::from_le_bytes(chunk.try_into().unwrap());
-        let want = if i < 33 { f64::from(input[i] * 1.1f32) + 0.125 } else { 0.0 };
+        // Past `count`, the allocation's poison: nothing cleared it.
+        let want =
+            if i < 33 { f64::from(input[i] * 1.1f32) + 0.125 } else { f64::from_le_bytes([POISON; 8]) };
         assert_eq!(got.to_bits(), want.to_bits(), "element {i}");
     }
 }
@@ -784,8 +787,14 @@ fn an_illegal_access_makes_the_context_sticky_until_it_is_reset() {
     let d = alloc(64).unwrap();
     assert_eq!(launch_with(f, [1, 1, 1], [16, 1, 1], 0, &mut vector_add_params(d, d, d, 16)), CUDA_SUCCESS);
     assert_eq!(api::stream_synchronize(ptr::null_mut()), CUDA_SUCCESS);
-    // Reading one float past the end of an allocation faults too.
+    // One float past the end of the 64-byte allocation is still its shared page: no fault, as
+    // on a GPU, but the store there is recorded.
+    let crossings = control::crossings(ordinal);
     assert_eq!(launch_with(f, [1, 1, 1], [17, 1, 1], 0, &mut vector_add_params(d, d, d, 17)), CUDA_SUCCESS);
+    assert_eq!(api::stream_synchronize(ptr::null_mut()), CUDA_SUCCESS);
+    assert_eq!(control::crossings(ordinal), crossings + 1);
+    // A null pointer is outside every mapping.
+    assert_eq!(launch_with(f, [1, 1, 1], [16, 1, 1], 0, &mut vector_add_params(0, d, d, 16)), CUDA_SUCCESS);
     assert_eq!(api::stream_synchronize(ptr::null_mut()), CUDA_ERROR_ILLEGAL_ADDRESS);
     assert_eq!(api::device_primary_ctx_release(ordinal), CUDA_SUCCESS);
     drop(session);
@@ -809,7 +818,7 @@ fn injected_failures_have_no_effect() {
     // SAFETY: as above.
     unsafe { control::fail_call(name("cuModuleLoadDataEx").as_ptr(), 1, -1) };
     // SAFETY: as above.
-    unsafe { control::fail_call(name("cuLaunchKernel").as_ptr(), 1, 700) };
+    unsafe { control::fail_call(name("cuLaunchKernel").as_ptr(), 1, 701) };
     // SAFETY: as above; an unknown name arms nothing.
     unsafe { control::fail_call(name("cuMemAlloc").as_ptr(), 1, 2) };
 
@@ -831,11 +840,18 @@ fn injected_failures_have_no_effect() {
     let f = function(load(VECTOR_ADD), "vector_add").unwrap();
     let d = alloc(64).unwrap();
     let launched = control::stat(0);
-    assert_eq!(launch_with(f, [1, 1, 1], [16, 1, 1], 0, &mut vector_add_params(0, 0, 0, 16)), 700);
-    assert_eq!(control::sticky_error(ordinal), 0, "an injected 700 is no kernel fault");
+    assert_eq!(launch_with(f, [1, 1, 1], [16, 1, 1], 0, &mut vector_add_params(0, 0, 0, 16)), 701);
+    assert_eq!(control::stat(0), launched, "an injected failure launches nothing");
     assert_eq!(launch_with(f, [1, 1, 1], [16, 1, 1], 0, &mut vector_add_params(d, d, d, 16)), CUDA_SUCCESS);
     assert!(control::stat(0) > launched);
     assert!(control::stat(2) >= 16);
+    // The one effect: a sticky code is the context's from then on, as a real fault's is.
+    // SAFETY: a NUL-terminated name.
+    unsafe { control::fail_call(name("cuStreamSynchronize").as_ptr(), 1, 226) };
+    assert_eq!(api::stream_synchronize(ptr::null_mut()), 226);
+    assert_eq!(control::sticky_error(ordinal), 226);
+    assert_eq!(api::device_primary_ctx_reset(ordinal), CUDA_SUCCESS);
+    assert_eq!(control::sticky_error(ordinal), 0);
 
     control::clear_faults();
     // SAFETY: a NUL-terminated name.
