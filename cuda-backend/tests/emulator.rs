@@ -279,15 +279,19 @@ fn a_kernel_fault_fails_the_launch_and_the_next_launch_recovers() {
 #[test]
 fn a_ptx_newer_than_the_driver_is_not_available_and_not_kept() {
     let test = "a_ptx_newer_than_the_driver_is_not_available_and_not_kept";
-    let Some((emulator, _, options)) = fresh(test, DEFAULT) else { return };
-    // PTX ISA 9.2 (CUDA 13.2) on the 12.8 driver: CUDA_ERROR_UNSUPPORTED_PTX_VERSION (222).
+    // The 12.8 library (the default), whichever KARGS_CUDA_DRIVER names: PTX ISA 9.2 (CUDA
+    // 13.2) is newer than its JIT, CUDA_ERROR_UNSUPPORTED_PTX_VERSION (222).
+    let Some((_, path)) = support::emulator(test) else { return };
+    let library = path.with_file_name(kernel_args_cuda_emulator::client::LIBRARY);
+    let emulator = Emulator::load(&library).unwrap();
+    emulator.clear_faults();
+    let ordinal = emulator.add_device(DEFAULT);
     let newer = support::VECTOR_ADD_PTX.replacen(".version 7.8", ".version 9.2", 1);
     let mut registry = KernelRegistry::new();
     registry.register(VECTOR_ADD, &newer, "vector_add", support::VECTOR_ADD_DECLARATION).unwrap();
-    let library =
-        options.driver_library.as_deref().unwrap().with_file_name(kernel_args_cuda_emulator::client::LIBRARY);
-    let device =
-        CudaDevice::open(registry, CudaOptions { driver_library: Some(library), ..options }).unwrap();
+    let options =
+        CudaOptions { device_ordinal: ordinal, driver_library: Some(library), ..CudaOptions::default() };
+    let device = CudaDevice::open(registry, options).unwrap();
     let mut launcher = device.launcher();
     let loads = emulator.call_count("cuModuleLoadDataEx");
     for attempt in 1..=2 {
