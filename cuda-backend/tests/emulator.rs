@@ -27,7 +27,7 @@ use kernel_args_core::{ArgvBuilder, GuestMemory};
 use kernel_args_cuda::{
     CudaDevice, CudaLauncher, CudaOptions, KernelRegistry, PointerModeChoice, SetupError,
 };
-use kernel_args_cuda_emulator::client::{DeviceConfig, Emulator, Live};
+use kernel_args_cuda_emulator::client::{DeviceConfig, Emulator, Live, Stat};
 use support::{VECTOR_ADD, VECTOR_ADD_PTX, registry, say};
 
 /// A device without pageable memory access: every launch stages its windows.
@@ -576,4 +576,51 @@ fn devices_and_launchers_release_everything() {
     assert_eq!(emulator.live_all(ordinal)[..4], [1, 1, 0, 0]);
     drop(device);
     assert_eq!(emulator.live_all(ordinal), [0; 5]);
+}
+
+#[test]
+fn on_a_slow_device_every_launch_still_returns_its_results() {
+    let test = "on_a_slow_device_every_launch_still_returns_its_results";
+    for (config, mode) in [(DEFAULT, PointerModeChoice::Direct), (STAGED_ONLY, PointerModeChoice::Staged)] {
+        let Some((emulator, ordinal, options)) = fresh(test, config) else { return };
+        let device = CudaDevice::open(registry(), CudaOptions { pointer_mode: mode, ..options }).unwrap();
+        let mut launcher = device.launcher();
+        // Every queued copy and kernel waits 5 ms before it runs: a launcher that read guest
+        // memory, or returned, before the work it queued had finished would see stale outputs.
+        emulator.set_delay(Duration::from_millis(5));
+        for n in [1, 64, 300] {
+            good_launch(&mut launcher, n);
+        }
+        emulator.set_delay(Duration::ZERO);
+        drop((launcher, device));
+        assert_eq!(emulator.live_all(ordinal), [0; 5], "{mode:?}");
+    }
+}
+
+#[test]
+fn kernels_of_two_launchers_run_at_the_same_time() {
+    let test = "kernels_of_two_launchers_run_at_the_same_time";
+    let Some((emulator, _, options)) = fresh(test, DEFAULT) else { return };
+    let device = open(options);
+    // Each launcher has its own stream, and each stream its worker: two guests' kernels overlap
+    // as on a GPU. Large kernels, launched from two threads until two ran at once.
+    let n = 1 << 18;
+    let threads: Vec<_> = (0..2)
+        .map(|_| {
+            let mut launcher = device.launcher();
+            thread::spawn(move || {
+                for _ in 0..100 {
+                    good_launch(&mut launcher, n);
+                    if emulator.stat(Stat::MostConcurrentKernels) >= 2 {
+                        break;
+                    }
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+    assert!(emulator.stat(Stat::MostConcurrentKernels) >= 2, "no two kernels ever ran at once");
+    say(format!("{test}: at most {} kernels ran at once", emulator.stat(Stat::MostConcurrentKernels)));
 }

@@ -8,11 +8,13 @@
 //! context, arguments in range — and only then changes anything or writes an out-parameter. A
 //! panic inside is caught and answered `CUDA_ERROR_UNKNOWN`: nothing unwinds into C.
 //!
-//! ## Streams run at enqueue time
+//! ## Streams run asynchronously
 //!
-//! The emulator has no queues: `cuMemcpyHtoDAsync_v2`, `cuMemcpyDtoHAsync_v2` and
-//! `cuLaunchKernel` do their work before they return, so `cuStreamSynchronize` has nothing to
-//! wait for (it still checks its stream and reports a sticky error, as the driver does).
+//! `cuMemcpyHtoDAsync_v2`, `cuMemcpyDtoHAsync_v2` and `cuLaunchKernel` on a created stream check
+//! their arguments and queue the work, which the stream's worker runs after the call has
+//! returned ([`stream`](crate::stream)); `cuStreamSynchronize` waits for it and reports a kernel
+//! fault as the context's sticky error. On a default stream (0, 1, 2) the work runs before the
+//! call returns.
 //!
 //! ## Where the emulator differs from the driver
 //!
@@ -29,15 +31,16 @@ use std::ptr::{self, NonNull};
 use std::time::Instant;
 
 use crate::faults::{self, EntryPoint};
-use crate::kernels::{KernelParams, LaunchShape};
+use crate::kernels::{Kernel, KernelParams, LaunchShape};
 use crate::memory::Fault;
-use crate::ptx::{self, PtxError};
+use crate::ptx::{self, PtxEntry, PtxError};
 use crate::result::{
     CUDA_ERROR_ILLEGAL_ADDRESS, CUDA_ERROR_INVALID_CONTEXT, CUDA_ERROR_INVALID_PTX, CUDA_ERROR_INVALID_VALUE,
     CUDA_ERROR_MISALIGNED_ADDRESS, CUDA_ERROR_NOT_SUPPORTED, CUDA_ERROR_UNKNOWN,
     CUDA_ERROR_UNSUPPORTED_PTX_VERSION, CUDA_SUCCESS, CuResult,
 };
 use crate::state::{self, DEVICE_NAME, State};
+use crate::stream;
 
 /// `CUdevice`: a device ordinal.
 pub type CUdevice = c_int;
@@ -657,7 +660,7 @@ pub unsafe fn stream_create(ph_stream: *mut CUstream, flags: c_uint) -> CuResult
         if flags > 1 {
             return Err(CUDA_ERROR_INVALID_VALUE);
         }
-        let stream = state.create_stream(context);
+        let stream = state.create_stream(context)?;
         drop(state);
         // SAFETY: non-null, and writable for a `CUstream` (this function's contract).
         unsafe { out.write(token(stream)) };
@@ -673,11 +676,17 @@ pub fn stream_destroy(h_stream: CUstream) -> CuResult {
     })
 }
 
-/// `CUresult cuStreamSynchronize(CUstream hStream)`: the work is already done (module docs).
+/// `CUresult cuStreamSynchronize(CUstream hStream)`: waits until the stream's queued work has
+/// run, then answers the context's sticky error if its work (or anything else) gave it one.
 pub fn stream_synchronize(h_stream: CUstream) -> CuResult {
     entry_point(EntryPoint::StreamSynchronize, || {
         let (state, context) = in_current_context()?;
-        state.check_stream(context, id(h_stream))
+        let queue = state.stream_queue(context, id(h_stream))?;
+        drop(state);
+        if let Some(queue) = queue {
+            queue.wait_idle();
+        }
+        in_current_context().map(drop)
     })
 }
 
@@ -689,10 +698,10 @@ pub fn stream_synchronize(h_stream: CUstream) -> CuResult {
 /// `dptr` is null or writable for a `CUdeviceptr`.
 pub unsafe fn mem_alloc(dptr: *mut CUdeviceptr, bytesize: usize) -> CuResult {
     entry_point(EntryPoint::MemAlloc, || {
-        let (mut state, context) = in_current_context()?;
-        let out = required(dptr)?;
-        let addr = state.memory.alloc(context, bytesize)?;
+        let (state, context) = in_current_context()?;
         drop(state);
+        let out = required(dptr)?;
+        let addr = state::memory_mut().alloc(context, bytesize)?;
         // SAFETY: non-null, and writable for a `CUdeviceptr` (this function's contract).
         unsafe { out.write(addr as u64) };
         Ok(())
@@ -703,14 +712,16 @@ pub unsafe fn mem_alloc(dptr: *mut CUdeviceptr, bytesize: usize) -> CuResult {
 /// allocation of the current context.
 pub fn mem_free(dptr: CUdeviceptr) -> CuResult {
     entry_point(EntryPoint::MemFree, || {
-        let (mut state, context) = in_current_context()?;
-        state.memory.free(context, dptr)
+        let (state, context) = in_current_context()?;
+        drop(state);
+        state::memory_mut().free(context, dptr)
     })
 }
 
 /// `CUresult cuMemcpyHtoDAsync(CUdeviceptr dstDevice, const void *srcHost, size_t ByteCount,
-/// CUstream hStream)` (the `_v2` symbol): copies at once. The device range must lie inside one
-/// live allocation of the current context; 0 bytes copy nothing.
+/// CUstream hStream)` (the `_v2` symbol): queued on the stream (at once on a default stream),
+/// reading the host bytes when it runs. The device range must lie inside one live allocation
+/// of the current context; 0 bytes copy nothing.
 ///
 /// # Safety
 ///
@@ -723,21 +734,42 @@ pub unsafe fn memcpy_htod_async(
 ) -> CuResult {
     entry_point(EntryPoint::MemcpyHtoDAsync, || {
         let (state, context) = in_current_context()?;
-        state.check_stream(context, id(h_stream))?;
+        let queue = state.stream_queue(context, id(h_stream))?;
+        drop(state);
         if byte_count == 0 {
             return Ok(());
         }
         if src_host.is_null() {
             return Err(CUDA_ERROR_INVALID_VALUE);
         }
-        // SAFETY: readable for `byte_count` bytes (this function's contract).
-        unsafe { state.memory.copy_to_device(context, dst_device, src_host.cast(), byte_count) }
+        state::memory().device_range(context, dst_device, byte_count)?;
+        let src = src_host.expose_provenance();
+        let copy = move || {
+            if !state::lock().usable(context) {
+                return; // dropped unrun, as a device drops a faulted context's work
+            }
+            // SAFETY: readable for `byte_count` bytes until the stream is synchronised (this
+            // function's contract, which `cuda.h` gives async copies).
+            let _ = unsafe {
+                state::memory().copy_to_device(
+                    context,
+                    dst_device,
+                    ptr::with_exposed_provenance(src),
+                    byte_count,
+                )
+            };
+        };
+        match queue {
+            Some(queue) => queue.push(Box::new(copy)),
+            None => copy(),
+        }
+        Ok(())
     })
 }
 
 /// `CUresult cuMemcpyDtoHAsync(void *dstHost, CUdeviceptr srcDevice, size_t ByteCount,
-/// CUstream hStream)` (the `_v2` symbol): copies at once, with the checks of
-/// [`memcpy_htod_async`].
+/// CUstream hStream)` (the `_v2` symbol): queued as [`memcpy_htod_async`] is, writing the host
+/// bytes when it runs.
 ///
 /// # Safety
 ///
@@ -750,15 +782,36 @@ pub unsafe fn memcpy_dtoh_async(
 ) -> CuResult {
     entry_point(EntryPoint::MemcpyDtoHAsync, || {
         let (state, context) = in_current_context()?;
-        state.check_stream(context, id(h_stream))?;
+        let queue = state.stream_queue(context, id(h_stream))?;
+        drop(state);
         if byte_count == 0 {
             return Ok(());
         }
         if dst_host.is_null() {
             return Err(CUDA_ERROR_INVALID_VALUE);
         }
-        // SAFETY: writable for `byte_count` bytes (this function's contract).
-        unsafe { state.memory.copy_from_device(context, dst_host.cast(), src_device, byte_count) }
+        state::memory().device_range(context, src_device, byte_count)?;
+        let dst = dst_host.expose_provenance();
+        let copy = move || {
+            if !state::lock().usable(context) {
+                return;
+            }
+            // SAFETY: writable for `byte_count` bytes until the stream is synchronised (this
+            // function's contract).
+            let _ = unsafe {
+                state::memory().copy_from_device(
+                    context,
+                    ptr::with_exposed_provenance_mut(dst),
+                    src_device,
+                    byte_count,
+                )
+            };
+        };
+        match queue {
+            Some(queue) => queue.push(Box::new(copy)),
+            None => copy(),
+        }
+        Ok(())
     })
 }
 
@@ -814,14 +867,14 @@ pub unsafe fn launch_kernel(
     extra: *mut *mut c_void,
 ) -> CuResult {
     entry_point(EntryPoint::LaunchKernel, || {
-        let (mut state, context) = in_current_context()?;
+        let (mut guard, context) = in_current_context()?;
         let shape = LaunchShape {
             grid: [grid_dim_x, grid_dim_y, grid_dim_z],
             block: [block_dim_x, block_dim_y, block_dim_z],
         };
-        let state = &mut *state;
+        let state = &mut *guard;
         let function = state.function(context, id(f))?;
-        state.check_stream(context, id(h_stream))?;
+        let queue = state.stream_queue(context, id(h_stream))?;
         let shared_fits =
             usize::try_from(shared_mem_bytes).is_ok_and(|s| s <= function.max_dynamic_shared_bytes);
         if !shape_fits(shape) || !shared_fits || !extra.is_null() {
@@ -854,22 +907,64 @@ pub unsafe fn launch_kernel(
         }
         let kernel = function.kernel.ok_or(CUDA_ERROR_NOT_SUPPORTED)?;
         let pageable = state.context_device(context).is_some_and(|device| device.pageable_memory_access);
-        let memory = state.memory.kernel_view(context, pageable);
+        // The parameters were copied above, as the driver copies them at the call: the caller's
+        // table may change as soon as the call returns.
+        let run = KernelRun { kernel, shape, buffer, entry: entry.clone(), context, pageable };
+        drop(guard);
+        match queue {
+            Some(queue) => queue.push(Box::new(move || run.run())),
+            None => run.run(),
+        }
+        Ok(())
+    })
+}
+
+/// A launched kernel, as queued: everything it runs with.
+struct KernelRun {
+    kernel: Kernel,
+    shape: LaunchShape,
+    buffer: Vec<u8>,
+    entry: PtxEntry,
+    context: usize,
+    pageable: bool,
+}
+
+impl KernelRun {
+    /// Runs the kernel over its grid, unless its context is gone or has a sticky error; a fault
+    /// gives the context its sticky error. Holds device memory shared while the kernel runs
+    /// (kernels of other streams run at the same time), the library state only before and
+    /// after.
+    fn run(self) {
+        let device = {
+            let state = state::lock();
+            if !state.usable(self.context) {
+                return; // dropped unrun, as a device drops a faulted context's work
+            }
+            state.context_index(self.context)
+        };
+        let running = stream::kernel_running();
+        let memory = state::memory();
+        let view = memory.kernel_view(self.context, self.pageable);
         let started = Instant::now();
-        let outcome = kernel.run(shape, &KernelParams { buffer: &buffer, entry }, &memory);
+        let outcome =
+            self.kernel.run(self.shape, &KernelParams { buffer: &self.buffer, entry: &self.entry }, &view);
         let nanos = u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX);
-        let crossings = memory.crossings();
-        let device = state.context_index(context);
-        state.memory.crossings.extend(crossings.into_iter().map(|crossing| (device, crossing)));
+        let crossings = view.crossings();
+        memory
+            .crossings
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .extend(crossings.into_iter().map(|crossing| (device, crossing)));
+        drop((memory, running));
+        let mut state = state::lock();
         let stats = &mut state.stats;
         stats.kernels_launched = stats.kernels_launched.saturating_add(1);
         stats.kernel_nanos = stats.kernel_nanos.saturating_add(nanos);
         stats.threads = stats.threads.saturating_add(outcome.threads);
         match outcome.fault {
-            Some(Fault::IllegalAddress) => state.poison(context, CUDA_ERROR_ILLEGAL_ADDRESS),
-            Some(Fault::Misaligned) => state.poison(context, CUDA_ERROR_MISALIGNED_ADDRESS),
+            Some(Fault::IllegalAddress) => state.poison(self.context, CUDA_ERROR_ILLEGAL_ADDRESS),
+            Some(Fault::Misaligned) => state.poison(self.context, CUDA_ERROR_MISALIGNED_ADDRESS),
             None => {}
         }
-        Ok(())
-    })
+    }
 }

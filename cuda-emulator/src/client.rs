@@ -59,6 +59,8 @@ pub struct Emulator {
     sticky_error: unsafe extern "C" fn(c_int) -> c_int,
     crossings: unsafe extern "C" fn(c_int) -> c_ulonglong,
     clear_crossings: unsafe extern "C" fn(c_int),
+    set_delay: unsafe extern "C" fn(c_ulonglong),
+    set_inline: unsafe extern "C" fn(c_int),
     stat: unsafe extern "C" fn(c_int) -> c_ulonglong,
 }
 
@@ -145,6 +147,10 @@ impl Emulator {
             crossings: unsafe { symbol(handle, c"kargs_emu_crossings") }.map_err(in_path)?,
             // SAFETY: as above.
             clear_crossings: unsafe { symbol(handle, c"kargs_emu_clear_crossings") }.map_err(in_path)?,
+            // SAFETY: as above.
+            set_delay: unsafe { symbol(handle, c"kargs_emu_set_delay") }.map_err(in_path)?,
+            // SAFETY: as above.
+            set_inline: unsafe { symbol(handle, c"kargs_emu_set_inline") }.map_err(in_path)?,
             // SAFETY: as above.
             stat: unsafe { symbol(handle, c"kargs_emu_stat") }.map_err(in_path)?,
         };
@@ -249,6 +255,22 @@ impl Emulator {
         let Ok(ordinal) = c_int::try_from(ordinal) else { return };
         // SAFETY: scalars only.
         unsafe { (self.clear_crossings)(ordinal) }
+    }
+
+    /// A slow device: every operation queued on a stream waits `delay` before it runs (zero for
+    /// none), for the whole library.
+    pub fn set_delay(&self, delay: std::time::Duration) {
+        let micros = c_ulonglong::try_from(delay.as_micros()).unwrap_or(c_ulonglong::MAX);
+        // SAFETY: a scalar.
+        unsafe { (self.set_delay)(micros) }
+    }
+
+    /// Work queued on a stream runs on the calling thread before the call returns (`true`), or
+    /// on the stream's worker (`false`, the default), for the whole library: for measuring the
+    /// host's own costs without the emulator's hand-offs between threads.
+    pub fn set_inline(&self, inline: bool) {
+        // SAFETY: a scalar.
+        unsafe { (self.set_inline)(c_int::from(inline)) }
     }
 
     /// A statistic of the whole library.

@@ -142,8 +142,9 @@ pub fn sticky_error(ordinal: c_int) -> c_int {
 pub fn crossings(ordinal: c_int) -> c_ulonglong {
     guarded(0, || {
         let Ok(ordinal) = usize::try_from(ordinal) else { return 0 };
-        let state = state::lock();
-        let count = state.memory.crossings.iter().filter(|(device, _)| *device == ordinal).count();
+        let memory = state::memory();
+        let crossings = memory.crossings.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let count = crossings.iter().filter(|(device, _)| *device == ordinal).count();
         c_ulonglong::try_from(count).unwrap_or(c_ulonglong::MAX)
     })
 }
@@ -152,8 +153,22 @@ pub fn crossings(ordinal: c_int) -> c_ulonglong {
 pub fn clear_crossings(ordinal: c_int) {
     guarded((), || {
         let Ok(ordinal) = usize::try_from(ordinal) else { return };
-        state::lock().memory.crossings.retain(|(device, _)| *device != ordinal);
+        let memory = state::memory();
+        let mut crossings = memory.crossings.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        crossings.retain(|(device, _)| *device != ordinal);
     });
+}
+
+/// `void kargs_emu_set_delay(unsigned long long micros)`: a slow device: every operation
+/// queued on a stream waits `micros` microseconds before it runs (0: none), library-wide.
+pub fn set_delay(micros: c_ulonglong) {
+    guarded((), || crate::stream::set_delay(std::time::Duration::from_micros(micros)));
+}
+
+/// `void kargs_emu_set_inline(int inline)`: non-zero: work queued on a stream runs on the
+/// calling thread before the call returns; 0: on the stream's worker (the default).
+pub fn set_inline(inline: c_int) {
+    guarded((), || crate::stream::set_inline(inline != 0));
 }
 
 /// What `kargs_emu_stat` reports, for the whole library instance.
@@ -165,11 +180,14 @@ pub enum Stat {
     KernelNanos,
     /// Threads run (2).
     Threads,
+    /// The most kernels that ran at the same time, on streams' workers (3).
+    MostConcurrentKernels,
 }
 
 impl Stat {
     /// Every statistic, in the order of their codes.
-    pub const ALL: [Stat; 3] = [Stat::KernelsRun, Stat::KernelNanos, Stat::Threads];
+    pub const ALL: [Stat; 4] =
+        [Stat::KernelsRun, Stat::KernelNanos, Stat::Threads, Stat::MostConcurrentKernels];
 
     /// The statistic's `what` code in `kargs_emu_stat`.
     pub const fn code(self) -> c_int {
@@ -183,8 +201,8 @@ impl Stat {
 }
 
 /// `unsigned long long kargs_emu_stat(int what)`: for this library instance, `what` = 0:
-/// kernels run, 1: nanoseconds spent running them on the CPU, 2: threads run ([`Stat`]). 0 for
-/// another `what`.
+/// kernels run, 1: nanoseconds spent running them on the CPU, 2: threads run, 3: the most
+/// kernels that ran at once ([`Stat`]). 0 for another `what`.
 pub fn stat(what: c_int) -> c_ulonglong {
     guarded(0, || {
         let stats = state::lock().stats;
@@ -192,6 +210,7 @@ pub fn stat(what: c_int) -> c_ulonglong {
             Some(Stat::KernelsRun) => stats.kernels_launched,
             Some(Stat::KernelNanos) => stats.kernel_nanos,
             Some(Stat::Threads) => stats.threads,
+            Some(Stat::MostConcurrentKernels) => crate::stream::most_concurrent_kernels(),
             None => 0,
         }
     })

@@ -66,6 +66,7 @@ pub mod memory;
 pub mod ptx;
 pub mod result;
 pub mod state;
+pub mod stream;
 
 /// Defines the exported C symbols of an emulated driver library, each forwarding to this
 /// crate: the driver entry points (`cuInit`, ..., `cuLaunchKernel`) and the control API
@@ -251,6 +252,10 @@ macro_rules! export_driver_api {
                 = $crate::control::crossings[];
             /// Control API: `void kargs_emu_clear_crossings(int ordinal)`.
             fn kargs_emu_clear_crossings(ordinal: ::core::ffi::c_int) -> () = $crate::control::clear_crossings[];
+            /// Control API: `void kargs_emu_set_delay(unsigned long long micros)`.
+            fn kargs_emu_set_delay(micros: ::core::ffi::c_ulonglong) -> () = $crate::control::set_delay[];
+            /// Control API: `void kargs_emu_set_inline(int inline)`.
+            fn kargs_emu_set_inline(inline: ::core::ffi::c_int) -> () = $crate::control::set_inline[];
             /// Control API: `unsigned long long kargs_emu_stat(int what)`.
             fn kargs_emu_stat(what: ::core::ffi::c_int) -> ::core::ffi::c_ulonglong = $crate::control::stat[];
         }

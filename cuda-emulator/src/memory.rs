@@ -34,6 +34,7 @@
 use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
 use std::ptr;
+use std::sync::Mutex;
 
 use crate::result::{CUDA_ERROR_INVALID_VALUE, CUDA_ERROR_OUT_OF_MEMORY, CuResult};
 
@@ -124,8 +125,9 @@ pub struct DeviceMemory {
     /// Unmapped ranges below the region's high-water mark, free to map again: start to length.
     released: BTreeMap<usize, usize>,
     /// Every crossing store since the library was loaded (or the device's record was
-    /// cleared), with the index of the device the kernel ran on.
-    pub crossings: Vec<(usize, Crossing)>,
+    /// cleared), with the index of the device the kernel ran on. Behind a lock of its own:
+    /// kernels add to it while they share the table.
+    pub crossings: Mutex<Vec<(usize, Crossing)>>,
 }
 
 /// A kernel's access that the device refuses, as a GPU does: the kernel stops and the context
@@ -210,7 +212,7 @@ impl DeviceMemory {
             allocations: BTreeMap::new(),
             mappings: BTreeMap::new(),
             released: BTreeMap::new(),
-            crossings: Vec::new(),
+            crossings: Mutex::new(Vec::new()),
         }
     }
 

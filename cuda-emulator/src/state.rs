@@ -28,15 +28,16 @@
 
 use std::cell::RefCell;
 use std::collections::HashMap;
-use std::sync::{LazyLock, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, LazyLock, Mutex, MutexGuard, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use crate::kernels::Kernel;
 use crate::memory::DeviceMemory;
 use crate::ptx::{PtxEntry, PtxModule, STATIC_SHARED_LIMIT};
 use crate::result::{
     CUDA_ERROR_INVALID_CONTEXT, CUDA_ERROR_INVALID_DEVICE, CUDA_ERROR_INVALID_HANDLE, CUDA_ERROR_NOT_FOUND,
-    CUDA_ERROR_NOT_INITIALIZED, CuResult,
+    CUDA_ERROR_NOT_INITIALIZED, CUDA_ERROR_OUT_OF_MEMORY, CuResult,
 };
+use crate::stream::Queue;
 
 /// The first handle id; ids below it are never handed out (0, 1 and 2 name default streams).
 pub const FIRST_HANDLE: usize = 0x1000;
@@ -113,11 +114,13 @@ pub struct Function {
     pub max_dynamic_shared_bytes: usize,
 }
 
-/// A stream: the emulator runs stream work at enqueue time, so a stream is just its context.
+/// A stream: its context and the queue its worker runs ([`crate::stream`]).
 #[derive(Debug)]
 pub struct Stream {
     /// The context it was created in.
     pub context: usize,
+    /// Its queued work.
+    pub queue: Arc<Queue>,
 }
 
 /// Library-wide counters (`kargs_emu_stat`).
@@ -151,13 +154,27 @@ pub struct State {
     pub functions: HashMap<usize, Function>,
     /// Streams by handle.
     pub streams: HashMap<usize, Stream>,
-    /// Device memory.
-    pub memory: DeviceMemory,
     /// Counters.
     pub stats: Stats,
 }
 
 static STATE: LazyLock<Mutex<State>> = LazyLock::new(|| Mutex::new(State::new()));
+
+/// Device memory, apart from the rest of the state so that kernels of several streams can run
+/// at once, each reading the allocation table: a kernel holds it shared while it runs, and
+/// allocating or freeing waits for the kernels running. Taken after [`lock`] where both are
+/// needed, never before.
+static MEMORY: RwLock<DeviceMemory> = RwLock::new(DeviceMemory::new());
+
+/// Device memory, shared (kernels, copies, counts).
+pub fn memory() -> RwLockReadGuard<'static, DeviceMemory> {
+    MEMORY.read().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Device memory, exclusive (allocating, freeing).
+pub fn memory_mut() -> RwLockWriteGuard<'static, DeviceMemory> {
+    MEMORY.write().unwrap_or_else(PoisonError::into_inner)
+}
 
 /// The library's state, locked. A panic while it was locked (caught at the C ABI) does not
 /// make it unusable: every change to it is complete before anything that could panic.
@@ -235,7 +252,6 @@ impl State {
             modules: HashMap::new(),
             functions: HashMap::new(),
             streams: HashMap::new(),
-            memory: DeviceMemory::new(),
             stats: Stats::default(),
         }
     }
@@ -331,8 +347,13 @@ impl State {
         }
         self.modules.retain(|&handle, module| module.context != context || !give_back(free, handle));
         self.functions.retain(|&handle, function| function.context != context || !give_back(free, handle));
-        self.streams.retain(|&handle, stream| stream.context != context || !give_back(free, handle));
-        self.memory.free_context(context);
+        self.streams.retain(|&handle, stream| {
+            stream.context != context || {
+                stream.queue.close();
+                !give_back(free, handle)
+            }
+        });
+        memory_mut().free_context(context);
     }
 
     /// The context a call works in: `current` (the calling thread's), which must exist and
@@ -447,11 +468,37 @@ impl State {
             .ok_or(CUDA_ERROR_INVALID_HANDLE)
     }
 
-    /// A new stream in `context`: its handle.
-    pub fn create_stream(&mut self, context: usize) -> usize {
+    /// A new stream in `context`, with its worker: its handle.
+    ///
+    /// # Errors
+    ///
+    /// `CUDA_ERROR_OUT_OF_MEMORY` when the system refuses the worker thread.
+    pub fn create_stream(&mut self, context: usize) -> Result<usize, CuResult> {
+        let queue = Queue::start().ok_or(CUDA_ERROR_OUT_OF_MEMORY)?;
         let stream = self.new_handle();
-        self.streams.insert(stream, Stream { context });
-        stream
+        self.streams.insert(stream, Stream { context, queue });
+        Ok(stream)
+    }
+
+    /// The queue of stream `handle` of `context`; `None` for a default stream (0, 1, 2), whose
+    /// work runs at once.
+    ///
+    /// # Errors
+    ///
+    /// `CUDA_ERROR_INVALID_HANDLE` for another context's stream or one that does not exist.
+    pub fn stream_queue(&self, context: usize, handle: usize) -> Result<Option<Arc<Queue>>, CuResult> {
+        if handle < 3 {
+            return Ok(None);
+        }
+        match self.streams.get(&handle) {
+            Some(stream) if stream.context == context => Ok(Some(Arc::clone(&stream.queue))),
+            _ => Err(CUDA_ERROR_INVALID_HANDLE),
+        }
+    }
+
+    /// Whether `context` exists and has no sticky error: queued work runs only then.
+    pub fn usable(&self, context: usize) -> bool {
+        self.contexts.get(&context).is_some_and(|c| c.sticky_error == 0)
     }
 
     /// Checks that `handle` is a stream of `context`: one it created, or a default stream
@@ -476,6 +523,8 @@ impl State {
     pub fn destroy_stream(&mut self, context: usize, handle: usize) -> Result<(), CuResult> {
         match self.streams.get(&handle) {
             Some(stream) if stream.context == context => {
+                // The call returns at once; what is queued still runs (`cuStreamDestroy`).
+                stream.queue.close();
                 self.streams.remove(&handle);
                 self.free_handles.push(handle);
                 Ok(())
@@ -497,8 +546,8 @@ impl State {
             (Live::Streams, Some(context)) => {
                 count(self.streams.values().filter(|s| s.context == context).count())
             }
-            (Live::Allocations, Some(context)) => count(self.memory.usage(context).0),
-            (Live::AllocatedBytes, Some(context)) => count(self.memory.usage(context).1),
+            (Live::Allocations, Some(context)) => count(memory().usage(context).0),
+            (Live::AllocatedBytes, Some(context)) => count(memory().usage(context).1),
         })
     }
 

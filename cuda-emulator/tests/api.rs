@@ -922,3 +922,43 @@ fn modules_are_compiled_for_the_device_and_entries_bound_their_blocks() {
     assert_eq!(api::stream_synchronize(stream()), CUDA_SUCCESS);
     assert_eq!(control::sticky_error(session.ordinal), 0);
 }
+
+#[test]
+fn stream_work_runs_after_the_call_and_a_fault_waits_for_the_synchronisation() {
+    let session = session();
+    let ordinal = session.ordinal;
+    let s = stream();
+    let f = function(load(VECTOR_ADD), "vector_add").unwrap();
+    let d = alloc(64).unwrap();
+    let source = floats((0..16).map(|i| i as f32));
+    let mut back = vec![0u8; 64];
+    // A slow device: each queued operation waits 20 ms before it runs. (Library-wide: the
+    // other tests of this file only wait longer.)
+    control::set_delay(20_000);
+    // SAFETY: `source` and `back` live, unmoved, until the stream is synchronised below.
+    unsafe {
+        assert_eq!(api::memcpy_htod_async(d, source.as_ptr().cast(), 64, s), CUDA_SUCCESS);
+        assert_eq!(api::memcpy_dtoh_async(back.as_mut_ptr().cast(), d, 64, s), CUDA_SUCCESS);
+    }
+    // The calls returned with the work queued: nothing was copied yet.
+    assert_eq!(back, [0u8; 64]);
+    assert_eq!(api::stream_synchronize(s), CUDA_SUCCESS);
+    assert_eq!(back, source);
+    // A kernel that stores through a null pointer: the launch succeeds, the fault comes with
+    // the synchronisation, and the copy queued after the kernel never runs.
+    let mut params = vector_add_params(d, d, 0, 16);
+    let mut table: Vec<*mut c_void> = params.iter_mut().map(|p| p.as_mut_ptr().cast()).collect();
+    let mut after = vec![0u8; 64];
+    // SAFETY: one pointer per parameter, of its size; `after` lives until the synchronisation.
+    unsafe {
+        let code = api::launch_kernel(f, 1, 1, 1, 16, 1, 1, 0, s, table.as_mut_ptr(), ptr::null_mut());
+        assert_eq!(code, CUDA_SUCCESS);
+        assert_eq!(api::memcpy_dtoh_async(after.as_mut_ptr().cast(), d, 64, s), CUDA_SUCCESS);
+    }
+    assert_eq!(control::sticky_error(ordinal), 0, "the kernel has not run yet");
+    assert_eq!(api::stream_synchronize(s), CUDA_ERROR_ILLEGAL_ADDRESS);
+    control::set_delay(0);
+    assert_eq!(after, [0u8; 64], "work queued after the fault was dropped");
+    assert_eq!(control::sticky_error(ordinal), CUDA_ERROR_ILLEGAL_ADDRESS);
+    assert_eq!(api::device_primary_ctx_reset(ordinal), CUDA_SUCCESS);
+}
