@@ -12,7 +12,7 @@
 //!
 //! `cuMemcpyHtoDAsync_v2`, `cuMemcpyDtoHAsync_v2` and `cuLaunchKernel` on a created stream check
 //! their arguments and queue the work, which the stream's worker runs after the call has
-//! returned ([`stream`](crate::stream)); `cuStreamSynchronize` waits for it and reports a kernel
+//! returned ([`crate::stream`]); `cuStreamSynchronize` waits for it and reports a kernel
 //! fault as the context's sticky error. On a default stream (0, 1, 2) the work runs before the
 //! call returns.
 //!

@@ -41,6 +41,9 @@
 //! - the PTX reader standing in for ptxas (what is malformed; `.maxntid` and `.reqntid`, which
 //!   bound a launch's block): [`ptx`]; a module whose `.target` is above the device's compute
 //!   capability is refused at load, as the JIT refuses it ([`api`]);
+//! - streams: a worker per stream runs its queued copies and kernels after the call that queued
+//!   them, kernels of different streams at once; the slow-device and inline settings:
+//!   [`stream`];
 //! - the CPU kernels: [`kernels`];
 //! - the control API for tests (`kargs_emu_*`): [`control`]; per-thread fault injection, held
 //!   calls and call counts: [`faults`]; a client that loads a built library and calls its

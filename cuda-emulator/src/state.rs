@@ -2,17 +2,20 @@
 //! functions, streams and allocations that live in a context. Every handle the C ABI hands out
 //! is looked up here.
 //!
-//! One [`State`] per loaded library, behind one `Mutex` ([`lock`]); the current-context stack
-//! is per thread ([`push_current`], [`pop_current`], [`current_context`]).
+//! One [`State`] per loaded library, behind one `Mutex` ([`lock`]); device memory behind an
+//! `RwLock` of its own ([`memory`], [`memory_mut`]), so that kernels of several streams run at
+//! once; the current-context stack is per thread ([`push_current`], [`pop_current`],
+//! [`current_context`]).
 //!
 //! ## Handles
 //!
 //! `CUcontext`, `CUmodule`, `CUfunction` and `CUstream` are tokens: non-null addresses that
-//! are never dereferenced, made from ids that count up from [`FIRST_HANDLE`] and are never
-//! reused within a library instance. So a destroyed object's handle stays unknown for good,
-//! and a handle of one kind is never mistaken for another. The stream handles `0` (the NULL
-//! stream), `1` (`CU_STREAM_LEGACY`) and `2` (`CU_STREAM_PER_THREAD`) are the current
-//! context's default stream.
+//! are never dereferenced, made from ids from [`FIRST_HANDLE`] up. A destroyed object's handle
+//! is handed out again, the most recently freed first, as a driver reuses its handles: a stale
+//! handle then names another object, possibly of another kind, which is what a launcher that
+//! keeps one must never use. The stream handles `0` (the NULL stream), `1`
+//! (`CU_STREAM_LEGACY`) and `2` (`CU_STREAM_PER_THREAD`) are the current context's default
+//! stream, whose work runs at once.
 //!
 //! ## Contexts
 //!
@@ -20,10 +23,12 @@
 //! none and counts a retain; `cuDevicePrimaryCtxRelease_v2` uncounts one, and the last one
 //! destroys the context with everything in it. `cuDevicePrimaryCtxReset_v2` destroys the
 //! context with everything in it (its sticky error too) and leaves the retain count alone: the
-//! old handle is dead, and the next retain makes a fresh context with a new handle.
+//! old handle is dead, and the next retain makes a fresh context (whose handle may be the old
+//! one's, reused).
 //!
 //! A kernel's illegal memory access gives its context the sticky error
-//! `CUDA_ERROR_ILLEGAL_ADDRESS`: from then on every call that works in that context answers it
+//! `CUDA_ERROR_ILLEGAL_ADDRESS` (and every other code of [`crate::result::STICKY`] it answers,
+//! its own): from then on every call that works in that context answers it
 //! ([`State::current`]), until the context is reset or destroyed.
 
 use std::cell::RefCell;
