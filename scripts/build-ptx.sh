@@ -7,7 +7,14 @@
 # the PTX for whatever GPU it finds (any newer architecture included).
 set -euo pipefail
 cd "$(dirname "$0")/../cuda-backend/kernels"
+# nvcc 11.8 takes gcc up to 11 as its host compiler (it preprocesses the source); Debian 12's
+# gcc is 12, so clang 14 (which nvcc 11.8 takes) stands in where it is installed. The PTX is
+# the same either way.
+ccbin=()
+if command -v clang-14 >/dev/null && ! gcc --version 2>/dev/null | grep -qE ' ([5-9]|10|11)\.'; then
+    ccbin=(-ccbin clang-14)
+fi
 for cu in *.cu; do
-    nvcc --ptx -arch=compute_52 -o "${cu%.cu}.ptx" "$cu"
+    nvcc "${ccbin[@]}" --ptx -arch=compute_52 -o "${cu%.cu}.ptx" "$cu"
     echo "${cu%.cu}.ptx <- $cu ($(nvcc --version | tail -1))"
 done

@@ -8,7 +8,7 @@
 # machines' drivers are), and beside it libkargs_emulated_cuda_13_2.so (13.2: both) and
 # libkargs_emulated_cuda_12_2.so (12.2: neither), which the tests find next to the first; export
 # KARGS_CUDA_DRIVER as one of those to run the launch tests against it. The device is
-# a CPU that runs the fixture kernels; its name says so. Nothing it reports is a GPU's result.
+# a CPU that interprets the kernels' PTX; its name says so. Nothing it reports is a GPU's result.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"

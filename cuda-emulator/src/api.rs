@@ -28,10 +28,11 @@
 use std::ffi::{CStr, c_char, c_int, c_uint, c_void};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::ptr::{self, NonNull};
+use std::sync::Arc;
 use std::time::Instant;
 
+use crate::exec::{self, KernelParams, LaunchShape, Program};
 use crate::faults::{self, EntryPoint};
-use crate::kernels::{Kernel, KernelParams, LaunchShape};
 use crate::memory::Fault;
 use crate::ptx::{self, PtxEntry, PtxError};
 use crate::result::{
@@ -151,8 +152,19 @@ const MAX_SHARED_MEMORY_PER_BLOCK: c_int = 48 * 1024;
 /// Runs one entry point: counts the call, answers an armed failure, else runs `body`; a panic
 /// is `CUDA_ERROR_UNKNOWN`.
 fn entry_point(entry: EntryPoint, body: impl FnOnce() -> Result<(), CuResult>) -> CuResult {
+    entry_point_then(entry, || {}, body)
+}
+
+/// [`entry_point`], with `on_failure` run before an armed failure is answered: the one thing a
+/// failing call still does (a synchronisation still waits for the work before it reports).
+fn entry_point_then(
+    entry: EntryPoint,
+    on_failure: impl FnOnce(),
+    body: impl FnOnce() -> Result<(), CuResult>,
+) -> CuResult {
     let run = AssertUnwindSafe(|| match faults::on_call(entry) {
         Some(code) => {
+            on_failure();
             // An injected sticky code is a fault like any other: the context keeps it.
             if crate::result::STICKY.contains(&code)
                 && let Some(context) = state::current_context()
@@ -485,8 +497,19 @@ pub unsafe fn module_load_data_ex(
             }
             Ok(module)
         });
-        let ptx = match read {
-            Ok(ptx) => ptx,
+        // Every kernel decoded for the interpreter: an instruction it does not run refuses the
+        // module here, naming the line, rather than a wrong result at a launch.
+        let read = read.and_then(|module| {
+            let programs = module
+                .entries
+                .iter()
+                .map(|entry| exec::compile(&text, entry))
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(|error| (CUDA_ERROR_NOT_SUPPORTED, error))?;
+            Ok((module, programs))
+        });
+        let (ptx, programs) = match read {
+            Ok(read) => read,
             Err((code, error)) => {
                 // SAFETY: as above.
                 unsafe { log.write(&error.to_string()) };
@@ -508,7 +531,7 @@ pub unsafe fn module_load_data_ex(
             unsafe { log.write(&message) };
             return Err(CUDA_ERROR_INVALID_PTX);
         }
-        let handle = state.load_module(context, ptx);
+        let handle = state.load_module(context, ptx, programs);
         drop(state);
         // SAFETY: as above.
         unsafe { log.write("") };
@@ -679,7 +702,16 @@ pub fn stream_destroy(h_stream: CUstream) -> CuResult {
 /// `CUresult cuStreamSynchronize(CUstream hStream)`: waits until the stream's queued work has
 /// run, then answers the context's sticky error if its work (or anything else) gave it one.
 pub fn stream_synchronize(h_stream: CUstream) -> CuResult {
-    entry_point(EntryPoint::StreamSynchronize, || {
+    // A synchronisation that fails still returns only once the stream's work has run, as the
+    // driver's does (it reports errors of the work it waited for): an injected failure too.
+    let wait = || {
+        let queue = state::current_context()
+            .and_then(|context| state::lock().stream_queue(context, id(h_stream)).ok());
+        if let Some(Some(queue)) = queue {
+            queue.wait_idle();
+        }
+    };
+    entry_point_then(EntryPoint::StreamSynchronize, wait, || {
         let (state, context) = in_current_context()?;
         let queue = state.stream_queue(context, id(h_stream))?;
         drop(state);
@@ -835,7 +867,7 @@ fn shape_fits(shape: LaunchShape) -> bool {
 /// (2³¹ − 1) × 65535 × 65535, `sharedMemBytes` over the function's
 /// `CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES` (48 KiB − static unless raised),
 /// `extra` non-null, `kernelParams` null for a kernel with parameters (or a null entry in it).
-/// A kernel without a CPU implementation is `CUDA_ERROR_NOT_SUPPORTED`.
+/// The kernel is its PTX, interpreted ([`crate::exec`]).
 ///
 /// Then it copies exactly `size_i` bytes from each `kernelParams[i]` (the sizes of the
 /// `.entry` declaration; never more entries than the kernel has parameters) and runs the CPU
@@ -905,11 +937,21 @@ pub unsafe fn launch_kernel(
                 unsafe { ptr::copy_nonoverlapping(source.as_ptr(), target.as_mut_ptr(), param.size) };
             }
         }
-        let kernel = function.kernel.ok_or(CUDA_ERROR_NOT_SUPPORTED)?;
+        let program = Arc::clone(&function.program);
+        let dynamic_shared = shared_mem_bytes as usize;
         let pageable = state.context_device(context).is_some_and(|device| device.pageable_memory_access);
         // The parameters were copied above, as the driver copies them at the call: the caller's
         // table may change as soon as the call returns.
-        let run = KernelRun { kernel, shape, buffer, entry: entry.clone(), context, pageable };
+        let run = KernelRun {
+            program,
+            function: id(f),
+            shape,
+            buffer,
+            entry: entry.clone(),
+            context,
+            pageable,
+            dynamic_shared,
+        };
         drop(guard);
         match queue {
             Some(queue) => queue.push(Box::new(move || run.run())),
@@ -921,8 +963,11 @@ pub unsafe fn launch_kernel(
 
 /// A launched kernel, as queued: everything it runs with.
 struct KernelRun {
-    kernel: Kernel,
+    program: Arc<Program>,
+    /// The function's handle, for its instruction count.
+    function: usize,
     shape: LaunchShape,
+    dynamic_shared: usize,
     buffer: Vec<u8>,
     entry: PtxEntry,
     context: usize,
@@ -946,8 +991,12 @@ impl KernelRun {
         let memory = state::memory();
         let view = memory.kernel_view(self.context, self.pageable);
         let started = Instant::now();
-        let outcome =
-            self.kernel.run(self.shape, &KernelParams { buffer: &self.buffer, entry: &self.entry }, &view);
+        let outcome = self.program.run(
+            self.shape,
+            &KernelParams { buffer: &self.buffer, entry: &self.entry },
+            &view,
+            self.dynamic_shared,
+        );
         let nanos = u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX);
         let crossings = view.crossings();
         memory
@@ -961,6 +1010,12 @@ impl KernelRun {
         stats.kernels_launched = stats.kernels_launched.saturating_add(1);
         stats.kernel_nanos = stats.kernel_nanos.saturating_add(nanos);
         stats.threads = stats.threads.saturating_add(outcome.threads);
+        stats.instructions = stats.instructions.saturating_add(outcome.instructions);
+        if let Some(function) = state.functions.get_mut(&self.function)
+            && Arc::ptr_eq(&function.program, &self.program)
+        {
+            function.instructions = function.instructions.saturating_add(outcome.instructions);
+        }
         match outcome.fault {
             Some(Fault::IllegalAddress) => state.poison(self.context, CUDA_ERROR_ILLEGAL_ADDRESS),
             Some(Fault::Misaligned) => state.poison(self.context, CUDA_ERROR_MISALIGNED_ADDRESS),

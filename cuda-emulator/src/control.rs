@@ -171,10 +171,17 @@ pub fn set_inline(inline: c_int) {
     guarded((), || crate::stream::set_inline(inline != 0));
 }
 
+/// `unsigned long long kargs_emu_function_instructions(CUfunction f)`: the PTX instructions the
+/// threads of every launch of `f` executed so far (a kernel's cost as a number); 0 for a
+/// handle that is not a loaded function.
+pub fn function_instructions(f: *mut std::ffi::c_void) -> c_ulonglong {
+    guarded(0, || state::lock().functions.get(&f.addr()).map_or(0, |function| function.instructions))
+}
+
 /// What `kargs_emu_stat` reports, for the whole library instance.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Stat {
-    /// Kernels run: launches that reached their CPU kernel (`what` = 0).
+    /// Kernels run: launches whose PTX was interpreted (`what` = 0).
     KernelsRun,
     /// Nanoseconds spent running kernels on the CPU (1).
     KernelNanos,
@@ -182,12 +189,14 @@ pub enum Stat {
     Threads,
     /// The most kernels that ran at the same time, on streams' workers (3).
     MostConcurrentKernels,
+    /// PTX instructions executed by the kernels' threads (4): a launch's cost as a number.
+    Instructions,
 }
 
 impl Stat {
     /// Every statistic, in the order of their codes.
-    pub const ALL: [Stat; 4] =
-        [Stat::KernelsRun, Stat::KernelNanos, Stat::Threads, Stat::MostConcurrentKernels];
+    pub const ALL: [Stat; 5] =
+        [Stat::KernelsRun, Stat::KernelNanos, Stat::Threads, Stat::MostConcurrentKernels, Stat::Instructions];
 
     /// The statistic's `what` code in `kargs_emu_stat`.
     pub const fn code(self) -> c_int {
@@ -202,7 +211,7 @@ impl Stat {
 
 /// `unsigned long long kargs_emu_stat(int what)`: for this library instance, `what` = 0:
 /// kernels run, 1: nanoseconds spent running them on the CPU, 2: threads run, 3: the most
-/// kernels that ran at once ([`Stat`]). 0 for another `what`.
+/// kernels that ran at once, 4: PTX instructions executed ([`Stat`]). 0 for another `what`.
 pub fn stat(what: c_int) -> c_ulonglong {
     guarded(0, || {
         let stats = state::lock().stats;
@@ -211,6 +220,7 @@ pub fn stat(what: c_int) -> c_ulonglong {
             Some(Stat::KernelNanos) => stats.kernel_nanos,
             Some(Stat::Threads) => stats.threads,
             Some(Stat::MostConcurrentKernels) => crate::stream::most_concurrent_kernels(),
+            Some(Stat::Instructions) => stats.instructions,
             None => 0,
         }
     })

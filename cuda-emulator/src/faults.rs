@@ -8,7 +8,9 @@
 //!   *without any effect*: an armed call is answered before the emulator looks at its
 //!   arguments, so it writes no out-parameter and creates, allocates or frees nothing. The one
 //!   effect is the driver's: a sticky code ([`crate::result::STICKY`]) becomes the calling
-//!   thread's current context's sticky error, as a real fault's would. Several
+//!   thread's current context's sticky error, as a real fault's would; and a failing
+//!   `cuStreamSynchronize` still waits for the stream's work before it answers, as the
+//!   driver's does. Several
 //!   failures may be armed at once; a call that two armed failures name returns the code armed
 //!   first (and uses both up).
 //! - [`hold`] makes the next call of an entry point on this thread wait, on entry (before it

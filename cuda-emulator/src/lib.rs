@@ -3,7 +3,8 @@
 //! An emulated CUDA driver, for tests: a shared library that the CUDA launcher
 //! (`kernel-args-cuda` with feature `cuda`) loads with `dlopen` in place of `libcuda.so.1`. It
 //! exports every driver entry point the launcher calls, with the driver's semantics, and runs
-//! CPU implementations of the project's fixture kernels, so that the real launch path —
+//! the kernels' own PTX (decoded at load, interpreted thread by thread), so that the real
+//! launch path —
 //! module load, signature check, staging, the `void**` hand-off, synchronisation, error
 //! mapping, fault recovery — runs in every CI run without a GPU. Every device it emulates is
 //! named "kernel-args emulated CUDA device (CPU, not a GPU)", so that nothing mistakes it for
@@ -44,7 +45,10 @@
 //! - streams: a worker per stream runs its queued copies and kernels after the call that queued
 //!   them, kernels of different streams at once; the slow-device and inline settings:
 //!   [`stream`];
-//! - the CPU kernels: [`kernels`];
+//! - the kernels: each `.entry`'s PTX, decoded when its module loads (an instruction the
+//!   interpreter does not run refuses the module, naming the line) and interpreted with
+//!   separate parameter, global, shared and register state, `bar.sync` and real atomics, each
+//!   launch counting the instructions it executed: [`exec`];
 //! - the control API for tests (`kargs_emu_*`): [`control`]; per-thread fault injection, held
 //!   calls and call counts: [`faults`]; a client that loads a built library and calls its
 //!   control API, for the launcher's tests: [`client`].
@@ -63,8 +67,8 @@
 pub mod api;
 pub mod client;
 pub mod control;
+pub mod exec;
 pub mod faults;
-pub mod kernels;
 pub mod memory;
 pub mod ptx;
 pub mod result;
@@ -259,6 +263,9 @@ macro_rules! export_driver_api {
             fn kargs_emu_set_delay(micros: ::core::ffi::c_ulonglong) -> () = $crate::control::set_delay[];
             /// Control API: `void kargs_emu_set_inline(int inline)`.
             fn kargs_emu_set_inline(inline: ::core::ffi::c_int) -> () = $crate::control::set_inline[];
+            /// Control API: `unsigned long long kargs_emu_function_instructions(CUfunction f)`.
+            fn kargs_emu_function_instructions(f: $crate::api::CUfunction) -> ::core::ffi::c_ulonglong
+                = $crate::control::function_instructions[];
             /// Control API: `unsigned long long kargs_emu_stat(int what)`.
             fn kargs_emu_stat(what: ::core::ffi::c_int) -> ::core::ffi::c_ulonglong = $crate::control::stat[];
         }

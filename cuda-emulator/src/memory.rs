@@ -35,6 +35,7 @@ use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
 use std::ptr;
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
 use crate::result::{CUDA_ERROR_INVALID_VALUE, CUDA_ERROR_OUT_OF_MEMORY, CuResult};
 
@@ -458,7 +459,7 @@ fn insert_merged(free: &mut BTreeMap<usize, usize>, mut start: usize, mut len: u
     free.insert(start, len);
 }
 
-/// A kernel's view of memory during one launch: every load and store of a CPU kernel goes
+/// A kernel's view of memory during one launch: every global load and store of a kernel goes
 /// through [`load`](KernelMemory::load) and [`store`](KernelMemory::store), which apply the
 /// rules of the module docs. While it lives, the allocation table is borrowed, so no
 /// allocation can be freed under a running kernel.
@@ -534,13 +535,68 @@ impl KernelMemory<'_> {
     ///
     /// The [`Fault`] the device would raise for the access.
     pub fn store<const N: usize>(&self, base: u64, offset: u64, bytes: [u8; N]) -> Result<(), Fault> {
+        let at = self.write_target(base, offset, N)?;
+        // SAFETY: as in `load`.
+        unsafe { ptr::with_exposed_provenance_mut::<[u8; N]>(at).write_unaligned(bytes) };
+        Ok(())
+    }
+
+    /// Replaces the 4-byte word at `base + offset` by `update(old)` atomically (a
+    /// compare-and-swap loop on the host, so that kernels running at once lose no update),
+    /// recorded as a store is ([`store`](KernelMemory::store)): the old value.
+    ///
+    /// # Errors
+    ///
+    /// The [`Fault`] the device would raise for the access.
+    pub fn atomic_u32(
+        &self,
+        base: u64,
+        offset: u64,
+        mut update: impl FnMut(u32) -> u32,
+    ) -> Result<u32, Fault> {
+        let at = self.write_target(base, offset, 4)?;
+        // SAFETY: `at` is 4-aligned (checked) and inside memory the kernel may access (as in
+        // `load`); every access to device memory while kernels run goes through this view, by
+        // reads, writes and these atomics, so treating the word as an atomic is sound for the
+        // emulator's own accesses (a host thread racing on guest memory is the embedder's
+        // contract, as on a GPU).
+        let word = unsafe { AtomicU32::from_ptr(ptr::with_exposed_provenance_mut::<u32>(at)) };
+        Ok(word
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |old| Some(update(old)))
+            .unwrap_or_else(|old| old))
+    }
+
+    /// [`atomic_u32`](KernelMemory::atomic_u32) for an 8-byte word.
+    ///
+    /// # Errors
+    ///
+    /// The [`Fault`] the device would raise for the access.
+    pub fn atomic_u64(
+        &self,
+        base: u64,
+        offset: u64,
+        mut update: impl FnMut(u64) -> u64,
+    ) -> Result<u64, Fault> {
+        let at = self.write_target(base, offset, 8)?;
+        // SAFETY: as in `atomic_u32`, for an 8-aligned word.
+        let word = unsafe { AtomicU64::from_ptr(ptr::with_exposed_provenance_mut::<u64>(at)) };
+        Ok(word
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |old| Some(update(old)))
+            .unwrap_or_else(|old| old))
+    }
+
+    /// Where a write of `len` bytes at `base + offset` goes, checked (alignment, then reach)
+    /// and recorded as a crossing when it leaves `base`'s allocation.
+    fn write_target(&self, base: u64, offset: u64, len: usize) -> Result<usize, Fault> {
         let addr = base.wrapping_add(offset);
-        aligned::<N>(addr)?;
-        let (at, device) = self.resolve(addr, N)?;
+        if !addr.is_multiple_of(len as u64) {
+            return Err(Fault::Misaligned);
+        }
+        let (at, device) = self.resolve(addr, len)?;
         if device {
             let from = usize::try_from(base).ok().and_then(|b| self.memory.holding(b, 1));
             let inside = from.is_some_and(|(start, allocation)| {
-                start <= at && at.checked_add(N).is_some_and(|end| end <= start + allocation.size)
+                start <= at && at.checked_add(len).is_some_and(|end| end <= start + allocation.size)
             });
             if !inside {
                 self.crossings.borrow_mut().push(Crossing {
@@ -548,14 +604,12 @@ impl KernelMemory<'_> {
                     base,
                     from: from.map(|(start, _)| start as u64),
                     addr,
-                    len: N,
+                    len,
                     into: self.memory.holding(at, 1).map(|(start, _)| start as u64),
                 });
             }
         }
-        // SAFETY: as in `load`.
-        unsafe { ptr::with_exposed_provenance_mut::<[u8; N]>(at).write_unaligned(bytes) };
-        Ok(())
+        Ok(at)
     }
 
     /// The stores of this launch that crossed an allocation, in order.

@@ -35,7 +35,8 @@ pub const CUDA_ERROR_ILLEGAL_ADDRESS: CuResult = 700;
 /// `CUDA_ERROR_MISALIGNED_ADDRESS`: a kernel's load or store at an address that is not a
 /// multiple of its size; sticky, like [`CUDA_ERROR_ILLEGAL_ADDRESS`].
 pub const CUDA_ERROR_MISALIGNED_ADDRESS: CuResult = 716;
-/// `CUDA_ERROR_NOT_SUPPORTED`: the emulator has no CPU implementation of the kernel.
+/// `CUDA_ERROR_NOT_SUPPORTED`: a module uses an instruction the emulator does not interpret
+/// (refused at load, the log naming the line).
 pub const CUDA_ERROR_NOT_SUPPORTED: CuResult = 801;
 /// `CUDA_ERROR_UNKNOWN`: the emulator itself failed (a caught panic).
 pub const CUDA_ERROR_UNKNOWN: CuResult = 999;

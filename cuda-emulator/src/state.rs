@@ -35,7 +35,7 @@ use std::cell::RefCell;
 use std::collections::HashMap;
 use std::sync::{Arc, LazyLock, Mutex, MutexGuard, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
-use crate::kernels::Kernel;
+use crate::exec::Program;
 use crate::memory::DeviceMemory;
 use crate::ptx::{PtxEntry, PtxModule, STATIC_SHARED_LIMIT};
 use crate::result::{
@@ -112,8 +112,10 @@ pub struct Function {
     pub module: usize,
     /// Its declaration: name, parameter layout, static shared memory.
     pub entry: PtxEntry,
-    /// Its CPU implementation, if the emulator has one.
-    pub kernel: Option<Kernel>,
+    /// Its PTX, decoded for the interpreter ([`crate::exec`]).
+    pub program: Arc<Program>,
+    /// PTX instructions its launches' threads executed, all launches together.
+    pub instructions: u64,
     /// `CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES`: the most dynamic shared memory a
     /// launch may ask for.
     pub max_dynamic_shared_bytes: usize,
@@ -131,12 +133,14 @@ pub struct Stream {
 /// Library-wide counters (`kargs_emu_stat`).
 #[derive(Debug, Default, Clone, Copy)]
 pub struct Stats {
-    /// Kernels run (launches that reached the CPU kernel).
+    /// Kernels run (launches whose PTX was interpreted).
     pub kernels_launched: u64,
     /// Nanoseconds spent running kernels on the CPU.
     pub kernel_nanos: u64,
     /// Threads run.
     pub threads: u64,
+    /// PTX instructions the threads executed.
+    pub instructions: u64,
 }
 
 /// Everything one library instance knows.
@@ -399,16 +403,17 @@ impl State {
 
     /// Adds a module of `ptx` to `context`: its handle. Each kernel gets its function handle
     /// now, so `cuModuleGetFunction` answers the same handle every time.
-    pub fn load_module(&mut self, context: usize, ptx: PtxModule) -> usize {
+    pub fn load_module(&mut self, context: usize, ptx: PtxModule, programs: Vec<Program>) -> usize {
         let module = self.new_handle();
         let mut functions = HashMap::new();
-        for entry in ptx.entries {
+        for (entry, program) in ptx.entries.into_iter().zip(programs) {
             let handle = self.new_handle();
             functions.insert(entry.name.clone(), handle);
             let function = Function {
                 context,
                 module,
-                kernel: Kernel::for_entry(&entry),
+                program: Arc::new(program),
+                instructions: 0,
                 max_dynamic_shared_bytes: STATIC_SHARED_LIMIT.saturating_sub(entry.static_shared_bytes),
                 entry,
             };

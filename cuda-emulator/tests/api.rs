@@ -19,7 +19,7 @@ const VECTOR_ADD: &str = include_str!("../../cuda-backend/kernels/vector_add.ptx
 const SCALARS: &str = include_str!("../../cuda-backend/kernels/scalars.ptx");
 const STRUCT_PARAM: &str = include_str!("../../cuda-backend/kernels/struct_param.ptx");
 
-/// A kernel with 4 KiB of static shared memory and no CPU implementation.
+/// A kernel with 4 KiB of static shared memory that only returns.
 const SHARED_KERNEL: &str = ".version 7.8\n.target sm_52\n.address_size 64\n.visible .entry tiled(\n\
     \t.param .u64 tiled_param_0\n)\n{\n\t.shared .align 4 .b8 tile[4096];\n\tret;\n}\n";
 
@@ -638,12 +638,15 @@ fn launches_are_checked_as_the_driver_checks_them() {
     assert_eq!(code, CUDA_ERROR_INVALID_HANDLE);
     assert_eq!(launch_with(ptr::null_mut(), [1, 1, 1], [1, 1, 1], 0, &mut []), CUDA_ERROR_INVALID_HANDLE);
 
-    // A kernel without a CPU implementation.
+    // An instruction the interpreter does not run refuses the module at load, naming its line.
+    let texture =
+        SHARED_KERNEL.replace("\tret;", "\ttex.1d.v4.f32.s32 {%f1, %f2, %f3, %f4}, [t, {%r1}];\n\tret;");
+    let (code, log, _) = load_on(EmulatedDriver::Cuda12_8, &texture).unwrap_err();
+    assert_eq!(code, CUDA_ERROR_NOT_SUPPORTED);
+    assert!(log.contains("line 9") && log.contains("tex.1d.v4.f32.s32"), "{log}");
+    // A kernel that only returns runs.
     let tiled = function(load(SHARED_KERNEL), "tiled").unwrap();
-    assert_eq!(
-        launch_with(tiled, [1, 1, 1], [1, 1, 1], 0, &mut [d.to_le_bytes().to_vec()]),
-        CUDA_ERROR_NOT_SUPPORTED
-    );
+    assert_eq!(launch_with(tiled, [1, 1, 1], [1, 1, 1], 0, &mut [d.to_le_bytes().to_vec()]), CUDA_SUCCESS);
 }
 
 #[test]
@@ -961,4 +964,150 @@ fn stream_work_runs_after_the_call_and_a_fault_waits_for_the_synchronisation() {
     assert_eq!(after, [0u8; 64], "work queued after the fault was dropped");
     assert_eq!(control::sticky_error(ordinal), CUDA_ERROR_ILLEGAL_ADDRESS);
     assert_eq!(api::device_primary_ctx_reset(ordinal), CUDA_SUCCESS);
+}
+
+const GRID_STRIDE: &str = include_str!("../../cuda-backend/kernels/grid_stride.ptx");
+const BLOCK_SUM: &str = include_str!("../../cuda-backend/kernels/block_sum.ptx");
+const TRANSPOSE: &str = include_str!("../../cuda-backend/kernels/transpose.ptx");
+const HISTOGRAM: &str = include_str!("../../cuda-backend/kernels/histogram.ptx");
+
+fn f32s(bytes: &[u8]) -> Vec<f32> {
+    bytes.chunks(4).map(|c| f32::from_le_bytes(c.try_into().unwrap())).collect()
+}
+
+fn u32s(bytes: &[u8]) -> Vec<u32> {
+    bytes.chunks(4).map(|c| u32::from_le_bytes(c.try_into().unwrap())).collect()
+}
+
+/// The instructions `f`'s launches executed so far.
+fn instructions(f: CUfunction) -> u64 {
+    control::function_instructions(f)
+}
+
+#[test]
+fn the_ptx_itself_runs_vector_add_and_counts_its_instructions() {
+    let _session = session();
+    let f = function(load(VECTOR_ADD), "vector_add").unwrap();
+    let (a, b, out) = (alloc(1024).unwrap(), alloc(1024).unwrap(), alloc(1024).unwrap());
+    assert_eq!(upload(a, &floats((0..256).map(|i| i as f32))), CUDA_SUCCESS);
+    assert_eq!(upload(b, &floats((0..256).map(|i| 0.25 * i as f32))), CUDA_SUCCESS);
+    assert_eq!(
+        launch_with(f, [1, 1, 1], [256, 1, 1], 0, &mut vector_add_params(a, b, out, 200)),
+        CUDA_SUCCESS
+    );
+    let mut bytes = vec![0u8; 1024];
+    assert_eq!(download(out, &mut bytes), CUDA_SUCCESS);
+    let got = f32s(&bytes);
+    for (i, &value) in got.iter().enumerate().take(200) {
+        assert_eq!(value, 1.25 * i as f32, "element {i}");
+    }
+    assert!(got[200..].iter().all(|v| v.to_bits() == u32::from_le_bytes([POISON; 4])), "past n: untouched");
+    // nvcc's PTX, counted by hand: 22 instructions for a thread with i < n (ld.param x4,
+    // mov x3, mad, setp, bra, then cvta, mul.wide, add, cvta, add, ld x2, add.f32, cvta, add,
+    // st, ret), 11 for one past n (to the branch, then ret).
+    assert_eq!(instructions(f), 200 * 22 + 56 * 11);
+}
+
+#[test]
+fn a_grid_stride_loop_covers_every_element() {
+    let _session = session();
+    let f = function(load(GRID_STRIDE), "saxpy_grid_stride").unwrap();
+    let n = 1000u32;
+    let (x, y) = (alloc(4000).unwrap(), alloc(4000).unwrap());
+    let xs: Vec<f32> = (0..n).map(|i| i as f32 * 0.5).collect();
+    let ys: Vec<f32> = (0..n).map(|i| 3.0 - i as f32).collect();
+    assert_eq!(upload(x, &floats(xs.iter().copied())), CUDA_SUCCESS);
+    assert_eq!(upload(y, &floats(ys.iter().copied())), CUDA_SUCCESS);
+    // 2 blocks of 64 threads: each thread strides over about 8 elements.
+    let mut params = vec![
+        1.5f32.to_le_bytes().to_vec(),
+        x.to_le_bytes().to_vec(),
+        y.to_le_bytes().to_vec(),
+        n.to_le_bytes().to_vec(),
+    ];
+    assert_eq!(launch_with(f, [2, 1, 1], [64, 1, 1], 0, &mut params), CUDA_SUCCESS);
+    let mut bytes = vec![0u8; 4000];
+    assert_eq!(download(y, &mut bytes), CUDA_SUCCESS);
+    for (i, got) in f32s(&bytes).into_iter().enumerate() {
+        // fma.rn.f32: one rounding.
+        assert_eq!(got.to_bits(), 1.5f32.mul_add(xs[i], ys[i]).to_bits(), "element {i}");
+    }
+    assert!(instructions(f) > 0);
+}
+
+#[test]
+fn a_shared_memory_reduction_synchronises_its_block() {
+    let _session = session();
+    let f = function(load(BLOCK_SUM), "block_sum").unwrap();
+    let n = 1000u32;
+    let values: Vec<f32> = (0..n).map(|i| (i % 7) as f32).collect();
+    let (input, out) = (alloc(4000).unwrap(), alloc(16).unwrap());
+    assert_eq!(upload(input, &floats(values.iter().copied())), CUDA_SUCCESS);
+    let mut params = vec![input.to_le_bytes().to_vec(), out.to_le_bytes().to_vec(), n.to_le_bytes().to_vec()];
+    assert_eq!(launch_with(f, [4, 1, 1], [256, 1, 1], 0, &mut params), CUDA_SUCCESS);
+    let mut bytes = vec![0u8; 16];
+    assert_eq!(download(out, &mut bytes), CUDA_SUCCESS);
+    // Small integers: exact in f32 whatever the order of the additions.
+    let want: Vec<f32> = values.chunks(256).map(|c| c.iter().sum()).collect();
+    assert_eq!(f32s(&bytes), want);
+}
+
+#[test]
+fn a_two_dimensional_kernel_sees_its_rows_and_columns() {
+    let _session = session();
+    let f = function(load(TRANSPOSE), "transpose").unwrap();
+    let (rows, cols) = (37u32, 53u32);
+    let len = (rows * cols) as usize;
+    let (input, out) = (alloc(4 * len).unwrap(), alloc(4 * len).unwrap());
+    assert_eq!(upload(input, &floats((0..len).map(|i| i as f32))), CUDA_SUCCESS);
+    let mut params = vec![
+        input.to_le_bytes().to_vec(),
+        out.to_le_bytes().to_vec(),
+        rows.to_le_bytes().to_vec(),
+        cols.to_le_bytes().to_vec(),
+    ];
+    let grid = [cols.div_ceil(16), rows.div_ceil(8), 1];
+    assert_eq!(launch_with(f, grid, [16, 8, 1], 0, &mut params), CUDA_SUCCESS);
+    let mut bytes = vec![0u8; 4 * len];
+    assert_eq!(download(out, &mut bytes), CUDA_SUCCESS);
+    let got = f32s(&bytes);
+    for r in 0..rows as usize {
+        for c in 0..cols as usize {
+            assert_eq!(got[c * rows as usize + r], (r * cols as usize + c) as f32, "({r}, {c})");
+        }
+    }
+}
+
+#[test]
+fn atomics_lose_no_update_across_kernels_running_at_once() {
+    let _session = session();
+    let f = function(load(HISTOGRAM), "histogram").unwrap();
+    let n = 20_000u32;
+    let data: Vec<u8> = (0..n).map(|i| (i.wrapping_mul(37) % 251) as u8).collect();
+    let (d, bins) = (alloc(n as usize).unwrap(), alloc(1024).unwrap());
+    assert_eq!(upload(d, &data), CUDA_SUCCESS);
+    assert_eq!(upload(bins, &[0u8; 1024]), CUDA_SUCCESS);
+    // The same histogram on two streams at once, into the same bins.
+    let (s1, s2) = (stream(), stream());
+    for s in [s1, s2] {
+        let mut params = [d.to_le_bytes().to_vec(), bins.to_le_bytes().to_vec(), n.to_le_bytes().to_vec()];
+        let mut table: Vec<*mut c_void> = params.iter_mut().map(|p| p.as_mut_ptr().cast()).collect();
+        // SAFETY: one pointer per parameter, of its size; the kernel parameters are copied by
+        // the call.
+        let code = unsafe {
+            api::launch_kernel(f, n.div_ceil(128), 1, 1, 128, 1, 1, 0, s, table.as_mut_ptr(), ptr::null_mut())
+        };
+        assert_eq!(code, CUDA_SUCCESS);
+    }
+    assert_eq!(api::stream_synchronize(s1), CUDA_SUCCESS);
+    assert_eq!(api::stream_synchronize(s2), CUDA_SUCCESS);
+    let mut bytes = vec![0u8; 1024];
+    assert_eq!(download(bins, &mut bytes), CUDA_SUCCESS);
+    let mut want = [0u32; 256];
+    for &b in &data {
+        want[usize::from(b)] += 2;
+    }
+    assert_eq!(u32s(&bytes), want);
+    assert_eq!(api::stream_destroy(s1), CUDA_SUCCESS);
+    assert_eq!(api::stream_destroy(s2), CUDA_SUCCESS);
 }

@@ -1,0 +1,488 @@
+//! Integer and floating-point arithmetic, logic, comparison and selection: `add`, `sub`, `mul`
+//! (`.lo`, `.hi`, `.wide`), `mad` (`.lo`, `.wide`), `div`, `rem`, `min`, `max`, `and`, `or`,
+//! `xor`, `not`, `shl`, `shr`, `neg`, `abs`, `fma`, `setp`, `selp`.
+//!
+//! Integers wrap at their width; shifts past the width give 0 (or the sign, for `shr.s`), as
+//! PTX clamps the shift amount; an integer division by zero gives all ones (PTX leaves it
+//! unspecified; it never traps). Floating-point operations round to nearest even whatever the
+//! rounding suffix (the suffixes nvcc emits here, `.rn`, and `.ftz`, `.approx`, `.full` are
+//! read and ignored: subnormals are kept), and a NaN result is the GPU's canonical NaN
+//! (`0x7fffffff`, `0x7fffffffffffffff`). In 64-bit integer arithmetic a result keeps the
+//! pointer parameter an operand came from ([`Registers::origin`](super::Registers)).
+
+use super::decode::{Names, operand, register, ty};
+use super::{Context, Operand, Registers, Ty, read};
+
+/// An integer operation of two operands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IntKind {
+    /// `add`.
+    Add,
+    /// `sub`.
+    Sub,
+    /// `mul.lo`.
+    MulLo,
+    /// `mul.hi`.
+    MulHi,
+    /// `div`.
+    Div,
+    /// `rem`.
+    Rem,
+    /// `min`.
+    Min,
+    /// `max`.
+    Max,
+    /// `and`.
+    And,
+    /// `or`.
+    Or,
+    /// `xor`.
+    Xor,
+    /// `shl`.
+    Shl,
+    /// `shr`.
+    Shr,
+}
+
+/// A floating-point operation of two operands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FloatKind {
+    /// `add`.
+    Add,
+    /// `sub`.
+    Sub,
+    /// `mul`.
+    Mul,
+    /// `div`.
+    Div,
+    /// `min`.
+    Min,
+    /// `max`.
+    Max,
+}
+
+/// A comparison of `setp`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Cmp {
+    /// `eq`.
+    Eq,
+    /// `ne`.
+    Ne,
+    /// `lt`, `lo` (unsigned).
+    Lt,
+    /// `le`, `ls`.
+    Le,
+    /// `gt`, `hi`.
+    Gt,
+    /// `ge`, `hs`.
+    Ge,
+}
+
+/// One decoded instruction of this family.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ArithOp {
+    /// An integer operation.
+    Int {
+        /// Which.
+        kind: IntKind,
+        /// The operands' and result's type.
+        ty: Ty,
+        /// The result's register.
+        dst: usize,
+        /// The operands.
+        a: Operand,
+        /// The second operand.
+        b: Operand,
+    },
+    /// `mul.wide` (`c` none) or `mad.wide`: the 32-bit operands' full 64-bit product (plus `c`).
+    Wide {
+        /// `.s32` (else `.u32`).
+        signed: bool,
+        /// The result's register.
+        dst: usize,
+        /// The factors.
+        a: Operand,
+        /// The second factor.
+        b: Operand,
+        /// The addend of `mad.wide`.
+        c: Option<Operand>,
+    },
+    /// `mad.lo`: `a * b + c` at the type's width.
+    MadLo {
+        /// The type.
+        ty: Ty,
+        /// The result's register.
+        dst: usize,
+        /// The factors and addend.
+        a: Operand,
+        /// The second factor.
+        b: Operand,
+        /// The addend.
+        c: Operand,
+    },
+    /// A floating-point operation.
+    Float {
+        /// Which.
+        kind: FloatKind,
+        /// `.f32` or `.f64`.
+        ty: Ty,
+        /// The result's register.
+        dst: usize,
+        /// The operands.
+        a: Operand,
+        /// The second operand.
+        b: Operand,
+    },
+    /// `fma` (and `mad` on floats): `a * b + c` rounded once.
+    Fma {
+        /// `.f32` or `.f64`.
+        ty: Ty,
+        /// The result's register.
+        dst: usize,
+        /// The factors and addend.
+        a: Operand,
+        /// The second factor.
+        b: Operand,
+        /// The addend.
+        c: Operand,
+    },
+    /// `not`, `neg`, `abs`.
+    Unary {
+        /// `not` (`'!'`), `neg` (`'-'`) or `abs` (`'|'`).
+        kind: char,
+        /// The type.
+        ty: Ty,
+        /// The result's register.
+        dst: usize,
+        /// The operand.
+        a: Operand,
+    },
+    /// `setp.cmp.ty`: a predicate from a comparison.
+    Setp {
+        /// The comparison.
+        cmp: Cmp,
+        /// The operands' type.
+        ty: Ty,
+        /// The predicate register.
+        dst: usize,
+        /// The operands.
+        a: Operand,
+        /// The second operand.
+        b: Operand,
+    },
+    /// `selp.ty d, a, b, p`: `p ? a : b`.
+    Selp {
+        /// The type.
+        ty: Ty,
+        /// The result's register.
+        dst: usize,
+        /// The operands.
+        a: Operand,
+        /// The second operand.
+        b: Operand,
+        /// The predicate register.
+        p: usize,
+    },
+}
+
+/// Decodes an instruction of this family: `base` (`add`, ...), its `.`-modifiers, its operands.
+/// An empty error means "not an instruction this interpreter knows".
+pub fn decode(
+    base: &str,
+    modifiers: &[&str],
+    operands: &[String],
+    names: &mut Names,
+) -> Result<ArithOp, String> {
+    let ty = modifiers.iter().rev().find_map(|m| ty(m)).ok_or_else(String::new)?;
+    let known = |m: &&str| {
+        ty_of(m)
+            || matches!(
+                *m,
+                "rn" | "rz" | "rm" | "rp" | "ftz" | "sat" | "approx" | "full" | "lo" | "hi" | "wide"
+            )
+            || cmp(m).is_some()
+    };
+    if let Some(m) = modifiers.iter().find(|m| !known(m)) {
+        return Err(format!("`{base}` with `.{m}`"));
+    }
+    let has = |m: &str| modifiers.contains(&m);
+    let n = |count: usize| {
+        if operands.len() == count {
+            Ok(())
+        } else {
+            Err(format!("`{base}` with {} operands", operands.len()))
+        }
+    };
+    let float = matches!(ty, Ty::F32 | Ty::F64);
+    let mut op = |i: usize, t: Ty| operand(&operands[i], t, names);
+    match base {
+        "setp" => {
+            n(3)?;
+            let cmp = modifiers.iter().find_map(|m| cmp(m)).ok_or("`setp` without a comparison")?;
+            let (a, b) = (op(1, ty)?, op(2, ty)?);
+            Ok(ArithOp::Setp { cmp, ty, dst: register(&operands[0], names)?, a, b })
+        }
+        "selp" => {
+            n(4)?;
+            let (a, b) = (op(1, ty)?, op(2, ty)?);
+            let p = register(&operands[3], names)?;
+            Ok(ArithOp::Selp { ty, dst: register(&operands[0], names)?, a, b, p })
+        }
+        "not" | "neg" | "abs" => {
+            n(2)?;
+            let a = op(1, ty)?;
+            let kind = match base {
+                "not" => '!',
+                "neg" => '-',
+                _ => '|',
+            };
+            Ok(ArithOp::Unary { kind, ty, dst: register(&operands[0], names)?, a })
+        }
+        "fma" | "mad" if float => {
+            n(4)?;
+            let (a, b, c) = (op(1, ty)?, op(2, ty)?, op(3, ty)?);
+            Ok(ArithOp::Fma { ty, dst: register(&operands[0], names)?, a, b, c })
+        }
+        "mad" if has("wide") => {
+            n(4)?;
+            let (a, b, c) = (op(1, ty)?, op(2, ty)?, op(3, Ty::U(64))?);
+            let signed = matches!(ty, Ty::S(_));
+            Ok(ArithOp::Wide { signed, dst: register(&operands[0], names)?, a, b, c: Some(c) })
+        }
+        "mad" if has("lo") => {
+            n(4)?;
+            let (a, b, c) = (op(1, ty)?, op(2, ty)?, op(3, ty)?);
+            Ok(ArithOp::MadLo { ty, dst: register(&operands[0], names)?, a, b, c })
+        }
+        "mul" if has("wide") => {
+            n(3)?;
+            let (a, b) = (op(1, ty)?, op(2, ty)?);
+            let signed = matches!(ty, Ty::S(_));
+            Ok(ArithOp::Wide { signed, dst: register(&operands[0], names)?, a, b, c: None })
+        }
+        "add" | "sub" | "mul" | "div" | "min" | "max" if float => {
+            n(3)?;
+            let kind = match base {
+                "add" => FloatKind::Add,
+                "sub" => FloatKind::Sub,
+                "mul" => FloatKind::Mul,
+                "div" => FloatKind::Div,
+                "min" => FloatKind::Min,
+                _ => FloatKind::Max,
+            };
+            let (a, b) = (op(1, ty)?, op(2, ty)?);
+            Ok(ArithOp::Float { kind, ty, dst: register(&operands[0], names)?, a, b })
+        }
+        "add" | "sub" | "mul" | "div" | "rem" | "min" | "max" | "and" | "or" | "xor" | "shl" | "shr" => {
+            n(3)?;
+            let kind = match base {
+                "add" => IntKind::Add,
+                "sub" => IntKind::Sub,
+                "mul" if has("hi") => IntKind::MulHi,
+                "mul" => IntKind::MulLo,
+                "div" => IntKind::Div,
+                "rem" => IntKind::Rem,
+                "min" => IntKind::Min,
+                "max" => IntKind::Max,
+                "and" => IntKind::And,
+                "or" => IntKind::Or,
+                "xor" => IntKind::Xor,
+                "shl" => IntKind::Shl,
+                _ => IntKind::Shr,
+            };
+            // A shift amount is a .u32 whatever the type.
+            let b_ty = if matches!(kind, IntKind::Shl | IntKind::Shr) { Ty::U(32) } else { ty };
+            let (a, b) = (op(1, ty)?, op(2, b_ty)?);
+            Ok(ArithOp::Int { kind, ty, dst: register(&operands[0], names)?, a, b })
+        }
+        _ => Err(String::new()),
+    }
+}
+
+fn ty_of(m: &str) -> bool {
+    ty(m).is_some()
+}
+
+fn cmp(m: &str) -> Option<Cmp> {
+    Some(match m {
+        "eq" | "equ" => Cmp::Eq,
+        "ne" | "neu" => Cmp::Ne,
+        "lt" | "lo" | "ltu" => Cmp::Lt,
+        "le" | "ls" | "leu" => Cmp::Le,
+        "gt" | "hi" | "gtu" => Cmp::Gt,
+        "ge" | "hs" | "geu" => Cmp::Ge,
+        _ => return None,
+    })
+}
+
+/// `bits` of type `ty` sign-extended (signed types) or zero-extended to 64 bits, as an `i128`
+/// so that every comparison and product is exact.
+fn wide(bits: u64, ty: Ty) -> i128 {
+    let masked = bits & ty.mask();
+    match ty {
+        Ty::S(width) if width < 64 => {
+            let shift = 64 - u32::from(width);
+            i128::from(((masked << shift) as i64) >> shift)
+        }
+        Ty::S(_) => i128::from(masked as i64),
+        _ => i128::from(masked),
+    }
+}
+
+/// A float result's bits: the GPU's canonical NaN for a NaN.
+fn f32_bits(value: f32) -> u64 {
+    u64::from(if value.is_nan() { 0x7fff_ffff } else { value.to_bits() })
+}
+
+fn f64_bits(value: f64) -> u64 {
+    if value.is_nan() { 0x7fff_ffff_ffff_ffff } else { value.to_bits() }
+}
+
+fn as_f32(bits: u64) -> f32 {
+    f32::from_bits(bits as u32)
+}
+
+fn as_f64(bits: u64) -> f64 {
+    f64::from_bits(bits)
+}
+
+/// Runs one instruction of this family.
+pub fn execute(op: &ArithOp, regs: &mut Registers, cx: &Context<'_, '_>) {
+    match *op {
+        ArithOp::Int { kind, ty, dst, a, b } => {
+            let ((x, ox), (y, oy)) = (read(regs, cx, a), read(regs, cx, b));
+            let (sx, sy) = (wide(x, ty), wide(y, ty));
+            let width = ty.bits();
+            let result: u64 = match kind {
+                IntKind::Add => x.wrapping_add(y),
+                IntKind::Sub => x.wrapping_sub(y),
+                IntKind::MulLo => x.wrapping_mul(y),
+                IntKind::MulHi => ((sx * sy) >> width) as u64,
+                IntKind::Div if sy == 0 => u64::MAX,
+                IntKind::Div => (sx / sy) as u64,
+                IntKind::Rem if sy == 0 => u64::MAX,
+                IntKind::Rem => (sx % sy) as u64,
+                IntKind::Min => sx.min(sy) as u64,
+                IntKind::Max => sx.max(sy) as u64,
+                IntKind::And => x & y,
+                IntKind::Or => x | y,
+                IntKind::Xor => x ^ y,
+                IntKind::Shl if y & 0xffff_ffff >= u64::from(width) => 0,
+                IntKind::Shl => x << (y & 0xffff_ffff),
+                IntKind::Shr => {
+                    let amount = (y & 0xffff_ffff).min(u64::from(width));
+                    match ty {
+                        Ty::S(_) => (sx >> amount.min(127)) as u64,
+                        _ if amount >= u64::from(width) => 0,
+                        _ => (x & ty.mask()) >> amount,
+                    }
+                }
+            };
+            regs.bits[dst] = result & ty.mask();
+            // Pointer arithmetic keeps the pointer's origin.
+            regs.origin[dst] = if width == 64 && matches!(kind, IntKind::Add | IntKind::Sub | IntKind::And) {
+                if ox != 0 { ox } else { oy }
+            } else {
+                0
+            };
+        }
+        ArithOp::Wide { signed, dst, a, b, c } => {
+            let ty = if signed { Ty::S(32) } else { Ty::U(32) };
+            let (x, y) = (wide(read(regs, cx, a).0, ty), wide(read(regs, cx, b).0, ty));
+            let (addend, origin) = c.map_or((0, 0), |c| read(regs, cx, c));
+            regs.bits[dst] = ((x * y) as u64).wrapping_add(addend);
+            regs.origin[dst] = origin;
+        }
+        ArithOp::MadLo { ty, dst, a, b, c } => {
+            let ((x, _), (y, _), (z, oz)) = (read(regs, cx, a), read(regs, cx, b), read(regs, cx, c));
+            regs.bits[dst] = x.wrapping_mul(y).wrapping_add(z) & ty.mask();
+            regs.origin[dst] = if ty.bits() == 64 { oz } else { 0 };
+        }
+        ArithOp::Float { kind, ty, dst, a, b } => {
+            let (x, y) = (read(regs, cx, a).0, read(regs, cx, b).0);
+            regs.bits[dst] = if ty == Ty::F32 {
+                let (x, y) = (as_f32(x), as_f32(y));
+                f32_bits(match kind {
+                    FloatKind::Add => x + y,
+                    FloatKind::Sub => x - y,
+                    FloatKind::Mul => x * y,
+                    FloatKind::Div => x / y,
+                    FloatKind::Min => x.min(y),
+                    FloatKind::Max => x.max(y),
+                })
+            } else {
+                let (x, y) = (as_f64(x), as_f64(y));
+                f64_bits(match kind {
+                    FloatKind::Add => x + y,
+                    FloatKind::Sub => x - y,
+                    FloatKind::Mul => x * y,
+                    FloatKind::Div => x / y,
+                    FloatKind::Min => x.min(y),
+                    FloatKind::Max => x.max(y),
+                })
+            };
+            regs.origin[dst] = 0;
+        }
+        ArithOp::Fma { ty, dst, a, b, c } => {
+            let (x, y, z) = (read(regs, cx, a).0, read(regs, cx, b).0, read(regs, cx, c).0);
+            regs.bits[dst] = if ty == Ty::F32 {
+                f32_bits(as_f32(x).mul_add(as_f32(y), as_f32(z)))
+            } else {
+                f64_bits(as_f64(x).mul_add(as_f64(y), as_f64(z)))
+            };
+            regs.origin[dst] = 0;
+        }
+        ArithOp::Unary { kind, ty, dst, a } => {
+            let x = read(regs, cx, a).0;
+            regs.bits[dst] = match (kind, ty) {
+                ('-', Ty::F32) => u64::from((-as_f32(x)).to_bits()),
+                ('-', Ty::F64) => (-as_f64(x)).to_bits(),
+                ('|', Ty::F32) => x & 0x7fff_ffff,
+                ('|', Ty::F64) => x & 0x7fff_ffff_ffff_ffff,
+                ('!', _) => !x & ty.mask(),
+                ('-', _) => x.wrapping_neg() & ty.mask(),
+                _ => (wide(x, ty).unsigned_abs() as u64) & ty.mask(),
+            };
+            regs.origin[dst] = 0;
+        }
+        ArithOp::Setp { cmp, ty, dst, a, b } => {
+            let (x, y) = (read(regs, cx, a).0, read(regs, cx, b).0);
+            let holds = match ty {
+                Ty::F32 | Ty::F64 => {
+                    let (x, y) = if ty == Ty::F32 {
+                        (f64::from(as_f32(x)), f64::from(as_f32(y)))
+                    } else {
+                        (as_f64(x), as_f64(y))
+                    };
+                    match cmp {
+                        Cmp::Eq => x == y,
+                        Cmp::Ne => x != y,
+                        Cmp::Lt => x < y,
+                        Cmp::Le => x <= y,
+                        Cmp::Gt => x > y,
+                        Cmp::Ge => x >= y,
+                    }
+                }
+                _ => {
+                    let (x, y) = (wide(x, ty), wide(y, ty));
+                    match cmp {
+                        Cmp::Eq => x == y,
+                        Cmp::Ne => x != y,
+                        Cmp::Lt => x < y,
+                        Cmp::Le => x <= y,
+                        Cmp::Gt => x > y,
+                        Cmp::Ge => x >= y,
+                    }
+                }
+            };
+            regs.bits[dst] = u64::from(holds);
+            regs.origin[dst] = 0;
+        }
+        ArithOp::Selp { ty, dst, a, b, p } => {
+            let chosen = if regs.bits[p] != 0 { a } else { b };
+            let (value, origin) = read(regs, cx, chosen);
+            regs.bits[dst] = value & ty.mask();
+            regs.origin[dst] = origin;
+        }
+    }
+}

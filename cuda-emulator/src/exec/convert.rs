@@ -1,0 +1,180 @@
+//! Moves and conversions: `mov`, `cvt` (between integer widths and signedness, between float
+//! widths, and between integers and floats), `cvta` (to and from the global space: an
+//! identity, as global addresses are generic ones here).
+//!
+//! `cvt` to an integer narrower than the source truncates; to a wider one it sign-extends a
+//! signed source and zero-extends an unsigned one. Float to integer rounds as its suffix says
+//! (`.rzi` toward zero, `.rni` to nearest even, `.rmi` down, `.rpi` up) and saturates, NaN
+//! giving 0, as the GPU does; integer to float and `f64` to `f32` round to nearest even; a NaN
+//! result is the canonical NaN. A `mov` or `cvta` of a 64-bit register keeps the pointer
+//! parameter it came from.
+
+use super::decode::{Names, operand, register, ty};
+use super::{Context, Operand, Registers, Ty, read};
+
+/// How a float-to-integer `cvt` rounds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Round {
+    /// Toward zero (`.rzi`, and the default for a float-to-integer `cvt` without one).
+    Zero,
+    /// To nearest even (`.rni`).
+    Nearest,
+    /// Down (`.rmi`).
+    Down,
+    /// Up (`.rpi`).
+    Up,
+}
+
+/// One decoded instruction of this family.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ConvertOp {
+    /// `mov.ty d, a`.
+    Mov {
+        /// The type.
+        ty: Ty,
+        /// The result's register.
+        dst: usize,
+        /// The source.
+        src: Operand,
+    },
+    /// `cvta.to.global` or `cvta.global`: the address unchanged.
+    Cvta {
+        /// The result's register.
+        dst: usize,
+        /// The address.
+        src: Operand,
+    },
+    /// `cvt.to.from d, a`.
+    Cvt {
+        /// The result's type.
+        to: Ty,
+        /// The source's type.
+        from: Ty,
+        /// A float-to-integer conversion's rounding.
+        round: Round,
+        /// The result's register.
+        dst: usize,
+        /// The source.
+        src: Operand,
+    },
+}
+
+/// Decodes `mov`, `cvt` or `cvta`.
+pub fn decode(
+    base: &str,
+    modifiers: &[&str],
+    operands: &[String],
+    names: &mut Names,
+) -> Result<ConvertOp, String> {
+    if operands.len() != 2 {
+        return Err(format!("`{base}` with {} operands", operands.len()));
+    }
+    let types: Vec<Ty> = modifiers.iter().filter_map(|m| ty(m)).collect();
+    match base {
+        "mov" => {
+            let [ty] = types[..] else { return Err(format!("`mov` with the types {modifiers:?}")) };
+            if let Some(m) = modifiers.iter().find(|m| ty_of(m).is_none()) {
+                return Err(format!("`mov` with `.{m}`"));
+            }
+            let src = operand(&operands[1], ty, names)?;
+            Ok(ConvertOp::Mov { ty, dst: register(&operands[0], names)?, src })
+        }
+        "cvta" => {
+            let global = matches!(modifiers, ["to", "global", "u64"] | ["global", "u64"]);
+            if !global {
+                return Err(format!("`cvta.{}`: only the global space is supported", modifiers.join(".")));
+            }
+            let src = operand(&operands[1], Ty::U(64), names)?;
+            Ok(ConvertOp::Cvta { dst: register(&operands[0], names)?, src })
+        }
+        _ => {
+            let [to, from] = types[..] else { return Err(format!("`cvt` with the types {modifiers:?}")) };
+            let mut round = Round::Zero;
+            for m in modifiers.iter().filter(|m| ty_of(m).is_none()) {
+                round = match *m {
+                    "rzi" => Round::Zero,
+                    "rni" => Round::Nearest,
+                    "rmi" => Round::Down,
+                    "rpi" => Round::Up,
+                    // Rounding of a float result: to nearest (what Rust's conversions do).
+                    "rn" | "ftz" | "sat" => round,
+                    other => return Err(format!("`cvt` with `.{other}`")),
+                };
+            }
+            let src = operand(&operands[1], from, names)?;
+            Ok(ConvertOp::Cvt { to, from, round, dst: register(&operands[0], names)?, src })
+        }
+    }
+}
+
+fn ty_of(m: &str) -> Option<Ty> {
+    ty(m)
+}
+
+/// `bits` of integer type `from` as an `i128` (sign- or zero-extended).
+fn integer(bits: u64, from: Ty) -> i128 {
+    let masked = bits & from.mask();
+    match from {
+        Ty::S(width) if width < 64 => {
+            let shift = 64 - u32::from(width);
+            i128::from(((masked << shift) as i64) >> shift)
+        }
+        Ty::S(_) => i128::from(masked as i64),
+        _ => i128::from(masked),
+    }
+}
+
+/// A float as an integer of type `to`: rounded, saturated, NaN as 0.
+fn float_to_int(value: f64, round: Round, to: Ty) -> u64 {
+    if value.is_nan() {
+        return 0;
+    }
+    let rounded = match round {
+        Round::Zero => value.trunc(),
+        Round::Nearest => value.round_ties_even(),
+        Round::Down => value.floor(),
+        Round::Up => value.ceil(),
+    };
+    let (low, high) = match to {
+        Ty::S(width) => (-(2f64.powi(i32::from(width) - 1)), 2f64.powi(i32::from(width) - 1) - 1.0),
+        _ => (0.0, 2f64.powi(to.bits() as i32) - 1.0),
+    };
+    let clamped = rounded.clamp(low, high);
+    (if matches!(to, Ty::S(_)) { clamped as i64 as u64 } else { clamped as u64 }) & to.mask()
+}
+
+/// Runs one instruction of this family.
+pub fn execute(op: &ConvertOp, regs: &mut Registers, cx: &Context<'_, '_>) {
+    match *op {
+        ConvertOp::Mov { ty, dst, src } => {
+            let (value, origin) = read(regs, cx, src);
+            regs.bits[dst] = value & ty.mask();
+            regs.origin[dst] = if ty.bits() == 64 { origin } else { 0 };
+        }
+        ConvertOp::Cvta { dst, src } => {
+            let (value, origin) = read(regs, cx, src);
+            regs.bits[dst] = value;
+            regs.origin[dst] = origin;
+        }
+        ConvertOp::Cvt { to, from, round, dst, src } => {
+            let bits = read(regs, cx, src).0;
+            regs.bits[dst] = match (to, from) {
+                (Ty::F32, Ty::F32) | (Ty::F64, Ty::F64) => bits,
+                (Ty::F64, Ty::F32) => {
+                    let value = f64::from(f32::from_bits(bits as u32));
+                    if value.is_nan() { 0x7fff_ffff_ffff_ffff } else { value.to_bits() }
+                }
+                (Ty::F32, Ty::F64) => {
+                    let value = f64::from_bits(bits) as f32;
+                    u64::from(if value.is_nan() { 0x7fff_ffff } else { value.to_bits() })
+                }
+                (Ty::F32, _) => u64::from((integer(bits, from) as f32).to_bits()),
+                (Ty::F64, _) => (integer(bits, from) as f64).to_bits(),
+                (_, Ty::F32) => float_to_int(f64::from(f32::from_bits(bits as u32)), round, to),
+                (_, Ty::F64) => float_to_int(f64::from_bits(bits), round, to),
+                _ => (integer(bits, from) as u64) & to.mask(),
+            };
+            regs.origin[dst] = 0;
+        }
+    }
+}

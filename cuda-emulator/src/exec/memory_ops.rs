@@ -1,0 +1,373 @@
+//! Loads, stores and atomics: `ld` and `st` in the parameter (loads only), global and shared
+//! state spaces (a generic address is a global one), scalar and `.v2`/`.v4` vectors; `atom` and
+//! `red` (`.add`, `.min`, `.max`, `.exch`, `.cas`, `.and`, `.or`, `.xor`) on 32- and 64-bit
+//! integers and `.add` on `.f32` and `.f64`, in global and shared memory.
+//!
+//! A global access goes through [`KernelMemory`](crate::memory::KernelMemory): it must be
+//! naturally aligned (a vector to its whole size) and inside memory the kernel may reach, or
+//! the kernel faults; a store names the pointer parameter its address came from. A global
+//! atomic is a real atomic instruction on the host, so kernels of different streams running at
+//! once update the same word without losing an update. A shared access outside the block's
+//! shared memory faults as an illegal address. `.volatile`, `.relaxed`, `.acquire`,
+//! `.release`, scopes (`.cta`, `.gpu`, `.sys`), cache operators (`.ca`, `.cg`, `.cs`, `.lu`,
+//! `.cv`, `.wb`, `.wt`) and `.nc` are read and need nothing more here: every access is
+//! sequentially consistent.
+
+use super::decode::{Names, address, operand, register, ty};
+use super::{AddrBase, Context, Operand, Registers, Space, Ty, read};
+use crate::memory::Fault;
+
+/// An atomic operation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AtomKind {
+    /// `.add`.
+    Add,
+    /// `.min`.
+    Min,
+    /// `.max`.
+    Max,
+    /// `.exch`.
+    Exch,
+    /// `.cas`.
+    Cas,
+    /// `.and`.
+    And,
+    /// `.or`.
+    Or,
+    /// `.xor`.
+    Xor,
+}
+
+/// One decoded instruction of this family.
+#[derive(Debug, Clone, PartialEq)]
+pub enum MemoryOp {
+    /// `ld.space.ty d, [a]`, `ld.space.vN.ty {d, ...}, [a]`.
+    Ld {
+        /// The state space.
+        space: Space,
+        /// Each element's type.
+        ty: Ty,
+        /// The destination registers (one, two or four).
+        dst: Vec<usize>,
+        /// The address.
+        addr: (AddrBase, i64),
+    },
+    /// `st.space.ty [a], s`, `st.space.vN.ty [a], {s, ...}`.
+    St {
+        /// The state space.
+        space: Space,
+        /// Each element's type.
+        ty: Ty,
+        /// The address.
+        addr: (AddrBase, i64),
+        /// The values (one, two or four).
+        src: Vec<Operand>,
+    },
+    /// `atom.space.op.ty d, [a], b[, c]` and `red.space.op.ty [a], b`.
+    Atom {
+        /// The state space.
+        space: Space,
+        /// The operation.
+        kind: AtomKind,
+        /// The type.
+        ty: Ty,
+        /// The register that receives the old value (`atom`; none for `red`).
+        dst: Option<usize>,
+        /// The address.
+        addr: (AddrBase, i64),
+        /// The operand (`cas`: the value compared).
+        b: Operand,
+        /// `cas`: the new value.
+        c: Option<Operand>,
+    },
+}
+
+/// Decodes `ld`, `st`, `atom` or `red`.
+pub fn decode(
+    base: &str,
+    modifiers: &[&str],
+    operands: &[String],
+    names: &mut Names,
+) -> Result<MemoryOp, String> {
+    let mut space = Space::Global;
+    let mut ty_found = None;
+    let mut lanes = 1usize;
+    let mut kind = None;
+    for m in modifiers {
+        match *m {
+            "param" => space = Space::Param,
+            "global" => space = Space::Global,
+            "shared" => space = Space::Shared,
+            "v2" => lanes = 2,
+            "v4" => lanes = 4,
+            "volatile" | "relaxed" | "acquire" | "release" | "acq_rel" | "sc" | "cta" | "gpu" | "sys"
+            | "ca" | "cg" | "cs" | "lu" | "cv" | "wb" | "wt" | "nc" => {}
+            "add" => kind = Some(AtomKind::Add),
+            "min" => kind = Some(AtomKind::Min),
+            "max" => kind = Some(AtomKind::Max),
+            "exch" => kind = Some(AtomKind::Exch),
+            "cas" => kind = Some(AtomKind::Cas),
+            "and" => kind = Some(AtomKind::And),
+            "or" => kind = Some(AtomKind::Or),
+            "xor" => kind = Some(AtomKind::Xor),
+            m => match ty(m) {
+                Some(t) if ty_found.is_none() => ty_found = Some(t),
+                _ => return Err(format!("`{base}` with `.{m}`")),
+            },
+        }
+    }
+    let ty = ty_found.ok_or_else(|| format!("`{base}` without a type"))?;
+    let lanes_of = |text: &str, names: &mut Names| -> Result<Vec<String>, String> {
+        let inner = text.strip_prefix('{').and_then(|t| t.strip_suffix('}'));
+        match inner {
+            Some(inner) if lanes > 1 => Ok(inner.split(',').map(|s| s.trim().to_owned()).collect()),
+            None if lanes == 1 => Ok(vec![text.to_owned()]),
+            _ => {
+                let _ = names;
+                Err(format!("`{base}` with {lanes} lanes and `{text}`"))
+            }
+        }
+    };
+    match base {
+        "ld" => {
+            if operands.len() != 2 {
+                return Err(format!("`ld` with {} operands", operands.len()));
+            }
+            let dst = lanes_of(&operands[0], names)?
+                .iter()
+                .map(|r| register(r, names))
+                .collect::<Result<Vec<_>, _>>()?;
+            let addr = address(&operands[1], space, names)?;
+            Ok(MemoryOp::Ld { space, ty, dst, addr })
+        }
+        "st" => {
+            if operands.len() != 2 || space == Space::Param {
+                return Err(format!("`st.{}`", modifiers.join(".")));
+            }
+            let addr = address(&operands[0], space, names)?;
+            let src = lanes_of(&operands[1], names)?
+                .iter()
+                .map(|s| operand(s, ty, names))
+                .collect::<Result<Vec<_>, _>>()?;
+            Ok(MemoryOp::St { space, ty, addr, src })
+        }
+        _ => {
+            let kind = kind.ok_or_else(|| format!("`{base}` without an operation"))?;
+            if space == Space::Param || lanes != 1 || !matches!(ty.bytes(), 4 | 8) {
+                return Err(format!("`{base}.{}`", modifiers.join(".")));
+            }
+            if matches!(ty, Ty::F32 | Ty::F64) && kind != AtomKind::Add && kind != AtomKind::Exch {
+                return Err(format!("`{base}.{}` on a float", modifiers.join(".")));
+            }
+            let (dst, rest) = if base == "atom" {
+                let dst = register(operands.first().ok_or("`atom` without operands")?, names)?;
+                (Some(dst), &operands[1..])
+            } else {
+                (None, operands)
+            };
+            let want = if kind == AtomKind::Cas { 3 } else { 2 };
+            if rest.len() != want {
+                return Err(format!("`{base}` with {} operands", operands.len()));
+            }
+            let addr = address(&rest[0], space, names)?;
+            let b = operand(&rest[1], ty, names)?;
+            let c = if kind == AtomKind::Cas { Some(operand(&rest[2], ty, names)?) } else { None };
+            Ok(MemoryOp::Atom { space, kind, ty, dst, addr, b, c })
+        }
+    }
+}
+
+/// The effective address and the pointer parameter it came from.
+fn effective(regs: &Registers, addr: (AddrBase, i64)) -> (u64, u64) {
+    let (base, origin) = match addr.0 {
+        AddrBase::Reg(slot) => (regs.bits[slot], regs.origin[slot]),
+        AddrBase::Param(offset) => (offset as u64, 0),
+        AddrBase::Shared(offset) => (offset, 0),
+        AddrBase::Imm(value) => (value, 0),
+    };
+    (base.wrapping_add(addr.1 as u64), origin)
+}
+
+/// `N` little-endian bytes of `bits`.
+fn bytes_of<const N: usize>(bits: u64) -> [u8; N] {
+    let all = bits.to_le_bytes();
+    let mut out = [0u8; N];
+    out.copy_from_slice(&all[..N]);
+    out
+}
+
+fn bits_of(bytes: &[u8]) -> u64 {
+    let mut all = [0u8; 8];
+    all[..bytes.len()].copy_from_slice(bytes);
+    u64::from_le_bytes(all)
+}
+
+/// A loaded value as its register holds it: sign-extended for a signed type narrower than 64
+/// bits (then masked to 64), else as is.
+fn extend(bits: u64, ty: Ty) -> u64 {
+    match ty {
+        Ty::S(width) if width < 64 => {
+            let shift = 64 - u32::from(width);
+            (((bits << shift) as i64) >> shift) as u64
+        }
+        _ => bits,
+    }
+}
+
+/// Reads `len` bytes at `at` of `space`.
+fn load(cx: &Context<'_, '_>, space: Space, at: u64, len: usize) -> Result<u64, Fault> {
+    match space {
+        Space::Param => {
+            let start = usize::try_from(at).map_err(|_| Fault::IllegalAddress)?;
+            let bytes = cx.params.get(start..start.saturating_add(len)).ok_or(Fault::IllegalAddress)?;
+            Ok(bits_of(bytes))
+        }
+        Space::Shared => {
+            if !at.is_multiple_of(len as u64) {
+                return Err(Fault::Misaligned);
+            }
+            let start = usize::try_from(at).map_err(|_| Fault::IllegalAddress)?;
+            let bytes = cx.shared.get(start..start.saturating_add(len)).ok_or(Fault::IllegalAddress)?;
+            Ok(bits_of(bytes))
+        }
+        Space::Global => Ok(match len {
+            1 => bits_of(&cx.memory.load::<1>(at)?),
+            2 => bits_of(&cx.memory.load::<2>(at)?),
+            4 => bits_of(&cx.memory.load::<4>(at)?),
+            _ => bits_of(&cx.memory.load::<8>(at)?),
+        }),
+    }
+}
+
+/// Writes the low `len` bytes of `bits` at `base + offset` of `space`.
+fn store(
+    cx: &mut Context<'_, '_>,
+    space: Space,
+    base: u64,
+    offset: u64,
+    len: usize,
+    bits: u64,
+) -> Result<(), Fault> {
+    let at = base.wrapping_add(offset);
+    match space {
+        Space::Param => Err(Fault::IllegalAddress),
+        Space::Shared => {
+            if !at.is_multiple_of(len as u64) {
+                return Err(Fault::Misaligned);
+            }
+            let start = usize::try_from(at).map_err(|_| Fault::IllegalAddress)?;
+            let target = cx.shared.get_mut(start..start.saturating_add(len)).ok_or(Fault::IllegalAddress)?;
+            target.copy_from_slice(&bits.to_le_bytes()[..len]);
+            Ok(())
+        }
+        Space::Global => match len {
+            1 => cx.memory.store(base, offset, bytes_of::<1>(bits)),
+            2 => cx.memory.store(base, offset, bytes_of::<2>(bits)),
+            4 => cx.memory.store(base, offset, bytes_of::<4>(bits)),
+            _ => cx.memory.store(base, offset, bytes_of::<8>(bits)),
+        },
+    }
+}
+
+/// The new value of an atomic operation on `old` with operands `b` and (`cas`) `c`.
+fn combine(kind: AtomKind, ty: Ty, old: u64, b: u64, c: u64) -> u64 {
+    let signed = |v: u64| match ty.bits() {
+        32 => i64::from(v as u32 as i32),
+        _ => v as i64,
+    };
+    let value = match (kind, ty) {
+        (AtomKind::Add, Ty::F32) => {
+            u64::from((f32::from_bits(old as u32) + f32::from_bits(b as u32)).to_bits())
+        }
+        (AtomKind::Add, Ty::F64) => (f64::from_bits(old) + f64::from_bits(b)).to_bits(),
+        (AtomKind::Add, _) => old.wrapping_add(b),
+        (AtomKind::Min, Ty::S(_)) => signed(old).min(signed(b)) as u64,
+        (AtomKind::Max, Ty::S(_)) => signed(old).max(signed(b)) as u64,
+        (AtomKind::Min, _) => (old & ty.mask()).min(b & ty.mask()),
+        (AtomKind::Max, _) => (old & ty.mask()).max(b & ty.mask()),
+        (AtomKind::Exch, _) => b,
+        (AtomKind::Cas, _) => {
+            if old & ty.mask() == b & ty.mask() {
+                c
+            } else {
+                old
+            }
+        }
+        (AtomKind::And, _) => old & b,
+        (AtomKind::Or, _) => old | b,
+        (AtomKind::Xor, _) => old ^ b,
+    };
+    value & ty.mask()
+}
+
+/// Runs one instruction of this family.
+///
+/// # Errors
+///
+/// The [`Fault`] of a faulting access.
+pub fn execute(op: &MemoryOp, regs: &mut Registers, cx: &mut Context<'_, '_>) -> Result<(), Fault> {
+    match op {
+        MemoryOp::Ld { space, ty, dst, addr } => {
+            let (at, origin) = effective(regs, *addr);
+            let size = ty.bytes();
+            if dst.len() > 1 && *space != Space::Param && at % (size * dst.len()) as u64 != 0 {
+                return Err(Fault::Misaligned);
+            }
+            for (i, &reg) in dst.iter().enumerate() {
+                let value = load(cx, *space, at.wrapping_add((i * size) as u64), size)?;
+                regs.bits[reg] = extend(value, *ty);
+                // An 8-byte parameter is a pointer the kernel may dereference: its own origin.
+                regs.origin[reg] = match space {
+                    Space::Param if size == 8 => value,
+                    Space::Global if size == 8 => 0,
+                    _ => 0,
+                };
+                let _ = origin;
+            }
+            Ok(())
+        }
+        MemoryOp::St { space, ty, addr, src } => {
+            let (at, origin) = effective(regs, *addr);
+            let size = ty.bytes();
+            if src.len() > 1 && at % (size * src.len()) as u64 != 0 {
+                return Err(Fault::Misaligned);
+            }
+            // The store's pointer: the parameter its address came from, else the address.
+            let base = if origin != 0 { origin } else { at };
+            for (i, &value) in src.iter().enumerate() {
+                let bits = read(regs, cx, value).0;
+                let offset = at.wrapping_add((i * size) as u64).wrapping_sub(base);
+                store(cx, *space, base, offset, size, bits)?;
+            }
+            Ok(())
+        }
+        MemoryOp::Atom { space, kind, ty, dst, addr, b, c } => {
+            let (at, origin) = effective(regs, *addr);
+            let b = read(regs, cx, *b).0;
+            let c = c.map_or(0, |c| read(regs, cx, c).0);
+            let old = match space {
+                Space::Shared => {
+                    // The block's threads run one at a time: a read and a write are atomic.
+                    let old = load(cx, Space::Shared, at, ty.bytes())?;
+                    store(cx, Space::Shared, at, 0, ty.bytes(), combine(*kind, *ty, old, b, c))?;
+                    old
+                }
+                _ => {
+                    let base = if origin != 0 { origin } else { at };
+                    let offset = at.wrapping_sub(base);
+                    let update = |old: u64| combine(*kind, *ty, old, b, c);
+                    if ty.bytes() == 4 {
+                        cx.memory.atomic_u32(base, offset, |old| update(u64::from(old)) as u32)?.into()
+                    } else {
+                        cx.memory.atomic_u64(base, offset, update)?
+                    }
+                }
+            };
+            if let Some(dst) = dst {
+                regs.bits[*dst] = old;
+                regs.origin[*dst] = 0;
+            }
+            Ok(())
+        }
+    }
+}

@@ -1,0 +1,423 @@
+//! The emulated device's kernels: the PTX of the loaded module, decoded once when the module is
+//! loaded and interpreted thread by thread when a kernel runs. No kernel is written again for
+//! the CPU: what a kernel reads from its parameters, computes and stores is what its PTX says.
+//!
+//! - [`decode`]: the body of an `.entry`, statement by statement, into [`Inst`]s: registers by
+//!   name, labels, static shared variables, operands. An instruction (or a form of one) outside
+//!   what this interpreter supports refuses the module at load, naming its line, never a wrong
+//!   result at run time.
+//! - One module per instruction family: [`arith`] (integer and floating-point arithmetic,
+//!   comparisons, selection), [`convert`] (`mov`, `cvt`, `cvta`), [`memory_ops`] (`ld`, `st`,
+//!   `atom`, `red` in the parameter, global and shared state spaces).
+//! - This module: the scheduler. A block's threads run one after the other, each until it
+//!   ends (`ret`, `exit`) or reaches `bar.sync`; when every thread still running has reached
+//!   the barrier, they all go on. Blocks run in grid order. The first faulting access stops the
+//!   kernel.
+//!
+//! State spaces are separate: parameters are the launch's parameter buffer (read-only), global
+//! memory goes through [`KernelMemory`] (device mappings, and host memory where the device has
+//! pageable memory access), shared memory is a buffer per block (static declarations, then the
+//! launch's dynamic shared memory), and registers are per thread. A generic address is taken as
+//! a global one. Atomics are atomic with respect to every other kernel running at the time.
+//!
+//! Every 64-bit register carries the pointer parameter its value came from (the value of an
+//! `ld.param` of 8 bytes, through `cvta` and integer arithmetic), so that a store knows which
+//! allocation its address was meant to stay in ([`KernelMemory::store`]'s `base`).
+//!
+//! Each launch counts the instructions its threads executed (a guarded instruction whose guard
+//! is false counts too: the thread stepped through it): [`Outcome::instructions`].
+
+pub mod arith;
+pub mod convert;
+pub mod decode;
+pub mod memory_ops;
+
+use crate::memory::{Fault, KernelMemory};
+use crate::ptx::PtxEntry;
+
+pub use decode::{Program, compile};
+
+/// A launch's grid and block dimensions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LaunchShape {
+    /// Blocks in x, y, z.
+    pub grid: [u32; 3],
+    /// Threads per block in x, y, z.
+    pub block: [u32; 3],
+}
+
+/// What running a kernel did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Outcome {
+    /// Threads started (the one that faulted included).
+    pub threads: u64,
+    /// Instructions the threads executed.
+    pub instructions: u64,
+    /// The fault a thread made, which stopped the kernel.
+    pub fault: Option<Fault>,
+}
+
+/// A kernel's parameter buffer: each parameter at its PTX offset.
+#[derive(Debug, Clone, Copy)]
+pub struct KernelParams<'a> {
+    /// The bytes copied from `kernelParams[i]`, each at its offset.
+    pub buffer: &'a [u8],
+    /// The entry whose layout the buffer follows.
+    pub entry: &'a PtxEntry,
+}
+
+/// A PTX type, as an instruction's suffix names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ty {
+    /// `.b8`, `.b16`, `.b32`, `.b64`: untyped bits.
+    B(u8),
+    /// `.u8` ... `.u64`.
+    U(u8),
+    /// `.s8` ... `.s64`.
+    S(u8),
+    /// `.f32`.
+    F32,
+    /// `.f64`.
+    F64,
+    /// `.pred`.
+    Pred,
+}
+
+impl Ty {
+    /// The type's size in bytes (a predicate: 1).
+    pub fn bytes(self) -> usize {
+        match self {
+            Ty::B(bits) | Ty::U(bits) | Ty::S(bits) => usize::from(bits / 8),
+            Ty::F32 => 4,
+            Ty::F64 => 8,
+            Ty::Pred => 1,
+        }
+    }
+
+    /// The type's width in bits.
+    pub fn bits(self) -> u32 {
+        (self.bytes() * 8) as u32
+    }
+
+    /// The mask of the type's bits in a 64-bit register.
+    pub fn mask(self) -> u64 {
+        match self.bits() {
+            64 => u64::MAX,
+            bits => (1u64 << bits) - 1,
+        }
+    }
+}
+
+/// A special register (`%tid.x`, ...): the thread's coordinates and the launch's shape.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Special {
+    /// `%tid.{x,y,z}`.
+    Tid(usize),
+    /// `%ntid.{x,y,z}`.
+    Ntid(usize),
+    /// `%ctaid.{x,y,z}`.
+    Ctaid(usize),
+    /// `%nctaid.{x,y,z}`.
+    Nctaid(usize),
+    /// `%laneid`: the thread's lane in its warp of 32.
+    LaneId,
+    /// `%warpsize` (32).
+    WarpSize,
+}
+
+/// An instruction's operand.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Operand {
+    /// A register, by its slot.
+    Reg(usize),
+    /// An immediate value's bits (a float immediate `0f...`/`0d...` as its bits).
+    Imm(u64),
+    /// A special register.
+    Special(Special),
+    /// A static shared variable's offset in the block's shared memory (`mov.u32 %r1, tile;`).
+    Shared(u64),
+}
+
+/// Where a load, store or atomic accesses memory: a base and a byte offset.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AddrBase {
+    /// A register's value.
+    Reg(usize),
+    /// A kernel parameter, by its offset in the parameter buffer (`[name+8]`).
+    Param(usize),
+    /// A static shared variable, by its offset (`[tile+4]`).
+    Shared(u64),
+    /// An absolute address (`[0x10]`).
+    Imm(u64),
+}
+
+/// A state space.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Space {
+    /// `.param` (read-only: the launch's parameters).
+    Param,
+    /// `.global`, or a generic address.
+    Global,
+    /// `.shared`.
+    Shared,
+}
+
+/// One decoded instruction: its guard, what it does, and its line in the PTX.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Inst {
+    /// `@%p` (run when true) or `@!%p` (when false): the predicate's slot and the polarity.
+    pub guard: Option<(usize, bool)>,
+    /// What it does.
+    pub op: Op,
+    /// Its line in the module (1-based).
+    pub line: usize,
+}
+
+/// What an instruction does.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Op {
+    /// An arithmetic, logic, comparison or selection instruction ([`arith`]).
+    Arith(arith::ArithOp),
+    /// `mov`, `cvt` or `cvta` ([`convert`]).
+    Convert(convert::ConvertOp),
+    /// `ld`, `st`, `atom` or `red` ([`memory_ops`]).
+    Memory(memory_ops::MemoryOp),
+    /// `bra`: jump to the instruction at this index.
+    Branch(usize),
+    /// `bar.sync` / `barrier.sync` (barrier 0 and the whole block only).
+    Barrier,
+    /// `ret` or `exit`: the thread ends.
+    Exit,
+}
+
+/// A thread's registers: each slot's bits, and for each the pointer parameter its value came
+/// from (0: none).
+#[derive(Debug, Clone)]
+pub struct Registers {
+    /// Each slot's bits.
+    pub bits: Vec<u64>,
+    /// Each slot's origin: the value of the 8-byte parameter it was derived from, or 0.
+    pub origin: Vec<u64>,
+}
+
+impl Registers {
+    fn new(slots: usize) -> Registers {
+        Registers { bits: vec![0; slots], origin: vec![0; slots] }
+    }
+
+    fn clear(&mut self) {
+        self.bits.fill(0);
+        self.origin.fill(0);
+    }
+}
+
+/// What one thread sees of the launch: its coordinates, the shape, the parameters, memory.
+pub struct Context<'a, 'm> {
+    /// `%tid`.
+    pub tid: [u32; 3],
+    /// `%ctaid`.
+    pub ctaid: [u32; 3],
+    /// The launch's shape (`%ntid`, `%nctaid`).
+    pub shape: LaunchShape,
+    /// The parameter buffer.
+    pub params: &'a [u8],
+    /// Global memory.
+    pub memory: &'a KernelMemory<'m>,
+    /// The block's shared memory.
+    pub shared: &'a mut [u8],
+}
+
+impl Context<'_, '_> {
+    /// The value of a special register.
+    pub fn special(&self, special: Special) -> u64 {
+        u64::from(match special {
+            Special::Tid(i) => self.tid[i],
+            Special::Ntid(i) => self.shape.block[i],
+            Special::Ctaid(i) => self.ctaid[i],
+            Special::Nctaid(i) => self.shape.grid[i],
+            Special::LaneId => self.linear_tid() % 32,
+            Special::WarpSize => 32,
+        })
+    }
+
+    /// The thread's index in its block, x fastest.
+    fn linear_tid(&self) -> u32 {
+        let [x, y, _] = self.shape.block;
+        self.tid[0].wrapping_add(x.wrapping_mul(self.tid[1].wrapping_add(y.wrapping_mul(self.tid[2]))))
+    }
+}
+
+/// An operand's value (its bits) and origin in `regs`.
+pub fn read(regs: &Registers, cx: &Context<'_, '_>, operand: Operand) -> (u64, u64) {
+    match operand {
+        Operand::Reg(slot) => (regs.bits[slot], regs.origin[slot]),
+        Operand::Imm(bits) => (bits, 0),
+        Operand::Special(special) => (cx.special(special), 0),
+        Operand::Shared(offset) => (offset, 0),
+    }
+}
+
+/// How a thread's run ended.
+enum Stop {
+    /// It ended.
+    Exited,
+    /// It reached `bar.sync` at this instruction.
+    Barrier,
+    /// It faulted.
+    Fault(Fault),
+}
+
+impl Program {
+    /// Runs the kernel over every thread of `shape` with `params`, its global accesses checked
+    /// by `memory`, with `dynamic_shared` bytes of dynamic shared memory per block.
+    pub fn run(
+        &self,
+        shape: LaunchShape,
+        params: &KernelParams<'_>,
+        memory: &KernelMemory<'_>,
+        dynamic_shared: usize,
+    ) -> Outcome {
+        let mut outcome = Outcome { threads: 0, instructions: 0, fault: None };
+        let [block_x, block_y, block_z] = shape.block;
+        let threads_per_block = (block_x as usize) * (block_y as usize) * (block_z as usize);
+        let mut shared = vec![0u8; self.shared_bytes + dynamic_shared];
+        let mut files: Vec<Registers> = Vec::new();
+        for bz in 0..shape.grid[2] {
+            for by in 0..shape.grid[1] {
+                for bx in 0..shape.grid[0] {
+                    shared.fill(0);
+                    let ctaid = [bx, by, bz];
+                    let fault = if self.has_barrier {
+                        self.block_with_barriers(
+                            ctaid,
+                            shape,
+                            params,
+                            memory,
+                            &mut shared,
+                            &mut files,
+                            &mut outcome,
+                        )
+                    } else {
+                        self.block(ctaid, shape, params, memory, &mut shared, &mut files, &mut outcome)
+                    };
+                    let _ = threads_per_block;
+                    if let Some(fault) = fault {
+                        outcome.fault = Some(fault);
+                        return outcome;
+                    }
+                }
+            }
+        }
+        outcome
+    }
+
+    /// A block of a kernel without barriers: each thread to its end, one register file.
+    #[allow(clippy::too_many_arguments)]
+    fn block(
+        &self,
+        ctaid: [u32; 3],
+        shape: LaunchShape,
+        params: &KernelParams<'_>,
+        memory: &KernelMemory<'_>,
+        shared: &mut [u8],
+        files: &mut Vec<Registers>,
+        outcome: &mut Outcome,
+    ) -> Option<Fault> {
+        if files.is_empty() {
+            files.push(Registers::new(self.slots));
+        }
+        let regs = &mut files[0];
+        let [block_x, block_y, block_z] = shape.block;
+        for tz in 0..block_z {
+            for ty in 0..block_y {
+                for tx in 0..block_x {
+                    regs.clear();
+                    outcome.threads = outcome.threads.saturating_add(1);
+                    let mut cx =
+                        Context { tid: [tx, ty, tz], ctaid, shape, params: params.buffer, memory, shared };
+                    let mut pc = 0;
+                    match self.step_until_stop(regs, &mut cx, &mut pc, &mut outcome.instructions) {
+                        Stop::Exited | Stop::Barrier => {}
+                        Stop::Fault(fault) => return Some(fault),
+                    }
+                }
+            }
+        }
+        None
+    }
+
+    /// A block of a kernel with barriers: every thread has its registers, and runs to the next
+    /// barrier in turn.
+    #[allow(clippy::too_many_arguments)]
+    fn block_with_barriers(
+        &self,
+        ctaid: [u32; 3],
+        shape: LaunchShape,
+        params: &KernelParams<'_>,
+        memory: &KernelMemory<'_>,
+        shared: &mut [u8],
+        files: &mut Vec<Registers>,
+        outcome: &mut Outcome,
+    ) -> Option<Fault> {
+        let [block_x, block_y, block_z] = shape.block;
+        let tids: Vec<[u32; 3]> = (0..block_z)
+            .flat_map(|z| (0..block_y).flat_map(move |y| (0..block_x).map(move |x| [x, y, z])))
+            .collect();
+        while files.len() < tids.len() {
+            files.push(Registers::new(self.slots));
+        }
+        let mut pcs = vec![0usize; tids.len()];
+        let mut running = vec![true; tids.len()];
+        for regs in files.iter_mut().take(tids.len()) {
+            regs.clear();
+        }
+        outcome.threads = outcome.threads.saturating_add(tids.len() as u64);
+        while running.iter().any(|&r| r) {
+            for (i, &tid) in tids.iter().enumerate() {
+                if !running[i] {
+                    continue;
+                }
+                let mut cx = Context { tid, ctaid, shape, params: params.buffer, memory, shared };
+                match self.step_until_stop(&mut files[i], &mut cx, &mut pcs[i], &mut outcome.instructions) {
+                    Stop::Exited => running[i] = false,
+                    Stop::Barrier => {}
+                    Stop::Fault(fault) => return Some(fault),
+                }
+            }
+        }
+        None
+    }
+
+    /// Runs one thread from `pc` until it ends, reaches a barrier (then `pc` is after it) or
+    /// faults.
+    fn step_until_stop(
+        &self,
+        regs: &mut Registers,
+        cx: &mut Context<'_, '_>,
+        pc: &mut usize,
+        instructions: &mut u64,
+    ) -> Stop {
+        loop {
+            let Some(inst) = self.insts.get(*pc) else { return Stop::Exited };
+            *instructions = instructions.saturating_add(1);
+            *pc += 1;
+            if let Some((pred, when)) = inst.guard
+                && (regs.bits[pred] != 0) != when
+            {
+                continue;
+            }
+            match &inst.op {
+                Op::Arith(op) => arith::execute(op, regs, cx),
+                Op::Convert(op) => convert::execute(op, regs, cx),
+                Op::Memory(op) => {
+                    if let Err(fault) = memory_ops::execute(op, regs, cx) {
+                        return Stop::Fault(fault);
+                    }
+                }
+                Op::Branch(target) => *pc = *target,
+                Op::Barrier => return Stop::Barrier,
+                Op::Exit => return Stop::Exited,
+            }
+        }
+    }
+}
