@@ -486,3 +486,106 @@ pub fn execute(op: &ArithOp, regs: &mut Registers, cx: &Context<'_, '_>) {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::testing::{run, words};
+
+    /// Stores each of `exprs` (instructions leaving their result in `%r9`) into word i.
+    fn results(exprs: &[&str]) -> Vec<u32> {
+        let body: String = exprs
+            .iter()
+            .enumerate()
+            .map(|(i, e)| format!("\t{e}\n\tst.global.u32 [%out+{}], %r9;\n", 4 * i))
+            .collect();
+        words(&run(&body, 1, 4 * exprs.len()).0)
+    }
+
+    #[test]
+    fn integers_wrap_shift_clamp_and_divide_by_zero_without_trapping() {
+        let got = results(&[
+            "add.s32 %r9, 2147483647, 1;",
+            "sub.u32 %r9, 0, 1;",
+            "mul.lo.s32 %r9, 65536, 65536;",
+            "mul.hi.s32 %r9, -2, 3;",
+            "mul.hi.u32 %r9, 4294967295, 2;",
+            "div.s32 %r9, -7, 2;",
+            "rem.s32 %r9, -7, 2;",
+            "div.u32 %r9, 7, 0;",
+            "min.s32 %r9, -1, 1;",
+            "min.u32 %r9, -1, 1;",
+            "shl.b32 %r9, 1, 32;",
+            "shr.s32 %r9, -8, 40;",
+            "shr.u32 %r9, -8, 28;",
+            "mad.lo.s32 %r9, 3, 4, -20;",
+            "xor.b32 %r9, 0xff00, 0x0ff0;",
+            "not.b32 %r9, 0;",
+            "neg.s32 %r9, 5;",
+            "abs.s32 %r9, -5;",
+        ]);
+        let want: [u32; 18] = [
+            0x8000_0000,
+            u32::MAX,
+            0,
+            u32::MAX,
+            1,
+            (-3i32) as u32,
+            (-1i32) as u32,
+            u32::MAX,
+            (-1i32) as u32,
+            1,
+            0,
+            u32::MAX,
+            15,
+            (-8i32) as u32,
+            0xf0f0,
+            u32::MAX,
+            (-5i32) as u32,
+            5,
+        ];
+        assert_eq!(got, want);
+    }
+
+    #[test]
+    fn comparisons_selection_and_wide_products() {
+        let got = results(&[
+            "setp.lt.s32 %p1, -1, 0;\n\tselp.u32 %r9, 1, 2, %p1;",
+            "setp.lt.u32 %p1, -1, 0;\n\tselp.u32 %r9, 1, 2, %p1;",
+            "setp.ne.f32 %p1, 0f7FC00000, 0f7FC00000;\n\tselp.u32 %r9, 1, 2, %p1;",
+            "mul.wide.s32 %rd9, -2, 3;\n\tcvt.u32.u64 %r9, %rd9;",
+            "mul.wide.s32 %rd9, -2, 3;\n\tshr.u64 %rd9, %rd9, 32;\n\tcvt.u32.u64 %r9, %rd9;",
+            "mul.wide.u32 %rd9, 4294967295, 2;\n\tshr.u64 %rd9, %rd9, 32;\n\tcvt.u32.u64 %r9, %rd9;",
+            "or.pred %p1, %p2, %p3;\n\tselp.u32 %r9, 1, 2, %p1;",
+        ]);
+        assert_eq!(got, [1, 2, 1, (-6i32) as u32, u32::MAX, 1, 2]);
+    }
+
+    #[test]
+    fn floats_round_once_and_give_the_canonical_nan() {
+        let got = results(&[
+            "add.f32 %f9, 0f3F800000, 0f40000000;\n\tmov.b32 %r9, %f9;",
+            "sub.f32 %f9, 0f7F800000, 0f7F800000;\n\tmov.b32 %r9, %f9;",
+            // (1 + 2^-12)^2 - (1 + 2^-11) is 2^-24 rounded once (fma), 0 rounded twice.
+            "fma.rn.f32 %f9, 0f3F800800, 0f3F800800, 0fBF801000;\n\tmov.b32 %r9, %f9;",
+            "mul.f32 %f8, 0f3F800800, 0f3F800800;\n\tadd.f32 %f9, %f8, 0fBF801000;\n\tmov.b32 %r9, %f9;",
+            "mul.f32 %f9, 0f3F800001, 0f3F800001;\n\tmov.b32 %r9, %f9;",
+            "neg.f32 %f9, 0f00000000;\n\tmov.b32 %r9, %f9;",
+            "abs.f32 %f9, 0fBF800000;\n\tmov.b32 %r9, %f9;",
+            "min.f32 %f9, 0f7FC00000, 0f3F800000;\n\tmov.b32 %r9, %f9;",
+        ]);
+        let product = (f32::from_bits(0x3f80_0001) * f32::from_bits(0x3f80_0001)).to_bits();
+        assert_eq!(
+            got,
+            [
+                3.0f32.to_bits(),
+                0x7fff_ffff,
+                0x3380_0000,
+                0,
+                product,
+                0x8000_0000,
+                1.0f32.to_bits(),
+                1.0f32.to_bits()
+            ]
+        );
+    }
+}

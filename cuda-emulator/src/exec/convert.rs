@@ -178,3 +178,58 @@ pub fn execute(op: &ConvertOp, regs: &mut Registers, cx: &Context<'_, '_>) {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::testing::{run, words};
+
+    fn results(exprs: &[&str]) -> Vec<u32> {
+        let body: String = exprs
+            .iter()
+            .enumerate()
+            .map(|(i, e)| format!("\t{e}\n\tst.global.u32 [%out+{}], %r9;\n", 4 * i))
+            .collect();
+        words(&run(&body, 1, 4 * exprs.len()).0)
+    }
+
+    #[test]
+    fn integer_widths_extend_by_signedness_and_truncate() {
+        let got = results(&[
+            "mov.u16 %rs1, 0xfffe;\n\tcvt.s32.s16 %r9, %rs1;",
+            "mov.u16 %rs1, 0xfffe;\n\tcvt.u32.u16 %r9, %rs1;",
+            "mov.u64 %rd1, 0x1234567890;\n\tcvt.u32.u64 %r9, %rd1;",
+            "mov.u32 %r1, -1;\n\tcvt.s64.s32 %rd1, %r1;\n\tshr.u64 %rd1, %rd1, 32;\n\tcvt.u32.u64 %r9, %rd1;",
+            "mov.u32 %r1, -1;\n\tcvt.u64.u32 %rd1, %r1;\n\tshr.u64 %rd1, %rd1, 32;\n\tcvt.u32.u64 %r9, %rd1;",
+        ]);
+        assert_eq!(got, [(-2i32) as u32, 0xfffe, 0x3456_7890, u32::MAX, 0]);
+    }
+
+    #[test]
+    fn floats_and_integers_round_saturate_and_canonicalise() {
+        let got = results(&[
+            "cvt.rzi.s32.f32 %r9, 0fC0700000;",
+            "cvt.rni.s32.f32 %r9, 0f40200000;",
+            "cvt.rmi.s32.f32 %r9, 0fC0700000;",
+            "cvt.rzi.s32.f32 %r9, 0f7F800000;",
+            "cvt.rzi.u32.f32 %r9, 0fBF800000;",
+            "cvt.rzi.s32.f32 %r9, 0f7FC00000;",
+            "cvt.rn.f32.s32 %f1, -3;\n\tmov.b32 %r9, %f1;",
+            "cvt.rn.f32.u32 %f1, 16777217;\n\tmov.b32 %r9, %f1;",
+            "cvt.rn.f32.f64 %f1, 0d3FF0000000000001;\n\tmov.b32 %r9, %f1;",
+            "cvt.f64.f32 %fd1, 0f7FC00001;\n\tmov.b64 %rd1, %fd1;\n\tshr.u64 %rd1, %rd1, 32;\n\tcvt.u32.u64 %r9, %rd1;",
+        ]);
+        let want = [
+            (-3i32) as u32,
+            2,
+            (-4i32) as u32,
+            i32::MAX as u32,
+            0,
+            0,
+            (-3.0f32).to_bits(),
+            16_777_216f32.to_bits(),
+            1.0f32.to_bits(),
+            0x7fff_ffff,
+        ];
+        assert_eq!(got, want);
+    }
+}

@@ -24,8 +24,11 @@ pub struct Program {
     pub insts: Vec<Inst>,
     /// Registers per thread.
     pub slots: usize,
-    /// Bytes of static shared memory (dynamic shared memory goes after them).
+    /// Bytes of static shared memory.
     pub shared_bytes: usize,
+    /// Where dynamic shared memory starts (`.extern .shared`): after the static declarations,
+    /// 16-aligned.
+    pub dynamic_at: usize,
     /// Whether the kernel synchronises its block (`bar.sync`): its threads then run in turns.
     pub has_barrier: bool,
 }
@@ -119,7 +122,8 @@ pub fn compile(text: &str, entry: &PtxEntry) -> Result<Program, PtxError> {
         name: entry.name.clone(),
         insts,
         slots: names.registers.len(),
-        shared_bytes: usize::try_from(shared_end.next_multiple_of(16)).unwrap_or(usize::MAX),
+        shared_bytes: usize::try_from(shared_end).unwrap_or(usize::MAX),
+        dynamic_at: usize::try_from(shared_end.next_multiple_of(16)).unwrap_or(usize::MAX),
         has_barrier,
     })
 }
@@ -193,79 +197,67 @@ fn find_entry(lines: &[String], name: &str) -> Option<(usize, Vec<String>)> {
 }
 
 /// The statements of the body that starts at or after line index `header_at`: each with its
-/// line (1-based), trimmed, without its `;`. Scope braces are statements of their own.
+/// line (1-based), trimmed, without its `;`. Scope braces are statements of their own; braces
+/// inside a statement (a vector operand, `{%f1, %f2}`) are part of it.
 fn body(lines: &[String], header_at: usize) -> Option<Vec<(usize, String)>> {
     let start = (header_at..lines.len()).find(|&i| lines[i].contains('{'))?;
     let mut depth = 0usize;
     let mut statements = Vec::new();
     let mut pending = String::new();
     let mut pending_line = 0;
+    let mut vector = 0usize;
     for (i, line) in lines.iter().enumerate().skip(start) {
         let mut text = line.as_str();
         if i == start {
             text = &text[text.find('{')? + 1..];
             depth = 1;
         }
-        for piece in split_keep_braces(text) {
-            match piece.as_str() {
-                "{" => {
+        for c in text.chars() {
+            let in_statement = !pending.trim().is_empty();
+            match c {
+                '{' if !in_statement => {
                     depth += 1;
                     statements.push((i + 1, "{".to_owned()));
                 }
-                "}" => {
+                '}' if vector == 0 && !in_statement => {
                     depth -= 1;
                     if depth == 0 {
                         return Some(statements);
                     }
                     statements.push((i + 1, "}".to_owned()));
                 }
-                ";" => {
-                    if !pending.trim().is_empty() {
+                ';' if vector == 0 => {
+                    if in_statement {
                         statements.push((pending_line, pending.trim().to_owned()));
                     }
                     pending.clear();
                 }
-                other => {
+                ':' if vector == 0 && in_statement && !pending.trim().contains(char::is_whitespace) => {
                     // A label ends at its colon.
-                    let trimmed = other.trim();
-                    if trimmed.is_empty() {
+                    statements.push((pending_line, format!("{}:", pending.trim())));
+                    pending.clear();
+                }
+                _ => {
+                    if !in_statement && c.is_whitespace() {
                         continue;
                     }
-                    if pending.trim().is_empty() {
+                    if !in_statement {
                         pending_line = i + 1;
                     }
-                    if let Some(colon) = trimmed.find(':')
-                        && pending.trim().is_empty()
-                        && !trimmed[..colon].contains(char::is_whitespace)
-                    {
-                        statements.push((i + 1, trimmed[..=colon].to_owned()));
-                        pending.push_str(&trimmed[colon + 1..]);
-                        pending.push(' ');
-                        continue;
+                    match c {
+                        '{' => vector += 1,
+                        '}' => vector = vector.saturating_sub(1),
+                        _ => {}
                     }
-                    pending.push_str(trimmed);
-                    pending.push(' ');
+                    pending.push(c);
                 }
             }
         }
-    }
-    None
-}
-
-/// Splits a line at `{`, `}` and `;`, keeping each as a piece of its own.
-fn split_keep_braces(text: &str) -> Vec<String> {
-    let mut pieces = Vec::new();
-    let mut current = String::new();
-    for c in text.chars() {
-        if matches!(c, '{' | '}' | ';') {
-            pieces.push(std::mem::take(&mut current));
-            pieces.push(c.to_string());
-        } else {
-            current.push(c);
+        if !pending.trim().is_empty() {
+            pending.push(' ');
         }
     }
-    pieces.push(current);
-    pieces
+    None
 }
 
 /// A `.shared` declaration: its name, alignment, size and whether it is `.extern` (dynamic).

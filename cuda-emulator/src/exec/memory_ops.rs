@@ -308,7 +308,7 @@ fn combine(kind: AtomKind, ty: Ty, old: u64, b: u64, c: u64) -> u64 {
 pub fn execute(op: &MemoryOp, regs: &mut Registers, cx: &mut Context<'_, '_>) -> Result<(), Fault> {
     match op {
         MemoryOp::Ld { space, ty, dst, addr } => {
-            let (at, origin) = effective(regs, *addr);
+            let (at, _) = effective(regs, *addr);
             let size = ty.bytes();
             if dst.len() > 1 && *space != Space::Param && at % (size * dst.len()) as u64 != 0 {
                 return Err(Fault::Misaligned);
@@ -317,12 +317,7 @@ pub fn execute(op: &MemoryOp, regs: &mut Registers, cx: &mut Context<'_, '_>) ->
                 let value = load(cx, *space, at.wrapping_add((i * size) as u64), size)?;
                 regs.bits[reg] = extend(value, *ty);
                 // An 8-byte parameter is a pointer the kernel may dereference: its own origin.
-                regs.origin[reg] = match space {
-                    Space::Param if size == 8 => value,
-                    Space::Global if size == 8 => 0,
-                    _ => 0,
-                };
-                let _ = origin;
+                regs.origin[reg] = if *space == Space::Param && size == 8 { value } else { 0 };
             }
             Ok(())
         }
@@ -369,5 +364,56 @@ pub fn execute(op: &MemoryOp, regs: &mut Registers, cx: &mut Context<'_, '_>) ->
             }
             Ok(())
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::testing::{run, words};
+    use crate::memory::Fault;
+
+    #[test]
+    fn vectors_narrow_signed_loads_and_shared_memory() {
+        let body = "\t.shared .align 16 .b8 tile[64];\n\
+                    \tst.global.v2.u32 [%out], {7, 8};\n\
+                    \tld.global.v2.u32 {%r1, %r2}, [%out];\n\
+                    \tadd.s32 %r3, %r1, %r2;\n\
+                    \tst.global.u32 [%out+8], %r3;\n\
+                    \tst.global.u8 [%out+12], 0xff;\n\
+                    \tld.global.s8 %r4, [%out+12];\n\
+                    \tst.global.u32 [%out+16], %r4;\n\
+                    \tmov.u32 %r5, tile;\n\
+                    \tst.shared.v4.u32 [%r5], {1, 2, 3, 4};\n\
+                    \tld.shared.u32 %r6, [tile+12];\n\
+                    \tst.global.u32 [%out+20], %r6;";
+        let (bytes, outcome) = run(body, 1, 24);
+        assert_eq!(outcome.fault, None);
+        let mut want = vec![7, 8, 15, 0xff, u32::MAX, 4];
+        want[3] = 0xff;
+        assert_eq!(words(&bytes), want);
+    }
+
+    #[test]
+    fn atomics_return_the_old_value_and_every_thread_counts() {
+        // 32 threads: each adds 1 to word 0, and takes part in exch and cas on words 1 and 2.
+        let body = "\tatom.global.add.u32 %r1, [%out], 1;\n\
+                    \tred.global.add.u32 [%out+4], 2;\n\
+                    \tatom.global.cas.b32 %r2, [%out+8], 0, 9;\n\
+                    \tatom.global.max.s32 %r3, [%out+12], -5;";
+        let (bytes, _) = run(body, 32, 16);
+        // 0 > -5: the max stays 0.
+        assert_eq!(words(&bytes), [32, 64, 9, 0]);
+    }
+
+    #[test]
+    fn misaligned_and_out_of_bounds_accesses_fault() {
+        let (_, outcome) = run("\tst.global.u32 [%out+2], 1;", 1, 8);
+        assert_eq!(outcome.fault, Some(Fault::Misaligned));
+        let (_, outcome) = run("\tst.global.v2.u32 [%out+4], {1, 2};", 1, 16);
+        assert_eq!(outcome.fault, Some(Fault::Misaligned), "a vector aligns to its whole size");
+        let (_, outcome) = run("\t.shared .align 4 .b8 tile[8];\n\tld.shared.u32 %r1, [tile+8];", 1, 8);
+        assert_eq!(outcome.fault, Some(Fault::IllegalAddress));
+        let (_, outcome) = run("\tmov.u64 %rd1, 0;\n\tst.global.u32 [%rd1], 1;", 1, 8);
+        assert_eq!(outcome.fault, Some(Fault::IllegalAddress));
     }
 }

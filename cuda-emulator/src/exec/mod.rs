@@ -278,14 +278,17 @@ impl Program {
         dynamic_shared: usize,
     ) -> Outcome {
         let mut outcome = Outcome { threads: 0, instructions: 0, fault: None };
-        let [block_x, block_y, block_z] = shape.block;
-        let threads_per_block = (block_x as usize) * (block_y as usize) * (block_z as usize);
-        let mut shared = vec![0u8; self.shared_bytes + dynamic_shared];
+        let shared_len = if dynamic_shared > 0 {
+            self.dynamic_at.saturating_add(dynamic_shared)
+        } else {
+            self.shared_bytes
+        };
+        let mut shared = vec![0u8; shared_len];
         let mut files: Vec<Registers> = Vec::new();
         for bz in 0..shape.grid[2] {
             for by in 0..shape.grid[1] {
                 for bx in 0..shape.grid[0] {
-                    shared.fill(0);
+                    shared.fill(crate::memory::POISON); // shared memory is not cleared either
                     let ctaid = [bx, by, bz];
                     let fault = if self.has_barrier {
                         self.block_with_barriers(
@@ -300,7 +303,6 @@ impl Program {
                     } else {
                         self.block(ctaid, shape, params, memory, &mut shared, &mut files, &mut outcome)
                     };
-                    let _ = threads_per_block;
                     if let Some(fault) = fault {
                         outcome.fault = Some(fault);
                         return outcome;
@@ -418,6 +420,89 @@ impl Program {
                 Op::Barrier => return Stop::Barrier,
                 Op::Exit => return Stop::Exited,
             }
+        }
+    }
+}
+
+/// What the instruction families' tests share: a kernel of one parameter (`out`, a device
+/// buffer) whose body is the test's instructions, run over one block.
+#[cfg(test)]
+pub(crate) mod testing {
+    use super::{LaunchShape, Outcome, Program, compile};
+    use crate::memory::DeviceMemory;
+    use crate::ptx::read_ptx;
+
+    /// The module of a kernel `t(.param .u64 out)` whose body loads `out` into `%out` and then
+    /// runs `body`.
+    pub fn module(body: &str) -> String {
+        format!(
+            ".version 7.8\n.target sm_52\n.address_size 64\n.visible .entry t(\n\t.param .u64 t_param_0\n)\n{{\n\
+             \t.reg .b64 %out;\n\tld.param.u64 %out, [t_param_0];\n{body}\n\tret;\n}}\n"
+        )
+    }
+
+    /// The kernel of [`module`]`(body)`, decoded.
+    pub fn program(body: &str) -> Result<Program, String> {
+        let text = module(body);
+        let ptx = read_ptx(&text).map_err(|e| e.to_string())?;
+        compile(&text, &ptx.entries[0]).map_err(|e| e.to_string())
+    }
+
+    /// Runs `body` over `threads` threads of one block with `out` a fresh `out_len`-byte
+    /// buffer (zeroed first): the buffer afterwards and what the run did.
+    pub fn run(body: &str, threads: u32, out_len: usize) -> (Vec<u8>, Outcome) {
+        let text = module(body);
+        let ptx = read_ptx(&text).unwrap();
+        let program = compile(&text, &ptx.entries[0]).unwrap();
+        let mut memory = DeviceMemory::new();
+        let out = memory.alloc(1, out_len).unwrap() as u64;
+        let view = memory.kernel_view(1, false);
+        for i in 0..out_len as u64 {
+            view.store(out, i, [0u8]).unwrap();
+        }
+        let params = out.to_le_bytes();
+        let shape = LaunchShape { grid: [1, 1, 1], block: [threads, 1, 1] };
+        let outcome =
+            program.run(shape, &super::KernelParams { buffer: &params, entry: &ptx.entries[0] }, &view, 0);
+        let bytes = (0..out_len as u64).map(|i| view.load::<1>(out + i).unwrap()[0]).collect();
+        (bytes, outcome)
+    }
+
+    /// The little-endian `u32`s of `bytes`.
+    pub fn words(bytes: &[u8]) -> Vec<u32> {
+        bytes.chunks(4).map(|c| u32::from_le_bytes(c.try_into().unwrap())).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::testing::{program, run, words};
+
+    #[test]
+    fn branches_guards_and_barriers_run_as_written() {
+        // Thread t stores t into slot t when t is odd (a negated guard skips the even ones),
+        // after a loop of three iterations adds 3.
+        let body = "\tmov.u32 %r1, %tid.x;\n\tmov.u32 %r2, 0;\n$L_loop:\n\tadd.s32 %r2, %r2, 1;\n\
+                    \tsetp.lt.u32 %p1, %r2, 3;\n\t@%p1 bra $L_loop;\n\tand.b32 %r3, %r1, 1;\n\
+                    \tsetp.eq.u32 %p2, %r3, 0;\n\tadd.s32 %r4, %r1, %r2;\n\tmul.wide.u32 %rd1, %r1, 4;\n\
+                    \tadd.s64 %rd2, %out, %rd1;\n\t@!%p2 st.global.u32 [%rd2], %r4;\n\tbar.sync 0;";
+        let (bytes, outcome) = run(body, 4, 16);
+        assert_eq!(words(&bytes), [0, 4, 0, 6]);
+        assert_eq!(outcome.threads, 4);
+        assert_eq!(outcome.fault, None);
+        // ld.param, 2 mov, 3 x (add, setp, bra), and, setp, add, mul.wide, add, st, bar, ret.
+        assert_eq!(outcome.instructions, 4 * (1 + 2 + 9 + 8));
+    }
+
+    #[test]
+    fn what_is_not_supported_is_refused_naming_its_line() {
+        let err =
+            program("\tmov.u32 %r1, 1;\n\ttex.1d.v4.f32.s32 {%f1, %f2, %f3, %f4}, [t, {%r1}];").unwrap_err();
+        assert!(err.contains("line 11") && err.contains("tex.1d.v4.f32.s32"), "{err}");
+        for body in
+            ["\tbar.sync 1;", "\tcvta.to.shared.u64 %rd1, %out;", "\tbra $L_nowhere;", "\tadd.u32 %r1, %r2;"]
+        {
+            assert!(program(body).is_err(), "{body}");
         }
     }
 }
