@@ -1032,7 +1032,9 @@ fn a_grid_stride_loop_covers_every_element() {
         // fma.rn.f32: one rounding.
         assert_eq!(got.to_bits(), 1.5f32.mul_add(xs[i], ys[i]).to_bits(), "element {i}");
     }
-    assert!(instructions(f) > 0);
+    // The kernel's cost as a number (docs/performance.md): a change in its PTX or in the
+    // interpreter's counting shows here.
+    assert_eq!(instructions(f), 11920, "saxpy_grid_stride, n = 1000, 2 x 64 threads");
 }
 
 #[test]
@@ -1050,6 +1052,9 @@ fn a_shared_memory_reduction_synchronises_its_block() {
     // Small integers: exact in f32 whatever the order of the additions.
     let want: Vec<f32> = values.chunks(256).map(|c| c.iter().sum()).collect();
     assert_eq!(f32s(&bytes), want);
+    // The kernel's cost as a number (docs/performance.md): a change in its PTX or in the
+    // interpreter's counting shows here.
+    assert_eq!(instructions(f), 80796, "block_sum, n = 1000, 4 x 256 threads");
 }
 
 #[test]
@@ -1076,6 +1081,9 @@ fn a_two_dimensional_kernel_sees_its_rows_and_columns() {
             assert_eq!(got[c * rows as usize + r], (r * cols as usize + c) as f32, "({r}, {c})");
         }
     }
+    // The kernel's cost as a number (docs/performance.md): a change in its PTX or in the
+    // interpreter's counting shows here.
+    assert_eq!(instructions(f), 63130, "transpose, 37 x 53, 4 x 5 blocks of 16 x 8");
 }
 
 #[test]
@@ -1108,6 +1116,9 @@ fn atomics_lose_no_update_across_kernels_running_at_once() {
         want[usize::from(b)] += 2;
     }
     assert_eq!(u32s(&bytes), want);
+    // The kernel's cost as a number (docs/performance.md): a change in its PTX or in the
+    // interpreter's counting shows here.
+    assert_eq!(instructions(f), 721920, "histogram, n = 20000, twice 157 x 128 threads");
     assert_eq!(api::stream_destroy(s1), CUDA_SUCCESS);
     assert_eq!(api::stream_destroy(s2), CUDA_SUCCESS);
 }
