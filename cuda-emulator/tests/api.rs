@@ -970,6 +970,7 @@ const GRID_STRIDE: &str = include_str!("../../cuda-backend/kernels/grid_stride.p
 const BLOCK_SUM: &str = include_str!("../../cuda-backend/kernels/block_sum.ptx");
 const TRANSPOSE: &str = include_str!("../../cuda-backend/kernels/transpose.ptx");
 const HISTOGRAM: &str = include_str!("../../cuda-backend/kernels/histogram.ptx");
+const LOCAL_ARRAY: &str = include_str!("../../cuda-backend/kernels/local_array.ptx");
 
 fn f32s(bytes: &[u8]) -> Vec<f32> {
     bytes.chunks(4).map(|c| f32::from_le_bytes(c.try_into().unwrap())).collect()
@@ -1121,4 +1122,20 @@ fn atomics_lose_no_update_across_kernels_running_at_once() {
     assert_eq!(instructions(f), 721920, "histogram, n = 20000, twice 157 x 128 threads");
     assert_eq!(api::stream_destroy(s1), CUDA_SUCCESS);
     assert_eq!(api::stream_destroy(s2), CUDA_SUCCESS);
+}
+
+#[test]
+fn each_thread_has_its_own_local_memory() {
+    let _session = session();
+    let f = function(load(LOCAL_ARRAY), "local_array").unwrap();
+    let idx: Vec<i32> = (0..64).map(|t| (t * 5 + 3) % 11).collect();
+    let (d_idx, out) = (alloc(256).unwrap(), alloc(256).unwrap());
+    let bytes: Vec<u8> = idx.iter().flat_map(|i| i.to_le_bytes()).collect();
+    assert_eq!(upload(d_idx, &bytes), CUDA_SUCCESS);
+    let mut params = vec![d_idx.to_le_bytes().to_vec(), out.to_le_bytes().to_vec()];
+    assert_eq!(launch_with(f, [1, 1, 1], [64, 1, 1], 0, &mut params), CUDA_SUCCESS);
+    let mut got = vec![0u8; 256];
+    assert_eq!(download(out, &mut got), CUDA_SUCCESS);
+    let want: Vec<f32> = idx.iter().map(|i| (i & 7) as f32 * 1.5).collect();
+    assert_eq!(f32s(&got), want);
 }

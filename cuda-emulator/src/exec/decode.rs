@@ -29,6 +29,8 @@ pub struct Program {
     /// Where dynamic shared memory starts (`.extern .shared`): after the static declarations,
     /// 16-aligned.
     pub dynamic_at: usize,
+    /// Bytes of local memory per thread (`.local` declarations).
+    pub local_bytes: usize,
     /// Whether the kernel synchronises its block (`bar.sync`): its threads then run in turns.
     pub has_barrier: bool,
 }
@@ -41,6 +43,8 @@ pub struct Names {
     params: HashMap<String, usize>,
     /// Static shared variables by name: their offset.
     shared: HashMap<String, u64>,
+    /// Local variables by name: their offset in a thread's local memory.
+    local: HashMap<String, u64>,
     /// Labels by name: the index of the instruction after them.
     labels: HashMap<String, usize>,
 }
@@ -76,6 +80,7 @@ pub fn compile(text: &str, entry: &PtxEntry) -> Result<Program, PtxError> {
         registers: HashMap::new(),
         params: params.iter().zip(&entry.params).map(|(name, param)| (name.clone(), param.offset)).collect(),
         shared: HashMap::new(),
+        local: HashMap::new(),
         labels: HashMap::new(),
     };
     // The body's statements, with their lines.
@@ -83,14 +88,21 @@ pub fn compile(text: &str, entry: &PtxEntry) -> Result<Program, PtxError> {
         body(&lines, header_at).ok_or_else(|| unsupported(header_at + 1, "a body without its end"))?;
     // First pass: shared declarations and labels.
     let mut shared_end = 0u64;
+    let mut local_end = 0u64;
     let mut dynamic: Vec<String> = Vec::new();
     let mut count = 0usize;
     for (line, statement) in &statements {
         if let Some(label) = statement.strip_suffix(':') {
             names.labels.insert(label.trim().to_owned(), count);
+        } else if statement.starts_with(".local") {
+            let (name, align, size, _) =
+                variable_declaration(statement, ".local").ok_or_else(|| unsupported(*line, statement))?;
+            let at = local_end.next_multiple_of(align.max(1));
+            names.local.insert(name, at);
+            local_end = at + size;
         } else if statement.starts_with(".shared") || statement.starts_with(".extern") {
             let (name, align, size, external) =
-                shared_declaration(statement).ok_or_else(|| unsupported(*line, statement))?;
+                variable_declaration(statement, ".shared").ok_or_else(|| unsupported(*line, statement))?;
             if external {
                 dynamic.push(name);
             } else {
@@ -124,6 +136,7 @@ pub fn compile(text: &str, entry: &PtxEntry) -> Result<Program, PtxError> {
         slots: names.registers.len(),
         shared_bytes: usize::try_from(shared_end).unwrap_or(usize::MAX),
         dynamic_at: usize::try_from(shared_end.next_multiple_of(16)).unwrap_or(usize::MAX),
+        local_bytes: usize::try_from(local_end).unwrap_or(usize::MAX),
         has_barrier,
     })
 }
@@ -260,11 +273,12 @@ fn body(lines: &[String], header_at: usize) -> Option<Vec<(usize, String)>> {
     None
 }
 
-/// A `.shared` declaration: its name, alignment, size and whether it is `.extern` (dynamic).
-fn shared_declaration(statement: &str) -> Option<(String, u64, u64, bool)> {
+/// A `.shared` or `.local` declaration (`space`): its name, alignment, size and whether it is
+/// `.extern` (dynamic shared memory).
+fn variable_declaration(statement: &str, space: &str) -> Option<(String, u64, u64, bool)> {
     let words: Vec<&str> = statement.split_whitespace().collect();
     let external = words.first() == Some(&".extern");
-    if !words.contains(&".shared") {
+    if !words.contains(&space) {
         return None;
     }
     let mut align = 0u64;
@@ -273,7 +287,7 @@ fn shared_declaration(statement: &str) -> Option<(String, u64, u64, bool)> {
     let mut iter = words.iter();
     while let Some(word) = iter.next() {
         match *word {
-            ".extern" | ".shared" => {}
+            ".extern" | ".shared" | ".local" => {}
             ".align" => align = iter.next()?.parse().ok()?,
             w if w.starts_with('.') => elem = ty(&w[1..])?.bytes() as u64,
             w => name = Some(w),
@@ -403,8 +417,8 @@ pub fn operand(text: &str, ty: Ty, names: &mut Names) -> Result<Operand, DecodeE
     if text.starts_with('%') {
         return Ok(Operand::Reg(names.register(text)));
     }
-    if let Some(&offset) = names.shared.get(text) {
-        return Ok(Operand::Shared(offset));
+    if let Some(&offset) = names.shared.get(text).or_else(|| names.local.get(text)) {
+        return Ok(Operand::Symbol(offset));
     }
     immediate(text, ty).map(Operand::Imm).ok_or_else(|| format!("the operand `{text}`"))
 }
@@ -508,8 +522,13 @@ pub fn address(text: &str, space: Space, names: &mut Names) -> Result<(AddrBase,
             .get(base)
             .map(|&o| (AddrBase::Param(o), offset))
             .ok_or_else(|| format!("no parameter {base}")),
+        Space::Local => names
+            .local
+            .get(base)
+            .map(|&o| (AddrBase::Symbol(o), offset))
+            .ok_or_else(|| format!("no local {base}")),
         Space::Shared => match names.shared.get(base) {
-            Some(&o) => Ok((AddrBase::Shared(o), offset)),
+            Some(&o) => Ok((AddrBase::Symbol(o), offset)),
             None => immediate(base, Ty::U(64))
                 .map(|a| (AddrBase::Imm(a), offset))
                 .ok_or_else(|| format!("no shared {base}")),

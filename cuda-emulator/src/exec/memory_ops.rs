@@ -1,5 +1,5 @@
-//! Loads, stores and atomics: `ld` and `st` in the parameter (loads only), global and shared
-//! state spaces (a generic address is a global one), scalar and `.v2`/`.v4` vectors; `atom` and
+//! Loads, stores and atomics: `ld` and `st` in the parameter (loads only), global, shared and
+//! local state spaces (a generic address is a global one), scalar and `.v2`/`.v4` vectors; `atom` and
 //! `red` (`.add`, `.min`, `.max`, `.exch`, `.cas`, `.and`, `.or`, `.xor`) on 32- and 64-bit
 //! integers and `.add` on `.f32` and `.f64`, in global and shared memory.
 //!
@@ -98,6 +98,7 @@ pub fn decode(
             "param" => space = Space::Param,
             "global" => space = Space::Global,
             "shared" => space = Space::Shared,
+            "local" => space = Space::Local,
             "v2" => lanes = 2,
             "v4" => lanes = 4,
             "volatile" | "relaxed" | "acquire" | "release" | "acq_rel" | "sc" | "cta" | "gpu" | "sys"
@@ -182,7 +183,7 @@ fn effective(regs: &Registers, addr: (AddrBase, i64)) -> (u64, u64) {
     let (base, origin) = match addr.0 {
         AddrBase::Reg(slot) => (regs.bits[slot], regs.origin[slot]),
         AddrBase::Param(offset) => (offset as u64, 0),
-        AddrBase::Shared(offset) => (offset, 0),
+        AddrBase::Symbol(offset) => (offset, 0),
         AddrBase::Imm(value) => (value, 0),
     };
     (base.wrapping_add(addr.1 as u64), origin)
@@ -222,12 +223,13 @@ fn load(cx: &Context<'_, '_>, space: Space, at: u64, len: usize) -> Result<u64, 
             let bytes = cx.params.get(start..start.saturating_add(len)).ok_or(Fault::IllegalAddress)?;
             Ok(bits_of(bytes))
         }
-        Space::Shared => {
+        Space::Shared | Space::Local => {
             if !at.is_multiple_of(len as u64) {
                 return Err(Fault::Misaligned);
             }
             let start = usize::try_from(at).map_err(|_| Fault::IllegalAddress)?;
-            let bytes = cx.shared.get(start..start.saturating_add(len)).ok_or(Fault::IllegalAddress)?;
+            let own: &[u8] = if space == Space::Shared { cx.shared } else { cx.local };
+            let bytes = own.get(start..start.saturating_add(len)).ok_or(Fault::IllegalAddress)?;
             Ok(bits_of(bytes))
         }
         Space::Global => Ok(match len {
@@ -251,12 +253,13 @@ fn store(
     let at = base.wrapping_add(offset);
     match space {
         Space::Param => Err(Fault::IllegalAddress),
-        Space::Shared => {
+        Space::Shared | Space::Local => {
             if !at.is_multiple_of(len as u64) {
                 return Err(Fault::Misaligned);
             }
             let start = usize::try_from(at).map_err(|_| Fault::IllegalAddress)?;
-            let target = cx.shared.get_mut(start..start.saturating_add(len)).ok_or(Fault::IllegalAddress)?;
+            let own: &mut [u8] = if space == Space::Shared { cx.shared } else { cx.local };
+            let target = own.get_mut(start..start.saturating_add(len)).ok_or(Fault::IllegalAddress)?;
             target.copy_from_slice(&bits.to_le_bytes()[..len]);
             Ok(())
         }
@@ -341,10 +344,10 @@ pub fn execute(op: &MemoryOp, regs: &mut Registers, cx: &mut Context<'_, '_>) ->
             let b = read(regs, cx, *b).0;
             let c = c.map_or(0, |c| read(regs, cx, c).0);
             let old = match space {
-                Space::Shared => {
+                Space::Shared | Space::Local => {
                     // The block's threads run one at a time: a read and a write are atomic.
-                    let old = load(cx, Space::Shared, at, ty.bytes())?;
-                    store(cx, Space::Shared, at, 0, ty.bytes(), combine(*kind, *ty, old, b, c))?;
+                    let old = load(cx, *space, at, ty.bytes())?;
+                    store(cx, *space, at, 0, ty.bytes(), combine(*kind, *ty, old, b, c))?;
                     old
                 }
                 _ => {

@@ -17,7 +17,9 @@
 //! State spaces are separate: parameters are the launch's parameter buffer (read-only), global
 //! memory goes through [`KernelMemory`] (device mappings, and host memory where the device has
 //! pageable memory access), shared memory is a buffer per block (static declarations, then the
-//! launch's dynamic shared memory), and registers are per thread. A generic address is taken as
+//! launch's dynamic shared memory), local memory (`.local`, what nvcc makes of a thread's
+//! arrays) and registers are per thread. Shared and local memory start poisoned, as neither is
+//! cleared on a GPU. A generic address is taken as
 //! a global one. Atomics are atomic with respect to every other kernel running at the time.
 //!
 //! Every 64-bit register carries the pointer parameter its value came from (the value of an
@@ -134,8 +136,9 @@ pub enum Operand {
     Imm(u64),
     /// A special register.
     Special(Special),
-    /// A static shared variable's offset in the block's shared memory (`mov.u32 %r1, tile;`).
-    Shared(u64),
+    /// A shared or local variable's offset in its state space (`mov.u32 %r1, tile;`,
+    /// `mov.u64 %SPL, __local_depot0;`).
+    Symbol(u64),
 }
 
 /// Where a load, store or atomic accesses memory: a base and a byte offset.
@@ -145,8 +148,8 @@ pub enum AddrBase {
     Reg(usize),
     /// A kernel parameter, by its offset in the parameter buffer (`[name+8]`).
     Param(usize),
-    /// A static shared variable, by its offset (`[tile+4]`).
-    Shared(u64),
+    /// A shared or local variable, by its offset in its space (`[tile+4]`).
+    Symbol(u64),
     /// An absolute address (`[0x10]`).
     Imm(u64),
 }
@@ -160,6 +163,8 @@ pub enum Space {
     Global,
     /// `.shared`.
     Shared,
+    /// `.local`: the thread's own memory (stack arrays).
+    Local,
 }
 
 /// One decoded instruction: its guard, what it does, and its line in the PTX.
@@ -225,6 +230,8 @@ pub struct Context<'a, 'm> {
     pub memory: &'a KernelMemory<'m>,
     /// The block's shared memory.
     pub shared: &'a mut [u8],
+    /// The thread's local memory.
+    pub local: &'a mut [u8],
 }
 
 impl Context<'_, '_> {
@@ -253,7 +260,7 @@ pub fn read(regs: &Registers, cx: &Context<'_, '_>, operand: Operand) -> (u64, u
         Operand::Reg(slot) => (regs.bits[slot], regs.origin[slot]),
         Operand::Imm(bits) => (bits, 0),
         Operand::Special(special) => (cx.special(special), 0),
-        Operand::Shared(offset) => (offset, 0),
+        Operand::Symbol(offset) => (offset, 0),
     }
 }
 
@@ -329,14 +336,23 @@ impl Program {
             files.push(Registers::new(self.slots));
         }
         let regs = &mut files[0];
+        let mut local = vec![crate::memory::POISON; self.local_bytes];
         let [block_x, block_y, block_z] = shape.block;
         for tz in 0..block_z {
             for ty in 0..block_y {
                 for tx in 0..block_x {
                     regs.clear();
+                    local.fill(crate::memory::POISON);
                     outcome.threads = outcome.threads.saturating_add(1);
-                    let mut cx =
-                        Context { tid: [tx, ty, tz], ctaid, shape, params: params.buffer, memory, shared };
+                    let mut cx = Context {
+                        tid: [tx, ty, tz],
+                        ctaid,
+                        shape,
+                        params: params.buffer,
+                        memory,
+                        shared,
+                        local: &mut local,
+                    };
                     let mut pc = 0;
                     match self.step_until_stop(regs, &mut cx, &mut pc, &mut outcome.instructions) {
                         Stop::Exited | Stop::Barrier => {}
@@ -369,6 +385,7 @@ impl Program {
             files.push(Registers::new(self.slots));
         }
         let mut pcs = vec![0usize; tids.len()];
+        let mut locals = vec![vec![crate::memory::POISON; self.local_bytes]; tids.len()];
         let mut running = vec![true; tids.len()];
         for regs in files.iter_mut().take(tids.len()) {
             regs.clear();
@@ -379,7 +396,15 @@ impl Program {
                 if !running[i] {
                     continue;
                 }
-                let mut cx = Context { tid, ctaid, shape, params: params.buffer, memory, shared };
+                let mut cx = Context {
+                    tid,
+                    ctaid,
+                    shape,
+                    params: params.buffer,
+                    memory,
+                    shared,
+                    local: &mut locals[i],
+                };
                 match self.step_until_stop(&mut files[i], &mut cx, &mut pcs[i], &mut outcome.instructions) {
                     Stop::Exited => running[i] = false,
                     Stop::Barrier => {}
