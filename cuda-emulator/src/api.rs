@@ -722,7 +722,7 @@ pub fn stream_synchronize(h_stream: CUstream) -> CuResult {
     })
 }
 
-/// `CUresult cuMemAlloc(CUdeviceptr *dptr, size_t bytesize)` (the `_v2` symbol): zeroed,
+/// `CUresult cuMemAlloc(CUdeviceptr *dptr, size_t bytesize)` (the `_v2` symbol): poisoned, not zeroed,
 /// 256-byte aligned device memory (see [`memory`](crate::memory)).
 ///
 /// # Safety
