@@ -96,6 +96,31 @@ fn resident_bytes() -> u64 {
     pages * 4096
 }
 
+/// A guest in its own store, with the guest offsets of its `a`, `b` and `out` arrays and an
+/// argv written into the last 64 bytes of `out`, which no launch of n <= 64 touches.
+struct Placed {
+    guest: WasmtimeGuest<CudaLauncher>,
+    windows: [u32; 3],
+    argv_at: i32,
+    argv_len: i32,
+}
+
+impl Placed {
+    /// `build` writes the argv, given the guest offsets of `a`, `b` and `out`.
+    fn new(host: LaunchHost<CudaLauncher>, build: impl FnOnce(&mut ArgvBuilder<'_>, [u32; 3])) -> Placed {
+        let mut guest = WasmtimeGuest::new(host).unwrap();
+        let windows = [exports::A_PTR, exports::B_PTR, exports::OUT_PTR]
+            .map(|name| guest.call::<(), i32>(name, ()).unwrap() as u32);
+        let argv_at = windows[2] + 4 * (CAPACITY as u32) - 64;
+        let mut buf = [0u8; 64];
+        let mut argv = ArgvBuilder::new(&mut buf);
+        build(&mut argv, windows);
+        let argv = argv.finish();
+        guest.memory_mut()[argv_at as usize..argv_at as usize + argv.len()].copy_from_slice(argv);
+        Placed { guest, windows, argv_at: argv_at as i32, argv_len: argv.len() as i32 }
+    }
+}
+
 /// One tenant: a guest in its own store, with its own element count and data.
 struct Tenant {
     guest: WasmtimeGuest<CudaLauncher>,
@@ -113,33 +138,12 @@ struct Tenant {
 
 impl Tenant {
     fn new(device: &Arc<CudaDevice>, id: u32) -> Tenant {
-        let mut guest = WasmtimeGuest::new(LaunchHost::new(device.launcher())).unwrap();
-        let offset =
-            |guest: &mut WasmtimeGuest<CudaLauncher>, name| guest.call::<(), i32>(name, ()).unwrap() as u32;
-        let (a, b, out) = (
-            offset(&mut guest, exports::A_PTR),
-            offset(&mut guest, exports::B_PTR),
-            offset(&mut guest, exports::OUT_PTR),
-        );
         let n = 16 + id % 48;
-        // The argv goes in the last 64 bytes of `out`, which no launch of n <= 64 touches.
-        let argv_at = out + 4 * (CAPACITY as u32) - 64;
-        let mut buf = [0u8; 64];
-        let mut argv = ArgvBuilder::new(&mut buf);
-        argv.ptr(a, 4 * n).unwrap().ptr(b, 4 * n).unwrap().ptr(out, 4 * n).unwrap().u32(n).unwrap();
-        let argv = argv.finish();
-        guest.memory_mut()[argv_at as usize..argv_at as usize + argv.len()].copy_from_slice(argv);
-        Tenant {
-            id,
-            n,
-            a: a as usize,
-            b: b as usize,
-            out: out as usize,
-            argv_at: argv_at as i32,
-            argv_len: argv.len() as i32,
-            guest,
-            failed: 0,
-        }
+        let placed = Placed::new(LaunchHost::new(device.launcher()), |argv, [a, b, out]| {
+            argv.ptr(a, 4 * n).unwrap().ptr(b, 4 * n).unwrap().ptr(out, 4 * n).unwrap().u32(n).unwrap();
+        });
+        let Placed { guest, windows: [a, b, out], argv_at, argv_len } = placed;
+        Tenant { id, n, a: a as usize, b: b as usize, out: out as usize, argv_at, argv_len, guest, failed: 0 }
     }
 
     fn launch(&mut self, round: u32) {
@@ -193,21 +197,10 @@ struct Faulty {
 impl Faulty {
     fn new(device: &Arc<CudaDevice>) -> Faulty {
         let host = LaunchHost::new(device.launcher()).with_trust(GuestTrust::Trusted);
-        let mut guest = WasmtimeGuest::new(host).unwrap();
-        let offset =
-            |guest: &mut WasmtimeGuest<CudaLauncher>, name| guest.call::<(), i32>(name, ()).unwrap() as u32;
-        let (a, b, out) = (
-            offset(&mut guest, exports::A_PTR),
-            offset(&mut guest, exports::B_PTR),
-            offset(&mut guest, exports::OUT_PTR),
-        );
-        let argv_at = out + 4 * (CAPACITY as u32) - 64;
-        let mut buf = [0u8; 64];
-        let mut argv = ArgvBuilder::new(&mut buf);
-        argv.ptr(a, 64).unwrap().ptr(b, 64).unwrap().u64(0).unwrap().u32(16).unwrap();
-        let argv = argv.finish();
-        guest.memory_mut()[argv_at as usize..argv_at as usize + argv.len()].copy_from_slice(argv);
-        Faulty { guest, argv_at: argv_at as i32, argv_len: argv.len() as i32 }
+        let placed = Placed::new(host, |argv, [a, b, _]| {
+            argv.ptr(a, 64).unwrap().ptr(b, 64).unwrap().u64(0).unwrap().u32(16).unwrap();
+        });
+        Faulty { guest: placed.guest, argv_at: placed.argv_at, argv_len: placed.argv_len }
     }
 
     /// One launch whose kernel stores through address 0.

@@ -11,7 +11,7 @@
 //! pointer parameter an operand came from ([`Registers::origin`](super::Registers)).
 
 use super::decode::{Names, operand, register, ty};
-use super::{Context, Operand, Registers, Ty, read};
+use super::{Context, Operand, Registers, Ty, f32_bits, f64_bits, read};
 
 /// An integer operation of two operands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -161,6 +161,9 @@ pub enum ArithOp {
     Setp {
         /// The comparison.
         cmp: Cmp,
+        /// A float comparison's answer when an operand is NaN: `false` for the ordered ones
+        /// (`eq`, `ne`, `lt`, ...), `true` for the unordered ones (`equ`, `neu`, `ltu`, ...).
+        unordered: bool,
         /// The operands' type.
         ty: Ty,
         /// The predicate register.
@@ -218,9 +221,10 @@ pub fn decode(
     match base {
         "setp" => {
             n(3)?;
-            let cmp = modifiers.iter().find_map(|m| cmp(m)).ok_or("`setp` without a comparison")?;
+            let (cmp, unordered) =
+                modifiers.iter().find_map(|m| cmp(m)).ok_or("`setp` without a comparison")?;
             let (a, b) = (op(1, ty)?, op(2, ty)?);
-            Ok(ArithOp::Setp { cmp, ty, dst: register(&operands[0], names)?, a, b })
+            Ok(ArithOp::Setp { cmp, unordered, ty, dst: register(&operands[0], names)?, a, b })
         }
         "selp" => {
             n(4)?;
@@ -299,43 +303,61 @@ pub fn decode(
     }
 }
 
+impl FloatKind {
+    /// `x kind y` in `T`'s arithmetic (`min` and `max` as given: `f32::min`, ...).
+    fn apply<T>(self, x: T, y: T, min: fn(T, T) -> T, max: fn(T, T) -> T) -> T
+    where
+        T: std::ops::Add<Output = T>
+            + std::ops::Sub<Output = T>
+            + std::ops::Mul<Output = T>
+            + std::ops::Div<Output = T>,
+    {
+        match self {
+            FloatKind::Add => x + y,
+            FloatKind::Sub => x - y,
+            FloatKind::Mul => x * y,
+            FloatKind::Div => x / y,
+            FloatKind::Min => min(x, y),
+            FloatKind::Max => max(x, y),
+        }
+    }
+}
+
+impl Cmp {
+    /// Whether `x cmp y` holds, for operands that are not NaN.
+    fn holds<T: PartialOrd>(self, x: T, y: T) -> bool {
+        match self {
+            Cmp::Eq => x == y,
+            Cmp::Ne => x != y,
+            Cmp::Lt => x < y,
+            Cmp::Le => x <= y,
+            Cmp::Gt => x > y,
+            Cmp::Ge => x >= y,
+        }
+    }
+}
+
 fn ty_of(m: &str) -> bool {
     ty(m).is_some()
 }
 
-fn cmp(m: &str) -> Option<Cmp> {
+/// A comparison suffix, and whether it is a float's unordered form (`equ`, ...).
+fn cmp(m: &str) -> Option<(Cmp, bool)> {
     Some(match m {
-        "eq" | "equ" => Cmp::Eq,
-        "ne" | "neu" => Cmp::Ne,
-        "lt" | "lo" | "ltu" => Cmp::Lt,
-        "le" | "ls" | "leu" => Cmp::Le,
-        "gt" | "hi" | "gtu" => Cmp::Gt,
-        "ge" | "hs" | "geu" => Cmp::Ge,
+        "eq" => (Cmp::Eq, false),
+        "ne" => (Cmp::Ne, false),
+        "lt" | "lo" => (Cmp::Lt, false),
+        "le" | "ls" => (Cmp::Le, false),
+        "gt" | "hi" => (Cmp::Gt, false),
+        "ge" | "hs" => (Cmp::Ge, false),
+        "equ" => (Cmp::Eq, true),
+        "neu" => (Cmp::Ne, true),
+        "ltu" => (Cmp::Lt, true),
+        "leu" => (Cmp::Le, true),
+        "gtu" => (Cmp::Gt, true),
+        "geu" => (Cmp::Ge, true),
         _ => return None,
     })
-}
-
-/// `bits` of type `ty` sign-extended (signed types) or zero-extended to 64 bits, as an `i128`
-/// so that every comparison and product is exact.
-fn wide(bits: u64, ty: Ty) -> i128 {
-    let masked = bits & ty.mask();
-    match ty {
-        Ty::S(width) if width < 64 => {
-            let shift = 64 - u32::from(width);
-            i128::from(((masked << shift) as i64) >> shift)
-        }
-        Ty::S(_) => i128::from(masked as i64),
-        _ => i128::from(masked),
-    }
-}
-
-/// A float result's bits: the GPU's canonical NaN for a NaN.
-fn f32_bits(value: f32) -> u64 {
-    u64::from(if value.is_nan() { 0x7fff_ffff } else { value.to_bits() })
-}
-
-fn f64_bits(value: f64) -> u64 {
-    if value.is_nan() { 0x7fff_ffff_ffff_ffff } else { value.to_bits() }
 }
 
 fn as_f32(bits: u64) -> f32 {
@@ -351,7 +373,7 @@ pub fn execute(op: &ArithOp, regs: &mut Registers, cx: &Context<'_, '_>) {
     match *op {
         ArithOp::Int { kind, ty, dst, a, b } => {
             let ((x, ox), (y, oy)) = (read(regs, cx, a), read(regs, cx, b));
-            let (sx, sy) = (wide(x, ty), wide(y, ty));
+            let (sx, sy) = (ty.widen(x), ty.widen(y));
             let width = ty.bits();
             let result: u64 = match kind {
                 IntKind::Add => x.wrapping_add(y),
@@ -388,7 +410,7 @@ pub fn execute(op: &ArithOp, regs: &mut Registers, cx: &Context<'_, '_>) {
         }
         ArithOp::Wide { signed, dst, a, b, c } => {
             let ty = if signed { Ty::S(32) } else { Ty::U(32) };
-            let (x, y) = (wide(read(regs, cx, a).0, ty), wide(read(regs, cx, b).0, ty));
+            let (x, y) = (ty.widen(read(regs, cx, a).0), ty.widen(read(regs, cx, b).0));
             let (addend, origin) = c.map_or((0, 0), |c| read(regs, cx, c));
             regs.bits[dst] = ((x * y) as u64).wrapping_add(addend);
             regs.origin[dst] = origin;
@@ -401,25 +423,9 @@ pub fn execute(op: &ArithOp, regs: &mut Registers, cx: &Context<'_, '_>) {
         ArithOp::Float { kind, ty, dst, a, b } => {
             let (x, y) = (read(regs, cx, a).0, read(regs, cx, b).0);
             regs.bits[dst] = if ty == Ty::F32 {
-                let (x, y) = (as_f32(x), as_f32(y));
-                f32_bits(match kind {
-                    FloatKind::Add => x + y,
-                    FloatKind::Sub => x - y,
-                    FloatKind::Mul => x * y,
-                    FloatKind::Div => x / y,
-                    FloatKind::Min => x.min(y),
-                    FloatKind::Max => x.max(y),
-                })
+                f32_bits(kind.apply(as_f32(x), as_f32(y), f32::min, f32::max))
             } else {
-                let (x, y) = (as_f64(x), as_f64(y));
-                f64_bits(match kind {
-                    FloatKind::Add => x + y,
-                    FloatKind::Sub => x - y,
-                    FloatKind::Mul => x * y,
-                    FloatKind::Div => x / y,
-                    FloatKind::Min => x.min(y),
-                    FloatKind::Max => x.max(y),
-                })
+                f64_bits(kind.apply(as_f64(x), as_f64(y), f64::min, f64::max))
             };
             regs.origin[dst] = 0;
         }
@@ -441,39 +447,17 @@ pub fn execute(op: &ArithOp, regs: &mut Registers, cx: &Context<'_, '_>) {
                 ('|', Ty::F64) => x & 0x7fff_ffff_ffff_ffff,
                 ('!', _) => !x & ty.mask(),
                 ('-', _) => x.wrapping_neg() & ty.mask(),
-                _ => (wide(x, ty).unsigned_abs() as u64) & ty.mask(),
+                _ => (ty.widen(x).unsigned_abs() as u64) & ty.mask(),
             };
             regs.origin[dst] = 0;
         }
-        ArithOp::Setp { cmp, ty, dst, a, b } => {
+        ArithOp::Setp { cmp, unordered, ty, dst, a, b } => {
             let (x, y) = (read(regs, cx, a).0, read(regs, cx, b).0);
+            let float = |x: f64, y: f64| if x.is_nan() || y.is_nan() { unordered } else { cmp.holds(x, y) };
             let holds = match ty {
-                Ty::F32 | Ty::F64 => {
-                    let (x, y) = if ty == Ty::F32 {
-                        (f64::from(as_f32(x)), f64::from(as_f32(y)))
-                    } else {
-                        (as_f64(x), as_f64(y))
-                    };
-                    match cmp {
-                        Cmp::Eq => x == y,
-                        Cmp::Ne => x != y,
-                        Cmp::Lt => x < y,
-                        Cmp::Le => x <= y,
-                        Cmp::Gt => x > y,
-                        Cmp::Ge => x >= y,
-                    }
-                }
-                _ => {
-                    let (x, y) = (wide(x, ty), wide(y, ty));
-                    match cmp {
-                        Cmp::Eq => x == y,
-                        Cmp::Ne => x != y,
-                        Cmp::Lt => x < y,
-                        Cmp::Le => x <= y,
-                        Cmp::Gt => x > y,
-                        Cmp::Ge => x >= y,
-                    }
-                }
+                Ty::F32 => float(f64::from(as_f32(x)), f64::from(as_f32(y))),
+                Ty::F64 => float(as_f64(x), as_f64(y)),
+                _ => cmp.holds(ty.widen(x), ty.widen(y)),
             };
             regs.bits[dst] = u64::from(holds);
             regs.origin[dst] = 0;
@@ -489,17 +473,7 @@ pub fn execute(op: &ArithOp, regs: &mut Registers, cx: &Context<'_, '_>) {
 
 #[cfg(test)]
 mod tests {
-    use super::super::testing::{run, words};
-
-    /// Stores each of `exprs` (instructions leaving their result in `%r9`) into word i.
-    fn results(exprs: &[&str]) -> Vec<u32> {
-        let body: String = exprs
-            .iter()
-            .enumerate()
-            .map(|(i, e)| format!("\t{e}\n\tst.global.u32 [%out+{}], %r9;\n", 4 * i))
-            .collect();
-        words(&run(&body, 1, 4 * exprs.len()).0)
-    }
+    use super::super::testing::results;
 
     #[test]
     fn integers_wrap_shift_clamp_and_divide_by_zero_without_trapping() {
@@ -551,13 +525,16 @@ mod tests {
         let got = results(&[
             "setp.lt.s32 %p1, -1, 0;\n\tselp.u32 %r9, 1, 2, %p1;",
             "setp.lt.u32 %p1, -1, 0;\n\tselp.u32 %r9, 1, 2, %p1;",
+            // Ordered comparisons are false with a NaN operand, `ne` too; unordered ones true.
             "setp.ne.f32 %p1, 0f7FC00000, 0f7FC00000;\n\tselp.u32 %r9, 1, 2, %p1;",
+            "setp.neu.f32 %p1, 0f7FC00000, 0f3F800000;\n\tselp.u32 %r9, 1, 2, %p1;",
+            "setp.ltu.f64 %p1, 0d3FF0000000000000, 0d4000000000000000;\n\tselp.u32 %r9, 1, 2, %p1;",
             "mul.wide.s32 %rd9, -2, 3;\n\tcvt.u32.u64 %r9, %rd9;",
             "mul.wide.s32 %rd9, -2, 3;\n\tshr.u64 %rd9, %rd9, 32;\n\tcvt.u32.u64 %r9, %rd9;",
             "mul.wide.u32 %rd9, 4294967295, 2;\n\tshr.u64 %rd9, %rd9, 32;\n\tcvt.u32.u64 %r9, %rd9;",
             "or.pred %p1, %p2, %p3;\n\tselp.u32 %r9, 1, 2, %p1;",
         ]);
-        assert_eq!(got, [1, 2, 1, (-6i32) as u32, u32::MAX, 1, 2]);
+        assert_eq!(got, [1, 2, 2, 1, 1, (-6i32) as u32, u32::MAX, 1, 2]);
     }
 
     #[test]

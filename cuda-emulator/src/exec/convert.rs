@@ -10,7 +10,7 @@
 //! parameter it came from.
 
 use super::decode::{Names, operand, register, ty};
-use super::{Context, Operand, Registers, Ty, read};
+use super::{Context, Operand, Registers, Ty, f32_bits, f64_bits, read};
 
 /// How a float-to-integer `cvt` rounds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -111,19 +111,6 @@ fn ty_of(m: &str) -> Option<Ty> {
     ty(m)
 }
 
-/// `bits` of integer type `from` as an `i128` (sign- or zero-extended).
-fn integer(bits: u64, from: Ty) -> i128 {
-    let masked = bits & from.mask();
-    match from {
-        Ty::S(width) if width < 64 => {
-            let shift = 64 - u32::from(width);
-            i128::from(((masked << shift) as i64) >> shift)
-        }
-        Ty::S(_) => i128::from(masked as i64),
-        _ => i128::from(masked),
-    }
-}
-
 /// A float as an integer of type `to`: rounded, saturated, NaN as 0.
 fn float_to_int(value: f64, round: Round, to: Ty) -> u64 {
     if value.is_nan() {
@@ -160,19 +147,13 @@ pub fn execute(op: &ConvertOp, regs: &mut Registers, cx: &Context<'_, '_>) {
             let bits = read(regs, cx, src).0;
             regs.bits[dst] = match (to, from) {
                 (Ty::F32, Ty::F32) | (Ty::F64, Ty::F64) => bits,
-                (Ty::F64, Ty::F32) => {
-                    let value = f64::from(f32::from_bits(bits as u32));
-                    if value.is_nan() { 0x7fff_ffff_ffff_ffff } else { value.to_bits() }
-                }
-                (Ty::F32, Ty::F64) => {
-                    let value = f64::from_bits(bits) as f32;
-                    u64::from(if value.is_nan() { 0x7fff_ffff } else { value.to_bits() })
-                }
-                (Ty::F32, _) => u64::from((integer(bits, from) as f32).to_bits()),
-                (Ty::F64, _) => (integer(bits, from) as f64).to_bits(),
+                (Ty::F64, Ty::F32) => f64_bits(f64::from(f32::from_bits(bits as u32))),
+                (Ty::F32, Ty::F64) => f32_bits(f64::from_bits(bits) as f32),
+                (Ty::F32, _) => u64::from((from.widen(bits) as f32).to_bits()),
+                (Ty::F64, _) => (from.widen(bits) as f64).to_bits(),
                 (_, Ty::F32) => float_to_int(f64::from(f32::from_bits(bits as u32)), round, to),
                 (_, Ty::F64) => float_to_int(f64::from_bits(bits), round, to),
-                _ => (integer(bits, from) as u64) & to.mask(),
+                _ => (from.widen(bits) as u64) & to.mask(),
             };
             regs.origin[dst] = 0;
         }
@@ -181,16 +162,7 @@ pub fn execute(op: &ConvertOp, regs: &mut Registers, cx: &Context<'_, '_>) {
 
 #[cfg(test)]
 mod tests {
-    use super::super::testing::{run, words};
-
-    fn results(exprs: &[&str]) -> Vec<u32> {
-        let body: String = exprs
-            .iter()
-            .enumerate()
-            .map(|(i, e)| format!("\t{e}\n\tst.global.u32 [%out+{}], %r9;\n", 4 * i))
-            .collect();
-        words(&run(&body, 1, 4 * exprs.len()).0)
-    }
+    use super::super::testing::results;
 
     #[test]
     fn integer_widths_extend_by_signedness_and_truncate() {

@@ -118,15 +118,11 @@ pub fn decode(
         }
     }
     let ty = ty_found.ok_or_else(|| format!("`{base}` without a type"))?;
-    let lanes_of = |text: &str, names: &mut Names| -> Result<Vec<String>, String> {
-        let inner = text.strip_prefix('{').and_then(|t| t.strip_suffix('}'));
-        match inner {
+    let lanes_of = |text: &str| -> Result<Vec<String>, String> {
+        match text.strip_prefix('{').and_then(|t| t.strip_suffix('}')) {
             Some(inner) if lanes > 1 => Ok(inner.split(',').map(|s| s.trim().to_owned()).collect()),
             None if lanes == 1 => Ok(vec![text.to_owned()]),
-            _ => {
-                let _ = names;
-                Err(format!("`{base}` with {lanes} lanes and `{text}`"))
-            }
+            _ => Err(format!("`{base}` with {lanes} lanes and `{text}`")),
         }
     };
     match base {
@@ -134,10 +130,8 @@ pub fn decode(
             if operands.len() != 2 {
                 return Err(format!("`ld` with {} operands", operands.len()));
             }
-            let dst = lanes_of(&operands[0], names)?
-                .iter()
-                .map(|r| register(r, names))
-                .collect::<Result<Vec<_>, _>>()?;
+            let dst =
+                lanes_of(&operands[0])?.iter().map(|r| register(r, names)).collect::<Result<Vec<_>, _>>()?;
             let addr = address(&operands[1], space, names)?;
             Ok(MemoryOp::Ld { space, ty, dst, addr })
         }
@@ -146,7 +140,7 @@ pub fn decode(
                 return Err(format!("`st.{}`", modifiers.join(".")));
             }
             let addr = address(&operands[0], space, names)?;
-            let src = lanes_of(&operands[1], names)?
+            let src = lanes_of(&operands[1])?
                 .iter()
                 .map(|s| operand(s, ty, names))
                 .collect::<Result<Vec<_>, _>>()?;
@@ -201,18 +195,6 @@ fn bits_of(bytes: &[u8]) -> u64 {
     let mut all = [0u8; 8];
     all[..bytes.len()].copy_from_slice(bytes);
     u64::from_le_bytes(all)
-}
-
-/// A loaded value as its register holds it: sign-extended for a signed type narrower than 64
-/// bits (then masked to 64), else as is.
-fn extend(bits: u64, ty: Ty) -> u64 {
-    match ty {
-        Ty::S(width) if width < 64 => {
-            let shift = 64 - u32::from(width);
-            (((bits << shift) as i64) >> shift) as u64
-        }
-        _ => bits,
-    }
 }
 
 /// Reads `len` bytes at `at` of `space`.
@@ -318,7 +300,8 @@ pub fn execute(op: &MemoryOp, regs: &mut Registers, cx: &mut Context<'_, '_>) ->
             }
             for (i, &reg) in dst.iter().enumerate() {
                 let value = load(cx, *space, at.wrapping_add((i * size) as u64), size)?;
-                regs.bits[reg] = extend(value, *ty);
+                // Sign-extended for a signed type, as its register holds it.
+                regs.bits[reg] = ty.widen(value) as u64;
                 // An 8-byte parameter is a pointer the kernel may dereference: its own origin.
                 regs.origin[reg] = if *space == Space::Param && size == 8 { value } else { 0 };
             }

@@ -108,6 +108,29 @@ impl Ty {
             bits => (1u64 << bits) - 1,
         }
     }
+
+    /// The type's bits of `bits`, sign-extended for a signed type and zero-extended otherwise,
+    /// as an `i128`, so that every comparison and product of two of them is exact.
+    pub fn widen(self, bits: u64) -> i128 {
+        let masked = bits & self.mask();
+        match self {
+            Ty::S(width) => {
+                let shift = 64 - u32::from(width);
+                i128::from(((masked << shift) as i64) >> shift)
+            }
+            _ => i128::from(masked),
+        }
+    }
+}
+
+/// An `f32` result's bits: the GPU's canonical NaN (`0x7fffffff`) for a NaN.
+pub fn f32_bits(value: f32) -> u64 {
+    u64::from(if value.is_nan() { 0x7fff_ffff } else { value.to_bits() })
+}
+
+/// An `f64` result's bits: the canonical NaN (`0x7fffffffffffffff`) for a NaN.
+pub fn f64_bits(value: f64) -> u64 {
+    if value.is_nan() { 0x7fff_ffff_ffff_ffff } else { value.to_bits() }
 }
 
 /// A special register (`%tid.x`, ...): the thread's coordinates and the launch's shape.
@@ -491,6 +514,17 @@ pub(crate) mod testing {
             program.run(shape, &super::KernelParams { buffer: &params, entry: &ptx.entries[0] }, &view, 0);
         let bytes = (0..out_len as u64).map(|i| view.load::<1>(out + i).unwrap()[0]).collect();
         (bytes, outcome)
+    }
+
+    /// Runs each of `exprs` (instructions that leave their result in `%r9`) in one thread and
+    /// stores its result in word i of `out`: the words.
+    pub fn results(exprs: &[&str]) -> Vec<u32> {
+        let body: String = exprs
+            .iter()
+            .enumerate()
+            .map(|(i, e)| format!("\t{e}\n\tst.global.u32 [%out+{}], %r9;\n", 4 * i))
+            .collect();
+        words(&run(&body, 1, 4 * exprs.len()).0)
     }
 
     /// The little-endian `u32`s of `bytes`.
