@@ -5,7 +5,7 @@ For every benchmark under the criterion directory (default: $CRITERION_HOME, els
 $CARGO_TARGET_DIR/criterion, else target/criterion) it prints the median time with its 95%
 confidence interval, the throughput in MiB/s (every benchmark's throughput is its argv's
 length in bytes) and the time per argument (every benchmark's parameter is its number of
-arguments). Run it after `cargo bench -p kernel-args-core -p kernel-args-cuda`.
+arguments). Run it after `cargo bench -p kernel-args-perf`.
 
 Usage: scripts/bench-table.py [CRITERION_DIR] [GROUP...]
 """

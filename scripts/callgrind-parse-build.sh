@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Instructions per call, counted with callgrind (load-independent, unlike wall-clock time), of the
-# benchmark's loop modes (cuda-backend/benches/parse_build/main.rs):
+# benchmark's loop modes (perf/benches/parse_build/main.rs):
 #   ours   the direct-mode lowering: the argv parsed into LaunchArgs, the parameter storage
 #          filled from it with each window's host pointer, the void** table;
 #   heap   the heap-allocating reference of the same lowering;
@@ -24,7 +24,7 @@ fi
 cd "$(dirname "$0")/.."
 target="${CARGO_TARGET_DIR:-target}"
 iters=10000
-bin="$(cargo bench --no-run -q -p kernel-args-cuda --bench parse_build --message-format=json 2>/dev/null \
+bin="$(cargo bench --no-run -q -p kernel-args-perf --bench parse_build --message-format=json 2>/dev/null \
     | sed -n 's/.*"executable":"\([^"]*parse_build[^"]*\)".*/\1/p' | tail -1)"
 [ -x "$bin" ] || { echo "callgrind: no parse_build benchmark binary" >&2; exit 1; }
 ir() {

@@ -3,8 +3,8 @@
 #
 #   scripts/gpu-check.sh [BUNDLE_DIR]
 #       Here (x86-64 Linux with Rust; no GPU or CUDA needed): builds the link stub and the
-#       `cuda`-feature test binaries of kernel-args-cuda (and kargs's cuda_demo and tenants
-#       tests), and puts them in BUNDLE_DIR (default: $CARGO_TARGET_DIR or target, then
+#       `cuda`-feature test binaries (kernel-args-cuda's unit tests, the launch tests of
+#       kernel-args-integration, kargs's cuda_demo), and puts them in BUNDLE_DIR (default: $CARGO_TARGET_DIR or target, then
 #       /gpu-check) with the PTX fixtures and run.sh. Prints how to run the bundle.
 #
 #   bash BUNDLE_DIR/run.sh
@@ -13,7 +13,7 @@
 #       SKIPPED line, and writes the same to BUNDLE_DIR/results.txt. Exits non-zero when a test
 #       fails, or when a device is present but a test that needs one was skipped for a reason
 #       other than the device lacking pageable memory access (direct mode). The tests that
-#       need the emulated driver (tests/emulator.rs, tests/fault_matrix.rs) skip there: they
+#       need the emulated driver (integration/tests/emulator.rs, fault_matrix.rs) skip there: they
 #       run in CI.
 #
 # The test binaries embed the PTX (include_str!), so the .ptx files in the bundle are for
@@ -58,12 +58,15 @@ bundle_tests() {
         done
 }
 
-# The backend's unit tests and its GPU tests (tests/cuda.rs).
-bundle_tests -p kernel-args-cuda --features cuda
+# The backend's unit tests, and its launch tests (integration/tests/cuda.rs and the others, many
+# tenants in tenants.rs; the docs test reads the repository's files and stays here).
+bundle_tests -p kernel-args-cuda --features cuda --lib
+bundle_tests -p kernel-args-integration --features cuda --test cuda --test declarations --test emulator \
+    --test fault_matrix --test tenants
 # The wasm guest's vector_add through `kargs demo`'s host on the GPU, once kargs has its
 # `cuda` feature (only that test: kargs's other tests read files of the repository).
 if grep -qE '^cuda *=' cli/Cargo.toml 2>/dev/null && [ -f cli/tests/cuda_demo.rs ]; then
-    bundle_tests -p kernel-args-cli --features cuda --test cuda_demo --test tenants
+    bundle_tests -p kernel-args-cli --features cuda --test cuda_demo
     # And the kargs binary itself, for `kargs demo` on the device (run.sh runs it).
     kargs="$(cargo build -p kernel-args-cli --features cuda --message-format=json \
         | grep '"reason":"compiler-artifact"' | grep -o '"executable":"[^"]*/kargs"' | cut -d'"' -f4 | tail -1)"

@@ -18,9 +18,10 @@
 # 4. the demo guest's committed module (std-adapter/kernel_args_demo_guest.wasm) is exactly
 #    what std-adapter/guest/ builds (scripts/build-guest.sh --check).
 #
-# The warnings "ignoring test ... not included in the published package" are expected: tests
-# that need unpublished crates of the workspace (the emulated driver, the test kit) or files
-# outside their crate are excluded from the packages and run in the workspace only.
+# Packaging must print no warning: every test and benchmark of a published crate is in its
+# package and needs only its package's files and published crates; those that need the
+# workspace (the emulated driver, the test kit, the docs) are in unpublished crates (perf/,
+# integration/, tests/).
 # --allow-dirty: the step checks the tree as it is, committed or not.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -34,7 +35,12 @@ version="${pkgid##*[@#]}"
 # 1. Package and verify (no default features).
 select=()
 for crate in "${published[@]}"; do select+=(-p "$crate"); done
-cargo package "${select[@]}" --allow-dirty --no-default-features
+mkdir -p "$target"
+cargo package "${select[@]}" --allow-dirty --no-default-features 2>&1 | tee "$target/package.log"
+if grep -q '^warning' "$target/package.log"; then
+    echo "error: cargo package warned (above)" >&2
+    exit 1
+fi
 
 # 2. The packages with their default features, in a copy of the workspace.
 copy="$target/package-check"
@@ -63,7 +69,9 @@ mkdir -p "$copy/tests/examples"
 printf '//! Empty (25-package.sh).\nfn main() {}\n' > "$copy/tests/examples/package_check.rs"
 # Absolute, so that it is the same target directory as 10-test's from inside the copy.
 abs_target="$(cd "$target" && pwd)"
-(cd "$copy" && CARGO_TARGET_DIR="$abs_target" cargo test --workspace --no-run --lib --bins \
+# The published crates' tests too, from their packages' files and with the dev-dependencies
+# their manifests keep (cargo drops path-only ones): a test that needs the workspace fails here.
+(cd "$copy" && CARGO_TARGET_DIR="$abs_target" cargo test --workspace --no-run --lib --bins --tests \
     --example package_check "${patches[@]}")
 rm -rf "$copy"
 

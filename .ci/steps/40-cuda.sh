@@ -73,20 +73,21 @@ export KARGS_CUDA_REQUIRE_DEVICE=1
 
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
-cargo clippy -p kernel-args-cuda --features cuda --all-targets -- -D warnings
-cargo test -p kernel-args-cuda --features cuda 2>&1 | tee "$log"
+cargo clippy -p kernel-args-cuda -p kernel-args-integration --features cuda --all-targets -- -D warnings
+# The backend's unit tests and its launch tests (integration/), many tenants on one device among them.
+cargo test -p kernel-args-cuda -p kernel-args-integration --features cuda 2>&1 | tee "$log"
 cargo clippy -p kernel-args-cli --features cuda --all-targets -- -D warnings
-# The wasm guest through the CUDA launcher, and many tenants on one device.
-cargo test -p kernel-args-cli --features cuda --test cuda_demo --test tenants 2>&1 | tee -a "$log"
+# The wasm guest through the CUDA launcher.
+cargo test -p kernel-args-cli --features cuda --test cuda_demo 2>&1 | tee -a "$log"
 # The launch tests against the other drivers as they ship: 13.2 (the parameter count from the
 # driver) and 12.2 (no parameter info: the PTX's signature).
 for other in libkargs_emulated_cuda_13_2.so libkargs_emulated_cuda_12_2.so; do
     echo "cuda: the launch tests against $other"
     KARGS_CUDA_DRIVER="$(dirname "$KARGS_CUDA_DRIVER")/$other" \
-        cargo test -p kernel-args-cuda --features cuda --test cuda --test declarations --test emulator 2>&1 \
-        | tee -a "$log"
+        cargo test -p kernel-args-integration --features cuda --test cuda --test declarations --test emulator \
+        --test tenants 2>&1 | tee -a "$log"
     KARGS_CUDA_DRIVER="$(dirname "$KARGS_CUDA_DRIVER")/$other" \
-        cargo test -p kernel-args-cli --features cuda --test cuda_demo --test tenants 2>&1 | tee -a "$log"
+        cargo test -p kernel-args-cli --features cuda --test cuda_demo 2>&1 | tee -a "$log"
 done
 if grep -q 'SKIPPED' "$log"; then
     echo "error: a CUDA test skipped against the emulated driver" >&2
@@ -112,7 +113,7 @@ done
 
 # The cuda-feature binaries must not depend on the driver library at load time (it is
 # dlopen'ed), or a machine without it could not even start them.
-for bin in $(cargo test -p kernel-args-cuda --features cuda --no-run --message-format=json 2>/dev/null \
+for bin in $(cargo test -p kernel-args-cuda -p kernel-args-integration --features cuda --no-run --message-format=json 2>/dev/null \
         | grep -o '"executable":"[^"]*"' | cut -d'"' -f4); do
     if readelf -d "$bin" | grep -q 'NEEDED.*libcuda'; then
         echo "error: $bin links libcuda at load time" >&2

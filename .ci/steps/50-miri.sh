@@ -17,15 +17,19 @@ scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
 miri() {
     local crate="$1" dir="$2" t0
+    shift 2
     t0=$(date +%s)
-    CARGO_TARGET_DIR="$dir" cargo "+$NIGHTLY" miri test -p "$crate" || return 1
-    echo "miri: $crate in $(( $(date +%s) - t0 ))s"
+    CARGO_TARGET_DIR="$dir" cargo "+$NIGHTLY" miri test -p "$crate" "$@" || return 1
+    echo "miri: $crate $* in $(( $(date +%s) - t0 ))s"
 }
 miri kernel-args-capi "$target/miri-capi" > "$scratch/capi.log" 2>&1 &
 capi=$!
 for crate in kernel-args-core kernel-args-cuda; do
     miri "$crate" "$target"
 done
+# The zero-allocation tests of the core and of the parameter storage (the latter's counting
+# allocator is the crate's one `unsafe`); a few argvs each under Miri.
+miri kernel-args-perf "$target" --test alloc_core --test alloc_cuda
 if wait "$capi"; then
     cat "$scratch/capi.log"
 else

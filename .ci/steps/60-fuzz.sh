@@ -7,7 +7,7 @@
 # step and is left in fuzz/artifacts/<target>/ (how to reproduce it: fuzz/README.md).
 set -euo pipefail
 # The date fuzz/README.md's commands name; its setup and build lines run below as written
-# (cli/tests/docs.rs holds the README to them).
+# (integration/tests/docs.rs holds the README to them).
 NIGHTLY=nightly-2026-05-20
 FUZZ_SECONDS="${FUZZ_SECONDS:-60}"
 FUZZ_JOBS="${FUZZ_JOBS:-2}"

@@ -6,17 +6,17 @@
 # - The parse + build goals at 16 mixed arguments (heap/ours >= 5, ours/floor <= 1.5) are
 #   checked in instructions, counted by callgrind, which the machine's load does not change:
 #   scripts/callgrind-parse-build.sh --check.
-# - The zero-allocation tests (core/tests/alloc.rs, cuda-backend/tests/alloc.rs) already run
-#   in 10-test.sh's `cargo test --workspace`.
+# - The zero-allocation tests (perf/tests/alloc_*.rs) already run in 10-test.sh's
+#   `cargo test --workspace`; docs/performance.md's line for them runs here as written.
 # - The parser's code size for thumbv7em-none-eabihf (opt-level "z") must stay under 8 KiB,
 #   with no panic path: scripts/parser-size.sh.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-cargo bench --no-run -p kernel-args-core -p kernel-args-cuda
+cargo bench --no-run -p kernel-args-perf
 # docs/performance.md's lines as written: the type sizes, and the zero-allocation tests (which
 # 10-test.sh's `cargo test --workspace` runs too).
-"$(cargo bench --no-run -p kernel-args-cuda --bench parse_build 2>&1 | sed -n 's/.*(\(.*parse_build-[0-9a-f]*\)).*/\1/p')" sizes
-cargo test --workspace --test alloc
+"$(cargo bench --no-run -p kernel-args-perf --bench parse_build 2>&1 | sed -n 's/.*(\(.*parse_build-[0-9a-f]*\)).*/\1/p')" sizes
+cargo test -p kernel-args-perf
 if ! command -v llvm-size >/dev/null && ! command -v arm-none-eabi-size >/dev/null; then
     apt-get update -qq
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq binutils-arm-none-eabi >/dev/null

@@ -84,7 +84,7 @@ fn c_guest_wasm() -> Option<(String, Vec<u8>)> {
              (scripts/c-guest-check.sh builds the C guest and sets it)"
         );
         // To stderr directly: the harness captures `eprint!`, not this, so the line shows in
-        // every run (as in cuda-backend/tests/support).
+        // every run (as in integration/tests/support).
         let _ = std::io::stderr().write_all(
             b"SKIPPED guest_e2e with the C guest: KARGS_C_GUEST_WASM is not set \
               (scripts/c-guest-check.sh builds the C guest)\n",

@@ -2,7 +2,7 @@
 //! plain value, its text, and the check's rules written as plainly as possible, sharing no code
 //! with `kernel_args::Declaration` (its own type tables, `u128` arithmetic for the extents).
 //!
-//! The property test (`std-adapter/tests/declarations.rs`) and the `declaration` fuzz target
+//! The property test (`tests/tests/declarations_vs_model.rs`) and the `declaration` fuzz target
 //! render a [`Decl`] to text, parse it with the crate, and hold the crate's check to
 //! [`Decl::check`] for any argument list and launch shape.
 

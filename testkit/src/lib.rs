@@ -13,14 +13,18 @@
 //! - [`argvs`]: the argument lists and buffers the zero-allocation tests and the benchmarks
 //!   run (mixed argvs of every size up to the record cap, the largest valid buffer, an early
 //!   and a late error);
+//! - [`kargs`]: the path of the `kargs` binary the workspace built, for the tests of the
+//!   unpublished crates that run it (cargo gives `CARGO_BIN_EXE_kargs` to `kernel-args-cli`'s
+//!   own tests only).
 //!
 //! It depends on `kernel-args-core` alone, so any crate of the workspace takes it as a
 //! dev-dependency without a cycle: their integration tests, benchmarks and examples use it.
 //! The core's own unit tests in `src/` cannot (they are another build of the crate, so its
 //! types differ). The benchmark references (a heap-allocating reference, an unchecked decoder)
-//! live with the benchmark that measures against them, `cuda-backend/benches/parse_build/`.
+//! live with the benchmark that measures against them, `perf/benches/parse_build/`.
 
 pub mod argvs;
 pub mod declarations;
 mod from_core;
+pub mod kargs;
 pub mod model;

@@ -11,7 +11,7 @@
 //! independent specification model (`kernel_args_testkit::model`, in `testkit/`) on every
 //! buffer of up to 3 bytes and on random buffers, check every vector against the model, and
 //! check that the committed vector file is the generated one (`UPDATE_VECTORS=1` rewrites it).
-//! `cli/tests/vectors.rs` runs the same vectors through the `kargs` binary.
+//! `tests/tests/kargs_vectors.rs` runs the same vectors through the `kargs` binary.
 
 pub mod generate;
 pub mod vectors;

@@ -23,7 +23,7 @@ pub const VECTOR_ADD_MANGLED: i64 = 2;
 pub const EVERY_SCALAR: i64 = 3;
 pub const AFFINE: i64 = 4;
 
-pub const VECTOR_ADD_PTX: &str = include_str!("../../kernels/vector_add.ptx");
+pub const VECTOR_ADD_PTX: &str = include_str!("../../../cuda-backend/kernels/vector_add.ptx");
 
 pub const VECTOR_ADD_DECLARATION: &str = kernel_args_cuda::kernels::VECTOR_ADD_DECLARATION;
 pub const EVERY_SCALAR_DECLARATION: &str =
@@ -38,12 +38,13 @@ pub fn registry() -> KernelRegistry {
         .unwrap();
     r.register(
         EVERY_SCALAR,
-        include_str!("../../kernels/scalars.ptx"),
+        include_str!("../../../cuda-backend/kernels/scalars.ptx"),
         "every_scalar",
         EVERY_SCALAR_DECLARATION,
     )
     .unwrap();
-    r.register_undeclared(AFFINE, include_str!("../../kernels/struct_param.ptx"), "affine").unwrap();
+    r.register_undeclared(AFFINE, include_str!("../../../cuda-backend/kernels/struct_param.ptx"), "affine")
+        .unwrap();
     r
 }
 

@@ -7,8 +7,8 @@
 //! The counting global allocator below counts the allocations (and reallocations) of the
 //! current thread only, so the test harness's own threads and bookkeeping are never counted,
 //! and it can be read at any moment: the recording launcher reads it at the instant the host
-//! function calls it. (The counter needs `unsafe` to implement `GlobalAlloc`, which is why
-//! this test lives in the one crate that may contain `unsafe`.) Every argv from 0 to
+//! function calls it. (The counter needs `unsafe` to implement `GlobalAlloc`: the one
+//! `unsafe` of this crate, allowed in this file only.) Every argv from 0 to
 //! `MAX_KERNEL_ARGS` mixed arguments is run, and the largest valid buffer.
 
 #![allow(

@@ -8,7 +8,7 @@
 //! whole [`LaunchHost::call`]; the launcher used here allocates nothing and the host does no
 //! work after the launcher returns `Ok`, so a total of zero is zero up to the launcher. (The
 //! count at the very moment the launcher is called is asserted by
-//! `cuda-backend/tests/alloc.rs`, whose own counting allocator can be read mid-call.)
+//! `perf/tests/alloc_cuda.rs`, whose own counting allocator can be read mid-call.)
 
 #![allow(
     clippy::unwrap_used,

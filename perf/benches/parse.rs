@@ -6,7 +6,7 @@
 //! before the timed closure; the closure only parses (or encodes).
 //!
 //! The storage-building and end-to-end benchmarks, with the heap-allocating reference and the
-//! unchecked floor, live with the storage in `cuda-backend/benches/`.
+//! unchecked floor, are `benches/parse_build/`.
 
 // Bench code may unwrap, index and panic: a panic here is a failing test, not a broken contract.
 #![allow(

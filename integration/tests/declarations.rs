@@ -225,7 +225,7 @@ fn a_misaligned_window_is_refused_and_merged_windows_keep_their_alignment() {
 fn affine_nobody_can_describe() -> String {
     format!(
         "{}\n.visible .entry vec4_param(\n\t.param .v4 .f32 vec4_param_0\n)\n{{\n\tret;\n}}\n",
-        include_str!("../kernels/struct_param.ptx")
+        include_str!("../../cuda-backend/kernels/struct_param.ptx")
     )
 }
 

@@ -1,14 +1,16 @@
-//! Every conformance vector through the built `kargs` binary:
+//! Every conformance vector through the `kargs` binary the workspace built
+//! ([`kargs_binary`]: `cargo test --workspace` builds it):
 //! `kargs decode --json --mem-len N HEX` must print the vector's answer as one JSON object
 //! and exit 0 (accepted) or 1 (rejected).
 
 use std::process::Command;
 
 use kernel_args_conformance::vectors::{Expect, Vector, argv_vectors};
+use kernel_args_testkit::kargs::kargs_binary;
 use serde_json::{Value, json};
 
 fn decode_json(v: &Vector) -> (i32, Value) {
-    let out = Command::new(env!("CARGO_BIN_EXE_kargs"))
+    let out = Command::new(kargs_binary())
         .args(["decode", "--json", "--mem-len", &v.mem_len.to_string(), &v.compact_hex()])
         .output()
         .unwrap();
@@ -45,8 +47,7 @@ fn spaced_hex_from_the_vectors_is_accepted_as_is() {
     // The vectors space their records; the CLI ignores whitespace, so the raw field works too.
     let file = argv_vectors().unwrap();
     let v = file.vectors.iter().find(|v| v.name == "one_of_each_type").unwrap();
-    let spaced =
-        Command::new(env!("CARGO_BIN_EXE_kargs")).args(["decode", "--json", &v.hex]).output().unwrap();
+    let spaced = Command::new(kargs_binary()).args(["decode", "--json", &v.hex]).output().unwrap();
     let (_, compact) = decode_json(v);
     assert_eq!(serde_json::from_slice::<Value>(&spaced.stdout).unwrap(), compact);
 }
