@@ -70,6 +70,7 @@ mod cu_error;
 mod device;
 #[cfg(feature = "cuda")]
 mod driver;
+pub mod fence;
 pub mod kernels;
 #[cfg(feature = "cuda")]
 mod launcher;

@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# The PTX fence (cuda-backend/src/fence.rs): its unit and golden-file tests and the emulator's
+# fenced runs (cuda-emulator/tests/fence.rs) run in 10-test.sh's `cargo test --workspace`;
+# here NVIDIA's ptxas (CUDA 12.9, from its PyPI wheel) assembles every fixture, fenced and
+# unfenced, for sm_52 and sm_90, so the rewritten PTX is known to be valid for real hardware.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+scripts/ptxas-check.sh
+# README.md's line that shows a module fenced, as written.
+cargo run -p kernel-args-cuda --example fence -- cuda-backend/kernels/vector_add.ptx > "${CARGO_TARGET_DIR:-target}/vector_add.fenced.ptx"
+cmp "${CARGO_TARGET_DIR:-target}/vector_add.fenced.ptx" cuda-backend/kernels/fenced/vector_add.ptx

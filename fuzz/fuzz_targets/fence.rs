@@ -1,0 +1,27 @@
+//! `fence`: the PTX rewriter (`kernel_args_cuda::fence`) on any text. It never panics; a refusal
+//! names a line of the text and says why; a fenced module carries the hidden parameters and
+//! cannot be fenced twice (its names are reserved). That the fixtures' fenced entries parse
+//! again, with their own parameters then the three hidden ones, is the rewriter's unit test.
+#![no_main]
+
+use kernel_args_cuda::fence::{FENCE_PARAMS, FenceRefusal, fence_ptx};
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|data: &[u8]| {
+    let Ok(ptx) = std::str::from_utf8(data) else { return };
+    match fence_ptx(ptx) {
+        Err(e) => {
+            assert!(e.line >= 1 && e.line <= ptx.lines().count().max(1) + 1, "line {} of {}", e.line, ptx.lines().count());
+            assert!(!e.to_string().is_empty());
+        }
+        Ok(fenced) => {
+            let text = fenced.ptx();
+            assert!(text.len() >= ptx.len(), "the rewriter only adds and replaces");
+            if !fenced.entries().is_empty() {
+                assert!(FENCE_PARAMS.iter().all(|p| text.contains(p)));
+                let again = fence_ptx(text).map_err(|e| e.reason);
+                assert_eq!(again, Err(FenceRefusal::ReservedName), "a fenced module is not fenced twice");
+            }
+        }
+    }
+});
