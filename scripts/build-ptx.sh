@@ -11,7 +11,7 @@ cd "$(dirname "$0")/../cuda-backend/kernels"
 # gcc is 12, so clang 14 (which nvcc 11.8 takes) stands in where it is installed. The PTX is
 # the same either way.
 ccbin=()
-if command -v clang-14 >/dev/null && ! gcc --version 2>/dev/null | grep -qE ' ([5-9]|10|11)\.'; then
+if command -v clang-14 >/dev/null && ! gcc --version 2>/dev/null | grep -E ' ([5-9]|10|11)\.' >/dev/null; then
     ccbin=(-ccbin clang-14)
 fi
 for cu in *.cu; do

@@ -43,9 +43,10 @@ run_host() {
     checks="$summary"
 }
 
-# Checks that binary $1 loads $lib_dir/libkargs.so.
+# Checks that binary $1 loads $lib_dir/libkargs.so. grep reads all of ldd's output: with `-q` it
+# stops at the match, and under pipefail ldd's SIGPIPE then fails the check at random.
 expect_shared_libkargs() {
-    ldd "$1" | grep -qF "$lib_dir/libkargs.so" || {
+    ldd "$1" | grep -F "$lib_dir/libkargs.so" >/dev/null || {
         echo "$name: $1 does not load $lib_dir/libkargs.so" >&2
         exit 1
     }

@@ -51,7 +51,7 @@ end=$(addr kargs_mark_end)
 
 # One guest instruction per TB: `-singlestep` in QEMU 7.2 (Debian 12's); QEMU 8.1 renamed it
 # `-accel tcg,one-insn-per-tb=on` (and later dropped `-singlestep`).
-if qemu-system-arm -help | grep -q one-insn-per-tb; then one_insn=(-accel tcg,one-insn-per-tb=on)
+if qemu-system-arm -help | grep one-insn-per-tb >/dev/null; then one_insn=(-accel tcg,one-insn-per-tb=on)
 else one_insn=(-singlestep); fi
 
 work=$(mktemp -d)

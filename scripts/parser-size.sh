@@ -82,7 +82,7 @@ for variant in 128 16; do
     (cd "$objdir" && ar x "$lib")  # the LTO object plus compiler-builtins
     # The LTO object is the one that defines kargs_parse.
     obj=$(for o in "$objdir"/*.o; do
-        "$nm" --defined-only "$o" 2>/dev/null | grep -q ' kargs_parse$' && echo "$o"; done | head -1)
+        "$nm" --defined-only "$o" 2>/dev/null | grep ' kargs_parse$' >/dev/null && echo "$o"; done | head -1)
     text=$("$size" -A "$obj" | awk '$1 ~ /^\.text/ { s += $2 } END { print s + 0 }')
     echo "N = $variant: parser .text = $text bytes (budget $budget)"
     "$nm" --size-sort --print-size --defined-only --demangle "$obj" | grep -i ' [tT] ' | sed 's/^/    /'

@@ -115,7 +115,7 @@ done
 # dlopen'ed), or a machine without it could not even start them.
 for bin in $(cargo test -p kernel-args-cuda -p kernel-args-integration --features cuda --no-run --message-format=json 2>/dev/null \
         | grep -o '"executable":"[^"]*"' | cut -d'"' -f4); do
-    if readelf -d "$bin" | grep -q 'NEEDED.*libcuda'; then
+    if readelf -d "$bin" | grep 'NEEDED.*libcuda' >/dev/null; then
         echo "error: $bin links libcuda at load time" >&2
         exit 1
     fi
