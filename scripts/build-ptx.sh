@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Regenerates the PTX fixtures in cuda-backend/kernels/ from their .cu sources.
+# Regenerates the PTX fixtures in cuda-backend/kernels/ (and kernels/broken/) from their .cu sources.
 #
 # Needs nvcc (Debian's nvidia-cuda-toolkit, non-free, has nvcc 11.8; it runs without a GPU).
 # CI never runs this: the generated .ptx files are committed beside their sources, and the
@@ -14,7 +14,8 @@ ccbin=()
 if command -v clang-14 >/dev/null && ! gcc --version 2>/dev/null | grep -E ' ([5-9]|10|11)\.' >/dev/null; then
     ccbin=(-ccbin clang-14)
 fi
-for cu in *.cu; do
+# broken/: kernels wrong on purpose, which the fence's tests launch (cuda-emulator/tests/fence.rs).
+for cu in *.cu broken/*.cu; do
     nvcc "${ccbin[@]}" --ptx -arch=compute_52 -o "${cu%.cu}.ptx" "$cu"
     echo "${cu%.cu}.ptx <- $cu ($(nvcc --version | tail -1))"
 done

@@ -10,9 +10,9 @@ mod common;
 
 use common::*;
 use kernel_args_cuda::fence::{FencedModule, MIN_FENCE_LEN, fence_ptx};
-use kernel_args_cuda_emulator::control;
 use kernel_args_cuda_emulator::memory::POISON;
 use kernel_args_cuda_emulator::result::*;
+use kernel_args_cuda_emulator::{api, control};
 
 /// Where each buffer of a kernel's launch lies in its arena: 256-byte aligned, back to back.
 fn layout(sizes: &[usize]) -> (Vec<usize>, usize) {
@@ -301,4 +301,261 @@ fn a_fence_around_host_memory_keeps_the_kernel_inside_it() {
     assert_eq!(control::sticky_error(session.ordinal), 0, "no fault");
     assert!(host[..PAGE].iter().all(|&b| b == 0x5a), "below the linear memory: untouched");
     assert!(host[2 * PAGE..].iter().all(|&b| b == 0x5a), "above it: untouched");
+}
+
+/// One access of a random straight-line kernel: its instruction and width, and the byte it
+/// reaches from the fence's base for thread 0 (each thread adds `tid * stride`).
+#[derive(Debug, Clone)]
+struct Access {
+    op: &'static str,
+    width: i64,
+    offset: i64,
+    immediate: i64,
+}
+
+/// The access forms the property test draws from: (instruction with `ADDR` for the address,
+/// width).
+const FORMS: [(&str, i64); 8] = [
+    ("ld.global.u8 %r1, ADDR", 1),
+    ("st.global.u16 ADDR, %rs1", 2),
+    ("ld.global.f32 %f1, ADDR", 4),
+    ("st.global.u32 ADDR, %r2", 4),
+    ("atom.global.add.u32 %r3, ADDR, 1", 4),
+    ("red.global.add.u64 ADDR, %rd9", 8),
+    ("st.global.v2.f32 ADDR, {%f2, %f3}", 8),
+    ("st.global.v4.f32 ADDR, {%f2, %f3, %f4, %f5}", 16),
+];
+
+/// A kernel of `accesses` in a straight line, each through its own register: the fence's base
+/// (the parameter) plus its offset plus `tid * stride`, with its immediate in the address.
+fn straight_line(accesses: &[Access], stride: i64) -> String {
+    let mut body = String::new();
+    for (i, a) in accesses.iter().enumerate() {
+        let address = if a.immediate == 0 {
+            format!("[%rd{}]", 20 + i)
+        } else {
+            format!("[%rd{}+{}]", 20 + i, a.immediate)
+        };
+        body.push_str(&format!(
+            "\tadd.s64 %rd{r}, %rd1, {offset};\n\tadd.s64 %rd{r}, %rd{r}, %rd2;\n\t{op};\n",
+            r = 20 + i,
+            offset = a.offset,
+            op = a.op.replace("ADDR", &address),
+        ));
+    }
+    format!(
+        ".version 7.8\n.target sm_52\n.address_size 64\n.visible .entry k(\n\t.param .u64 k_param_0\n)\n{{\n\
+         \t.reg .b16 %rs<2>;\n\t.reg .b32 %r<6>;\n\t.reg .f32 %f<6>;\n\t.reg .b64 %rd<64>;\n\
+         \tld.param.u64 %rd1, [k_param_0];\n\tmov.u32 %r4, %tid.x;\n\tmul.wide.u32 %rd2, %r4, {stride};\n\
+         \tmov.u16 %rs1, 7;\n\tmov.u32 %r2, 9;\n\tmov.u64 %rd9, 11;\n\tmov.f32 %f2, 0f3F800000;\n\
+         \tmov.f32 %f3, 0f40000000;\n\tmov.f32 %f4, 0f40400000;\n\tmov.f32 %f5, 0f40800000;\n{body}\tret;\n}}\n"
+    )
+}
+
+/// A kernel broken on purpose (`cuda-backend/kernels/broken/`, nvcc 11.8), launched so that its
+/// bug reaches past the fence: its entry, threads, the fence's length, and its parameters given
+/// the fence's base (which may also write what the kernel reads).
+struct Broken {
+    entry: &'static str,
+    ptx: &'static str,
+    threads: u32,
+    fence_len: u64,
+    params: fn(u64) -> Vec<Vec<u8>>,
+}
+
+fn broken() -> Vec<Broken> {
+    vec![
+        // out (64 floats) ends at the fence's end; thread 64 writes out[64].
+        Broken {
+            entry: "index_past",
+            ptx: include_str!("../../cuda-backend/kernels/broken/index_past.ptx"),
+            threads: 128,
+            fence_len: 512,
+            params: |base| {
+                vec![
+                    base.to_le_bytes().to_vec(),
+                    (base + 256).to_le_bytes().to_vec(),
+                    64u32.to_le_bytes().to_vec(),
+                ]
+            },
+        },
+        // out at the fence's start; thread 0 writes out[-1].
+        Broken {
+            entry: "negative_index",
+            ptx: include_str!("../../cuda-backend/kernels/broken/negative_index.ptx"),
+            threads: 32,
+            fence_len: 128,
+            params: |base| vec![base.to_le_bytes().to_vec(), 32i32.to_le_bytes().to_vec()],
+        },
+        // An address 16 bytes before the fence's end; threads 4 and up write past it.
+        Broken {
+            entry: "pointer_from_scalar",
+            ptx: include_str!("../../cuda-backend/kernels/broken/pointer_from_scalar.ptx"),
+            threads: 32,
+            fence_len: 64,
+            params: |base| vec![(base + 48).to_le_bytes().to_vec(), 1.5f32.to_le_bytes().to_vec()],
+        },
+        // A table of pointers in the fence: half into it, half below it (a generic store).
+        Broken {
+            entry: "generic_pointer",
+            ptx: include_str!("../../cuda-backend/kernels/broken/generic_pointer.ptx"),
+            threads: 32,
+            fence_len: 512,
+            params: |base| {
+                let table: Vec<u8> = (0..32u64)
+                    .flat_map(|t| if t < 16 { base + 256 + 4 * t } else { base - 1024 + 4 * t }.to_le_bytes())
+                    .collect();
+                assert_eq!(upload(base, &table), CUDA_SUCCESS);
+                vec![base.to_le_bytes().to_vec(), 2.5f32.to_le_bytes().to_vec()]
+            },
+        },
+        // Four counters at the fence's end, 16 bytes apart; threads 4 and up add past it.
+        Broken {
+            entry: "atomic_past_end",
+            ptx: include_str!("../../cuda-backend/kernels/broken/atomic_past_end.ptx"),
+            threads: 32,
+            fence_len: 128,
+            params: |base| vec![(base + 64).to_le_bytes().to_vec(), 4u32.to_le_bytes().to_vec()],
+        },
+        // A float4 store at bytes 64..80 of a fence 72 bytes long.
+        Broken {
+            entry: "vector_straddle",
+            ptx: include_str!("../../cuda-backend/kernels/broken/vector_straddle.ptx"),
+            threads: 1,
+            fence_len: 72,
+            params: |base| vec![base.to_le_bytes().to_vec(), 4i32.to_le_bytes().to_vec()],
+        },
+    ]
+}
+
+/// Guard bytes on each side of a broken kernel's fence, inside the same allocation.
+const BROKEN_GUARD: u64 = 4096;
+
+/// Runs `kernel` fenced or not, its fence (zeroed) between two guards: whether the guards are
+/// untouched, the flag, and the context's sticky error.
+fn run_broken(ordinal: i32, kernel: &Broken, fenced: bool) -> (bool, u32, i32) {
+    let whole = alloc((2 * BROKEN_GUARD + kernel.fence_len) as usize).unwrap();
+    let base = whole + BROKEN_GUARD;
+    assert_eq!(upload(base, &vec![0; kernel.fence_len as usize]), CUDA_SUCCESS);
+    let flag = alloc(4).unwrap();
+    assert_eq!(upload(flag, &[0; 4]), CUDA_SUCCESS);
+    let mut params = (kernel.params)(base);
+    let ptx = if fenced {
+        params.extend(fence_params(base, kernel.fence_len, flag));
+        fence_ptx(kernel.ptx).unwrap().ptx().to_owned()
+    } else {
+        kernel.ptx.to_owned()
+    };
+    let f = function(load(&ptx), kernel.entry).unwrap();
+    let launched = launch_with(f, [1, 1, 1], [kernel.threads, 1, 1], 0, &mut params);
+    let sticky = control::sticky_error(ordinal);
+    if launched != CUDA_SUCCESS || sticky != 0 {
+        return (false, 0, sticky.max(launched));
+    }
+    let flagged = read_u32(flag);
+    let mut guards = vec![0u8; BROKEN_GUARD as usize];
+    assert_eq!(download(whole, &mut guards), CUDA_SUCCESS);
+    let mut above = vec![0u8; BROKEN_GUARD as usize];
+    assert_eq!(download(base + kernel.fence_len, &mut above), CUDA_SUCCESS);
+    let intact = guards.iter().chain(&above).all(|&b| b == POISON);
+    (intact, flagged, control::sticky_error(ordinal))
+}
+
+/// Each broken kernel, fenced: no fault, nothing outside the fence changed, the flag set; and
+/// then a correct kernel on the same context computes the right answer.
+#[test]
+fn kernels_broken_on_purpose_are_caught() {
+    let session = session();
+    for kernel in broken() {
+        let (intact, flag, sticky) = run_broken(session.ordinal, &kernel, true);
+        assert_eq!(
+            (intact, flag, sticky),
+            (true, 1, 0),
+            "{}: guards untouched, flagged, no fault",
+            kernel.entry
+        );
+        assert_eq!(control::crossings(session.ordinal), 0, "{}", kernel.entry);
+    }
+    let (plain, flag, _) = run(&cases().remove(0), Some(&fence_ptx(VECTOR_ADD).unwrap()));
+    assert_eq!(flag, 0);
+    assert_eq!(f32s(&plain[2048..2048 + 800]), (0..200).map(|i| 1.25 * i as f32).collect::<Vec<_>>());
+}
+
+/// The same launches unfenced reach outside: a guard changed, or the context faulted. (Each on
+/// a device of its own, since a fault is sticky.)
+#[test]
+fn unfenced_the_broken_kernels_reach_outside() {
+    for kernel in broken() {
+        let session = session();
+        let (intact, _, sticky) = run_broken(session.ordinal, &kernel, false);
+        assert!(!intact || sticky != 0, "{}: unfenced, it reached nothing outside", kernel.entry);
+        if sticky != 0 {
+            assert_eq!(api::device_primary_ctx_reset(session.ordinal), CUDA_SUCCESS);
+        }
+    }
+}
+
+mod property {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    /// Guard bytes on each side of the fence, inside the same allocation.
+    const GUARD: i64 = 8192;
+    const FENCE: i64 = 4096;
+    const THREADS: u32 = 8;
+
+    fn access() -> impl Strategy<Value = Access> {
+        let offset = prop_oneof![
+            6 => 0..FENCE,
+            2 => -GUARD..FENCE + GUARD,
+            1 => prop_oneof![Just(i64::MIN / 2), Just(i64::MAX / 2), Just(-1), any::<i32>().prop_map(i64::from)],
+        ];
+        (0..FORMS.len(), offset, prop_oneof![3 => Just(0i64), 1 => -64i64..64]).prop_map(
+            |(form, offset, immediate)| {
+                let (op, width) = FORMS[form];
+                Access { op, width, offset, immediate }
+            },
+        )
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 96, ..ProptestConfig::default() })]
+
+        /// Random straight-line kernels of global loads, stores and atomics at random addresses,
+        /// fenced: whatever the addresses, nothing outside the fence changes, nothing faults,
+        /// and the flag is set exactly when some thread's access was outside the fence or not
+        /// aligned to its width.
+        #[test]
+        fn random_accesses_never_leave_the_fence(
+            accesses in prop::collection::vec(access(), 1..12),
+            stride in prop_oneof![Just(0i64), Just(4), Just(16), 1i64..600],
+        ) {
+            let session = session();
+            let fenced = fence_ptx(&straight_line(&accesses, stride)).unwrap();
+            let f = function(load(fenced.ptx()), "k").unwrap();
+            let total = (GUARD + FENCE + GUARD) as usize;
+            let whole = alloc(total).unwrap();
+            let base = whole + GUARD as u64;
+            let flag = alloc(4).unwrap();
+            assert_eq!(upload(flag, &[0; 4]), CUDA_SUCCESS);
+            let mut params = vec![base.to_le_bytes().to_vec()];
+            params.extend(fence_params(base, FENCE as u64, flag));
+            prop_assert_eq!(launch_with(f, [1, 1, 1], [THREADS, 1, 1], 0, &mut params), CUDA_SUCCESS);
+            let flagged = read_u32(flag);
+            prop_assert_eq!(control::sticky_error(session.ordinal), 0, "no fault");
+            let mut bytes = vec![0u8; total];
+            prop_assert_eq!(download(whole, &mut bytes), CUDA_SUCCESS);
+            let (below, rest) = bytes.split_at(GUARD as usize);
+            let above = &rest[FENCE as usize..];
+            prop_assert!(below.iter().chain(above).all(|&b| b == POISON), "the guards are untouched");
+            let outside = accesses.iter().any(|a| {
+                (0..i64::from(THREADS)).any(|t| {
+                    let o = a.offset.wrapping_add(a.immediate).wrapping_add(t * stride);
+                    o < 0 || o > FENCE - a.width || o % a.width != 0
+                })
+            });
+            prop_assert_eq!(flagged, u32::from(outside));
+        }
+    }
 }

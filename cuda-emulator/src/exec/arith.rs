@@ -173,6 +173,14 @@ pub enum ArithOp {
         /// The second operand.
         b: Operand,
     },
+    /// `isspacep.space p, a`: whether the generic address `a` is in `space`. In this emulator a
+    /// generic address is a global one, so the answer is `global`.
+    IsSpace {
+        /// The predicate register.
+        dst: usize,
+        /// `.global` (else `.shared`, `.local`, `.const` or `.param`).
+        global: bool,
+    },
     /// `selp.ty d, a, b, p`: `p ? a : b`.
     Selp {
         /// The type.
@@ -460,6 +468,10 @@ pub fn execute(op: &ArithOp, regs: &mut Registers, cx: &Context<'_, '_>) {
                 _ => cmp.holds(ty.widen(x), ty.widen(y)),
             };
             regs.bits[dst] = u64::from(holds);
+            regs.origin[dst] = 0;
+        }
+        ArithOp::IsSpace { dst, global } => {
+            regs.bits[dst] = u64::from(global);
             regs.origin[dst] = 0;
         }
         ArithOp::Selp { ty, dst, a, b, p } => {

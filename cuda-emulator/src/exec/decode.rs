@@ -376,6 +376,20 @@ fn instruction(text: &str, names: &mut Names) -> Result<Op, DecodeError> {
                 Err(format!("a barrier other than `bar.sync 0`: {text}"))
             }
         }
+        "isspacep" => {
+            let space = match modifiers {
+                ["global"] => true,
+                [space] if ["shared", "local", "const", "param"].iter().any(|s| space.starts_with(s)) => {
+                    false
+                }
+                _ => return Err(format!("`{opcode}`")),
+            };
+            if operands.len() != 2 {
+                return Err(format!("`{opcode}` with {} operands", operands.len()));
+            }
+            let dst = names.register(&operands[0]);
+            Ok(Op::Arith(arith::ArithOp::IsSpace { dst, global: space }))
+        }
         "mov" | "cvt" | "cvta" => convert::decode(base, modifiers, &operands, names).map(Op::Convert),
         "ld" | "st" | "atom" | "red" => memory_ops::decode(base, modifiers, &operands, names).map(Op::Memory),
         _ => arith::decode(base, modifiers, &operands, names)
