@@ -47,8 +47,9 @@ use std::fmt::Write as _;
 pub const FENCE_PARAMS: [&str; 3] = ["__kargs_fence_base", "__kargs_fence_len", "__kargs_fence_flag"];
 
 /// The shortest fence a launcher may give: the widest access the rewriter fences is 16 bytes
-/// (a `v4` of 32-bit elements, `v2` of 64-bit ones), and a clamped access must fit.
-pub const MIN_FENCE_LEN: u64 = 32;
+/// (a `v4` of 32-bit elements, a `v2` of 64-bit ones), and a clamped access must fit. A shorter
+/// fence would not clamp: the kernel computes its limits as the length less the width.
+pub const MIN_FENCE_LEN: u64 = 16;
 
 /// The prefix of every name the rewriter adds; a module that already uses it is refused.
 const RESERVED: &str = "__kargs_";
@@ -173,17 +174,18 @@ pub fn fence_ptx(ptx: &str) -> Result<FencedModule, FenceError> {
     while let Some(statement) = scanner.module_statement()? {
         match statement {
             ModuleStatement::Directive { start, text } => {
-                let words: Vec<&str> = text.split_whitespace().collect();
-                let storage = words.iter().find(|w| !matches!(**w, ".visible" | ".extern" | ".weak"));
-                if storage == Some(&".global") {
+                // A declaration, or the part before an initializer's `{` (`= {1, 2}`).
+                let storage =
+                    text.split_whitespace().find(|w| !matches!(*w, ".visible" | ".extern" | ".weak"));
+                if storage == Some(".global") {
                     return Err(refuse(ptx, start, text, FenceRefusal::ModuleGlobal));
                 }
             }
-            ModuleStatement::Entry { name, params_close, params_empty, body } => {
+            ModuleStatement::Entry { name, params_end, params_empty, body } => {
                 let hidden: Vec<String> = FENCE_PARAMS.iter().map(|p| format!("\t.param .u64 {p}")).collect();
                 let joined = hidden.join(",\n");
                 let params = if params_empty { format!("\n{joined}\n") } else { format!(",\n{joined}") };
-                edits.push((params_close, params_close, params));
+                edits.push((params_end, params_end, params));
                 let fenced = fence_body(ptx, &clean, body)?;
                 accesses = accesses.saturating_add(fenced.accesses);
                 widest = widest.max(fenced.widths.iter().copied().max().unwrap_or(0));
@@ -269,12 +271,13 @@ fn blank_comments(text: &str) -> Result<String, FenceError> {
 
 /// A top-level statement of a module.
 enum ModuleStatement<'t> {
-    /// A directive ending with `;` (`.version`, `.global .u32 x;`, ...), from byte `start`.
+    /// A declaration from byte `start`: up to its `;` (`.global .u32 x;`), or up to its block
+    /// (a `.func`'s header, a variable's `= {...}` initializer).
     Directive { start: usize, text: &'t str },
     /// A `.entry`: its name, the byte after its last parameter (or inside its empty list),
     /// whether the list is empty, and its body's bytes from `{` to `}` inclusive.
-    Entry { name: String, params_close: usize, params_empty: bool, body: (usize, usize) },
-    /// Anything else with a block (a `.func`, which runs only when called, and calls are refused).
+    Entry { name: String, params_end: usize, params_empty: bool, body: (usize, usize) },
+    /// A line directive (`.version`, `.loc`, ...).
     Other,
 }
 
@@ -313,10 +316,11 @@ impl<'t> Scanner<'t> {
                 let close = self.matching_brace(open)?;
                 self.at = close.saturating_add(1);
                 if !header.split_whitespace().any(|w| w == ".entry") {
-                    return Ok(Some(ModuleStatement::Other));
+                    // A `.func`, or a variable with an initializer: its declaration.
+                    return Ok(Some(ModuleStatement::Directive { start, text: header }));
                 }
-                let (name, params_close, params_empty) = self.entry_header(start, header)?;
-                Ok(Some(ModuleStatement::Entry { name, params_close, params_empty, body: (open, close) }))
+                let (name, params_end, params_empty) = self.entry_header(start, header)?;
+                Ok(Some(ModuleStatement::Entry { name, params_end, params_empty, body: (open, close) }))
             }
             _ => Err(self.malformed(start)),
         }
@@ -839,6 +843,9 @@ mod tests {
         assert_eq!((e.line, e.reason), (4, FenceRefusal::ModuleGlobal));
         let e = fence_ptx(&format!("{HEADER}.visible .global .align 4 .b8 table[64];\n")).unwrap_err();
         assert_eq!(e.reason, FenceRefusal::ModuleGlobal);
+        let e = fence_ptx(&format!("{HEADER}\n.global .align 4 .u32 seeds[2] = {{1, 2}};\n")).unwrap_err();
+        assert_eq!((e.line, e.reason), (5, FenceRefusal::ModuleGlobal), "with an initializer");
+        assert!(fence_ptx(&format!("{HEADER}.const .align 4 .u32 table[2] = {{1, 2}};\n")).is_ok());
         let e = fence_ptx(&entry("\tmov.u64 %__kargs_base, 0;\n")).unwrap_err();
         assert_eq!(e.reason, FenceRefusal::ReservedName);
         let e = fence_ptx(&format!("{HEADER}/* open")).unwrap_err();

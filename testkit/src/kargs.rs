@@ -10,6 +10,7 @@
 //! [`kargs_binary`] refuses it and says how to build a fresh one.
 
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 use std::time::SystemTime;
 
 /// The workspace's source directories that `kargs` is built from.
@@ -21,9 +22,15 @@ const SOURCES: [&str; 3] = ["cli/src", "core/src", "std-adapter/src"];
 ///
 /// Where there is none, or it is older than a file under `cli/src`, `core/src` or
 /// `std-adapter/src` (it would test old code); the message says to run the
-/// tests with `cargo test --workspace` or to build `kargs` first.
+/// tests with `cargo test --workspace` or to build `kargs` first. Checked once per test process.
 #[must_use]
 pub fn kargs_binary() -> PathBuf {
+    static CHECKED: OnceLock<PathBuf> = OnceLock::new();
+    CHECKED.get_or_init(find_and_check).clone()
+}
+
+/// [`kargs_binary`]'s work: find the binary and check that it is not older than its sources.
+fn find_and_check() -> PathBuf {
     let exe = std::env::current_exe().unwrap_or_else(|e| panic!("the test's own path: {e}"));
     let profile = exe
         .parent()
