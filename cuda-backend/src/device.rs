@@ -11,9 +11,13 @@ use kernel_args::{AbiError, Detail, HostError, PointerMode, SignatureCheck};
 
 use crate::cu_error::{Phase, is_sticky};
 use crate::driver::{CuError, Current, DRIVER_LIBRARY, Driver, Kernel, KernelLoadError, PrimaryContext};
+use crate::fence::FENCE_PARAMS;
 use crate::launcher::CudaLauncher;
 use crate::registry::{KernelEntry, KernelRegistry};
 use crate::setup::{KernelProblem, SetupError};
+
+/// The size of each of the fence's hidden parameters (`.u64`).
+const FENCE_PARAM_SIZE: usize = 8;
 
 /// The environment variable [`CudaOptions::from_env`] reads the driver library's path from.
 pub const DRIVER_ENV: &str = "KARGS_CUDA_DRIVER";
@@ -98,6 +102,9 @@ pub(crate) struct LoadedKernel {
     pub(crate) static_shared: u32,
     /// `CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES` as last set.
     pub(crate) dynamic_shared_limit: AtomicU32,
+    /// Whether the module is fenced: every launch appends the fence's hidden parameters
+    /// (not in `param_sizes`, which are the guest's).
+    pub(crate) fenced: bool,
 }
 
 /// A kernel id's module, or why it cannot be loaded (kept only for `MalformedPtx` and
@@ -349,6 +356,22 @@ impl CudaDevice {
         self.replace(id, |registry| registry.register(id, ptx, entry, declaration))
     }
 
+    /// Registers (or replaces) kernel `id` with its declaration but without the fence
+    /// ([`KernelRegistry::register_unfenced`]: for kernels trusted as the host is).
+    ///
+    /// # Errors
+    ///
+    /// As [`KernelRegistry::register_unfenced`].
+    pub fn register_unfenced(
+        &self,
+        id: i64,
+        ptx: &str,
+        entry: &str,
+        declaration: &str,
+    ) -> Result<(), SetupError> {
+        self.replace(id, |registry| registry.register_unfenced(id, ptx, entry, declaration))
+    }
+
     /// Registers (or replaces) kernel `id` without a declaration
     /// ([`KernelRegistry::register_undeclared`]: for trusted guests only).
     ///
@@ -501,15 +524,28 @@ impl CudaDevice {
             }
             KernelLoadError::Entry(error) => LoadFailure::from(fail(error, Phase::GetFunction)),
         })?;
+        // A fenced entry has the fence's hidden parameters after the guest's: the driver's list
+        // is checked whole, and the guest's part of it is what launches are checked against.
+        let hidden = if entry.fenced() { FENCE_PARAMS.len() } else { 0 };
         let driver_sizes = kernel.driver_param_sizes();
         if let (Some(declaration), Some((driver, true))) = (entry.declaration(), &driver_sizes) {
-            let declared: Vec<usize> = declaration.params().map(|p| p.ty.size()).collect();
+            let mut declared: Vec<usize> = declaration.params().map(|p| p.ty.size()).collect();
+            declared.extend(std::iter::repeat_n(FENCE_PARAM_SIZE, hidden));
             if &declared != driver {
                 let problem = KernelProblem::DriverParams { declared, driver: driver.clone() };
                 let guest = HostError::msg(AbiError::InvalidKernel, format!("kernel {id}: {problem}"));
                 return Err(LoadFailure { guest, problem });
             }
         }
+        let driver_sizes = driver_sizes.and_then(|(mut sizes, counted)| {
+            // A list counted by asking until the driver refused that does not end in the hidden
+            // parameters is not the fenced entry's: the PTX's sizes are used instead.
+            let guest = sizes.len().checked_sub(hidden).filter(|&n| {
+                sizes.get(n..).is_some_and(|tail| tail.iter().all(|&size| size == FENCE_PARAM_SIZE))
+            })?;
+            sizes.truncate(guest);
+            Some((sizes, counted))
+        });
         // A declared kernel's sizes are its declaration's (checked against the PTX when it was
         // registered, and against the driver's count just now).
         let ptx_sizes = match entry.declaration() {
@@ -540,6 +576,7 @@ impl CudaDevice {
             signature,
             static_shared,
             dynamic_shared_limit: AtomicU32::new(dynamic_shared),
+            fenced: entry.fenced(),
         })
     }
 }

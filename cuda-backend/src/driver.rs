@@ -723,17 +723,48 @@ impl Stream {
         result.and(synced)
     }
 
+    /// Writes zeros over all of `buffer` and waits for it (`cuMemcpyHtoDAsync` from a zeroed
+    /// host buffer, then `cuStreamSynchronize`, which also runs on an error): device memory
+    /// fresh from `cuMemAlloc` holds whatever was there before, another tenant's bytes among
+    /// them.
+    ///
+    /// # Errors
+    ///
+    /// The first failed call; a `current` that is not the stream's context is
+    /// `CUDA_ERROR_INVALID_CONTEXT`.
+    pub fn zero(&self, current: &Current<'_>, buffer: &DeviceBuffer) -> Result<(), CuError> {
+        current.check(self.made_in, "cuMemcpyHtoDAsync")?;
+        let zeros = vec![0u8; buffer.len];
+        // SAFETY: `zeros` is `buffer.len` readable bytes that live until the end of this
+        // function, which synchronises the stream before returning; the buffer holds that many
+        // bytes and belongs to the current context.
+        let code = unsafe {
+            (self.driver.api.memcpy_htod_async)(
+                buffer.address,
+                zeros.as_ptr().cast::<c_void>(),
+                buffer.len,
+                self.stream.raw(),
+            )
+        };
+        let result = check("cuMemcpyHtoDAsync", code);
+        let synced = self.synchronize();
+        result.and(synced)
+    }
+
     /// Launches `kernel` with `params`, then copies each transfer's buffer back into its
     /// window, and waits for all of it (`cuLaunchKernel`, `cuMemcpyDtoHAsync` each,
-    /// `cuStreamSynchronize`). Once the launch is enqueued, the stream is synchronised
-    /// before this returns, on every path: nothing the kernel or a copy does can reach guest
-    /// memory after the call.
+    /// `cuStreamSynchronize`). With a fence `flag` (a fenced kernel's 32-bit flag, at least 4
+    /// bytes), the flag is zeroed before the launch (`cuMemcpyHtoDAsync`) and read after it
+    /// (`cuMemcpyDtoHAsync`), and the answer is whether the kernel set it. Once anything is
+    /// enqueued, the stream is synchronised before this returns, on every path: nothing the
+    /// kernel or a copy does can reach guest memory, or this call's stack, after the call.
     ///
     /// # Errors
     ///
     /// The first failed call; a `current` that is not the stream's and the kernel's context is
     /// `CUDA_ERROR_INVALID_CONTEXT`, and a window without a writable host pointer or longer than
-    /// its buffer `CUDA_ERROR_INVALID_VALUE`, both before the launch.
+    /// its buffer, or a flag shorter than 4 bytes, `CUDA_ERROR_INVALID_VALUE`, all before the
+    /// launch.
     pub fn launch(
         &self,
         current: &Current<'_>,
@@ -741,12 +772,36 @@ impl Stream {
         shape: &LaunchShape,
         params: &mut impl KernelParams,
         copy_back: &[Transfer<'_, '_>],
-    ) -> Result<(), CuError> {
+        flag: Option<&DeviceBuffer>,
+    ) -> Result<bool, CuError> {
         current.check(self.made_in, "cuLaunchKernel")?;
         current.check(kernel.made_in, "cuLaunchKernel")?;
         let refused = CuError { call: "cuMemcpyDtoHAsync", code: CUDA_ERROR_INVALID_VALUE };
         if copy_back.iter().any(|t| t.window.host_ptr_mut().is_none() || t.device().is_none()) {
             return Err(refused);
+        }
+        let word = size_of::<u32>();
+        if flag.is_some_and(|f| f.len < word) {
+            return Err(CuError { call: "cuMemcpyHtoDAsync", code: CUDA_ERROR_INVALID_VALUE });
+        }
+        let zero: u32 = 0;
+        let mut set: u32 = 0;
+        if let Some(flag) = flag {
+            // SAFETY: `zero` is 4 readable bytes that live until the end of this function,
+            // which synchronises the stream before returning on every path from here; the flag
+            // buffer holds at least 4 bytes (checked above) and belongs to the current context.
+            let code = unsafe {
+                (self.driver.api.memcpy_htod_async)(
+                    flag.address,
+                    ptr::from_ref(&zero).cast::<c_void>(),
+                    word,
+                    self.stream.raw(),
+                )
+            };
+            if let Err(e) = check("cuMemcpyHtoDAsync", code) {
+                let _ = self.synchronize();
+                return Err(e);
+            }
         }
         // SAFETY: the function is loaded (its module lives as long as `kernel`) in the current
         // context; `params` is a table made by `KernelParamStorage` (a `ParamTable`: one
@@ -772,7 +827,12 @@ impl Stream {
                 ptr::null_mut(),
             )
         };
-        check("cuLaunchKernel", code)?;
+        if let Err(e) = check("cuLaunchKernel", code) {
+            if flag.is_some() {
+                let _ = self.synchronize(); // the flag's copy reads `zero`
+            }
+            return Err(e);
+        }
         let mut result = Ok(());
         for t in copy_back {
             let Some(host) = t.window.host_ptr_mut().filter(|_| !t.window.is_empty()) else { continue };
@@ -795,8 +855,23 @@ impl Stream {
                 break;
             }
         }
+        if let (Some(flag), Ok(())) = (flag, &result) {
+            // SAFETY: `set` is 4 writable bytes that live until the end of this function, which
+            // synchronises the stream below before reading it; the flag buffer holds at least 4
+            // bytes and belongs to the current context.
+            let code = unsafe {
+                (self.driver.api.memcpy_dtoh_async)(
+                    ptr::from_mut(&mut set).cast::<c_void>(),
+                    flag.address,
+                    word,
+                    self.stream.raw(),
+                )
+            };
+            result = check("cuMemcpyDtoHAsync", code);
+        }
         let synced = self.synchronize();
-        result.and(synced)
+        result.and(synced)?;
+        Ok(set != 0)
     }
 
     /// Gives the stream up without destroying it: its context was reset, which destroyed it.

@@ -15,31 +15,50 @@ use crate::cu_error::Phase;
 use crate::device::PointerModeChoice;
 use crate::device::{CudaDevice, LoadedKernel};
 use crate::driver::{CuError, Current, DeviceBuffer, Stream, Transfer};
+use crate::fence::{FENCE_PARAMS, MIN_FENCE_LEN};
 use crate::registry::KernelEntry;
 use crate::signature::check_param_sizes;
 use crate::staging::StagingPlan;
 use crate::storage::{KernelParamStorage, PaddingScratch, StorageError};
 
-/// Staging buffers larger than this are freed after their launch rather than kept for the
-/// next one, so that one large launch does not hold device memory for a launcher's life.
+/// A staging arena larger than this is freed after its launch rather than kept for the next
+/// one, so that one large launch does not hold device memory for a launcher's life.
 pub const MAX_KEPT_STAGING_BYTES: usize = 64 << 20;
 
 pub use crate::staging::STAGING_ALIGN;
+
+/// The parameter storage's capacity: the most arguments a guest sends, and the fence's hidden
+/// parameters after them.
+const STORAGE_CAPACITY: usize = kernel_args_core::MAX_KERNEL_ARGS + FENCE_PARAMS.len();
+
+/// The bytes of a fenced kernel's flag (a `u32`).
+const FLAG_BYTES: usize = 4;
 
 /// A launcher's own driver resources, made in one generation of the device's context.
 #[derive(Debug)]
 struct Resources {
     generation: u64,
     stream: Stream,
-    /// Staging buffers, kept for the next staged launch.
-    buffers: Vec<DeviceBuffer>,
+    /// The staging arena, kept for the next staged launch.
+    arena: Option<DeviceBuffer>,
+    /// The fence's flag, made on the first fenced launch and kept.
+    flag: Option<DeviceBuffer>,
 }
 
 impl Resources {
     fn abandon(self) {
         self.stream.abandon();
-        self.buffers.into_iter().for_each(DeviceBuffer::abandon);
+        self.arena.into_iter().chain(self.flag).for_each(DeviceBuffer::abandon);
     }
+}
+
+/// A fenced launch's fence: the address range its kernel's accesses are clamped into, and the
+/// flag the kernel sets when it was outside.
+#[derive(Debug, Clone, Copy)]
+struct Fence<'b> {
+    base: u64,
+    len: u64,
+    flag: &'b DeviceBuffer,
 }
 
 /// The [`Launcher`] that runs registered PTX kernels on a [`CudaDevice`]: [`CudaLauncher`], one
@@ -72,12 +91,21 @@ impl Resources {
 ///      copy-on-write file mapping that HMM cannot migrate; [`PointerModeChoice::Direct`]
 ///      still allows it there (see `docs/RISKS.md`);
 ///    - **staged**: each window is copied into device memory before the launch and back after
-///      it, and the kernel gets the device addresses. Overlapping (or touching) windows are
-///      staged as one buffer (the crate's staging plan), so aliasing arguments alias on the
-///      device too. The buffers are kept by the launcher and reused (no `cuMemAlloc`/`cuMemFree`
-///      per launch), except those over [`MAX_KEPT_STAGING_BYTES`], freed after their launch;
-/// 5. launches on the launcher's stream, copies staged windows back and synchronises: when
-///    `launch` returns, nothing on the device can touch guest memory any more.
+///      it, and the kernel gets the device addresses. All of a launch's windows lie in one
+///      device buffer, the arena; overlapping (or touching) windows are staged as one region
+///      of it (the crate's staging plan), so aliasing arguments alias on the device too. The
+///      arena is kept by the launcher and reused (no `cuMemAlloc`/`cuMemFree` per launch),
+///      except one over [`MAX_KEPT_STAGING_BYTES`], freed after its launch;
+/// 5. for a fenced kernel (registered with [`KernelRegistry::register`](crate::KernelRegistry::register)),
+///    appends the fence's hidden parameters (`crate::fence`): in direct mode the fence is the
+///    guest's whole linear memory, in staged mode the launch's staging arena (every staged
+///    window of the launch lies in that one device buffer); the kernel's flag (4 bytes of
+///    device memory the launcher keeps) is zeroed before the launch and read after it;
+/// 6. launches on the launcher's stream, copies staged windows back and synchronises: when
+///    `launch` returns, nothing on the device can touch guest memory any more. A fenced kernel
+///    that set its flag (it reached outside its fence, and was redirected inside) answers
+///    `LaunchFailed`, naming the fence; its windows then hold whatever it wrote. Nothing
+///    outside the fence was touched, and the next launch runs as any other.
 ///
 /// GPU writes reach guest memory only through windows of memory borrowed with
 /// [`GuestMemory::exclusive`](kernel_args_core::GuestMemory::exclusive); a request whose
@@ -90,8 +118,8 @@ impl Resources {
 pub struct CudaLauncher {
     device: Arc<CudaDevice>,
     resources: Option<Resources>,
-    /// Filled in place for every launch (boxed: it is 1 KiB and more).
-    storage: Box<KernelParamStorage>,
+    /// Filled in place for every launch (boxed: it is 2 KiB and more).
+    storage: Box<KernelParamStorage<STORAGE_CAPACITY>>,
     /// Where the table of a kernel whose parameters nobody knows is made (trusted guests only).
     padding: PaddingScratch,
     /// The registry entry of the last kernel asked for, with the device's registration count
@@ -144,53 +172,119 @@ impl Launch<'_> {
     }
 
     /// The one table helper of both pointer modes: the `void**` table of `storage` (the padded
-    /// one, made in `padding`, when nobody knows the kernel's parameters), handed to
-    /// `cuLaunchKernel` with the shape; then the staged windows' copies back, and a
+    /// one, made in `padding`, when nobody knows the kernel's parameters), with the fence's
+    /// hidden parameters after the arguments for a fenced kernel, handed to `cuLaunchKernel`
+    /// with the shape; then the staged windows' copies back, the flag's read, and a
     /// synchronisation.
     fn run(
         &self,
-        storage: &mut KernelParamStorage,
+        storage: &mut KernelParamStorage<STORAGE_CAPACITY>,
         padding: &mut PaddingScratch,
         request: &LaunchRequest<'_, '_>,
         copy_back: &[Transfer<'_, '_>],
+        fence: Option<Fence<'_>>,
     ) -> Result<(), HostError> {
         let (stream, current, kernel, shape) =
             (self.stream, self.current, &self.kernel.kernel, &request.shape);
-        match self.kernel.signature {
-            SignatureCheck::Skipped => storage
-                .with_padded_params(padding, |table| stream.launch(current, kernel, shape, table, copy_back)),
+        let flag = match (self.kernel.fenced, fence) {
+            (false, _) => None,
+            (true, Some(fence)) => {
+                storage.append(&[fence.base, fence.len, fence.flag.address()])?;
+                Some(fence.flag)
+            }
+            (true, None) => return Err(unfenced(request.kernel_id)),
+        };
+        let reached_out = match self.kernel.signature {
+            // A fenced kernel is declared, so its parameters are always known: its hidden
+            // parameters are never left to a padded table's zeros.
+            SignatureCheck::Skipped if flag.is_some() => return Err(unfenced(request.kernel_id)),
+            SignatureCheck::Skipped => storage.with_padded_params(padding, |table| {
+                stream.launch(current, kernel, shape, table, copy_back, None)
+            }),
             SignatureCheck::Ptx | SignatureCheck::Driver => {
-                storage.with_params(|table| stream.launch(current, kernel, shape, table, copy_back))
+                storage.with_params(|table| stream.launch(current, kernel, shape, table, copy_back, flag))
             }
         }
-        .map_err(|e| self.fail(e))
+        .map_err(|e| self.fail(e))?;
+        match fence {
+            Some(fence) if reached_out => Err(HostError::msg(
+                AbiError::LaunchFailed,
+                format!(
+                    "kernel {} reached outside its fence ({}, {} bytes): those accesses were redirected \
+                     inside it, and what the kernel wrote is unspecified",
+                    request.kernel_id,
+                    match self.device.pointer_mode {
+                        PointerMode::Direct => "the guest's linear memory",
+                        PointerMode::Staged | PointerMode::None => "the launch's staging arena",
+                    },
+                    fence.len
+                ),
+            )),
+            _ => Ok(()),
+        }
     }
 
-    /// Direct mode: each window's writable host pointer into guest memory.
+    /// The flag of a fenced kernel, made on its first launch and kept.
+    fn flag<'r>(&self, flag: &'r mut Option<DeviceBuffer>) -> Result<Option<&'r DeviceBuffer>, HostError> {
+        if !self.kernel.fenced {
+            return Ok(None);
+        }
+        if flag.is_none() {
+            *flag = Some(DeviceBuffer::alloc(self.current, FLAG_BYTES).map_err(|e| self.fail(e))?);
+        }
+        Ok(flag.as_ref())
+    }
+
+    /// Direct mode: each window's writable host pointer into guest memory; the fence is the
+    /// whole guest memory.
     fn direct(
         &self,
-        storage: &mut KernelParamStorage,
+        storage: &mut KernelParamStorage<STORAGE_CAPACITY>,
         padding: &mut PaddingScratch,
+        flag: &mut Option<DeviceBuffer>,
         request: &LaunchRequest<'_, '_>,
     ) -> Result<(), HostError> {
+        // The device dereferences the addresses, so their provenance is exposed, not dropped.
+        // A `usize` address always fits `u64` on the hosts CUDA supports.
         storage.fill(request.args, |index, range| {
             let host = request.window(range)?.host_ptr_mut().ok_or(StorageError::Unplaced { index })?;
-            // The device dereferences the address, so its provenance is exposed, not dropped.
-            // A `usize` address always fits `u64` on the hosts CUDA supports.
             Ok::<u64, HostError>(host.expose_provenance() as u64)
         })?;
-        self.run(storage, padding, request, &[])
+        let fence = match self.flag(flag)? {
+            None => None,
+            Some(flag) => {
+                let base = request.memory.window(0, 0).and_then(|w| w.host_ptr_mut());
+                let (Some(base), len) = (base, request.memory.len()) else {
+                    return Err(HostError::msg(
+                        AbiError::Internal,
+                        "a fenced launch in direct mode needs guest memory borrowed with GuestMemory::exclusive",
+                    ));
+                };
+                if len < MIN_FENCE_LEN {
+                    return Err(HostError::msg(
+                        AbiError::LaunchFailed,
+                        format!(
+                            "kernel {} is fenced, and the guest's memory of {len} bytes is shorter than the \
+                             shortest fence, {MIN_FENCE_LEN} bytes",
+                            request.kernel_id
+                        ),
+                    ));
+                }
+                Some(Fence { base: base.expose_provenance() as u64, len, flag })
+            }
+        };
+        self.run(storage, padding, request, &[], fence)
     }
 
-    /// Staged mode: the windows copied into device buffers (kept in `buffers` for the next
-    /// launch), the kernel given their device addresses, and the buffers it may have written
-    /// copied back. Each region lies in its buffer at its start's distance from a
-    /// [`STAGING_ALIGN`] boundary, so every window keeps its alignment on the device.
+    /// Staged mode: the windows copied into the arena (kept in `arena` for the next launch),
+    /// the kernel given their device addresses, and the regions it may have written copied
+    /// back; the fence is the arena. Each region lies in the arena at its start's distance past
+    /// a [`STAGING_ALIGN`] boundary, so every window keeps its alignment on the device.
     fn staged(
         &self,
-        storage: &mut KernelParamStorage,
+        storage: &mut KernelParamStorage<STORAGE_CAPACITY>,
         padding: &mut PaddingScratch,
-        buffers: &mut Vec<DeviceBuffer>,
+        (arena, flag): (&mut Option<DeviceBuffer>, &mut Option<DeviceBuffer>),
         request: &LaunchRequest<'_, '_>,
         writes: &[bool],
     ) -> Result<(), HostError> {
@@ -209,43 +303,64 @@ impl Launch<'_> {
                 *flag |= w;
             }
         }
-        for i in 0..regions.len() {
-            let len = usize::try_from(plan.buffer_len(i)).unwrap_or(usize::MAX);
-            match buffers.get_mut(i) {
-                Some(kept) if kept.len() >= len => {}
-                slot => {
-                    let fresh = DeviceBuffer::alloc(self.current, len).map_err(|e| self.fail(e))?;
-                    match slot {
-                        Some(kept) => *kept = fresh,
-                        None => buffers.push(fresh),
-                    }
-                }
-            }
+        let flag = self.flag(flag)?;
+        // A fenced kernel gets an arena of at least the shortest fence, windows or not.
+        let fence_len = match flag {
+            Some(_) => plan.arena_len().max(MIN_FENCE_LEN),
+            None => plan.arena_len(),
+        };
+        let arena_len = usize::try_from(fence_len).unwrap_or(usize::MAX);
+        let needed = flag.is_some() || !plan.regions().is_empty();
+        if needed && arena.as_ref().is_none_or(|kept| kept.len() < arena_len) {
+            // The kept one (too short) is freed first. The new one is zeroed: the bytes between
+            // regions are inside the fence, and fresh device memory may hold another tenant's.
+            *arena = None;
+            let fresh = DeviceBuffer::alloc(self.current, arena_len).map_err(|e| self.fail(e))?;
+            self.stream.zero(self.current, &fresh).map_err(|e| self.fail(e))?;
+            *arena = Some(fresh);
         }
-        let transfers: Vec<Transfer<'_, '_>> = regions
-            .iter()
-            .zip(buffers.iter())
-            .enumerate()
-            .map(|(r, (window, buffer))| Transfer { window, buffer, at: plan.lead(r) as usize })
-            .collect();
-        self.stream.upload(self.current, &transfers).map_err(|e| self.fail(e))?;
-        let copy_back: Vec<Transfer<'_, '_>> =
-            transfers.iter().zip(&written).filter(|(_, w)| **w).map(|(t, _)| *t).collect();
-        let mut window = 0;
-        let result = storage
-            .fill(request.args, |index, _| {
-                let (region, at) = plan.in_buffer(window).ok_or(StorageError::Unplaced { index })?;
-                window = window.saturating_add(1);
-                let buffer = buffers.get(region).ok_or(StorageError::Unplaced { index })?;
-                Ok::<u64, HostError>(buffer.address().saturating_add(at))
-            })
-            .and_then(|()| self.run(storage, padding, request, &copy_back));
-        drop(copy_back);
-        drop(transfers);
-        // Keep the buffers for the next launch, but not a large one.
-        buffers.retain(|b| b.len() <= MAX_KEPT_STAGING_BYTES);
+        let result = match arena.as_ref().filter(|_| needed) {
+            None => {
+                // No pointer argument and no fence: nothing to place.
+                storage.fill(request.args, |index, _| {
+                    Err::<u64, HostError>(StorageError::Unplaced { index }.into())
+                })?;
+                self.run(storage, padding, request, &[], None)
+            }
+            Some(buffer) => {
+                let transfers: Vec<Transfer<'_, '_>> = regions
+                    .iter()
+                    .enumerate()
+                    .map(|(r, window)| Transfer { window, buffer, at: plan.region_at(r) as usize })
+                    .collect();
+                self.stream.upload(self.current, &transfers).map_err(|e| self.fail(e))?;
+                let copy_back: Vec<Transfer<'_, '_>> =
+                    transfers.iter().zip(&written).filter(|(_, w)| **w).map(|(t, _)| *t).collect();
+                let mut window = 0;
+                let fence = flag.map(|flag| Fence { base: buffer.address(), len: fence_len, flag });
+                storage
+                    .fill(request.args, |index, _| {
+                        let at = plan.in_arena(window).ok_or(StorageError::Unplaced { index })?;
+                        window = window.saturating_add(1);
+                        Ok::<u64, HostError>(buffer.address().saturating_add(at))
+                    })
+                    .and_then(|()| self.run(storage, padding, request, &copy_back, fence))
+            }
+        };
+        // Keep the arena for the next launch, but not a large one.
+        if arena.as_ref().is_some_and(|b| b.len() > MAX_KEPT_STAGING_BYTES) {
+            *arena = None;
+        }
         result
     }
+}
+
+/// A fenced kernel about to launch without its fence: the launcher's own mistake, refused.
+fn unfenced(kernel_id: i64) -> HostError {
+    HostError::msg(
+        AbiError::Internal,
+        format!("kernel {kernel_id} is fenced, and this launch has no fence for it"),
+    )
 }
 
 impl Launcher for CudaLauncher {
@@ -286,13 +401,14 @@ impl Launcher for CudaLauncher {
             Some(resources) => resources,
             None => {
                 let stream = Stream::new(&current).map_err(|e| device.fail(generation, e, Phase::Launch))?;
-                self.resources.insert(Resources { generation, stream, buffers: Vec::new() })
+                self.resources.insert(Resources { generation, stream, arena: None, flag: None })
             }
         };
 
         let slot = device.kernel(&state, &current, request.kernel_id)?;
         let kernel = slot.as_ref().as_ref().map_err(|failure| failure.guest.clone())?;
-        let launch = Launch { device, generation, current: &current, stream: &resources.stream, kernel };
+        let Resources { stream, arena, flag, .. } = resources;
+        let launch = Launch { device, generation, current: &current, stream, kernel };
 
         let shared = request.shape.shared_mem_bytes;
         if shared > kernel.dynamic_shared_limit.load(Ordering::Acquire) {
@@ -317,9 +433,9 @@ impl Launcher for CudaLauncher {
 
         let (storage, padding) = (&mut *self.storage, &mut self.padding);
         match device.pointer_mode {
-            PointerMode::Direct => launch.direct(storage, padding, request)?,
+            PointerMode::Direct => launch.direct(storage, padding, flag, request)?,
             PointerMode::Staged | PointerMode::None => {
-                launch.staged(storage, padding, &mut resources.buffers, request, &writes)?
+                launch.staged(storage, padding, (arena, flag), request, &writes)?
             }
         }
         drop(current);

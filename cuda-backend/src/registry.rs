@@ -1,12 +1,23 @@
-//! The kernel registry: what a guest's kernel id names (PTX text and entry point) and what the
-//! kernel declares it does with its parameters.
+//! The kernel registry: what a guest's kernel id names (PTX text and entry point), what the
+//! kernel declares it does with its parameters, and whether it runs behind the fence.
 //!
 //! A kernel is registered with its declaration (`kernel_args::Declaration`, the grammar of
 //! `docs/declarations.md`), which every launch is checked against before any launcher runs.
 //! Registration checks the declaration against the PTX's `.entry` parameter list (the count,
 //! each parameter's size and alignment): a disagreement is a [`SetupError`] naming both sides.
-//! A kernel registered without a declaration ([`KernelRegistry::register_undeclared`]) is
-//! launched only for a guest the host trusts (`kernel_args::GuestTrust::Trusted`).
+//!
+//! [`KernelRegistry::register`] also fences the module ([`crate::fence`]): the PTX the driver
+//! loads is the rewritten text, made once here and kept with the entry, whose every global
+//! access is clamped into the launch's fence (the guest's linear memory in direct mode, the
+//! launch's staging arena in staged mode). A module the fence cannot cover (a call, a texture,
+//! a module `.global` variable) is refused with its line. Two registrations skip the fence,
+//! and both are for kernels the embedder trusts as it trusts itself:
+//!
+//! - [`KernelRegistry::register_unfenced`]: declared, so every launch is still checked against
+//!   the declaration, but a bug in the kernel (an index past its window) reaches whatever
+//!   memory the kernel can address;
+//! - [`KernelRegistry::register_undeclared`]: no declaration and no fence; launched only for a
+//!   guest the host trusts (`kernel_args::GuestTrust::Trusted`).
 //!
 //! Built without a GPU; the CUDA launcher loads a registered kernel's module on its first
 //! launch, and checks the declaration against the driver's parameter list there too.
@@ -19,10 +30,21 @@
 //! let kernel = registry.get(1).expect("registered");
 //! assert_eq!(kernel.declaration().expect("declared").name(), "vector_add");
 //! assert_eq!(kernel.signature().expect("parsed").param_sizes(), [8, 8, 8, 4]);
+//! assert!(kernel.fenced());
 //!
 //! // A declaration the PTX disagrees with is the embedder's error, named on both sides.
 //! let err = registry.register(2, kernels::VECTOR_ADD_PTX, "vector_add", "add(a: &[f32; n], n: u32)").unwrap_err();
 //! assert_eq!(err.to_string(), "kernel 2: the declaration has 2 parameters, the PTX entry vector_add has 4");
+//!
+//! // A module the fence cannot cover is refused, with its line, unless registered unfenced.
+//! let calls = ".version 7.8\n.target sm_52\n.address_size 64\n\
+//!     .visible .entry k(.param .u64 p)\n{\n\t.reg .b64 %rd<2>;\n\
+//!     \tld.param.u64 %rd1, [p];\n\tcall.uni helper, (%rd1);\n\tret;\n}\n";
+//! let err = registry.register(3, calls, "k", "k(p: u64)").unwrap_err();
+//! assert_eq!(err.to_string(), "kernel 3: the fence cannot cover it: PTX line 8: `call.uni helper, (%rd1)`: \
+//!     a call (the fence does not reach into the callee)");
+//! registry.register_unfenced(3, calls, "k", "k(p: u64)")?; // trusted kernels only
+//! assert!(!registry.get(3).expect("registered").fenced());
 //! # Ok::<(), kernel_args_cuda::SetupError>(())
 //! ```
 
@@ -32,11 +54,13 @@ use std::sync::Arc;
 
 use kernel_args::Declaration;
 
+use crate::fence::fence_ptx;
 use crate::setup::{KernelProblem, SetupError};
 use crate::signature::{KernelSignature, PtxParseError, find_entry};
 
-/// One registered kernel: its module's PTX, its entry name, its declaration where it has one,
-/// and its parameter list as the PTX declares it where the parser reads it.
+/// One registered kernel: the PTX its module loads (fenced or not), its entry name, its
+/// declaration where it has one, and its parameter list as the PTX declares it where the parser
+/// reads it.
 #[derive(Debug, Clone)]
 pub struct KernelEntry {
     ptx: CString,
@@ -44,12 +68,22 @@ pub struct KernelEntry {
     declaration: Option<Declaration>,
     signature: Option<KernelSignature>,
     parse_error: Option<PtxParseError>,
+    fenced: bool,
 }
 
 impl KernelEntry {
-    /// The module's PTX text, NUL-terminated as `cuModuleLoadData` wants it.
+    /// The PTX text the driver loads, NUL-terminated as `cuModuleLoadData` wants it: for a
+    /// fenced kernel, the rewritten text, whose entries have the three hidden parameters of
+    /// [`FENCE_PARAMS`](crate::fence::FENCE_PARAMS) after their own.
     pub fn ptx(&self) -> &CStr {
         &self.ptx
+    }
+
+    /// Whether the kernel runs behind the fence (registered with
+    /// [`KernelRegistry::register`]): every launch hands it the fence's three hidden
+    /// parameters, and a launch in which it reached outside answers `LaunchFailed`.
+    pub fn fenced(&self) -> bool {
+        self.fenced
     }
 
     /// The entry point's name.
@@ -86,20 +120,57 @@ impl KernelRegistry {
         KernelRegistry::default()
     }
 
-    /// Registers (or replaces) kernel `id`: entry `entry` of the module whose PTX is `ptx`, which
-    /// does with its parameters what `declaration` says (`docs/declarations.md`).
+    /// Registers (or replaces) kernel `id`, fenced: entry `entry` of the module whose PTX is
+    /// `ptx`, which does with its parameters what `declaration` says (`docs/declarations.md`).
+    /// The module is rewritten with its fence here, once ([`crate::fence::fence_ptx`]), and the
+    /// driver loads the rewritten text.
     ///
     /// # Errors
     ///
     /// [`SetupError::Kernel`] when `ptx` contains a NUL byte, `entry` is empty or contains one,
     /// the declaration does not parse, the PTX's parameter lists cannot be read or do not
-    /// declare `entry`, or the declaration disagrees with the entry's parameter list (the
-    /// count, or a parameter's size or alignment).
+    /// declare `entry`, the declaration disagrees with the entry's parameter list (the count,
+    /// or a parameter's size or alignment), or the module uses what the fence cannot cover
+    /// ([`KernelProblem::Fence`], with the line).
     pub fn register(&mut self, id: i64, ptx: &str, entry: &str, declaration: &str) -> Result<(), SetupError> {
+        self.register_declared(id, ptx, entry, declaration, true)
+    }
+
+    /// Registers (or replaces) kernel `id` with its declaration, as
+    /// [`register`](Self::register) does, but **without the fence**: the driver loads `ptx` as
+    /// it is. Every launch is still checked against the declaration, so a correct kernel
+    /// reaches only the guest's windows; a kernel with a bug (an index past its window, a
+    /// pointer made from a scalar) reaches whatever memory it can address: host memory outside
+    /// the guest's in direct mode, other tenants' device buffers in staged mode. For kernels
+    /// the embedder trusts as it trusts itself, or that only trusted guests launch: those the
+    /// fence cannot cover (calls, textures, tensor copies), or whose fence costs too much
+    /// (`docs/performance.md`).
+    ///
+    /// # Errors
+    ///
+    /// As [`register`](Self::register), less the fence's.
+    pub fn register_unfenced(
+        &mut self,
+        id: i64,
+        ptx: &str,
+        entry: &str,
+        declaration: &str,
+    ) -> Result<(), SetupError> {
+        self.register_declared(id, ptx, entry, declaration, false)
+    }
+
+    fn register_declared(
+        &mut self,
+        id: i64,
+        ptx: &str,
+        entry: &str,
+        declaration: &str,
+        fenced: bool,
+    ) -> Result<(), SetupError> {
         let refuse = |problem| SetupError::Kernel { id, problem };
         let declaration =
             Declaration::parse(declaration).map_err(|e| refuse(KernelProblem::Declaration(e)))?;
-        let kernel = KernelEntry::new(id, ptx, entry, Some(declaration))?;
+        let mut kernel = KernelEntry::new(id, ptx, entry, Some(declaration))?;
         let signature = match (&kernel.signature, &kernel.parse_error) {
             (Some(signature), _) => signature,
             (None, Some(e)) => return Err(refuse(KernelProblem::PtxUnreadable(e.clone()))),
@@ -108,14 +179,22 @@ impl KernelRegistry {
         if let Some(declaration) = &kernel.declaration {
             check_against_ptx(declaration, signature).map_err(refuse)?;
         }
+        if fenced {
+            let module = fence_ptx(ptx).map_err(|e| refuse(KernelProblem::Fence(e)))?;
+            // The rewriter only adds text, so no NUL byte appears in it.
+            kernel.ptx = CString::new(module.ptx())
+                .map_err(|e| refuse(KernelProblem::NulInPtx { position: e.nul_position() }))?;
+            kernel.fenced = true;
+        }
         self.kernels.insert(id, Arc::new(kernel));
         Ok(())
     }
 
-    /// Registers (or replaces) kernel `id` without a declaration: only a host that trusts its
-    /// guest (`kernel_args::GuestTrust::Trusted`) launches it, its arguments checked against
-    /// the PTX's or the driver's parameter sizes where either gives them. A PTX whose parameter
-    /// lists the parser cannot read is accepted ([`KernelEntry::parse_error`] says why).
+    /// Registers (or replaces) kernel `id` without a declaration and without the fence: only a
+    /// host that trusts its guest (`kernel_args::GuestTrust::Trusted`) launches it, its
+    /// arguments checked against the PTX's or the driver's parameter sizes where either gives
+    /// them. A PTX whose parameter lists the parser cannot read is accepted
+    /// ([`KernelEntry::parse_error`] says why).
     ///
     /// # Errors
     ///
@@ -166,7 +245,7 @@ impl KernelEntry {
             Ok(signature) => (signature, None),
             Err(e) => (None, Some(e)),
         };
-        Ok(KernelEntry { ptx: ptx_c, entry: entry_c, declaration, signature, parse_error })
+        Ok(KernelEntry { ptx: ptx_c, entry: entry_c, declaration, signature, parse_error, fenced: false })
     }
 }
 
@@ -241,6 +320,40 @@ mod tests {
             "{err}"
         );
         assert!(r.get(3).is_none(), "nothing refused is registered");
+    }
+
+    #[test]
+    fn registration_fences_unless_told_not_to() {
+        use crate::fence::{FENCE_PARAMS, FenceRefusal};
+        let mut r = KernelRegistry::new();
+        r.register(1, VECTOR_ADD, "vector_add", VECTOR_ADD_DECLARATION).unwrap();
+        r.register_unfenced(2, VECTOR_ADD, "vector_add", VECTOR_ADD_DECLARATION).unwrap();
+        r.register_undeclared(3, VECTOR_ADD, "vector_add").unwrap();
+        let fenced = r.get(1).unwrap();
+        assert!(fenced.fenced());
+        assert_eq!(fenced.ptx().to_str().unwrap(), crate::fence::fence_ptx(VECTOR_ADD).unwrap().ptx());
+        assert!(FENCE_PARAMS.iter().all(|p| fenced.ptx().to_str().unwrap().contains(p)));
+        // The guest-visible parameter list is the source's, checked against the declaration.
+        assert_eq!(fenced.signature().unwrap().param_sizes(), [8, 8, 8, 4]);
+        for id in [2, 3] {
+            let unfenced = r.get(id).unwrap();
+            assert!(!unfenced.fenced());
+            assert_eq!(unfenced.ptx().to_str().unwrap(), VECTOR_ADD);
+        }
+        // A module global is refused fenced, with its line, and accepted unfenced.
+        let global = VECTOR_ADD.replacen(".address_size 64", ".address_size 64\n.global .u32 counter;", 1);
+        let line = global.lines().position(|l| l.starts_with(".global")).unwrap() + 1;
+        match problem(r.register(4, &global, "vector_add", VECTOR_ADD_DECLARATION).unwrap_err()) {
+            KernelProblem::Fence(e) => {
+                assert_eq!((e.line, e.reason), (line, FenceRefusal::ModuleGlobal));
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(r.get(4).is_none());
+        r.register_unfenced(4, &global, "vector_add", VECTOR_ADD_DECLARATION).unwrap();
+        // The declaration is checked before the fence, unfenced too.
+        let err = r.register_unfenced(5, &global, "vector_add", "vector_add(n: u32)").unwrap_err();
+        assert!(matches!(problem(err), KernelProblem::ParamCount { declared: 1, ptx: 4, .. }));
     }
 
     #[test]

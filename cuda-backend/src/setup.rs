@@ -7,6 +7,7 @@ use std::fmt;
 
 use kernel_args::DeclarationError;
 
+use crate::fence::FenceError;
 use crate::signature::PtxParseError;
 
 /// Why registering a kernel or opening a device was refused.
@@ -101,7 +102,13 @@ pub enum KernelProblem {
     },
     /// The driver refused the kernel's module or entry, or the device cannot load it now.
     Load(String),
-    /// The driver's parameter list (`cuFuncGetParamInfo`) differs from the declaration.
+    /// The PTX uses what the fence cannot cover (a call, a texture, a module `.global`
+    /// variable, ...), named by its line; register it with
+    /// [`KernelRegistry::register_unfenced`](crate::KernelRegistry::register_unfenced) only for
+    /// kernels trusted as the host is.
+    Fence(FenceError),
+    /// The driver's parameter list (`cuFuncGetParamInfo`) differs from the declaration (with
+    /// the fence's three hidden parameters after it, for a fenced kernel).
     DriverParams {
         /// Parameter sizes by the declaration.
         declared: Vec<usize>,
@@ -153,6 +160,7 @@ impl fmt::Display for KernelProblem {
                  by the PTX ({ptx_name})",
                 declared.0, declared.1, ptx.0, ptx.1
             ),
+            KernelProblem::Fence(e) => write!(f, "the fence cannot cover it: {e}"),
             KernelProblem::Load(reason) => write!(f, "its module cannot be loaded: {reason}"),
             KernelProblem::DriverParams { declared, driver } => write!(
                 f,

@@ -1,4 +1,4 @@
-//! The staging plan: which device buffers a staged launch needs for its pointer windows.
+//! The staging plan: where in one device arena a staged launch puts its pointer windows.
 //!
 //! Where the device cannot read pageable host memory, each pointer window is copied into
 //! device memory before the launch and back after it. Windows may overlap (a guest may pass
@@ -6,9 +6,13 @@
 //! its own buffer would break that aliasing: the kernel's writes through one argument would
 //! not be seen through the other, and copying back would let one window's stale bytes
 //! overwrite the other's results, depending on the order of the copies. So windows that
-//! overlap or touch are merged into one region, staged as one buffer, and each argument gets
-//! the address of its window inside its region's buffer: arguments alias on the device
-//! exactly as they do in guest memory.
+//! overlap or touch are merged into one region, staged as one piece, and each argument gets
+//! the address of its window inside its region: arguments alias on the device exactly as they
+//! do in guest memory.
+//!
+//! Every region of a launch lies in one device buffer, the arena, one after the other: the
+//! arena is the launch's fence in staged mode (`crate::fence`), the one address range a fenced
+//! kernel's accesses are clamped into.
 //!
 //! This module only plans (no driver, no allocation beyond the plan's vectors), so it is
 //! tested without a GPU and under Miri.
@@ -16,11 +20,11 @@
 //! For example, a = `[0, 64)`, b = `[64, 128)` and out = a (in place) are one region,
 //! `[0, 128)`; a is placed at 0 in it, b at 64, out at 0 (the `in_place_and_touching` test).
 //!
-//! A region is copied into its buffer at its start's distance from a [`STAGING_ALIGN`]
-//! boundary ([`StagingPlan::lead`]), and device buffers start on such a boundary, so every
+//! A region is copied into the arena at its start's distance past a [`STAGING_ALIGN`] boundary
+//! of the arena ([`StagingPlan::region_at`]), and the arena starts on such a boundary, so every
 //! window's device address is congruent to its guest offset modulo [`STAGING_ALIGN`]: a window
 //! aligned for its elements in guest memory stays aligned on the device, however windows merge
-//! (`[4, 8)` of `f32` and `[8, 24)` of `f64` touch and share a buffer; the `f64`s stay 8-aligned).
+//! (`[4, 8)` of `f32` and `[8, 24)` of `f64` touch and share a region; the `f64`s stay 8-aligned).
 
 use kernel_args_core::GuestRange;
 
@@ -28,7 +32,7 @@ use kernel_args_core::GuestRange;
 /// `cuMemAlloc` aligns every buffer to.
 pub const STAGING_ALIGN: u64 = 256;
 
-/// The device buffers of a staged launch and where each pointer window lies in them.
+/// The arena of a staged launch and where each pointer window lies in it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StagingPlan {
     /// `[start, end)` guest offsets of each region, in increasing order, disjoint and not
@@ -36,6 +40,8 @@ pub struct StagingPlan {
     regions: Vec<(u64, u64)>,
     /// For each window, in the order given: its region's index and its offset in the region.
     placements: Vec<(usize, u64)>,
+    /// Where each region's first byte lies in the arena.
+    region_at: Vec<u64>,
 }
 
 impl StagingPlan {
@@ -66,7 +72,16 @@ impl StagingPlan {
                 (r, u64::from(w.guest_offset).saturating_sub(start))
             })
             .collect();
-        StagingPlan { regions, placements }
+        // Each region from the next STAGING_ALIGN boundary after the one before, plus its
+        // start's distance past a boundary.
+        let mut region_at = Vec::with_capacity(regions.len());
+        let mut free = 0u64;
+        for &(start, end) in &regions {
+            let at = free.saturating_add(start % STAGING_ALIGN);
+            region_at.push(at);
+            free = at.saturating_add(end.saturating_sub(start)).next_multiple_of(STAGING_ALIGN);
+        }
+        StagingPlan { regions, placements, region_at }
     }
 
     /// The regions' `[start, end)` guest offsets, in increasing order.
@@ -80,22 +95,24 @@ impl StagingPlan {
         &self.placements
     }
 
-    /// Where region `r` starts in its buffer: its start's distance from the [`STAGING_ALIGN`]
-    /// boundary below it (0 for a region that does not exist).
-    pub fn lead(&self, r: usize) -> u64 {
-        self.regions.get(r).map_or(0, |&(start, _)| start % STAGING_ALIGN)
+    /// Where region `r`'s first byte lies in the arena (0 for a region that does not exist):
+    /// congruent to the region's start modulo [`STAGING_ALIGN`].
+    pub fn region_at(&self, r: usize) -> u64 {
+        self.region_at.get(r).copied().unwrap_or(0)
     }
 
-    /// The bytes region `r`'s buffer needs: its lead and its length.
-    pub fn buffer_len(&self, r: usize) -> u64 {
-        self.regions.get(r).map_or(0, |&(start, end)| end.saturating_sub(start).saturating_add(self.lead(r)))
+    /// The bytes the arena needs: up to the last region's end (0 without regions).
+    pub fn arena_len(&self) -> u64 {
+        match (self.regions.last(), self.region_at.last()) {
+            (Some(&(start, end)), Some(&at)) => at.saturating_add(end.saturating_sub(start)),
+            _ => 0,
+        }
     }
 
-    /// Window `i`'s offset in its region's buffer (its region's lead plus its offset in the
-    /// region), with the region's index; `None` past the last window.
-    pub fn in_buffer(&self, i: usize) -> Option<(usize, u64)> {
+    /// Window `i`'s offset in the arena; `None` past the last window.
+    pub fn in_arena(&self, i: usize) -> Option<u64> {
         let &(r, offset) = self.placements.get(i)?;
-        Some((r, self.lead(r).saturating_add(offset)))
+        Some(self.region_at(r).saturating_add(offset))
     }
 }
 
@@ -107,20 +124,23 @@ mod tests {
         GuestRange { guest_offset, len }
     }
 
-    /// Every window lies inside its region at its offset, keeps its alignment in its buffer,
-    /// and regions neither overlap nor touch.
+    /// Every window lies inside its region at its offset, keeps its alignment in the arena and
+    /// lies inside it; regions neither overlap nor touch in guest memory, nor overlap in the
+    /// arena.
     fn check_invariants(windows: &[GuestRange], plan: &StagingPlan) {
         for (i, (window, &(r, offset))) in windows.iter().zip(plan.placements()).enumerate() {
             let (start, end) = plan.regions()[r];
             assert_eq!(start + offset, u64::from(window.guest_offset));
             assert!(window.end() <= end, "{window:?} outside region {r}");
-            let (region, at) = plan.in_buffer(i).unwrap();
-            assert_eq!(region, r);
+            let at = plan.in_arena(i).unwrap();
+            assert_eq!(at, plan.region_at(r) + offset);
             assert_eq!(at % STAGING_ALIGN, u64::from(window.guest_offset) % STAGING_ALIGN, "{window:?}");
-            assert!(at + u64::from(window.len) <= plan.buffer_len(r), "{window:?} past its buffer");
+            assert!(at + u64::from(window.len) <= plan.arena_len(), "{window:?} past the arena");
         }
-        for pair in plan.regions().windows(2) {
+        for (r, pair) in plan.regions().windows(2).enumerate() {
             assert!(pair[0].1 < pair[1].0, "regions {pair:?} overlap or touch");
+            let end_in_arena = plan.region_at(r) + (pair[0].1 - pair[0].0);
+            assert!(end_in_arena <= plan.region_at(r + 1), "regions {r} and {} overlap in the arena", r + 1);
         }
     }
 
@@ -139,11 +159,13 @@ mod tests {
         let windows = [w(4, 4), w(8, 16)];
         let plan = StagingPlan::new(&windows);
         assert_eq!(plan.regions(), &[(4, 24)]);
-        assert_eq!((plan.lead(0), plan.buffer_len(0)), (4, 24));
-        assert_eq!((plan.in_buffer(0), plan.in_buffer(1)), (Some((0, 4)), Some((0, 8))));
-        assert_eq!(plan.in_buffer(2), None);
+        assert_eq!((plan.region_at(0), plan.arena_len()), (4, 24));
+        assert_eq!((plan.in_arena(0), plan.in_arena(1)), (Some(4), Some(8)));
+        assert_eq!(plan.in_arena(2), None);
+        // [300, 308) at 44 in the arena; [1000, 1004) from the next boundary, 256, plus 232.
         let plan = StagingPlan::new(&[w(300, 8), w(1000, 4)]);
-        assert_eq!((plan.in_buffer(0), plan.in_buffer(1)), (Some((0, 44)), Some((1, 232))));
+        assert_eq!((plan.in_arena(0), plan.in_arena(1)), (Some(44), Some(488)));
+        assert_eq!(plan.arena_len(), 492);
         check_invariants(&[w(300, 8), w(1000, 4)], &plan);
     }
 
@@ -171,6 +193,7 @@ mod tests {
     #[test]
     fn extremes_and_empty() {
         assert_eq!(StagingPlan::new(&[]).regions(), &[] as &[(u64, u64)]);
+        assert_eq!(StagingPlan::new(&[]).arena_len(), 0);
         let windows = [w(u32::MAX, u32::MAX), w(0, u32::MAX)];
         let plan = StagingPlan::new(&windows);
         assert_eq!(plan.regions(), &[(0, 2 * u64::from(u32::MAX))]);

@@ -328,6 +328,30 @@ impl<const N: usize> KernelParamStorage<N> {
         self.len = len;
         Ok(())
     }
+
+    /// Appends `values` after the filled arguments, one 8-byte slot each: the hidden
+    /// parameters a fenced kernel takes after its own (the fence's base, length and flag
+    /// address). Call it after [`fill`](Self::fill); the next `fill` replaces them too.
+    ///
+    /// # Errors
+    ///
+    /// [`StorageError::TooManyArgs`] when they do not fit the capacity `N`; the storage is left
+    /// empty, as a failed `fill` leaves it.
+    pub fn append(&mut self, values: &[u64]) -> Result<(), StorageError> {
+        let len = self.len;
+        let end = len.saturating_add(values.len());
+        match self.slots.get_mut(len..end) {
+            Some(slots) => {
+                slots.copy_from_slice(values);
+                self.len = end;
+                Ok(())
+            }
+            None => {
+                self.len = 0;
+                Err(StorageError::TooManyArgs { capacity: N, got: end })
+            }
+        }
+    }
 }
 
 /// Where [`KernelParamStorage::with_padded_params`] makes its table: each value followed by
@@ -641,6 +665,24 @@ mod tests {
             .unwrap_err();
         assert_eq!(err.to_string(), "Internal -7: no buffer");
         assert!(storage.is_empty());
+    }
+
+    #[test]
+    fn hidden_parameters_follow_the_arguments() {
+        let argv: [LoweredArgSnapshot; 2] = [Arg::U32(7), Arg::Ptr(GuestRange { guest_offset: 0, len: 8 })];
+        let mut storage = KernelParamStorage::<5>::default();
+        storage.fill(&la(&argv), staged(&[0xabc])).unwrap();
+        storage.append(&[1, 2, 3]).unwrap();
+        assert_eq!(storage.len(), 5);
+        assert_eq!(storage.slot(4), Some(&3u64.to_ne_bytes()));
+        assert_eq!(storage.with_params(|table| table.entries().len()), 5);
+        // One too many leaves nothing, as a failed fill does.
+        let err = storage.append(&[4]).unwrap_err();
+        assert_eq!(err, StorageError::TooManyArgs { capacity: 5, got: 6 });
+        assert!(storage.is_empty());
+        // A fill replaces the hidden slots too.
+        storage.fill(&la(&argv), staged(&[0xabc])).unwrap();
+        assert_eq!((storage.len(), storage.slot(2)), (2, None));
     }
 
     #[test]

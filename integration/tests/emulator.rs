@@ -314,9 +314,12 @@ fn an_overrun_does_not_fault_as_on_a_gpu_and_the_emulator_records_it() {
     let mut launcher = device.launcher();
     good_launch(&mut launcher, 64);
     assert_eq!(emulator.crossings(ordinal), 0, "a correct kernel writes only its own buffers");
-    // n = 64 over 16-float windows (what a declaration refuses before any launcher): the
-    // staged buffers are small allocations on a shared page, so the kernel's stores past `out`
-    // land in the page, not in a fault, as on a GPU. The emulator records each one.
+    // n = 64 over 16-float windows (what a declaration refuses before any launcher), unfenced:
+    // the staging arena is a small allocation on a shared page, so the kernel's stores past
+    // `out`, the arena's last region, land in the page, not in a fault, as on a GPU. The
+    // emulator records each one. (A new launcher: the first one's arena is long enough for
+    // 64-float windows.)
+    let mut launcher = device.launcher();
     let mut memory = vectors(64);
     let before = memory.clone();
     vector_add(&mut launcher, VECTOR_ADD_UNDECLARED, &mut memory, 64, 16, 0).unwrap();
@@ -357,12 +360,13 @@ fn a_misaligned_access_faults_as_on_a_gpu_and_the_next_launch_recovers() {
     let test = "a_misaligned_access_faults_as_on_a_gpu_and_the_next_launch_recovers";
     for (config, mode) in [(DEFAULT, PointerModeChoice::Direct), (STAGED_ONLY, PointerModeChoice::Staged)] {
         let Some((emulator, ordinal, options)) = fresh(test, config) else { return };
-        let device = open(CudaOptions { pointer_mode: mode, ..options });
+        let registry = registry_with_undeclared();
+        let device = CudaDevice::open(registry, CudaOptions { pointer_mode: mode, ..options }).unwrap();
         let mut launcher = device.launcher();
         good_launch(&mut launcher, 64);
         // `a` two bytes into its buffer (a launcher reached without the host's declaration
         // check): every f32 the kernel loads through it is misaligned, in guest memory (direct)
-        // and in its staged buffer, which keeps the guest offset's alignment.
+        // and in its staged arena, which keeps the guest offset's alignment.
         let n = 16;
         let mut memory = vectors(n);
         let mut buf = [0u8; 64];
@@ -376,8 +380,16 @@ fn a_misaligned_access_faults_as_on_a_gpu_and_the_next_launch_recovers() {
             .unwrap()
             .u32(n as u32 - 1)
             .unwrap();
+        let argv = argv.finish();
         let shape = LaunchShape { grid: [1, 1, 1], block: [128, 1, 1], shared_mem_bytes: 0 };
-        let err = launch(&mut launcher, VECTOR_ADD, &mut memory, argv.finish(), shape).unwrap_err();
+        // Fenced, the loads are rounded down to their width inside the fence: no fault, and
+        // the launch answers LaunchFailed, naming the fence.
+        let err = launch(&mut launcher, VECTOR_ADD, &mut memory, argv, shape).unwrap_err();
+        assert_eq!(err.code(), AbiError::LaunchFailed, "{mode:?}: {err}");
+        assert!(err.to_string().contains("reached outside its fence"), "{mode:?}: {err}");
+        assert_eq!(emulator.sticky_error(ordinal), 0, "{mode:?}: no fault");
+        // Unfenced, the misaligned loads fault.
+        let err = launch(&mut launcher, VECTOR_ADD_UNDECLARED, &mut memory, argv, shape).unwrap_err();
         assert_eq!(err.code(), AbiError::LaunchFailed, "{mode:?}: {err}");
         assert!(err.to_string().contains("CUDA_ERROR_MISALIGNED_ADDRESS (716)"), "{mode:?}: {err}");
         assert_eq!(emulator.sticky_error(ordinal), 716, "{mode:?}: the fault is sticky in the context");
@@ -500,17 +512,19 @@ fn staging_buffers_are_kept_and_reused() {
     for _ in 0..20 {
         good_launch(&mut launcher, 500);
     }
-    // a, b and out touch: one region, one buffer, allocated once.
-    assert_eq!(emulator.call_count("cuMemAlloc_v2"), 1);
+    // The arena (a, b and out touch: one region), and the fence's 4-byte flag (vector_add is
+    // fenced), each allocated once.
+    assert_eq!(emulator.call_count("cuMemAlloc_v2"), 2);
     assert_eq!(emulator.call_count("cuMemFree_v2"), 0);
-    assert_eq!(emulator.live(ordinal, Live::Allocations), 1);
-    // Larger windows: the buffer grows, once.
+    assert_eq!(emulator.live(ordinal, Live::Allocations), 2);
+    // Larger windows: the arena grows, once.
     for _ in 0..5 {
         good_launch(&mut launcher, 5000);
     }
-    assert_eq!(emulator.call_count("cuMemAlloc_v2"), 2);
+    assert_eq!(emulator.call_count("cuMemAlloc_v2"), 3);
     assert_eq!(emulator.call_count("cuMemFree_v2"), 1);
-    // Three windows apart from each other: three buffers, the kept one reused for the first.
+    // Three windows apart from each other: three regions of the one arena, which is long
+    // enough already.
     for _ in 0..5 {
         let n = 100;
         let mut memory = vec![0u8; 4 * 3 * 2 * n];
@@ -532,11 +546,69 @@ fn staging_buffers_are_kept_and_reused() {
             .launch(&LaunchRequest::new(VECTOR_ADD, shape, &support::checked(argv, &guest), &guest))
             .unwrap();
     }
+    assert_eq!(emulator.call_count("cuMemAlloc_v2"), 3);
+    assert_eq!(emulator.live(ordinal, Live::Allocations), 2);
+    // A launch larger than MAX_KEPT_STAGING_BYTES gets an arena of its own, freed after it
+    // (windows of `big` floats each; the kernel adds the first 16).
+    let big = kernel_args_cuda::MAX_KEPT_STAGING_BYTES / 12 + 1;
+    let mut memory = vectors(big);
+    let mut buf = [0u8; 64];
+    let mut argv = ArgvBuilder::new(&mut buf);
+    let len = (4 * big) as u32;
+    argv.ptr(0, len).unwrap().ptr(len, len).unwrap().ptr(2 * len, len).unwrap().u32(16).unwrap();
+    let argv = argv.finish();
+    let guest = GuestMemory::exclusive(&mut memory);
+    let shape = LaunchShape { grid: [1, 1, 1], block: [32, 1, 1], shared_mem_bytes: 0 };
+    launcher.launch(&LaunchRequest::new(VECTOR_ADD, shape, &support::checked(argv, &guest), &guest)).unwrap();
+    for i in 0..16 {
+        assert_eq!(
+            f32_at(&memory, 2 * big + i),
+            f32_at(&memory, i) + f32_at(&memory, big + i),
+            "element {i}"
+        );
+    }
     assert_eq!(emulator.call_count("cuMemAlloc_v2"), 4);
-    assert_eq!(emulator.live(ordinal, Live::Allocations), 3);
+    assert_eq!(emulator.call_count("cuMemFree_v2"), 3, "the short arena before it, and itself after");
+    assert_eq!(emulator.live(ordinal, Live::Allocations), 1, "the flag");
     drop(launcher);
     assert_eq!(emulator.live(ordinal, Live::Allocations), 0);
     assert_eq!(emulator.live(ordinal, Live::Streams), 0);
+}
+
+#[test]
+fn the_arena_holds_zeros_between_regions_and_zero_length_windows_launch() {
+    let test = "the_arena_holds_zeros_between_regions_and_zero_length_windows_launch";
+    let Some((_, _, options)) = fresh(test, STAGED_ONLY) else { return };
+    let device = CudaDevice::open(registry_with_undeclared(), options).unwrap();
+    let mut launcher = device.launcher();
+    // a and b of 16 floats at guest offsets 0 and 256, out of 64 at 512: unfenced, with n = 64
+    // the kernel reads a and b past their windows, into the arena's bytes between the regions,
+    // which a fresh arena holds as zeros (cuMemAlloc's memory holds whatever was there: the
+    // emulator's POISON, another tenant's bytes on a GPU).
+    let mut memory = vec![0u8; 768];
+    for i in 0..16 {
+        memory[4 * i..4 * i + 4].copy_from_slice(&(i as f32 + 1.0).to_le_bytes());
+        memory[256 + 4 * i..260 + 4 * i].copy_from_slice(&(2.0 * i as f32).to_le_bytes());
+    }
+    let mut buf = [0u8; 64];
+    let mut argv = ArgvBuilder::new(&mut buf);
+    argv.ptr(0, 64).unwrap().ptr(256, 64).unwrap().ptr(512, 256).unwrap().u32(64).unwrap();
+    let argv = argv.finish();
+    let shape = LaunchShape { grid: [1, 1, 1], block: [64, 1, 1], shared_mem_bytes: 0 };
+    launch(&mut launcher, VECTOR_ADD_UNDECLARED, &mut memory, argv, shape).unwrap();
+    for i in 0..64 {
+        let want = if i < 16 { 3.0 * i as f32 + 1.0 } else { 0.0 };
+        assert_eq!(f32_at(&memory, 128 + i), want, "out[{i}]");
+    }
+    // Windows of no bytes at a 256-byte boundary: regions of no bytes, still placed.
+    let mut launcher = device.launcher();
+    let mut buf = [0u8; 64];
+    let mut argv = ArgvBuilder::new(&mut buf);
+    argv.ptr(0, 0).unwrap().ptr(256, 0).unwrap().ptr(512, 0).unwrap().u32(0).unwrap();
+    let argv = argv.finish();
+    for kernel in [VECTOR_ADD, VECTOR_ADD_UNDECLARED] {
+        launch(&mut launcher, kernel, &mut memory, argv, shape).unwrap();
+    }
 }
 
 #[test]
@@ -569,9 +641,8 @@ fn devices_and_launchers_release_everything() {
     for launcher in &mut launchers {
         good_launch(launcher, 100);
     }
-    // One module, and per launcher a stream and a staging buffer (a, b and out touch: one
-    // region).
-    assert_eq!(emulator.live_all(ordinal)[..4], [1, 1, 4, 4]);
+    // One module, and per launcher a stream, a staging arena and the fence's flag.
+    assert_eq!(emulator.live_all(ordinal)[..4], [1, 1, 4, 8]);
     drop(launchers);
     assert_eq!(emulator.live_all(ordinal)[..4], [1, 1, 0, 0]);
     drop(device);
@@ -588,7 +659,7 @@ fn on_a_slow_device_every_launch_still_returns_its_results() {
         // Every queued copy and kernel waits 5 ms before it runs: a launcher that read guest
         // memory, or returned, before the work it queued had finished would see stale outputs.
         emulator.set_delay(Duration::from_millis(5));
-        for n in [1, 64, 300] {
+        for n in [2, 64, 300] {
             good_launch(&mut launcher, n);
         }
         emulator.set_delay(Duration::ZERO);

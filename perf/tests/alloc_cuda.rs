@@ -1,8 +1,8 @@
 //! Proves that the launch path allocates nothing on the heap, up to the driver call: parsing,
 //! filling the `void**` parameter storage from the checked arguments (direct and staged) and
 //! making its table, and the std adapter's host function (argument-region check, shape check,
-//! parse, dispatch) up to and through a [`Launcher`] that fills its storage and makes the table
-//! as `CudaLauncher` does in direct mode.
+//! parse, dispatch) up to and through a [`Launcher`] that fills its storage (a fenced kernel's
+//! hidden parameters too) and makes the table as `CudaLauncher` does in direct mode.
 //!
 //! The counting global allocator below counts the allocations (and reallocations) of the
 //! current thread only, so the test harness's own threads and bookkeeping are never counted,
@@ -169,11 +169,12 @@ fn parse_and_fill_allocate_nothing() {
 }
 
 /// A launcher that records the allocation count at the moment it is called, then fills its
-/// parameter storage from the request and makes its `void**` table exactly as the CUDA launcher
-/// does in direct mode before `cuLaunchKernel`, and records the count again.
+/// parameter storage from the request, appends a fenced kernel's three hidden parameters (the
+/// guest memory's base and length, a flag's address) and makes its `void**` table exactly as
+/// the CUDA launcher does in direct mode before `cuLaunchKernel`, and records the count again.
 struct RecordingLauncher {
     kernels: KernelTable,
-    storage: Box<KernelParamStorage>,
+    storage: Box<KernelParamStorage<{ MAX_KERNEL_ARGS + 3 }>>,
     at_call: Option<u64>,
     after_build: Option<u64>,
     args: usize,
@@ -190,10 +191,12 @@ impl Launcher for RecordingLauncher {
             let host = request.window(range)?.host_ptr_mut().ok_or(StorageError::Unplaced { index })?;
             Ok::<u64, HostError>(host.expose_provenance() as u64)
         })?;
+        let base = request.memory.window(0, 0).and_then(|w| w.host_ptr_mut()).expect("exclusive memory");
+        self.storage.append(&[base.expose_provenance() as u64, request.memory.len(), 0x7f00_0000_0000])?;
         self.args = self.storage.with_params(|table| {
             black_box(table.as_mut_ptr());
             table.len()
-        });
+        }) - 3;
         self.after_build = Some(allocations());
         Ok(LaunchOutcome::NO_DEVICE)
     }

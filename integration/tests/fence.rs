@@ -1,0 +1,520 @@
+//! Fenced kernels through the whole pipeline (`LaunchHost::call`, the declaration check,
+//! `CudaLauncher`) on the emulated driver (feature `cuda`), in both pointer modes:
+//!
+//! - every fixture kernel computes the same bytes fenced (`KernelRegistry::register`) as
+//!   unfenced (`register_unfenced`), on the emulated CUDA 12.8, 13.2 and 12.2 drivers (each
+//!   counts the fenced entry's hidden parameters its own way);
+//! - the kernels broken on purpose (`cuda-backend/kernels/broken/`), each launched by an
+//!   untrusted guest with arguments its declaration accepts, are caught: the launch answers
+//!   `LaunchFailed` naming the fence, nothing outside the fence changed (host memory around the
+//!   guest's in direct mode; the emulator's record of accesses across allocations in staged
+//!   mode), nothing faulted, and the next launch of a correct kernel succeeds;
+//! - the same kernels unfenced reach outside (a guard changed, a crossing was recorded, or the
+//!   context faulted), so that a test of the fence cannot pass for another reason.
+//!
+//! With any other driver (a GPU's) these tests print `SKIPPED` and return.
+
+// Test code may unwrap, index and panic: a panic here is a failing test, not a broken contract.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing,
+    clippy::arithmetic_side_effects
+)]
+
+mod support;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use kernel_args::{AbiError, LaunchCall, LaunchHost};
+use kernel_args_core::ArgvBuilder;
+use kernel_args_cuda::{CudaDevice, CudaOptions, KernelRegistry, PointerModeChoice};
+use kernel_args_cuda_emulator::client::{DeviceConfig, Emulator};
+use support::{VECTOR_ADD_DECLARATION, VECTOR_ADD_PTX};
+
+const MODES: [PointerModeChoice; 2] = [PointerModeChoice::Direct, PointerModeChoice::Staged];
+
+/// Added to a kernel's id for its unfenced registration.
+const UNFENCED: i64 = 1000;
+
+/// The bytes kept for the argv in guest memory.
+const ARGV_BYTES: usize = 64;
+
+/// Bytes of host memory on each side of the guest's, and what they hold.
+const GUARD: usize = 4096;
+const GUARD_BYTE: u8 = 0xa5;
+
+/// Where an emulated driver lies, given the one `KARGS_CUDA_DRIVER` names.
+type Beside = fn(&std::path::Path) -> PathBuf;
+
+/// The emulator, a device of its own with `kernels` registered (each fenced as its id and
+/// unfenced as its id plus [`UNFENCED`]), in `mode`, on the emulated driver `library` names
+/// (`None`: the one `KARGS_CUDA_DRIVER` names).
+fn device(
+    test: &str,
+    mode: PointerModeChoice,
+    kernels: &[(i64, &str, &str, &str)],
+    library: Option<Beside>,
+) -> Option<(&'static Emulator, u32, Arc<CudaDevice>)> {
+    let (_, path) = support::emulator(test)?;
+    let path = library.map_or(path.clone(), |other| other(&path));
+    let emulator = Emulator::load(&path).unwrap();
+    emulator.clear_faults();
+    // Staged on a device that cannot reach host memory at all (as staged mode is for): an
+    // unfenced kernel's stray address there faults, where the emulator, which cannot tell
+    // mapped host memory from unmapped, would otherwise follow it into the host.
+    let config = match mode {
+        PointerModeChoice::Staged => DeviceConfig {
+            pageable_memory_access: false,
+            uses_host_page_tables: false,
+            ..DeviceConfig::default()
+        },
+        _ => DeviceConfig::default(),
+    };
+    let ordinal = emulator.add_device(config);
+    let mut registry = KernelRegistry::new();
+    for &(id, ptx, entry, declaration) in kernels {
+        registry.register(id, ptx, entry, declaration).unwrap();
+        registry.register_unfenced(id + UNFENCED, ptx, entry, declaration).unwrap();
+    }
+    let options = CudaOptions { device_ordinal: ordinal, pointer_mode: mode, driver_library: Some(path) };
+    Some((emulator, ordinal, CudaDevice::open(registry, options).unwrap()))
+}
+
+fn floats(values: impl Iterator<Item = f32>) -> Vec<u8> {
+    values.flat_map(f32::to_le_bytes).collect()
+}
+
+/// Guest memory of `len` bytes inside a host buffer, between two guards.
+struct Memory {
+    host: Vec<u8>,
+    len: usize,
+}
+
+impl Memory {
+    fn new(len: usize) -> Memory {
+        let mut host = vec![GUARD_BYTE; GUARD + len + GUARD];
+        host[GUARD..GUARD + len].fill(0);
+        Memory { host, len }
+    }
+
+    fn guest(&mut self) -> &mut [u8] {
+        &mut self.host[GUARD..GUARD + self.len]
+    }
+
+    fn put(&mut self, at: usize, bytes: &[u8]) {
+        self.guest()[at..at + bytes.len()].copy_from_slice(bytes);
+    }
+
+    fn guards_intact(&self) -> bool {
+        self.host[..GUARD].iter().chain(&self.host[GUARD + self.len..]).all(|&b| b == GUARD_BYTE)
+    }
+
+    /// Calls kernel `id` with `argv`, written at guest offset `at`, on `host`: the ABI code.
+    fn call(
+        &mut self,
+        host: &mut LaunchHost<kernel_args_cuda::CudaLauncher>,
+        id: i64,
+        (grid, block): ([i32; 3], [i32; 3]),
+        argv: &[u8],
+        at: usize,
+    ) -> i32 {
+        assert!(argv.len() <= ARGV_BYTES);
+        self.put(at, argv);
+        let call = LaunchCall {
+            args_ptr: at as i32,
+            args_len: argv.len() as i32,
+            ..LaunchCall::new(id, grid, block)
+        };
+        host.call(Some(self.guest()), &call)
+    }
+}
+
+fn argv(build: impl FnOnce(&mut ArgvBuilder<'_>)) -> Vec<u8> {
+    let mut buf = [0u8; ARGV_BYTES];
+    let mut builder = ArgvBuilder::new(&mut buf);
+    build(&mut builder);
+    builder.finish().to_vec()
+}
+
+/// One fixture launch: its kernel, declaration, shape, buffers (at 256-byte steps from guest
+/// offset 0) and argv (given each buffer's offset and length).
+struct Fixture {
+    entry: &'static str,
+    ptx: &'static str,
+    declaration: &'static str,
+    grid: [i32; 3],
+    block: [i32; 3],
+    buffers: Vec<Vec<u8>>,
+    argv: fn(&[(u32, u32)]) -> Vec<u8>,
+}
+
+fn fixtures() -> Vec<Fixture> {
+    let k = |name: &str| -> &'static str {
+        match name {
+            "grid_stride" => include_str!("../../cuda-backend/kernels/grid_stride.ptx"),
+            "block_sum" => include_str!("../../cuda-backend/kernels/block_sum.ptx"),
+            "transpose" => include_str!("../../cuda-backend/kernels/transpose.ptx"),
+            "histogram" => include_str!("../../cuda-backend/kernels/histogram.ptx"),
+            "local_array" => include_str!("../../cuda-backend/kernels/local_array.ptx"),
+            _ => unreachable!(),
+        }
+    };
+    vec![
+        Fixture {
+            entry: "vector_add",
+            ptx: VECTOR_ADD_PTX,
+            declaration: VECTOR_ADD_DECLARATION,
+            grid: [1, 1, 1],
+            block: [256, 1, 1],
+            buffers: vec![
+                floats((0..200).map(|i| i as f32)),
+                floats((0..200).map(|i| 0.25 * i as f32)),
+                vec![0; 800],
+            ],
+            argv: |w| {
+                argv(|a| {
+                    _ = a
+                        .ptr(w[0].0, w[0].1)
+                        .unwrap()
+                        .ptr(w[1].0, w[1].1)
+                        .unwrap()
+                        .ptr(w[2].0, w[2].1)
+                        .unwrap()
+                        .u32(200)
+                })
+            },
+        },
+        Fixture {
+            entry: "saxpy_grid_stride",
+            ptx: k("grid_stride"),
+            declaration: "saxpy(a: f32, x: &[f32; n], y: &mut [f32; n], n: u32)",
+            grid: [2, 1, 1],
+            block: [64, 1, 1],
+            buffers: vec![
+                floats((0..1000).map(|i| i as f32 * 0.5)),
+                floats((0..1000).map(|i| 3.0 - i as f32)),
+            ],
+            argv: |w| {
+                argv(|a| {
+                    _ = a
+                        .f32(1.5)
+                        .unwrap()
+                        .ptr(w[0].0, w[0].1)
+                        .unwrap()
+                        .ptr(w[1].0, w[1].1)
+                        .unwrap()
+                        .u32(1000)
+                })
+            },
+        },
+        Fixture {
+            entry: "block_sum",
+            ptx: k("block_sum"),
+            declaration: "block_sum(input: &[f32; n], out: &mut [f32; grid.x], n: u32)",
+            grid: [4, 1, 1],
+            block: [256, 1, 1],
+            buffers: vec![floats((0..1000).map(|i| (i % 7) as f32)), vec![0; 16]],
+            argv: |w| argv(|a| _ = a.ptr(w[0].0, w[0].1).unwrap().ptr(w[1].0, w[1].1).unwrap().u32(1000)),
+        },
+        Fixture {
+            entry: "transpose",
+            ptx: k("transpose"),
+            declaration: "transpose(input: &[f32; rows * cols], out: &mut [f32; rows * cols], rows: u32, cols: u32)",
+            grid: [4, 5, 1],
+            block: [16, 8, 1],
+            buffers: vec![floats((0..37 * 53).map(|i| i as f32)), vec![0; 4 * 37 * 53]],
+            argv: |w| {
+                argv(|a| {
+                    _ = a.ptr(w[0].0, w[0].1).unwrap().ptr(w[1].0, w[1].1).unwrap().u32(37).unwrap().u32(53)
+                })
+            },
+        },
+        Fixture {
+            entry: "histogram",
+            ptx: k("histogram"),
+            declaration: "histogram(data: &[u8; n], bins: &mut [u32; 256], n: u32)",
+            grid: [157, 1, 1],
+            block: [128, 1, 1],
+            buffers: vec![(0..20_000u32).map(|i| (i.wrapping_mul(37) % 251) as u8).collect(), vec![0; 1024]],
+            argv: |w| argv(|a| _ = a.ptr(w[0].0, w[0].1).unwrap().ptr(w[1].0, w[1].1).unwrap().u32(20_000)),
+        },
+        Fixture {
+            entry: "local_array",
+            ptx: k("local_array"),
+            declaration: "local_array(idx: &[i32; block.x], out: &mut [f32; block.x])",
+            grid: [1, 1, 1],
+            block: [64, 1, 1],
+            buffers: vec![(0..64i32).flat_map(|t| ((t * 5 + 3) % 11).to_le_bytes()).collect(), vec![0; 256]],
+            argv: |w| argv(|a| _ = a.ptr(w[0].0, w[0].1).unwrap().ptr(w[1].0, w[1].1)),
+        },
+    ]
+}
+
+/// Runs `fixture` as kernel `id` on `host` over fresh guest memory: the guest memory after it.
+fn run_fixture(host: &mut LaunchHost<kernel_args_cuda::CudaLauncher>, fixture: &Fixture, id: i64) -> Vec<u8> {
+    let mut windows = Vec::new();
+    let mut at = 0;
+    for buffer in &fixture.buffers {
+        windows.push((at as u32, buffer.len() as u32));
+        at += buffer.len().next_multiple_of(256);
+    }
+    let mut memory = Memory::new(at + ARGV_BYTES);
+    for (buffer, &(offset, _)) in fixture.buffers.iter().zip(&windows) {
+        memory.put(offset as usize, buffer);
+    }
+    let code = memory.call(host, id, (fixture.grid, fixture.block), &(fixture.argv)(&windows), at);
+    assert_eq!(code, 0, "{} (kernel {id}): {:?}", fixture.entry, host.last_error_message());
+    assert!(memory.guards_intact(), "{}", fixture.entry);
+    memory.guest().to_vec()
+}
+
+#[test]
+fn fixtures_compute_the_same_bytes_fenced_and_unfenced_in_both_modes() {
+    let test = "fixtures_compute_the_same_bytes_fenced_and_unfenced_in_both_modes";
+    let fixtures = fixtures();
+    let kernels: Vec<(i64, &str, &str, &str)> =
+        fixtures.iter().enumerate().map(|(i, f)| (i as i64 + 1, f.ptx, f.entry, f.declaration)).collect();
+    let drivers: [(&str, Option<Beside>); 3] =
+        [("12.8", None), ("13.2", Some(support::emulator_13_2)), ("12.2", Some(support::emulator_12_2))];
+    for (driver, library) in drivers {
+        for mode in MODES {
+            let Some((emulator, ordinal, device)) = device(test, mode, &kernels, library) else { return };
+            let mut host = LaunchHost::new(device.launcher());
+            for (i, fixture) in fixtures.iter().enumerate() {
+                let id = i as i64 + 1;
+                let fenced = run_fixture(&mut host, fixture, id);
+                let unfenced = run_fixture(&mut host, fixture, id + UNFENCED);
+                assert!(
+                    fenced == unfenced,
+                    "{driver} {mode:?} {}: fenced and unfenced bytes differ",
+                    fixture.entry
+                );
+                assert_eq!(emulator.crossings(ordinal), 0, "{driver} {mode:?} {}", fixture.entry);
+            }
+        }
+    }
+    support::say(format!("{test}: 6 fixtures, 3 drivers, 2 modes: the same bytes fenced and unfenced"));
+}
+
+/// A kernel broken on purpose, launched by an untrusted guest with arguments its declaration
+/// accepts, laid out so that its bug reaches past the guest's memory (direct) and the launch's
+/// staging arena (staged).
+struct Broken {
+    entry: &'static str,
+    ptx: &'static str,
+    declaration: &'static str,
+    threads: i32,
+    /// Guest memory's length, the argv included.
+    memory: usize,
+    /// Where the argv lies in it.
+    argv_at: usize,
+    /// Fills guest memory, and gives the argv; `secret` is the host address of memory outside
+    /// the guest's.
+    setup: fn(&mut Memory, secret: u64) -> Vec<u8>,
+}
+
+fn broken() -> Vec<Broken> {
+    vec![
+        // a and out (64 floats each) touch, out ending guest memory; thread 64 writes out[64].
+        Broken {
+            entry: "index_past",
+            ptx: include_str!("../../cuda-backend/kernels/broken/index_past.ptx"),
+            declaration: "index_past(a: &[f32; n], out: &mut [f32; n], n: u32)",
+            threads: 128,
+            memory: ARGV_BYTES + 512,
+            argv_at: 0,
+            setup: |_, _| argv(|a| _ = a.ptr(64, 256).unwrap().ptr(320, 256).unwrap().u32(64)),
+        },
+        // out at guest offset 0; thread 0 writes out[-1].
+        Broken {
+            entry: "negative_index",
+            ptx: include_str!("../../cuda-backend/kernels/broken/negative_index.ptx"),
+            declaration: "negative_index(out: &mut [f32; n], n: i32)",
+            threads: 32,
+            memory: 128 + ARGV_BYTES,
+            argv_at: 128,
+            setup: |_, _| argv(|a| _ = a.ptr(0, 128).unwrap().i32(32)),
+        },
+        // A host address as a u64 scalar, which the declaration lets through as a number.
+        Broken {
+            entry: "pointer_from_scalar",
+            ptx: include_str!("../../cuda-backend/kernels/broken/pointer_from_scalar.ptx"),
+            declaration: "pointer_from_scalar(address: u64, value: f32)",
+            threads: 32,
+            memory: 256 + ARGV_BYTES,
+            argv_at: 256,
+            setup: |_, secret| argv(|a| _ = a.u64(secret).unwrap().f32(1.5)),
+        },
+        // A table of host addresses in guest memory, each dereferenced by a generic store.
+        Broken {
+            entry: "generic_pointer",
+            ptx: include_str!("../../cuda-backend/kernels/broken/generic_pointer.ptx"),
+            declaration: "generic_pointer(table: &[u64; block.x], value: f32)",
+            threads: 32,
+            memory: 256 + ARGV_BYTES,
+            argv_at: 256,
+            setup: |memory, secret| {
+                let table: Vec<u8> = (0..32u64).flat_map(|t| (secret + 4 * t).to_le_bytes()).collect();
+                memory.put(0, &table);
+                argv(|a| _ = a.ptr(0, 256).unwrap().f32(2.5))
+            },
+        },
+        // Four counters 16 bytes apart, ending guest memory; threads 4 and up add past them.
+        Broken {
+            entry: "atomic_past_end",
+            ptx: include_str!("../../cuda-backend/kernels/broken/atomic_past_end.ptx"),
+            declaration: "atomic_past_end(counters: &mut [u32; 4 * stride], stride: u32)",
+            threads: 32,
+            memory: ARGV_BYTES + 64,
+            argv_at: 0,
+            setup: |_, _| argv(|a| _ = a.ptr(64, 64).unwrap().u32(4)),
+        },
+        // A float4 store at bytes 64..80 of an 18-float window that ends guest memory.
+        Broken {
+            entry: "vector_straddle",
+            ptx: include_str!("../../cuda-backend/kernels/broken/vector_straddle.ptx"),
+            declaration: "vector_straddle(out: &mut [f32; 18], index: i32)",
+            threads: 1,
+            memory: ARGV_BYTES + 72,
+            argv_at: 0,
+            setup: |_, _| argv(|a| _ = a.ptr(64, 72).unwrap().i32(4)),
+        },
+    ]
+}
+
+/// One good vector_add on `host` (kernel 1), checked.
+fn correct_launch(host: &mut LaunchHost<kernel_args_cuda::CudaLauncher>) {
+    let n = 100;
+    let mut memory = Memory::new(3 * 512 + ARGV_BYTES);
+    memory.put(0, &floats((0..n).map(|i| i as f32)));
+    memory.put(512, &floats((0..n).map(|i| 2.0 * i as f32)));
+    let argv =
+        argv(|a| _ = a.ptr(0, 400).unwrap().ptr(512, 400).unwrap().ptr(1024, 400).unwrap().u32(n as u32));
+    let code = memory.call(host, 1, ([1, 1, 1], [128, 1, 1]), &argv, 1536);
+    assert_eq!(code, 0, "{:?}", host.last_error_message());
+    let out = &memory.guest()[1024..1424];
+    assert_eq!(out, floats((0..n).map(|i| 3.0 * i as f32)).as_slice());
+}
+
+/// What one broken launch came to: the ABI code, the message, whether the host memory around
+/// the guest's and the secret are as they were, the crossings recorded, the sticky error.
+#[derive(Debug)]
+struct Outcome {
+    code: i32,
+    message: Option<String>,
+    intact: bool,
+    crossings: u64,
+    sticky: i32,
+}
+
+fn run_broken(
+    emulator: &Emulator,
+    ordinal: u32,
+    host: &mut LaunchHost<kernel_args_cuda::CudaLauncher>,
+    kernel: &Broken,
+    id: i64,
+) -> Outcome {
+    let secret = vec![GUARD_BYTE; 256];
+    let mut memory = Memory::new(kernel.memory);
+    let argv = (kernel.setup)(&mut memory, secret.as_ptr().addr() as u64);
+    emulator.clear_crossings(ordinal);
+    let code = memory.call(host, id, ([1, 1, 1], [kernel.threads, 1, 1]), &argv, kernel.argv_at);
+    let intact = memory.guards_intact() && secret.iter().all(|&b| b == GUARD_BYTE);
+    Outcome {
+        code,
+        message: host.last_error_message(),
+        intact,
+        crossings: emulator.crossings(ordinal),
+        sticky: emulator.sticky_error(ordinal),
+    }
+}
+
+#[test]
+fn kernels_broken_on_purpose_are_caught_and_the_next_launch_succeeds() {
+    let test = "kernels_broken_on_purpose_are_caught_and_the_next_launch_succeeds";
+    let broken = broken();
+    let mut kernels: Vec<(i64, &str, &str, &str)> =
+        vec![(1, VECTOR_ADD_PTX, "vector_add", VECTOR_ADD_DECLARATION)];
+    kernels.extend(broken.iter().enumerate().map(|(i, b)| (i as i64 + 2, b.ptx, b.entry, b.declaration)));
+    for mode in MODES {
+        let Some((emulator, ordinal, device)) = device(test, mode, &kernels, None) else { return };
+        // One launcher for all: each fence is its launch's arena, however long the kept arena.
+        let mut host = LaunchHost::new(device.launcher());
+        let mut example = None;
+        for (i, kernel) in broken.iter().enumerate() {
+            let outcome = run_broken(emulator, ordinal, &mut host, kernel, i as i64 + 2);
+            example = example.or(outcome.message.clone());
+            let what = format!("{mode:?} {}: {outcome:?}", kernel.entry);
+            assert_eq!(outcome.code, AbiError::LaunchFailed.code(), "{what}");
+            assert!(outcome.message.as_deref().unwrap().contains("reached outside its fence"), "{what}");
+            assert!(outcome.intact, "{what}: host memory outside the guest's changed");
+            assert_eq!((outcome.crossings, outcome.sticky), (0, 0), "{what}");
+            correct_launch(&mut host);
+        }
+        support::say(format!("{test}: {mode:?}: 6 broken kernels caught; the first: {}", example.unwrap()));
+    }
+}
+
+#[test]
+fn unfenced_the_broken_kernels_reach_outside() {
+    let test = "unfenced_the_broken_kernels_reach_outside";
+    let broken = broken();
+    let mut kernels: Vec<(i64, &str, &str, &str)> =
+        vec![(1, VECTOR_ADD_PTX, "vector_add", VECTOR_ADD_DECLARATION)];
+    kernels.extend(broken.iter().enumerate().map(|(i, b)| (i as i64 + 2, b.ptx, b.entry, b.declaration)));
+    for mode in MODES {
+        let Some((emulator, ordinal, device)) = device(test, mode, &kernels, None) else { return };
+        for (i, kernel) in broken.iter().enumerate() {
+            // A launcher of its own, whose arena is as long as this launch's windows: an
+            // earlier, longer launch's arena would hold the overrun.
+            let mut host = LaunchHost::new(device.launcher());
+            let outcome = run_broken(emulator, ordinal, &mut host, kernel, i as i64 + 2 + UNFENCED);
+            let reached = !outcome.intact || outcome.crossings > 0 || outcome.sticky != 0;
+            assert!(reached, "{mode:?} {}: unfenced, it reached nothing outside: {outcome:?}", kernel.entry);
+            // A fault is sticky: the next launch replaces the context.
+            correct_launch(&mut host);
+        }
+    }
+}
+
+#[test]
+fn a_fenced_launch_needs_a_fence_of_sixteen_bytes() {
+    let test = "a_fenced_launch_needs_a_fence_of_sixteen_bytes";
+    let kernels = [(1, VECTOR_ADD_PTX, "vector_add", VECTOR_ADD_DECLARATION)];
+    for mode in MODES {
+        let Some((_, _, device)) = device(test, mode, &kernels, None) else { return };
+        let mut launcher = device.launcher();
+        // Twelve bytes of guest memory: one float each for a, b and out.
+        let mut memory = [0u8; 12];
+        memory[..4].copy_from_slice(&1.0f32.to_le_bytes());
+        memory[4..8].copy_from_slice(&2.0f32.to_le_bytes());
+        let argv = argv(|a| _ = a.ptr(0, 4).unwrap().ptr(4, 4).unwrap().ptr(8, 4).unwrap().u32(1));
+        let guest = kernel_args_core::GuestMemory::exclusive(&mut memory);
+        let args = support::checked(&argv, &guest);
+        let shape = kernel_args::LaunchShape { grid: [1, 1, 1], block: [1, 1, 1], shared_mem_bytes: 0 };
+        let result = kernel_args::Launcher::launch(
+            &mut launcher,
+            &kernel_args::LaunchRequest::new(1, shape, &args, &guest),
+        );
+        match mode {
+            // The fence is guest memory, shorter than the widest access the fence clamps.
+            PointerModeChoice::Direct => {
+                let err = result.unwrap_err();
+                assert_eq!(err.code(), AbiError::LaunchFailed);
+                assert_eq!(
+                    err.to_string(),
+                    "LaunchFailed -5: kernel 1 is fenced, and the guest's memory of 12 bytes is shorter than \
+                     the shortest fence, 16 bytes"
+                );
+            }
+            // The arena is made long enough.
+            _ => {
+                result.unwrap();
+                assert_eq!(f32::from_le_bytes(memory[8..12].try_into().unwrap()), 3.0);
+            }
+        }
+    }
+}
