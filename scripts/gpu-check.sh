@@ -18,8 +18,9 @@
 #
 # The test binaries embed the PTX (include_str!), so the .ptx files in the bundle are for
 # reference. What the tests check on a device: vector_add (the wasm guest's kernel, 3 pointers
-# + u32) on 1M+3 elements, every element against a CPU reference, in the staged and in the
-# direct pointer mode; aliasing windows staged as one buffer; every scalar type bit-exact on
+# + u32) on 1M+3 elements, fenced and unfenced, every element against a CPU reference, in the
+# staged and in the direct pointer mode, with the fenced and unfenced launch's wall-clock time
+# printed (the fence's cost on the GPU); aliasing windows staged as one buffer; every scalar type bit-exact on
 # the device; signature mismatches (size, count, by-value struct) refused with guest memory
 # untouched; malformed PTX and unknown entries mapped to their codes; dynamic shared memory
 # past 48 KiB opted in up to the device's limit; (kargs's cuda_demo and `kargs demo`) the wasm

@@ -22,6 +22,8 @@ pub const VECTOR_ADD: i64 = 1;
 pub const VECTOR_ADD_MANGLED: i64 = 2;
 pub const EVERY_SCALAR: i64 = 3;
 pub const AFFINE: i64 = 4;
+/// vector_add registered unfenced (`register_unfenced`), beside the fenced [`VECTOR_ADD`].
+pub const VECTOR_ADD_UNFENCED: i64 = 5;
 
 pub const VECTOR_ADD_PTX: &str = include_str!("../../../cuda-backend/kernels/vector_add.ptx");
 
@@ -29,8 +31,9 @@ pub const VECTOR_ADD_DECLARATION: &str = kernel_args_cuda::kernels::VECTOR_ADD_D
 pub const EVERY_SCALAR_DECLARATION: &str =
     "every_scalar(a: i32, b: i64, c: f32, d: f64, e: u32, f: u64, out: &out [f64; 6])";
 
-/// The fixture kernels: each declared, but `affine`, whose by-value struct no declaration
-/// spells (registered undeclared: trusted guests only).
+/// The fixture kernels: each declared and fenced, but `affine`, whose by-value struct no
+/// declaration spells (registered undeclared: trusted guests only), and vector_add once more
+/// unfenced.
 pub fn registry() -> KernelRegistry {
     let mut r = KernelRegistry::new();
     r.register(VECTOR_ADD, VECTOR_ADD_PTX, "vector_add", VECTOR_ADD_DECLARATION).unwrap();
@@ -45,6 +48,7 @@ pub fn registry() -> KernelRegistry {
     .unwrap();
     r.register_undeclared(AFFINE, include_str!("../../../cuda-backend/kernels/struct_param.ptx"), "affine")
         .unwrap();
+    r.register_unfenced(VECTOR_ADD_UNFENCED, VECTOR_ADD_PTX, "vector_add", VECTOR_ADD_DECLARATION).unwrap();
     r
 }
 
