@@ -20,7 +20,10 @@
 # reference. What the tests check on a device: vector_add (the wasm guest's kernel, 3 pointers
 # + u32) on 1M+3 elements, fenced and unfenced, every element against a CPU reference, in the
 # staged and in the direct pointer mode, with the fenced and unfenced launch's wall-clock time
-# printed (the fence's cost on the GPU); aliasing windows staged as one buffer; every scalar type bit-exact on
+# printed (the fence's cost on the GPU); (fence) six fixtures computing the same bytes fenced
+# and unfenced in both modes, and six kernels broken on purpose caught by their fence (the
+# launch answers LaunchFailed naming the fence, host memory around the guest's unchanged, no
+# fault, the next launch right); aliasing windows staged as one buffer; every scalar type bit-exact on
 # the device; signature mismatches (size, count, by-value struct) refused with guest memory
 # untouched; malformed PTX and unknown entries mapped to their codes; dynamic shared memory
 # past 48 KiB opted in up to the device's limit; (kargs's cuda_demo and `kargs demo`) the wasm
@@ -63,7 +66,7 @@ bundle_tests() {
 # tenants in tenants.rs; the docs test reads the repository's files and stays here).
 bundle_tests -p kernel-args-cuda --features cuda --lib
 bundle_tests -p kernel-args-integration --features cuda --test cuda --test declarations --test emulator \
-    --test fault_matrix --test tenants
+    --test fault_matrix --test fence --test tenants
 # The wasm guest's vector_add through `kargs demo`'s host on the GPU, once kargs has its
 # `cuda` feature (only that test: kargs's other tests read files of the repository).
 if grep -qE '^cuda *=' cli/Cargo.toml 2>/dev/null && [ -f cli/tests/cuda_demo.rs ]; then

@@ -330,7 +330,7 @@ impl CudaDevice {
     }
 
     /// A launcher on this device, with its own stream (made on its first launch), parameter
-    /// storage and staging buffers.
+    /// storage, staging arena and fence flag.
     pub fn launcher(self: &Arc<CudaDevice>) -> CudaLauncher {
         CudaLauncher::new(Arc::clone(self))
     }

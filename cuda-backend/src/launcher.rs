@@ -65,7 +65,7 @@ struct Fence<'b> {
 /// per guest.
 ///
 /// Each launcher (made by [`CudaDevice::launcher`]) has its own stream, parameter storage and
-/// staging buffers, and is `Send`: a `LaunchHost<CudaLauncher>` lives in a `wasmtime::Store` on
+/// staging arena, and is `Send`: a `LaunchHost<CudaLauncher>` lives in a `wasmtime::Store` on
 /// any thread. The host function hands it a request whose arguments are checked already; a
 /// [`launch`](Launcher::launch):
 ///

@@ -129,7 +129,7 @@ impl fmt::Display for StorageError {
             StorageError::Unplaced { index } => write!(
                 f,
                 "argument {index}: the pointer window has no device-visible address (direct mode needs \
-                 guest memory borrowed with GuestMemory::exclusive; staged mode a device buffer per window)"
+                 guest memory borrowed with GuestMemory::exclusive; staged mode a place in the staging arena)"
             ),
         }
     }

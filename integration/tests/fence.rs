@@ -12,7 +12,9 @@
 //! - the same kernels unfenced reach outside (a guard changed, a crossing was recorded, or the
 //!   context faulted), so that a test of the fence cannot pass for another reason.
 //!
-//! With any other driver (a GPU's) these tests print `SKIPPED` and return.
+//! With a GPU's driver (`scripts/gpu-check.sh`) the fixtures and the broken kernels run fenced
+//! on the GPU, without the emulator's record of accesses; the unfenced broken kernels run only
+//! on the emulated driver (elsewhere that test prints `SKIPPED` and returns).
 
 // Test code may unwrap, index and panic: a panic here is a failing test, not a broken contract.
 #![allow(
@@ -49,15 +51,29 @@ const GUARD_BYTE: u8 = 0xa5;
 /// Where an emulated driver lies, given the one `KARGS_CUDA_DRIVER` names.
 type Beside = fn(&std::path::Path) -> PathBuf;
 
-/// The emulator, a device of its own with `kernels` registered (each fenced as its id and
-/// unfenced as its id plus [`UNFENCED`]), in `mode`, on the emulated driver `library` names
-/// (`None`: the one `KARGS_CUDA_DRIVER` names).
+/// The emulator and the device's ordinal on it, where the test runs on the emulated driver.
+type Emulated = Option<(&'static Emulator, u32)>;
+
+/// A device with `kernels` registered (each fenced as its id and unfenced as its id plus
+/// [`UNFENCED`]), in `mode`: on the emulated driver, a device of its own on the driver `library`
+/// names (`None`: the one `KARGS_CUDA_DRIVER` names), with the emulator; with another driver
+/// (a GPU's), the device from the environment (`library` must be `None`). `None` (the skip
+/// reported) where there is no device or it cannot run in `mode`.
 fn device(
     test: &str,
     mode: PointerModeChoice,
     kernels: &[(i64, &str, &str, &str)],
     library: Option<Beside>,
-) -> Option<(&'static Emulator, u32, Arc<CudaDevice>)> {
+) -> Option<(Emulated, Arc<CudaDevice>)> {
+    let mut registry = KernelRegistry::new();
+    for &(id, ptx, entry, declaration) in kernels {
+        registry.register(id, ptx, entry, declaration).unwrap();
+        registry.register_unfenced(id + UNFENCED, ptx, entry, declaration).unwrap();
+    }
+    if !support::emulated() {
+        assert!(library.is_none(), "{test}: another emulated driver, without the emulator");
+        return support::open_with(test, registry, support::options(mode)).map(|device| (None, device));
+    }
     let (_, path) = support::emulator(test)?;
     let path = library.map_or(path.clone(), |other| other(&path));
     let emulator = Emulator::load(&path).unwrap();
@@ -74,13 +90,8 @@ fn device(
         _ => DeviceConfig::default(),
     };
     let ordinal = emulator.add_device(config);
-    let mut registry = KernelRegistry::new();
-    for &(id, ptx, entry, declaration) in kernels {
-        registry.register(id, ptx, entry, declaration).unwrap();
-        registry.register_unfenced(id + UNFENCED, ptx, entry, declaration).unwrap();
-    }
     let options = CudaOptions { device_ordinal: ordinal, pointer_mode: mode, driver_library: Some(path) };
-    Some((emulator, ordinal, CudaDevice::open(registry, options).unwrap()))
+    Some((Some((emulator, ordinal)), CudaDevice::open(registry, options).unwrap()))
 }
 
 fn floats(values: impl Iterator<Item = f32>) -> Vec<u8> {
@@ -277,11 +288,14 @@ fn fixtures_compute_the_same_bytes_fenced_and_unfenced_in_both_modes() {
     let fixtures = fixtures();
     let kernels: Vec<(i64, &str, &str, &str)> =
         fixtures.iter().enumerate().map(|(i, f)| (i as i64 + 1, f.ptx, f.entry, f.declaration)).collect();
-    let drivers: [(&str, Option<Beside>); 3] =
-        [("12.8", None), ("13.2", Some(support::emulator_13_2)), ("12.2", Some(support::emulator_12_2))];
-    for (driver, library) in drivers {
+    let drivers: Vec<(&str, Option<Beside>)> = if support::emulated() {
+        vec![("12.8", None), ("13.2", Some(support::emulator_13_2)), ("12.2", Some(support::emulator_12_2))]
+    } else {
+        vec![("the system's", None)]
+    };
+    for &(driver, library) in &drivers {
         for mode in MODES {
-            let Some((emulator, ordinal, device)) = device(test, mode, &kernels, library) else { return };
+            let Some((emulated, device)) = device(test, mode, &kernels, library) else { continue };
             let mut host = LaunchHost::new(device.launcher());
             for (i, fixture) in fixtures.iter().enumerate() {
                 let id = i as i64 + 1;
@@ -292,11 +306,16 @@ fn fixtures_compute_the_same_bytes_fenced_and_unfenced_in_both_modes() {
                     "{driver} {mode:?} {}: fenced and unfenced bytes differ",
                     fixture.entry
                 );
-                assert_eq!(emulator.crossings(ordinal), 0, "{driver} {mode:?} {}", fixture.entry);
+                if let Some((emulator, ordinal)) = emulated {
+                    assert_eq!(emulator.crossings(ordinal), 0, "{driver} {mode:?} {}", fixture.entry);
+                }
             }
+            support::say(format!(
+                "{test}: {mode:?}: 6 fixtures on {} (driver {driver}): the same bytes fenced and unfenced",
+                device.info().name
+            ));
         }
     }
-    support::say(format!("{test}: 6 fixtures, 3 drivers, 2 modes: the same bytes fenced and unfenced"));
 }
 
 /// A kernel broken on purpose, launched by an untrusted guest with arguments its declaration
@@ -411,8 +430,7 @@ struct Outcome {
 }
 
 fn run_broken(
-    emulator: &Emulator,
-    ordinal: u32,
+    emulated: Emulated,
     host: &mut LaunchHost<kernel_args_cuda::CudaLauncher>,
     kernel: &Broken,
     id: i64,
@@ -420,15 +438,17 @@ fn run_broken(
     let secret = vec![GUARD_BYTE; 256];
     let mut memory = Memory::new(kernel.memory);
     let argv = (kernel.setup)(&mut memory, secret.as_ptr().addr() as u64);
-    emulator.clear_crossings(ordinal);
+    if let Some((emulator, ordinal)) = emulated {
+        emulator.clear_crossings(ordinal);
+    }
     let code = memory.call(host, id, ([1, 1, 1], [kernel.threads, 1, 1]), &argv, kernel.argv_at);
     let intact = memory.guards_intact() && secret.iter().all(|&b| b == GUARD_BYTE);
     Outcome {
         code,
         message: host.last_error_message(),
         intact,
-        crossings: emulator.crossings(ordinal),
-        sticky: emulator.sticky_error(ordinal),
+        crossings: emulated.map_or(0, |(emulator, ordinal)| emulator.crossings(ordinal)),
+        sticky: emulated.map_or(0, |(emulator, ordinal)| emulator.sticky_error(ordinal)),
     }
 }
 
@@ -440,12 +460,14 @@ fn kernels_broken_on_purpose_are_caught_and_the_next_launch_succeeds() {
         vec![(1, VECTOR_ADD_PTX, "vector_add", VECTOR_ADD_DECLARATION)];
     kernels.extend(broken.iter().enumerate().map(|(i, b)| (i as i64 + 2, b.ptx, b.entry, b.declaration)));
     for mode in MODES {
-        let Some((emulator, ordinal, device)) = device(test, mode, &kernels, None) else { return };
+        let Some((emulated, device)) = device(test, mode, &kernels, None) else { continue };
         // One launcher for all: each fence is its launch's arena, however long the kept arena.
         let mut host = LaunchHost::new(device.launcher());
         let mut example = None;
         for (i, kernel) in broken.iter().enumerate() {
-            let outcome = run_broken(emulator, ordinal, &mut host, kernel, i as i64 + 2);
+            // On a GPU, a fault would answer LaunchFailed with the driver's error instead of the
+            // fence's message; the emulator also records accesses across its allocations.
+            let outcome = run_broken(emulated, &mut host, kernel, i as i64 + 2);
             example = example.or(outcome.message.clone());
             let what = format!("{mode:?} {}: {outcome:?}", kernel.entry);
             assert_eq!(outcome.code, AbiError::LaunchFailed.code(), "{what}");
@@ -454,7 +476,11 @@ fn kernels_broken_on_purpose_are_caught_and_the_next_launch_succeeds() {
             assert_eq!((outcome.crossings, outcome.sticky), (0, 0), "{what}");
             correct_launch(&mut host);
         }
-        support::say(format!("{test}: {mode:?}: 6 broken kernels caught; the first: {}", example.unwrap()));
+        support::say(format!(
+            "{test}: {mode:?}: 6 broken kernels caught on {}; the first: {}",
+            device.info().name,
+            example.unwrap()
+        ));
     }
 }
 
@@ -465,13 +491,17 @@ fn unfenced_the_broken_kernels_reach_outside() {
     let mut kernels: Vec<(i64, &str, &str, &str)> =
         vec![(1, VECTOR_ADD_PTX, "vector_add", VECTOR_ADD_DECLARATION)];
     kernels.extend(broken.iter().enumerate().map(|(i, b)| (i as i64 + 2, b.ptx, b.entry, b.declaration)));
+    // Unfenced, the kernels may scribble on the host's memory or a GPU's: the emulated driver only.
+    if support::emulator(test).is_none() {
+        return;
+    }
     for mode in MODES {
-        let Some((emulator, ordinal, device)) = device(test, mode, &kernels, None) else { return };
+        let Some((emulated, device)) = device(test, mode, &kernels, None) else { return };
         for (i, kernel) in broken.iter().enumerate() {
             // A launcher of its own, whose arena is as long as this launch's windows: an
             // earlier, longer launch's arena would hold the overrun.
             let mut host = LaunchHost::new(device.launcher());
-            let outcome = run_broken(emulator, ordinal, &mut host, kernel, i as i64 + 2 + UNFENCED);
+            let outcome = run_broken(emulated, &mut host, kernel, i as i64 + 2 + UNFENCED);
             let reached = !outcome.intact || outcome.crossings > 0 || outcome.sticky != 0;
             assert!(reached, "{mode:?} {}: unfenced, it reached nothing outside: {outcome:?}", kernel.entry);
             // A fault is sticky: the next launch replaces the context.
@@ -485,7 +515,7 @@ fn a_fenced_launch_needs_a_fence_of_sixteen_bytes() {
     let test = "a_fenced_launch_needs_a_fence_of_sixteen_bytes";
     let kernels = [(1, VECTOR_ADD_PTX, "vector_add", VECTOR_ADD_DECLARATION)];
     for mode in MODES {
-        let Some((_, _, device)) = device(test, mode, &kernels, None) else { return };
+        let Some((_, device)) = device(test, mode, &kernels, None) else { continue };
         let mut launcher = device.launcher();
         // Twelve bytes of guest memory: one float each for a, b and out.
         let mut memory = [0u8; 12];

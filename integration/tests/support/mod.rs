@@ -90,7 +90,13 @@ pub fn options(mode: PointerModeChoice) -> CudaOptions {
 /// The device `options` name with the fixture kernels, or `None` (the skip reported) where
 /// the driver has none or it cannot run in that mode.
 pub fn open(test: &str, options: CudaOptions) -> Option<Arc<CudaDevice>> {
-    match CudaDevice::open(registry(), options) {
+    open_with(test, registry(), options)
+}
+
+/// The device `options` name with `registry`'s kernels, or `None` (the skip reported) where
+/// the driver has none or it cannot run in that mode.
+pub fn open_with(test: &str, registry: KernelRegistry, options: CudaOptions) -> Option<Arc<CudaDevice>> {
+    match CudaDevice::open(registry, options) {
         Ok(device) => {
             let d = device.info();
             say(format!(
@@ -134,6 +140,11 @@ pub fn emulator(test: &str) -> Option<(&'static Emulator, PathBuf)> {
             None
         }
     }
+}
+
+/// Whether `KARGS_CUDA_DRIVER` names the emulated driver (no skip reported either way).
+pub fn emulated() -> bool {
+    CudaOptions::from_env().driver_library.is_some_and(|path| Emulator::load(&path).is_ok())
 }
 
 /// The emulated CUDA 13.2 driver beside the one `KARGS_CUDA_DRIVER` names (it has
