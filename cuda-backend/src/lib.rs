@@ -12,13 +12,17 @@
 //!   [`ParamTable`];
 //! - the PTX `.entry` parameter-list parser and the size check: [`KernelSignature`]
 //!   (`src/signature.rs`);
+//! - the PTX fence, which rewrites a kernel so that its global accesses stay inside one address
+//!   range given at launch: [`fence`] (`src/fence.rs`, no `unsafe`);
 //! - the kernel registry (kernel id → PTX, entry and declaration, the declaration checked
-//!   against the PTX): [`KernelRegistry`] (`src/registry.rs`); the bundled PTX of the demo
+//!   against the PTX, the PTX fenced unless registered unfenced): [`KernelRegistry`]
+//!   (`src/registry.rs`); the bundled PTX of the demo
 //!   guest's `vector_add`: [`kernels`];
 //! - the embedder's errors (registration, device open, options): [`SetupError`]
 //!   (`src/setup.rs`);
-//! - the staging plan for devices without pageable memory access (overlapping windows share
-//!   one buffer): `src/staging.rs`, internal to the launch path;
+//! - the staging plan for devices without pageable memory access (every window of a launch in
+//!   one arena, overlapping windows in one region of it): `src/staging.rs`, internal to the
+//!   launch path;
 //! - driver result codes and their ABI mapping: `src/cu_error.rs` (the table of `cuda.h`'s
 //!   names that every driver error message uses);
 //! - the launch path (feature `cuda`): `CudaDevice` (`src/device.rs`: the driver, the primary
