@@ -38,8 +38,13 @@
 //! # Ok::<(), kernel_args_cuda::fence::FenceError>(())
 //! ```
 
+use std::collections::HashSet;
 use std::fmt;
 use std::fmt::Write as _;
+
+use kernel_args::Declaration;
+
+mod bounds;
 
 /// The hidden parameters appended to each entry, in order: the fence's base address (`.u64`),
 /// its length in bytes (`.u64`), and the address of the 32-bit flag a thread sets when one of
@@ -60,6 +65,7 @@ pub struct FencedModule {
     ptx: String,
     entries: Vec<String>,
     accesses: usize,
+    proven: usize,
     widest: u64,
 }
 
@@ -77,6 +83,12 @@ impl FencedModule {
     /// How many global-memory accesses were fenced, over all entries.
     pub fn accesses(&self) -> usize {
         self.accesses
+    }
+
+    /// How many global-memory accesses were left as they are because they are proven inside
+    /// their windows ([`fence_declared_ptx`]); 0 from [`fence_ptx`].
+    pub fn proven(&self) -> usize {
+        self.proven
     }
 
     /// The widest fenced access, in bytes (0 where there is none): the fence's base must be
@@ -159,6 +171,27 @@ impl std::error::Error for FenceError {}
 ///
 /// [`FenceError`] naming the first line the rewriter cannot fence, and why.
 pub fn fence_ptx(ptx: &str) -> Result<FencedModule, FenceError> {
+    fence(ptx, None)
+}
+
+/// Rewrites `ptx` with its fence as [`fence_ptx`] does, but leaves as they are the accesses of
+/// entry `entry` that are proven to stay inside the windows `declaration` gives, for every launch
+/// the host's declaration check lets through (the module `fence/bounds.rs` says what it proves
+/// and how). An entry whose every access is proven keeps its body as it was: it takes the hidden
+/// parameters, and costs nothing. Other entries, and accesses not proven, are fenced.
+///
+/// # Errors
+///
+/// As [`fence_ptx`].
+pub fn fence_declared_ptx(
+    ptx: &str,
+    entry: &str,
+    declaration: &Declaration,
+) -> Result<FencedModule, FenceError> {
+    fence(ptx, Some((entry, declaration)))
+}
+
+fn fence(ptx: &str, declared: Option<(&str, &Declaration)>) -> Result<FencedModule, FenceError> {
     let clean = blank_comments(ptx)?;
     if let Some(at) = clean.find(RESERVED) {
         return Err(FenceError {
@@ -169,7 +202,7 @@ pub fn fence_ptx(ptx: &str) -> Result<FencedModule, FenceError> {
     }
     let mut edits: Vec<(usize, usize, String)> = Vec::new();
     let mut entries = Vec::new();
-    let (mut accesses, mut widest) = (0usize, 0u64);
+    let (mut accesses, mut proven, mut widest) = (0usize, 0usize, 0u64);
     let mut scanner = Scanner { text: &clean, at: 0 };
     while let Some(statement) = scanner.module_statement()? {
         match statement {
@@ -186,8 +219,20 @@ pub fn fence_ptx(ptx: &str) -> Result<FencedModule, FenceError> {
                 let joined = hidden.join(",\n");
                 let params = if params_empty { format!("\n{joined}\n") } else { format!(",\n{joined}") };
                 edits.push((params_end, params_end, params));
-                let fenced = fence_body(ptx, &clean, body)?;
+                let safe = match declared {
+                    Some((entry, declaration)) if entry == name => {
+                        let names: Vec<String> = crate::signature::find_entry(ptx, entry)
+                            .ok()
+                            .flatten()
+                            .map(|s| s.params.into_iter().map(|p| p.name).collect())
+                            .unwrap_or_default();
+                        bounds::proven_accesses(&clean, body, &names, declaration)
+                    }
+                    _ => HashSet::new(),
+                };
+                let fenced = fence_body(ptx, &clean, body, &safe)?;
                 accesses = accesses.saturating_add(fenced.accesses);
+                proven = proven.saturating_add(fenced.proven);
                 widest = widest.max(fenced.widths.iter().copied().max().unwrap_or(0));
                 edits.extend(fenced.edits);
                 entries.push(name);
@@ -204,7 +249,7 @@ pub fn fence_ptx(ptx: &str) -> Result<FencedModule, FenceError> {
         copied = end;
     }
     out.push_str(ptx.get(copied..).unwrap_or_default());
-    Ok(FencedModule { ptx: out, entries, accesses, widest })
+    Ok(FencedModule { ptx: out, entries, accesses, proven, widest })
 }
 
 /// A fence error at byte `at` of `ptx`.
@@ -364,6 +409,7 @@ impl<'t> Scanner<'t> {
 struct FencedBody {
     edits: Vec<(usize, usize, String)>,
     accesses: usize,
+    proven: usize,
     widths: Vec<u64>,
 }
 
@@ -430,11 +476,18 @@ fn limit_register(width: u64) -> String {
     format!("%__kargs_lim{width}")
 }
 
-/// Fences each global access of the body `open..=close` of an entry.
-fn fence_body(ptx: &str, clean: &str, body: (usize, usize)) -> Result<FencedBody, FenceError> {
+/// Fences each global access of the body `open..=close` of an entry, but those whose statement
+/// starts at an offset in `proven`. A body with nothing to fence is left as it is.
+fn fence_body(
+    ptx: &str,
+    clean: &str,
+    body: (usize, usize),
+    proven: &HashSet<usize>,
+) -> Result<FencedBody, FenceError> {
     let mut edits = Vec::new();
+    let mut exits = Vec::new();
     let mut widths: Vec<u64> = Vec::new();
-    let mut accesses = 0usize;
+    let (mut accesses, mut skipped) = (0usize, 0usize);
     for (start, end) in statements(clean, body) {
         let text = clean.get(start..end).unwrap_or_default();
         let (guard, instruction) = split_guard(text);
@@ -452,7 +505,7 @@ fn fence_body(ptx: &str, clean: &str, body: (usize, usize)) -> Result<FencedBody
         let refused = |reason| refuse(ptx, start, text, reason);
         match classify(base, modifiers) {
             Class::Plain => {}
-            Class::Exit => edits.push((start, end, format!("{guard}bra.uni {EXIT_LABEL}"))),
+            Class::Exit => exits.push((start, end, format!("{guard}bra.uni {EXIT_LABEL}"))),
             Class::Refuse(reason) => return Err(refused(reason)),
             Class::Global { address_operand, width, generic } => {
                 let operands = split_operands(operands);
@@ -465,6 +518,10 @@ fn fence_body(ptx: &str, clean: &str, body: (usize, usize)) -> Result<FencedBody
                 };
                 if !width.is_power_of_two() || width > 16 {
                     return Err(refused(FenceRefusal::UnknownGlobalInstruction));
+                }
+                if proven.contains(&start) {
+                    skipped = skipped.saturating_add(1);
+                    continue;
                 }
                 let address = operands.get(address_operand).ok_or_else(|| refused(FenceRefusal::Address))?;
                 let (register, offset) =
@@ -492,6 +549,11 @@ fn fence_body(ptx: &str, clean: &str, body: (usize, usize)) -> Result<FencedBody
             }
         }
     }
+    if accesses == 0 {
+        // Nothing to fence: the body stays as it was, its exits too.
+        return Ok(FencedBody { edits, accesses, proven: skipped, widths });
+    }
+    edits.extend(exits);
     widths.sort_unstable();
     let (open, close) = body;
     let mut prologue = format!(
@@ -515,7 +577,7 @@ fn fence_body(ptx: &str, clean: &str, body: (usize, usize)) -> Result<FencedBody
         FENCE_PARAMS[2]
     );
     edits.push((close, close, exit));
-    Ok(FencedBody { edits, accesses, widths })
+    Ok(FencedBody { edits, accesses, proven: skipped, widths })
 }
 
 /// The instructions that compute a fenced access's address into `%__kargs_a` and note, under

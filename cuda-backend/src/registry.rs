@@ -54,7 +54,7 @@ use std::sync::Arc;
 
 use kernel_args::Declaration;
 
-use crate::fence::fence_ptx;
+use crate::fence::fence_declared_ptx;
 use crate::setup::{KernelProblem, SetupError};
 use crate::signature::{KernelSignature, PtxParseError, find_entry};
 
@@ -179,8 +179,9 @@ impl KernelRegistry {
         if let Some(declaration) = &kernel.declaration {
             check_against_ptx(declaration, signature).map_err(refuse)?;
         }
-        if fenced {
-            let module = fence_ptx(ptx).map_err(|e| refuse(KernelProblem::Fence(e)))?;
+        if let (true, Some(declaration)) = (fenced, &kernel.declaration) {
+            let module =
+                fence_declared_ptx(ptx, entry, declaration).map_err(|e| refuse(KernelProblem::Fence(e)))?;
             // The rewriter only adds text, so no NUL byte appears in it.
             kernel.ptx = CString::new(module.ptx())
                 .map_err(|e| refuse(KernelProblem::NulInPtx { position: e.nul_position() }))?;
@@ -331,7 +332,12 @@ mod tests {
         r.register_undeclared(3, VECTOR_ADD, "vector_add").unwrap();
         let fenced = r.get(1).unwrap();
         assert!(fenced.fenced());
-        assert_eq!(fenced.ptx().to_str().unwrap(), crate::fence::fence_ptx(VECTOR_ADD).unwrap().ptx());
+        let declaration = Declaration::parse(VECTOR_ADD_DECLARATION).unwrap();
+        let module = crate::fence::fence_declared_ptx(VECTOR_ADD, "vector_add", &declaration).unwrap();
+        assert_eq!(fenced.ptx().to_str().unwrap(), module.ptx());
+        // vector_add's own accesses are proven inside their windows; its module's other entry
+        // is fenced.
+        assert_eq!((module.proven(), module.accesses()), (3, 3));
         assert!(FENCE_PARAMS.iter().all(|p| fenced.ptx().to_str().unwrap().contains(p)));
         // The guest-visible parameter list is the source's, checked against the declaration.
         assert_eq!(fenced.signature().unwrap().param_sizes(), [8, 8, 8, 4]);

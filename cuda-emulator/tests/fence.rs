@@ -9,7 +9,8 @@
 mod common;
 
 use common::*;
-use kernel_args_cuda::fence::{FencedModule, MIN_FENCE_LEN, fence_ptx};
+use kernel_args::Declaration;
+use kernel_args_cuda::fence::{FencedModule, MIN_FENCE_LEN, fence_declared_ptx, fence_ptx};
 use kernel_args_cuda_emulator::memory::POISON;
 use kernel_args_cuda_emulator::result::*;
 use kernel_args_cuda_emulator::{api, control};
@@ -34,6 +35,8 @@ struct Case {
     name: &'static str,
     ptx: &'static str,
     entry: &'static str,
+    /// What the kernel does with its parameters (docs/declarations.md).
+    declaration: &'static str,
     grid: [u32; 3],
     block: [u32; 3],
     buffers: Vec<Vec<u8>>,
@@ -47,6 +50,7 @@ fn cases() -> Vec<Case> {
             name: "vector_add",
             ptx: VECTOR_ADD,
             entry: "vector_add",
+            declaration: "vector_add(a: &[f32; n], b: &[f32; n], out: &mut [f32; n], n: u32)",
             grid: [1, 1, 1],
             block: [256, 1, 1],
             buffers: vec![
@@ -60,6 +64,7 @@ fn cases() -> Vec<Case> {
             name: "saxpy_grid_stride",
             ptx: GRID_STRIDE,
             entry: "saxpy_grid_stride",
+            declaration: "saxpy(a: f32, x: &[f32; n], y: &mut [f32; n], n: u32)",
             grid: [2, 1, 1],
             block: [64, 1, 1],
             buffers: vec![
@@ -79,6 +84,7 @@ fn cases() -> Vec<Case> {
             name: "block_sum",
             ptx: BLOCK_SUM,
             entry: "block_sum",
+            declaration: "block_sum(input: &[f32; n], out: &mut [f32; grid.x], n: u32)",
             grid: [4, 1, 1],
             block: [256, 1, 1],
             buffers: vec![floats((0..1000).map(|i| (i % 7) as f32)), vec![0; 16]],
@@ -90,6 +96,7 @@ fn cases() -> Vec<Case> {
             name: "transpose",
             ptx: TRANSPOSE,
             entry: "transpose",
+            declaration: "transpose(input: &[f32; rows * cols], out: &mut [f32; rows * cols], rows: u32, cols: u32)",
             grid: [4, 5, 1],
             block: [16, 8, 1],
             buffers: vec![floats((0..37 * 53).map(|i| i as f32)), vec![0; 4 * 37 * 53]],
@@ -106,6 +113,7 @@ fn cases() -> Vec<Case> {
             name: "histogram",
             ptx: HISTOGRAM,
             entry: "histogram",
+            declaration: "histogram(data: &[u8; n], bins: &mut [u32; 256], n: u32)",
             grid: [157, 1, 1],
             block: [128, 1, 1],
             buffers: vec![histogram_data, vec![0; 1024]],
@@ -121,6 +129,7 @@ fn cases() -> Vec<Case> {
             name: "local_array",
             ptx: LOCAL_ARRAY,
             entry: "local_array",
+            declaration: "local_array(idx: &[i32; block.x], out: &mut [f32; block.x])",
             grid: [1, 1, 1],
             block: [64, 1, 1],
             buffers: vec![(0..64i32).flat_map(|t| ((t * 5 + 3) % 11).to_le_bytes()).collect(), vec![0; 256]],
@@ -177,6 +186,14 @@ fn every_fixture_computes_the_same_bytes_fenced() {
         assert!(plain == with_fence, "{}: fenced and unfenced differ", case.name);
         assert_eq!(flag, 0, "{}: no access left the fence", case.name);
         costs.push((case.name, plain_count, fenced_count));
+        // Fenced as `KernelRegistry::register` fences it, with its declaration: every access of
+        // the fixtures is proven inside its window, so the kernel runs as it was.
+        let declaration = Declaration::parse(case.declaration).unwrap();
+        let declared = fence_declared_ptx(case.ptx, case.entry, &declaration).unwrap();
+        assert!(declared.proven() > 0, "{}", case.name);
+        let (with_proofs, flag, declared_count) = run(&case, Some(&declared));
+        assert!(plain == with_proofs, "{}: with proofs and unfenced differ", case.name);
+        assert_eq!((flag, declared_count), (0, plain_count), "{}: the same instructions", case.name);
     }
     // The fence's cost in executed PTX instructions (docs/performance.md).
     for (name, plain, fenced) in &costs {
