@@ -31,6 +31,9 @@ pub use crate::staging::STAGING_ALIGN;
 /// parameters after them.
 const STORAGE_CAPACITY: usize = kernel_args_core::MAX_KERNEL_ARGS + FENCE_PARAMS.len();
 
+/// The alignment a fence's base needs in direct mode: the widest access the fence clamps.
+const FENCE_ALIGN: usize = 16;
+
 /// The bytes of a fenced kernel's flag (a `u32`).
 const FLAG_BYTES: usize = 4;
 
@@ -260,6 +263,19 @@ impl Launch<'_> {
                         "a fenced launch in direct mode needs guest memory borrowed with GuestMemory::exclusive",
                     ));
                 };
+                // The fence clamps each access to a multiple of its width from the base, and the
+                // bounds proofs take windows aligned as their guest offsets: the base must be
+                // aligned to the widest access. A wasm memory starts on a page.
+                if base.addr() % FENCE_ALIGN != 0 {
+                    return Err(HostError::msg(
+                        AbiError::LaunchFailed,
+                        format!(
+                            "kernel {} is fenced, and the guest's memory starts at a host address not \
+                             aligned to {FENCE_ALIGN} bytes",
+                            request.kernel_id
+                        ),
+                    ));
+                }
                 if len < MIN_FENCE_LEN {
                     return Err(HostError::msg(
                         AbiError::LaunchFailed,

@@ -1,9 +1,11 @@
 //! Fenced kernels through the whole pipeline (`LaunchHost::call`, the declaration check,
 //! `CudaLauncher`) on the emulated driver (feature `cuda`), in both pointer modes:
 //!
-//! - every fixture kernel computes the same bytes fenced (`KernelRegistry::register`) as
-//!   unfenced (`register_unfenced`), on the emulated CUDA 12.8, 13.2 and 12.2 drivers (each
-//!   counts the fenced entry's hidden parameters its own way);
+//! - every fixture kernel computes the same bytes fenced (`KernelRegistry::register`, where its
+//!   accesses are proven inside their windows), with every access fenced (its declaration's
+//!   extents written so that the proofs do not read them) and unfenced (`register_unfenced`),
+//!   on the emulated CUDA 12.8, 13.2 and 12.2 drivers (each counts the fenced entry's hidden
+//!   parameters its own way);
 //! - the kernels broken on purpose (`cuda-backend/kernels/broken/`), each launched by an
 //!   untrusted guest with arguments its declaration accepts, are caught: the launch answers
 //!   `LaunchFailed` naming the fence, nothing outside the fence changed (host memory around the
@@ -41,6 +43,27 @@ const MODES: [PointerModeChoice; 2] = [PointerModeChoice::Direct, PointerModeCho
 /// Added to a kernel's id for its unfenced registration.
 const UNFENCED: i64 = 1000;
 
+/// Added to a kernel's id for its registration with every access fenced: its declaration's
+/// extents written `(e) + 0`, which the fence's bounds proofs do not read.
+const ALL_FENCED: i64 = 2000;
+
+/// `declaration` with each extent `e` written `(e) + 0`: the same windows, no bounds proofs.
+fn unprovable(declaration: &str) -> String {
+    let mut out = String::new();
+    let mut rest = declaration;
+    while let Some(open) = rest.find('[') {
+        let (before, after) = rest.split_at(open);
+        let semicolon = after.find(';').unwrap();
+        let close = after.find(']').unwrap();
+        out.push_str(before);
+        out.push_str(&after[..=semicolon]);
+        out.push_str(&format!(" ({}) + 0]", after[semicolon + 1..close].trim()));
+        rest = &after[close + 1..];
+    }
+    out.push_str(rest);
+    out
+}
+
 /// The bytes kept for the argv in guest memory.
 const ARGV_BYTES: usize = 64;
 
@@ -54,8 +77,8 @@ type Beside = fn(&std::path::Path) -> PathBuf;
 /// The emulator and the device's ordinal on it, where the test runs on the emulated driver.
 type Emulated = Option<(&'static Emulator, u32)>;
 
-/// A device with `kernels` registered (each fenced as its id and unfenced as its id plus
-/// [`UNFENCED`]), in `mode`: on the emulated driver, a device of its own on the driver `library`
+/// A device with `kernels` registered (each fenced as its id, unfenced as its id plus
+/// [`UNFENCED`], every access fenced as its id plus [`ALL_FENCED`]), in `mode`: on the emulated driver, a device of its own on the driver `library`
 /// names (`None`: the one `KARGS_CUDA_DRIVER` names), with the emulator; with another driver
 /// (a GPU's), the device from the environment (`library` must be `None`). `None` (the skip
 /// reported) where there is no device or it cannot run in `mode`.
@@ -69,6 +92,9 @@ fn device(
     for &(id, ptx, entry, declaration) in kernels {
         registry.register(id, ptx, entry, declaration).unwrap();
         registry.register_unfenced(id + UNFENCED, ptx, entry, declaration).unwrap();
+        registry.register(id + ALL_FENCED, ptx, entry, &unprovable(declaration)).unwrap();
+        let all_fenced = registry.get(id + ALL_FENCED).unwrap().ptx().to_str().unwrap();
+        assert!(all_fenced.contains("$__kargs_fence_exit:"), "{entry}: its accesses are fenced");
     }
     if !support::emulated() {
         assert!(library.is_none(), "{test}: another emulated driver, without the emulator");
@@ -301,17 +327,16 @@ fn fixtures_compute_the_same_bytes_fenced_and_unfenced_in_both_modes() {
                 let id = i as i64 + 1;
                 let fenced = run_fixture(&mut host, fixture, id);
                 let unfenced = run_fixture(&mut host, fixture, id + UNFENCED);
-                assert!(
-                    fenced == unfenced,
-                    "{driver} {mode:?} {}: fenced and unfenced bytes differ",
-                    fixture.entry
-                );
+                let all_fenced = run_fixture(&mut host, fixture, id + ALL_FENCED);
+                let what = format!("{driver} {mode:?} {}", fixture.entry);
+                assert!(fenced == unfenced, "{what}: fenced and unfenced bytes differ");
+                assert!(all_fenced == unfenced, "{what}: all fenced and unfenced bytes differ");
                 if let Some((emulator, ordinal)) = emulated {
                     assert_eq!(emulator.crossings(ordinal), 0, "{driver} {mode:?} {}", fixture.entry);
                 }
             }
             support::say(format!(
-                "{test}: {mode:?}: 6 fixtures on {} (driver {driver}): the same bytes fenced and unfenced",
+                "{test}: {mode:?}: 6 fixtures on {} (driver {driver}): the same bytes proven, all fenced and unfenced",
                 device.info().name
             ));
         }
@@ -510,41 +535,51 @@ fn unfenced_the_broken_kernels_reach_outside() {
     }
 }
 
+/// Host memory aligned to 64 bytes.
+#[repr(align(64))]
+struct Aligned([u8; 128]);
+
 #[test]
-fn a_fenced_launch_needs_a_fence_of_sixteen_bytes() {
-    let test = "a_fenced_launch_needs_a_fence_of_sixteen_bytes";
+fn a_fenced_launch_needs_sixteen_bytes_of_guest_memory_aligned_to_sixteen() {
+    let test = "a_fenced_launch_needs_sixteen_bytes_of_guest_memory_aligned_to_sixteen";
     let kernels = [(1, VECTOR_ADD_PTX, "vector_add", VECTOR_ADD_DECLARATION)];
     for mode in MODES {
         let Some((_, device)) = device(test, mode, &kernels, None) else { continue };
         let mut launcher = device.launcher();
-        // Twelve bytes of guest memory: one float each for a, b and out.
-        let mut memory = [0u8; 12];
-        memory[..4].copy_from_slice(&1.0f32.to_le_bytes());
-        memory[4..8].copy_from_slice(&2.0f32.to_le_bytes());
-        let argv = argv(|a| _ = a.ptr(0, 4).unwrap().ptr(4, 4).unwrap().ptr(8, 4).unwrap().u32(1));
-        let guest = kernel_args_core::GuestMemory::exclusive(&mut memory);
-        let args = support::checked(&argv, &guest);
-        let shape = kernel_args::LaunchShape { grid: [1, 1, 1], block: [1, 1, 1], shared_mem_bytes: 0 };
-        let result = kernel_args::Launcher::launch(
-            &mut launcher,
-            &kernel_args::LaunchRequest::new(1, shape, &args, &guest),
-        );
+        // Guest memory of `len` bytes at `at` bytes into aligned host memory: one float each
+        // for a, b and out, added.
+        let mut run = |at: usize, len: usize| {
+            let mut host = Aligned([0; 128]);
+            let memory = &mut host.0[at..at + len];
+            memory[..4].copy_from_slice(&1.0f32.to_le_bytes());
+            memory[4..8].copy_from_slice(&2.0f32.to_le_bytes());
+            let argv = argv(|a| _ = a.ptr(0, 4).unwrap().ptr(4, 4).unwrap().ptr(8, 4).unwrap().u32(1));
+            let guest = kernel_args_core::GuestMemory::exclusive(memory);
+            let args = support::checked(&argv, &guest);
+            let shape = kernel_args::LaunchShape { grid: [1, 1, 1], block: [1, 1, 1], shared_mem_bytes: 0 };
+            let request = kernel_args::LaunchRequest::new(1, shape, &args, &guest);
+            let result = kernel_args::Launcher::launch(&mut launcher, &request).map(|_| ());
+            result.map(|()| f32::from_le_bytes(host.0[at + 8..at + 12].try_into().unwrap()))
+        };
+        let (short, misaligned, right) = (run(0, 12), run(4, 64), run(16, 64));
+        assert_eq!(right, Ok(3.0), "{mode:?}");
         match mode {
-            // The fence is guest memory, shorter than the widest access the fence clamps.
+            // The fence is guest memory: shorter than the widest access it clamps, or not
+            // aligned to it.
             PointerModeChoice::Direct => {
-                let err = result.unwrap_err();
-                assert_eq!(err.code(), AbiError::LaunchFailed);
                 assert_eq!(
-                    err.to_string(),
+                    short.unwrap_err().to_string(),
                     "LaunchFailed -5: kernel 1 is fenced, and the guest's memory of 12 bytes is shorter than \
                      the shortest fence, 16 bytes"
                 );
+                assert_eq!(
+                    misaligned.unwrap_err().to_string(),
+                    "LaunchFailed -5: kernel 1 is fenced, and the guest's memory starts at a host address not \
+                     aligned to 16 bytes"
+                );
             }
-            // The arena is made long enough.
-            _ => {
-                result.unwrap();
-                assert_eq!(f32::from_le_bytes(memory[8..12].try_into().unwrap()), 3.0);
-            }
+            // The arena is made long enough, and aligned.
+            _ => assert_eq!((short, misaligned), (Ok(3.0), Ok(3.0))),
         }
     }
 }
