@@ -21,6 +21,14 @@
 //! The rewritten text is PTX a driver loads as it is; the fenced fixtures are committed beside
 //! their sources (`kernels/fenced/`) and assembled by `ptxas` for `sm_52` and `sm_90` in CI.
 //!
+//! [`fence_declared_ptx`], what `KernelRegistry::register` uses, also takes the registered
+//! entry's declaration, and leaves as they are the accesses it proves inside their windows for
+//! every launch the host's declaration check lets through (`fence/bounds.rs`: an index below
+//! the pointer's extent, from the kernel's own guards, thread and block indices): those cost
+//! nothing, and an entry whose every access is proven runs as it was. The proofs take the
+//! windows the check gives, aligned as their guest offsets: a launch that did not pass the
+//! check is not covered.
+//!
 //! ```
 //! use kernel_args_cuda::fence::{FENCE_PARAMS, fence_ptx};
 //! use kernel_args_cuda::kernels;
@@ -35,6 +43,12 @@
 //! assert_eq!(refused.line, 8);
 //! assert_eq!(refused.to_string(), "PTX line 8: `call.uni helper, (%rd1)`: a call (the fence does \
 //!     not reach into the callee)");
+//!
+//! // With vector_add's declaration, its three accesses are proven: only the other entry of the
+//! // module is fenced.
+//! let declaration = kernel_args::Declaration::parse(kernels::VECTOR_ADD_DECLARATION).expect("parses");
+//! let fenced = kernel_args_cuda::fence::fence_declared_ptx(kernels::VECTOR_ADD_PTX, "vector_add", &declaration)?;
+//! assert_eq!((fenced.proven(), fenced.accesses()), (3, 3));
 //! # Ok::<(), kernel_args_cuda::fence::FenceError>(())
 //! ```
 
