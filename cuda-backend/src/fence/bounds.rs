@@ -912,6 +912,10 @@ mod tests {
     /// Every combination of a guard, a scale, an element and an extent for vector_add, against
     /// the rules written out once more: what is proven is exactly what the rules prove.
     #[test]
+    #[cfg_attr(
+        miri,
+        ignore = "768 rewrites of a module, minutes under Miri; the other tests here run the same code"
+    )]
     fn vector_add_variants_against_the_rules() {
         let mut checked = 0;
         for cmp in ["ge", "gt", "lt", "le"] {
