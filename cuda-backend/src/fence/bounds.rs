@@ -763,6 +763,10 @@ mod tests {
     ];
 
     #[test]
+    #[cfg_attr(
+        miri,
+        ignore = "safe code, no unsafe below it: minutes under Miri for what the native run checks"
+    )]
     fn every_access_of_the_fixtures_is_proven() {
         for (entry, declaration, accesses) in FIXTURES {
             let ptx = kernel(entry);
@@ -784,6 +788,10 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(
+        miri,
+        ignore = "safe code, no unsafe below it: minutes under Miri for what the native run checks"
+    )]
     fn what_is_not_proven() {
         let proven = |ptx: &str, declaration: &str| counts(ptx, "vector_add", declaration).0;
         let va = VECTOR_ADD_DECLARATION;
@@ -847,6 +855,10 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(
+        miri,
+        ignore = "safe code, no unsafe below it: minutes under Miri for what the native run checks"
+    )]
     fn products_need_the_same_factor_on_both_sides() {
         let transpose =
             "transpose(input: &[f32; rows * cols], out: &mut [f32; rows * cols], rows: u32, cols: u32)";
@@ -862,6 +874,10 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(
+        miri,
+        ignore = "safe code, no unsafe below it: minutes under Miri for what the native run checks"
+    )]
     fn the_kernels_broken_on_purpose_are_not_proven() {
         let broken = [
             (
