@@ -4,7 +4,8 @@
 //! memory); and a kernel handed addresses outside its fence (past its window, into a neighbour's
 //! buffer, an atomic past the end) writes nothing outside, does not fault, and sets the flag.
 //! The instructions each kernel executes, fenced and unfenced, are asserted: the fence's cost
-//! (docs/performance.md).
+//! (docs/performance.md). And the bounds proofs (`fence_declared_ptx`) are run against the
+//! driver: a proven access never leaves its window.
 
 mod common;
 
@@ -512,6 +513,67 @@ fn unfenced_the_broken_kernels_reach_outside() {
     }
 }
 
+/// A vector_add variant (the bounds proofs' test family, `cuda-backend/src/fence/bounds.rs`):
+/// its guard's comparison, whether the branch is negated, the index's scale, and `out`'s element
+/// and extent; with its declaration.
+fn vector_add_variant(
+    cmp: &str,
+    negated: bool,
+    scale: u64,
+    element: &str,
+    extent: &str,
+) -> (String, Declaration) {
+    let ptx = VECTOR_ADD.replacen("setp.ge.u32", &format!("setp.{cmp}.u32"), 1).replacen(
+        "mul.wide.u32 \t%rd5, %r1, 4",
+        &format!("mul.wide.u32 \t%rd5, %r1, {scale}"),
+        1,
+    );
+    let ptx = if negated { ptx.replacen("@%p1 bra", "@!%p1 bra", 1) } else { ptx };
+    let declaration =
+        format!("vector_add(a: &[f32; n], b: &[f32; n], out: &mut [{element}; {extent}], n: u32)");
+    (ptx, Declaration::parse(&declaration).unwrap())
+}
+
+/// Bytes of each large allocation (its own mapping, in whole pages) a window ends.
+const LARGE: usize = 2 << 20;
+
+/// Runs `ptx`'s vector_add with `a`, `b` (`n` floats each) and `out` (`out_len` bytes) each
+/// ending a large allocation that unmapped memory follows, so that any access past a window
+/// faults; fenced around `out`'s allocation (a fence for the accesses left fenced). The
+/// context's sticky error afterwards (0: nothing faulted).
+fn run_at_the_edge(ordinal: i32, ptx: &str, n: u32, out_len: usize, grid: u32, block: u32) -> i32 {
+    let flag = alloc(4).unwrap();
+    assert_eq!(upload(flag, &[0; 4]), CUDA_SUCCESS);
+    // a, hole, b, hole, out, hole: the holes freed once all are placed.
+    let blocks: Vec<u64> = (0..6).map(|_| alloc(LARGE).unwrap()).collect();
+    for hole in [blocks[1], blocks[3], blocks[5]] {
+        assert_eq!(api::mem_free(hole), CUDA_SUCCESS);
+    }
+    let window_len = 4 * n as usize;
+    let a = blocks[0] + (LARGE - window_len) as u64;
+    let b = blocks[2] + (LARGE - window_len) as u64;
+    let out = blocks[4] + (LARGE - out_len) as u64;
+    let mut params = vector_add_params(a, b, out, n);
+    params.extend(fence_params(blocks[4], LARGE as u64, flag));
+    let f = function(load(ptx), "vector_add").unwrap();
+    let launched = launch_with(f, [grid, 1, 1], [block, 1, 1], 0, &mut params);
+    let sticky = control::sticky_error(ordinal);
+    for used in [blocks[0], blocks[2], blocks[4], flag] {
+        let _ = api::mem_free(used);
+    }
+    if launched != CUDA_SUCCESS { launched } else { sticky }
+}
+
+/// The layout of the property test below catches an overrun: vector_add with `i <= n` as its
+/// guard, unfenced, faults on its load past `a`'s window.
+#[test]
+fn an_access_past_a_window_at_the_edge_faults() {
+    let session = session();
+    let (ptx, _) = vector_add_variant("gt", false, 4, "f32", "n");
+    assert_ne!(run_at_the_edge(session.ordinal, &ptx, 16, 64, 1, 32), 0);
+    assert_eq!(api::device_primary_ctx_reset(session.ordinal), CUDA_SUCCESS);
+}
+
 mod property {
     use proptest::prelude::*;
 
@@ -537,7 +599,42 @@ mod property {
     }
 
     proptest! {
-        #![proptest_config(ProptestConfig { cases: 96, ..ProptestConfig::default() })]
+        #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+
+        /// vector_add variants whose accesses the bounds proofs prove (some or all), launched
+        /// with arguments their declaration accepts and every window ending where unmapped
+        /// memory begins: no proven access leaves its window, so nothing faults.
+        #[test]
+        fn proven_accesses_stay_inside_their_windows(
+            cmp in 0..4usize,
+            negated: bool,
+            scale in 0..4u32,
+            element in 0..4usize,
+            extent in 0..5usize,
+            n in 0..300u32,
+            grid in 1..4u32,
+            block in 1..160u32,
+        ) {
+            let cmp = ["ge", "gt", "lt", "le"][cmp];
+            let scale = 1u64 << scale;
+            let (element, size) = [("u8", 1), ("u16", 2), ("f32", 4), ("f64", 8)][element];
+            let (extent, count) = [
+                ("n", n as usize),
+                ("16", 16),
+                ("grid.x", grid as usize),
+                ("grid.x * block.x", (grid * block) as usize),
+                ("n * 2", 2 * n as usize),
+            ][extent];
+            let (ptx, declaration) = vector_add_variant(cmp, negated, scale, element, extent);
+            let module = fence_declared_ptx(&ptx, "vector_add", &declaration).unwrap();
+            prop_assume!(module.proven() > 0);
+            let session = session();
+            let sticky = run_at_the_edge(session.ordinal, module.ptx(), n, count * size, grid, block);
+            if sticky != 0 {
+                let _ = api::device_primary_ctx_reset(session.ordinal);
+            }
+            prop_assert_eq!(sticky, 0, "{} {} proven, and it faulted", cmp, module.proven());
+        }
 
         /// Random straight-line kernels of global loads, stores and atomics at random addresses,
         /// fenced: whatever the addresses, nothing outside the fence changes, nothing faults,
