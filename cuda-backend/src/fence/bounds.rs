@@ -273,12 +273,6 @@ fn extent(text: &str, names: &HashMap<&str, usize>, integer: &dyn Fn(usize) -> b
     let mut bound = Bound::number(1);
     for factor in text.split('*') {
         let factor = factor.trim();
-        let axis = |rest: &str| match rest {
-            "x" => Some(0u8),
-            "y" => Some(1),
-            "z" => Some(2),
-            _ => None,
-        };
         let next = if let Some(rest) = factor.strip_prefix("grid.") {
             Bound::factor(Factor::Grid(axis(rest)?))
         } else if let Some(rest) = factor.strip_prefix("block.") {
