@@ -54,7 +54,7 @@ use std::sync::Arc;
 
 use kernel_args::Declaration;
 
-use crate::fence::fence_declared_ptx;
+use crate::fence::fence_ptx;
 use crate::setup::{KernelProblem, SetupError};
 use crate::signature::{KernelSignature, PtxParseError, find_entry};
 
@@ -179,9 +179,12 @@ impl KernelRegistry {
         if let Some(declaration) = &kernel.declaration {
             check_against_ptx(declaration, signature).map_err(refuse)?;
         }
-        if let (true, Some(declaration)) = (fenced, &kernel.declaration) {
-            let module =
-                fence_declared_ptx(ptx, entry, declaration).map_err(|e| refuse(KernelProblem::Fence(e)))?;
+        if fenced {
+            let module = fence_ptx(ptx).map_err(|e| refuse(KernelProblem::Fence(e)))?;
+            // The registered entry must be one the fence rewrote (and the checker proved).
+            if !module.entries().iter().any(|e| e == entry) {
+                return Err(refuse(KernelProblem::NoEntry { entry: entry.to_owned() }));
+            }
             // The rewriter only adds text, so no NUL byte appears in it.
             kernel.ptx = CString::new(module.ptx())
                 .map_err(|e| refuse(KernelProblem::NulInPtx { position: e.nul_position() }))?;
@@ -313,8 +316,8 @@ mod tests {
         );
         let err = r.register(3, VECTOR_ADD, "no_such_entry", VECTOR_ADD_DECLARATION).unwrap_err();
         assert_eq!(problem(err), KernelProblem::NoEntry { entry: "no_such_entry".into() });
-        let err = r.register(3, ".entry k(\n.param .v4 .f32 x\n)", "k", "k(x: f32)").unwrap_err();
-        assert!(matches!(problem(err), KernelProblem::PtxUnreadable(e) if e.line == 2));
+        let err = r.register(3, ".version 7.8\n.target sm_52\n.entry k(\n.param .v4 .f32 x\n)\n{ ret; }", "k", "k(x: f32)").unwrap_err();
+        assert!(matches!(problem(err), KernelProblem::PtxUnreadable(e) if e.line == 4));
         let err = r.register(3, VECTOR_ADD, "vector_add", "vector_add(a: &[f32; m])").unwrap_err();
         assert!(
             err.to_string().starts_with("kernel 3: the declaration does not parse: column 22: "),
@@ -332,12 +335,10 @@ mod tests {
         r.register_undeclared(3, VECTOR_ADD, "vector_add").unwrap();
         let fenced = r.get(1).unwrap();
         assert!(fenced.fenced());
-        let declaration = Declaration::parse(VECTOR_ADD_DECLARATION).unwrap();
-        let module = crate::fence::fence_declared_ptx(VECTOR_ADD, "vector_add", &declaration).unwrap();
+        let module = crate::fence::fence_ptx(VECTOR_ADD).unwrap();
         assert_eq!(fenced.ptx().to_str().unwrap(), module.ptx());
-        // vector_add's own accesses are proven inside their windows; its module's other entry
-        // is fenced.
-        assert_eq!((module.proven(), module.accesses()), (3, 3));
+        // Both entries of the module are fenced: three clamped accesses each.
+        assert_eq!(module.accesses(), 6);
         assert!(FENCE_PARAMS.iter().all(|p| fenced.ptx().to_str().unwrap().contains(p)));
         // The guest-visible parameter list is the source's, checked against the declaration.
         assert_eq!(fenced.signature().unwrap().param_sizes(), [8, 8, 8, 4]);
@@ -351,7 +352,8 @@ mod tests {
         let line = global.lines().position(|l| l.starts_with(".global")).unwrap() + 1;
         match problem(r.register(4, &global, "vector_add", VECTOR_ADD_DECLARATION).unwrap_err()) {
             KernelProblem::Fence(e) => {
-                assert_eq!((e.line, e.reason), (line, FenceRefusal::ModuleGlobal));
+                assert_eq!((e.line, &e.reason), (line, &FenceRefusal::ModuleGlobal));
+                assert!(e.to_string().contains(".global .u32 counter;"), "{e}");
             }
             other => panic!("{other:?}"),
         }
@@ -367,12 +369,12 @@ mod tests {
         let mut r = KernelRegistry::new();
         r.register_undeclared(1, include_str!("../kernels/struct_param.ptx"), "affine").unwrap();
         r.register_undeclared(2, VECTOR_ADD, "no_such_entry").unwrap();
-        r.register_undeclared(3, ".entry k(\n.param .v4 .f32 x\n)", "k").unwrap();
+        r.register_undeclared(3, ".version 7.8\n.target sm_52\n.entry k(\n.param .v4 .f32 x\n)\n{ ret; }", "k").unwrap();
         assert_eq!(r.get(1).unwrap().signature().unwrap().param_sizes(), [24, 8, 8]);
         assert!(r.get(1).unwrap().declaration().is_none());
         assert!(r.get(2).unwrap().signature().is_none());
         assert!(r.get(2).unwrap().parse_error().is_none());
-        assert_eq!(r.get(3).unwrap().parse_error().unwrap().line, 2);
+        assert_eq!(r.get(3).unwrap().parse_error().unwrap().line, 4);
         assert!(r.get(4).is_none());
     }
 

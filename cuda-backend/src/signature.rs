@@ -24,7 +24,8 @@
 //! ```
 //! use kernel_args_cuda::KernelRegistry;
 //!
-//! let ptx = ".visible .entry scale(\n\t.param .u64 scale_param_0,\n\t.param .f32 scale_param_1\n)\n{ ret; }";
+//! let ptx = ".version 7.8\n.target sm_52\n.address_size 64\n\
+//!     .visible .entry scale(\n\t.param .u64 scale_param_0,\n\t.param .f32 scale_param_1\n)\n{ ret; }";
 //! let mut registry = KernelRegistry::new();
 //! registry.register(7, ptx, "scale", "scale(data: &mut [f32; 64], by: f32)")?;
 //! let signature = registry.get(7).and_then(|k| k.signature()).expect("declared");
@@ -32,15 +33,14 @@
 //! # Ok::<(), kernel_args_cuda::SetupError>(())
 //! ```
 //!
-//! ## What the parser accepts
+//! ## What is read
 //!
-//! A parameter is `.param`, then in any order: one fundamental type (`.b8` ... `.b64`,
-//! `.u8` ... `.u64`, `.s8` ... `.s64`, `.f16`, `.f32`, `.f64`), an optional `.align N`, an
-//! optional `.ptr` with an optional state space (`.global`, `.const`, `.local`, `.shared`) and
-//! alignment; then the name and an optional array length `[M]`. Comments (`//`, `/* */`) are
-//! skipped. A parameter's size is the type's size times `M`; its alignment is `.align N` when
-//! given, else the type's size. Anything else inside a parameter list is an error naming the
-//! line.
+//! The whole module, by the project's one PTX front end ([`kernel_args_ptx::parse`]): a text it
+//! does not read is an error naming its line. A parameter's type must be a fundamental type
+//! (`.b8` ... `.b64`, `.u8` ... `.u64`, `.s8` ... `.s64`, `.f16`, `.f32`, `.f64`); a `.ptr`
+//! parameter is 64-bit; `.align N` is a power of two. A parameter's size is the type's size
+//! times its array lengths; its alignment is `.align N` when given (but for a `.ptr`
+//! parameter, whose `.align` is its pointee's), else the type's size.
 
 use std::fmt;
 
@@ -167,19 +167,49 @@ impl std::error::Error for PtxParseError {}
 ///
 /// A [`PtxParseError`] naming the line of the first parameter list it cannot read.
 pub(crate) fn parse_ptx_entries(ptx: &str) -> Result<Vec<KernelSignature>, PtxParseError> {
-    let tokens = tokenize(ptx)?;
-    let mut entries = Vec::new();
-    let mut i = 0;
-    while let Some(tok) = tokens.get(i) {
-        i = i.saturating_add(1);
-        if tok.text != ".entry" {
-            continue;
+    let module = kernel_args_ptx::parse(ptx).map_err(|e| PtxParseError {
+        line: e.line as usize,
+        entry: None,
+        message: e.kind.to_string(),
+    })?;
+    module.entries().map(signature).collect()
+}
+
+/// An entry's parameter list as this crate's types.
+fn signature(entry: &kernel_args_ptx::Function) -> Result<KernelSignature, PtxParseError> {
+    let mut params = Vec::with_capacity(entry.params.len());
+    for p in &entry.params {
+        let err = |message: String| PtxParseError {
+            line: p.span.line as usize,
+            entry: Some(entry.name.clone()),
+            message,
+        };
+        if p.space != kernel_args_ptx::StateSpace::Param {
+            return Err(err(format!("parameter `{}` is not `.param`", p.name)));
         }
-        let (signature, next) = parse_entry(&tokens, i, tok.line)?;
-        entries.push(signature);
-        i = next;
+        if let Some(v) = p.vector {
+            return Err(err(format!("unsupported parameter qualifier `.v{v}`")));
+        }
+        let ty = PtxType::from_directive(&format!(".{}", p.ty.name()))
+            .ok_or_else(|| err(format!("unsupported parameter type `.{}`", p.ty.name())))?;
+        if p.ptr.is_some() && ty != PtxType::Bits64 {
+            return Err(err(format!("`.ptr` parameter `{}` is not 64-bit", p.name)));
+        }
+        let align = match p.align {
+            Some(a) if !a.is_power_of_two() => return Err(err("`.align` must be a power of two".into())),
+            Some(a) => Some(usize::try_from(a).map_err(|_| err("`.align` too large".into()))?),
+            None => None,
+        };
+        let array_len = match p.dims.as_slice() {
+            [] => None,
+            dims => {
+                let len = dims.iter().try_fold(1u64, |acc, d| acc.checked_mul(*d));
+                Some(len.and_then(|l| usize::try_from(l).ok()).ok_or_else(|| err("array too large".into()))?)
+            }
+        };
+        params.push(PtxParam { name: p.name.clone(), ty, array_len, align, is_ptr: p.ptr.is_some() });
     }
-    Ok(entries)
+    Ok(KernelSignature { entry: entry.name.clone(), params })
 }
 
 /// The signature of the entry named `name` in `ptx`, or `None` when the PTX declares no such
@@ -214,172 +244,6 @@ fn check_sizes(param_sizes: &[usize], got: impl ExactSizeIterator<Item = usize>)
         }
     }
     Ok(())
-}
-
-/// A token of PTX text with the line it starts on.
-#[derive(Debug, Clone, Copy)]
-struct Token<'a> {
-    text: &'a str,
-    line: usize,
-}
-
-/// Splits PTX into identifiers/directives/numbers and single punctuation characters, skipping
-/// whitespace and comments.
-fn tokenize(ptx: &str) -> Result<Vec<Token<'_>>, PtxParseError> {
-    let mut tokens = Vec::new();
-    let mut line = 1usize;
-    let mut rest = ptx;
-    while let Some(c) = rest.chars().next() {
-        if c == '\n' {
-            line = line.saturating_add(1);
-            rest = rest.get(1..).unwrap_or("");
-        } else if c.is_whitespace() {
-            rest = rest.get(c.len_utf8()..).unwrap_or("");
-        } else if let Some(after) = rest.strip_prefix("//") {
-            rest = after.find('\n').and_then(|n| after.get(n..)).unwrap_or("");
-        } else if let Some(after) = rest.strip_prefix("/*") {
-            let end = after.find("*/").ok_or_else(|| PtxParseError {
-                line,
-                entry: None,
-                message: "unterminated /* comment".into(),
-            })?;
-            let comment = after.get(..end).unwrap_or("");
-            line = line.saturating_add(comment.matches('\n').count());
-            rest = after.get(end.saturating_add(2)..).unwrap_or("");
-        } else if let Some(after) = rest.strip_prefix('"') {
-            // A string (`.file 1 "/path/k.cu"`): one token, so `//` inside it is no comment.
-            let end = after.find(['"', '\n']).unwrap_or(after.len());
-            tokens.push(Token { text: rest.get(..end.saturating_add(2)).unwrap_or(rest), line });
-            rest = after.get(end.saturating_add(1)..).unwrap_or("");
-        } else if is_word_char(c) {
-            let len = rest.find(|ch: char| !is_word_char(ch)).unwrap_or(rest.len());
-            tokens.push(Token { text: rest.get(..len).unwrap_or(""), line });
-            rest = rest.get(len..).unwrap_or("");
-        } else {
-            let len = c.len_utf8();
-            tokens.push(Token { text: rest.get(..len).unwrap_or(""), line });
-            rest = rest.get(len..).unwrap_or("");
-        }
-    }
-    Ok(tokens)
-}
-
-/// Characters of PTX identifiers, directives (`.u32`) and numbers.
-fn is_word_char(c: char) -> bool {
-    c.is_ascii_alphanumeric() || matches!(c, '_' | '$' | '%' | '.')
-}
-
-/// Parses `name ( params )` after an `.entry` token at `tokens[i]`; returns the signature and
-/// the index after it.
-fn parse_entry(
-    tokens: &[Token<'_>],
-    mut i: usize,
-    line: usize,
-) -> Result<(KernelSignature, usize), PtxParseError> {
-    let err = |line: usize, entry: Option<&str>, message: String| PtxParseError {
-        line,
-        entry: entry.map(str::to_owned),
-        message,
-    };
-    let name = tokens
-        .get(i)
-        .filter(|t| is_identifier(t.text))
-        .ok_or_else(|| err(line, None, "`.entry` without a name".into()))?;
-    i = i.saturating_add(1);
-    let entry = name.text;
-    let mut params = Vec::new();
-    // An entry without parameters may omit the parentheses.
-    if tokens.get(i).map(|t| t.text) != Some("(") {
-        return Ok((KernelSignature { entry: entry.to_owned(), params }, i));
-    }
-    i = i.saturating_add(1);
-    if tokens.get(i).map(|t| t.text) == Some(")") {
-        return Ok((KernelSignature { entry: entry.to_owned(), params }, i.saturating_add(1)));
-    }
-    loop {
-        let (param, next) = parse_param(tokens, i, entry)?;
-        params.push(param);
-        i = next;
-        match tokens.get(i) {
-            Some(t) if t.text == "," => i = i.saturating_add(1),
-            Some(t) if t.text == ")" => {
-                return Ok((KernelSignature { entry: entry.to_owned(), params }, i.saturating_add(1)));
-            }
-            Some(t) => {
-                return Err(err(t.line, Some(entry), format!("expected `,` or `)`, found `{}`", t.text)));
-            }
-            None => {
-                let line = tokens.last().map_or(name.line, |t| t.line);
-                return Err(err(line, Some(entry), "parameter list is not closed".into()));
-            }
-        }
-    }
-}
-
-/// Parses one `.param ... name[M]` starting at `tokens[i]`.
-fn parse_param(tokens: &[Token<'_>], mut i: usize, entry: &str) -> Result<(PtxParam, usize), PtxParseError> {
-    let last_line = tokens.last().map_or(1, |t| t.line);
-    let err = |line: usize, message: String| PtxParseError { line, entry: Some(entry.to_owned()), message };
-    let first = tokens.get(i).ok_or_else(|| err(last_line, "parameter list is not closed".into()))?;
-    if first.text != ".param" {
-        return Err(err(first.line, format!("expected `.param`, found `{}`", first.text)));
-    }
-    i = i.saturating_add(1);
-    let (mut ty, mut is_ptr, mut align) = (None, false, None);
-    let name = loop {
-        let tok = tokens.get(i).ok_or_else(|| err(first.line, "parameter without a name".into()))?;
-        i = i.saturating_add(1);
-        match tok.text {
-            ".align" => {
-                let n = tokens.get(i).and_then(|t| t.text.parse::<usize>().ok());
-                align =
-                    Some(n.filter(|n| n.is_power_of_two()).ok_or_else(|| {
-                        err(tok.line, "`.align` must be followed by a power of two".into())
-                    })?);
-                i = i.saturating_add(1);
-            }
-            ".ptr" => is_ptr = true,
-            ".global" | ".const" | ".local" | ".shared" if is_ptr => {}
-            directive if directive.starts_with('.') => {
-                let t = PtxType::from_directive(directive).ok_or_else(|| {
-                    err(tok.line, format!("unsupported parameter qualifier or type `{directive}`"))
-                })?;
-                if ty.replace(t).is_some() {
-                    return Err(err(tok.line, "parameter with two types".into()));
-                }
-            }
-            word if is_identifier(word) => break tok,
-            other => return Err(err(tok.line, format!("unexpected `{other}` in a parameter"))),
-        }
-    };
-    let ty = ty.ok_or_else(|| err(name.line, format!("parameter `{}` has no type", name.text)))?;
-    if is_ptr && ty != PtxType::Bits64 {
-        return Err(err(name.line, format!("`.ptr` parameter `{}` is not 64-bit", name.text)));
-    }
-    let mut array_len = None;
-    if tokens.get(i).map(|t| t.text) == Some("[") {
-        let n = tokens.get(i.saturating_add(1)).and_then(|t| t.text.parse::<usize>().ok());
-        let close = tokens.get(i.saturating_add(2)).map(|t| t.text);
-        match (n, close) {
-            (Some(n), Some("]")) => array_len = Some(n),
-            _ => return Err(err(name.line, format!("parameter `{}`: malformed array length", name.text))),
-        }
-        i = i.saturating_add(3);
-    }
-    Ok((PtxParam { name: name.text.to_owned(), ty, array_len, align, is_ptr }, i))
-}
-
-/// A PTX identifier: a letter, or `_`/`$`/`%` followed by at least one more character.
-fn is_identifier(word: &str) -> bool {
-    let mut chars = word.chars();
-    match chars.next() {
-        Some(c) if c.is_ascii_alphabetic() => chars.all(|c| is_word_char(c) && c != '.'),
-        Some('_' | '$' | '%') => {
-            let rest = chars.as_str();
-            !rest.is_empty() && rest.chars().all(|c| is_word_char(c) && c != '.')
-        }
-        _ => false,
-    }
 }
 
 #[cfg(test)]
@@ -487,7 +351,7 @@ mod tests {
 
     #[test]
     fn ptr_qualifiers_comments_and_empty_lists() {
-        let ptx = "
+        let ptx = ".version 7.8\n.target sm_52\n.address_size 64
             // a comment with .entry in it
             .file 1 \"//server/share/k.cu\"
             /* .entry nope( .param .u32 x ) */
@@ -520,25 +384,26 @@ mod tests {
 
     #[test]
     fn malformed_lists_name_the_line() {
+        let header = ".version 7.8\n.target sm_52\n.address_size 64\n";
         let cases = [
-            (".entry k(\n.param .v2 .f32 x\n)", 2, "unsupported parameter qualifier or type `.v2`"),
-            (".entry k(\n.param .u32\n)", 3, "unexpected `)` in a parameter"),
-            (".entry k(\n.param .u32 x,\n\n.reg .u32 y)", 4, "expected `.param`, found `.reg`"),
-            (".entry k(\n.param .u32 x", 2, "parameter list is not closed"),
-            (".entry k(\n.param .b8 x[12\n)", 2, "parameter `x`: malformed array length"),
-            (".entry k(\n.param .align 3 .b8 x[12])", 2, "`.align` must be followed by a power of two"),
-            (".entry k(\n.param x)", 2, "parameter `x` has no type"),
-            (".entry k(\n.param .u32 .u64 x)", 2, "parameter with two types"),
-            (".entry k(\n.param .u32 .ptr x)", 2, "`.ptr` parameter `x` is not 64-bit"),
-            (".entry k(\n.param .u32 x y)", 2, "expected `,` or `)`, found `y`"),
-            ("\n.entry (", 2, "`.entry` without a name"),
-            ("/* open", 1, "unterminated /* comment"),
+            (".entry k(\n.param .v2 .f32 x\n)\n{ ret; }", 5, "unsupported parameter qualifier `.v2`"),
+            (".entry k(\n.param .f16x2 x\n)\n{ ret; }", 5, "unsupported parameter type `.f16x2`"),
+            (".entry k(\n.param .u32\n)\n{ ret; }", 6, "expected a parameter's name, found `)`"),
+            (".entry k(\n.param .u32 x,\n\n.reg .u32 y)\n{ ret; }", 7, "parameter `y` is not `.param`"),
+            (".entry k(\n.param .u32 x", 5, "expected `,` or `)` in a parameter list, found the end of the text"),
+            (".entry k(\n.param .b8 x[12\n)\n{ ret; }", 6, "expected `]`, found `)`"),
+            (".entry k(\n.param .align 3 .b8 x[12])\n{ ret; }", 5, "`.align` must be a power of two"),
+            (".entry k(\n.param x)\n{ ret; }", 5, "expected a parameter's type, found `x`"),
+            (".entry k(\n.param .u32 .ptr x)\n{ ret; }", 5, "`.ptr` parameter `x` is not 64-bit"),
+            (".entry k(\n.param .u32 x y)\n{ ret; }", 5, "expected `,` or `)` in a parameter list, found `y`"),
+            ("\n.entry (", 5, "expected a function name, found `(`"),
+            ("/* open", 4, "a /* comment without its */"),
         ];
         for (ptx, line, message) in cases {
-            let err = parse_ptx_entries(ptx).unwrap_err();
+            let err = parse_ptx_entries(&format!("{header}{ptx}")).unwrap_err();
             assert_eq!((err.line, err.message.as_str()), (line, message), "{ptx:?}");
         }
-        let err = parse_ptx_entries(".entry k(\n.param .v2 .f32 x\n)").unwrap_err();
-        assert_eq!(err.to_string(), "PTX line 2 (entry k): unsupported parameter qualifier or type `.v2`");
+        let err = parse_ptx_entries(&format!("{header}.entry k(\n.param .v2 .f32 x\n)\n{{ ret; }}")).unwrap_err();
+        assert_eq!(err.to_string(), "PTX line 5 (entry k): unsupported parameter qualifier `.v2`");
     }
 }

@@ -1,0 +1,835 @@
+//! The checker: translation validation of a fenced module, written apart from the rewriter.
+//!
+//! It reads the printed text through the front end, as the driver will receive it, and for
+//! every entry verifies by its own rules, not the rewriter's:
+//!
+//! 1. **Every instruction is one it knows.** Its own table of instructions that touch no
+//!    memory, of memory instructions (which operand is an address, the state space it reaches
+//!    and its default, the width), branches and barriers; anything else (`trap`, `call`,
+//!    textures, tensor copies...) is a finding.
+//! 2. **Every address is proven inside its window, on every path.** A small abstract
+//!    interpretation over the body in order. Facts hold only in the fence's own registers
+//!    (`%__kargs_*`), which only the fence's instruction forms below may write; every other
+//!    instruction may name them only as an address it reads. A fact dies when its register is
+//!    written (a guarded write kills it too) and at every label (another path joins there), so
+//!    a fact at an instruction holds on every path that reaches it.
+//! 3. **The windows are computed once, before anything else.** Window facts come only from the
+//!    entry's leading run of the fence's instructions (straight-line, before any label, branch
+//!    or instruction of the kernel's), and no later instruction may write their registers.
+//!
+//! The facts, and the forms that make them (`W` a width of 1, 2, 4, 8 or 16 bytes):
+//!
+//! | fact | made by | means |
+//! |---|---|---|
+//! | fence base | `ld.param.u64 r, [__kargs_fence_base]` | the global window's start (the launcher aligns it to 16) |
+//! | fence length | `ld.param.u64 r, [__kargs_fence_len]` | its length (the launcher gives at least 16) |
+//! | address of `V` | `mov.u64 r, V`, `V` a `.shared`, `.local` or `.const` variable aligned to 16 | in that space's allocation |
+//! | low | `min.u64` of addresses and lows of one space | one of its variables' start: in the allocation, aligned to 16 |
+//! | high | `add.u64 r, address of V, K` (`K` ≤ `V`'s size); the address of an `.extern .shared` plus `%dynamic_smem_size` (`mov.u32`, `cvt.u64.u32`); `max.u64` of highs | at most the allocation's end |
+//! | length | `sub.u64 r, high, low b`, where the high reaches 16 bytes past a variable the low is below | the window `[b, b + length)` is inside the allocation, at least 16 long |
+//! | limit `W` | `sub.u64 r, length, W` (or the fence length) | the last offset of a `W`-byte access |
+//! | below | `min.u64 r, x, limit W` | at most the limit |
+//! | offset | `and.b64 r, below, -W` (for 1 byte, below alone) | at most the limit, a multiple of `W` |
+//! | inside | `add.u64 r, offset, b` with the window's base `b` (the fence base for the global window) | `[r, r + W)` inside the window, aligned to `W` |
+//! | generic | `cvta.shared.u64`/`cvta.local.u64` of an inside; `selp.b64` of two generics or global insides | a generic address inside one of the windows named |
+//! | flag | `ld.param.u64 r, [__kargs_fence_flag]` | the flag (the only unclamped store: `st.global.u32 [r], 1`) |
+//! | mask | `or.b32 r, lane, x`, with `lane` from `mov.u32 lane, %lanemask_eq` | a member mask that holds the executing thread |
+//!
+//! An access in the global, shared, local or constant space needs `[r]` with `r` inside that
+//! window for at least its width; a generic one `[r]` with `r` generic (an atomic's not through
+//! the local window); a named variable at a constant offset inside it and aligned passes by its
+//! declaration; a parameter load only `[P+K]` inside parameter `P`.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::fmt;
+
+use kernel_args_ptx::{
+    AddressBase, Block, Function, FunctionKind, Immediate, Instruction, Item, Linkage, Module, Operand, OperandKind,
+    Span, Statement, StateSpace, Type, Variable, parse,
+};
+
+use super::FENCE_PARAMS;
+
+/// What the checker found in a fenced module: where, and what.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CheckFinding {
+    /// The 1-based line of the printed module.
+    pub line: usize,
+    /// The statement, as printed (empty for a module-wide finding).
+    pub statement: String,
+    /// What is wrong.
+    pub kind: FindingKind,
+}
+
+/// What the checker can find.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum FindingKind {
+    /// The front end cannot read the printed module.
+    Unreadable(String),
+    /// The module is not 64-bit, or has a `.global` variable, a texture, a device function's
+    /// body or a pragma the checker does not know.
+    Module,
+    /// An entry's last three parameters are not the fence's.
+    HiddenParams,
+    /// An instruction outside the checker's table.
+    NotAllowed,
+    /// A memory access whose address is not proven inside its window.
+    Unproven,
+    /// A fence register written after the windows were computed, written by an instruction
+    /// that is not one of the fence's forms, or declared in a nested block.
+    FenceRegister,
+    /// A warp-synchronous member mask not proven to hold the executing thread.
+    Mask,
+    /// A barrier whose number or thread count is not a constant.
+    Barrier,
+    /// A `ret` or `exit` before the fence's exit, where it has one: the flag would not be set.
+    Exit,
+}
+
+impl fmt::Display for FindingKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            FindingKind::Unreadable(e) => write!(f, "the front end cannot read it: {e}"),
+            FindingKind::Module => f.write_str("a module-scope declaration outside the sandbox"),
+            FindingKind::HiddenParams => f.write_str("an entry without the fence's three parameters last"),
+            FindingKind::NotAllowed => f.write_str("an instruction outside the checker's table"),
+            FindingKind::Unproven => f.write_str("an address not proven inside its window"),
+            FindingKind::FenceRegister => f.write_str("a fence register written outside the fence's forms"),
+            FindingKind::Mask => f.write_str("a member mask not proven to hold the executing thread"),
+            FindingKind::Barrier => f.write_str("a barrier that is not a constant"),
+            FindingKind::Exit => f.write_str("an exit that skips the fence's flag"),
+        }
+    }
+}
+
+impl fmt::Display for CheckFinding {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "fenced PTX line {}: ", self.line)?;
+        if !self.statement.is_empty() {
+            write!(f, "`{}`: ", self.statement)?;
+        }
+        write!(f, "{}", self.kind)
+    }
+}
+
+impl std::error::Error for CheckFinding {}
+
+/// What the checker verified.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CheckReport {
+    /// The entries, in order.
+    pub entries: Vec<String>,
+    /// Address operands proven inside their windows by their clamps.
+    pub clamped: usize,
+    /// Address operands proven by their declarations (a named variable or parameter at a
+    /// constant offset inside it).
+    pub by_declaration: usize,
+}
+
+const PREFIX: &str = "__kargs_";
+
+fn fence_name(name: &str) -> bool {
+    name.trim_start_matches(['%', '$']).starts_with(PREFIX)
+}
+
+/// A window of the checker's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+enum Win {
+    Global,
+    Shared,
+    Local,
+    Const,
+}
+
+fn win_of(space: StateSpace) -> Option<Win> {
+    match space {
+        StateSpace::Global => Some(Win::Global),
+        StateSpace::Shared => Some(Win::Shared),
+        StateSpace::Local => Some(Win::Local),
+        StateSpace::Const => Some(Win::Const),
+        _ => None,
+    }
+}
+
+/// What is known of a fence register's value.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Fact {
+    FenceBase,
+    FenceLen,
+    Address { win: Win, var: String, size: Option<u64> },
+    Dynamic32,
+    Dynamic64,
+    Low { win: Win, vars: BTreeSet<String> },
+    High { win: Win, reach: BTreeMap<String, u64> },
+    Length { win: Win, base: String },
+    Limit { win: Win, width: u64, base: Option<String> },
+    Below { win: Win, width: u64, base: Option<String> },
+    Offset { win: Win, width: u64, base: Option<String> },
+    Inside { win: Win, width: u64 },
+    Generic { width: u64, windows: BTreeSet<Win> },
+    Flag,
+    Lane,
+    Mask,
+}
+
+impl Fact {
+    /// The window base register this fact depends on.
+    fn base(&self) -> Option<&str> {
+        match self {
+            Fact::Length { base, .. } => Some(base),
+            Fact::Limit { base, .. } | Fact::Below { base, .. } | Fact::Offset { base, .. } => base.as_deref(),
+            _ => None,
+        }
+    }
+}
+
+/// Checks the fenced module `text` (see the module's documentation).
+///
+/// # Errors
+///
+/// The first [`CheckFinding`].
+pub fn check(text: &str) -> Result<CheckReport, CheckFinding> {
+    let module = parse(text).map_err(|e| CheckFinding {
+        line: e.line as usize,
+        statement: String::new(),
+        kind: FindingKind::Unreadable(e.to_string()),
+    })?;
+    let module_finding = |span: Span, statement: String| CheckFinding { line: span.line as usize, statement, kind: FindingKind::Module };
+    if module.address_size != Some(64) {
+        return Err(module_finding(Span::default(), String::new()));
+    }
+    let mut variables: HashMap<&str, &Variable> = HashMap::new();
+    for item in &module.items {
+        match item {
+            Item::Variable(v) => {
+                let allowed = matches!(v.space, StateSpace::Const | StateSpace::Shared | StateSpace::Local)
+                    && !matches!(v.ty, Type::TexRef | Type::SamplerRef | Type::SurfRef);
+                if !allowed {
+                    return Err(module_finding(v.span, v.to_string()));
+                }
+                variables.insert(&v.name, v);
+            }
+            Item::Function(f) if f.kind == FunctionKind::Func && f.body.is_some() => {
+                return Err(module_finding(f.span, f.name.clone()));
+            }
+            Item::Function(_) => {}
+            Item::Pragma(p) => return Err(module_finding(p.span, p.to_string())),
+        }
+    }
+    let mut report = CheckReport::default();
+    for f in module.entries() {
+        check_entry(&module, f, &variables, &mut report)?;
+        report.entries.push(f.name.clone());
+    }
+    Ok(report)
+}
+
+struct Entry<'m> {
+    /// Variables by name: the entry's top-level ones over the module's.
+    variables: HashMap<&'m str, &'m Variable>,
+    /// Parameter sizes by name.
+    params: HashMap<&'m str, u64>,
+    /// The fence registers' declared types.
+    registers: HashMap<&'m str, Type>,
+    /// Facts of the windows, fixed once the leading run ends.
+    window: HashMap<String, Fact>,
+    /// Facts since the last label.
+    local: HashMap<String, Fact>,
+    /// Whether the leading run is over.
+    frozen: bool,
+    /// Whether the fence's exit label has been passed.
+    past_exit: bool,
+    has_exit: bool,
+}
+
+fn finding(instruction: &Instruction, kind: FindingKind) -> CheckFinding {
+    CheckFinding {
+        line: instruction.span.line as usize,
+        statement: super::rewrite::one_line(instruction),
+        kind,
+    }
+}
+
+fn check_entry<'m>(
+    module: &'m Module,
+    f: &'m Function,
+    module_variables: &HashMap<&'m str, &'m Variable>,
+    report: &mut CheckReport,
+) -> Result<(), CheckFinding> {
+    let _ = module;
+    let hidden: Vec<&str> = f.params.iter().rev().take(3).map(|p| p.name.as_str()).collect();
+    let hidden_ok = hidden.len() == 3
+        && hidden.iter().rev().copied().eq(FENCE_PARAMS)
+        && f.params.iter().rev().take(3).all(|p| p.ty == Type::U64 && p.dims.is_empty());
+    if !hidden_ok {
+        return Err(CheckFinding { line: f.span.line as usize, statement: f.name.clone(), kind: FindingKind::HiddenParams });
+    }
+    let Some(body) = &f.body else { return Ok(()) };
+    let mut entry = Entry {
+        variables: module_variables.clone(),
+        params: f.params.iter().map(|p| (p.name.as_str(), p.size().unwrap_or(0))).collect(),
+        registers: HashMap::new(),
+        window: HashMap::new(),
+        local: HashMap::new(),
+        frozen: false,
+        past_exit: false,
+        has_exit: false,
+    };
+    for statement in &body.statements {
+        match statement {
+            Statement::Variable(v) => {
+                entry.variables.insert(&v.name, v);
+            }
+            Statement::Registers(r) => {
+                for name in &r.names {
+                    if fence_name(&name.name) && r.vector.is_none() && name.count.is_none() {
+                        entry.registers.insert(&name.name, r.ty);
+                    }
+                }
+            }
+            Statement::Label(l) if l.name == "$__kargs_exit" => entry.has_exit = true,
+            _ => {}
+        }
+    }
+    entry.block(body, true, report)
+}
+
+impl<'m> Entry<'m> {
+    fn fact(&self, name: &str) -> Option<&Fact> {
+        self.local.get(name).or_else(|| self.window.get(name))
+    }
+
+    fn operand_fact(&self, operand: &Operand) -> Option<&Fact> {
+        match &operand.kind {
+            OperandKind::Register(r) if r.component.is_none() => self.fact(&r.name),
+            _ => None,
+        }
+    }
+
+    fn block(&mut self, block: &'m Block, top: bool, report: &mut CheckReport) -> Result<(), CheckFinding> {
+        for statement in &block.statements {
+            match statement {
+                Statement::Label(l) => {
+                    self.end_leading_run();
+                    self.local.clear();
+                    if l.name == "$__kargs_exit" {
+                        self.past_exit = true;
+                    }
+                }
+                Statement::Block(b) => {
+                    self.end_leading_run();
+                    self.block(b, false, report)?;
+                }
+                Statement::Registers(r) => {
+                    if !top && r.names.iter().any(|n| fence_name(&n.name)) {
+                        return Err(CheckFinding {
+                            line: r.span.line as usize,
+                            statement: r.to_string(),
+                            kind: FindingKind::FenceRegister,
+                        });
+                    }
+                }
+                Statement::Variable(v) => {
+                    if !top || !matches!(v.space, StateSpace::Shared | StateSpace::Local) {
+                        return Err(CheckFinding { line: v.span.line as usize, statement: v.to_string(), kind: FindingKind::Module });
+                    }
+                }
+                Statement::Pragma(p) => {
+                    if p.strings != ["nounroll"] {
+                        return Err(CheckFinding { line: p.span.line as usize, statement: p.to_string(), kind: FindingKind::Module });
+                    }
+                }
+                Statement::Instruction(i) => self.instruction(i, top, report)?,
+            }
+        }
+        Ok(())
+    }
+
+    /// The leading run is over: only the windows' facts stay, fixed.
+    fn end_leading_run(&mut self) {
+        if self.frozen {
+            return;
+        }
+        self.frozen = true;
+        let mut keep: HashMap<String, Fact> = HashMap::new();
+        for (name, fact) in &self.window {
+            if let Fact::Limit { .. } | Fact::FenceBase = fact {
+                keep.insert(name.clone(), fact.clone());
+                if let Some(base) = fact.base()
+                    && let Some(b) = self.window.get(base)
+                {
+                    keep.insert(base.to_owned(), b.clone());
+                }
+            }
+        }
+        self.window = keep;
+    }
+
+    /// Register `name` is written with `fact` (or nothing known).
+    fn write(&mut self, instruction: &Instruction, name: &str, fact: Option<Fact>) -> Result<(), CheckFinding> {
+        if self.frozen && self.window.contains_key(name) {
+            return Err(finding(instruction, FindingKind::FenceRegister));
+        }
+        let map = if self.frozen { &mut self.local } else { &mut self.window };
+        map.remove(name);
+        map.retain(|_, f| f.base() != Some(name));
+        if let Some(fact) = fact {
+            map.insert(name.to_owned(), fact);
+        }
+        Ok(())
+    }
+
+    fn instruction(&mut self, i: &'m Instruction, top: bool, report: &mut CheckReport) -> Result<(), CheckFinding> {
+        let mentions_fence = i.operands.iter().any(|o| o.registers().iter().any(|r| fence_name(r)));
+        if mentions_fence
+            && let Some((dest, fact)) = self.fence_form(i)?
+        {
+            if !top {
+                self.end_leading_run();
+            }
+            // A guarded write may or may not happen: nothing is known after it.
+            let fact = if i.guard.is_some() { None } else { fact };
+            return self.write(i, &dest, fact);
+        }
+        self.end_leading_run();
+        let m: Vec<&str> = i.modifiers.iter().map(String::as_str).collect();
+        // A warp-synchronous instruction's member mask, which the fence may have replaced.
+        let mask = match i.opcode.as_str() {
+            "shfl" | "vote" | "match" | "redux" if m.contains(&"sync") => i.operands.len().checked_sub(1),
+            "bar" if m == ["warp", "sync"] => Some(0),
+            _ => None,
+        };
+        // Any other instruction: a fence register only as an address or a mask it reads.
+        for (index, operand) in i.operands.iter().enumerate() {
+            let as_address = matches!(&operand.kind, OperandKind::Address(a) if matches!(&a.base, AddressBase::Register(r) if fence_name(r)));
+            let as_mask = mask == Some(index) && operand.register().is_some();
+            if !as_address && !as_mask && operand.registers().iter().any(|r| fence_name(r)) {
+                return Err(finding(i, FindingKind::FenceRegister));
+            }
+        }
+        match i.opcode.as_str() {
+            op if NO_MEMORY.contains(&op) => Ok(()),
+            "bra" if m.iter().all(|x| *x == "uni") && i.operands.len() == 1 => Ok(()),
+            "ret" | "exit" => {
+                // With the fence's exit, every other exit goes through it.
+                if self.has_exit && !self.past_exit { Err(finding(i, FindingKind::Exit)) } else { Ok(()) }
+            }
+            "bar" | "barrier" => self.barrier(i, &m),
+            "shfl" | "vote" | "match" | "redux" if m.contains(&"sync") => {
+                self.mask(i, i.operands.len().saturating_sub(1))
+            }
+            "shfl" | "vote" => Ok(()),
+            "ld" | "ldu" | "st" | "atom" | "red" | "prefetch" | "prefetchu" | "cp" => self.memory(i, &m, report),
+            _ => Err(finding(i, FindingKind::NotAllowed)),
+        }
+    }
+
+    fn mask(&self, i: &Instruction, index: usize) -> Result<(), CheckFinding> {
+        let ok = match i.operands.get(index) {
+            Some(o) => {
+                matches!(o.kind, OperandKind::Immediate(Immediate::Int(-1 | 0xffff_ffff)))
+                    || self.operand_fact(o) == Some(&Fact::Mask)
+            }
+            None => false,
+        };
+        if ok { Ok(()) } else { Err(finding(i, FindingKind::Mask)) }
+    }
+
+    fn barrier(&self, i: &Instruction, m: &[&str]) -> Result<(), CheckFinding> {
+        if m == ["warp", "sync"] {
+            return self.mask(i, 0);
+        }
+        let int = |k: usize| match i.operands.get(k).map(|o| &o.kind) {
+            Some(OperandKind::Immediate(Immediate::Int(v))) => Some(*v),
+            _ => None,
+        };
+        let known = m.iter().all(|x| matches!(*x, "sync" | "arrive" | "red" | "aligned" | "popc" | "and" | "or" | "u32" | "pred" | "cta"));
+        let red = m.contains(&"red");
+        let number = usize::from(red);
+        let with_count = i.operands.len() == if red { 4 } else { 2 };
+        let ok = known
+            && int(number).is_some_and(|v| (0..16).contains(&v))
+            && (!with_count || int(number.saturating_add(1)).is_some_and(|v| v > 0 && v <= 1024 && v % 32 == 0));
+        if ok { Ok(()) } else { Err(finding(i, FindingKind::Barrier)) }
+    }
+
+    /// One of the fence's forms: the register it writes and the fact it makes. `Ok(None)` for an
+    /// instruction that is not one of them.
+    fn fence_form(&self, i: &Instruction) -> Result<Option<(String, Option<Fact>)>, CheckFinding> {
+        let m: Vec<&str> = i.modifiers.iter().map(String::as_str).collect();
+        let ops = &i.operands;
+        let Some(dest) = ops.first().and_then(Operand::register).filter(|r| r.component.is_none()) else {
+            return Ok(None);
+        };
+        let dest = dest.name.as_str();
+        if !fence_name(dest) {
+            return Ok(None);
+        }
+        let wide = self.registers.get(dest) == Some(&Type::B64);
+        let narrow = self.registers.get(dest) == Some(&Type::B32);
+        let pred = self.registers.get(dest) == Some(&Type::Pred);
+        let f = |k: usize| ops.get(k).and_then(|o| self.operand_fact(o)).cloned();
+        let int = |k: usize| match ops.get(k).map(|o| &o.kind) {
+            Some(OperandKind::Immediate(Immediate::Int(v))) => Some(*v),
+            _ => None,
+        };
+        let reg_name = |k: usize| ops.get(k).and_then(Operand::register).map(|r| r.name.clone());
+        let width_ok = |w: i128| matches!(w, 1 | 2 | 4 | 8 | 16);
+        let fact = match (i.opcode.as_str(), m.as_slice(), ops.len()) {
+            ("ld", ["param", "u64"], 2) if wide => match ops.get(1).and_then(Operand::address) {
+                Some(a) if a.offset == 0 => match &a.base {
+                    AddressBase::Symbol(s) if s == FENCE_PARAMS[0] => Some(Fact::FenceBase),
+                    AddressBase::Symbol(s) if s == FENCE_PARAMS[1] => Some(Fact::FenceLen),
+                    AddressBase::Symbol(s) if s == FENCE_PARAMS[2] => Some(Fact::Flag),
+                    _ => return Err(finding(i, FindingKind::FenceRegister)),
+                },
+                _ => return Err(finding(i, FindingKind::FenceRegister)),
+            },
+            ("mov", ["u64"], 2) if wide => match ops.get(1).map(|o| &o.kind) {
+                Some(OperandKind::Symbol { name, offset: 0 }) => self.variable_address(name),
+                _ => None,
+            },
+            ("mov", ["u32"], 2) if narrow => match ops.get(1).and_then(Operand::register) {
+                Some(r) if r.name == "%dynamic_smem_size" && r.component.is_none() => Some(Fact::Dynamic32),
+                Some(r) if r.name == "%lanemask_eq" && r.component.is_none() => Some(Fact::Lane),
+                _ => None,
+            },
+            ("cvt", ["u64", "u32"], 2) if wide => match f(1) {
+                Some(Fact::Dynamic32) => Some(Fact::Dynamic64),
+                _ => None,
+            },
+            ("or", ["b32"], 3) if narrow => {
+                if f(1) == Some(Fact::Lane) || f(2) == Some(Fact::Lane) { Some(Fact::Mask) } else { None }
+            }
+            ("min", ["u64"], 3) if wide => match (f(1), f(2)) {
+                (Some(a), Some(b)) if low(&a).is_some() && low(&b).is_some() => {
+                    let (Some((wa, mut va)), Some((wb, vb))) = (low(&a), low(&b)) else { return Ok(None) };
+                    if wa == wb {
+                        va.extend(vb);
+                        Some(Fact::Low { win: wa, vars: va })
+                    } else {
+                        None
+                    }
+                }
+                (_, Some(Fact::Limit { win, width, base })) | (Some(Fact::Limit { win, width, base }), _) => {
+                    Some(Fact::Below { win, width, base })
+                }
+                _ => None,
+            },
+            ("max", ["u64"], 3) if wide => match (f(1), f(2)) {
+                (Some(Fact::High { win: wa, reach: mut ra }), Some(Fact::High { win: wb, reach: rb })) if wa == wb => {
+                    for (var, k) in rb {
+                        let e = ra.entry(var).or_insert(k);
+                        *e = (*e).max(k);
+                    }
+                    Some(Fact::High { win: wa, reach: ra })
+                }
+                _ => None,
+            },
+            ("add", ["u64"], 3) if wide => match (f(1), f(2), int(2)) {
+                (Some(Fact::Address { win, var, size: Some(size) }), _, Some(k)) if k >= 0 && u64::try_from(k).is_ok_and(|k| k <= size) => {
+                    Some(Fact::High { win, reach: BTreeMap::from([(var, u64::try_from(k).unwrap_or(0))]) })
+                }
+                (Some(Fact::Address { win: Win::Shared, var, size: None }), Some(Fact::Dynamic64), _)
+                | (Some(Fact::Dynamic64), Some(Fact::Address { win: Win::Shared, var, size: None }), _) => {
+                    Some(Fact::High { win: Win::Shared, reach: BTreeMap::from([(var, 0)]) })
+                }
+                (a, b, _) if offset(a.as_ref()).is_some() || offset(b.as_ref()).is_some() => {
+                    // The other operand must be the window's base: the fence base for the
+                    // global window, the very register the limit was computed from otherwise.
+                    let (other, (win, width, base)) = match offset(a.as_ref()) {
+                        Some(o) => (2, o),
+                        None => (1, offset(b.as_ref()).unwrap_or((Win::Global, 0, None))),
+                    };
+                    let base_ok = match (&base, win) {
+                        (None, Win::Global) => f(other) == Some(Fact::FenceBase),
+                        (Some(b), _) => reg_name(other).as_deref() == Some(b.as_str()) && win != Win::Global,
+                        _ => false,
+                    };
+                    if base_ok { Some(Fact::Inside { win, width }) } else { None }
+                }
+                _ => None,
+            },
+            ("sub", ["u64"], 3) if wide => match (f(1), f(2), int(2)) {
+                (Some(Fact::High { win: wh, reach }), Some(l), _) if low(&l).is_some_and(|(wl, _)| wl == wh) => {
+                    let vars = low(&l).map(|(_, v)| v).unwrap_or_default();
+                    let long = reach.iter().any(|(var, k)| *k >= 16 && vars.contains(var));
+                    match reg_name(2) {
+                        Some(base) if long => Some(Fact::Length { win: wh, base }),
+                        _ => None,
+                    }
+                }
+                (Some(Fact::Length { win, base }), _, Some(w)) if width_ok(w) => {
+                    Some(Fact::Limit { win, width: u64::try_from(w).unwrap_or(0), base: Some(base) })
+                }
+                (Some(Fact::FenceLen), _, Some(w)) if width_ok(w) => {
+                    Some(Fact::Limit { win: Win::Global, width: u64::try_from(w).unwrap_or(0), base: None })
+                }
+                _ => None,
+            },
+            ("and", ["b64"], 3) if wide => match (f(1), int(2)) {
+                (Some(Fact::Below { win, width, base }), Some(mask)) if mask == -i128::from(width) => {
+                    Some(Fact::Offset { win, width, base })
+                }
+                _ => None,
+            },
+            ("cvta", [space @ ("shared" | "local"), "u64"], 2) if wide => match f(1) {
+                Some(Fact::Inside { win, width }) if (win == Win::Shared && *space == "shared") || (win == Win::Local && *space == "local") => {
+                    Some(Fact::Generic { width, windows: BTreeSet::from([win]) })
+                }
+                _ => None,
+            },
+            ("selp", ["b64"], 4) if wide => match (generic(f(1)), generic(f(2))) {
+                (Some((wa, mut sa)), Some((wb, sb))) => {
+                    sa.extend(sb);
+                    Some(Fact::Generic { width: wa.min(wb), windows: sa })
+                }
+                _ => None,
+            },
+            // The fence's other forms: what they write is not a fact.
+            ("mov" | "add" | "sub" | "and" | "or" | "xor" | "cvt" | "cvta" | "selp" | "isspacep" | "setp", _, _)
+                if wide || narrow || pred =>
+            {
+                let known = matches!(
+                    (i.opcode.as_str(), m.as_slice()),
+                    ("mov", ["u64" | "u32"])
+                        | ("add", ["u64" | "s64"])
+                        | ("sub", ["u64"])
+                        | ("and", ["b64"])
+                        | ("or", ["b64" | "b32"])
+                        | ("xor", ["b64"])
+                        | ("cvt", ["u64", "u32" | "u16"])
+                        | ("cvta", ["to", "shared" | "local", "u64"])
+                        | ("cvta", ["shared" | "local", "u64"])
+                        | ("selp", ["b64"])
+                        | ("isspacep", ["shared" | "local"])
+                        | ("setp", ["eq", "u64"])
+                );
+                if !known {
+                    return Err(finding(i, FindingKind::FenceRegister));
+                }
+                None
+            }
+            // Not one of the fence's forms: the caller's rules apply.
+            _ => return Ok(None),
+        };
+        Ok(Some((dest.to_owned(), fact)))
+    }
+
+    /// `mov.u64 r, V`'s fact: `V` a variable of a window, aligned to 16.
+    fn variable_address(&self, name: &str) -> Option<Fact> {
+        let v = self.variables.get(name)?;
+        let win = win_of(v.space).filter(|w| *w != Win::Global)?;
+        if v.alignment() < 16 || v.alignment() % 16 != 0 {
+            return None;
+        }
+        let dynamic = v.space == StateSpace::Shared && v.linkage == Some(Linkage::Extern);
+        let size = if dynamic { None } else { Some(v.size()?) };
+        Some(Fact::Address { win, var: name.to_owned(), size })
+    }
+
+    /// A memory instruction: each address operand proven.
+    fn memory(&self, i: &Instruction, m: &[&str], report: &mut CheckReport) -> Result<(), CheckFinding> {
+        let unproven = || finding(i, FindingKind::Unproven);
+        let not_allowed = || finding(i, FindingKind::NotAllowed);
+        let op = i.opcode.as_str();
+        // (operand, space, width, may a generic address reach local memory)
+        let mut addresses: Vec<(usize, Option<StateSpace>, u64, bool)> = Vec::new();
+        match op {
+            "cp" => {
+                let size = match i.operands.get(2).map(|o| &o.kind) {
+                    Some(OperandKind::Immediate(Immediate::Int(n @ (4 | 8 | 16)))) => u64::try_from(*n).unwrap_or(0),
+                    _ => return Err(not_allowed()),
+                };
+                match m {
+                    ["async", "commit_group" | "wait_group" | "wait_all"] => return Ok(()),
+                    ["async", "ca" | "cg", "shared" | "shared::cta", "global", rest @ ..]
+                        if rest.iter().all(|x| matches!(*x, "L2::64B" | "L2::128B" | "L2::256B")) => {}
+                    _ => return Err(not_allowed()),
+                }
+                let source_ok = match i.operands.get(3).map(|o| &o.kind) {
+                    None => true,
+                    Some(OperandKind::Immediate(Immediate::Int(n))) => (0..=i128::from(size)).contains(n),
+                    _ => false,
+                };
+                if !source_ok || i.operands.len() > 4 {
+                    return Err(not_allowed());
+                }
+                addresses.push((0, Some(StateSpace::Shared), size, false));
+                addresses.push((1, Some(StateSpace::Global), size, false));
+            }
+            "prefetch" | "prefetchu" => {
+                let mut space = None;
+                for x in m {
+                    match *x {
+                        "global" if op == "prefetch" => space = Some(StateSpace::Global),
+                        "local" if op == "prefetch" => space = Some(StateSpace::Local),
+                        "L1" | "L2" | "L2::evict_last" | "L2::evict_normal" => {}
+                        _ => return Err(not_allowed()),
+                    }
+                }
+                if i.operands.len() != 1 {
+                    return Err(not_allowed());
+                }
+                addresses.push((0, space, 1, true));
+            }
+            _ => {
+                let (space, width) = memory_modifiers(op, m).ok_or_else(not_allowed)?;
+                let (index, count) = match op {
+                    "ld" | "ldu" | "st" | "red" => (usize::from(op == "ld" || op == "ldu"), 2),
+                    _ => (1, if m.contains(&"cas") { 4 } else { 3 }),
+                };
+                if i.operands.len() != count {
+                    return Err(not_allowed());
+                }
+                let atomic = matches!(op, "atom" | "red");
+                addresses.push((index, space, width, !atomic));
+            }
+        }
+        for (index, space, width, local_ok) in addresses {
+            let address = i.operands.get(index).and_then(Operand::address).ok_or_else(unproven)?;
+            // A named variable or parameter at a constant offset inside it.
+            if let AddressBase::Symbol(name) = &address.base {
+                let inside = |size: u64| {
+                    u64::try_from(address.offset).ok().and_then(|o| o.checked_add(width)).is_some_and(|end| end <= size)
+                };
+                let ok = match space {
+                    Some(StateSpace::Param) => self.params.get(name.as_str()).is_some_and(|s| inside(*s)),
+                    Some(s @ (StateSpace::Shared | StateSpace::Local | StateSpace::Const)) => {
+                        self.variables.get(name.as_str()).is_some_and(|v| {
+                            v.space == s
+                                && v.linkage != Some(Linkage::Extern)
+                                && v.size().is_some_and(inside)
+                                && v.alignment() >= width
+                                && address.offset % i64::try_from(width).unwrap_or(1) == 0
+                        })
+                    }
+                    _ => false,
+                };
+                if !ok {
+                    return Err(unproven());
+                }
+                report.by_declaration = report.by_declaration.saturating_add(1);
+                continue;
+            }
+            let AddressBase::Register(register) = &address.base else { return Err(unproven()) };
+            if address.offset != 0 {
+                return Err(unproven());
+            }
+            let fact = self.fact(register);
+            let ok = match space {
+                Some(space) => match (win_of(space), fact) {
+                    (Some(want), Some(Fact::Inside { win, width: w })) => want == *win && *w >= width,
+                    (Some(Win::Global), Some(Fact::Flag)) => {
+                        op == "st" && m == ["global", "u32"] && matches!(i.operands.get(1).map(|o| &o.kind), Some(OperandKind::Immediate(Immediate::Int(1))))
+                    }
+                    _ => false,
+                },
+                None => match fact {
+                    Some(Fact::Inside { win: Win::Global, width: w }) => *w >= width,
+                    Some(Fact::Generic { width: w, windows }) => *w >= width && (local_ok || !windows.contains(&Win::Local)),
+                    _ => false,
+                },
+            };
+            if !ok {
+                return Err(unproven());
+            }
+            if !matches!(fact, Some(Fact::Flag)) {
+                report.clamped = report.clamped.saturating_add(1);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A low's window and variables (an address counts as a low of its own variable).
+fn low(fact: &Fact) -> Option<(Win, BTreeSet<String>)> {
+    match fact {
+        Fact::Address { win, var, .. } => Some((*win, BTreeSet::from([var.clone()]))),
+        Fact::Low { win, vars } => Some((*win, vars.clone())),
+        _ => None,
+    }
+}
+
+/// An offset's window, width and base (a below of one byte is an offset: it needs no rounding).
+fn offset(fact: Option<&Fact>) -> Option<(Win, u64, Option<String>)> {
+    match fact? {
+        Fact::Offset { win, width, base } | Fact::Below { win, width: width @ 1, base } => {
+            Some((*win, *width, base.clone()))
+        }
+        _ => None,
+    }
+}
+
+/// A generic address's width and windows (an address inside the global window is one).
+fn generic(fact: Option<Fact>) -> Option<(u64, BTreeSet<Win>)> {
+    match fact? {
+        Fact::Generic { width, windows } => Some((width, windows)),
+        Fact::Inside { win: Win::Global, width } => Some((width, BTreeSet::from([Win::Global]))),
+        _ => None,
+    }
+}
+
+/// The state space (`None`: generic) and width of `ld`, `ldu`, `st`, `atom` or `red` by their
+/// modifiers, or `None` for a modifier the checker does not know.
+fn memory_modifiers(op: &str, m: &[&str]) -> Option<(Option<StateSpace>, u64)> {
+    let mut space = None;
+    let (mut lanes, mut element, mut operation): (u64, Option<u64>, bool) = (1, None, false);
+    for x in m {
+        match *x {
+            "global" | "shared" | "shared::cta" | "local" | "const" | "param" if space.is_none() => {
+                space = Some(match *x {
+                    "global" => StateSpace::Global,
+                    "local" => StateSpace::Local,
+                    "const" => StateSpace::Const,
+                    "param" => StateSpace::Param,
+                    _ => StateSpace::Shared,
+                })
+            }
+            "v2" if lanes == 1 => lanes = 2,
+            "v4" if lanes == 1 => lanes = 4,
+            "weak" | "volatile" | "relaxed" | "acquire" | "release" | "acq_rel" | "cta" | "gpu" | "sys" | "cluster"
+            | "ca" | "cg" | "cs" | "lu" | "cv" | "wb" | "wt" | "nc" | "noftz" | "L1::evict_normal"
+            | "L1::evict_unchanged" | "L1::evict_first" | "L1::evict_last" | "L1::no_allocate"
+            | "L2::evict_normal" | "L2::evict_first" | "L2::evict_last" | "L2::64B" | "L2::128B" | "L2::256B" => {}
+            "and" | "or" | "xor" | "cas" | "exch" | "add" | "inc" | "dec" | "min" | "max"
+                if matches!(op, "atom" | "red") && !operation =>
+            {
+                operation = true
+            }
+            t if element.is_none() => {
+                element = Some(match t {
+                    "b8" | "u8" | "s8" => 1,
+                    "b16" | "u16" | "s16" | "f16" | "bf16" => 2,
+                    "b32" | "u32" | "s32" | "f32" | "f16x2" | "bf16x2" => 4,
+                    "b64" | "u64" | "s64" | "f64" => 8,
+                    "b128" => 16,
+                    _ => return None,
+                })
+            }
+            _ => return None,
+        }
+    }
+    let width = element?.checked_mul(lanes)?;
+    if width > 16 || (matches!(op, "atom" | "red") && !operation) {
+        return None;
+    }
+    let allowed = match (op, space) {
+        ("ld", _) => true,
+        ("ldu", None | Some(StateSpace::Global)) => true,
+        ("st", None | Some(StateSpace::Global | StateSpace::Shared | StateSpace::Local)) => true,
+        ("atom" | "red", None | Some(StateSpace::Global | StateSpace::Shared)) => true,
+        _ => false,
+    };
+    allowed.then_some((space, width))
+}
+
+/// Instructions that touch no memory and stop nothing (the checker's own list).
+const NO_MEMORY: &[&str] = &[
+    "add", "sub", "mul", "mad", "mul24", "mad24", "sad", "div", "rem", "abs", "neg", "min", "max", "popc", "clz",
+    "bfind", "fns", "brev", "bfe", "bfi", "szext", "bmsk", "dp4a", "dp2a", "prmt", "lop3", "shf", "shl", "shr",
+    "and", "or", "xor", "not", "cnot", "copysign", "testp", "fma", "rcp", "sqrt", "rsqrt", "sin", "cos", "lg2", "ex2",
+    "tanh", "setp", "set", "selp", "slct", "mov", "cvt", "cvta", "isspacep", "activemask", "membar", "fence",
+    "nanosleep", "mma", "addc", "subc", "madc", "movmatrix",
+];

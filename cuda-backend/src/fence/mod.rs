@@ -1,0 +1,275 @@
+//! The fence: a kernel's PTX rewritten so that nothing it does reaches memory outside the
+//! windows it is given, and nothing it does stops the device with an error, whatever its
+//! arguments and whatever its bugs.
+//!
+//! [`fence_ptx`] runs the sandbox's pipeline once, at registration:
+//!
+//! 1. **Parse** the whole module with the project's one PTX front end
+//!    ([`kernel_args_ptx::parse`]): what it does not read is refused with its line.
+//! 2. **Rewrite** the parsed module (`src/fence/rewrite.rs`), instruction by instruction from an
+//!    allowlist (`src/fence/isa.rs`) that knows each accepted instruction's memory semantics:
+//!    which operand is an address, the state space it reaches (the one a modifier names, or
+//!    generic addressing where none is written) and its width. Anything else that can touch
+//!    memory or stop the device is refused by name ([`FenceRefusal`]).
+//! 3. **Print** the rewritten module with the front end's printer: the text the driver loads
+//!    is made from the parsed form, never copied from the input.
+//! 4. **Check** the printed text (`src/fence/check.rs`, [`check`]): a second pass, written apart
+//!    from the rewriter with a table of its own, reads it through the front end again and
+//!    proves every address inside its window on every path, and every instruction one it
+//!    knows. A finding refuses the module ([`FenceRefusal::Unchecked`]).
+//!
+//! ## What a fenced entry does
+//!
+//! Each `.entry` gets three hidden parameters after its own ([`FENCE_PARAMS`]): the fence's base
+//! address, its length in bytes, and the address of a 32-bit flag. Every access is clamped
+//! into the window of the state space it reaches:
+//!
+//! - **global**: the fence, `[base, base + len)` (the guest's linear memory in direct mode, the
+//!   launch's staging arena in staged mode; the launcher gives at least [`MIN_FENCE_LEN`] bytes,
+//!   aligned to 16);
+//! - **shared**: the block's shared window, from the lowest to the highest end of the entry's
+//!   shared variables (and the dynamic shared memory the launch gives, through
+//!   `%dynamic_smem_size`);
+//! - **local**: the thread's local window, over the entry's local variables;
+//! - **const**: the module's constant window, over the constant variables the entry names;
+//! - **param**: only a parameter named at a constant offset inside it;
+//! - **generic** (no space written): where `isspacep.shared` or `isspacep.local` says the
+//!   address is in the entry's shared or local window, clamped there; anywhere else, clamped
+//!   into the fence.
+//!
+//! Every variable of a window is aligned to 16 and a window is at least 16 bytes long (a
+//! 16-byte padding variable is added where no variable is), so a clamped access of up to 16
+//! bytes, rounded down to its width, is inside its window and aligned: nothing faults. A named
+//! variable accessed at a constant offset inside it needs no clamp. A thread notes whether
+//! any of its accesses was moved; on exit, a thread that moved one writes 1 to the flag, which
+//! the launcher reads after the kernel. `trap` and `brkpt` set the flag and leave through the
+//! same exit instead of stopping the device; a warp-synchronous instruction's member mask is
+//! given the executing thread (a mask without it is undefined behaviour).
+//!
+//! Per clamped access this costs six instructions (one or two more to form the address of a
+//! register with an offset or a 32-bit register, nine more per window a generic access may
+//! reach); per thread, the windows' computation at the start and three to four instructions to
+//! leave. What the fence refuses, by name: calls and device functions' bodies, textures and
+//! surfaces, tensor-core and bulk copies (`wmma`, `ldmatrix`, `cp.async.bulk`, `mbarrier`),
+//! module-scope `.global` variables, indirect branches, barriers whose number is not a
+//! constant, pragmas other than `nounroll`, and every instruction or modifier outside the
+//! allowlist.
+//!
+//! ```
+//! use kernel_args_cuda::fence::{FENCE_PARAMS, fence_ptx};
+//! use kernel_args_cuda::kernels;
+//!
+//! let fenced = fence_ptx(kernels::VECTOR_ADD_PTX)?;
+//! assert_eq!(fenced.accesses(), 6); // 3 in each of the module's two entries
+//! assert!(fenced.ptx().contains(FENCE_PARAMS[0]));
+//!
+//! let refused = fence_ptx(".version 7.8\n.target sm_52\n.address_size 64\n\
+//!     .visible .entry k(.param .u64 p)\n{\n\t.reg .b64 %rd<2>;\n\
+//!     \tld.param.u64 %rd1, [p];\n\tcall.uni helper, (%rd1);\n\tret;\n}\n").unwrap_err();
+//! assert_eq!(refused.line, 8);
+//! assert_eq!(refused.to_string(), "PTX line 8: `call.uni helper, (%rd1)`: a call (the fence does \
+//!     not reach into the callee)");
+//! # Ok::<(), kernel_args_cuda::fence::FenceError>(())
+//! ```
+
+use std::fmt;
+
+use kernel_args_ptx::{ParseErrorKind, parse};
+
+mod check;
+mod isa;
+mod rewrite;
+
+pub use check::{CheckFinding, CheckReport, FindingKind, check};
+
+/// The hidden parameters appended to each entry, in order: the fence's base address (`.u64`),
+/// its length in bytes (`.u64`), and the address of the 32-bit flag a thread sets when one of
+/// its accesses was outside its window, or it reached a `trap` (`.u64`).
+pub const FENCE_PARAMS: [&str; 3] = ["__kargs_fence_base", "__kargs_fence_len", "__kargs_fence_flag"];
+
+/// The shortest fence a launcher may give: the widest access the rewriter fences is 16 bytes
+/// (a `v4` of 32-bit elements, a `v2` of 64-bit ones), and a clamped access must fit. A shorter
+/// fence would not clamp: the kernel computes its limits as the length less the width.
+pub const MIN_FENCE_LEN: u64 = 16;
+
+/// The alignment of every variable in a window, and the shortest window.
+const WINDOW_ALIGN: u32 = 16;
+
+/// A module's PTX with its fence, checked.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FencedModule {
+    ptx: String,
+    entries: Vec<String>,
+    accesses: usize,
+    by_declaration: usize,
+    widest: u64,
+}
+
+impl FencedModule {
+    /// The rewritten PTX, printed from the checked module.
+    pub fn ptx(&self) -> &str {
+        &self.ptx
+    }
+
+    /// The entries that were fenced, in the module's order: every entry of the module.
+    pub fn entries(&self) -> &[String] {
+        &self.entries
+    }
+
+    /// How many address operands are clamped, over all entries (the checker proved each).
+    pub fn accesses(&self) -> usize {
+        self.accesses
+    }
+
+    /// How many address operands need no clamp: a named variable or parameter at a constant
+    /// offset inside it (the checker proved each from the declaration).
+    pub fn by_declaration(&self) -> usize {
+        self.by_declaration
+    }
+
+    /// The widest clamped access, in bytes (0 where there is none).
+    pub fn widest_access(&self) -> u64 {
+        self.widest
+    }
+}
+
+/// Why a module cannot be fenced: the 1-based line and what is there.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FenceError {
+    /// The 1-based line of the PTX text (of the printed module for a checker's finding; 0 for
+    /// a module-wide problem).
+    pub line: usize,
+    /// The statement, as the front end prints it, or empty for a module-wide problem.
+    pub statement: String,
+    /// What the fence cannot cover there.
+    pub reason: FenceRefusal,
+}
+
+/// What the fence cannot cover.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum FenceRefusal {
+    /// The front end cannot read the text.
+    Unreadable(ParseErrorKind),
+    /// The module is not 64-bit (`.address_size 64`).
+    AddressSize,
+    /// A call: the fence's registers do not reach into the callee (nvcc inlines device
+    /// functions unless told not to).
+    Call,
+    /// A device function's body (`.func`), which only a call would run.
+    DeviceFunction,
+    /// The address of a function (an indirect call's target).
+    FunctionAddress,
+    /// An indirect branch (`brx.idx`).
+    IndirectBranch,
+    /// A texture or surface instruction or handle: it reaches memory through a handle, not an
+    /// address.
+    TextureOrSurface,
+    /// A bulk or tensor copy, or an `mbarrier` (`cp.async.bulk`, tensor maps, `multimem`).
+    BulkCopy,
+    /// A tensor-core or matrix load or store (`wmma`, `ldmatrix`, `stmatrix`, `wgmma`): it
+    /// reaches a whole fragment from one address.
+    MatrixMemory,
+    /// A module-scope `.global` variable: memory outside any guest's fence, shared by every
+    /// launch of the module.
+    ModuleGlobal,
+    /// An access wider than 16 bytes.
+    TooWide,
+    /// A barrier whose number or thread count is not a constant.
+    Barrier,
+    /// An address the fence does not read: a named variable of another state space, a generic
+    /// access to a named variable, or a base that is not a register of 16, 32 or 64 bits.
+    Address,
+    /// A parameter read through a register, or past its parameter.
+    ParamAccess,
+    /// A variable declared in a nested block, or of a state space an entry cannot have.
+    NestedVariable,
+    /// A pragma other than `nounroll`.
+    Pragma,
+    /// A name the fence reserves (it starts with `__kargs_`).
+    ReservedName,
+    /// An instruction, or a modifier of one, outside the allowlist.
+    NotAllowed,
+    /// An entry without a body.
+    Malformed,
+    /// The checker refused the rewritten module: the rewriter's mistake, never passed on.
+    Unchecked(FindingKind),
+}
+
+impl fmt::Display for FenceRefusal {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            FenceRefusal::Unreadable(e) => write!(f, "the PTX front end cannot read it: {e}"),
+            FenceRefusal::AddressSize => f.write_str("not a 64-bit module (.address_size 64)"),
+            FenceRefusal::Call => f.write_str("a call (the fence does not reach into the callee)"),
+            FenceRefusal::DeviceFunction => f.write_str("a device function's body (the fence does not reach into calls)"),
+            FenceRefusal::FunctionAddress => f.write_str("a function's address"),
+            FenceRefusal::IndirectBranch => f.write_str("an indirect branch"),
+            FenceRefusal::TextureOrSurface => f.write_str("a texture or surface"),
+            FenceRefusal::BulkCopy => f.write_str("a bulk or tensor copy, or an mbarrier"),
+            FenceRefusal::MatrixMemory => f.write_str("a matrix load or store (wmma, ldmatrix, stmatrix, wgmma)"),
+            FenceRefusal::ModuleGlobal => f.write_str("a module-scope .global variable (memory outside every fence)"),
+            FenceRefusal::TooWide => f.write_str("an access wider than 16 bytes"),
+            FenceRefusal::Barrier => f.write_str("a barrier whose number or thread count is not a constant"),
+            FenceRefusal::Address => f.write_str("an address the fence does not read"),
+            FenceRefusal::ParamAccess => f.write_str("a parameter read through a register or past its parameter"),
+            FenceRefusal::NestedVariable => f.write_str("a variable declared in a nested block"),
+            FenceRefusal::Pragma => f.write_str("a pragma other than nounroll"),
+            FenceRefusal::ReservedName => f.write_str("a name starting with __kargs_, which the fence reserves"),
+            FenceRefusal::NotAllowed => f.write_str("an instruction or modifier outside the fence's allowlist"),
+            FenceRefusal::Malformed => f.write_str("an entry without a body"),
+            FenceRefusal::Unchecked(kind) => write!(f, "the fence's checker refused the rewritten module: {kind}"),
+        }
+    }
+}
+
+impl fmt::Display for FenceError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "PTX line {}: ", self.line)?;
+        if !self.statement.is_empty() {
+            write!(f, "`{}`: ", self.statement)?;
+        }
+        write!(f, "{}", self.reason)
+    }
+}
+
+impl std::error::Error for FenceError {}
+
+/// Fences every entry of `ptx` and checks the result (see the module's documentation).
+///
+/// # Errors
+///
+/// [`FenceError`] naming the first line the fence cannot cover, and why; or the checker's
+/// finding in the rewritten module ([`FenceRefusal::Unchecked`]).
+pub fn fence_ptx(ptx: &str) -> Result<FencedModule, FenceError> {
+    let module = parse(ptx).map_err(|e| FenceError {
+        line: e.line as usize,
+        statement: String::new(),
+        reason: FenceRefusal::Unreadable(e.kind),
+    })?;
+    let rewritten = rewrite::rewrite(module)?;
+    let text = rewritten.module.to_string();
+    let unchecked = |finding: CheckFinding| FenceError {
+        line: finding.line,
+        statement: finding.statement,
+        reason: FenceRefusal::Unchecked(finding.kind),
+    };
+    let report = check(&text).map_err(unchecked)?;
+    // The checker proved as many addresses as the rewriter fenced, entry for entry.
+    if report.entries != rewritten.entries
+        || report.clamped != rewritten.clamped
+        || report.by_declaration != rewritten.static_accesses
+    {
+        return Err(unchecked(CheckFinding { line: 0, statement: String::new(), kind: FindingKind::Unproven }));
+    }
+    Ok(FencedModule {
+        ptx: text,
+        entries: rewritten.entries,
+        accesses: rewritten.clamped,
+        by_declaration: rewritten.static_accesses,
+        widest: rewritten.widest,
+    })
+}
+
+#[cfg(test)]
+mod tests;

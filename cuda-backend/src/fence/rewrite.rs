@@ -1,0 +1,863 @@
+//! The rewriter: a parsed module, every entry fenced (see the module `fence`'s documentation
+//! for what that means). It works on the parsed form and gives a parsed form back; the module
+//! the driver loads is printed from it.
+//!
+//! Per entry it adds the hidden parameters, the fence's registers, its windows (computed once,
+//! at the top of the body, before any instruction of the kernel's own), and before each access
+//! the instructions that clamp its address into the window of the state space it reaches.
+//! The sequences are written so that the checker can follow them: each clamp ends in an
+//! address register (`%__kargs_a0`, `%__kargs_a1`) that the access then uses as it is.
+//!
+//! A clamp, for a window with base `b` and length `len`, an access of `w` bytes at `e`:
+//!
+//! ```text
+//! sub.u64  o, e, b          // the offset from the window's start (wrapping)
+//! min.u64  c, o, len - w    // at most the last place an access of w bytes fits
+//! and.b64  c, c, -w         // aligned to w (w > 1)
+//! add.u64  a, c, b          // inside [b, b + len - w], aligned to w when b is aligned to 16
+//! xor.b64  d, a, e          // non-zero when the access was moved...
+//! or.b64   v, v, d          // ...which the thread keeps (under the access's own guard)
+//! ```
+//!
+//! A generic access takes the global clamp, and where the entry has a shared (or local) window
+//! and `isspacep.shared` (`isspacep.local`) says the address is there, the same clamp in that
+//! window through `cvta.to.shared`/`cvta.shared`: an address in none of the windows lands in the
+//! fence.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+use kernel_args_ptx::{
+    Address, AddressBase, Block, FlatItem, Function, FunctionKind, Guard, Immediate, Instruction, Item, Linkage,
+    Module, Operand, OperandKind, Param, Register, Resolved, Span, Statement, StateSpace, Type, Variable, flatten,
+};
+
+use super::isa::{self, Access, Class, Space};
+use super::{FENCE_PARAMS, FenceError, FenceRefusal, WINDOW_ALIGN};
+
+/// The fence's names: its registers, its exit label, its padding variables.
+pub(super) mod names {
+    /// The effective address of an access.
+    pub const E: &str = "%__kargs_e";
+    /// The offset from a window's start.
+    pub const O: &str = "%__kargs_o";
+    /// The clamped offset.
+    pub const C: &str = "%__kargs_c";
+    /// A generic access's address in the shared or local window.
+    pub const X: &str = "%__kargs_x";
+    /// A window's computation's scratch.
+    pub const T: &str = "%__kargs_t";
+    /// Whether an access was moved.
+    pub const D: &str = "%__kargs_d";
+    /// Whether any access of the thread was moved.
+    pub const V: &str = "%__kargs_v";
+    /// The flag's address.
+    pub const FLAG: &str = "%__kargs_flag";
+    /// The dynamic shared memory's size.
+    pub const N: &str = "%__kargs_n";
+    /// `%lanemask_eq`.
+    pub const LANE: &str = "%__kargs_lm";
+    /// A member mask with the executing thread in it.
+    pub const MASK: &str = "%__kargs_m";
+    /// `isspacep.shared`.
+    pub const PS: &str = "%__kargs_ps";
+    /// `isspacep.local`.
+    pub const PL: &str = "%__kargs_pl";
+    /// No access was moved.
+    pub const P: &str = "%__kargs_p";
+    /// The exit every `ret` and `exit` goes through.
+    pub const EXIT: &str = "$__kargs_exit";
+    /// The address registers, one per address operand of an instruction.
+    pub const ADDRESS: [&str; 2] = ["%__kargs_a0", "%__kargs_a1"];
+}
+
+/// A window: the global fence, or the entry's shared, local or constant memory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub(super) enum Window {
+    Global,
+    Shared,
+    Local,
+    Const,
+}
+
+impl Window {
+    /// The letter of its registers: `%__kargs_{p}b` is the base, `%__kargs_{p}{w}` the last
+    /// offset an access of `w` bytes may take.
+    fn prefix(self) -> char {
+        match self {
+            Window::Global => 'g',
+            Window::Shared => 's',
+            Window::Local => 'l',
+            Window::Const => 'c',
+        }
+    }
+
+    fn base(self) -> String {
+        format!("%__kargs_{}b", self.prefix())
+    }
+
+    fn limit(self, width: u64) -> String {
+        format!("%__kargs_{}{width}", self.prefix())
+    }
+
+    fn space(self) -> StateSpace {
+        match self {
+            Window::Global => StateSpace::Global,
+            Window::Shared => StateSpace::Shared,
+            Window::Local => StateSpace::Local,
+            Window::Const => StateSpace::Const,
+        }
+    }
+}
+
+/// What rewriting a module produced.
+pub(super) struct Rewritten {
+    pub(super) module: Module,
+    pub(super) entries: Vec<String>,
+    pub(super) clamped: usize,
+    pub(super) static_accesses: usize,
+    pub(super) widest: u64,
+}
+
+/// Whether a name is one the fence reserves.
+pub(super) fn reserved(name: &str) -> bool {
+    name.trim_start_matches(['%', '$']).starts_with("__kargs_")
+}
+
+fn refuse(span: Span, statement: impl Into<String>, reason: FenceRefusal) -> FenceError {
+    FenceError { line: span.line as usize, statement: statement.into(), reason }
+}
+
+/// An instruction as one line without its `;`.
+pub(super) fn one_line(instruction: &Instruction) -> String {
+    instruction.to_string().trim_end_matches(';').replace('\t', " ")
+}
+
+fn reg(name: &str) -> Operand {
+    Operand::new(OperandKind::Register(Register::new(name)))
+}
+
+fn imm(value: i128) -> Operand {
+    Operand::new(OperandKind::Immediate(Immediate::Int(value)))
+}
+
+fn sym(name: &str, offset: i64) -> Operand {
+    Operand::new(OperandKind::Symbol { name: name.to_owned(), offset })
+}
+
+fn at(register: &str) -> Operand {
+    Operand::new(OperandKind::Address(Address { base: AddressBase::Register(register.to_owned()), offset: 0 }))
+}
+
+/// An unguarded instruction of the fence's.
+fn op(code: &str, modifiers: &[&str], operands: Vec<Operand>) -> Statement {
+    guarded(None, code, modifiers, operands)
+}
+
+fn guarded(guard: Option<&Guard>, code: &str, modifiers: &[&str], operands: Vec<Operand>) -> Statement {
+    Statement::Instruction(Instruction {
+        span: Span::default(),
+        guard: guard.cloned(),
+        opcode: code.to_owned(),
+        modifiers: modifiers.iter().map(|m| (*m).to_owned()).collect(),
+        operands,
+    })
+}
+
+/// The module's variables by name, by state space.
+struct ModuleScope {
+    variables: HashMap<String, Variable>,
+    functions: BTreeSet<String>,
+}
+
+/// Rewrites every entry of `module`.
+pub(super) fn rewrite(mut module: Module) -> Result<Rewritten, FenceError> {
+    if module.address_size != Some(64) {
+        return Err(refuse(Span::default(), "", FenceRefusal::AddressSize));
+    }
+    let mut scope = ModuleScope { variables: HashMap::new(), functions: BTreeSet::new() };
+    for item in &mut module.items {
+        match item {
+            Item::Variable(v) => {
+                if reserved(&v.name) {
+                    return Err(refuse(v.span, v.to_string(), FenceRefusal::ReservedName));
+                }
+                match (v.space, v.ty) {
+                    (_, Type::TexRef | Type::SamplerRef | Type::SurfRef) | (StateSpace::Tex, _) => {
+                        return Err(refuse(v.span, v.to_string(), FenceRefusal::TextureOrSurface));
+                    }
+                    (StateSpace::Global, _) => return Err(refuse(v.span, v.to_string(), FenceRefusal::ModuleGlobal)),
+                    (StateSpace::Const | StateSpace::Shared | StateSpace::Local, _) => {
+                        let dynamic = v.space == StateSpace::Shared && v.linkage == Some(Linkage::Extern);
+                        if v.linkage == Some(Linkage::Extern) && !dynamic {
+                            return Err(refuse(v.span, v.to_string(), FenceRefusal::NotAllowed));
+                        }
+                        if !dynamic && v.size().is_none() {
+                            return Err(refuse(v.span, v.to_string(), FenceRefusal::NotAllowed));
+                        }
+                        // Every variable of a window is aligned to 16, so the window's start is.
+                        v.align = Some(v.align.unwrap_or(1).max(WINDOW_ALIGN));
+                    }
+                    _ => return Err(refuse(v.span, v.to_string(), FenceRefusal::NotAllowed)),
+                }
+                scope.variables.insert(v.name.clone(), v.clone());
+            }
+            Item::Function(f) => {
+                if reserved(&f.name) {
+                    return Err(refuse(f.span, f.name.clone(), FenceRefusal::ReservedName));
+                }
+                match (f.kind, &f.body) {
+                    (FunctionKind::Func, Some(_)) => {
+                        return Err(refuse(f.span, format!(".func {}", f.name), FenceRefusal::DeviceFunction));
+                    }
+                    (FunctionKind::Entry, None) => {
+                        return Err(refuse(f.span, format!(".entry {}", f.name), FenceRefusal::Malformed));
+                    }
+                    _ => {}
+                }
+                scope.functions.insert(f.name.clone());
+            }
+            Item::Pragma(p) => return Err(refuse(p.span, p.to_string(), FenceRefusal::Pragma)),
+        }
+    }
+    let mut out = Rewritten { module: Module { items: Vec::new(), ..module.clone() }, entries: Vec::new(), clamped: 0, static_accesses: 0, widest: 0 };
+    let mut const_pad = false;
+    for item in module.items {
+        match item {
+            Item::Function(mut f) if f.kind == FunctionKind::Entry => {
+                let entry = EntryRewriter::new(&f, &scope)?;
+                let (body, stats) = entry.rewrite(&f)?;
+                const_pad |= stats.const_pad;
+                out.clamped = out.clamped.saturating_add(stats.clamped);
+                out.static_accesses = out.static_accesses.saturating_add(stats.static_accesses);
+                out.widest = out.widest.max(stats.widest);
+                for name in FENCE_PARAMS {
+                    f.params.push(Param {
+                        span: Span::default(),
+                        space: StateSpace::Param,
+                        align: None,
+                        vector: None,
+                        ty: Type::U64,
+                        ptr: None,
+                        name: name.to_owned(),
+                        dims: Vec::new(),
+                    });
+                }
+                f.body = Some(body);
+                out.entries.push(f.name.clone());
+                out.module.items.push(Item::Function(f));
+            }
+            other => out.module.items.push(other),
+        }
+    }
+    if const_pad {
+        // One padding table for the module's constant window, before the entries that use it.
+        let at = out.module.items.iter().position(|i| matches!(i, Item::Function(_))).unwrap_or(out.module.items.len());
+        out.module.items.insert(at, Item::Variable(pad(StateSpace::Const, "__kargs_const_pad")));
+    }
+    Ok(out)
+}
+
+/// A 16-byte variable that gives a window its minimum length.
+fn pad(space: StateSpace, name: &str) -> Variable {
+    Variable {
+        span: Span::default(),
+        linkage: None,
+        space,
+        align: Some(WINDOW_ALIGN),
+        vector: None,
+        ty: Type::B8,
+        name: name.to_owned(),
+        dims: vec![Some(u64::from(WINDOW_ALIGN))],
+        init: None,
+    }
+}
+
+/// What rewriting one entry counted.
+struct EntryStats {
+    clamped: usize,
+    static_accesses: usize,
+    widest: u64,
+    const_pad: bool,
+}
+
+/// One entry's plan: its variables, the windows it needs and their widths.
+struct EntryRewriter<'m> {
+    module: &'m ModuleScope,
+    /// The entry's own top-level variables (moved to the body's top), by name.
+    own: BTreeMap<String, Variable>,
+    /// The widths clamped into each window.
+    windows: BTreeMap<Window, BTreeSet<u64>>,
+    /// Register types by name at each instruction: resolved per instruction in `rewrite`.
+    params: HashMap<String, u64>,
+}
+
+impl<'m> EntryRewriter<'m> {
+    fn new(f: &Function, module: &'m ModuleScope) -> Result<EntryRewriter<'m>, FenceError> {
+        let mut params = HashMap::new();
+        for p in &f.params {
+            if reserved(&p.name) {
+                return Err(refuse(p.span, p.to_string(), FenceRefusal::ReservedName));
+            }
+            params.insert(p.name.clone(), p.size().unwrap_or(0));
+        }
+        let mut own = BTreeMap::new();
+        if let Some(body) = &f.body {
+            for statement in &body.statements {
+                if let Statement::Variable(v) = statement
+                    && matches!(v.space, StateSpace::Shared | StateSpace::Local)
+                {
+                    let mut v = v.clone();
+                    v.align = Some(v.align.unwrap_or(1).max(WINDOW_ALIGN));
+                    own.insert(v.name.clone(), v);
+                }
+            }
+        }
+        Ok(EntryRewriter { module, own, windows: BTreeMap::new(), params })
+    }
+
+    fn variable(&self, name: &str) -> Option<&Variable> {
+        self.own.get(name).or_else(|| self.module.variables.get(name))
+    }
+
+    /// Rewrites the entry's body (see the module's documentation).
+    fn rewrite(mut self, f: &Function) -> Result<(Block, EntryStats), FenceError> {
+        let Some(body) = &f.body else {
+            return Err(refuse(f.span, format!(".entry {}", f.name), FenceRefusal::Malformed));
+        };
+        let flat = flatten(f).map_err(|e| FenceError {
+            line: e.line as usize,
+            statement: String::new(),
+            reason: FenceRefusal::Unreadable(e.kind),
+        })?;
+        // Every name the body uses, checked; the register types of every instruction, by the
+        // instruction's place in the flat order.
+        let mut types: Vec<HashMap<String, u64>> = Vec::new();
+        let mut referenced: BTreeSet<String> = BTreeSet::new();
+        for item in &flat.items {
+            match item {
+                FlatItem::Label(l) if reserved(&l.name) => {
+                    return Err(refuse(l.span, l.name.clone(), FenceRefusal::ReservedName));
+                }
+                FlatItem::Pragma(p) => {
+                    if p.strings != ["nounroll"] {
+                        return Err(refuse(p.span, p.to_string(), FenceRefusal::Pragma));
+                    }
+                }
+                FlatItem::Instruction(i, regs) => {
+                    let mut map = HashMap::new();
+                    for (name, resolved) in regs {
+                        if reserved(name) {
+                            return Err(refuse(i.span, one_line(i), FenceRefusal::ReservedName));
+                        }
+                        let size = match resolved {
+                            Resolved::Declared(id) => flat.type_of(*id).and_then(|t| {
+                                if t.vector.is_some() {
+                                    return None;
+                                }
+                                match t.ty {
+                                    Type::B16 | Type::U16 | Type::S16 => Some(2),
+                                    Type::B32 | Type::U32 | Type::S32 => Some(4),
+                                    Type::B64 | Type::U64 | Type::S64 => Some(8),
+                                    _ => None,
+                                }
+                            }),
+                            Resolved::Special => None,
+                        };
+                        if let Some(size) = size {
+                            map.insert((*name).to_owned(), size);
+                        }
+                    }
+                    for operand in &i.operands {
+                        for s in operand.symbols() {
+                            if reserved(s) {
+                                return Err(refuse(i.span, one_line(i), FenceRefusal::ReservedName));
+                            }
+                            if self.variable(s).is_some() {
+                                referenced.insert(s.to_owned());
+                            }
+                        }
+                    }
+                    types.push(map);
+                }
+                _ => {}
+            }
+        }
+        for name in body_register_names(body) {
+            if reserved(&name) {
+                return Err(refuse(body.span, name, FenceRefusal::ReservedName));
+            }
+        }
+        // The windows each address needs, and the accesses proven by their names alone.
+        let mut plans: Vec<Vec<Plan>> = Vec::new();
+        let mut classes: Vec<Class> = Vec::new();
+        let mut stats = EntryStats { clamped: 0, static_accesses: 0, widest: 0, const_pad: false };
+        let mut traps = 0usize;
+        let mut counter = 0usize;
+        for item in &flat.items {
+            let FlatItem::Instruction(instruction, _) = item else { continue };
+            let class = isa::classify(instruction)
+                .map_err(|reason| refuse(instruction.span, one_line(instruction), reason))?;
+            if instruction.operands.iter().flat_map(Operand::symbols).any(|s| self.module.functions.contains(s)) {
+                return Err(refuse(instruction.span, one_line(instruction), FenceRefusal::FunctionAddress));
+            }
+            let mut plan = Vec::new();
+            match &class {
+                Class::Access(accesses) => {
+                    for access in accesses {
+                        let p = self.plan(instruction, access, types.get(counter))?;
+                        match p {
+                            Plan::Static => stats.static_accesses = stats.static_accesses.saturating_add(1),
+                            Plan::Clamp { .. } => {
+                                stats.clamped = stats.clamped.saturating_add(1);
+                                stats.widest = stats.widest.max(access.width);
+                            }
+                        }
+                        plan.push(p);
+                    }
+                }
+                Class::Trap => traps = traps.saturating_add(1),
+                _ => {}
+            }
+            plans.push(plan);
+            classes.push(class);
+            counter = counter.saturating_add(1);
+        }
+        // The entry's variables: its own `.shared` and `.local` at the top of its body (which its
+        // windows' computation names), nothing else.
+        for statement in &body.statements {
+            if let Statement::Variable(v) = statement {
+                if reserved(&v.name) {
+                    return Err(refuse(v.span, v.to_string(), FenceRefusal::ReservedName));
+                }
+                if !matches!(v.space, StateSpace::Shared | StateSpace::Local) || v.size().is_none() {
+                    return Err(refuse(v.span, v.to_string(), FenceRefusal::NotAllowed));
+                }
+            }
+        }
+        if let Some(v) = nested_variables(body).first() {
+            return Err(refuse(v.span, v.to_string(), FenceRefusal::NestedVariable));
+        }
+        // Windows that generic accesses use where the entry has them.
+        let has_variables = |space: StateSpace| {
+            self.own.values().any(|v| v.space == space)
+                || referenced.iter().any(|n| self.variable(n).is_some_and(|v| v.space == space))
+        };
+        let shared_window = self.windows.contains_key(&Window::Shared) || has_variables(StateSpace::Shared);
+        let local_window = self.windows.contains_key(&Window::Local) || has_variables(StateSpace::Local);
+        for plan in plans.iter().flatten() {
+            if let Plan::Clamp { generic: Some(local), width, .. } = plan {
+                self.windows.entry(Window::Global).or_default().insert(*width);
+                if shared_window {
+                    self.windows.entry(Window::Shared).or_default().insert(*width);
+                }
+                if local_window && *local {
+                    self.windows.entry(Window::Local).or_default().insert(*width);
+                }
+            }
+        }
+        let fenced = stats.clamped > 0 || traps > 0;
+        // The new body: the fence's declarations and windows, then the kernel's statements.
+        let mut statements = Vec::new();
+        statements.extend(self.declarations(fenced));
+        let mut moved: Vec<Variable> = self.own.values().cloned().collect();
+        moved.sort_by_key(|v| body_position(body, &v.name));
+        let (prologue, pads, const_pad) = self.prologue(&referenced, &moved);
+        stats.const_pad = const_pad;
+        statements.extend(moved.into_iter().map(Statement::Variable));
+        statements.extend(pads.into_iter().map(Statement::Variable));
+        if fenced {
+            statements.push(op("mov", &["u64"], vec![reg(names::V), imm(0)]));
+        }
+        statements.extend(prologue);
+        let mut context = Context { plans: &plans, classes: &classes, types: &types, next: 0, fenced, windows: &self.windows, shared_window, local_window };
+        statements.extend(context.block(&body.statements)?);
+        if fenced {
+            statements.push(Statement::Label(kernel_args_ptx::Label { span: Span::default(), name: names::EXIT.to_owned() }));
+            statements.push(op("ld", &["param", "u64"], vec![reg(names::FLAG), Operand::new(OperandKind::Address(Address { base: AddressBase::Symbol(FENCE_PARAMS[2].to_owned()), offset: 0 }))]));
+            statements.push(op("setp", &["eq", "u64"], vec![reg(names::P), reg(names::V), imm(0)]));
+            let guard = Guard { span: Span::default(), negated: false, register: names::P.to_owned() };
+            statements.push(guarded(Some(&guard), "ret", &[], vec![]));
+            statements.push(op("st", &["global", "u32"], vec![at(names::FLAG), imm(1)]));
+            statements.push(op("ret", &[], vec![]));
+        }
+        Ok((Block { span: body.span, statements }, stats))
+    }
+
+    /// How one address operand is fenced.
+    fn plan(&mut self, instruction: &Instruction, access: &Access, types: Option<&HashMap<String, u64>>) -> Result<Plan, FenceError> {
+        let refused = |reason| refuse(instruction.span, one_line(instruction), reason);
+        let address = instruction
+            .operands
+            .get(access.operand)
+            .and_then(Operand::address)
+            .ok_or_else(|| refused(FenceRefusal::Address))?;
+        let width = access.width;
+        // A named variable of the access's own space, at a constant offset inside it: proven by
+        // its declaration alone.
+        if let AddressBase::Symbol(name) = &address.base {
+            if access.space == Space::Param {
+                let size = self.params.get(name).copied().ok_or_else(|| refused(FenceRefusal::ParamAccess))?;
+                let end = u64::try_from(address.offset).ok().and_then(|o| o.checked_add(width));
+                return match end {
+                    Some(end) if end <= size => Ok(Plan::Static),
+                    _ => Err(refused(FenceRefusal::ParamAccess)),
+                };
+            }
+            let v = self.variable(name).ok_or_else(|| refused(FenceRefusal::Address))?;
+            let space = match access.space {
+                Space::Shared => StateSpace::Shared,
+                Space::Local => StateSpace::Local,
+                Space::Const => StateSpace::Const,
+                _ => return Err(refused(FenceRefusal::Address)),
+            };
+            if v.space != space {
+                return Err(refused(FenceRefusal::Address));
+            }
+            let inside = match (v.size(), u64::try_from(address.offset)) {
+                (Some(size), Ok(offset)) => {
+                    offset.checked_add(width).is_some_and(|end| end <= size) && offset % width == 0
+                }
+                _ => false,
+            };
+            if inside && v.linkage != Some(Linkage::Extern) {
+                return Ok(Plan::Static);
+            }
+        }
+        let register = match &address.base {
+            AddressBase::Register(name) => {
+                let size = types.and_then(|t| t.get(name)).copied().ok_or_else(|| refused(FenceRefusal::Address))?;
+                Some((name.clone(), size))
+            }
+            _ => None,
+        };
+        let window = match access.space {
+            Space::Param => return Err(refused(FenceRefusal::ParamAccess)),
+            Space::Generic { local } => {
+                if matches!(address.base, AddressBase::Symbol(_)) {
+                    return Err(refused(FenceRefusal::Address));
+                }
+                return Ok(Plan::Clamp { window: Window::Global, generic: Some(local), width, register, base: address.base.clone(), offset: address.offset });
+            }
+            Space::Global => Window::Global,
+            Space::Shared => Window::Shared,
+            Space::Local => Window::Local,
+            Space::Const => Window::Const,
+        };
+        self.windows.entry(window).or_default().insert(width);
+        Ok(Plan::Clamp { window, generic: None, width, register, base: address.base.clone(), offset: address.offset })
+    }
+
+    /// The fence's register declarations.
+    fn declarations(&self, fenced: bool) -> Vec<Statement> {
+        let mut wide: Vec<String> = Vec::new();
+        if fenced {
+            wide.extend([names::E, names::O, names::C, names::X, names::T, names::D, names::V, names::FLAG].map(str::to_owned));
+            wide.extend(names::ADDRESS.map(str::to_owned));
+        }
+        for (window, widths) in &self.windows {
+            wide.push(window.base());
+            match window {
+                Window::Global => wide.push("%__kargs_gl".to_owned()),
+                _ => {
+                    wide.push(format!("%__kargs_{}e", window.prefix()));
+                    wide.push(format!("%__kargs_{}n", window.prefix()));
+                }
+            }
+            wide.extend(widths.iter().map(|w| window.limit(*w)));
+        }
+        let decl = |ty: Type, names: Vec<String>| {
+            Statement::Registers(kernel_args_ptx::RegisterDecl {
+                span: Span::default(),
+                vector: None,
+                ty,
+                names: names.into_iter().map(|name| kernel_args_ptx::RegisterName { name, count: None }).collect(),
+            })
+        };
+        let mut out = Vec::new();
+        if !wide.is_empty() {
+            out.push(decl(Type::B64, wide));
+        }
+        out.push(decl(Type::B32, vec![names::N.to_owned(), names::LANE.to_owned(), names::MASK.to_owned()]));
+        if fenced {
+            out.push(decl(Type::Pred, vec![names::PS.to_owned(), names::PL.to_owned(), names::P.to_owned()]));
+        }
+        out
+    }
+
+    /// Each window's computation, and the padding variables that give a window its minimum
+    /// length where no variable of it is 16 bytes long; whether the module needs its constant
+    /// padding.
+    fn prologue(&self, referenced: &BTreeSet<String>, own: &[Variable]) -> (Vec<Statement>, Vec<Variable>, bool) {
+        let mut out = Vec::new();
+        let mut pads = Vec::new();
+        let mut const_pad = false;
+        for (window, widths) in &self.windows {
+            let base = window.base();
+            let end = format!("%__kargs_{}e", window.prefix());
+            let len = match window {
+                Window::Global => {
+                    out.push(op("ld", &["param", "u64"], vec![reg(&base), param_address(FENCE_PARAMS[0])]));
+                    out.push(op("ld", &["param", "u64"], vec![reg("%__kargs_gl"), param_address(FENCE_PARAMS[1])]));
+                    "%__kargs_gl".to_owned()
+                }
+                _ => {
+                    // The window's variables: the entry's own and the module's it names.
+                    let space = window.space();
+                    let mut members: Vec<(String, Option<u64>)> = own
+                        .iter()
+                        .filter(|v| v.space == space)
+                        .map(|v| (v.name.clone(), v.size()))
+                        .collect();
+                    for name in referenced {
+                        if let Some(v) = self.module.variables.get(name)
+                            && v.space == space
+                            && !self.own.contains_key(name)
+                        {
+                            let size = if v.linkage == Some(Linkage::Extern) { None } else { v.size() };
+                            members.push((name.clone(), size));
+                        }
+                    }
+                    if !members.iter().any(|(_, size)| size.is_some_and(|s| s >= u64::from(WINDOW_ALIGN))) {
+                        let name = match window {
+                            Window::Shared => "__kargs_shared_pad",
+                            Window::Local => "__kargs_local_pad",
+                            _ => "__kargs_const_pad",
+                        };
+                        if *window == Window::Const {
+                            const_pad = true;
+                        } else {
+                            pads.push(pad(space, name));
+                        }
+                        members.insert(0, (name.to_owned(), Some(u64::from(WINDOW_ALIGN))));
+                    }
+                    // Static members first: the base starts at one of them.
+                    members.sort_by_key(|(_, size)| size.is_none());
+                    for (i, (name, size)) in members.iter().enumerate() {
+                        let target = if i == 0 { base.clone() } else { names::T.to_owned() };
+                        out.push(op("mov", &["u64"], vec![reg(&target), sym(name, 0)]));
+                        if i > 0 {
+                            out.push(op("min", &["u64"], vec![reg(&base), reg(&base), reg(names::T)]));
+                        }
+                        let reach = match size {
+                            Some(size) => imm(i128::from(*size)),
+                            None => {
+                                // Dynamic shared memory: as long as the launch says.
+                                out.push(op("mov", &["u32"], vec![reg(names::N), reg("%dynamic_smem_size")]));
+                                out.push(op("cvt", &["u64", "u32"], vec![reg(names::X), reg(names::N)]));
+                                reg(names::X)
+                            }
+                        };
+                        if i == 0 {
+                            out.push(op("add", &["u64"], vec![reg(&end), reg(&base), reach]));
+                        } else {
+                            out.push(op("add", &["u64"], vec![reg(names::T), reg(names::T), reach]));
+                            out.push(op("max", &["u64"], vec![reg(&end), reg(&end), reg(names::T)]));
+                        }
+                    }
+                    let len = format!("%__kargs_{}n", window.prefix());
+                    out.push(op("sub", &["u64"], vec![reg(&len), reg(&end), reg(&base)]));
+                    len
+                }
+            };
+            for width in widths {
+                out.push(op("sub", &["u64"], vec![reg(&window.limit(*width)), reg(&len), imm(i128::from(*width))]));
+            }
+        }
+        (out, pads, const_pad)
+    }
+}
+
+fn param_address(name: &str) -> Operand {
+    Operand::new(OperandKind::Address(Address { base: AddressBase::Symbol(name.to_owned()), offset: 0 }))
+}
+
+/// Where variable `name` is declared among the body's top-level statements.
+fn body_position(body: &Block, name: &str) -> usize {
+    body.statements
+        .iter()
+        .position(|s| matches!(s, Statement::Variable(v) if v.name == name))
+        .unwrap_or(usize::MAX)
+}
+
+/// The variables declared in nested blocks.
+fn nested_variables(block: &Block) -> Vec<&Variable> {
+    fn inner<'b>(block: &'b Block, out: &mut Vec<&'b Variable>) {
+        for statement in &block.statements {
+            match statement {
+                Statement::Variable(v) => out.push(v),
+                Statement::Block(b) => inner(b, out),
+                _ => {}
+            }
+        }
+    }
+    let mut out = Vec::new();
+    for statement in &block.statements {
+        if let Statement::Block(b) = statement {
+            inner(b, &mut out);
+        }
+    }
+    out
+}
+
+/// Every register name the body declares, nested blocks included.
+fn body_register_names(block: &Block) -> Vec<String> {
+    let mut out = Vec::new();
+    for statement in &block.statements {
+        match statement {
+            Statement::Registers(r) => out.extend(r.names.iter().map(|n| n.name.clone())),
+            Statement::Block(b) => out.extend(body_register_names(b)),
+            _ => {}
+        }
+    }
+    out
+}
+
+/// How one address operand is fenced.
+#[derive(Debug, Clone)]
+enum Plan {
+    /// A named variable at a constant offset inside it: left as written.
+    Static,
+    /// Clamped into `window` (a generic access: into the global window, and the shared and local
+    /// ones where the entry has them; `Some(true)` where it may reach local memory).
+    Clamp { window: Window, generic: Option<bool>, width: u64, register: Option<(String, u64)>, base: AddressBase, offset: i64 },
+}
+
+/// Walks the body's statements in the flat order `flatten` gave, rewriting instructions.
+struct Context<'p> {
+    plans: &'p [Vec<Plan>],
+    classes: &'p [Class],
+    types: &'p [HashMap<String, u64>],
+    next: usize,
+    fenced: bool,
+    windows: &'p BTreeMap<Window, BTreeSet<u64>>,
+    shared_window: bool,
+    local_window: bool,
+}
+
+impl Context<'_> {
+    fn block(&mut self, statements: &[Statement]) -> Result<Vec<Statement>, FenceError> {
+        let mut out = Vec::new();
+        for statement in statements {
+            match statement {
+                Statement::Instruction(i) => self.instruction(i, &mut out)?,
+                Statement::Block(b) => {
+                    let inner = self.block(&b.statements)?;
+                    out.push(Statement::Block(Block { span: b.span, statements: inner }));
+                }
+                // Top-level variables were moved to the top; nested ones refused.
+                Statement::Variable(_) => {}
+                other => out.push(other.clone()),
+            }
+        }
+        Ok(out)
+    }
+
+    fn instruction(&mut self, instruction: &Instruction, out: &mut Vec<Statement>) -> Result<(), FenceError> {
+        let index = self.next;
+        self.next = self.next.saturating_add(1);
+        let (Some(class), Some(plans)) = (self.classes.get(index), self.plans.get(index)) else {
+            return Err(refuse(instruction.span, one_line(instruction), FenceRefusal::Malformed));
+        };
+        let guard = instruction.guard.as_ref();
+        match class {
+            Class::Plain | Class::Branch => out.push(Statement::Instruction(instruction.clone())),
+            Class::Exit if self.fenced => {
+                let modifiers: &[&str] = if guard.is_some() { &[] } else { &["uni"] };
+                out.push(guarded(guard, "bra", modifiers, vec![sym(names::EXIT, 0)]));
+            }
+            Class::Exit => out.push(Statement::Instruction(instruction.clone())),
+            Class::Trap => {
+                out.push(guarded(guard, "or", &["b64"], vec![reg(names::V), reg(names::V), imm(1)]));
+                out.push(guarded(guard, "bra", &[], vec![sym(names::EXIT, 0)]));
+            }
+            Class::WarpSync(mask) => {
+                let mut rewritten = instruction.clone();
+                if let Some(operand) = rewritten.operands.get_mut(*mask)
+                    && !isa::full_mask(&operand.kind)
+                {
+                    out.push(op("mov", &["u32"], vec![reg(names::LANE), reg("%lanemask_eq")]));
+                    out.push(op("or", &["b32"], vec![reg(names::MASK), reg(names::LANE), operand.clone()]));
+                    *operand = reg(names::MASK);
+                }
+                out.push(Statement::Instruction(rewritten));
+            }
+            Class::Access(accesses) => {
+                let mut rewritten = instruction.clone();
+                let mut slot = 0usize;
+                for (access, plan) in accesses.iter().zip(plans) {
+                    let Plan::Clamp { window, generic, width, register, base, offset } = plan else { continue };
+                    let address = names::ADDRESS.get(slot).copied().unwrap_or(names::ADDRESS[0]);
+                    slot = slot.saturating_add(1);
+                    let effective = self.effective(register.as_ref(), base, *offset, out);
+                    match generic {
+                        None => self.clamp(*window, *width, &effective, address, out),
+                        Some(local) => {
+                            self.clamp(Window::Global, *width, &effective, address, out);
+                            if self.shared_window {
+                                self.generic_path(Window::Shared, *width, &effective, address, out);
+                            }
+                            if self.local_window && *local {
+                                self.generic_path(Window::Local, *width, &effective, address, out);
+                            }
+                        }
+                    }
+                    out.push(op("xor", &["b64"], vec![reg(names::D), reg(address), reg(&effective)]));
+                    out.push(guarded(guard, "or", &["b64"], vec![reg(names::V), reg(names::V), reg(names::D)]));
+                    if let Some(operand) = rewritten.operands.get_mut(access.operand) {
+                        *operand = at(address);
+                    }
+                }
+                let _ = self.types;
+                let _ = self.windows;
+                out.push(Statement::Instruction(rewritten));
+            }
+        }
+        Ok(())
+    }
+
+    /// The instructions that put an access's effective address in a 64-bit register: which.
+    fn effective(&self, register: Option<&(String, u64)>, base: &AddressBase, offset: i64, out: &mut Vec<Statement>) -> String {
+        match (register, base) {
+            (Some((name, 8)), _) if offset == 0 => return name.clone(),
+            (Some((name, 8)), _) => out.push(op("add", &["s64"], vec![reg(names::E), reg(name), imm(i128::from(offset))])),
+            (Some((name, size)), _) => {
+                let from = if *size == 2 { "u16" } else { "u32" };
+                out.push(op("cvt", &["u64", from], vec![reg(names::E), reg(name)]));
+                if offset != 0 {
+                    out.push(op("add", &["s64"], vec![reg(names::E), reg(names::E), imm(i128::from(offset))]));
+                }
+            }
+            (None, AddressBase::Symbol(name)) => out.push(op("mov", &["u64"], vec![reg(names::E), sym(name, offset)])),
+            (None, _) => out.push(op("mov", &["u64"], vec![reg(names::E), imm(i128::from(offset))])),
+        }
+        names::E.to_owned()
+    }
+
+    /// The clamp of `effective` into `window`, into register `address`.
+    fn clamp(&self, window: Window, width: u64, effective: &str, address: &str, out: &mut Vec<Statement>) {
+        let base = window.base();
+        out.push(op("sub", &["u64"], vec![reg(names::O), reg(effective), reg(&base)]));
+        out.push(op("min", &["u64"], vec![reg(names::C), reg(names::O), reg(&window.limit(width))]));
+        if width > 1 {
+            out.push(op("and", &["b64"], vec![reg(names::C), reg(names::C), imm(-i128::from(width))]));
+        }
+        out.push(op("add", &["u64"], vec![reg(address), reg(names::C), reg(&base)]));
+    }
+
+    /// A generic access's path through the shared or local window: where `isspacep` says the
+    /// address is there, the clamp in that window replaces the global one.
+    fn generic_path(&self, window: Window, width: u64, effective: &str, address: &str, out: &mut Vec<Statement>) {
+        let (space, predicate) = if window == Window::Shared { ("shared", names::PS) } else { ("local", names::PL) };
+        out.push(op("isspacep", &[space], vec![reg(predicate), reg(effective)]));
+        out.push(op("cvta", &["to", space, "u64"], vec![reg(names::X), reg(effective)]));
+        let base = window.base();
+        out.push(op("sub", &["u64"], vec![reg(names::O), reg(names::X), reg(&base)]));
+        out.push(op("min", &["u64"], vec![reg(names::C), reg(names::O), reg(&window.limit(width))]));
+        if width > 1 {
+            out.push(op("and", &["b64"], vec![reg(names::C), reg(names::C), imm(-i128::from(width))]));
+        }
+        out.push(op("add", &["u64"], vec![reg(names::X), reg(names::C), reg(&base)]));
+        out.push(op("cvta", &[space, "u64"], vec![reg(names::X), reg(names::X)]));
+        out.push(op("selp", &["b64"], vec![reg(address), reg(names::X), reg(address), reg(predicate)]));
+    }
+}

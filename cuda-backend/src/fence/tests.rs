@@ -1,0 +1,462 @@
+//! The fence's tests: the rewriter by instruction family and state space, its refusals by
+//! name, the forms a text scanner misreads, the checker against rewritten modules broken on
+//! purpose, and the committed fenced fixtures.
+
+use super::*;
+
+const HEADER: &str = ".version 7.8\n.target sm_52\n.address_size 64\n";
+
+/// A module of one entry `k(.param .u64 p, .param .u32 n)` whose body is `body`.
+fn entry(body: &str) -> String {
+    format!(
+        "{HEADER}.visible .entry k(\n\t.param .u64 p,\n\t.param .u32 n\n)\n{{\n\t.reg .b64 %rd<8>;\n\t.reg .b32 %r<8>;\n\
+         \t.reg .b16 %h<2>;\n\t.reg .f32 %f<8>;\n\t.reg .pred %p<4>;\n\tld.param.u64 %rd1, [p];\n{body}\tret;\n}}\n"
+    )
+}
+
+fn fenced(body: &str) -> FencedModule {
+    match fence_ptx(&entry(body)) {
+        Ok(m) => m,
+        Err(e) => panic!("{body}: {e}"),
+    }
+}
+
+fn refusal(body: &str) -> FenceError {
+    fence_ptx(&entry(body)).expect_err(body)
+}
+
+/// The printed lines of the fenced module, trimmed.
+fn lines(module: &FencedModule) -> Vec<String> {
+    module.ptx().lines().map(|l| l.trim().replace('\t', " ")).collect()
+}
+
+#[test]
+fn each_family_is_clamped_into_the_window_of_its_space_by_its_width() {
+    for (instruction, window, width) in [
+        ("ld.global.u8 %r1, [%rd1];", 'g', 1),
+        ("ld.global.nc.u16 %h1, [%rd1];", 'g', 2),
+        ("ld.global.f32 %f1, [%rd1+4];", 'g', 4),
+        ("st.global.u64 [%rd1], %rd2;", 'g', 8),
+        ("ld.global.v4.f32 {%f1, %f2, %f3, %f4}, [%rd1];", 'g', 16),
+        ("st.global.v2.f64 [%rd1], {%rd2, %rd3};", 'g', 16),
+        ("ld.volatile.global.u32 %r1, [%rd1];", 'g', 4),
+        ("ld.relaxed.gpu.global.L1::evict_last.u32 %r1, [%rd1];", 'g', 4),
+        ("ldu.global.u32 %r1, [%rd1];", 'g', 4),
+        ("atom.global.add.u32 %r1, [%rd1], 1;", 'g', 4),
+        ("atom.global.cas.b64 %rd2, [%rd1], %rd2, %rd3;", 'g', 8),
+        ("red.global.add.f32 [%rd1], %f1;", 'g', 4),
+        ("prefetch.global.L2 [%rd1];", 'g', 1),
+        ("ld.shared.u32 %r1, [%r2];", 's', 4),
+        ("st.shared.v2.u32 [%rd2+8], {%r1, %r2};", 's', 8),
+        ("atom.shared.add.u32 %r1, [%r2], 1;", 's', 4),
+        ("ld.shared.u16 %h1, [%h0];", 's', 2),
+        ("ld.local.u32 %r1, [%rd2];", 'l', 4),
+        ("st.local.v4.f32 [%rd2+16], {%f1, %f2, %f3, %f4};", 'l', 16),
+        ("ld.local.u32 %r1, [8];", 'l', 4),
+        ("ld.const.f32 %f1, [%rd2];", 'c', 4),
+    ] {
+        let module = fenced(&format!("\t{instruction}\n"));
+        assert_eq!(module.accesses(), 1, "{instruction}");
+        assert_eq!(module.widest_access(), width, "{instruction}");
+        let text = lines(&module);
+        let limit = format!("%__kargs_{window}{width}");
+        assert!(
+            text.iter().any(|l| l == &format!("min.u64 %__kargs_c, %__kargs_o, {limit};")),
+            "{instruction}: {text:#?}"
+        );
+        assert!(text.iter().any(|l| l.ends_with("[%__kargs_a0];") || l.contains("[%__kargs_a0], ")), "{instruction}");
+        assert!(!text.iter().any(|l| l.contains("[%rd1]") && !l.starts_with("ld.param")), "{instruction}: {text:#?}");
+    }
+}
+
+#[test]
+fn a_generic_access_is_clamped_into_the_window_it_resolves_to() {
+    // Without shared or local variables: everything into the fence.
+    let text = lines(&fenced("\t@%p1 st.u32 [%rd1+4], %r1;\n"));
+    for line in [
+        "add.s64 %__kargs_e, %rd1, 4;",
+        "sub.u64 %__kargs_o, %__kargs_e, %__kargs_gb;",
+        "add.u64 %__kargs_a0, %__kargs_c, %__kargs_gb;",
+        "@%p1 or.b64 %__kargs_v, %__kargs_v, %__kargs_d;",
+        "@%p1 st.u32 [%__kargs_a0], %r1;",
+    ] {
+        assert!(text.iter().any(|l| l == line), "{line} in {text:#?}");
+    }
+    assert!(!text.iter().any(|l| l.starts_with("isspacep")), "no window to resolve to");
+    // With shared and local variables: through each window where isspacep says so.
+    let text = lines(&fenced(
+        "\t.shared .align 4 .b8 tile[64];\n\t.local .align 8 .b8 depot[32];\n\tld.u32 %r1, [%rd1];\n\tatom.add.u32 %r2, [%rd1], 1;\n",
+    ));
+    for line in [
+        "isspacep.shared %__kargs_ps, %rd1;",
+        "cvta.to.shared.u64 %__kargs_x, %rd1;",
+        "cvta.shared.u64 %__kargs_x, %__kargs_x;",
+        "selp.b64 %__kargs_a0, %__kargs_x, %__kargs_a0, %__kargs_ps;",
+        "isspacep.local %__kargs_pl, %rd1;",
+        "selp.b64 %__kargs_a0, %__kargs_x, %__kargs_a0, %__kargs_pl;",
+        ".shared .align 16 .b8 tile[64];",
+        ".local .align 16 .b8 depot[32];",
+    ] {
+        assert!(text.iter().any(|l| l == line), "{line} in {text:#?}");
+    }
+    // The atomic does not go through the local window.
+    assert_eq!(text.iter().filter(|l| l.starts_with("isspacep.local")).count(), 1, "{text:#?}");
+    assert_eq!(text.iter().filter(|l| l.starts_with("isspacep.shared")).count(), 2, "{text:#?}");
+}
+
+#[test]
+fn windows_are_computed_once_from_the_variables_and_padded_to_sixteen_bytes() {
+    let module = fenced("\t.shared .align 4 .b8 small[4];\n\t.shared .align 8 .f64 big[4];\n\tld.shared.u32 %r1, [%r2];\n");
+    let text = lines(&module);
+    let window: Vec<&str> = text
+        .iter()
+        .filter(|l| (l.contains("__kargs_s") || l.contains("__kargs_t")) && !l.starts_with(".reg"))
+        .map(String::as_str)
+        .take(9)
+        .collect();
+    assert_eq!(window, [
+        "mov.u64 %__kargs_sb, small;",
+        "add.u64 %__kargs_se, %__kargs_sb, 4;",
+        "mov.u64 %__kargs_t, big;",
+        "min.u64 %__kargs_sb, %__kargs_sb, %__kargs_t;",
+        "add.u64 %__kargs_t, %__kargs_t, 32;",
+        "max.u64 %__kargs_se, %__kargs_se, %__kargs_t;",
+        "sub.u64 %__kargs_sn, %__kargs_se, %__kargs_sb;",
+        "sub.u64 %__kargs_s4, %__kargs_sn, 4;",
+        "sub.u64 %__kargs_o, %__kargs_e, %__kargs_sb;",
+    ]);
+    // No variable of 16 bytes: a padding variable gives the window its length.
+    let text = lines(&fenced("\t.shared .align 4 .b8 small[4];\n\tld.shared.u32 %r1, [%r2];\n"));
+    assert!(text.iter().any(|l| l == ".shared .align 16 .b8 __kargs_shared_pad[16];"), "{text:#?}");
+    // Dynamic shared memory: as long as the launch gives.
+    let dynamic = format!(
+        "{HEADER}.extern .shared .align 4 .b8 dyn[];\n.visible .entry k()\n{{\n\t.reg .b64 %rd<4>;\n\
+         \tmov.u64 %rd1, dyn;\n\tld.shared.u32 %r1, [%rd1+8];\n\tret;\n}}\n"
+    )
+    .replace(".reg .b64 %rd<4>;", ".reg .b64 %rd<4>;\n\t.reg .b32 %r<2>;");
+    let text: Vec<String> = fence_ptx(&dynamic).unwrap().ptx().lines().map(|l| l.trim().replace('\t', " ")).collect();
+    for line in [
+        ".extern .shared .align 16 .b8 dyn[];",
+        "mov.u32 %__kargs_n, %dynamic_smem_size;",
+        "cvt.u64.u32 %__kargs_x, %__kargs_n;",
+        "add.u64 %__kargs_t, %__kargs_t, %__kargs_x;",
+    ] {
+        assert!(text.iter().any(|l| l == line), "{line} in {text:#?}");
+    }
+}
+
+#[test]
+fn named_variables_at_constant_offsets_inside_them_need_no_clamp() {
+    let module = fenced(
+        "\t.shared .align 4 .b8 tile[64];\n\tld.shared.u32 %r1, [tile+60];\n\tst.shared.v4.f32 [tile+16], {%f1, %f2, %f3, %f4};\n",
+    );
+    assert_eq!((module.accesses(), module.by_declaration()), (0, 3), "2 and the parameter load");
+    let text = lines(&module);
+    assert!(text.iter().any(|l| l == "ld.shared.u32 %r1, [tile+60];"), "{text:#?}");
+    assert!(!text.iter().any(|l| l.contains("__kargs_v")), "nothing to note: no fence exit either");
+    // Past the variable's end, or misaligned: clamped.
+    for body in ["\t.shared .align 4 .b8 tile[64];\n\tld.shared.u32 %r1, [tile+64];\n", "\t.shared .align 4 .b8 tile[64];\n\tld.shared.u32 %r1, [tile+2];\n"] {
+        assert_eq!(fenced(body).accesses(), 1, "{body}");
+    }
+    // A parameter read only by its name, inside it.
+    assert_eq!(refusal("\tld.param.u64 %rd2, [p+8];\n").reason, FenceRefusal::ParamAccess);
+    assert_eq!(refusal("\tmov.u64 %rd2, p;\n\tld.param.u64 %rd3, [%rd2];\n").reason, FenceRefusal::ParamAccess);
+}
+
+#[test]
+fn traps_exits_and_member_masks() {
+    let text = lines(&fenced("\t@%p1 trap;\n\tbrkpt;\n\t@%p2 ret;\n\tst.global.u32 [%rd1], %r1;\n"));
+    for line in [
+        "@%p1 or.b64 %__kargs_v, %__kargs_v, 1;",
+        "@%p1 bra $__kargs_exit;",
+        "or.b64 %__kargs_v, %__kargs_v, 1;",
+        "@%p2 bra $__kargs_exit;",
+        "bra.uni $__kargs_exit;",
+        "$__kargs_exit:",
+        "ld.param.u64 %__kargs_flag, [__kargs_fence_flag];",
+        "@%__kargs_p ret;",
+        "st.global.u32 [%__kargs_flag], 1;",
+    ] {
+        assert!(text.iter().any(|l| l == line), "{line} in {text:#?}");
+    }
+    assert!(!text.iter().any(|l| l.starts_with("trap") || l.starts_with("brkpt")), "{text:#?}");
+    // A mask that may leave out the executing thread gets it.
+    let text = lines(&fenced("\tshfl.sync.down.b32 %r1, %r2, 1, 31, %r3;\n\tbar.warp.sync %r3;\n\tvote.sync.any.pred %p1, %p2, -1;\n"));
+    assert_eq!(text.iter().filter(|l| *l == "mov.u32 %__kargs_lm, %lanemask_eq;").count(), 2, "{text:#?}");
+    assert!(text.iter().any(|l| l == "or.b32 %__kargs_m, %__kargs_lm, %r3;"), "{text:#?}");
+    assert!(text.iter().any(|l| l == "shfl.sync.down.b32 %r1, %r2, 1, 31, %__kargs_m;"), "{text:#?}");
+    assert!(text.iter().any(|l| l == "vote.sync.any.pred %p1, %p2, -1;"), "a full mask stays: {text:#?}");
+}
+
+#[test]
+fn what_cannot_be_fenced_is_refused_by_name_with_its_line() {
+    for (instruction, reason) in [
+        ("call.uni (%r1), f, (%r2);", FenceRefusal::Call),
+        ("brx.idx %r1, tbl;", FenceRefusal::IndirectBranch),
+        ("tex.2d.v4.f32.f32 {%f1, %f2, %f3, %f4}, [%rd1, {%f5, %f6}];", FenceRefusal::TextureOrSurface),
+        ("suld.b.2d.b32.trap {%r1}, [%rd1, {%r2, %r3}];", FenceRefusal::TextureOrSurface),
+        ("wmma.load.a.sync.aligned.row.m16n16k16.f16 {%r1, %r2}, [%rd1], %r3;", FenceRefusal::MatrixMemory),
+        ("wmma.load.a.sync.aligned.row.m16n16k16.global.f16 {%r1, %r2}, [%rd1], %r3;", FenceRefusal::MatrixMemory),
+        ("ldmatrix.sync.aligned.m8n8.x1.shared.b16 {%r1}, [%r2];", FenceRefusal::MatrixMemory),
+        ("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%r1], [%rd1], 64, [%r2];", FenceRefusal::BulkCopy),
+        ("mbarrier.init.shared.b64 [%r1], 32;", FenceRefusal::BulkCopy),
+        ("ld.shared::cluster.u32 %r1, [%r2];", FenceRefusal::NotAllowed),
+        ("ld.global.L2::cache_hint.u32 %r1, [%rd1], %rd2;", FenceRefusal::NotAllowed),
+        ("multimem.ld_reduce.global.add.u32 %r1, [%rd1];", FenceRefusal::BulkCopy),
+        ("pmevent 1;", FenceRefusal::NotAllowed),
+        ("alloca.u64 %rd2, 16;", FenceRefusal::NotAllowed),
+        ("st.async.shared::cluster.u32 [%r1], %r2, [%r3];", FenceRefusal::NotAllowed),
+        ("bar.sync %r1;", FenceRefusal::Barrier),
+        ("bar.sync 0, %r1;", FenceRefusal::Barrier),
+        ("ld.global.v8.f32 {%f1, %f2, %f3, %f4, %f5, %f6, %f7, %f1}, [%rd1];", FenceRefusal::TooWide),
+        ("ld.global.f32 %f1, [buffer];", FenceRefusal::Address),
+        ("ld.f32 %f1, [%f2];", FenceRefusal::Address),
+        ("mov.u64 %rd2, f;", FenceRefusal::FunctionAddress),
+        (".pragma \"enable_smem_spilling\";", FenceRefusal::Pragma),
+        ("mov.u64 %rd2, __kargs_table;", FenceRefusal::ReservedName),
+    ] {
+        let text = entry(&format!("\t{instruction}\n"))
+            .replace(".visible .entry k(", ".extern .func (.param .b32 r) f(.param .b32 a);\n.visible .entry k(");
+        let e = fence_ptx(&text).unwrap_err();
+        assert_eq!(e.reason, reason, "{instruction}: {e}");
+        if !matches!(reason, FenceRefusal::ReservedName | FenceRefusal::Unreadable(_)) {
+            assert_eq!(e.line, 16, "{instruction}: {e}");
+        }
+        if !matches!(reason, FenceRefusal::Pragma | FenceRefusal::ReservedName) {
+            assert_eq!(e.statement, instruction.trim_end_matches(';'), "{e}");
+        }
+    }
+}
+
+#[test]
+fn module_scope_refusals() {
+    let e = fence_ptx(&format!("{HEADER}.global .align 4 .u32 counter;\n")).unwrap_err();
+    assert_eq!((e.line, e.reason), (4, FenceRefusal::ModuleGlobal));
+    let e = fence_ptx(&format!("{HEADER}\n.global .align 4 .u32 seeds[2] = {{1, 2}};\n")).unwrap_err();
+    assert_eq!((e.line, e.reason), (5, FenceRefusal::ModuleGlobal), "with an initializer");
+    let e = fence_ptx(&format!("{HEADER}.global .texref t;\n")).unwrap_err();
+    assert_eq!(e.reason, FenceRefusal::TextureOrSurface);
+    let e = fence_ptx(&format!("{HEADER}.func f()\n{{\n\tret;\n}}\n")).unwrap_err();
+    assert_eq!((e.line, e.reason), (4, FenceRefusal::DeviceFunction));
+    let e = fence_ptx(".version 7.8\n.target sm_52\n.address_size 32\n").unwrap_err();
+    assert_eq!(e.reason, FenceRefusal::AddressSize);
+    let e = fence_ptx(&format!("{HEADER}/* open")).unwrap_err();
+    assert_eq!((e.line, e.reason), (4, FenceRefusal::Unreadable(kernel_args_ptx::ParseErrorKind::UnterminatedComment)));
+    assert!(fence_ptx(&format!("{HEADER}.const .align 4 .u32 table[2] = {{1, 2}};\n")).is_ok());
+    // Commented-out instructions are not instructions.
+    let module = fenced("\t// ld.u32 %r1, [%rd1];\n\t/* call f; */\n");
+    assert_eq!(module.accesses(), 0);
+    // A fenced module is not fenced twice.
+    let once = fenced("\tst.global.u32 [%rd1], %r1;\n");
+    assert_eq!(fence_ptx(once.ptx()).unwrap_err().reason, FenceRefusal::ReservedName);
+}
+
+/// The forms a text scanner misread, each as ptxas reads it (checked with ptxas 12.9): every
+/// access is clamped, and nothing of the input reaches the output unread.
+#[test]
+fn the_forms_a_scanner_misreads_are_read_as_ptxas_reads_them() {
+    for (body, accesses) in [
+        // A pragma, then an access on the same line; a comment marker after it.
+        ("\t.pragma \"nounroll\"; st.global.u32 [%rd1], %r1; // */\n", 1),
+        // Whitespace and comments inside an instruction.
+        ("\tst /* x */ .global\n\t.u32 [ %rd1 + 4 ] , %r1;\n", 1),
+        ("\tst .global .u32 [%rd1], %r1;\n", 1),
+        // A guard however spaced, several statements on a line, a label before them.
+        ("\tsetp.eq.u32 %p1, %r1, 0; @ %p1 bra L1; st.global.u32 [%rd1], %r1;\nL1: @ ! %p1 st.global.u32 [%rd1+8], %r1; ld.u32 %r2, [%rd1];\n", 3),
+        // A directive and a statement on one line.
+        ("\t.loc 1 2 3 st.global.u32 [%rd1], %r1;\n", 1),
+        ("\t{ .reg .b64 %t; add.s64 %t, %rd1, 8; st.global.u32 [%t], %r1; }\n", 1),
+    ] {
+        let module = fenced(body);
+        assert_eq!(module.accesses(), accesses, "{body}");
+        let text = lines(&module);
+        assert!(
+            !text.iter().any(|l| (l.starts_with("st.") || l.starts_with("@")) && l.contains("[%rd1") && !l.contains("ld.param")),
+            "{body}: {text:#?}"
+        );
+        assert!(!module.ptx().contains("/*") && !module.ptx().contains(".loc"), "printed, not copied");
+    }
+}
+
+/// A pragma whose string holds comment markers is read as the string it is: the fence does not
+/// know the pragma and says so; the instruction after it is read too.
+#[test]
+fn a_pragma_with_comment_markers_is_refused_by_name() {
+    for body in ["\t.pragma \"nounroll // \"; st.global.u32 [%rd1], %r1;\n", "\t.pragma \"/*\"; st.global.u32 [%rd1], %r1; // */\n"] {
+        let e = refusal(body);
+        assert_eq!((e.line, &e.reason), (15, &FenceRefusal::Pragma), "{e}");
+    }
+    let text = entry("\t.pragma \"nounroll // \"; trap;\n");
+    let module = kernel_args_ptx::parse(&text).unwrap();
+    let body = module.entry("k").unwrap().body.as_ref().unwrap();
+    assert!(body.statements.iter().any(|s| matches!(s, kernel_args_ptx::Statement::Instruction(i) if i.opcode == "trap")));
+}
+
+/// Rewritten modules broken on purpose: each a mistake a rewriter could make, each a finding.
+#[test]
+fn the_checker_finds_what_a_rewriter_could_get_wrong() {
+    let base = fenced(
+        "\t.shared .align 4 .b8 tile[64];\n\tst.global.u32 [%rd1], %r1;\n\tld.shared.u32 %r2, [%r3];\n\tld.u32 %r4, [%rd1];\n",
+    );
+    let text = base.ptx().to_owned();
+    assert!(check(&text).is_ok());
+    let first = |needle: &str| text.find(needle).unwrap_or_else(|| panic!("{needle} in {text}"));
+    let edits: Vec<(&str, String, FindingKind)> = vec![
+        (
+            "a clamp left out",
+            text.replacen("\tmin.u64\t%__kargs_c, %__kargs_o, %__kargs_g4;\n", "", 1),
+            FindingKind::Unproven,
+        ),
+        (
+            "the wrong width's limit",
+            text.replacen("%__kargs_c, %__kargs_o, %__kargs_g4;", "%__kargs_c, %__kargs_o, %__kargs_gl;", 1),
+            FindingKind::Unproven,
+        ),
+        (
+            "the rounding left out",
+            text.replacen("\tand.b64\t%__kargs_c, %__kargs_c, -4;\n", "", 1),
+            FindingKind::Unproven,
+        ),
+        ("a label between the clamp and the access", {
+            let at = first("\tst.global.u32\t[%__kargs_a0], %r1;");
+            format!("{}L_join:\n{}", &text[..at], &text[at..])
+        }, FindingKind::Unproven),
+        (
+            "a guarded clamp",
+            text.replacen("\tadd.u64\t%__kargs_a0, %__kargs_c, %__kargs_gb;", "\t@%p1 add.u64\t%__kargs_a0, %__kargs_c, %__kargs_gb;", 1),
+            FindingKind::Unproven,
+        ),
+        (
+            "the shared clamp on the global base",
+            text.replacen("add.u64\t%__kargs_a0, %__kargs_c, %__kargs_sb;", "add.u64\t%__kargs_a0, %__kargs_c, %__kargs_gb;", 1),
+            FindingKind::Unproven,
+        ),
+        ("a window written after the windows", {
+            let at = first("\tst.global.u32\t[%__kargs_a0], %r1;");
+            format!("{}\tadd.u64\t%__kargs_gb, %__kargs_gb, 64;\n{}", &text[..at], &text[at..])
+        }, FindingKind::FenceRegister),
+        ("an instruction of the kernel writing a fence register", {
+            let at = first("\tst.global.u32\t[%__kargs_a0], %r1;");
+            format!("{}\tld.global.u64\t%__kargs_a0, [%__kargs_a0];\n{}", &text[..at], &text[at..])
+        }, FindingKind::FenceRegister),
+        (
+            "an offset on the clamped address",
+            text.replacen("st.global.u32\t[%__kargs_a0], %r1;", "st.global.u32\t[%__kargs_a0+4], %r1;", 1),
+            FindingKind::Unproven,
+        ),
+        (
+            "a wider access than the clamp",
+            text.replacen("st.global.u32\t[%__kargs_a0], %r1;", "st.global.u64\t[%__kargs_a0], %rd1;", 1),
+            FindingKind::Unproven,
+        ),
+        (
+            "a shared address for a global access",
+            text.replacen("ld.shared.u32\t%r2, [%__kargs_a0];", "ld.global.u32\t%r2, [%__kargs_a0];", 1),
+            FindingKind::Unproven,
+        ),
+        (
+            "a trap",
+            text.replacen("\tbar.sync", "\ttrap;\n\tbar.sync", 1).replacen("\tld.shared.u32", "\ttrap;\n\tld.shared.u32", 1),
+            FindingKind::NotAllowed,
+        ),
+        (
+            "a fence register in a nested block",
+            text.replacen("\tld.shared.u32\t%r2, [%__kargs_a0];", "\t{\n\t.reg .b64 %__kargs_a0;\n\tld.shared.u32\t%r2, [%__kargs_a0];\n\t}", 1),
+            FindingKind::FenceRegister,
+        ),
+        (
+            "a ret before the fence's exit",
+            text.replacen("\tld.shared.u32\t%r2, [%__kargs_a0];", "\tld.shared.u32\t%r2, [%__kargs_a0];\n\tret;", 1),
+            FindingKind::Exit,
+        ),
+        (
+            "another store through the flag",
+            text.replacen("st.global.u32\t[%__kargs_flag], 1;", "st.global.u32\t[%__kargs_flag], %r1;", 1),
+            FindingKind::Unproven,
+        ),
+        (
+            "a window without its padding",
+            text.replacen("add.u64\t%__kargs_se, %__kargs_sb, 64;", "add.u64\t%__kargs_se, %__kargs_sb, 8;", 1),
+            FindingKind::Unproven,
+        ),
+        (
+            "a window past its variable",
+            text.replacen("add.u64\t%__kargs_se, %__kargs_sb, 64;", "add.u64\t%__kargs_se, %__kargs_sb, 128;", 1),
+            FindingKind::Unproven,
+        ),
+        (
+            "a variable aligned below 16",
+            text.replacen(".shared .align 16 .b8 tile[64];", ".shared .align 4 .b8 tile[64];", 1),
+            FindingKind::Unproven,
+        ),
+        (
+            "the hidden parameters missing",
+            text.replacen(",\n\t.param .u64 __kargs_fence_flag", "", 1),
+            FindingKind::HiddenParams,
+        ),
+    ];
+    for (what, broken, kind) in edits {
+        assert_ne!(broken, text, "{what}: the edit applies");
+        match check(&broken) {
+            Ok(_) => panic!("{what}: no finding in\n{broken}"),
+            Err(finding) => assert_eq!(finding.kind, kind, "{what}: {finding}"),
+        }
+    }
+}
+
+/// The fixtures' fenced text is committed (`kernels/fenced/`), so that a change in the
+/// rewriter shows as a diff and CI's `ptxas` (scripts/ptxas-check.sh) assembles exactly what
+/// the rewriter makes. `KARGS_UPDATE_GOLDEN=1` rewrites the files.
+#[test]
+#[cfg_attr(miri, ignore = "reads the fixture files; Miri isolates the file system")]
+fn the_fixtures_fenced_are_the_committed_files() {
+    let kernels = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("kernels");
+    let update = std::env::var_os("KARGS_UPDATE_GOLDEN").is_some_and(|v| v == "1");
+    let mut checked = 0;
+    for (dir, fenced_dir) in [
+        (kernels.clone(), kernels.join("fenced")),
+        (kernels.join("broken"), kernels.join("fenced/broken")),
+        (kernels.join("attacks"), kernels.join("fenced/attacks")),
+    ] {
+        let mut paths: Vec<_> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().path()).collect();
+        paths.sort();
+        for path in paths {
+            if path.extension().is_none_or(|e| e != "ptx") {
+                continue;
+            }
+            let ptx = std::fs::read_to_string(&path).unwrap();
+            let Ok(fenced) = fence_ptx(&ptx) else { continue };
+            // Each entry parses again: its own parameters, then the fence's three.
+            for entry in fenced.entries() {
+                let (mut plain, mut with_fence) = (crate::KernelRegistry::new(), crate::KernelRegistry::new());
+                plain.register_undeclared(1, &ptx, entry).unwrap();
+                with_fence.register_undeclared(1, fenced.ptx(), entry).unwrap();
+                let sizes = |r: &crate::KernelRegistry| r.get(1).unwrap().signature().unwrap().param_sizes();
+                let mut want = sizes(&plain);
+                want.extend([8, 8, 8]);
+                assert_eq!(sizes(&with_fence), want, "{entry}");
+            }
+            let golden = fenced_dir.join(path.file_name().unwrap());
+            if update {
+                std::fs::create_dir_all(&fenced_dir).unwrap();
+                std::fs::write(&golden, fenced.ptx()).unwrap();
+            }
+            let committed = std::fs::read_to_string(&golden).unwrap_or_default();
+            assert!(
+                committed == fenced.ptx(),
+                "{} differs from the fenced {} (KARGS_UPDATE_GOLDEN=1 rewrites it)",
+                golden.display(),
+                path.display()
+            );
+            checked += 1;
+        }
+    }
+    assert!(checked >= 14, "every fixture and every broken kernel: {checked}");
+}
+
+#[test]
+fn an_entry_without_parameters_gets_the_hidden_ones() {
+    let module = fence_ptx(&format!("{HEADER}.visible .entry k()\n{{\n\tret;\n}}\n")).unwrap();
+    assert!(module.ptx().contains(".entry k(\n\t.param .u64 __kargs_fence_base,"), "{}", module.ptx());
+    assert_eq!(module.entries(), ["k"]);
+}
