@@ -14,8 +14,12 @@ ccbin=()
 if command -v clang-14 >/dev/null && ! gcc --version 2>/dev/null | grep -E ' ([5-9]|10|11)\.' >/dev/null; then
     ccbin=(-ccbin clang-14)
 fi
-# broken/: kernels wrong on purpose, which the fence's tests launch (cuda-emulator/tests/fence.rs).
-for cu in *.cu broken/*.cu; do
-    nvcc "${ccbin[@]}" --ptx -arch=compute_52 -o "${cu%.cu}.ptx" "$cu"
+# broken/: kernels wrong on purpose, which the fence's tests launch (cuda-emulator/tests/fence.rs);
+# attacks/: kernels hostile on purpose (the .cu ones; the .ptx files without a .cu beside them are
+# written by hand). wmma_load needs tensor cores: compute_70.
+for cu in *.cu broken/*.cu attacks/*.cu; do
+    arch=compute_52
+    case "$cu" in attacks/wmma_load.cu) arch=compute_70 ;; esac
+    nvcc "${ccbin[@]}" --ptx -arch="$arch" -o "${cu%.cu}.ptx" "$cu"
     echo "${cu%.cu}.ptx <- $cu ($(nvcc --version | tail -1))"
 done

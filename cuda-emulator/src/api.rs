@@ -37,7 +37,7 @@ use crate::memory::Fault;
 use crate::ptx::{self, PtxEntry, PtxError};
 use crate::result::{
     CUDA_ERROR_ILLEGAL_ADDRESS, CUDA_ERROR_INVALID_CONTEXT, CUDA_ERROR_INVALID_PTX, CUDA_ERROR_INVALID_VALUE,
-    CUDA_ERROR_MISALIGNED_ADDRESS, CUDA_ERROR_NOT_SUPPORTED, CUDA_ERROR_UNKNOWN,
+    CUDA_ERROR_LAUNCH_FAILED, CUDA_ERROR_MISALIGNED_ADDRESS, CUDA_ERROR_NOT_SUPPORTED, CUDA_ERROR_UNKNOWN,
     CUDA_ERROR_UNSUPPORTED_PTX_VERSION, CUDA_SUCCESS, CuResult,
 };
 use crate::state::{self, DEVICE_NAME, State};
@@ -503,7 +503,7 @@ pub unsafe fn module_load_data_ex(
             let programs = module
                 .entries
                 .iter()
-                .map(|entry| exec::compile(&text, entry))
+                .map(|entry| exec::compile(&module, entry))
                 .collect::<Result<Vec<_>, _>>()
                 .map_err(|error| (CUDA_ERROR_NOT_SUPPORTED, error))?;
             Ok((module, programs))
@@ -1019,6 +1019,7 @@ impl KernelRun {
         match outcome.fault {
             Some(Fault::IllegalAddress) => state.poison(self.context, CUDA_ERROR_ILLEGAL_ADDRESS),
             Some(Fault::Misaligned) => state.poison(self.context, CUDA_ERROR_MISALIGNED_ADDRESS),
+            Some(Fault::Trap) => state.poison(self.context, CUDA_ERROR_LAUNCH_FAILED),
             None => {}
         }
     }

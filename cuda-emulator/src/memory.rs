@@ -25,8 +25,9 @@
 //!   `CUDA_ERROR_OUT_OF_MEMORY`.
 //!
 //! A range outside the device range is host memory: on a device with pageable memory access,
-//! a non-null address at or above 64 KiB is read or written directly, as the GPU reads the
-//! host's pages; below 64 KiB, or without pageable memory access, it is an illegal address.
+//! an address from 64 KiB up to the end of the user address space (2^47) is read or written
+//! directly, as the GPU reads the host's pages; below or above, or without pageable memory
+//! access, it is an illegal address.
 //! **The emulator cannot tell mapped from unmapped host memory the way the GPU's page faults
 //! do:** a host address that is not mapped (or no longer owned by the caller) faults the host
 //! process, where the GPU would report an illegal address.
@@ -45,6 +46,10 @@ const RESERVATION_BYTES: [usize; 3] = [1 << 40, 1 << 36, 1 << 32];
 /// Below this address, memory is never host memory a kernel may reach (the null page and
 /// its neighbours: Linux's default `vm.mmap_min_addr`).
 pub const LOWEST_HOST_ADDRESS: u64 = 64 * 1024;
+
+/// At and above this address, memory is never host memory (x86-64's canonical user addresses
+/// end below it; the generic windows of shared and local memory are above it).
+pub const HIGHEST_HOST_ADDRESS: u64 = 1 << 47;
 
 /// The size of a mapping that small allocations share: a GPU's 2 MiB page.
 pub const CHUNK: usize = 2 << 20;
@@ -142,6 +147,8 @@ pub enum Fault {
     /// (716). Checked before the address is looked up, as the load and store instructions
     /// require their natural alignment.
     Misaligned,
+    /// `trap` or `brkpt`: `CUDA_ERROR_LAUNCH_FAILED` (719).
+    Trap,
 }
 
 impl Region {
@@ -505,7 +512,7 @@ impl KernelMemory<'_> {
                 _ => Err(Fault::IllegalAddress),
             };
         }
-        if self.pageable_memory_access && addr >= LOWEST_HOST_ADDRESS {
+        if self.pageable_memory_access && (LOWEST_HOST_ADDRESS..HIGHEST_HOST_ADDRESS).contains(&addr) {
             Ok((start, false))
         } else {
             Err(Fault::IllegalAddress)

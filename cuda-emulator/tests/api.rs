@@ -198,7 +198,11 @@ fn malformed_ptx_is_refused_with_the_line_in_the_log() {
         load_on(EmulatedDriver::Cuda12_8, ".version 7.8\n.target sm_52\n.address_size 64\nthis is not ptx")
             .unwrap_err();
     assert_eq!(code, CUDA_ERROR_INVALID_PTX);
-    assert_eq!(log, "ptxas application ptx input, line 4; fatal   : Parsing error near 'this': syntax error");
+    assert_eq!(
+        log,
+        "ptxas application ptx input, line 4; fatal   : Parsing error: expected a directive, a variable or a \
+         function, found `this`"
+    );
     assert_eq!(written, log.len());
     let (code, log, _) = load_on(EmulatedDriver::Cuda12_8, "").unwrap_err();
     assert_eq!(
@@ -442,10 +446,15 @@ fn launches_are_checked_as_the_driver_checks_them() {
 
     // An instruction the interpreter does not run refuses the module at load, naming its line.
     let texture =
-        SHARED_KERNEL.replace("\tret;", "\ttex.1d.v4.f32.s32 {%f1, %f2, %f3, %f4}, [t, {%r1}];\n\tret;");
+        SHARED_KERNEL.replace("\tret;", "\t.reg .f32 %f<5>;\n\t.reg .b32 %r<2>;\n\ttex.1d.v4.f32.s32 {%f1, %f2, %f3, %f4}, [t, {%r1}];\n\tret;");
     let (code, log, _) = load_on(EmulatedDriver::Cuda12_8, &texture).unwrap_err();
     assert_eq!(code, CUDA_ERROR_NOT_SUPPORTED);
-    assert!(log.contains("line 9") && log.contains("tex.1d.v4.f32.s32"), "{log}");
+    assert!(log.contains("line 11") && log.contains("tex.1d.v4.f32.s32"), "{log}");
+    // A register nobody declared: not PTX (ptxas refuses it too).
+    let undeclared = SHARED_KERNEL.replace("\tret;", "\tmov.u32 %r1, 0;\n\tret;");
+    let (code, log, _) = load_on(EmulatedDriver::Cuda12_8, &undeclared).unwrap_err();
+    assert_eq!(code, CUDA_ERROR_INVALID_PTX);
+    assert!(log.contains("line 9") && log.contains("`%r1` is not declared"), "{log}");
     // A kernel that only returns runs.
     let tiled = function(load(SHARED_KERNEL), "tiled").unwrap();
     assert_eq!(launch_with(tiled, [1, 1, 1], [1, 1, 1], 0, &mut [d.to_le_bytes().to_vec()]), CUDA_SUCCESS);

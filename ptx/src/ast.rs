@@ -8,6 +8,8 @@ use crate::span::Span;
 pub struct Module {
     /// `.version MAJOR.MINOR`.
     pub version: Version,
+    /// Where `.version` is.
+    pub version_span: Span,
     /// `.target`'s targets, in order (`sm_90`, `texmode_independent`, ...).
     pub targets: Vec<String>,
     /// `.address_size` (32 or 64), where the module says.

@@ -191,11 +191,13 @@ impl<'t> Parser<'t> {
     }
 
     fn module(&mut self) -> Result<Module, ParseError> {
+        let version_span = self.span();
         if !self.eat_directive("version") {
             return Err(self.error_here(ParseErrorKind::Header("the module does not start with .version")));
         }
         let version = self.version()?;
-        let mut module = Module { version, targets: Vec::new(), address_size: None, items: Vec::new() };
+        let mut module =
+            Module { version, version_span, targets: Vec::new(), address_size: None, items: Vec::new() };
         let mut names: Vec<(String, bool)> = Vec::new();
         while let Some(tok) = self.peek() {
             let start = self.span();

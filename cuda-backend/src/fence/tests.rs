@@ -460,3 +460,33 @@ fn an_entry_without_parameters_gets_the_hidden_ones() {
     assert!(module.ptx().contains(".entry k(\n\t.param .u64 __kargs_fence_base,"), "{}", module.ptx());
     assert_eq!(module.entries(), ["k"]);
 }
+
+/// The attack kernels (`kernels/attacks/`): those the fence refuses, by name; the others are
+/// fenced (their fenced text is committed, and the emulator's and the pipeline's tests launch
+/// them).
+#[test]
+#[cfg_attr(miri, ignore = "reads the attack files; Miri isolates the file system")]
+fn the_attacks_are_refused_by_name_or_fenced() {
+    let attacks = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("kernels/attacks");
+    let read = |name: &str| std::fs::read_to_string(attacks.join(name)).unwrap();
+    for (file, reason) in [
+        ("pragma_comment.ptx", FenceRefusal::Pragma),
+        ("pragma_block_comment.ptx", FenceRefusal::Pragma),
+        ("wmma_load.ptx", FenceRefusal::MatrixMemory),
+    ] {
+        assert_eq!(fence_ptx(&read(file)).unwrap_err().reason, reason, "{file}");
+    }
+    for (file, clamped) in [
+        ("guard_spaced.ptx", 1),
+        ("loc_then_store.ptx", 1),
+        ("ldu_read.ptx", 2),
+        ("guard_bypass.ptx", 1),
+        ("shared_overrun.ptx", 4),
+        ("local_overrun.ptx", 11),
+        ("generic_shared.ptx", 4),
+        ("trap.ptx", 1),
+    ] {
+        let module = fence_ptx(&read(file)).unwrap();
+        assert_eq!(module.accesses(), clamped, "{file}");
+    }
+}

@@ -10,6 +10,8 @@
 //! (`0x7fffffff`, `0x7fffffffffffffff`). In 64-bit integer arithmetic a result keeps the
 //! pointer parameter an operand came from ([`Registers::origin`](super::Registers)).
 
+use kernel_args_ptx::Operand as Src;
+
 use super::decode::{Names, operand, register, ty};
 use super::{Context, Operand, Registers, Ty, f32_bits, f64_bits, read};
 
@@ -178,8 +180,10 @@ pub enum ArithOp {
     IsSpace {
         /// The predicate register.
         dst: usize,
-        /// `.global` (else `.shared`, `.local`, `.const` or `.param`).
-        global: bool,
+        /// The space asked about.
+        space: AddressSpace,
+        /// The generic address.
+        a: Operand,
     },
     /// `selp.ty d, a, b, p`: `p ? a : b`.
     Selp {
@@ -196,12 +200,25 @@ pub enum ArithOp {
     },
 }
 
+/// The state space `isspacep` asks about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AddressSpace {
+    /// `.global`: not in the shared or local window.
+    Global,
+    /// `.shared`: in the shared window.
+    Shared,
+    /// `.local`: in the local window.
+    Local,
+    /// `.const` or `.param`: never (the emulator maps neither into the generic space).
+    Other,
+}
+
 /// Decodes an instruction of this family: `base` (`add`, ...), its `.`-modifiers, its operands.
 /// An empty error means "not an instruction this interpreter knows".
 pub fn decode(
     base: &str,
     modifiers: &[&str],
-    operands: &[String],
+    operands: &[Src],
     names: &mut Names,
 ) -> Result<ArithOp, String> {
     let ty = modifiers.iter().rev().find_map(|m| ty(m)).ok_or_else(String::new)?;
@@ -470,8 +487,15 @@ pub fn execute(op: &ArithOp, regs: &mut Registers, cx: &Context<'_, '_>) {
             regs.bits[dst] = u64::from(holds);
             regs.origin[dst] = 0;
         }
-        ArithOp::IsSpace { dst, global } => {
-            regs.bits[dst] = u64::from(global);
+        ArithOp::IsSpace { dst, space, a } => {
+            let address = read(regs, cx, a).0;
+            let window = super::window_of(address).map(|(space, _)| space);
+            regs.bits[dst] = u64::from(match space {
+                AddressSpace::Global => window.is_none(),
+                AddressSpace::Shared => window == Some(super::Space::Shared),
+                AddressSpace::Local => window == Some(super::Space::Local),
+                AddressSpace::Other => false,
+            });
             regs.origin[dst] = 0;
         }
         ArithOp::Selp { ty, dst, a, b, p } => {

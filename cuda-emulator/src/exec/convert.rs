@@ -1,6 +1,8 @@
 //! Moves and conversions: `mov`, `cvt` (between integer widths and signedness, between float
 //! widths, and between integers and floats), `cvta` (to and from the global space: an
-//! identity, as global addresses are generic ones here).
+//! identity, as global addresses are generic ones; to and from the shared and local spaces:
+//! the windows of the generic address space, [`SHARED_WINDOW`](super::SHARED_WINDOW) and
+//! [`LOCAL_WINDOW`](super::LOCAL_WINDOW)).
 //!
 //! `cvt` to an integer narrower than the source truncates; to a wider one it sign-extends a
 //! signed source and zero-extends an unsigned one. Float to integer rounds as its suffix says
@@ -8,6 +10,8 @@
 //! giving 0, as the GPU does; integer to float and `f64` to `f32` round to nearest even; a NaN
 //! result is the canonical NaN. A `mov` or `cvta` of a 64-bit register keeps the pointer
 //! parameter it came from.
+
+use kernel_args_ptx::Operand as Src;
 
 use super::decode::{Names, operand, register, ty};
 use super::{Context, Operand, Registers, Ty, f32_bits, f64_bits, read};
@@ -37,12 +41,17 @@ pub enum ConvertOp {
         /// The source.
         src: Operand,
     },
-    /// `cvta.to.global` or `cvta.global`: the address unchanged.
+    /// `cvta`: the address plus `add` (a window's start, or its negation for `cvta.to`, or 0
+    /// for the global space), in `bits` bits.
     Cvta {
         /// The result's register.
         dst: usize,
         /// The address.
         src: Operand,
+        /// What is added.
+        add: u64,
+        /// 32 or 64.
+        bits: u32,
     },
     /// `cvt.to.from d, a`.
     Cvt {
@@ -63,7 +72,7 @@ pub enum ConvertOp {
 pub fn decode(
     base: &str,
     modifiers: &[&str],
-    operands: &[String],
+    operands: &[Src],
     names: &mut Names,
 ) -> Result<ConvertOp, String> {
     if operands.len() != 2 {
@@ -80,12 +89,21 @@ pub fn decode(
             Ok(ConvertOp::Mov { ty, dst: register(&operands[0], names)?, src })
         }
         "cvta" => {
-            let global = matches!(modifiers, ["to", "global", "u64"] | ["global", "u64"]);
-            if !global {
-                return Err(format!("`cvta.{}`: only the global space is supported", modifiers.join(".")));
-            }
+            let (to, rest) = match modifiers.split_first() {
+                Some((&"to", rest)) => (true, rest),
+                _ => (false, modifiers),
+            };
+            let (window, bits) = match rest {
+                ["global", "u64"] => (0, 64),
+                ["shared" | "shared::cta", "u64"] => (super::SHARED_WINDOW, 64),
+                ["shared" | "shared::cta", "u32"] => (super::SHARED_WINDOW, 32),
+                ["local", "u64"] => (super::LOCAL_WINDOW, 64),
+                ["local", "u32"] => (super::LOCAL_WINDOW, 32),
+                _ => return Err(format!("`cvta.{}`", modifiers.join("."))),
+            };
+            let add = if to { window.wrapping_neg() } else { window };
             let src = operand(&operands[1], Ty::U(64), names)?;
-            Ok(ConvertOp::Cvta { dst: register(&operands[0], names)?, src })
+            Ok(ConvertOp::Cvta { dst: register(&operands[0], names)?, src, add, bits })
         }
         _ => {
             let [to, from] = types[..] else { return Err(format!("`cvt` with the types {modifiers:?}")) };
@@ -138,10 +156,11 @@ pub fn execute(op: &ConvertOp, regs: &mut Registers, cx: &Context<'_, '_>) {
             regs.bits[dst] = value & ty.mask();
             regs.origin[dst] = if ty.bits() == 64 { origin } else { 0 };
         }
-        ConvertOp::Cvta { dst, src } => {
+        ConvertOp::Cvta { dst, src, add, bits } => {
             let (value, origin) = read(regs, cx, src);
-            regs.bits[dst] = value;
-            regs.origin[dst] = origin;
+            let converted = value.wrapping_add(add);
+            regs.bits[dst] = if bits == 32 { converted & 0xffff_ffff } else { converted };
+            regs.origin[dst] = if add == 0 { origin } else { 0 };
         }
         ConvertOp::Cvt { to, from, round, dst, src } => {
             let bits = read(regs, cx, src).0;

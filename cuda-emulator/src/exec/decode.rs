@@ -1,19 +1,26 @@
 //! Decoding an `.entry` body into [`Inst`]s, once, when its module is loaded.
 //!
-//! The body is read statement by statement (`;`-terminated; `//` and `/* */` comments and
-//! blank lines skipped): `.reg` declarations (registers are named by use, so their counts are
-//! not needed), `.shared` declarations (laid out as the PTX reader lays them out, then any
-//! `.extern .shared` array after them: the dynamic shared memory), labels (`$L__BB0_2:`),
-//! nested `{ }` scopes, and instructions with an optional guard (`@%p1`, `@!%p1`). Anything
-//! else is refused with the line and what is not supported.
+//! The body comes from the project's one PTX front end (`kernel_args_ptx`): its statements in
+//! order with nested blocks opened, every register resolved to its declaration in scope
+//! ([`kernel_args_ptx::flatten`]). Here each declared register gets a slot, the entry's
+//! `.shared` and `.local` variables and the module's `.shared` and `.const` variables their
+//! places (laid out as the PTX reader lays out shared memory, `.extern .shared` arrays at the
+//! dynamic shared memory after them), labels the index of the instruction after them, and each
+//! instruction is decoded by its family. An instruction (or a form of one) outside what this
+//! interpreter supports is refused with the line and what is not supported.
 
 use std::collections::HashMap;
+
+use kernel_args_ptx::{
+    AddressBase, FlatItem, Immediate, Initializer, Instruction, Linkage, Operand as Src, OperandKind, RegisterId,
+    Resolved, StateSpace, Variable, flatten,
+};
 
 use super::arith;
 use super::convert;
 use super::memory_ops;
 use super::{AddrBase, Inst, Op, Operand, Space, Special, Ty};
-use crate::ptx::{PtxEntry, PtxError};
+use crate::ptx::{PtxEntry, PtxError, PtxModule};
 
 /// A kernel, decoded: what [`Program::run`](super::Program::run) interprets.
 #[derive(Debug, Clone, PartialEq)]
@@ -31,279 +38,189 @@ pub struct Program {
     pub dynamic_at: usize,
     /// Bytes of local memory per thread (`.local` declarations).
     pub local_bytes: usize,
+    /// The module's constant memory (its `.const` variables with their initializers).
+    pub constant: Vec<u8>,
     /// Whether the kernel synchronises its block (`bar.sync`): its threads then run in turns.
     pub has_barrier: bool,
 }
 
-/// What decoding one statement needs: the names seen so far.
+/// What decoding one instruction needs: the slots, places and labels, and the resolution of
+/// the registers the instruction names.
 pub struct Names {
-    /// Register slots by name.
-    registers: HashMap<String, usize>,
+    /// Register slots by declaration.
+    slots: HashMap<RegisterId, usize>,
+    /// The registers of the instruction being decoded, resolved.
+    current: Vec<(String, Resolved)>,
     /// Parameters by name: their offset in the parameter buffer.
     params: HashMap<String, usize>,
-    /// Static shared variables by name: their offset.
+    /// Shared variables by name: their offset in the block's shared memory.
     shared: HashMap<String, u64>,
     /// Local variables by name: their offset in a thread's local memory.
     local: HashMap<String, u64>,
+    /// Constant variables by name: their offset in the module's constant memory.
+    constant: HashMap<String, u64>,
     /// Labels by name: the index of the instruction after them.
     labels: HashMap<String, usize>,
 }
 
 impl Names {
-    /// The slot of register `name`, made on first use.
-    pub fn register(&mut self, name: &str) -> usize {
-        let next = self.registers.len();
-        *self.registers.entry(name.to_owned()).or_insert(next)
+    /// The slot of register `name` of the instruction being decoded.
+    pub fn register(&mut self, name: &str) -> Result<usize, DecodeError> {
+        match self.current.iter().find(|(n, _)| n == name).map(|(_, r)| *r) {
+            Some(Resolved::Declared(id)) => {
+                let next = self.slots.len();
+                Ok(*self.slots.entry(id).or_insert(next))
+            }
+            _ => Err(format!("`{name}` where a register is used")),
+        }
     }
 }
 
 /// Why a statement cannot be decoded: the message for the load's log.
 pub type DecodeError = String;
 
-/// Decodes kernel `entry` of the module `text`.
+/// Variables laid out one after another: each at the next multiple of its alignment.
+fn lay_out<'v>(variables: impl Iterator<Item = &'v Variable>, end: &mut u64, into: &mut HashMap<String, u64>) -> Result<(), String> {
+    for v in variables {
+        let size = v.size().ok_or_else(|| format!("the variable `{}` has no size", v.name))?;
+        let at = end.checked_next_multiple_of(v.alignment().max(1)).ok_or("too much memory")?;
+        into.insert(v.name.clone(), at);
+        *end = at.checked_add(size).ok_or("too much memory")?;
+    }
+    Ok(())
+}
+
+/// Decodes kernel `entry` of `module`.
 ///
 /// # Errors
 ///
 /// A [`PtxError`] naming the line of the first statement this interpreter does not support
 /// (or cannot read), as the load's log says it.
-pub fn compile(text: &str, entry: &PtxEntry) -> Result<Program, PtxError> {
-    let lines = strip_comments(text);
-    let unsupported = |line: usize, what: &str| PtxError {
-        line: Some(line),
+pub fn compile(module: &PtxModule, entry: &PtxEntry) -> Result<Program, PtxError> {
+    let unsupported = |line: u32, what: &str| PtxError {
+        line: Some(line as usize),
         message: format!("the emulated driver does not run this: {what}"),
     };
-    let (header_at, params) = find_entry(&lines, &entry.name).ok_or_else(|| PtxError {
+    let function = module.module.entry(&entry.name).ok_or_else(|| PtxError {
         line: None,
         message: format!("the emulated driver cannot find the body of `{}`", entry.name),
     })?;
+    let flat = flatten(function).map_err(|e| unsupported(e.line, &e.kind.to_string()))?;
     let mut names = Names {
-        registers: HashMap::new(),
-        params: params.iter().zip(&entry.params).map(|(name, param)| (name.clone(), param.offset)).collect(),
+        slots: HashMap::new(),
+        current: Vec::new(),
+        params: function.params.iter().zip(&entry.params).map(|(p, layout)| (p.name.clone(), layout.offset)).collect(),
         shared: HashMap::new(),
         local: HashMap::new(),
+        constant: HashMap::new(),
         labels: HashMap::new(),
     };
-    // The body's statements, with their lines.
-    let statements =
-        body(&lines, header_at).ok_or_else(|| unsupported(header_at + 1, "a body without its end"))?;
-    // First pass: shared declarations and labels.
-    let mut shared_end = 0u64;
-    let mut local_end = 0u64;
-    let mut dynamic: Vec<String> = Vec::new();
-    let mut count = 0usize;
-    for (line, statement) in &statements {
-        if let Some(label) = statement.strip_suffix(':') {
-            names.labels.insert(label.trim().to_owned(), count);
-        } else if statement.starts_with(".local") {
-            let (name, align, size, _) =
-                variable_declaration(statement, ".local").ok_or_else(|| unsupported(*line, statement))?;
-            let at = local_end.next_multiple_of(align.max(1));
-            names.local.insert(name, at);
-            local_end = at + size;
-        } else if statement.starts_with(".shared") || statement.starts_with(".extern") {
-            let (name, align, size, external) =
-                variable_declaration(statement, ".shared").ok_or_else(|| unsupported(*line, statement))?;
-            if external {
-                dynamic.push(name);
-            } else {
-                let at = shared_end.next_multiple_of(align.max(1));
-                names.shared.insert(name, at);
-                shared_end = at + size;
-            }
-        } else if !statement.starts_with('.') && statement != "{" && statement != "}" {
-            count += 1;
+    // The places of variables: the entry's own, then the module's (which ptxas allocates for
+    // the entries that use them); the module's constant memory.
+    let own: Vec<&Variable> = flat
+        .items
+        .iter()
+        .filter_map(|item| match item {
+            FlatItem::Variable(v) => Some(*v),
+            _ => None,
+        })
+        .collect();
+    let line_of = |v: &Variable| v.span.line;
+    let (mut shared_end, mut local_end, mut constant_end) = (0u64, 0u64, 0u64);
+    let dynamic = |v: &&Variable| v.space == StateSpace::Shared && v.linkage == Some(Linkage::Extern);
+    let static_shared = |v: &&Variable| v.space == StateSpace::Shared && v.linkage != Some(Linkage::Extern);
+    for v in &own {
+        if !matches!(v.space, StateSpace::Shared | StateSpace::Local) {
+            return Err(unsupported(line_of(v), &format!("a .{} variable in a kernel", v.space.name())));
         }
     }
-    for name in dynamic {
-        names.shared.insert(name, shared_end.next_multiple_of(16));
+    let module_vars: Vec<&Variable> = module.module.variables().collect();
+    lay_out(own.iter().copied().filter(static_shared).chain(module_vars.iter().copied().filter(static_shared)), &mut shared_end, &mut names.shared)
+        .map_err(|e| unsupported(function.span.line, &e))?;
+    lay_out(own.iter().copied().filter(|v| v.space == StateSpace::Local).chain(module_vars.iter().copied().filter(|v| v.space == StateSpace::Local)), &mut local_end, &mut names.local)
+        .map_err(|e| unsupported(function.span.line, &e))?;
+    let constants: Vec<&Variable> = module_vars.iter().copied().filter(|v| v.space == StateSpace::Const).collect();
+    lay_out(constants.iter().copied(), &mut constant_end, &mut names.constant).map_err(|e| unsupported(function.span.line, &e))?;
+    let dynamic_at = shared_end.next_multiple_of(16);
+    for v in own.iter().copied().filter(dynamic).chain(module_vars.iter().copied().filter(dynamic)) {
+        names.shared.insert(v.name.clone(), dynamic_at);
     }
-    // Second pass: the instructions.
+    let mut constant = vec![0u8; usize::try_from(constant_end).unwrap_or(0)];
+    for v in &constants {
+        if let Some(init) = &v.init {
+            let at = names.constant.get(&v.name).copied().unwrap_or(0) as usize;
+            let element = v.ty.size().unwrap_or(1) as usize;
+            let ty = decl_ty(v).ok_or_else(|| unsupported(line_of(v), "a constant of this type"))?;
+            let mut values = Vec::new();
+            flatten_init(init, &mut values);
+            for (i, value) in values.iter().enumerate() {
+                let bits = immediate_value(value, ty).ok_or_else(|| unsupported(line_of(v), "an initializer"))?;
+                let start = at + i * element;
+                let Some(slot) = constant.get_mut(start..start + element) else {
+                    return Err(unsupported(line_of(v), "an initializer longer than its variable"));
+                };
+                slot.copy_from_slice(&bits.to_le_bytes()[..element]);
+            }
+        }
+    }
+    // Labels: the index of the next instruction.
+    let mut count = 0usize;
+    for item in &flat.items {
+        match item {
+            FlatItem::Label(l) => {
+                names.labels.insert(l.name.clone(), count);
+            }
+            FlatItem::Instruction(..) => count += 1,
+            _ => {}
+        }
+    }
     let mut insts = Vec::new();
     let mut has_barrier = false;
-    for (line, statement) in &statements {
-        if statement.ends_with(':') || statement.starts_with('.') || statement == "{" || statement == "}" {
-            continue;
-        }
-        let refuse = |e: String| unsupported(*line, &format!("`{statement}` ({e})"));
-        let (guard, rest) = guard(statement, &mut names).map_err(refuse)?;
-        let op = instruction(rest, &mut names).map_err(refuse)?;
+    for item in &flat.items {
+        let FlatItem::Instruction(instruction, registers) = item else { continue };
+        names.current = registers.iter().map(|(n, r)| ((*n).to_owned(), *r)).collect();
+        let line = instruction.span.line;
+        let refuse = |e: String| unsupported(line, &format!("`{}` ({e})", one_line(instruction)));
+        let guard = match &instruction.guard {
+            Some(g) => Some((names.register(&g.register).map_err(refuse)?, !g.negated)),
+            None => None,
+        };
+        let op = decode_instruction(instruction, &mut names).map_err(refuse)?;
         has_barrier |= op == Op::Barrier;
-        insts.push(Inst { guard, op, line: *line });
+        insts.push(Inst { guard, op, line: line as usize });
     }
     Ok(Program {
         name: entry.name.clone(),
         insts,
-        slots: names.registers.len(),
+        slots: names.slots.len(),
         shared_bytes: usize::try_from(shared_end).unwrap_or(usize::MAX),
-        dynamic_at: usize::try_from(shared_end.next_multiple_of(16)).unwrap_or(usize::MAX),
+        dynamic_at: usize::try_from(dynamic_at).unwrap_or(usize::MAX),
         local_bytes: usize::try_from(local_end).unwrap_or(usize::MAX),
+        constant,
         has_barrier,
     })
 }
 
-/// The text's lines (1-based index = position + 1) with comments blanked out.
-fn strip_comments(text: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut in_block = false;
-    for line in text.lines() {
-        let mut kept = String::new();
-        let mut rest = line;
-        loop {
-            if in_block {
-                match rest.find("*/") {
-                    Some(end) => {
-                        rest = &rest[end + 2..];
-                        in_block = false;
-                    }
-                    None => break,
-                }
-            } else {
-                let block = rest.find("/*");
-                let line_comment = rest.find("//");
-                match (block, line_comment) {
-                    (Some(b), l) if l.is_none_or(|l| b < l) => {
-                        kept.push_str(&rest[..b]);
-                        rest = &rest[b + 2..];
-                        in_block = true;
-                    }
-                    (_, Some(l)) => {
-                        kept.push_str(&rest[..l]);
-                        break;
-                    }
-                    _ => {
-                        kept.push_str(rest);
-                        break;
-                    }
-                }
+/// An instruction as one line without its `;`.
+fn one_line(instruction: &Instruction) -> String {
+    instruction.to_string().trim_end_matches(';').replace('\t', " ")
+}
+
+/// An initializer's values in order.
+fn flatten_init<'i>(init: &'i Initializer, out: &mut Vec<&'i Immediate>) {
+    match init {
+        Initializer::Value(v) => out.push(v),
+        Initializer::List(items) => {
+            for item in items {
+                flatten_init(item, out);
             }
         }
-        out.push(kept);
     }
-    out
 }
 
-/// The line index of `.entry name`'s header and its parameters' names, in order.
-fn find_entry(lines: &[String], name: &str) -> Option<(usize, Vec<String>)> {
-    let at = lines.iter().position(|line| {
-        let mut words = line.split(|c: char| c.is_whitespace() || c == '(');
-        words.any(|w| w == ".entry") && line.split(|c: char| c.is_whitespace() || c == '(').any(|w| w == name)
-    })?;
-    // The parameter list: from the `(` after the name to its `)`.
-    let header: String =
-        lines[at..].iter().take_while(|l| !l.contains('{')).cloned().collect::<Vec<_>>().join(" ");
-    let open = header.find('(');
-    let params = match open {
-        Some(open) => {
-            let close = header[open..].find(')')? + open;
-            header[open + 1..close]
-                .split(',')
-                .filter(|p| !p.trim().is_empty())
-                .map(|p| {
-                    let last = p.split_whitespace().last().unwrap_or_default();
-                    last.split('[').next().unwrap_or_default().to_owned()
-                })
-                .collect()
-        }
-        None => Vec::new(),
-    };
-    Some((at, params))
-}
-
-/// The statements of the body that starts at or after line index `header_at`: each with its
-/// line (1-based), trimmed, without its `;`. Scope braces are statements of their own; braces
-/// inside a statement (a vector operand, `{%f1, %f2}`) are part of it.
-fn body(lines: &[String], header_at: usize) -> Option<Vec<(usize, String)>> {
-    let start = (header_at..lines.len()).find(|&i| lines[i].contains('{'))?;
-    let mut depth = 0usize;
-    let mut statements = Vec::new();
-    let mut pending = String::new();
-    let mut pending_line = 0;
-    let mut vector = 0usize;
-    for (i, line) in lines.iter().enumerate().skip(start) {
-        let mut text = line.as_str();
-        if i == start {
-            text = &text[text.find('{')? + 1..];
-            depth = 1;
-        }
-        for c in text.chars() {
-            let in_statement = !pending.trim().is_empty();
-            match c {
-                '{' if !in_statement => {
-                    depth += 1;
-                    statements.push((i + 1, "{".to_owned()));
-                }
-                '}' if vector == 0 && !in_statement => {
-                    depth -= 1;
-                    if depth == 0 {
-                        return Some(statements);
-                    }
-                    statements.push((i + 1, "}".to_owned()));
-                }
-                ';' if vector == 0 => {
-                    if in_statement {
-                        statements.push((pending_line, pending.trim().to_owned()));
-                    }
-                    pending.clear();
-                }
-                ':' if vector == 0 && in_statement && !pending.trim().contains(char::is_whitespace) => {
-                    // A label ends at its colon.
-                    statements.push((pending_line, format!("{}:", pending.trim())));
-                    pending.clear();
-                }
-                _ => {
-                    if !in_statement && c.is_whitespace() {
-                        continue;
-                    }
-                    if !in_statement {
-                        pending_line = i + 1;
-                    }
-                    match c {
-                        '{' => vector += 1,
-                        '}' => vector = vector.saturating_sub(1),
-                        _ => {}
-                    }
-                    pending.push(c);
-                }
-            }
-        }
-        if !pending.trim().is_empty() {
-            pending.push(' ');
-        }
-    }
-    None
-}
-
-/// A `.shared` or `.local` declaration (`space`): its name, alignment, size and whether it is
-/// `.extern` (dynamic shared memory).
-fn variable_declaration(statement: &str, space: &str) -> Option<(String, u64, u64, bool)> {
-    let words: Vec<&str> = statement.split_whitespace().collect();
-    let external = words.first() == Some(&".extern");
-    if !words.contains(&space) {
-        return None;
-    }
-    let mut align = 0u64;
-    let mut elem = 0u64;
-    let mut name = None;
-    let mut iter = words.iter();
-    while let Some(word) = iter.next() {
-        match *word {
-            ".extern" | ".shared" | ".local" => {}
-            ".align" => align = iter.next()?.parse().ok()?,
-            w if w.starts_with('.') => elem = ty(&w[1..])?.bytes() as u64,
-            w => name = Some(w),
-        }
-    }
-    let name = name?;
-    let (base, dims) = match name.find('[') {
-        Some(open) => (&name[..open], &name[open..]),
-        None => (name, ""),
-    };
-    let mut size = elem;
-    for dim in dims.split('[').skip(1) {
-        let n = dim.trim_end_matches(']');
-        size *= if n.is_empty() { 0 } else { n.parse::<u64>().ok()? };
-    }
-    Some((base.to_owned(), if align == 0 { elem } else { align }, size, external))
+/// The interpreter's type of a variable's element.
+fn decl_ty(v: &Variable) -> Option<Ty> {
+    ty(v.ty.name())
 }
 
 /// A type suffix (`u32`, `f64`, `pred`, ...).
@@ -328,227 +245,160 @@ pub fn ty(suffix: &str) -> Option<Ty> {
     })
 }
 
-/// The guard of a statement (`@%p1`, `@!%p1`) and the rest of it.
-/// A guard: the predicate's slot, and whether the instruction runs when it is true.
-type Guard = Option<(usize, bool)>;
-
-fn guard<'s>(statement: &'s str, names: &mut Names) -> Result<(Guard, &'s str), DecodeError> {
-    let Some(rest) = statement.strip_prefix('@') else { return Ok((None, statement)) };
-    let (pred, rest) =
-        rest.split_once(char::is_whitespace).ok_or_else(|| format!("a guard alone: {statement}"))?;
-    let (negated, name) = match pred.strip_prefix('!') {
-        Some(name) => (true, name),
-        None => (false, pred),
-    };
-    if !name.starts_with('%') {
-        return Err(format!("a guard that is not a predicate register: {pred}"));
-    }
-    Ok((Some((names.register(name), !negated)), rest.trim()))
-}
-
-/// An instruction: opcode and operands.
-fn instruction(text: &str, names: &mut Names) -> Result<Op, DecodeError> {
-    let (opcode, operands) = match text.split_once(char::is_whitespace) {
-        Some((opcode, operands)) => (opcode, operands.trim()),
-        None => (text, ""),
-    };
-    let parts: Vec<&str> = opcode.split('.').collect();
-    let operands = split_operands(operands);
-    let base = parts[0];
-    let modifiers = &parts[1..];
+/// An instruction: by its opcode, the family that decodes it.
+fn decode_instruction(i: &Instruction, names: &mut Names) -> Result<Op, DecodeError> {
+    let base = i.opcode.as_str();
+    let modifiers: Vec<&str> = i.modifiers.iter().map(String::as_str).collect();
+    let operands = i.operands.as_slice();
     match base {
         "ret" | "exit" => Ok(Op::Exit),
-        "bra" => {
-            let label = operands.first().ok_or("`bra` without a target")?;
-            names
-                .labels
-                .get(label.as_str())
-                .map(|&i| Op::Branch(i))
-                .ok_or_else(|| format!("no label {label}"))
-        }
+        "trap" | "brkpt" if operands.is_empty() => Ok(Op::Trap),
+        "bra" => match operands.first().map(|o| &o.kind) {
+            Some(OperandKind::Symbol { name, offset: 0 }) => {
+                names.labels.get(name).map(|&i| Op::Branch(i)).ok_or_else(|| format!("no label {name}"))
+            }
+            _ => Err("`bra` without a label".into()),
+        },
         "bar" | "barrier" => {
             let whole_block = operands.len() == 1
-                && operands[0] == "0"
+                && matches!(operands[0].kind, OperandKind::Immediate(Immediate::Int(0)))
                 && modifiers.iter().all(|m| matches!(*m, "sync" | "aligned"));
             if whole_block {
                 Ok(Op::Barrier)
             } else {
-                Err(format!("a barrier other than `bar.sync 0`: {text}"))
+                Err(format!("a barrier other than `bar.sync 0`: {}", one_line(i)))
             }
         }
         "isspacep" => {
-            let space = match modifiers {
-                ["global"] => true,
-                [space] if ["shared", "local", "const", "param"].iter().any(|s| space.starts_with(s)) => {
-                    false
-                }
-                _ => return Err(format!("`{opcode}`")),
+            let space = match modifiers.as_slice() {
+                ["global"] => arith::AddressSpace::Global,
+                ["shared" | "shared::cta"] => arith::AddressSpace::Shared,
+                ["local"] => arith::AddressSpace::Local,
+                ["const" | "param"] => arith::AddressSpace::Other,
+                _ => return Err(format!("`isspacep.{}`", modifiers.join("."))),
             };
             if operands.len() != 2 {
-                return Err(format!("`{opcode}` with {} operands", operands.len()));
+                return Err(format!("`isspacep` with {} operands", operands.len()));
             }
-            let dst = names.register(&operands[0]);
-            Ok(Op::Arith(arith::ArithOp::IsSpace { dst, global: space }))
+            let dst = register(&operands[0], names)?;
+            let a = operand(&operands[1], Ty::U(64), names)?;
+            Ok(Op::Arith(arith::ArithOp::IsSpace { dst, space, a }))
         }
-        "mov" | "cvt" | "cvta" => convert::decode(base, modifiers, &operands, names).map(Op::Convert),
-        "ld" | "st" | "atom" | "red" => memory_ops::decode(base, modifiers, &operands, names).map(Op::Memory),
-        _ => arith::decode(base, modifiers, &operands, names)
+        "mov" | "cvt" | "cvta" => convert::decode(base, &modifiers, operands, names).map(Op::Convert),
+        "ld" | "st" | "atom" | "red" => memory_ops::decode(base, &modifiers, operands, names).map(Op::Memory),
+        _ => arith::decode(base, &modifiers, operands, names)
             .map(Op::Arith)
-            .map_err(|e| if e.is_empty() { format!("the instruction `{opcode}`") } else { e }),
+            .map_err(|e| if e.is_empty() { format!("the instruction `{base}`") } else { e }),
     }
 }
 
-/// Splits operands at commas outside brackets and braces.
-fn split_operands(text: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut depth = 0i32;
-    let mut current = String::new();
-    for c in text.chars() {
-        match c {
-            '[' | '{' => {
-                depth += 1;
-                current.push(c);
+/// A register or immediate operand of type `ty` (a variable's name gives its offset in its
+/// state space).
+pub fn operand(src: &Src, ty: Ty, names: &mut Names) -> Result<Operand, DecodeError> {
+    match &src.kind {
+        OperandKind::Register(r) => {
+            if let Some(special) = special(&r.name, r.component.map(|c| c.name())) {
+                return Ok(Operand::Special(special));
             }
-            ']' | '}' => {
-                depth -= 1;
-                current.push(c);
+            if r.component.is_some() {
+                return Err(format!("the operand `{src}`"));
             }
-            ',' if depth == 0 => out.push(std::mem::take(&mut current).trim().to_owned()),
-            _ => current.push(c),
+            Ok(Operand::Reg(names.register(&r.name)?))
         }
+        OperandKind::Symbol { name, offset } => {
+            if name == "WARP_SZ" && *offset == 0 {
+                return Ok(Operand::Special(Special::WarpSize));
+            }
+            let base = names
+                .shared
+                .get(name)
+                .or_else(|| names.local.get(name))
+                .or_else(|| names.constant.get(name))
+                .copied()
+                .ok_or_else(|| format!("the operand `{src}`"))?;
+            Ok(Operand::Symbol(base.wrapping_add(*offset as u64)))
+        }
+        OperandKind::Immediate(value) => {
+            immediate_value(value, ty).map(Operand::Imm).ok_or_else(|| format!("the operand `{src}`"))
+        }
+        _ => Err(format!("the operand `{src}`")),
     }
-    if !current.trim().is_empty() {
-        out.push(current.trim().to_owned());
-    }
-    out
-}
-
-/// A register or immediate operand of type `ty` (a shared variable's name gives its offset).
-pub fn operand(text: &str, ty: Ty, names: &mut Names) -> Result<Operand, DecodeError> {
-    if let Some(special) = special(text) {
-        return Ok(Operand::Special(special));
-    }
-    if text.starts_with('%') {
-        return Ok(Operand::Reg(names.register(text)));
-    }
-    if let Some(&offset) = names.shared.get(text).or_else(|| names.local.get(text)) {
-        return Ok(Operand::Symbol(offset));
-    }
-    immediate(text, ty).map(Operand::Imm).ok_or_else(|| format!("the operand `{text}`"))
 }
 
 /// A destination register.
-pub fn register(text: &str, names: &mut Names) -> Result<usize, DecodeError> {
-    if text.starts_with('%') && special(text).is_none() {
-        Ok(names.register(text))
-    } else {
-        Err(format!("`{text}` where a register is written"))
+pub fn register(src: &Src, names: &mut Names) -> Result<usize, DecodeError> {
+    match &src.kind {
+        OperandKind::Register(r) if r.component.is_none() && special(&r.name, None).is_none() => {
+            names.register(&r.name)
+        }
+        _ => Err(format!("`{src}` where a register is written")),
     }
 }
 
-fn special(text: &str) -> Option<Special> {
-    let axis = |s: &str| match s {
-        "x" => Some(0),
-        "y" => Some(1),
-        "z" => Some(2),
+/// The elements of a vector operand (`{%f1, %f2}`), or the operand alone.
+pub fn lanes(src: &Src) -> Vec<&Src> {
+    match &src.kind {
+        OperandKind::Vector(items) => items.iter().collect(),
+        _ => vec![src],
+    }
+}
+
+fn special(name: &str, component: Option<&str>) -> Option<Special> {
+    let axis = |s: Option<&str>| match s {
+        Some("x") => Some(0),
+        Some("y") => Some(1),
+        Some("z") => Some(2),
         _ => None,
     };
-    let (name, dim) = text.split_once('.').unwrap_or((text, ""));
     Some(match name {
-        "%tid" => Special::Tid(axis(dim)?),
-        "%ntid" => Special::Ntid(axis(dim)?),
-        "%ctaid" => Special::Ctaid(axis(dim)?),
-        "%nctaid" => Special::Nctaid(axis(dim)?),
-        "%laneid" if dim.is_empty() => Special::LaneId,
-        "WARP_SZ" | "%warpsize" if dim.is_empty() => Special::WarpSize,
+        "%tid" => Special::Tid(axis(component)?),
+        "%ntid" => Special::Ntid(axis(component)?),
+        "%ctaid" => Special::Ctaid(axis(component)?),
+        "%nctaid" => Special::Nctaid(axis(component)?),
+        "%laneid" if component.is_none() => Special::LaneId,
+        "%warpsize" if component.is_none() => Special::WarpSize,
+        "%lanemask_eq" if component.is_none() => Special::LanemaskEq,
+        "%dynamic_smem_size" if component.is_none() => Special::DynamicSmemSize,
         _ => return None,
     })
 }
 
-/// An immediate's bits as type `ty` holds it: decimal (signed), hexadecimal (`0x`), octal
-/// (`0` first), binary (`0b`), or a float's bits (`0f` + 8 hex digits, `0d` + 16); an integer
-/// for a float type is converted.
-pub fn immediate(text: &str, ty: Ty) -> Option<u64> {
-    let text = text.trim_end_matches(['U', 'u']);
-    if let Some(hex) = text.strip_prefix("0f").or_else(|| text.strip_prefix("0F")) {
-        let bits = u32::from_str_radix(hex, 16).ok()?;
-        return Some(match ty {
-            Ty::F64 => f64::from(f32::from_bits(bits)).to_bits(),
-            _ => u64::from(bits),
-        });
-    }
-    if let Some(hex) = text.strip_prefix("0d").or_else(|| text.strip_prefix("0D")) {
-        let bits = u64::from_str_radix(hex, 16).ok()?;
-        return Some(match ty {
-            Ty::F32 => u64::from((f64::from_bits(bits) as f32).to_bits()),
-            _ => bits,
-        });
-    }
-    let (negative, digits) = match text.strip_prefix('-') {
-        Some(rest) => (true, rest),
-        None => (false, text),
-    };
-    let magnitude = if let Some(hex) = digits.strip_prefix("0x").or_else(|| digits.strip_prefix("0X")) {
-        u64::from_str_radix(hex, 16).ok()?
-    } else if let Some(bin) = digits.strip_prefix("0b") {
-        u64::from_str_radix(bin, 2).ok()?
-    } else if digits.len() > 1 && digits.starts_with('0') {
-        u64::from_str_radix(&digits[1..], 8).ok()?
-    } else {
-        digits.parse::<u64>().ok()?
-    };
-    let value = if negative { magnitude.wrapping_neg() } else { magnitude };
-    Some(match ty {
-        Ty::F32 => u64::from((value as i64 as f32).to_bits()),
-        Ty::F64 => (value as i64 as f64).to_bits(),
-        _ => value & ty.mask(),
+/// An immediate's bits as type `ty` holds it: an integer (converted for a float type), a
+/// float's bits (`0f`, `0d`, converted between widths), or a decimal float.
+pub fn immediate_value(value: &Immediate, ty: Ty) -> Option<u64> {
+    Some(match (value, ty) {
+        (Immediate::Int(v), Ty::F32) => u64::from((*v as f32).to_bits()),
+        (Immediate::Int(v), Ty::F64) => (*v as f64).to_bits(),
+        (Immediate::Int(v), _) => (*v as u64) & ty.mask(),
+        (Immediate::F32(bits), Ty::F64) => f64::from(f32::from_bits(*bits)).to_bits(),
+        (Immediate::F32(bits), _) => u64::from(*bits) & ty.mask(),
+        (Immediate::F64(bits), Ty::F32) => u64::from((f64::from_bits(*bits) as f32).to_bits()),
+        (Immediate::F64(bits), _) => bits & ty.mask(),
+        (Immediate::Decimal(text), _) => {
+            let value: f64 = text.parse().ok()?;
+            match ty {
+                Ty::F32 => u64::from((value as f32).to_bits()),
+                _ => value.to_bits() & ty.mask(),
+            }
+        }
     })
 }
 
-/// An address operand `[base]`, `[base+off]` or `[base+-off]` in state space `space`.
-pub fn address(text: &str, space: Space, names: &mut Names) -> Result<(AddrBase, i64), DecodeError> {
-    let inner = text
-        .strip_prefix('[')
-        .and_then(|t| t.strip_suffix(']'))
-        .ok_or_else(|| format!("`{text}` where an address is read"))?
-        .trim();
-    let (base, offset) = match inner.find('+') {
-        Some(plus) => {
-            let off = inner[plus + 1..].trim();
-            let value = immediate(off, Ty::S(64)).ok_or_else(|| format!("the offset `{off}`"))? as i64;
-            (inner[..plus].trim(), value)
+/// An address operand `[base]`, `[base+off]` in state space `space`.
+pub fn address(src: &Src, space: Space, names: &mut Names) -> Result<(AddrBase, i64), DecodeError> {
+    let OperandKind::Address(a) = &src.kind else { return Err(format!("`{src}` where an address is read")) };
+    match &a.base {
+        AddressBase::Register(name) => Ok((AddrBase::Reg(names.register(name)?), a.offset)),
+        AddressBase::Absolute => Ok((AddrBase::Imm(0), a.offset)),
+        AddressBase::Symbol(name) => {
+            let found = match space {
+                Space::Param => names.params.get(name).map(|&o| AddrBase::Param(o)),
+                Space::Local => names.local.get(name).map(|&o| AddrBase::Symbol(o)),
+                Space::Shared => names.shared.get(name).map(|&o| AddrBase::Symbol(o)),
+                Space::Const => names.constant.get(name).map(|&o| AddrBase::Symbol(o)),
+                Space::Global | Space::Generic => None,
+            };
+            found.map(|base| (base, a.offset)).ok_or_else(|| format!("no {space:?} variable {name}"))
         }
-        None => match inner.rfind('-').filter(|&i| i > 0) {
-            Some(minus) => {
-                let off = inner[minus + 1..].trim();
-                let value = immediate(off, Ty::S(64)).ok_or_else(|| format!("the offset `{off}`"))? as i64;
-                (inner[..minus].trim(), value.wrapping_neg())
-            }
-            None => (inner, 0),
-        },
-    };
-    if base.starts_with('%') {
-        return Ok((AddrBase::Reg(register(base, names)?), offset));
-    }
-    match space {
-        Space::Param => names
-            .params
-            .get(base)
-            .map(|&o| (AddrBase::Param(o), offset))
-            .ok_or_else(|| format!("no parameter {base}")),
-        Space::Local => names
-            .local
-            .get(base)
-            .map(|&o| (AddrBase::Symbol(o), offset))
-            .ok_or_else(|| format!("no local {base}")),
-        Space::Shared => match names.shared.get(base) {
-            Some(&o) => Ok((AddrBase::Symbol(o), offset)),
-            None => immediate(base, Ty::U(64))
-                .map(|a| (AddrBase::Imm(a), offset))
-                .ok_or_else(|| format!("no shared {base}")),
-        },
-        Space::Global => immediate(base, Ty::U(64))
-            .map(|a| (AddrBase::Imm(a), offset))
-            .ok_or_else(|| format!("a global variable ({base}): not supported")),
     }
 }

@@ -1,7 +1,9 @@
-//! Loads, stores and atomics: `ld` and `st` in the parameter (loads only), global, shared and
-//! local state spaces (a generic address is a global one), scalar and `.v2`/`.v4` vectors; `atom` and
-//! `red` (`.add`, `.min`, `.max`, `.exch`, `.cas`, `.and`, `.or`, `.xor`) on 32- and 64-bit
-//! integers and `.add` on `.f32` and `.f64`, in global and shared memory.
+//! Loads, stores and atomics: `ld` and `st` in the parameter and constant (loads only), global,
+//! shared and local state spaces and generic addresses (in the shared or local window, or
+//! global), scalar and `.v2`/`.v4` vectors; `atom` and `red` (`.add`, `.min`, `.max`, `.exch`,
+//! `.cas`, `.and`, `.or`, `.xor`) on 32- and 64-bit integers and `.add` on `.f32` and `.f64`, in
+//! global and shared memory and through generic addresses (a generic atomic in the local
+//! window faults, as PTX leaves it undefined).
 //!
 //! A global access goes through [`KernelMemory`](crate::memory::KernelMemory): it must be
 //! naturally aligned (a vector to its whole size) and inside memory the kernel may reach, or
@@ -13,7 +15,9 @@
 //! `.cv`, `.wb`, `.wt`) and `.nc` are read and need nothing more here: every access is
 //! sequentially consistent.
 
-use super::decode::{Names, address, operand, register, ty};
+use kernel_args_ptx::Operand as Src;
+
+use super::decode::{Names, address, lanes as vector_lanes, operand, register, ty};
 use super::{AddrBase, Context, Operand, Registers, Space, Ty, read};
 use crate::memory::Fault;
 
@@ -86,10 +90,10 @@ pub enum MemoryOp {
 pub fn decode(
     base: &str,
     modifiers: &[&str],
-    operands: &[String],
+    operands: &[Src],
     names: &mut Names,
 ) -> Result<MemoryOp, String> {
-    let mut space = Space::Global;
+    let mut space = Space::Generic;
     let mut ty_found = None;
     let mut lanes = 1usize;
     let mut kind = None;
@@ -97,8 +101,9 @@ pub fn decode(
         match *m {
             "param" => space = Space::Param,
             "global" => space = Space::Global,
-            "shared" => space = Space::Shared,
+            "shared" | "shared::cta" => space = Space::Shared,
             "local" => space = Space::Local,
+            "const" => space = Space::Const,
             "v2" => lanes = 2,
             "v4" => lanes = 4,
             "volatile" | "relaxed" | "acquire" | "release" | "acq_rel" | "sc" | "cta" | "gpu" | "sys"
@@ -118,29 +123,26 @@ pub fn decode(
         }
     }
     let ty = ty_found.ok_or_else(|| format!("`{base}` without a type"))?;
-    let lanes_of = |text: &str| -> Result<Vec<String>, String> {
-        match text.strip_prefix('{').and_then(|t| t.strip_suffix('}')) {
-            Some(inner) if lanes > 1 => Ok(inner.split(',').map(|s| s.trim().to_owned()).collect()),
-            None if lanes == 1 => Ok(vec![text.to_owned()]),
-            _ => Err(format!("`{base}` with {lanes} lanes and `{text}`")),
-        }
-    };
+    fn lanes_of<'s>(base: &str, lanes: usize, src: &'s Src) -> Result<Vec<&'s Src>, String> {
+        let items = vector_lanes(src);
+        if items.len() == lanes { Ok(items) } else { Err(format!("`{base}` with {lanes} lanes and `{src}`")) }
+    }
     match base {
         "ld" => {
             if operands.len() != 2 {
                 return Err(format!("`ld` with {} operands", operands.len()));
             }
             let dst =
-                lanes_of(&operands[0])?.iter().map(|r| register(r, names)).collect::<Result<Vec<_>, _>>()?;
+                lanes_of(base, lanes, &operands[0])?.iter().map(|r| register(r, names)).collect::<Result<Vec<_>, _>>()?;
             let addr = address(&operands[1], space, names)?;
             Ok(MemoryOp::Ld { space, ty, dst, addr })
         }
         "st" => {
-            if operands.len() != 2 || space == Space::Param {
+            if operands.len() != 2 || matches!(space, Space::Param | Space::Const) {
                 return Err(format!("`st.{}`", modifiers.join(".")));
             }
             let addr = address(&operands[0], space, names)?;
-            let src = lanes_of(&operands[1])?
+            let src = lanes_of(base, lanes, &operands[1])?
                 .iter()
                 .map(|s| operand(s, ty, names))
                 .collect::<Result<Vec<_>, _>>()?;
@@ -148,7 +150,7 @@ pub fn decode(
         }
         _ => {
             let kind = kind.ok_or_else(|| format!("`{base}` without an operation"))?;
-            if space == Space::Param || lanes != 1 || !matches!(ty.bytes(), 4 | 8) {
+            if matches!(space, Space::Param | Space::Const | Space::Local) || lanes != 1 || !matches!(ty.bytes(), 4 | 8) {
                 return Err(format!("`{base}.{}`", modifiers.join(".")));
             }
             if matches!(ty, Ty::F32 | Ty::F64) && kind != AtomKind::Add && kind != AtomKind::Exch {
@@ -197,9 +199,27 @@ fn bits_of(bytes: &[u8]) -> u64 {
     u64::from_le_bytes(all)
 }
 
+/// A generic address's space and address in it: the shared or local window, or global.
+fn resolve(space: Space, at: u64) -> (Space, u64) {
+    match (space, super::window_of(at)) {
+        (Space::Generic, Some(window)) => window,
+        (Space::Generic, None) => (Space::Global, at),
+        _ => (space, at),
+    }
+}
+
 /// Reads `len` bytes at `at` of `space`.
 fn load(cx: &Context<'_, '_>, space: Space, at: u64, len: usize) -> Result<u64, Fault> {
+    let (space, at) = resolve(space, at);
     match space {
+        Space::Const => {
+            if !at.is_multiple_of(len as u64) {
+                return Err(Fault::Misaligned);
+            }
+            let start = usize::try_from(at).map_err(|_| Fault::IllegalAddress)?;
+            let bytes = cx.constant.get(start..start.saturating_add(len)).ok_or(Fault::IllegalAddress)?;
+            Ok(bits_of(bytes))
+        }
         Space::Param => {
             let start = usize::try_from(at).map_err(|_| Fault::IllegalAddress)?;
             let bytes = cx.params.get(start..start.saturating_add(len)).ok_or(Fault::IllegalAddress)?;
@@ -214,7 +234,7 @@ fn load(cx: &Context<'_, '_>, space: Space, at: u64, len: usize) -> Result<u64, 
             let bytes = own.get(start..start.saturating_add(len)).ok_or(Fault::IllegalAddress)?;
             Ok(bits_of(bytes))
         }
-        Space::Global => Ok(match len {
+        Space::Global | Space::Generic => Ok(match len {
             1 => bits_of(&cx.memory.load::<1>(at)?),
             2 => bits_of(&cx.memory.load::<2>(at)?),
             4 => bits_of(&cx.memory.load::<4>(at)?),
@@ -232,9 +252,9 @@ fn store(
     len: usize,
     bits: u64,
 ) -> Result<(), Fault> {
-    let at = base.wrapping_add(offset);
+    let (space, at) = resolve(space, base.wrapping_add(offset));
     match space {
-        Space::Param => Err(Fault::IllegalAddress),
+        Space::Param | Space::Const => Err(Fault::IllegalAddress),
         Space::Shared | Space::Local => {
             if !at.is_multiple_of(len as u64) {
                 return Err(Fault::Misaligned);
@@ -245,7 +265,7 @@ fn store(
             target.copy_from_slice(&bits.to_le_bytes()[..len]);
             Ok(())
         }
-        Space::Global => match len {
+        Space::Global | Space::Generic => match len {
             1 => cx.memory.store(base, offset, bytes_of::<1>(bits)),
             2 => cx.memory.store(base, offset, bytes_of::<2>(bits)),
             4 => cx.memory.store(base, offset, bytes_of::<4>(bits)),
@@ -326,11 +346,13 @@ pub fn execute(op: &MemoryOp, regs: &mut Registers, cx: &mut Context<'_, '_>) ->
             let (at, origin) = effective(regs, *addr);
             let b = read(regs, cx, *b).0;
             let c = c.map_or(0, |c| read(regs, cx, c).0);
+            let (space, at) = resolve(*space, at);
             let old = match space {
-                Space::Shared | Space::Local => {
+                Space::Local => return Err(Fault::IllegalAddress),
+                Space::Shared => {
                     // The block's threads run one at a time: a read and a write are atomic.
-                    let old = load(cx, *space, at, ty.bytes())?;
-                    store(cx, *space, at, 0, ty.bytes(), combine(*kind, *ty, old, b, c))?;
+                    let old = load(cx, space, at, ty.bytes())?;
+                    store(cx, space, at, 0, ty.bytes(), combine(*kind, *ty, old, b, c))?;
                     old
                 }
                 _ => {
@@ -401,5 +423,60 @@ mod tests {
         assert_eq!(outcome.fault, Some(Fault::IllegalAddress));
         let (_, outcome) = run("\tmov.u64 %rd1, 0;\n\tst.global.u32 [%rd1], 1;", 1, 8);
         assert_eq!(outcome.fault, Some(Fault::IllegalAddress));
+    }
+
+    #[test]
+    fn generic_addresses_reach_shared_and_local_memory_through_their_windows() {
+        let body = "\t.shared .align 16 .b8 tile[16];\n\t.local .align 16 .b8 depot[16];\n\
+                    \tmov.u64 %rd1, tile;\n\tcvta.shared.u64 %rd2, %rd1;\n\tst.u32 [%rd2+4], 7;\n\
+                    \tld.shared.u32 %r1, [tile+4];\n\tst.global.u32 [%out], %r1;\n\
+                    \tmov.u64 %rd3, depot;\n\tcvta.local.u64 %rd4, %rd3;\n\tst.u32 [%rd4], 9;\n\
+                    \tld.local.u32 %r2, [depot];\n\tst.global.u32 [%out+4], %r2;\n\
+                    \tisspacep.shared %p1, %rd2;\n\tselp.u32 %r3, 1, 0, %p1;\n\tst.global.u32 [%out+8], %r3;\n\
+                    \tisspacep.global %p2, %rd2;\n\tselp.u32 %r4, 1, 0, %p2;\n\tst.global.u32 [%out+12], %r4;\n\
+                    \tisspacep.local %p3, %rd4;\n\tselp.u32 %r5, 1, 0, %p3;\n\tst.global.u32 [%out+16], %r5;\n\
+                    \tcvta.to.shared.u64 %rd5, %rd2;\n\tsub.u64 %rd6, %rd5, %rd1;\n\tcvt.u32.u64 %r6, %rd6;\n\
+                    \tst.global.u32 [%out+20], %r6;\n\tisspacep.global %p1, %out;\n\tselp.u32 %r7, 1, 0, %p1;\n\
+                    \tst.global.u32 [%out+24], %r7;\n\tld.u32 %r8, [%rd2+4];\n\tst.global.u32 [%out+28], %r8;\n\
+                    \tmov.u32 %r9, %dynamic_smem_size;\n\tst.global.u32 [%out+32], %r9;";
+        let (bytes, outcome) = run(body, 1, 36);
+        assert_eq!(outcome.fault, None);
+        assert_eq!(words(&bytes), [7, 9, 1, 0, 1, 0, 1, 7, 0]);
+    }
+
+    #[test]
+    fn shared_local_and_generic_accesses_fault_where_a_gpu_does() {
+        for (body, fault) in [
+            // Past the block's shared memory, through a generic address.
+            ("\t.shared .align 16 .b8 tile[16];\n\tmov.u64 %rd1, tile;\n\tcvta.shared.u64 %rd1, %rd1;\n\tst.u32 [%rd1+16], 1;", Fault::IllegalAddress),
+            // Misaligned in local memory, through a generic address.
+            ("\t.local .align 16 .b8 depot[16];\n\tmov.u64 %rd1, depot;\n\tcvta.local.u64 %rd1, %rd1;\n\tst.u32 [%rd1+2], 1;", Fault::Misaligned),
+            // A generic atomic in local memory.
+            ("\t.local .align 16 .b8 depot[16];\n\tmov.u64 %rd1, depot;\n\tcvta.local.u64 %rd1, %rd1;\n\tatom.add.u32 %r1, [%rd1], 1;", Fault::IllegalAddress),
+            // Past the thread's local memory.
+            ("\t.local .align 16 .b8 depot[16];\n\tld.local.u32 %r1, [depot+16];", Fault::IllegalAddress),
+            // A generic address in a window the block has no memory in.
+            ("\tmov.u64 %rd1, 0;\n\tcvta.shared.u64 %rd1, %rd1;\n\tld.u32 %r1, [%rd1];", Fault::IllegalAddress),
+            // A global access at a window's address is not host memory.
+            ("\tmov.u64 %rd1, 0;\n\tcvta.local.u64 %rd1, %rd1;\n\tld.global.u32 %r1, [%rd1];", Fault::IllegalAddress),
+            ("\ttrap;", Fault::Trap),
+            ("\tbrkpt;", Fault::Trap),
+        ] {
+            let (_, outcome) = run(body, 1, 8);
+            assert_eq!(outcome.fault, Some(fault), "{body}");
+        }
+    }
+
+    #[test]
+    fn constant_memory_holds_the_module_initializers() {
+        let text = ".version 7.8\n.target sm_52\n.address_size 64\n\
+            .const .align 4 .u32 table[3] = {5, 6, 7};\n.const .align 4 .f32 half = 0f3F000000;\n\
+            .visible .entry t(.param .u64 p)\n{\n\t.reg .b64 %rd<4>;\n\t.reg .b32 %r<4>;\n\
+            \tld.param.u64 %rd1, [p];\n\tmov.u64 %rd2, table;\n\tld.const.u32 %r1, [%rd2+8];\n\
+            \tld.const.u32 %r2, [half];\n\tst.global.v2.u32 [%rd1], {%r1, %r2};\n\tret;\n}\n";
+        let module = crate::ptx::read_ptx(text).unwrap();
+        let program = super::super::compile(&module, &module.entries[0]).unwrap();
+        assert_eq!(program.constant.len(), 16);
+        assert_eq!(&program.constant[8..16], [7, 0, 0, 0, 0, 0, 0, 0x3f]);
     }
 }

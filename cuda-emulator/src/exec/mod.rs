@@ -18,9 +18,19 @@
 //! memory goes through [`KernelMemory`] (device mappings, and host memory where the device has
 //! pageable memory access), shared memory is a buffer per block (static declarations, then the
 //! launch's dynamic shared memory), local memory (`.local`, what nvcc makes of a thread's
-//! arrays) and registers are per thread. Shared and local memory start poisoned, as neither is
-//! cleared on a GPU. A generic address is taken as
-//! a global one. Atomics are atomic with respect to every other kernel running at the time.
+//! arrays) and registers are per thread, constant memory is the module's `.const` variables
+//! (read-only). Shared and local memory start poisoned, as neither is cleared on a GPU; an
+//! access past the block's shared memory or the thread's local memory, or not aligned to its
+//! width, faults as on a GPU.
+//!
+//! **Generic addresses** are modelled as a GPU maps them: the block's shared memory is seen at
+//! [`SHARED_WINDOW`] and the thread's local memory at [`LOCAL_WINDOW`] (each 4 GiB of the
+//! generic address space that no host or device memory can be at), `cvta.shared`/`cvta.local`
+//! and `cvta.to.shared`/`cvta.to.local` move between an address in the space and its generic
+//! address, `isspacep` says which window an address is in, and a generic access in a window
+//! reaches that memory; any other generic address is a global one. Atomics are atomic with
+//! respect to every other kernel running at the time. `trap` and `brkpt` stop the kernel with
+//! the sticky launch failure a GPU reports.
 //!
 //! Every 64-bit register carries the pointer parameter its value came from (the value of an
 //! `ld.param` of 8 bytes, through `cvta` and integer arithmetic), so that a store knows which
@@ -38,6 +48,27 @@ use crate::memory::{Fault, KernelMemory};
 use crate::ptx::PtxEntry;
 
 pub use decode::{Program, compile};
+
+/// Where a block's shared memory is in the generic address space (a non-canonical address on
+/// x86-64: no host memory is there, and the device's reservation is not).
+pub const SHARED_WINDOW: u64 = 0x00fe_0000_0000_0000;
+
+/// Where a thread's local memory is in the generic address space.
+pub const LOCAL_WINDOW: u64 = 0x00fd_0000_0000_0000;
+
+/// The size of each window.
+pub const WINDOW_BYTES: u64 = 1 << 32;
+
+/// The window a generic address is in, and its offset there.
+pub fn window_of(address: u64) -> Option<(Space, u64)> {
+    if address.wrapping_sub(SHARED_WINDOW) < WINDOW_BYTES {
+        Some((Space::Shared, address - SHARED_WINDOW))
+    } else if address.wrapping_sub(LOCAL_WINDOW) < WINDOW_BYTES {
+        Some((Space::Local, address - LOCAL_WINDOW))
+    } else {
+        None
+    }
+}
 
 /// A launch's grid and block dimensions.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -148,6 +179,10 @@ pub enum Special {
     LaneId,
     /// `%warpsize` (32).
     WarpSize,
+    /// `%lanemask_eq`: the thread's bit in its warp.
+    LanemaskEq,
+    /// `%dynamic_smem_size`: the launch's dynamic shared memory in bytes.
+    DynamicSmemSize,
 }
 
 /// An instruction's operand.
@@ -182,8 +217,12 @@ pub enum AddrBase {
 pub enum Space {
     /// `.param` (read-only: the launch's parameters).
     Param,
-    /// `.global`, or a generic address.
+    /// `.global`.
     Global,
+    /// No space written: a generic address, in the shared or local window or global.
+    Generic,
+    /// `.const` (read-only: the module's constant variables).
+    Const,
     /// `.shared`.
     Shared,
     /// `.local`: the thread's own memory (stack arrays).
@@ -216,6 +255,8 @@ pub enum Op {
     Barrier,
     /// `ret` or `exit`: the thread ends.
     Exit,
+    /// `trap` or `brkpt`: the kernel stops with a launch failure.
+    Trap,
 }
 
 /// A thread's registers: each slot's bits, and for each the pointer parameter its value came
@@ -255,6 +296,10 @@ pub struct Context<'a, 'm> {
     pub shared: &'a mut [u8],
     /// The thread's local memory.
     pub local: &'a mut [u8],
+    /// The module's constant memory.
+    pub constant: &'a [u8],
+    /// The launch's dynamic shared memory in bytes.
+    pub dynamic_shared: u32,
 }
 
 impl Context<'_, '_> {
@@ -267,6 +312,8 @@ impl Context<'_, '_> {
             Special::Nctaid(i) => self.shape.grid[i],
             Special::LaneId => self.linear_tid() % 32,
             Special::WarpSize => 32,
+            Special::LanemaskEq => 1u32 << (self.linear_tid() % 32),
+            Special::DynamicSmemSize => self.dynamic_shared,
         })
     }
 
@@ -314,6 +361,7 @@ impl Program {
             self.shared_bytes
         };
         let mut shared = vec![0u8; shared_len];
+        let dynamic = u32::try_from(dynamic_shared).unwrap_or(u32::MAX);
         let mut files: Vec<Registers> = Vec::new();
         for bz in 0..shape.grid[2] {
             for by in 0..shape.grid[1] {
@@ -322,6 +370,7 @@ impl Program {
                     let ctaid = [bx, by, bz];
                     let fault = if self.has_barrier {
                         self.block_with_barriers(
+                            dynamic,
                             ctaid,
                             shape,
                             params,
@@ -331,7 +380,7 @@ impl Program {
                             &mut outcome,
                         )
                     } else {
-                        self.block(ctaid, shape, params, memory, &mut shared, &mut files, &mut outcome)
+                        self.block(dynamic, ctaid, shape, params, memory, &mut shared, &mut files, &mut outcome)
                     };
                     if let Some(fault) = fault {
                         outcome.fault = Some(fault);
@@ -347,6 +396,7 @@ impl Program {
     #[allow(clippy::too_many_arguments)]
     fn block(
         &self,
+        dynamic_shared: u32,
         ctaid: [u32; 3],
         shape: LaunchShape,
         params: &KernelParams<'_>,
@@ -375,6 +425,8 @@ impl Program {
                         memory,
                         shared,
                         local: &mut local,
+                        constant: &self.constant,
+                        dynamic_shared,
                     };
                     let mut pc = 0;
                     match self.step_until_stop(regs, &mut cx, &mut pc, &mut outcome.instructions) {
@@ -392,6 +444,7 @@ impl Program {
     #[allow(clippy::too_many_arguments)]
     fn block_with_barriers(
         &self,
+        dynamic_shared: u32,
         ctaid: [u32; 3],
         shape: LaunchShape,
         params: &KernelParams<'_>,
@@ -427,6 +480,8 @@ impl Program {
                     memory,
                     shared,
                     local: &mut locals[i],
+                    constant: &self.constant,
+                    dynamic_shared,
                 };
                 match self.step_until_stop(&mut files[i], &mut cx, &mut pcs[i], &mut outcome.instructions) {
                     Stop::Exited => running[i] = false,
@@ -467,6 +522,7 @@ impl Program {
                 Op::Branch(target) => *pc = *target,
                 Op::Barrier => return Stop::Barrier,
                 Op::Exit => return Stop::Exited,
+                Op::Trap => return Stop::Fault(Fault::Trap),
             }
         }
     }
@@ -485,7 +541,8 @@ pub(crate) mod testing {
     pub fn module(body: &str) -> String {
         format!(
             ".version 7.8\n.target sm_52\n.address_size 64\n.visible .entry t(\n\t.param .u64 t_param_0\n)\n{{\n\
-             \t.reg .b64 %out;\n\tld.param.u64 %out, [t_param_0];\n{body}\n\tret;\n}}\n"
+             \t.reg .b64 %out;\n\t.reg .b64 %rd<32>;\n\t.reg .b32 %r<32>;\n\t.reg .b16 %rs<8>;\n\t.reg .f32 %f<32>;\n\
+             \t.reg .f64 %fd<16>;\n\t.reg .pred %p<8>;\n\tld.param.u64 %out, [t_param_0];\n{body}\n\tret;\n}}\n"
         )
     }
 
@@ -493,7 +550,7 @@ pub(crate) mod testing {
     pub fn program(body: &str) -> Result<Program, String> {
         let text = module(body);
         let ptx = read_ptx(&text).map_err(|e| e.to_string())?;
-        compile(&text, &ptx.entries[0]).map_err(|e| e.to_string())
+        compile(&ptx, &ptx.entries[0]).map_err(|e| e.to_string())
     }
 
     /// Runs `body` over `threads` threads of one block with `out` a fresh `out_len`-byte
@@ -501,7 +558,7 @@ pub(crate) mod testing {
     pub fn run(body: &str, threads: u32, out_len: usize) -> (Vec<u8>, Outcome) {
         let text = module(body);
         let ptx = read_ptx(&text).unwrap();
-        let program = compile(&text, &ptx.entries[0]).unwrap();
+        let program = compile(&ptx, &ptx.entries[0]).unwrap();
         let mut memory = DeviceMemory::new();
         let out = memory.alloc(1, out_len).unwrap() as u64;
         let view = memory.kernel_view(1, false);
@@ -557,9 +614,9 @@ mod tests {
     fn what_is_not_supported_is_refused_naming_its_line() {
         let err =
             program("\tmov.u32 %r1, 1;\n\ttex.1d.v4.f32.s32 {%f1, %f2, %f3, %f4}, [t, {%r1}];").unwrap_err();
-        assert!(err.contains("line 11") && err.contains("tex.1d.v4.f32.s32"), "{err}");
+        assert!(err.contains("line 17") && err.contains("tex.1d.v4.f32.s32"), "{err}");
         for body in
-            ["\tbar.sync 1;", "\tcvta.to.shared.u64 %rd1, %out;", "\tbra $L_nowhere;", "\tadd.u32 %r1, %r2;"]
+            ["\tbar.sync 1;", "\tcvta.to.const.u64 %rd1, %out;", "\tbra $L_nowhere;", "\tadd.u32 %r1, %r2;"]
         {
             assert!(program(body).is_err(), "{body}");
         }
