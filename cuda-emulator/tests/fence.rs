@@ -4,14 +4,15 @@
 //! memory); and a kernel handed addresses outside its fence (past its window, into a neighbour's
 //! buffer, an atomic past the end) writes nothing outside, does not fault, and sets the flag.
 //! The instructions each kernel executes, fenced and unfenced, are asserted: the fence's cost
-//! (docs/performance.md). And the bounds proofs (`fence_declared_ptx`) are run against the
-//! driver: a proven access never leaves its window.
+//! (docs/performance.md). The attack kernels (`cuda-backend/kernels/attacks/`: each a way an
+//! earlier fence let a kernel out) stay inside or are refused; and random kernels with loads and
+//! stores in every state space at random addresses, straight-line and branching, never reach
+//! outside their windows or fault.
 
 mod common;
 
 use common::*;
-use kernel_args::Declaration;
-use kernel_args_cuda::fence::{FencedModule, MIN_FENCE_LEN, fence_declared_ptx, fence_ptx};
+use kernel_args_cuda::fence::{FencedModule, MIN_FENCE_LEN, fence_ptx};
 use kernel_args_cuda_emulator::memory::POISON;
 use kernel_args_cuda_emulator::result::*;
 use kernel_args_cuda_emulator::{api, control};
@@ -36,8 +37,6 @@ struct Case {
     name: &'static str,
     ptx: &'static str,
     entry: &'static str,
-    /// What the kernel does with its parameters (docs/declarations.md).
-    declaration: &'static str,
     grid: [u32; 3],
     block: [u32; 3],
     buffers: Vec<Vec<u8>>,
@@ -51,7 +50,6 @@ fn cases() -> Vec<Case> {
             name: "vector_add",
             ptx: VECTOR_ADD,
             entry: "vector_add",
-            declaration: "vector_add(a: &[f32; n], b: &[f32; n], out: &mut [f32; n], n: u32)",
             grid: [1, 1, 1],
             block: [256, 1, 1],
             buffers: vec![
@@ -65,7 +63,6 @@ fn cases() -> Vec<Case> {
             name: "saxpy_grid_stride",
             ptx: GRID_STRIDE,
             entry: "saxpy_grid_stride",
-            declaration: "saxpy(a: f32, x: &[f32; n], y: &mut [f32; n], n: u32)",
             grid: [2, 1, 1],
             block: [64, 1, 1],
             buffers: vec![
@@ -85,7 +82,6 @@ fn cases() -> Vec<Case> {
             name: "block_sum",
             ptx: BLOCK_SUM,
             entry: "block_sum",
-            declaration: "block_sum(input: &[f32; n], out: &mut [f32; grid.x], n: u32)",
             grid: [4, 1, 1],
             block: [256, 1, 1],
             buffers: vec![floats((0..1000).map(|i| (i % 7) as f32)), vec![0; 16]],
@@ -97,7 +93,6 @@ fn cases() -> Vec<Case> {
             name: "transpose",
             ptx: TRANSPOSE,
             entry: "transpose",
-            declaration: "transpose(input: &[f32; rows * cols], out: &mut [f32; rows * cols], rows: u32, cols: u32)",
             grid: [4, 5, 1],
             block: [16, 8, 1],
             buffers: vec![floats((0..37 * 53).map(|i| i as f32)), vec![0; 4 * 37 * 53]],
@@ -114,7 +109,6 @@ fn cases() -> Vec<Case> {
             name: "histogram",
             ptx: HISTOGRAM,
             entry: "histogram",
-            declaration: "histogram(data: &[u8; n], bins: &mut [u32; 256], n: u32)",
             grid: [157, 1, 1],
             block: [128, 1, 1],
             buffers: vec![histogram_data, vec![0; 1024]],
@@ -130,7 +124,6 @@ fn cases() -> Vec<Case> {
             name: "local_array",
             ptx: LOCAL_ARRAY,
             entry: "local_array",
-            declaration: "local_array(idx: &[i32; block.x], out: &mut [f32; block.x])",
             grid: [1, 1, 1],
             block: [64, 1, 1],
             buffers: vec![(0..64i32).flat_map(|t| ((t * 5 + 3) % 11).to_le_bytes()).collect(), vec![0; 256]],
@@ -187,14 +180,6 @@ fn every_fixture_computes_the_same_bytes_fenced() {
         assert!(plain == with_fence, "{}: fenced and unfenced differ", case.name);
         assert_eq!(flag, 0, "{}: no access left the fence", case.name);
         costs.push((case.name, plain_count, fenced_count));
-        // Fenced as `KernelRegistry::register` fences it, with its declaration: every access of
-        // the fixtures is proven inside its window, so the kernel runs as it was.
-        let declaration = Declaration::parse(case.declaration).unwrap();
-        let declared = fence_declared_ptx(case.ptx, case.entry, &declaration).unwrap();
-        assert!(declared.proven() > 0, "{}", case.name);
-        let (with_proofs, flag, declared_count) = run(&case, Some(&declared));
-        assert!(plain == with_proofs, "{}: with proofs and unfenced differ", case.name);
-        assert_eq!((flag, declared_count), (0, plain_count), "{}: the same instructions", case.name);
     }
     // The fence's cost in executed PTX instructions (docs/performance.md).
     for (name, plain, fenced) in &costs {
@@ -207,12 +192,12 @@ fn every_fixture_computes_the_same_bytes_fenced() {
     assert_eq!(
         counts,
         [
-            ("vector_add", 5016, 10152),
-            ("saxpy_grid_stride", 11920, 30688),
-            ("block_sum", 80796, 92964),
-            ("transpose", 63130, 102022),
-            ("histogram", 360960, 721632),
-            ("local_array", 1728, 2880),
+            ("vector_add", 5016, 10408),
+            ("saxpy_grid_stride", 11920, 30816),
+            ("block_sum", 80796, 126672),
+            ("transpose", 63130, 104582),
+            ("histogram", 360960, 741728),
+            ("local_array", 1728, 4480),
         ]
     );
 }
@@ -321,50 +306,96 @@ fn a_fence_around_host_memory_keeps_the_kernel_inside_it() {
     assert!(host[2 * PAGE..].iter().all(|&b| b == 0x5a), "above it: untouched");
 }
 
-/// One access of a random straight-line kernel: its instruction and width, and the byte it
-/// reaches from the fence's base for thread 0 (each thread adds `tid * stride`).
-#[derive(Debug, Clone)]
-struct Access {
-    op: &'static str,
-    width: i64,
-    offset: i64,
-    immediate: i64,
+/// The windows of the random kernels below: the fence (the parameter `g`), the block's shared
+/// `sh`, the thread's local `lo`, the module's constant `co`; and their lengths.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Window {
+    Global,
+    Shared,
+    Local,
+    Const,
 }
 
-/// The access forms the property test draws from: (instruction with `ADDR` for the address,
-/// width).
-const FORMS: [(&str, i64); 8] = [
-    ("ld.global.u8 %r1, ADDR", 1),
-    ("st.global.u16 ADDR, %rs1", 2),
-    ("ld.global.f32 %f1, ADDR", 4),
-    ("st.global.u32 ADDR, %r2", 4),
-    ("atom.global.add.u32 %r3, ADDR, 1", 4),
-    ("red.global.add.u64 ADDR, %rd9", 8),
-    ("st.global.v2.f32 ADDR, {%f2, %f3}", 8),
-    ("st.global.v4.f32 ADDR, {%f2, %f3, %f4, %f5}", 16),
+impl Window {
+    fn len(self) -> i64 {
+        match self {
+            Window::Global => FENCE,
+            Window::Shared => 256,
+            Window::Local => 64,
+            Window::Const => 64,
+        }
+    }
+}
+
+/// The global fence of the random kernels.
+const FENCE: i64 = 4096;
+
+/// One access of a random kernel: its form, and the byte it reaches from its window's start
+/// for thread 0 (each thread adds `tid * stride`), the part of that in the address's immediate,
+/// and the threads that branch around it (`Some(p)`: those whose `tid & 1` is `p`).
+#[derive(Debug, Clone)]
+struct Access {
+    form: usize,
+    offset: i64,
+    immediate: i64,
+    skip: Option<u32>,
+}
+
+/// The access forms: the window, how the base register is made from the window's start
+/// (`BASE` is the register), the instruction (`ADDR` the address), the width.
+const FORMS: [(Window, &str, &str, i64); 20] = [
+    (Window::Global, "mov.u64 BASE, %rd1", "ld.global.u8 %r1, ADDR", 1),
+    (Window::Global, "mov.u64 BASE, %rd1", "st.global.u16 ADDR, %rs1", 2),
+    (Window::Global, "mov.u64 BASE, %rd1", "ld.global.f32 %f1, ADDR", 4),
+    (Window::Global, "mov.u64 BASE, %rd1", "atom.global.add.u32 %r3, ADDR, 1", 4),
+    (Window::Global, "mov.u64 BASE, %rd1", "red.global.add.u64 ADDR, %rd9", 8),
+    (Window::Global, "mov.u64 BASE, %rd1", "st.global.v4.f32 ADDR, {%f2, %f3, %f4, %f5}", 16),
+    (Window::Shared, "mov.u64 BASE, sh", "st.shared.u8 ADDR, %rs1", 1),
+    (Window::Shared, "mov.u64 BASE, sh", "ld.shared.u32 %r1, ADDR", 4),
+    (Window::Shared, "mov.u64 BASE, sh", "atom.shared.add.u32 %r3, ADDR, 1", 4),
+    (Window::Shared, "mov.u64 BASE, sh", "st.shared.v2.f32 ADDR, {%f2, %f3}", 8),
+    (Window::Local, "mov.u64 BASE, lo", "ld.local.u16 %rs2, ADDR", 2),
+    (Window::Local, "mov.u64 BASE, lo", "st.local.v4.f32 ADDR, {%f2, %f3, %f4, %f5}", 16),
+    (Window::Const, "mov.u64 BASE, co", "ld.const.u32 %r1, ADDR", 4),
+    (Window::Const, "mov.u64 BASE, co", "ld.const.v2.f32 {%f1, %f2}, ADDR", 8),
+    (Window::Global, "mov.u64 BASE, %rd1", "ld.u32 %r1, ADDR", 4),
+    (Window::Global, "mov.u64 BASE, %rd1", "atom.add.u64 %rd8, ADDR, 1", 8),
+    (Window::Shared, "mov.u64 BASE, sh;\n\tcvta.shared.u64 BASE, BASE", "st.u32 ADDR, %r2", 4),
+    (Window::Shared, "mov.u64 BASE, sh;\n\tcvta.shared.u64 BASE, BASE", "atom.add.u32 %r3, ADDR, 1", 4),
+    (Window::Local, "mov.u64 BASE, lo;\n\tcvta.local.u64 BASE, BASE", "st.v2.f32 ADDR, {%f2, %f3}", 8),
+    (Window::Local, "mov.u64 BASE, lo;\n\tcvta.local.u64 BASE, BASE", "ld.u8 %r1, ADDR", 1),
 ];
 
-/// A kernel of `accesses` in a straight line, each through its own register: the fence's base
-/// (the parameter) plus its offset plus `tid * stride`, with its immediate in the address.
-fn straight_line(accesses: &[Access], stride: i64) -> String {
+/// A kernel of `accesses`, each through its own register: its window's start plus its offset
+/// plus `tid * stride`, with its immediate in the address; an access threads skip is behind a
+/// branch.
+fn random_kernel(accesses: &[Access], stride: i64) -> String {
     let mut body = String::new();
     for (i, a) in accesses.iter().enumerate() {
-        let address = if a.immediate == 0 {
-            format!("[%rd{}]", 20 + i)
-        } else {
-            format!("[%rd{}+{}]", 20 + i, a.immediate)
-        };
+        let (_, base, op, _) = FORMS[a.form];
+        let r = format!("%rd{}", 20 + i);
+        let address = if a.immediate == 0 { format!("[{r}]") } else { format!("[{r}+{}]", a.immediate) };
+        if let Some(parity) = a.skip {
+            body.push_str(&format!("\t@%p{} bra $L_skip{i};\n", 1 + parity));
+        }
         body.push_str(&format!(
-            "\tadd.s64 %rd{r}, %rd1, {offset};\n\tadd.s64 %rd{r}, %rd{r}, %rd2;\n\t{op};\n",
-            r = 20 + i,
-            offset = a.offset,
-            op = a.op.replace("ADDR", &address),
+            "\t{base};\n\tadd.s64 {r}, {r}, {offset};\n\tadd.s64 {r}, {r}, %rd2;\n\t{op};\n",
+            base = base.replace("BASE", &r),
+            offset = a.offset - a.immediate,
+            op = op.replace("ADDR", &address),
         ));
+        if a.skip.is_some() {
+            body.push_str(&format!("$L_skip{i}:\n"));
+        }
     }
     format!(
-        ".version 7.8\n.target sm_52\n.address_size 64\n.visible .entry k(\n\t.param .u64 k_param_0\n)\n{{\n\
-         \t.reg .b16 %rs<2>;\n\t.reg .b32 %r<6>;\n\t.reg .f32 %f<6>;\n\t.reg .b64 %rd<64>;\n\
+        ".version 7.8\n.target sm_52\n.address_size 64\n\
+         .const .align 16 .b8 co[64] = {{1, 2, 3, 4, 5, 6, 7, 8}};\n\
+         .visible .entry k(\n\t.param .u64 k_param_0\n)\n{{\n\
+         \t.reg .b16 %rs<4>;\n\t.reg .b32 %r<10>;\n\t.reg .f32 %f<6>;\n\t.reg .b64 %rd<64>;\n\t.reg .pred %p<4>;\n\
+         \t.shared .align 16 .b8 sh[256];\n\t.local .align 16 .b8 lo[64];\n\
          \tld.param.u64 %rd1, [k_param_0];\n\tmov.u32 %r4, %tid.x;\n\tmul.wide.u32 %rd2, %r4, {stride};\n\
+         \tand.b32 %r5, %r4, 1;\n\tsetp.eq.u32 %p1, %r5, 0;\n\tsetp.eq.u32 %p2, %r5, 1;\n\
          \tmov.u16 %rs1, 7;\n\tmov.u32 %r2, 9;\n\tmov.u64 %rd9, 11;\n\tmov.f32 %f2, 0f3F800000;\n\
          \tmov.f32 %f3, 0f40000000;\n\tmov.f32 %f4, 0f40400000;\n\tmov.f32 %f5, 0f40800000;\n{body}\tret;\n}}\n"
     )
@@ -513,66 +544,118 @@ fn unfenced_the_broken_kernels_reach_outside() {
     }
 }
 
-/// A vector_add variant (the bounds proofs' test family, `cuda-backend/src/fence/bounds.rs`):
-/// its guard's comparison, whether the branch is negated, the index's scale, and `out`'s element
-/// and extent; with its declaration.
-fn vector_add_variant(
-    cmp: &str,
-    negated: bool,
-    scale: u64,
-    element: &str,
-    extent: &str,
-) -> (String, Declaration) {
-    let ptx = VECTOR_ADD.replacen("setp.ge.u32", &format!("setp.{cmp}.u32"), 1).replacen(
-        "mul.wide.u32 \t%rd5, %r1, 4",
-        &format!("mul.wide.u32 \t%rd5, %r1, {scale}"),
-        1,
-    );
-    let ptx = if negated { ptx.replacen("@%p1 bra", "@!%p1 bra", 1) } else { ptx };
-    let declaration =
-        format!("vector_add(a: &[f32; n], b: &[f32; n], out: &mut [{element}; {extent}], n: u32)");
-    (ptx, Declaration::parse(&declaration).unwrap())
+/// An attack kernel (`cuda-backend/kernels/attacks/`, each `(out: &mut [u32; 64], n: u32)`):
+/// its entry, its block, and the `n` that takes it outside.
+struct Attack {
+    entry: &'static str,
+    ptx: &'static str,
+    block: u32,
+    n: u32,
 }
 
-/// Bytes of each large allocation (its own mapping, in whole pages) a window ends.
-const LARGE: usize = 2 << 20;
+fn attacks() -> Vec<Attack> {
+    let attack = |entry, ptx, block, n| Attack { entry, ptx, block, n };
+    vec![
+        attack("guard_spaced", include_str!("../../cuda-backend/kernels/attacks/guard_spaced.ptx"), 32, 1024),
+        attack("loc_then_store", include_str!("../../cuda-backend/kernels/attacks/loc_then_store.ptx"), 32, 1024),
+        attack("ldu_read", include_str!("../../cuda-backend/kernels/attacks/ldu_read.ptx"), 32, ATTACK_SECRET_AT),
+        attack("guard_bypass", include_str!("../../cuda-backend/kernels/attacks/guard_bypass.ptx"), 128, 1000),
+        attack("shared_overrun", include_str!("../../cuda-backend/kernels/attacks/shared_overrun.ptx"), 32, 4096),
+        attack("local_overrun", include_str!("../../cuda-backend/kernels/attacks/local_overrun.ptx"), 32, 1000),
+        attack("generic_shared", include_str!("../../cuda-backend/kernels/attacks/generic_shared.ptx"), 32, 4096),
+        attack("trap_on", include_str!("../../cuda-backend/kernels/attacks/trap.ptx"), 32, 100),
+    ]
+}
 
-/// Runs `ptx`'s vector_add with `a`, `b` (`n` floats each) and `out` (`out_len` bytes) each
-/// ending a large allocation that unmapped memory follows, so that any access past a window
-/// faults; fenced around `out`'s allocation (a fence for the accesses left fenced). The
-/// context's sticky error afterwards (0: nothing faulted).
-fn run_at_the_edge(ordinal: i32, ptx: &str, n: u32, out_len: usize, grid: u32, block: u32) -> i32 {
+/// An attack's fence: `out`'s 64 words, between two guards of its allocation.
+const ATTACK_FENCE: u64 = 256;
+const ATTACK_GUARD: u64 = 16384;
+/// Where, in words from `out`, the secret `ldu_read` reads lies: in the guard above the fence.
+const ATTACK_SECRET_AT: u32 = 1000;
+const SECRET: u32 = 0x5ec2_e700;
+
+/// What an attack did: whether the guards are untouched (the secret in place), what `out[0]`
+/// holds, the flag, and the context's sticky error.
+struct Attacked {
+    intact: bool,
+    first: u32,
+    flag: u32,
+    sticky: i32,
+}
+
+/// Runs `attack`, fenced or not, with `out` (zeroed) between two guards and a secret in the
+/// guard above.
+fn run_attack(ordinal: i32, attack: &Attack, fenced: bool) -> Attacked {
+    let whole = alloc((2 * ATTACK_GUARD + ATTACK_FENCE) as usize).unwrap();
+    let out = whole + ATTACK_GUARD;
+    assert_eq!(upload(out, &[0; ATTACK_FENCE as usize]), CUDA_SUCCESS);
+    let secret_at = out + 4 * u64::from(ATTACK_SECRET_AT);
+    assert_eq!(upload(secret_at, &SECRET.to_le_bytes()), CUDA_SUCCESS);
     let flag = alloc(4).unwrap();
     assert_eq!(upload(flag, &[0; 4]), CUDA_SUCCESS);
-    // a, hole, b, hole, out, hole: the holes freed once all are placed.
-    let blocks: Vec<u64> = (0..6).map(|_| alloc(LARGE).unwrap()).collect();
-    for hole in [blocks[1], blocks[3], blocks[5]] {
-        assert_eq!(api::mem_free(hole), CUDA_SUCCESS);
-    }
-    let window_len = 4 * n as usize;
-    let a = blocks[0] + (LARGE - window_len) as u64;
-    let b = blocks[2] + (LARGE - window_len) as u64;
-    let out = blocks[4] + (LARGE - out_len) as u64;
-    let mut params = vector_add_params(a, b, out, n);
-    params.extend(fence_params(blocks[4], LARGE as u64, flag));
-    let f = function(load(ptx), "vector_add").unwrap();
-    let launched = launch_with(f, [grid, 1, 1], [block, 1, 1], 0, &mut params);
+    let mut params = vec![out.to_le_bytes().to_vec(), attack.n.to_le_bytes().to_vec()];
+    let ptx = if fenced {
+        params.extend(fence_params(out, ATTACK_FENCE, flag));
+        fence_ptx(attack.ptx).unwrap().ptx().to_owned()
+    } else {
+        attack.ptx.to_owned()
+    };
+    let f = function(load(&ptx), attack.entry).unwrap();
+    let launched = launch_with(f, [1, 1, 1], [attack.block, 1, 1], 0, &mut params);
     let sticky = control::sticky_error(ordinal);
-    for used in [blocks[0], blocks[2], blocks[4], flag] {
-        let _ = api::mem_free(used);
+    if launched != CUDA_SUCCESS || sticky != 0 {
+        return Attacked { intact: false, first: 0, flag: 0, sticky: sticky.max(launched) };
     }
-    if launched != CUDA_SUCCESS { launched } else { sticky }
+    let mut guards = vec![0u8; (2 * ATTACK_GUARD + ATTACK_FENCE) as usize];
+    assert_eq!(download(whole, &mut guards), CUDA_SUCCESS);
+    let secret = (secret_at - whole) as usize;
+    let intact = guards.iter().enumerate().all(|(i, &b)| {
+        let inside = (ATTACK_GUARD as usize..(ATTACK_GUARD + ATTACK_FENCE) as usize).contains(&i);
+        let expected = if (secret..secret + 4).contains(&i) { SECRET.to_le_bytes()[i - secret] } else { POISON };
+        inside || b == expected
+    });
+    let first = u32::from_le_bytes(guards[ATTACK_GUARD as usize..][..4].try_into().unwrap());
+    Attacked { intact, first, flag: read_u32(flag), sticky: control::sticky_error(ordinal) }
 }
 
-/// The layout of the property test below catches an overrun: vector_add with `i <= n` as its
-/// guard, unfenced, faults on its load past `a`'s window.
+/// Each attack kernel, fenced: no fault, nothing outside the fence changed, the secret not read,
+/// the flag set; then a correct kernel on the same context computes the right answer.
 #[test]
-fn an_access_past_a_window_at_the_edge_faults() {
+fn the_attacks_stay_inside_their_windows_fenced() {
     let session = session();
-    let (ptx, _) = vector_add_variant("gt", false, 4, "f32", "n");
-    assert_ne!(run_at_the_edge(session.ordinal, &ptx, 16, 64, 1, 32), 0);
-    assert_eq!(api::device_primary_ctx_reset(session.ordinal), CUDA_SUCCESS);
+    for attack in attacks() {
+        let a = run_attack(session.ordinal, &attack, true);
+        assert_eq!((a.intact, a.flag, a.sticky), (true, 1, 0), "{}: guards untouched, flagged, no fault", attack.entry);
+        assert_ne!(a.first, SECRET, "{}: the secret is not read", attack.entry);
+        assert_eq!(control::crossings(session.ordinal), 0, "{}", attack.entry);
+    }
+    let (plain, flag, _) = run(&cases().remove(0), Some(&fence_ptx(VECTOR_ADD).unwrap()));
+    assert_eq!(flag, 0);
+    assert_eq!(f32s(&plain[2048..2048 + 800]), (0..200).map(|i| 1.25 * i as f32).collect::<Vec<_>>());
 }
+
+/// The same launches unfenced reach outside: a guard changed, the secret read, or the context
+/// faulted (each on a device of its own, since a fault is sticky).
+#[test]
+fn unfenced_the_attacks_reach_outside_or_fault() {
+    for attack in attacks() {
+        let session = session();
+        let a = run_attack(session.ordinal, &attack, false);
+        assert!(!a.intact || a.first == SECRET || a.sticky != 0, "{}: unfenced, it reached nothing", attack.entry);
+        if a.sticky != 0 {
+            assert_eq!(api::device_primary_ctx_reset(session.ordinal), CUDA_SUCCESS);
+        }
+    }
+    // The faults are a GPU's: shared and local overruns illegal addresses, the trap a launch
+    // failure.
+    for (entry, code) in [("shared_overrun", 700), ("local_overrun", 700), ("trap_on", 719)] {
+        let session = session();
+        let attack = attacks().into_iter().find(|a| a.entry == entry).unwrap();
+        assert_eq!(run_attack(session.ordinal, &attack, false).sticky, code, "{entry}");
+        assert_eq!(api::device_primary_ctx_reset(session.ordinal), CUDA_SUCCESS);
+    }
+}
+
 
 mod property {
     use proptest::prelude::*;
@@ -581,72 +664,39 @@ mod property {
 
     /// Guard bytes on each side of the fence, inside the same allocation.
     const GUARD: i64 = 8192;
-    const FENCE: i64 = 4096;
     const THREADS: u32 = 8;
 
     fn access() -> impl Strategy<Value = Access> {
-        let offset = prop_oneof![
-            6 => 0..FENCE,
-            2 => -GUARD..FENCE + GUARD,
-            1 => prop_oneof![Just(i64::MIN / 2), Just(i64::MAX / 2), Just(-1), any::<i32>().prop_map(i64::from)],
-        ];
-        (0..FORMS.len(), offset, prop_oneof![3 => Just(0i64), 1 => -64i64..64]).prop_map(
-            |(form, offset, immediate)| {
-                let (op, width) = FORMS[form];
-                Access { op, width, offset, immediate }
-            },
-        )
+        (0..FORMS.len())
+            .prop_flat_map(|form| {
+                let len = FORMS[form].0.len();
+                let offset = prop_oneof![
+                    6 => 0..len,
+                    2 => -2 * len..3 * len,
+                    1 => prop_oneof![Just(i64::MIN / 2), Just(i64::MAX / 2), Just(-1), any::<i32>().prop_map(i64::from)],
+                ];
+                let skip = prop_oneof![3 => Just(None), 1 => (0..2u32).prop_map(Some)];
+                (Just(form), offset, prop_oneof![3 => Just(0i64), 1 => -64i64..64], skip)
+            })
+            .prop_map(|(form, offset, immediate, skip)| Access { form, offset, immediate, skip })
     }
 
     proptest! {
-        #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+        #![proptest_config(ProptestConfig { cases: 96, ..ProptestConfig::default() })]
 
-        /// vector_add variants whose accesses the bounds proofs prove (some or all), launched
-        /// with arguments their declaration accepts and every window ending where unmapped
-        /// memory begins: no proven access leaves its window, so nothing faults.
-        #[test]
-        fn proven_accesses_stay_inside_their_windows(
-            cmp in 0..4usize,
-            negated: bool,
-            scale in 0..4u32,
-            element in 0..4usize,
-            extent in 0..5usize,
-            n in 0..300u32,
-            grid in 1..4u32,
-            block in 1..160u32,
-        ) {
-            let cmp = ["ge", "gt", "lt", "le"][cmp];
-            let scale = 1u64 << scale;
-            let (element, size) = [("u8", 1), ("u16", 2), ("f32", 4), ("f64", 8)][element];
-            let (extent, count) = [
-                ("n", n as usize),
-                ("16", 16),
-                ("grid.x", grid as usize),
-                ("grid.x * block.x", (grid * block) as usize),
-                ("n * 2", 2 * n as usize),
-            ][extent];
-            let (ptx, declaration) = vector_add_variant(cmp, negated, scale, element, extent);
-            let module = fence_declared_ptx(&ptx, "vector_add", &declaration).unwrap();
-            prop_assume!(module.proven() > 0);
-            let session = session();
-            let sticky = run_at_the_edge(session.ordinal, module.ptx(), n, count * size, grid, block);
-            if sticky != 0 {
-                let _ = api::device_primary_ctx_reset(session.ordinal);
-            }
-            prop_assert_eq!(sticky, 0, "{} {} proven, and it faulted", cmp, module.proven());
-        }
-
-        /// Random straight-line kernels of global loads, stores and atomics at random addresses,
+        /// Random kernels of loads, stores and atomics in every state space (global, shared,
+        /// local, constant, and generic addresses into the fence, the shared window and the
+        /// local window) at random addresses, straight-line and with branches around accesses,
         /// fenced: whatever the addresses, nothing outside the fence changes, nothing faults,
-        /// and the flag is set exactly when some thread's access was outside the fence or not
+        /// and the flag is set exactly when some thread's access was outside its window or not
         /// aligned to its width.
         #[test]
-        fn random_accesses_never_leave_the_fence(
+        fn random_accesses_never_leave_their_windows(
             accesses in prop::collection::vec(access(), 1..12),
             stride in prop_oneof![Just(0i64), Just(4), Just(16), 1i64..600],
         ) {
             let session = session();
-            let fenced = fence_ptx(&straight_line(&accesses, stride)).unwrap();
+            let fenced = fence_ptx(&random_kernel(&accesses, stride)).unwrap();
             let f = function(load(fenced.ptx()), "k").unwrap();
             let total = (GUARD + FENCE + GUARD) as usize;
             let whole = alloc(total).unwrap();
@@ -656,17 +706,18 @@ mod property {
             let mut params = vec![base.to_le_bytes().to_vec()];
             params.extend(fence_params(base, FENCE as u64, flag));
             prop_assert_eq!(launch_with(f, [1, 1, 1], [THREADS, 1, 1], 0, &mut params), CUDA_SUCCESS);
-            let flagged = read_u32(flag);
             prop_assert_eq!(control::sticky_error(session.ordinal), 0, "no fault");
+            let flagged = read_u32(flag);
             let mut bytes = vec![0u8; total];
             prop_assert_eq!(download(whole, &mut bytes), CUDA_SUCCESS);
             let (below, rest) = bytes.split_at(GUARD as usize);
             let above = &rest[FENCE as usize..];
             prop_assert!(below.iter().chain(above).all(|&b| b == POISON), "the guards are untouched");
             let outside = accesses.iter().any(|a| {
-                (0..i64::from(THREADS)).any(|t| {
-                    let o = a.offset.wrapping_add(a.immediate).wrapping_add(t * stride);
-                    o < 0 || o > FENCE - a.width || o % a.width != 0
+                let (window, _, _, width) = FORMS[a.form];
+                (0..i64::from(THREADS)).filter(|t| a.skip != Some((*t & 1) as u32)).any(|t| {
+                    let o = a.offset.wrapping_add(t.wrapping_mul(stride));
+                    o < 0 || o > window.len() - width || o % width != 0
                 })
             });
             prop_assert_eq!(flagged, u32::from(outside));

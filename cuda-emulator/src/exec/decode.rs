@@ -285,7 +285,8 @@ fn decode_instruction(i: &Instruction, names: &mut Names) -> Result<Op, DecodeEr
             Ok(Op::Arith(arith::ArithOp::IsSpace { dst, space, a }))
         }
         "mov" | "cvt" | "cvta" => convert::decode(base, &modifiers, operands, names).map(Op::Convert),
-        "ld" | "st" | "atom" | "red" => memory_ops::decode(base, &modifiers, operands, names).map(Op::Memory),
+        // `ldu`: a load (of a value the same for every thread of the warp, which is a hint).
+        "ld" | "ldu" | "st" | "atom" | "red" => memory_ops::decode(base, &modifiers, operands, names).map(Op::Memory),
         _ => arith::decode(base, &modifiers, operands, names)
             .map(Op::Arith)
             .map_err(|e| if e.is_empty() { format!("the instruction `{base}`") } else { e }),

@@ -128,7 +128,7 @@ pub fn decode(
         if items.len() == lanes { Ok(items) } else { Err(format!("`{base}` with {lanes} lanes and `{src}`")) }
     }
     match base {
-        "ld" => {
+        "ld" | "ldu" => {
             if operands.len() != 2 {
                 return Err(format!("`ld` with {} operands", operands.len()));
             }
