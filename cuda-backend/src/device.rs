@@ -15,6 +15,7 @@ use crate::fence::FENCE_PARAMS;
 use crate::launcher::CudaLauncher;
 use crate::registry::{KernelEntry, KernelRegistry};
 use crate::setup::{KernelProblem, SetupError};
+use crate::signature::find_entry;
 
 /// The size of each of the fence's hidden parameters (`.u64`).
 const FENCE_PARAM_SIZE: usize = 8;
@@ -528,13 +529,36 @@ impl CudaDevice {
         // is checked whole, and the guest's part of it is what launches are checked against.
         let hidden = if entry.fenced() { FENCE_PARAMS.len() } else { 0 };
         let driver_sizes = kernel.driver_param_sizes();
-        if let (Some(declaration), Some((driver, true))) = (entry.declaration(), &driver_sizes) {
+        if let Some(declaration) = entry.declaration() {
             let mut declared: Vec<usize> = declaration.params().map(|p| p.ty.size()).collect();
             declared.extend(std::iter::repeat_n(FENCE_PARAM_SIZE, hidden));
-            if &declared != driver {
-                let problem = KernelProblem::DriverParams { declared, driver: driver.clone() };
+            let refuse = |driver: Vec<usize>| {
+                let problem = KernelProblem::DriverParams { declared: declared.clone(), driver };
                 let guest = HostError::msg(AbiError::InvalidKernel, format!("kernel {id}: {problem}"));
-                return Err(LoadFailure { guest, problem });
+                LoadFailure { guest, problem }
+            };
+            match &driver_sizes {
+                // The driver's list, counted or asked for until refused: the whole of it.
+                Some((driver, counted)) if (*counted || entry.fenced()) && &declared != driver => {
+                    return Err(refuse(driver.clone()));
+                }
+                // A driver without parameter info (CUDA 12.2): a fenced entry's list is the
+                // loaded text's, which must end in the fence's parameters.
+                None if entry.fenced() => {
+                    let loaded = entry
+                        .ptx()
+                        .to_str()
+                        .ok()
+                        .and_then(|ptx| find_entry(ptx, &entry.entry().to_string_lossy()).ok().flatten());
+                    let sizes = loaded.as_ref().map(|s| s.param_sizes()).unwrap_or_default();
+                    let names_ok = loaded.as_ref().is_some_and(|s| {
+                        s.params.iter().rev().take(hidden).map(|p| p.name.as_str()).eq(FENCE_PARAMS.iter().rev().copied())
+                    });
+                    if sizes != declared || !names_ok {
+                        return Err(refuse(sizes));
+                    }
+                }
+                _ => {}
             }
         }
         let driver_sizes = driver_sizes.and_then(|(mut sizes, counted)| {
