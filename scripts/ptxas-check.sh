@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
-# Assembles every fenced fixture module and kernel broken on purpose (cuda-backend/kernels/fenced/,
-# which the rewriter's golden-file test holds equal to its output), every unfenced one, and each
-# fixture as KernelRegistry::register fences it with its declaration (the bounds proofs; made
-# here by the `fence` example) with NVIDIA's ptxas from CUDA 12.9, for sm_52 and for sm_90 (the
-# H200): the fenced PTX is valid for real hardware.
+# Assembles every PTX module of cuda-backend/kernels/ with NVIDIA's ptxas from CUDA 12.9, for
+# sm_52 and for sm_90 (the H200): the fixtures, the kernels broken on purpose and the attack
+# kernels as nvcc (or a hand) wrote them, and every one of them as the fence rewrote it
+# (kernels/fenced/, which the rewriter's golden-file test holds equal to its output): the fenced
+# PTX is valid for real hardware. Then NVIDIA's disassembler lists each fenced module's sm_90
+# SASS and scripts/sass-check.py holds its memory instructions to the accesses the fence
+# clamped, so what the hardware would run is checked, not only the PTX.
 # Nothing runs on a GPU here. ptxas comes from the pinned PyPI wheel nvidia-cuda-nvcc-cu12
-# (40 MB), unpacked into the target directory once; no CUDA install is needed.
+# (40 MB), nvdisasm from nvidia-cuda-nvdisasm (4 MB; CUDA 13.2's, which reads 12.9's cubins),
+# each unpacked into the target directory once; no CUDA install is needed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 target="${CARGO_TARGET_DIR:-target}"
@@ -18,30 +21,47 @@ if [ ! -x "$ptxas" ]; then
     python3 -m zipfile -e "$dir"/wheel/*.whl "$dir"
     chmod +x "$ptxas"
 fi
+disasm_version=13.2.86
+disasm_dir="$target/nvdisasm-$disasm_version"
+nvdisasm="$disasm_dir/nvidia/cu13/bin/nvdisasm"
+if [ ! -x "$nvdisasm" ]; then
+    rm -rf "$disasm_dir"
+    python3 -m pip download --no-deps --only-binary=:all: -q -d "$disasm_dir/wheel" "nvidia-cuda-nvdisasm==$disasm_version"
+    python3 -m zipfile -e "$disasm_dir"/wheel/*.whl "$disasm_dir"
+    chmod +x "$nvdisasm"
+fi
 "$ptxas" --version | tail -1
+"$nvdisasm" --version | tail -1
 count=0
-for ptx in cuda-backend/kernels/*.ptx cuda-backend/kernels/fenced/*.ptx \
-    cuda-backend/kernels/broken/*.ptx cuda-backend/kernels/fenced/broken/*.ptx; do
-    for arch in sm_52 sm_90; do
-        "$ptxas" -arch="$arch" "$ptx" -o "$dir/check.cubin"
+for ptx in cuda-backend/kernels/*.ptx cuda-backend/kernels/broken/*.ptx cuda-backend/kernels/attacks/*.ptx \
+    cuda-backend/kernels/fenced/*.ptx cuda-backend/kernels/fenced/broken/*.ptx cuda-backend/kernels/fenced/attacks/*.ptx; do
+    case "$ptx" in
+        # Tensor cores: sm_70 and up.
+        */wmma_load.ptx) archs="sm_90" ;;
+        *) archs="sm_52 sm_90" ;;
+    esac
+    for arch in $archs; do
+        "$ptxas" -arch="$arch" "$ptx" -o "$dir/check.cubin" 2>"$dir/check.log" || { cat "$dir/check.log"; exit 1; }
         count=$((count + 1))
     done
 done
-# The fixtures as registered: each with its declaration (integration/tests/fence.rs has the same).
-while IFS='|' read -r file entry declaration; do
-    cargo run -q -p kernel-args-cuda --example fence -- "cuda-backend/kernels/$file" "$entry" "$declaration" \
-        > "$dir/declared-$file"
-    for arch in sm_52 sm_90; do
-        "$ptxas" -arch="$arch" "$dir/declared-$file" -o "$dir/check.cubin"
-        count=$((count + 1))
-    done
-done <<'FIXTURES'
-vector_add.ptx|vector_add|vector_add(a: &[f32; n], b: &[f32; n], out: &mut [f32; n], n: u32)
-grid_stride.ptx|saxpy_grid_stride|saxpy(a: f32, x: &[f32; n], y: &mut [f32; n], n: u32)
-block_sum.ptx|block_sum|block_sum(input: &[f32; n], out: &mut [f32; grid.x], n: u32)
-transpose.ptx|transpose|transpose(input: &[f32; rows * cols], out: &mut [f32; rows * cols], rows: u32, cols: u32)
-histogram.ptx|histogram|histogram(data: &[u8; n], bins: &mut [u32; 256], n: u32)
-local_array.ptx|local_array|local_array(idx: &[i32; block.x], out: &mut [f32; block.x])
-FIXTURES
-[ "$count" -ge 68 ] || { echo "ptxas-check: only $count assemblies" >&2; exit 1; }
-echo "ptxas-check: $count assemblies (fixtures and broken kernels, fenced and unfenced, and the fixtures as registered, sm_52 and sm_90)"
+[ "$count" -ge 86 ] || { echo "ptxas-check: only $count assemblies" >&2; exit 1; }
+echo "ptxas-check: $count assemblies (fixtures, broken and attack kernels, unfenced and fenced, sm_52 and sm_90)"
+# The SASS of every fenced module, held to the fence's accesses.
+checked=0
+for ptx in cuda-backend/kernels/fenced/*.ptx cuda-backend/kernels/fenced/broken/*.ptx cuda-backend/kernels/fenced/attacks/*.ptx; do
+    "$ptxas" -v -arch=sm_90 "$ptx" -o "$dir/sass.cubin" 2>"$dir/sass.log"
+    "$nvdisasm" -c "$dir/sass.cubin" >"$dir/sass.txt" 2>/dev/null
+    python3 scripts/sass-check.py "$ptx" "$dir/sass.cubin" "$dir/sass.log" "$dir/sass.txt"
+    checked=$((checked + 1))
+done
+[ "$checked" -ge 22 ] || { echo "ptxas-check: only $checked fenced modules' SASS checked" >&2; exit 1; }
+echo "ptxas-check: the SASS of $checked fenced modules holds no memory instruction the fence did not clamp"
+# The check can fail: block_sum's SASS (shared accesses) held to vector_add's PTX (none).
+"$ptxas" -v -arch=sm_90 cuda-backend/kernels/fenced/block_sum.ptx -o "$dir/sass.cubin" 2>"$dir/sass.log"
+"$nvdisasm" -c "$dir/sass.cubin" 2>/dev/null | sed 's/\.text\.block_sum:/.text.vector_add:/' >"$dir/sass.txt" 2>/dev/null
+if python3 scripts/sass-check.py cuda-backend/kernels/fenced/vector_add.ptx "$dir/sass.cubin" "$dir/sass.log" \
+    "$dir/sass.txt" >/dev/null; then
+    echo "ptxas-check: sass-check.py passed SASS with accesses the PTX does not have" >&2
+    exit 1
+fi

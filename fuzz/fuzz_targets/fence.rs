@@ -1,45 +1,82 @@
-//! `fence`: the PTX rewriter (`kernel_args_cuda::fence`) on any text. It never panics; a refusal
-//! names a line of the text and says why; a fenced module carries the hidden parameters and
-//! cannot be fenced twice (its names are reserved). That the fixtures' fenced entries parse
-//! again, with their own parameters then the three hidden ones, is the rewriter's unit test.
-//!
-//! The same text is fenced for its first entry with a declaration, where the bounds proofs run
-//! (`fence_declared_ptx`): it refuses exactly what `fence_ptx` refuses, and every access is
-//! either proven or fenced.
+//! `fence`: the sandbox's pipeline (`kernel_args_cuda::fence::fence_ptx`: the front end, the
+//! rewriter, the printer and the checker) on any text, and what it accepts run on the emulated
+//! driver. It never panics; a refusal names a line and says why; a fenced module parses again
+//! to the module that was printed, passes the checker again, carries the hidden parameters and
+//! cannot be fenced twice (its names are reserved). Each fenced entry the emulator runs (no
+//! backward branch, so that it ends; only instructions the emulator interprets) is launched on
+//! one block of 32 threads with parameters from the input's bytes and its fence between two
+//! guards: it never faults, and nothing outside the fence changes.
 #![no_main]
 
-use kernel_args::Declaration;
-use kernel_args_cuda::fence::{FENCE_PARAMS, FenceRefusal, fence_declared_ptx, fence_ptx};
+use kernel_args_cuda::fence::{FENCE_PARAMS, FenceRefusal, check, fence_ptx};
+use kernel_args_cuda_emulator::exec::{KernelParams, LaunchShape, Op, compile};
+use kernel_args_cuda_emulator::memory::{DeviceMemory, POISON};
+use kernel_args_cuda_emulator::ptx::read_ptx;
 use libfuzzer_sys::fuzz_target;
+
+/// The fence's length and the guards' on each side, in one allocation.
+const FENCE: usize = 4096;
+const GUARD: usize = 4096;
 
 fuzz_target!(|data: &[u8]| {
     let Ok(ptx) = std::str::from_utf8(data) else { return };
-    let plain = fence_ptx(ptx);
-    if let Some(entry) = ptx.split(".entry").nth(1).and_then(|rest| rest.split(['(', ' ', '\n']).find(|w| !w.is_empty())) {
-        let declaration =
-            Declaration::parse("k(a: &[f32; n], b: &mut [u8; grid.x * block.x], n: u32)").expect("a declaration");
-        let declared = fence_declared_ptx(ptx, entry, &declaration);
-        match (&plain, &declared) {
-            (Ok(plain), Ok(declared)) => {
-                assert_eq!(plain.accesses(), declared.accesses() + declared.proven(), "every access proven or fenced");
-            }
-            (Err(plain), Err(declared)) => assert_eq!(plain, declared),
-            _ => panic!("fenced one way and refused the other: {plain:?} {declared:?}"),
-        }
-    }
-    match plain {
+    let fenced = match fence_ptx(ptx) {
         Err(e) => {
-            assert!(e.line >= 1 && e.line <= ptx.lines().count().max(1) + 1, "line {} of {}", e.line, ptx.lines().count());
             assert!(!e.to_string().is_empty());
-        }
-        Ok(fenced) => {
-            let text = fenced.ptx();
-            assert!(text.len() >= ptx.len(), "the rewriter only adds and replaces");
-            if !fenced.entries().is_empty() {
-                assert!(FENCE_PARAMS.iter().all(|p| text.contains(p)));
-                let again = fence_ptx(text).map_err(|e| e.reason);
-                assert_eq!(again, Err(FenceRefusal::ReservedName), "a fenced module is not fenced twice");
+            if !matches!(e.reason, FenceRefusal::Unchecked(_)) {
+                assert!(e.line <= ptx.lines().count().max(1) + 1, "line {} of {}", e.line, ptx.lines().count());
             }
+            return;
         }
+        Ok(fenced) => fenced,
+    };
+    let text = fenced.ptx();
+    let module = kernel_args_ptx::parse(text).expect("a fenced module parses");
+    assert_eq!(module.to_string(), text, "the printed module is a fixed point of the printer");
+    let report = check(text).expect("a fenced module passes the checker");
+    assert_eq!(report.clamped, fenced.accesses());
+    assert!(fenced.entries().iter().all(|e| module.entry(e).is_some()));
+    if !fenced.entries().is_empty() {
+        assert!(FENCE_PARAMS.iter().all(|p| text.contains(p)));
+        let again = fence_ptx(text).map_err(|e| e.reason);
+        assert_eq!(again, Err(FenceRefusal::ReservedName), "a fenced module is not fenced twice");
+    }
+    // On the emulated driver: what the checker accepted stays inside its fence.
+    let Ok(loaded) = read_ptx(text) else { return };
+    let mut memory = DeviceMemory::new();
+    for entry in &loaded.entries {
+        let Ok(program) = compile(&loaded, entry) else { continue };
+        let backward = program.insts.iter().enumerate().any(|(i, inst)| matches!(inst.op, Op::Branch(t) if t <= i));
+        if backward {
+            continue;
+        }
+        let Ok(whole) = memory.alloc(1, GUARD + FENCE + GUARD) else { return };
+        let Ok(flag) = memory.alloc(1, 4) else { return };
+        let view = memory.kernel_view(1, false);
+        for i in 0..(GUARD + FENCE + GUARD) as u64 {
+            view.store(whole as u64, i, [POISON]).expect("the allocation");
+        }
+        let base = (whole + GUARD) as u64;
+        // The guest's parameters from the input's bytes; the fence's three after them.
+        let mut buffer = vec![0u8; entry.param_buffer_bytes()];
+        for (i, byte) in buffer.iter_mut().enumerate() {
+            *byte = data.get(i % data.len().max(1)).copied().unwrap_or(0);
+        }
+        let hidden = [base, FENCE as u64, flag as u64];
+        let count = entry.params.len();
+        if count < 3 {
+            continue;
+        }
+        for (param, value) in entry.params[count - 3..].iter().zip(hidden) {
+            buffer[param.offset..param.offset + 8].copy_from_slice(&value.to_le_bytes());
+        }
+        let shape = LaunchShape { grid: [1, 1, 1], block: [32, 1, 1] };
+        let outcome = program.run(shape, &KernelParams { buffer: &buffer, entry }, &view, 0);
+        assert_eq!(outcome.fault, None, "a fenced kernel faulted: {}", entry.name);
+        for i in (0..GUARD).chain(GUARD + FENCE..GUARD + FENCE + GUARD) {
+            assert_eq!(view.load::<1>(whole as u64 + i as u64).expect("the allocation")[0], POISON, "a guard byte changed");
+        }
+        assert!(view.crossings().is_empty(), "a store crossed the fence's allocation");
+        memory.free_context(1);
     }
 });
