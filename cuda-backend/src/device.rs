@@ -552,7 +552,12 @@ impl CudaDevice {
                         .and_then(|ptx| find_entry(ptx, &entry.entry().to_string_lossy()).ok().flatten());
                     let sizes = loaded.as_ref().map(|s| s.param_sizes()).unwrap_or_default();
                     let names_ok = loaded.as_ref().is_some_and(|s| {
-                        s.params.iter().rev().take(hidden).map(|p| p.name.as_str()).eq(FENCE_PARAMS.iter().rev().copied())
+                        s.params
+                            .iter()
+                            .rev()
+                            .take(hidden)
+                            .map(|p| p.name.as_str())
+                            .eq(FENCE_PARAMS.iter().rev().copied())
                     });
                     if sizes != declared || !names_ok {
                         return Err(refuse(sizes));

@@ -316,7 +316,14 @@ mod tests {
         );
         let err = r.register(3, VECTOR_ADD, "no_such_entry", VECTOR_ADD_DECLARATION).unwrap_err();
         assert_eq!(problem(err), KernelProblem::NoEntry { entry: "no_such_entry".into() });
-        let err = r.register(3, ".version 7.8\n.target sm_52\n.entry k(\n.param .v4 .f32 x\n)\n{ ret; }", "k", "k(x: f32)").unwrap_err();
+        let err = r
+            .register(
+                3,
+                ".version 7.8\n.target sm_52\n.entry k(\n.param .v4 .f32 x\n)\n{ ret; }",
+                "k",
+                "k(x: f32)",
+            )
+            .unwrap_err();
         assert!(matches!(problem(err), KernelProblem::PtxUnreadable(e) if e.line == 4));
         let err = r.register(3, VECTOR_ADD, "vector_add", "vector_add(a: &[f32; m])").unwrap_err();
         assert!(
@@ -369,7 +376,12 @@ mod tests {
         let mut r = KernelRegistry::new();
         r.register_undeclared(1, include_str!("../kernels/struct_param.ptx"), "affine").unwrap();
         r.register_undeclared(2, VECTOR_ADD, "no_such_entry").unwrap();
-        r.register_undeclared(3, ".version 7.8\n.target sm_52\n.entry k(\n.param .v4 .f32 x\n)\n{ ret; }", "k").unwrap();
+        r.register_undeclared(
+            3,
+            ".version 7.8\n.target sm_52\n.entry k(\n.param .v4 .f32 x\n)\n{ ret; }",
+            "k",
+        )
+        .unwrap();
         assert_eq!(r.get(1).unwrap().signature().unwrap().param_sizes(), [24, 8, 8]);
         assert!(r.get(1).unwrap().declaration().is_none());
         assert!(r.get(2).unwrap().signature().is_none());

@@ -390,12 +390,20 @@ mod tests {
             (".entry k(\n.param .f16x2 x\n)\n{ ret; }", 5, "unsupported parameter type `.f16x2`"),
             (".entry k(\n.param .u32\n)\n{ ret; }", 6, "expected a parameter's name, found `)`"),
             (".entry k(\n.param .u32 x,\n\n.reg .u32 y)\n{ ret; }", 7, "parameter `y` is not `.param`"),
-            (".entry k(\n.param .u32 x", 5, "expected `,` or `)` in a parameter list, found the end of the text"),
+            (
+                ".entry k(\n.param .u32 x",
+                5,
+                "expected `,` or `)` in a parameter list, found the end of the text",
+            ),
             (".entry k(\n.param .b8 x[12\n)\n{ ret; }", 6, "expected `]`, found `)`"),
             (".entry k(\n.param .align 3 .b8 x[12])\n{ ret; }", 5, "`.align` must be a power of two"),
             (".entry k(\n.param x)\n{ ret; }", 5, "expected a parameter's type, found `x`"),
             (".entry k(\n.param .u32 .ptr x)\n{ ret; }", 5, "`.ptr` parameter `x` is not 64-bit"),
-            (".entry k(\n.param .u32 x y)\n{ ret; }", 5, "expected `,` or `)` in a parameter list, found `y`"),
+            (
+                ".entry k(\n.param .u32 x y)\n{ ret; }",
+                5,
+                "expected `,` or `)` in a parameter list, found `y`",
+            ),
             ("\n.entry (", 5, "expected a function name, found `(`"),
             ("/* open", 4, "a /* comment without its */"),
         ];
@@ -403,7 +411,8 @@ mod tests {
             let err = parse_ptx_entries(&format!("{header}{ptx}")).unwrap_err();
             assert_eq!((err.line, err.message.as_str()), (line, message), "{ptx:?}");
         }
-        let err = parse_ptx_entries(&format!("{header}.entry k(\n.param .v2 .f32 x\n)\n{{ ret; }}")).unwrap_err();
+        let err =
+            parse_ptx_entries(&format!("{header}.entry k(\n.param .v2 .f32 x\n)\n{{ ret; }}")).unwrap_err();
         assert_eq!(err.to_string(), "PTX line 5 (entry k): unsupported parameter qualifier `.v2`");
     }
 }

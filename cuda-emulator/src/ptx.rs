@@ -121,7 +121,6 @@ impl PtxError {
     pub fn fatal(line: usize, message: impl Into<String>) -> PtxError {
         PtxError { line: Some(line), message: message.into() }
     }
-
 }
 
 impl fmt::Display for PtxError {
@@ -180,7 +179,8 @@ fn entry(function: &Function) -> Result<PtxEntry, PtxError> {
         if p.dims.contains(&0) {
             return Err(bad("a zero-length array"));
         }
-        let size = p.size().and_then(|s| usize::try_from(s).ok()).ok_or_else(|| bad("a parameter of no size"))?;
+        let size =
+            p.size().and_then(|s| usize::try_from(s).ok()).ok_or_else(|| bad("a parameter of no size"))?;
         let align = usize::try_from(p.alignment()).map_err(|_| bad("an alignment too large"))?;
         if !align.is_power_of_two() {
             return Err(bad("an alignment that is not a power of two"));
@@ -198,10 +198,9 @@ fn entry(function: &Function) -> Result<PtxEntry, PtxError> {
             continue;
         }
         let line = v.span.line as usize;
-        let size = v
-            .size()
-            .and_then(|s| usize::try_from(s).ok())
-            .ok_or_else(|| PtxError::fatal(line, format!("Parsing error near '{}': a shared variable of no size", v.name)))?;
+        let size = v.size().and_then(|s| usize::try_from(s).ok()).ok_or_else(|| {
+            PtxError::fatal(line, format!("Parsing error near '{}': a shared variable of no size", v.name))
+        })?;
         let align = usize::try_from(v.alignment()).unwrap_or(usize::MAX).max(1);
         shared = align_up(shared, align)
             .and_then(|at| at.checked_add(size))
@@ -372,7 +371,10 @@ mod tests {
             log(".version 7.8\n"),
             "ptxas application ptx input, line 1; fatal   : Missing .target directive"
         );
-        assert!(log(".version seven\n.target sm_52\n").contains("line 1; fatal   : Parsing error: expected a version"));
+        assert!(
+            log(".version seven\n.target sm_52\n")
+                .contains("line 1; fatal   : Parsing error: expected a version")
+        );
     }
 
     #[test]
@@ -399,8 +401,14 @@ mod tests {
 
     #[test]
     fn unterminated_bodies_comments_and_duplicates() {
-        assert!(log(&format!("{HEADER}.entry k()\n{{\n\tret;\n")).contains("line 6; fatal   : Parsing error: expected `}`"));
-        assert!(log(&format!("{HEADER}/* open\n")).contains("line 4; fatal   : Parsing error: a /* comment without its */"));
+        assert!(
+            log(&format!("{HEADER}.entry k()\n{{\n\tret;\n"))
+                .contains("line 6; fatal   : Parsing error: expected `}`")
+        );
+        assert!(
+            log(&format!("{HEADER}/* open\n"))
+                .contains("line 4; fatal   : Parsing error: a /* comment without its */")
+        );
         assert!(
             log(&format!("{HEADER}.entry k()\n{{\n}}\n.entry k()\n{{\n}}\n"))
                 .contains("line 7; fatal   : Duplicate definition of function 'k'")

@@ -557,12 +557,42 @@ fn attacks() -> Vec<Attack> {
     let attack = |entry, ptx, block, n| Attack { entry, ptx, block, n };
     vec![
         attack("guard_spaced", include_str!("../../cuda-backend/kernels/attacks/guard_spaced.ptx"), 32, 1024),
-        attack("loc_then_store", include_str!("../../cuda-backend/kernels/attacks/loc_then_store.ptx"), 32, 1024),
-        attack("ldu_read", include_str!("../../cuda-backend/kernels/attacks/ldu_read.ptx"), 32, ATTACK_SECRET_AT),
-        attack("guard_bypass", include_str!("../../cuda-backend/kernels/attacks/guard_bypass.ptx"), 128, 1000),
-        attack("shared_overrun", include_str!("../../cuda-backend/kernels/attacks/shared_overrun.ptx"), 32, 4096),
-        attack("local_overrun", include_str!("../../cuda-backend/kernels/attacks/local_overrun.ptx"), 32, 1000),
-        attack("generic_shared", include_str!("../../cuda-backend/kernels/attacks/generic_shared.ptx"), 32, 4096),
+        attack(
+            "loc_then_store",
+            include_str!("../../cuda-backend/kernels/attacks/loc_then_store.ptx"),
+            32,
+            1024,
+        ),
+        attack(
+            "ldu_read",
+            include_str!("../../cuda-backend/kernels/attacks/ldu_read.ptx"),
+            32,
+            ATTACK_SECRET_AT,
+        ),
+        attack(
+            "guard_bypass",
+            include_str!("../../cuda-backend/kernels/attacks/guard_bypass.ptx"),
+            128,
+            1000,
+        ),
+        attack(
+            "shared_overrun",
+            include_str!("../../cuda-backend/kernels/attacks/shared_overrun.ptx"),
+            32,
+            4096,
+        ),
+        attack(
+            "local_overrun",
+            include_str!("../../cuda-backend/kernels/attacks/local_overrun.ptx"),
+            32,
+            1000,
+        ),
+        attack(
+            "generic_shared",
+            include_str!("../../cuda-backend/kernels/attacks/generic_shared.ptx"),
+            32,
+            4096,
+        ),
         attack("trap_on", include_str!("../../cuda-backend/kernels/attacks/trap.ptx"), 32, 100),
     ]
 }
@@ -611,7 +641,8 @@ fn run_attack(ordinal: i32, attack: &Attack, fenced: bool) -> Attacked {
     let secret = (secret_at - whole) as usize;
     let intact = guards.iter().enumerate().all(|(i, &b)| {
         let inside = (ATTACK_GUARD as usize..(ATTACK_GUARD + ATTACK_FENCE) as usize).contains(&i);
-        let expected = if (secret..secret + 4).contains(&i) { SECRET.to_le_bytes()[i - secret] } else { POISON };
+        let expected =
+            if (secret..secret + 4).contains(&i) { SECRET.to_le_bytes()[i - secret] } else { POISON };
         inside || b == expected
     });
     let first = u32::from_le_bytes(guards[ATTACK_GUARD as usize..][..4].try_into().unwrap());
@@ -625,7 +656,12 @@ fn the_attacks_stay_inside_their_windows_fenced() {
     let session = session();
     for attack in attacks() {
         let a = run_attack(session.ordinal, &attack, true);
-        assert_eq!((a.intact, a.flag, a.sticky), (true, 1, 0), "{}: guards untouched, flagged, no fault", attack.entry);
+        assert_eq!(
+            (a.intact, a.flag, a.sticky),
+            (true, 1, 0),
+            "{}: guards untouched, flagged, no fault",
+            attack.entry
+        );
         assert_ne!(a.first, SECRET, "{}: the secret is not read", attack.entry);
         assert_eq!(control::crossings(session.ordinal), 0, "{}", attack.entry);
     }
@@ -641,7 +677,11 @@ fn unfenced_the_attacks_reach_outside_or_fault() {
     for attack in attacks() {
         let session = session();
         let a = run_attack(session.ordinal, &attack, false);
-        assert!(!a.intact || a.first == SECRET || a.sticky != 0, "{}: unfenced, it reached nothing", attack.entry);
+        assert!(
+            !a.intact || a.first == SECRET || a.sticky != 0,
+            "{}: unfenced, it reached nothing",
+            attack.entry
+        );
         if a.sticky != 0 {
             assert_eq!(api::device_primary_ctx_reset(session.ordinal), CUDA_SUCCESS);
         }
@@ -655,7 +695,6 @@ fn unfenced_the_attacks_reach_outside_or_fault() {
         assert_eq!(api::device_primary_ctx_reset(session.ordinal), CUDA_SUCCESS);
     }
 }
-
 
 mod property {
     use proptest::prelude::*;

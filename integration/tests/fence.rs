@@ -414,7 +414,15 @@ fn broken() -> Vec<Broken> {
 /// the `n` that takes it outside.
 fn attacks() -> Vec<Broken> {
     fn attack(entry: &'static str, ptx: &'static str, declaration: &'static str, threads: i32) -> Broken {
-        Broken { entry, ptx, declaration, threads, memory: 256 + ARGV_BYTES, argv_at: 256, setup: |_, _| Vec::new() }
+        Broken {
+            entry,
+            ptx,
+            declaration,
+            threads,
+            memory: 256 + ARGV_BYTES,
+            argv_at: 256,
+            setup: |_, _| Vec::new(),
+        }
     }
     let with_n = |mut b: Broken, setup: fn(&mut Memory, u64) -> Vec<u8>| {
         b.setup = setup;
@@ -422,35 +430,75 @@ fn attacks() -> Vec<Broken> {
     };
     vec![
         with_n(
-            attack("guard_spaced", include_str!("../../cuda-backend/kernels/attacks/guard_spaced.ptx"), "guard_spaced(out: &mut [u32; 64], n: u32)", 32),
+            attack(
+                "guard_spaced",
+                include_str!("../../cuda-backend/kernels/attacks/guard_spaced.ptx"),
+                "guard_spaced(out: &mut [u32; 64], n: u32)",
+                32,
+            ),
             |_, _| argv(|a| _ = a.ptr(0, 256).unwrap().u32(1000)),
         ),
         with_n(
-            attack("loc_then_store", include_str!("../../cuda-backend/kernels/attacks/loc_then_store.ptx"), "loc_then_store(out: &mut [u32; 64], n: u32)", 32),
+            attack(
+                "loc_then_store",
+                include_str!("../../cuda-backend/kernels/attacks/loc_then_store.ptx"),
+                "loc_then_store(out: &mut [u32; 64], n: u32)",
+                32,
+            ),
             |_, _| argv(|a| _ = a.ptr(0, 256).unwrap().u32(1000)),
         ),
         with_n(
-            attack("ldu_read", include_str!("../../cuda-backend/kernels/attacks/ldu_read.ptx"), "ldu_read(out: &mut [u32; 64], n: u32)", 32),
+            attack(
+                "ldu_read",
+                include_str!("../../cuda-backend/kernels/attacks/ldu_read.ptx"),
+                "ldu_read(out: &mut [u32; 64], n: u32)",
+                32,
+            ),
             |_, _| argv(|a| _ = a.ptr(0, 256).unwrap().u32(1000)),
         ),
         with_n(
-            attack("guard_bypass", include_str!("../../cuda-backend/kernels/attacks/guard_bypass.ptx"), "guard_bypass(out: &mut [u32; 64], n: u32)", 128),
+            attack(
+                "guard_bypass",
+                include_str!("../../cuda-backend/kernels/attacks/guard_bypass.ptx"),
+                "guard_bypass(out: &mut [u32; 64], n: u32)",
+                128,
+            ),
             |_, _| argv(|a| _ = a.ptr(0, 256).unwrap().u32(1000)),
         ),
         with_n(
-            attack("shared_overrun", include_str!("../../cuda-backend/kernels/attacks/shared_overrun.ptx"), "shared_overrun(out: &mut [u32; 64], n: u32)", 32),
+            attack(
+                "shared_overrun",
+                include_str!("../../cuda-backend/kernels/attacks/shared_overrun.ptx"),
+                "shared_overrun(out: &mut [u32; 64], n: u32)",
+                32,
+            ),
             |_, _| argv(|a| _ = a.ptr(0, 256).unwrap().u32(4096)),
         ),
         with_n(
-            attack("local_overrun", include_str!("../../cuda-backend/kernels/attacks/local_overrun.ptx"), "local_overrun(out: &mut [u32; 64], n: u32)", 32),
+            attack(
+                "local_overrun",
+                include_str!("../../cuda-backend/kernels/attacks/local_overrun.ptx"),
+                "local_overrun(out: &mut [u32; 64], n: u32)",
+                32,
+            ),
             |_, _| argv(|a| _ = a.ptr(0, 256).unwrap().u32(1000)),
         ),
         with_n(
-            attack("generic_shared", include_str!("../../cuda-backend/kernels/attacks/generic_shared.ptx"), "generic_shared(out: &mut [u32; 64], n: u32)", 32),
+            attack(
+                "generic_shared",
+                include_str!("../../cuda-backend/kernels/attacks/generic_shared.ptx"),
+                "generic_shared(out: &mut [u32; 64], n: u32)",
+                32,
+            ),
             |_, _| argv(|a| _ = a.ptr(0, 256).unwrap().u32(900)),
         ),
         with_n(
-            attack("trap_on", include_str!("../../cuda-backend/kernels/attacks/trap.ptx"), "trap_on(out: &mut [u32; 64], n: u32)", 32),
+            attack(
+                "trap_on",
+                include_str!("../../cuda-backend/kernels/attacks/trap.ptx"),
+                "trap_on(out: &mut [u32; 64], n: u32)",
+                32,
+            ),
             |_, _| argv(|a| _ = a.ptr(0, 256).unwrap().u32(100)),
         ),
     ]
@@ -622,7 +670,8 @@ fn a_fenced_launch_needs_sixteen_bytes_of_guest_memory_aligned_to_sixteen() {
 fn the_attacks_are_caught_and_the_next_launch_succeeds() {
     let test = "the_attacks_are_caught_and_the_next_launch_succeeds";
     let attacks = attacks();
-    let mut kernels: Vec<(i64, &str, &str, &str)> = vec![(1, VECTOR_ADD_PTX, "vector_add", VECTOR_ADD_DECLARATION)];
+    let mut kernels: Vec<(i64, &str, &str, &str)> =
+        vec![(1, VECTOR_ADD_PTX, "vector_add", VECTOR_ADD_DECLARATION)];
     kernels.extend(attacks.iter().enumerate().map(|(i, b)| (i as i64 + 2, b.ptx, b.entry, b.declaration)));
     for mode in MODES {
         let Some((emulated, device)) = device(test, mode, &kernels, None) else { continue };
@@ -645,7 +694,8 @@ fn the_attacks_are_caught_and_the_next_launch_succeeds() {
 fn unfenced_the_attacks_reach_outside() {
     let test = "unfenced_the_attacks_reach_outside";
     let attacks = attacks();
-    let mut kernels: Vec<(i64, &str, &str, &str)> = vec![(1, VECTOR_ADD_PTX, "vector_add", VECTOR_ADD_DECLARATION)];
+    let mut kernels: Vec<(i64, &str, &str, &str)> =
+        vec![(1, VECTOR_ADD_PTX, "vector_add", VECTOR_ADD_DECLARATION)];
     kernels.extend(attacks.iter().enumerate().map(|(i, b)| (i as i64 + 2, b.ptx, b.entry, b.declaration)));
     // Unfenced, the kernels may scribble on the host's memory or a GPU's: the emulated driver only.
     if support::emulator(test).is_none() {
@@ -673,11 +723,20 @@ fn the_attacks_the_fence_cannot_cover_are_refused_at_registration() {
     use kernel_args_cuda::KernelProblem;
     use kernel_args_cuda::fence::FenceRefusal;
     for (ptx, entry, reason) in [
-        (include_str!("../../cuda-backend/kernels/attacks/pragma_comment.ptx"), "pragma_comment", FenceRefusal::Pragma),
-        (include_str!("../../cuda-backend/kernels/attacks/pragma_block_comment.ptx"), "pragma_block_comment", FenceRefusal::Pragma),
+        (
+            include_str!("../../cuda-backend/kernels/attacks/pragma_comment.ptx"),
+            "pragma_comment",
+            FenceRefusal::Pragma,
+        ),
+        (
+            include_str!("../../cuda-backend/kernels/attacks/pragma_block_comment.ptx"),
+            "pragma_block_comment",
+            FenceRefusal::Pragma,
+        ),
     ] {
         let mut registry = KernelRegistry::new();
-        let err = registry.register(1, ptx, entry, &format!("{entry}(out: &mut [u32; 64], n: u32)")).unwrap_err();
+        let err =
+            registry.register(1, ptx, entry, &format!("{entry}(out: &mut [u32; 64], n: u32)")).unwrap_err();
         match err {
             kernel_args_cuda::SetupError::Kernel { problem: KernelProblem::Fence(e), .. } => {
                 assert_eq!(e.reason, reason, "{entry}: {e}");
@@ -707,7 +766,9 @@ fn the_attacks_the_fence_cannot_cover_are_refused_at_registration() {
 fn a_fenced_kernel_whose_driver_lacks_the_hidden_parameters_is_refused() {
     let test = "a_fenced_kernel_whose_driver_lacks_the_hidden_parameters_is_refused";
     let kernels = [(1, VECTOR_ADD_PTX, "vector_add", VECTOR_ADD_DECLARATION)];
-    let Some((Some((emulator, _)), device)) = device(test, PointerModeChoice::Direct, &kernels, None) else { return };
+    let Some((Some((emulator, _)), device)) = device(test, PointerModeChoice::Direct, &kernels, None) else {
+        return;
+    };
     // The 12.8 driver answers for four parameters, then refuses: the hidden three are missing.
     emulator.fail_call("cuFuncGetParamInfo", 5, 1);
     let mut host = LaunchHost::new(device.launcher());
@@ -717,6 +778,11 @@ fn a_fenced_kernel_whose_driver_lacks_the_hidden_parameters_is_refused() {
     emulator.clear_faults();
     assert_eq!(code, AbiError::InvalidKernel.code());
     let message = host.last_error_message().unwrap();
-    assert!(message.contains("the driver's parameter sizes [8, 8, 8, 4] differ from the declaration's [8, 8, 8, 4, 8, 8, 8]"), "{message}");
+    assert!(
+        message.contains(
+            "the driver's parameter sizes [8, 8, 8, 4] differ from the declaration's [8, 8, 8, 4, 8, 8, 8]"
+        ),
+        "{message}"
+    );
     support::say(format!("{test}: {message}"));
 }

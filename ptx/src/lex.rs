@@ -89,7 +89,8 @@ impl<'t> Lexer<'t> {
     }
 
     fn error(&self, kind: ParseErrorKind) -> ParseError {
-        let column = u32::try_from(self.at.saturating_sub(self.line_start)).unwrap_or(u32::MAX).saturating_add(1);
+        let column =
+            u32::try_from(self.at.saturating_sub(self.line_start)).unwrap_or(u32::MAX).saturating_add(1);
         ParseError { line: self.line, column, kind }
     }
 
@@ -312,7 +313,21 @@ mod tests {
 
     #[test]
     fn numbers() {
-        for n in ["0", "42", "0x1F", "0X1fU", "0b101", "017", "0f3F800000", "0d3FF0000000000000", "1.5", "7.8", "2.5e-3", "1E10", "4U"] {
+        for n in [
+            "0",
+            "42",
+            "0x1F",
+            "0X1fU",
+            "0b101",
+            "017",
+            "0f3F800000",
+            "0d3FF0000000000000",
+            "1.5",
+            "7.8",
+            "2.5e-3",
+            "1E10",
+            "4U",
+        ] {
             assert_eq!(kinds(n), [Tok::Number(n)], "{n}");
         }
         for bad in ["0x", "12abc", "0x1G", "1.5.2", "0b2"] {

@@ -26,11 +26,11 @@
 //! expressions, addresses in initializers, `.section` (debug information), `.alias`, call
 //! prototypes and branch-target tables.
 
+use crate::MAX_DEPTH;
 use crate::ast::*;
 use crate::error::{ParseError, ParseErrorKind};
 use crate::lex::{Tok, Token, tokenize};
 use crate::span::Span;
-use crate::MAX_DEPTH;
 
 /// Parses a whole module.
 ///
@@ -216,10 +216,10 @@ impl<'t> Parser<'t> {
                     self.bump();
                     let size = self.number_u32("32 or 64")?;
                     if size != 32 && size != 64 {
-                        return Err(Self::error_at(self.last_span(), ParseErrorKind::Expected {
-                            expected: "32 or 64",
-                            found: size.to_string(),
-                        }));
+                        return Err(Self::error_at(
+                            self.last_span(),
+                            ParseErrorKind::Expected { expected: "32 or 64", found: size.to_string() },
+                        ));
                     }
                     module.address_size = Some(size);
                 }
@@ -228,10 +228,17 @@ impl<'t> Parser<'t> {
                     self.number("a file number")?;
                     match self.bump().map(|t| t.tok) {
                         Some(Tok::Str(_)) => {}
-                        _ => return Err(Self::error_at(self.last_span(), ParseErrorKind::Expected {
-                            expected: "a file name",
-                            found: describe(self.tokens.get(self.at.saturating_sub(1)).map(|t| t.tok)),
-                        })),
+                        _ => {
+                            return Err(Self::error_at(
+                                self.last_span(),
+                                ParseErrorKind::Expected {
+                                    expected: "a file name",
+                                    found: describe(
+                                        self.tokens.get(self.at.saturating_sub(1)).map(|t| t.tok),
+                                    ),
+                                },
+                            ));
+                        }
                     }
                     if self.eat_punct(b',') {
                         self.number("a timestamp")?;
@@ -249,7 +256,9 @@ impl<'t> Parser<'t> {
                         "a .section (debug information: compile without -G)",
                     )));
                 }
-                Tok::Directive("alias") => return Err(self.error_here(ParseErrorKind::Unsupported("an .alias"))),
+                Tok::Directive("alias") => {
+                    return Err(self.error_here(ParseErrorKind::Unsupported("an .alias")));
+                }
                 _ => {
                     let linkage = self.linkage();
                     if module.targets.is_empty() {
@@ -286,7 +295,9 @@ impl<'t> Parser<'t> {
 
     fn version(&mut self) -> Result<Version, ParseError> {
         let span = self.span();
-        let bad = |found: String| Self::error_at(span, ParseErrorKind::Expected { expected: "a version M.m", found });
+        let bad = |found: String| {
+            Self::error_at(span, ParseErrorKind::Expected { expected: "a version M.m", found })
+        };
         match self.bump().map(|t| t.tok) {
             Some(Tok::Number(text)) => {
                 let (major, minor) = text.split_once('.').ok_or_else(|| bad(format!("`{text}`")))?;
@@ -344,10 +355,13 @@ impl<'t> Parser<'t> {
             _ => None,
         };
         let Some(space) = space else {
-            return Err(Self::error_at(self.last_span(), ParseErrorKind::Expected {
-                expected: "a state space",
-                found: describe(self.tokens.get(self.at.saturating_sub(1)).map(|t| t.tok)),
-            }));
+            return Err(Self::error_at(
+                self.last_span(),
+                ParseErrorKind::Expected {
+                    expected: "a state space",
+                    found: describe(self.tokens.get(self.at.saturating_sub(1)).map(|t| t.tok)),
+                },
+            ));
         };
         let (mut align, mut vector, mut ty) = (None, None, None);
         loop {
@@ -365,7 +379,9 @@ impl<'t> Parser<'t> {
                     self.bump();
                 }
                 Some(Tok::Directive(d)) if d.starts_with("attribute") || d == "managed" => {
-                    return Err(self.error_here(ParseErrorKind::Unsupported("a variable attribute (.managed)")));
+                    return Err(
+                        self.error_here(ParseErrorKind::Unsupported("a variable attribute (.managed)"))
+                    );
                 }
                 _ => break,
             }
@@ -388,7 +404,17 @@ impl<'t> Parser<'t> {
             }
             let init = if self.eat_punct(b'=') { Some(self.initializer()?) } else { None };
             let span = if out.is_empty() { start } else { name_span };
-            out.push(Variable { span: span.to(self.last_span()), linkage, space, align, vector, ty, name, dims, init });
+            out.push(Variable {
+                span: span.to(self.last_span()),
+                linkage,
+                space,
+                align,
+                vector,
+                ty,
+                name,
+                dims,
+                init,
+            });
             if !self.eat_punct(b',') {
                 break;
             }
@@ -433,7 +459,10 @@ impl<'t> Parser<'t> {
             }
             _ => return Err(self.expected("a number")),
         };
-        if matches!(self.peek(), Some(Tok::Punct(b'+' | b'-' | b'*' | b'/' | b'%' | b'&' | b'|' | b'^' | b'<' | b'>'))) {
+        if matches!(
+            self.peek(),
+            Some(Tok::Punct(b'+' | b'-' | b'*' | b'/' | b'%' | b'&' | b'|' | b'^' | b'<' | b'>'))
+        ) {
             return Err(self.error_here(ParseErrorKind::Unsupported("a constant expression")));
         }
         Ok(if negative { negate(value) } else { value })
@@ -506,8 +535,12 @@ impl<'t> Parser<'t> {
         } else {
             return Err(self.expected("`.param` or `.reg`"));
         };
-        let (mut align, mut vector, mut ty, mut ptr): (Option<u32>, Option<u32>, Option<Type>, Option<PtrAttribute>) =
-            (None, None, None, None);
+        let (mut align, mut vector, mut ty, mut ptr): (
+            Option<u32>,
+            Option<u32>,
+            Option<Type>,
+            Option<PtrAttribute>,
+        ) = (None, None, None, None);
         loop {
             match self.peek() {
                 Some(Tok::Directive("align")) => {
@@ -580,7 +613,9 @@ impl<'t> Parser<'t> {
                 Some(Tok::Ident(name)) if self.peek_at(1) == Some(Tok::Punct(b':')) => {
                     self.bump();
                     self.bump();
-                    if let Some(Tok::Directive(d @ ("callprototype" | "branchtargets" | "calltargets"))) = self.peek() {
+                    if let Some(Tok::Directive(d @ ("callprototype" | "branchtargets" | "calltargets"))) =
+                        self.peek()
+                    {
                         let _ = d;
                         return Err(self.error_here(ParseErrorKind::Unsupported(
                             "a call prototype or a branch-target table",
@@ -716,10 +751,13 @@ impl<'t> Parser<'t> {
                 }
                 if open == b'{' {
                     if items.is_empty() {
-                        return Err(Self::error_at(start, ParseErrorKind::Expected {
-                            expected: "a vector's elements",
-                            found: "`{}`".to_owned(),
-                        }));
+                        return Err(Self::error_at(
+                            start,
+                            ParseErrorKind::Expected {
+                                expected: "a vector's elements",
+                                found: "`{}`".to_owned(),
+                            },
+                        ));
                     }
                     OperandKind::Vector(items)
                 } else {
@@ -763,7 +801,8 @@ impl<'t> Parser<'t> {
             Some(Tok::Ident(name)) => {
                 self.bump();
                 if self.peek() == Some(Tok::Punct(b'(')) {
-                    return Err(self.error_here(ParseErrorKind::Unsupported("an address expression (`generic(...)`)")));
+                    return Err(self
+                        .error_here(ParseErrorKind::Unsupported("an address expression (`generic(...)`)")));
                 }
                 let offset = if self.eat_punct(b'+') { self.offset()? } else { 0 };
                 OperandKind::Symbol { name: name.to_owned(), offset }
@@ -789,8 +828,13 @@ impl<'t> Parser<'t> {
     fn offset(&mut self) -> Result<i64, ParseError> {
         let span = self.span();
         match self.immediate()? {
-            Immediate::Int(v) => i64::try_from(v).map_err(|_| Self::error_at(span, ParseErrorKind::MalformedNumber)),
-            _ => Err(Self::error_at(span, ParseErrorKind::Expected { expected: "an integer offset", found: "a float".into() })),
+            Immediate::Int(v) => {
+                i64::try_from(v).map_err(|_| Self::error_at(span, ParseErrorKind::MalformedNumber))
+            }
+            _ => Err(Self::error_at(
+                span,
+                ParseErrorKind::Expected { expected: "an integer offset", found: "a float".into() },
+            )),
         }
     }
 
@@ -864,10 +908,16 @@ fn immediate(text: &str) -> Option<Immediate> {
         }
         Some("0f" | "0d") => None,
         _ if digits.contains(['.', 'e', 'E']) => {
-            if digits.len() == text.len() { Some(Immediate::Decimal(digits.to_owned())) } else { None }
+            if digits.len() == text.len() {
+                Some(Immediate::Decimal(digits.to_owned()))
+            } else {
+                None
+            }
         }
         _ if digits.len() > 1 && digits.starts_with('0') => {
-            u64::from_str_radix(digits.get(1..).unwrap_or_default(), 8).ok().map(|v| Immediate::Int(i128::from(v)))
+            u64::from_str_radix(digits.get(1..).unwrap_or_default(), 8)
+                .ok()
+                .map(|v| Immediate::Int(i128::from(v)))
         }
         _ => digits.parse::<u64>().ok().map(|v| Immediate::Int(i128::from(v))),
     }
@@ -943,6 +993,9 @@ mod tests {
         assert_eq!(parse(&printed).unwrap(), module);
         assert!(printed.contains("\t\tshfl.sync.down.b32\t%t|%p2, %r2, 1, 31, -1;\n"), "{printed}");
         assert!(printed.contains("\tld.global.v2.f32\t{%f1, %f2}, [%rd4+-8];\n"), "{printed}");
-        assert!(printed.contains(".const .align 4 .b8 table[8] = {0, 0, 128, 63, 0, 0, 0, 64};"), "{printed}");
+        assert!(
+            printed.contains(".const .align 4 .b8 table[8] = {0, 0, 128, 63, 0, 0, 0, 64};"),
+            "{printed}"
+        );
     }
 }

@@ -8,7 +8,9 @@
 
 use std::collections::HashMap;
 
-use crate::ast::{Block, Function, Instruction, Label, Pragma, RegisterDecl, Statement, StateSpace, Type, Variable};
+use crate::ast::{
+    Block, Function, Instruction, Label, Pragma, RegisterDecl, StateSpace, Statement, Type, Variable,
+};
 use crate::error::{ParseError, ParseErrorKind};
 use crate::span::Span;
 
@@ -56,11 +58,20 @@ pub fn is_special(name: &str) -> bool {
     }
     let numbered = |prefix: &str, below: u32| {
         name.strip_prefix(prefix)
-            .and_then(|n| if n.len() <= 2 && n.bytes().all(|b| b.is_ascii_digit()) { n.parse::<u32>().ok() } else { None })
+            .and_then(|n| {
+                if n.len() <= 2 && n.bytes().all(|b| b.is_ascii_digit()) {
+                    n.parse::<u32>().ok()
+                } else {
+                    None
+                }
+            })
             .is_some_and(|n| n < below)
     };
     numbered("%pm", 8)
-        || name.strip_prefix("%pm").and_then(|n| n.strip_suffix("_64")).is_some_and(|n| matches!(n, "0" | "1" | "2" | "3" | "4" | "5" | "6" | "7"))
+        || name
+            .strip_prefix("%pm")
+            .and_then(|n| n.strip_suffix("_64"))
+            .is_some_and(|n| matches!(n, "0" | "1" | "2" | "3" | "4" | "5" | "6" | "7"))
         || numbered("%envreg", 32)
 }
 
@@ -157,7 +168,13 @@ fn error(span: Span, kind: ParseErrorKind) -> ParseError {
 }
 
 impl<'b> Flattener<'b> {
-    fn declare(&mut self, span: Span, decl: RegisterType, name: &'b str, count: Option<u32>) -> Result<(), ParseError> {
+    fn declare(
+        &mut self,
+        span: Span,
+        decl: RegisterType,
+        name: &'b str,
+        count: Option<u32>,
+    ) -> Result<(), ParseError> {
         let index = self.flat.declarations.len();
         self.flat.declarations.push(decl);
         let Some(scope) = self.scopes.last_mut() else { return Ok(()) };
@@ -196,7 +213,12 @@ impl<'b> Flattener<'b> {
             match statement {
                 Statement::Registers(RegisterDecl { span, vector, ty, names }) => {
                     for name in names {
-                        self.declare(*span, RegisterType { ty: *ty, vector: *vector }, &name.name, name.count)?;
+                        self.declare(
+                            *span,
+                            RegisterType { ty: *ty, vector: *vector },
+                            &name.name,
+                            name.count,
+                        )?;
                     }
                 }
                 Statement::Variable(v) => self.flat.items.push(FlatItem::Variable(v)),
@@ -230,10 +252,18 @@ impl<'b> Flattener<'b> {
 /// A [`ParseError`] for a register declared twice in one scope, or named where it is not
 /// declared.
 pub fn flatten(function: &Function) -> Result<Flat<'_>, ParseError> {
-    let mut flattener = Flattener { scopes: vec![Scope::default()], flat: Flat { items: Vec::new(), declarations: Vec::new() } };
+    let mut flattener = Flattener {
+        scopes: vec![Scope::default()],
+        flat: Flat { items: Vec::new(), declarations: Vec::new() },
+    };
     for param in function.returns.iter().chain(&function.params) {
         if param.space == StateSpace::Reg {
-            flattener.declare(param.span, RegisterType { ty: param.ty, vector: param.vector }, &param.name, None)?;
+            flattener.declare(
+                param.span,
+                RegisterType { ty: param.ty, vector: param.vector },
+                &param.name,
+                None,
+            )?;
         }
     }
     if let Some(body) = &function.body {

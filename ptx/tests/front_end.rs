@@ -100,7 +100,10 @@ fn an_nvcc_module_parses_whole_and_round_trips() {
     let entry = m.entry("vector_add").unwrap();
     assert_eq!(entry.params.len(), 4);
     assert_eq!(entry.params[3].ty, Type::U32);
-    assert_eq!(entry.params.iter().map(|p| p.size()).collect::<Vec<_>>(), [Some(8), Some(8), Some(8), Some(4)]);
+    assert_eq!(
+        entry.params.iter().map(|p| p.size()).collect::<Vec<_>>(),
+        [Some(8), Some(8), Some(8), Some(4)]
+    );
     let body = instructions(&m, "vector_add");
     assert_eq!(body.len(), 22);
     assert_eq!(body[9].guard.as_ref().unwrap().register, "%p1");
@@ -129,10 +132,16 @@ fn spellings_ptxas_reads_alike_parse_alike() {
         ("add.u32 %r1, %r1, -1;", "add.u32 %r1, %r1, - 1;"),
         ("add.u32 %r1, %r1, 16;", "add.u32 %r1, %r1, 0x10U;"),
         ("add.u32 %r1, %r1, 8;", "add.u32 %r1, %r1, 010;"),
-        ("ld.global.u32 %r1, [%rd1];\n\tst.global.u32 [%rd1], %r1;", "ld.global.u32 %r1, [%rd1]; st.global.u32 [%rd1], %r1;"),
+        (
+            "ld.global.u32 %r1, [%rd1];\n\tst.global.u32 [%rd1], %r1;",
+            "ld.global.u32 %r1, [%rd1]; st.global.u32 [%rd1], %r1;",
+        ),
         ("L1:\n\tmov.u32 %r1, 1;", "L1 : mov.u32 %r1, 1;"),
         ("ld.global.u32 %r1, [%rd1];", ".loc 1 2 3 ld.global.u32 %r1, [%rd1];"),
-        ("ld.global.u32 %r1, [%rd1];", ".loc\t1 2 3, function_name $L__info_string0, inlined_at 1 5 7\nld.global.u32 %r1, [%rd1];"),
+        (
+            "ld.global.u32 %r1, [%rd1];",
+            ".loc\t1 2 3, function_name $L__info_string0, inlined_at 1 5 7\nld.global.u32 %r1, [%rd1];",
+        ),
     ] {
         let (a, b) = (parse(&module(plain)).unwrap(), parse(&module(spelled)).unwrap());
         assert_eq!(a, b, "{spelled:?}");
@@ -148,9 +157,13 @@ fn a_pragma_string_holds_comment_markers() {
     let body = instructions(&m, "k");
     assert_eq!(body.iter().map(|i| i.opcode.as_str()).collect::<Vec<_>>(), ["st", "ret"]);
     let printed = m.to_string();
-    assert!(printed.contains("\t.pragma \"nounroll // x /* y\";\n\tst.global.u32\t[%rd1], %r1;\n"), "{printed}");
+    assert!(
+        printed.contains("\t.pragma \"nounroll // x /* y\";\n\tst.global.u32\t[%rd1], %r1;\n"),
+        "{printed}"
+    );
     // A module-scope pragma too.
-    let text = ".version 7.8\n.target sm_90\n.address_size 64\n.pragma \"/*\";\n.visible .entry k()\n{\n\tret;\n}\n";
+    let text =
+        ".version 7.8\n.target sm_90\n.address_size 64\n.pragma \"/*\";\n.visible .entry k()\n{\n\tret;\n}\n";
     let m = parse(text).unwrap();
     assert_eq!(m.entries().count(), 1);
     assert!(matches!(&m.items[0], Item::Pragma(p) if p.strings == ["/*"]));
@@ -175,7 +188,10 @@ fn operands_of_every_shape() {
     let body = instructions(&m, "k");
     let kinds: Vec<&OperandKind> = body.iter().flat_map(|i| i.operands.iter().map(|o| &o.kind)).collect();
     assert!(matches!(kinds[0], OperandKind::Vector(v) if v.len() == 4 && v[2].kind == OperandKind::Sink));
-    assert_eq!(kinds[1], &OperandKind::Address(Address { base: AddressBase::Register("%rd1".into()), offset: 16 }));
+    assert_eq!(
+        kinds[1],
+        &OperandKind::Address(Address { base: AddressBase::Register("%rd1".into()), offset: 16 })
+    );
     assert_eq!(kinds[2], &OperandKind::Pair(Register::new("%p1"), Register::new("%p2")));
     assert_eq!(kinds[8], &OperandKind::Not(Register::new("%p2")));
     assert_eq!(kinds[10], &OperandKind::Symbol { name: "k".into(), offset: 8 });
@@ -201,7 +217,10 @@ fn declarations() {
     let m = parse(text).unwrap();
     assert_eq!(m.targets, ["sm_90a", "texmode_independent"]);
     let vars: Vec<&Variable> = m.variables().collect();
-    assert_eq!((vars[0].linkage, vars[0].space, vars[0].size()), (Some(Linkage::Extern), StateSpace::Shared, None));
+    assert_eq!(
+        (vars[0].linkage, vars[0].space, vars[0].size()),
+        (Some(Linkage::Extern), StateSpace::Shared, None)
+    );
     assert_eq!(vars[1].size(), Some(8));
     assert!(matches!(&vars[1].init, Some(Initializer::List(l)) if l.len() == 8));
     assert_eq!((vars[2].size(), vars[2].alignment()), (Some(48), 8));
@@ -211,10 +230,10 @@ fn declarations() {
     assert_eq!((k.params[0].size(), k.params[0].alignment()), (Some(24), 8));
     assert_eq!(k.params[1].ptr, Some(PtrAttribute { space: Some(StateSpace::Global), align: Some(16) }));
     assert_eq!((k.params[1].size(), k.params[1].alignment()), (Some(8), 8));
-    assert_eq!(k.attributes.iter().map(|a| (a.name.as_str(), a.values.clone())).collect::<Vec<_>>(), [
-        ("maxntid", vec![256, 1, 1]),
-        ("minnctapersm", vec![2])
-    ]);
+    assert_eq!(
+        k.attributes.iter().map(|a| (a.name.as_str(), a.values.clone())).collect::<Vec<_>>(),
+        [("maxntid", vec![256, 1, 1]), ("minnctapersm", vec![2])]
+    );
     let flat = flatten(k).unwrap();
     let vars: Vec<&Variable> = flat
         .items
@@ -239,7 +258,9 @@ fn registers_resolve_through_nested_scopes() {
         .items
         .iter()
         .filter_map(|i| match i {
-            FlatItem::Instruction(inst, regs) if inst.opcode == "mov" => resolved_in(regs, &inst.operands[0].registers()[0]),
+            FlatItem::Instruction(inst, regs) if inst.opcode == "mov" => {
+                resolved_in(regs, inst.operands[0].registers()[0])
+            }
             _ => None,
         })
         .collect();
@@ -257,7 +278,15 @@ fn registers_resolve_through_nested_scopes() {
     }
     let e = error(&module("\t.reg .b32 %r2;"));
     assert_eq!(e.kind, ParseErrorKind::Duplicate("%r2".into()));
-    assert!(flatten(parse(&module("\tmov.u32 %r1, %envreg3;\n\tmov.u64 %rd1, %clock64;")).unwrap().entry("k").unwrap()).is_ok());
+    assert!(
+        flatten(
+            parse(&module("\tmov.u32 %r1, %envreg3;\n\tmov.u64 %rd1, %clock64;"))
+                .unwrap()
+                .entry("k")
+                .unwrap()
+        )
+        .is_ok()
+    );
 }
 
 #[test]
@@ -301,10 +330,58 @@ mod properties {
 
     fn piece() -> impl Strategy<Value = &'static str> {
         prop::sample::select(vec![
-            "ld", ".global", ".u32", "%r1", "%rd1", ",", ";", "[", "]", "{", "}", "(", ")", "+", "-", "4", "0x10",
-            "@", "!", "%p1", "L1", ":", ".reg", ".b32", ".pragma", "\"x // y\"", "/* c */", "// c\n", "\n", " ",
-            ".shared", ".v4", "_", "|", "0f3F800000", "1.5", "ret", "bra", "st", ".entry", ".version", "7.8",
-            ".target", "sm_90", ".loc", "<", ">", "=", "é", "#", "\"", "/*",
+            "ld",
+            ".global",
+            ".u32",
+            "%r1",
+            "%rd1",
+            ",",
+            ";",
+            "[",
+            "]",
+            "{",
+            "}",
+            "(",
+            ")",
+            "+",
+            "-",
+            "4",
+            "0x10",
+            "@",
+            "!",
+            "%p1",
+            "L1",
+            ":",
+            ".reg",
+            ".b32",
+            ".pragma",
+            "\"x // y\"",
+            "/* c */",
+            "// c\n",
+            "\n",
+            " ",
+            ".shared",
+            ".v4",
+            "_",
+            "|",
+            "0f3F800000",
+            "1.5",
+            "ret",
+            "bra",
+            "st",
+            ".entry",
+            ".version",
+            "7.8",
+            ".target",
+            "sm_90",
+            ".loc",
+            "<",
+            ">",
+            "=",
+            "é",
+            "#",
+            "\"",
+            "/*",
         ])
     }
 

@@ -44,8 +44,8 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt;
 
 use kernel_args_ptx::{
-    AddressBase, Block, Function, FunctionKind, Immediate, Instruction, Item, Linkage, Module, Operand, OperandKind,
-    Span, Statement, StateSpace, Type, Variable, parse,
+    AddressBase, Block, Function, FunctionKind, Immediate, Instruction, Item, Linkage, Module, Operand,
+    OperandKind, Span, StateSpace, Statement, Type, Variable, parse,
 };
 
 use super::FENCE_PARAMS;
@@ -178,7 +178,9 @@ impl Fact {
     fn base(&self) -> Option<&str> {
         match self {
             Fact::Length { base, .. } => Some(base),
-            Fact::Limit { base, .. } | Fact::Below { base, .. } | Fact::Offset { base, .. } => base.as_deref(),
+            Fact::Limit { base, .. } | Fact::Below { base, .. } | Fact::Offset { base, .. } => {
+                base.as_deref()
+            }
             _ => None,
         }
     }
@@ -195,7 +197,11 @@ pub fn check(text: &str) -> Result<CheckReport, CheckFinding> {
         statement: String::new(),
         kind: FindingKind::Unreadable(e.to_string()),
     })?;
-    let module_finding = |span: Span, statement: String| CheckFinding { line: span.line as usize, statement, kind: FindingKind::Module };
+    let module_finding = |span: Span, statement: String| CheckFinding {
+        line: span.line as usize,
+        statement,
+        kind: FindingKind::Module,
+    };
     if module.address_size != Some(64) {
         return Err(module_finding(Span::default(), String::new()));
     }
@@ -263,7 +269,11 @@ fn check_entry<'m>(
         && hidden.iter().rev().copied().eq(FENCE_PARAMS)
         && f.params.iter().rev().take(3).all(|p| p.ty == Type::U64 && p.dims.is_empty());
     if !hidden_ok {
-        return Err(CheckFinding { line: f.span.line as usize, statement: f.name.clone(), kind: FindingKind::HiddenParams });
+        return Err(CheckFinding {
+            line: f.span.line as usize,
+            statement: f.name.clone(),
+            kind: FindingKind::HiddenParams,
+        });
     }
     let Some(body) = &f.body else { return Ok(()) };
     let mut entry = Entry {
@@ -332,12 +342,20 @@ impl<'m> Entry<'m> {
                 }
                 Statement::Variable(v) => {
                     if !top || !matches!(v.space, StateSpace::Shared | StateSpace::Local) {
-                        return Err(CheckFinding { line: v.span.line as usize, statement: v.to_string(), kind: FindingKind::Module });
+                        return Err(CheckFinding {
+                            line: v.span.line as usize,
+                            statement: v.to_string(),
+                            kind: FindingKind::Module,
+                        });
                     }
                 }
                 Statement::Pragma(p) => {
                     if p.strings != ["nounroll"] {
-                        return Err(CheckFinding { line: p.span.line as usize, statement: p.to_string(), kind: FindingKind::Module });
+                        return Err(CheckFinding {
+                            line: p.span.line as usize,
+                            statement: p.to_string(),
+                            kind: FindingKind::Module,
+                        });
                     }
                 }
                 Statement::Instruction(i) => self.instruction(i, top, report)?,
@@ -367,7 +385,12 @@ impl<'m> Entry<'m> {
     }
 
     /// Register `name` is written with `fact` (or nothing known).
-    fn write(&mut self, instruction: &Instruction, name: &str, fact: Option<Fact>) -> Result<(), CheckFinding> {
+    fn write(
+        &mut self,
+        instruction: &Instruction,
+        name: &str,
+        fact: Option<Fact>,
+    ) -> Result<(), CheckFinding> {
         if self.frozen && self.window.contains_key(name) {
             return Err(finding(instruction, FindingKind::FenceRegister));
         }
@@ -380,11 +403,14 @@ impl<'m> Entry<'m> {
         Ok(())
     }
 
-    fn instruction(&mut self, i: &'m Instruction, top: bool, report: &mut CheckReport) -> Result<(), CheckFinding> {
+    fn instruction(
+        &mut self,
+        i: &'m Instruction,
+        top: bool,
+        report: &mut CheckReport,
+    ) -> Result<(), CheckFinding> {
         let mentions_fence = i.operands.iter().any(|o| o.registers().iter().any(|r| fence_name(r)));
-        if mentions_fence
-            && let Some((dest, fact)) = self.fence_form(i)?
-        {
+        if mentions_fence && let Some((dest, fact)) = self.fence_form(i)? {
             if !top {
                 self.end_leading_run();
             }
@@ -420,7 +446,9 @@ impl<'m> Entry<'m> {
                 self.mask(i, i.operands.len().saturating_sub(1))
             }
             "shfl" | "vote" => Ok(()),
-            "ld" | "ldu" | "st" | "atom" | "red" | "prefetch" | "prefetchu" | "cp" => self.memory(i, &m, report),
+            "ld" | "ldu" | "st" | "atom" | "red" | "prefetch" | "prefetchu" | "cp" => {
+                self.memory(i, &m, report)
+            }
             _ => Err(finding(i, FindingKind::NotAllowed)),
         }
     }
@@ -444,13 +472,19 @@ impl<'m> Entry<'m> {
             Some(OperandKind::Immediate(Immediate::Int(v))) => Some(*v),
             _ => None,
         };
-        let known = m.iter().all(|x| matches!(*x, "sync" | "arrive" | "red" | "aligned" | "popc" | "and" | "or" | "u32" | "pred" | "cta"));
+        let known = m.iter().all(|x| {
+            matches!(
+                *x,
+                "sync" | "arrive" | "red" | "aligned" | "popc" | "and" | "or" | "u32" | "pred" | "cta"
+            )
+        });
         let red = m.contains(&"red");
         let number = usize::from(red);
         let with_count = i.operands.len() == if red { 4 } else { 2 };
         let ok = known
             && int(number).is_some_and(|v| (0..16).contains(&v))
-            && (!with_count || int(number.saturating_add(1)).is_some_and(|v| v > 0 && v <= 1024 && v % 32 == 0));
+            && (!with_count
+                || int(number.saturating_add(1)).is_some_and(|v| v > 0 && v <= 1024 && v % 32 == 0));
         if ok { Ok(()) } else { Err(finding(i, FindingKind::Barrier)) }
     }
 
@@ -500,7 +534,11 @@ impl<'m> Entry<'m> {
                 _ => None,
             },
             ("or", ["b32"], 3) if narrow => {
-                if f(1) == Some(Fact::Lane) || f(2) == Some(Fact::Lane) { Some(Fact::Mask) } else { None }
+                if f(1) == Some(Fact::Lane) || f(2) == Some(Fact::Lane) {
+                    Some(Fact::Mask)
+                } else {
+                    None
+                }
             }
             ("min", ["u64"], 3) if wide => match (f(1), f(2)) {
                 (Some(a), Some(b)) if low(&a).is_some() && low(&b).is_some() => {
@@ -518,7 +556,9 @@ impl<'m> Entry<'m> {
                 _ => None,
             },
             ("max", ["u64"], 3) if wide => match (f(1), f(2)) {
-                (Some(Fact::High { win: wa, reach: mut ra }), Some(Fact::High { win: wb, reach: rb })) if wa == wb => {
+                (Some(Fact::High { win: wa, reach: mut ra }), Some(Fact::High { win: wb, reach: rb }))
+                    if wa == wb =>
+                {
                     for (var, k) in rb {
                         let e = ra.entry(var).or_insert(k);
                         *e = (*e).max(k);
@@ -528,7 +568,9 @@ impl<'m> Entry<'m> {
                 _ => None,
             },
             ("add", ["u64"], 3) if wide => match (f(1), f(2), int(2)) {
-                (Some(Fact::Address { win, var, size: Some(size) }), _, Some(k)) if k >= 0 && u64::try_from(k).is_ok_and(|k| k <= size) => {
+                (Some(Fact::Address { win, var, size: Some(size) }), _, Some(k))
+                    if k >= 0 && u64::try_from(k).is_ok_and(|k| k <= size) =>
+                {
                     Some(Fact::High { win, reach: BTreeMap::from([(var, u64::try_from(k).unwrap_or(0))]) })
                 }
                 (Some(Fact::Address { win: Win::Shared, var, size: None }), Some(Fact::Dynamic64), _)
@@ -552,7 +594,9 @@ impl<'m> Entry<'m> {
                 _ => None,
             },
             ("sub", ["u64"], 3) if wide => match (f(1), f(2), int(2)) {
-                (Some(Fact::High { win: wh, reach }), Some(l), _) if low(&l).is_some_and(|(wl, _)| wl == wh) => {
+                (Some(Fact::High { win: wh, reach }), Some(l), _)
+                    if low(&l).is_some_and(|(wl, _)| wl == wh) =>
+                {
                     let vars = low(&l).map(|(_, v)| v).unwrap_or_default();
                     let long = reach.iter().any(|(var, k)| *k >= 16 && vars.contains(var));
                     match reg_name(2) {
@@ -569,13 +613,18 @@ impl<'m> Entry<'m> {
                 _ => None,
             },
             ("and", ["b64"], 3) if wide => match (f(1), int(2)) {
-                (Some(Fact::Below { win, width, base }), Some(mask)) if mask == -i128::from(width) => {
+                (Some(Fact::Below { win, width, base }), Some(mask))
+                    if mask == i128::from(width).wrapping_neg() =>
+                {
                     Some(Fact::Offset { win, width, base })
                 }
                 _ => None,
             },
             ("cvta", [space @ ("shared" | "local"), "u64"], 2) if wide => match f(1) {
-                Some(Fact::Inside { win, width }) if (win == Win::Shared && *space == "shared") || (win == Win::Local && *space == "local") => {
+                Some(Fact::Inside { win, width })
+                    if (win == Win::Shared && *space == "shared")
+                        || (win == Win::Local && *space == "local") =>
+                {
                     Some(Fact::Generic { width, windows: BTreeSet::from([win]) })
                 }
                 _ => None,
@@ -588,9 +637,11 @@ impl<'m> Entry<'m> {
                 _ => None,
             },
             // The fence's other forms: what they write is not a fact.
-            ("mov" | "add" | "sub" | "and" | "or" | "xor" | "cvt" | "cvta" | "selp" | "isspacep" | "setp", _, _)
-                if wide || narrow || pred =>
-            {
+            (
+                "mov" | "add" | "sub" | "and" | "or" | "xor" | "cvt" | "cvta" | "selp" | "isspacep" | "setp",
+                _,
+                _,
+            ) if wide || narrow || pred => {
                 let known = matches!(
                     (i.opcode.as_str(), m.as_slice()),
                     ("mov", ["u64" | "u32"])
@@ -639,7 +690,9 @@ impl<'m> Entry<'m> {
         match op {
             "cp" => {
                 let size = match i.operands.get(2).map(|o| &o.kind) {
-                    Some(OperandKind::Immediate(Immediate::Int(n @ (4 | 8 | 16)))) => u64::try_from(*n).unwrap_or(0),
+                    Some(OperandKind::Immediate(Immediate::Int(n @ (4 | 8 | 16)))) => {
+                        u64::try_from(*n).unwrap_or(0)
+                    }
                     _ => return Err(not_allowed()),
                 };
                 match m {
@@ -692,7 +745,10 @@ impl<'m> Entry<'m> {
             // A named variable or parameter at a constant offset inside it.
             if let AddressBase::Symbol(name) = &address.base {
                 let inside = |size: u64| {
-                    u64::try_from(address.offset).ok().and_then(|o| o.checked_add(width)).is_some_and(|end| end <= size)
+                    u64::try_from(address.offset)
+                        .ok()
+                        .and_then(|o| o.checked_add(width))
+                        .is_some_and(|end| end <= size)
                 };
                 let ok = match space {
                     Some(StateSpace::Param) => self.params.get(name.as_str()).is_some_and(|s| inside(*s)),
@@ -702,7 +758,7 @@ impl<'m> Entry<'m> {
                                 && v.linkage != Some(Linkage::Extern)
                                 && v.size().is_some_and(inside)
                                 && v.alignment() >= width
-                                && address.offset % i64::try_from(width).unwrap_or(1) == 0
+                                && address.offset.checked_rem(i64::try_from(width).unwrap_or(1)) == Some(0)
                         })
                     }
                     _ => false,
@@ -722,13 +778,20 @@ impl<'m> Entry<'m> {
                 Some(space) => match (win_of(space), fact) {
                     (Some(want), Some(Fact::Inside { win, width: w })) => want == *win && *w >= width,
                     (Some(Win::Global), Some(Fact::Flag)) => {
-                        op == "st" && m == ["global", "u32"] && matches!(i.operands.get(1).map(|o| &o.kind), Some(OperandKind::Immediate(Immediate::Int(1))))
+                        op == "st"
+                            && m == ["global", "u32"]
+                            && matches!(
+                                i.operands.get(1).map(|o| &o.kind),
+                                Some(OperandKind::Immediate(Immediate::Int(1)))
+                            )
                     }
                     _ => false,
                 },
                 None => match fact {
                     Some(Fact::Inside { win: Win::Global, width: w }) => *w >= width,
-                    Some(Fact::Generic { width: w, windows }) => *w >= width && (local_ok || !windows.contains(&Win::Local)),
+                    Some(Fact::Generic { width: w, windows }) => {
+                        *w >= width && (local_ok || !windows.contains(&Win::Local))
+                    }
                     _ => false,
                 },
             };
@@ -789,10 +852,36 @@ fn memory_modifiers(op: &str, m: &[&str]) -> Option<(Option<StateSpace>, u64)> {
             }
             "v2" if lanes == 1 => lanes = 2,
             "v4" if lanes == 1 => lanes = 4,
-            "weak" | "volatile" | "relaxed" | "acquire" | "release" | "acq_rel" | "cta" | "gpu" | "sys" | "cluster"
-            | "ca" | "cg" | "cs" | "lu" | "cv" | "wb" | "wt" | "nc" | "noftz" | "L1::evict_normal"
-            | "L1::evict_unchanged" | "L1::evict_first" | "L1::evict_last" | "L1::no_allocate"
-            | "L2::evict_normal" | "L2::evict_first" | "L2::evict_last" | "L2::64B" | "L2::128B" | "L2::256B" => {}
+            "weak"
+            | "volatile"
+            | "relaxed"
+            | "acquire"
+            | "release"
+            | "acq_rel"
+            | "cta"
+            | "gpu"
+            | "sys"
+            | "cluster"
+            | "ca"
+            | "cg"
+            | "cs"
+            | "lu"
+            | "cv"
+            | "wb"
+            | "wt"
+            | "nc"
+            | "noftz"
+            | "L1::evict_normal"
+            | "L1::evict_unchanged"
+            | "L1::evict_first"
+            | "L1::evict_last"
+            | "L1::no_allocate"
+            | "L2::evict_normal"
+            | "L2::evict_first"
+            | "L2::evict_last"
+            | "L2::64B"
+            | "L2::128B"
+            | "L2::256B" => {}
             "and" | "or" | "xor" | "cas" | "exch" | "add" | "inc" | "dec" | "min" | "max"
                 if matches!(op, "atom" | "red") && !operation =>
             {
@@ -815,21 +904,78 @@ fn memory_modifiers(op: &str, m: &[&str]) -> Option<(Option<StateSpace>, u64)> {
     if width > 16 || (matches!(op, "atom" | "red") && !operation) {
         return None;
     }
-    let allowed = match (op, space) {
-        ("ld", _) => true,
-        ("ldu", None | Some(StateSpace::Global)) => true,
-        ("st", None | Some(StateSpace::Global | StateSpace::Shared | StateSpace::Local)) => true,
-        ("atom" | "red", None | Some(StateSpace::Global | StateSpace::Shared)) => true,
-        _ => false,
-    };
+    let allowed = matches!(
+        (op, space),
+        ("ld", _)
+            | ("ldu", None | Some(StateSpace::Global))
+            | ("st", None | Some(StateSpace::Global | StateSpace::Shared | StateSpace::Local))
+            | ("atom" | "red", None | Some(StateSpace::Global | StateSpace::Shared))
+    );
     allowed.then_some((space, width))
 }
 
 /// Instructions that touch no memory and stop nothing (the checker's own list).
 const NO_MEMORY: &[&str] = &[
-    "add", "sub", "mul", "mad", "mul24", "mad24", "sad", "div", "rem", "abs", "neg", "min", "max", "popc", "clz",
-    "bfind", "fns", "brev", "bfe", "bfi", "szext", "bmsk", "dp4a", "dp2a", "prmt", "lop3", "shf", "shl", "shr",
-    "and", "or", "xor", "not", "cnot", "copysign", "testp", "fma", "rcp", "sqrt", "rsqrt", "sin", "cos", "lg2", "ex2",
-    "tanh", "setp", "set", "selp", "slct", "mov", "cvt", "cvta", "isspacep", "activemask", "membar", "fence",
-    "nanosleep", "mma", "addc", "subc", "madc", "movmatrix",
+    "add",
+    "sub",
+    "mul",
+    "mad",
+    "mul24",
+    "mad24",
+    "sad",
+    "div",
+    "rem",
+    "abs",
+    "neg",
+    "min",
+    "max",
+    "popc",
+    "clz",
+    "bfind",
+    "fns",
+    "brev",
+    "bfe",
+    "bfi",
+    "szext",
+    "bmsk",
+    "dp4a",
+    "dp2a",
+    "prmt",
+    "lop3",
+    "shf",
+    "shl",
+    "shr",
+    "and",
+    "or",
+    "xor",
+    "not",
+    "cnot",
+    "copysign",
+    "testp",
+    "fma",
+    "rcp",
+    "sqrt",
+    "rsqrt",
+    "sin",
+    "cos",
+    "lg2",
+    "ex2",
+    "tanh",
+    "setp",
+    "set",
+    "selp",
+    "slct",
+    "mov",
+    "cvt",
+    "cvta",
+    "isspacep",
+    "activemask",
+    "membar",
+    "fence",
+    "nanosleep",
+    "mma",
+    "addc",
+    "subc",
+    "madc",
+    "movmatrix",
 ];

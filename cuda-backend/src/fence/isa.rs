@@ -63,11 +63,68 @@ pub(super) enum Class {
 
 /// Instructions that touch no memory and stop nothing, whatever their modifiers say.
 const PLAIN: &[&str] = &[
-    "add", "sub", "mul", "mad", "mul24", "mad24", "sad", "div", "rem", "abs", "neg", "min", "max", "popc", "clz",
-    "bfind", "fns", "brev", "bfe", "bfi", "szext", "bmsk", "dp4a", "dp2a", "prmt", "lop3", "shf", "shl", "shr",
-    "and", "or", "xor", "not", "cnot", "copysign", "testp", "fma", "rcp", "sqrt", "rsqrt", "sin", "cos", "lg2", "ex2",
-    "tanh", "setp", "set", "selp", "slct", "mov", "cvt", "cvta", "isspacep", "activemask", "membar", "fence",
-    "nanosleep", "mma", "addc", "subc", "madc", "movmatrix",
+    "add",
+    "sub",
+    "mul",
+    "mad",
+    "mul24",
+    "mad24",
+    "sad",
+    "div",
+    "rem",
+    "abs",
+    "neg",
+    "min",
+    "max",
+    "popc",
+    "clz",
+    "bfind",
+    "fns",
+    "brev",
+    "bfe",
+    "bfi",
+    "szext",
+    "bmsk",
+    "dp4a",
+    "dp2a",
+    "prmt",
+    "lop3",
+    "shf",
+    "shl",
+    "shr",
+    "and",
+    "or",
+    "xor",
+    "not",
+    "cnot",
+    "copysign",
+    "testp",
+    "fma",
+    "rcp",
+    "sqrt",
+    "rsqrt",
+    "sin",
+    "cos",
+    "lg2",
+    "ex2",
+    "tanh",
+    "setp",
+    "set",
+    "selp",
+    "slct",
+    "mov",
+    "cvt",
+    "cvta",
+    "isspacep",
+    "activemask",
+    "membar",
+    "fence",
+    "nanosleep",
+    "mma",
+    "addc",
+    "subc",
+    "madc",
+    "movmatrix",
 ];
 
 /// The integer and float types of memory instructions, by their width.
@@ -154,9 +211,8 @@ pub(super) fn classify(instruction: &Instruction) -> Result<Class, FenceRefusal>
             Err(FenceRefusal::TextureOrSurface)
         }
         "wmma" | "ldmatrix" | "stmatrix" | "wgmma" | "tcgen05" => Err(FenceRefusal::MatrixMemory),
-        "mbarrier" | "multimem" | "tensormap" | "cp.async.bulk" | "discard" | "applypriority" | "createpolicy" => {
-            Err(FenceRefusal::BulkCopy)
-        }
+        "mbarrier" | "multimem" | "tensormap" | "cp.async.bulk" | "discard" | "applypriority"
+        | "createpolicy" => Err(FenceRefusal::BulkCopy),
         _ => Err(FenceRefusal::NotAllowed),
     }
 }
@@ -187,7 +243,8 @@ fn barrier(m: &[&str], instruction: &Instruction) -> Result<Class, FenceRefusal>
         _ => None,
     };
     let number_ok = int(number).is_some_and(|v| (0..=15).contains(&v));
-    let count_ok = !has_count || int(number.saturating_add(1)).is_some_and(|v| v > 0 && v % 32 == 0 && v <= 1024);
+    let count_ok =
+        !has_count || int(number.saturating_add(1)).is_some_and(|v| v > 0 && v % 32 == 0 && v <= 1024);
     if number_ok && count_ok { Ok(Class::Plain) } else { Err(FenceRefusal::Barrier) }
 }
 
@@ -208,7 +265,15 @@ fn memory(op: &str, m: &[&str], operands: usize) -> Result<Class, FenceRefusal> 
                     _ => Space::Shared,
                 });
             }
-            "v2" | "v4" | "v8" if lanes == 1 => lanes = if *modifier == "v2" { 2 } else if *modifier == "v4" { 4 } else { 8 },
+            "v2" | "v4" | "v8" if lanes == 1 => {
+                lanes = if *modifier == "v2" {
+                    2
+                } else if *modifier == "v4" {
+                    4
+                } else {
+                    8
+                }
+            }
             x if ordering_or_hint(x) => {}
             x if matches!(op, "atom" | "red") && ATOMIC_OPS.contains(&x) && !atomic_op => atomic_op = true,
             x if type_width(x).is_some() && element.is_none() => element = type_width(x),
@@ -284,7 +349,9 @@ fn copy(m: &[&str], instruction: &Instruction) -> Result<Class, FenceRefusal> {
         _ => return Err(FenceRefusal::NotAllowed),
     }
     let size = match instruction.operands.get(2).map(|o| &o.kind) {
-        Some(OperandKind::Immediate(Immediate::Int(size @ (4 | 8 | 16)))) => u64::try_from(*size).unwrap_or(16),
+        Some(OperandKind::Immediate(Immediate::Int(size @ (4 | 8 | 16)))) => {
+            u64::try_from(*size).unwrap_or(16)
+        }
         _ => return Err(FenceRefusal::NotAllowed),
     };
     // An optional source size: a number no larger than the copy (a register could say more).

@@ -202,23 +202,37 @@ impl fmt::Display for FenceRefusal {
             FenceRefusal::Unreadable(e) => write!(f, "the PTX front end cannot read it: {e}"),
             FenceRefusal::AddressSize => f.write_str("not a 64-bit module (.address_size 64)"),
             FenceRefusal::Call => f.write_str("a call (the fence does not reach into the callee)"),
-            FenceRefusal::DeviceFunction => f.write_str("a device function's body (the fence does not reach into calls)"),
+            FenceRefusal::DeviceFunction => {
+                f.write_str("a device function's body (the fence does not reach into calls)")
+            }
             FenceRefusal::FunctionAddress => f.write_str("a function's address"),
             FenceRefusal::IndirectBranch => f.write_str("an indirect branch"),
             FenceRefusal::TextureOrSurface => f.write_str("a texture or surface"),
             FenceRefusal::BulkCopy => f.write_str("a bulk or tensor copy, or an mbarrier"),
-            FenceRefusal::MatrixMemory => f.write_str("a matrix load or store (wmma, ldmatrix, stmatrix, wgmma)"),
-            FenceRefusal::ModuleGlobal => f.write_str("a module-scope .global variable (memory outside every fence)"),
+            FenceRefusal::MatrixMemory => {
+                f.write_str("a matrix load or store (wmma, ldmatrix, stmatrix, wgmma)")
+            }
+            FenceRefusal::ModuleGlobal => {
+                f.write_str("a module-scope .global variable (memory outside every fence)")
+            }
             FenceRefusal::TooWide => f.write_str("an access wider than 16 bytes"),
             FenceRefusal::Barrier => f.write_str("a barrier whose number or thread count is not a constant"),
             FenceRefusal::Address => f.write_str("an address the fence does not read"),
-            FenceRefusal::ParamAccess => f.write_str("a parameter read through a register or past its parameter"),
+            FenceRefusal::ParamAccess => {
+                f.write_str("a parameter read through a register or past its parameter")
+            }
             FenceRefusal::NestedVariable => f.write_str("a variable declared in a nested block"),
             FenceRefusal::Pragma => f.write_str("a pragma other than nounroll"),
-            FenceRefusal::ReservedName => f.write_str("a name starting with __kargs_, which the fence reserves"),
-            FenceRefusal::NotAllowed => f.write_str("an instruction or modifier outside the fence's allowlist"),
+            FenceRefusal::ReservedName => {
+                f.write_str("a name starting with __kargs_, which the fence reserves")
+            }
+            FenceRefusal::NotAllowed => {
+                f.write_str("an instruction or modifier outside the fence's allowlist")
+            }
             FenceRefusal::Malformed => f.write_str("an entry without a body"),
-            FenceRefusal::Unchecked(kind) => write!(f, "the fence's checker refused the rewritten module: {kind}"),
+            FenceRefusal::Unchecked(kind) => {
+                write!(f, "the fence's checker refused the rewritten module: {kind}")
+            }
         }
     }
 }
@@ -260,7 +274,11 @@ pub fn fence_ptx(ptx: &str) -> Result<FencedModule, FenceError> {
         || report.clamped != rewritten.clamped
         || report.by_declaration != rewritten.static_accesses
     {
-        return Err(unchecked(CheckFinding { line: 0, statement: String::new(), kind: FindingKind::Unproven }));
+        return Err(unchecked(CheckFinding {
+            line: 0,
+            statement: String::new(),
+            kind: FindingKind::Unproven,
+        }));
     }
     Ok(FencedModule {
         ptx: text,

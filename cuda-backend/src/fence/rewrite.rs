@@ -27,8 +27,9 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use kernel_args_ptx::{
-    Address, AddressBase, Block, FlatItem, Function, FunctionKind, Guard, Immediate, Instruction, Item, Linkage,
-    Module, Operand, OperandKind, Param, Register, Resolved, Span, Statement, StateSpace, Type, Variable, flatten,
+    Address, AddressBase, Block, FlatItem, Function, FunctionKind, Guard, Immediate, Instruction, Item,
+    Linkage, Module, Operand, OperandKind, Param, Register, Resolved, Span, StateSpace, Statement, Type,
+    Variable, flatten,
 };
 
 use super::isa::{self, Access, Class, Space};
@@ -145,7 +146,10 @@ fn sym(name: &str, offset: i64) -> Operand {
 }
 
 fn at(register: &str) -> Operand {
-    Operand::new(OperandKind::Address(Address { base: AddressBase::Register(register.to_owned()), offset: 0 }))
+    Operand::new(OperandKind::Address(Address {
+        base: AddressBase::Register(register.to_owned()),
+        offset: 0,
+    }))
 }
 
 /// An unguarded instruction of the fence's.
@@ -185,7 +189,9 @@ pub(super) fn rewrite(mut module: Module) -> Result<Rewritten, FenceError> {
                     (_, Type::TexRef | Type::SamplerRef | Type::SurfRef) | (StateSpace::Tex, _) => {
                         return Err(refuse(v.span, v.to_string(), FenceRefusal::TextureOrSurface));
                     }
-                    (StateSpace::Global, _) => return Err(refuse(v.span, v.to_string(), FenceRefusal::ModuleGlobal)),
+                    (StateSpace::Global, _) => {
+                        return Err(refuse(v.span, v.to_string(), FenceRefusal::ModuleGlobal));
+                    }
                     (StateSpace::Const | StateSpace::Shared | StateSpace::Local, _) => {
                         let dynamic = v.space == StateSpace::Shared && v.linkage == Some(Linkage::Extern);
                         if v.linkage == Some(Linkage::Extern) && !dynamic {
@@ -207,7 +213,11 @@ pub(super) fn rewrite(mut module: Module) -> Result<Rewritten, FenceError> {
                 }
                 match (f.kind, &f.body) {
                     (FunctionKind::Func, Some(_)) => {
-                        return Err(refuse(f.span, format!(".func {}", f.name), FenceRefusal::DeviceFunction));
+                        return Err(refuse(
+                            f.span,
+                            format!(".func {}", f.name),
+                            FenceRefusal::DeviceFunction,
+                        ));
                     }
                     (FunctionKind::Entry, None) => {
                         return Err(refuse(f.span, format!(".entry {}", f.name), FenceRefusal::Malformed));
@@ -219,7 +229,13 @@ pub(super) fn rewrite(mut module: Module) -> Result<Rewritten, FenceError> {
             Item::Pragma(p) => return Err(refuse(p.span, p.to_string(), FenceRefusal::Pragma)),
         }
     }
-    let mut out = Rewritten { module: Module { items: Vec::new(), ..module.clone() }, entries: Vec::new(), clamped: 0, static_accesses: 0, widest: 0 };
+    let mut out = Rewritten {
+        module: Module { items: Vec::new(), ..module.clone() },
+        entries: Vec::new(),
+        clamped: 0,
+        static_accesses: 0,
+        widest: 0,
+    };
     let mut const_pad = false;
     for item in module.items {
         match item {
@@ -251,7 +267,12 @@ pub(super) fn rewrite(mut module: Module) -> Result<Rewritten, FenceError> {
     }
     if const_pad {
         // One padding table for the module's constant window, before the entries that use it.
-        let at = out.module.items.iter().position(|i| matches!(i, Item::Function(_))).unwrap_or(out.module.items.len());
+        let at = out
+            .module
+            .items
+            .iter()
+            .position(|i| matches!(i, Item::Function(_)))
+            .unwrap_or(out.module.items.len());
         out.module.items.insert(at, Item::Variable(pad(StateSpace::Const, "__kargs_const_pad")));
     }
     Ok(out)
@@ -338,10 +359,8 @@ impl<'m> EntryRewriter<'m> {
                 FlatItem::Label(l) if reserved(&l.name) => {
                     return Err(refuse(l.span, l.name.clone(), FenceRefusal::ReservedName));
                 }
-                FlatItem::Pragma(p) => {
-                    if p.strings != ["nounroll"] {
-                        return Err(refuse(p.span, p.to_string(), FenceRefusal::Pragma));
-                    }
+                FlatItem::Pragma(p) if p.strings != ["nounroll"] => {
+                    return Err(refuse(p.span, p.to_string(), FenceRefusal::Pragma));
                 }
                 FlatItem::Instruction(i, regs) => {
                     let mut map = HashMap::new();
@@ -397,7 +416,12 @@ impl<'m> EntryRewriter<'m> {
             let FlatItem::Instruction(instruction, _) = item else { continue };
             let class = isa::classify(instruction)
                 .map_err(|reason| refuse(instruction.span, one_line(instruction), reason))?;
-            if instruction.operands.iter().flat_map(Operand::symbols).any(|s| self.module.functions.contains(s)) {
+            if instruction
+                .operands
+                .iter()
+                .flat_map(Operand::symbols)
+                .any(|s| self.module.functions.contains(s))
+            {
                 return Err(refuse(instruction.span, one_line(instruction), FenceRefusal::FunctionAddress));
             }
             let mut plan = Vec::new();
@@ -469,11 +493,33 @@ impl<'m> EntryRewriter<'m> {
             statements.push(op("mov", &["u64"], vec![reg(names::V), imm(0)]));
         }
         statements.extend(prologue);
-        let mut context = Context { plans: &plans, classes: &classes, types: &types, next: 0, fenced, windows: &self.windows, shared_window, local_window };
+        let mut context = Context {
+            plans: &plans,
+            classes: &classes,
+            types: &types,
+            next: 0,
+            fenced,
+            windows: &self.windows,
+            shared_window,
+            local_window,
+        };
         statements.extend(context.block(&body.statements)?);
         if fenced {
-            statements.push(Statement::Label(kernel_args_ptx::Label { span: Span::default(), name: names::EXIT.to_owned() }));
-            statements.push(op("ld", &["param", "u64"], vec![reg(names::FLAG), Operand::new(OperandKind::Address(Address { base: AddressBase::Symbol(FENCE_PARAMS[2].to_owned()), offset: 0 }))]));
+            statements.push(Statement::Label(kernel_args_ptx::Label {
+                span: Span::default(),
+                name: names::EXIT.to_owned(),
+            }));
+            statements.push(op(
+                "ld",
+                &["param", "u64"],
+                vec![
+                    reg(names::FLAG),
+                    Operand::new(OperandKind::Address(Address {
+                        base: AddressBase::Symbol(FENCE_PARAMS[2].to_owned()),
+                        offset: 0,
+                    })),
+                ],
+            ));
             statements.push(op("setp", &["eq", "u64"], vec![reg(names::P), reg(names::V), imm(0)]));
             let guard = Guard { span: Span::default(), negated: false, register: names::P.to_owned() };
             statements.push(guarded(Some(&guard), "ret", &[], vec![]));
@@ -484,7 +530,12 @@ impl<'m> EntryRewriter<'m> {
     }
 
     /// How one address operand is fenced.
-    fn plan(&mut self, instruction: &Instruction, access: &Access, types: Option<&HashMap<String, u64>>) -> Result<Plan, FenceError> {
+    fn plan(
+        &mut self,
+        instruction: &Instruction,
+        access: &Access,
+        types: Option<&HashMap<String, u64>>,
+    ) -> Result<Plan, FenceError> {
         let refused = |reason| refuse(instruction.span, one_line(instruction), reason);
         let address = instruction
             .operands
@@ -496,7 +547,8 @@ impl<'m> EntryRewriter<'m> {
         // its declaration alone.
         if let AddressBase::Symbol(name) = &address.base {
             if access.space == Space::Param {
-                let size = self.params.get(name).copied().ok_or_else(|| refused(FenceRefusal::ParamAccess))?;
+                let size =
+                    self.params.get(name).copied().ok_or_else(|| refused(FenceRefusal::ParamAccess))?;
                 let end = u64::try_from(address.offset).ok().and_then(|o| o.checked_add(width));
                 return match end {
                     Some(end) if end <= size => Ok(Plan::Static),
@@ -515,7 +567,8 @@ impl<'m> EntryRewriter<'m> {
             }
             let inside = match (v.size(), u64::try_from(address.offset)) {
                 (Some(size), Ok(offset)) => {
-                    offset.checked_add(width).is_some_and(|end| end <= size) && offset % width == 0
+                    offset.checked_add(width).is_some_and(|end| end <= size)
+                        && offset.checked_rem(width) == Some(0)
                 }
                 _ => false,
             };
@@ -525,7 +578,8 @@ impl<'m> EntryRewriter<'m> {
         }
         let register = match &address.base {
             AddressBase::Register(name) => {
-                let size = types.and_then(|t| t.get(name)).copied().ok_or_else(|| refused(FenceRefusal::Address))?;
+                let size =
+                    types.and_then(|t| t.get(name)).copied().ok_or_else(|| refused(FenceRefusal::Address))?;
                 Some((name.clone(), size))
             }
             _ => None,
@@ -536,7 +590,14 @@ impl<'m> EntryRewriter<'m> {
                 if matches!(address.base, AddressBase::Symbol(_)) {
                     return Err(refused(FenceRefusal::Address));
                 }
-                return Ok(Plan::Clamp { window: Window::Global, generic: Some(local), width, register, base: address.base.clone(), offset: address.offset });
+                return Ok(Plan::Clamp {
+                    window: Window::Global,
+                    generic: Some(local),
+                    width,
+                    register,
+                    base: address.base.clone(),
+                    offset: address.offset,
+                });
             }
             Space::Global => Window::Global,
             Space::Shared => Window::Shared,
@@ -544,14 +605,24 @@ impl<'m> EntryRewriter<'m> {
             Space::Const => Window::Const,
         };
         self.windows.entry(window).or_default().insert(width);
-        Ok(Plan::Clamp { window, generic: None, width, register, base: address.base.clone(), offset: address.offset })
+        Ok(Plan::Clamp {
+            window,
+            generic: None,
+            width,
+            register,
+            base: address.base.clone(),
+            offset: address.offset,
+        })
     }
 
     /// The fence's register declarations.
     fn declarations(&self, fenced: bool) -> Vec<Statement> {
         let mut wide: Vec<String> = Vec::new();
         if fenced {
-            wide.extend([names::E, names::O, names::C, names::X, names::T, names::D, names::V, names::FLAG].map(str::to_owned));
+            wide.extend(
+                [names::E, names::O, names::C, names::X, names::T, names::D, names::V, names::FLAG]
+                    .map(str::to_owned),
+            );
             wide.extend(names::ADDRESS.map(str::to_owned));
         }
         for (window, widths) in &self.windows {
@@ -570,7 +641,10 @@ impl<'m> EntryRewriter<'m> {
                 span: Span::default(),
                 vector: None,
                 ty,
-                names: names.into_iter().map(|name| kernel_args_ptx::RegisterName { name, count: None }).collect(),
+                names: names
+                    .into_iter()
+                    .map(|name| kernel_args_ptx::RegisterName { name, count: None })
+                    .collect(),
             })
         };
         let mut out = Vec::new();
@@ -587,7 +661,11 @@ impl<'m> EntryRewriter<'m> {
     /// Each window's computation, and the padding variables that give a window its minimum
     /// length where no variable of it is 16 bytes long; whether the module needs its constant
     /// padding.
-    fn prologue(&self, referenced: &BTreeSet<String>, own: &[Variable]) -> (Vec<Statement>, Vec<Variable>, bool) {
+    fn prologue(
+        &self,
+        referenced: &BTreeSet<String>,
+        own: &[Variable],
+    ) -> (Vec<Statement>, Vec<Variable>, bool) {
         let mut out = Vec::new();
         let mut pads = Vec::new();
         let mut const_pad = false;
@@ -597,17 +675,18 @@ impl<'m> EntryRewriter<'m> {
             let len = match window {
                 Window::Global => {
                     out.push(op("ld", &["param", "u64"], vec![reg(&base), param_address(FENCE_PARAMS[0])]));
-                    out.push(op("ld", &["param", "u64"], vec![reg("%__kargs_gl"), param_address(FENCE_PARAMS[1])]));
+                    out.push(op(
+                        "ld",
+                        &["param", "u64"],
+                        vec![reg("%__kargs_gl"), param_address(FENCE_PARAMS[1])],
+                    ));
                     "%__kargs_gl".to_owned()
                 }
                 _ => {
                     // The window's variables: the entry's own and the module's it names.
                     let space = window.space();
-                    let mut members: Vec<(String, Option<u64>)> = own
-                        .iter()
-                        .filter(|v| v.space == space)
-                        .map(|v| (v.name.clone(), v.size()))
-                        .collect();
+                    let mut members: Vec<(String, Option<u64>)> =
+                        own.iter().filter(|v| v.space == space).map(|v| (v.name.clone(), v.size())).collect();
                     for name in referenced {
                         if let Some(v) = self.module.variables.get(name)
                             && v.space == space
@@ -660,7 +739,11 @@ impl<'m> EntryRewriter<'m> {
                 }
             };
             for width in widths {
-                out.push(op("sub", &["u64"], vec![reg(&window.limit(*width)), reg(&len), imm(i128::from(*width))]));
+                out.push(op(
+                    "sub",
+                    &["u64"],
+                    vec![reg(&window.limit(*width)), reg(&len), imm(i128::from(*width))],
+                ));
             }
         }
         (out, pads, const_pad)
@@ -719,7 +802,14 @@ enum Plan {
     Static,
     /// Clamped into `window` (a generic access: into the global window, and the shared and local
     /// ones where the entry has them; `Some(true)` where it may reach local memory).
-    Clamp { window: Window, generic: Option<bool>, width: u64, register: Option<(String, u64)>, base: AddressBase, offset: i64 },
+    Clamp {
+        window: Window,
+        generic: Option<bool>,
+        width: u64,
+        register: Option<(String, u64)>,
+        base: AddressBase,
+        offset: i64,
+    },
 }
 
 /// Walks the body's statements in the flat order `flatten` gave, rewriting instructions.
@@ -785,7 +875,9 @@ impl Context<'_> {
                 let mut rewritten = instruction.clone();
                 let mut slot = 0usize;
                 for (access, plan) in accesses.iter().zip(plans) {
-                    let Plan::Clamp { window, generic, width, register, base, offset } = plan else { continue };
+                    let Plan::Clamp { window, generic, width, register, base, offset } = plan else {
+                        continue;
+                    };
                     let address = names::ADDRESS.get(slot).copied().unwrap_or(names::ADDRESS[0]);
                     slot = slot.saturating_add(1);
                     let effective = self.effective(register.as_ref(), base, *offset, out);
@@ -802,7 +894,12 @@ impl Context<'_> {
                         }
                     }
                     out.push(op("xor", &["b64"], vec![reg(names::D), reg(address), reg(&effective)]));
-                    out.push(guarded(guard, "or", &["b64"], vec![reg(names::V), reg(names::V), reg(names::D)]));
+                    out.push(guarded(
+                        guard,
+                        "or",
+                        &["b64"],
+                        vec![reg(names::V), reg(names::V), reg(names::D)],
+                    ));
                     if let Some(operand) = rewritten.operands.get_mut(access.operand) {
                         *operand = at(address);
                     }
@@ -816,18 +913,32 @@ impl Context<'_> {
     }
 
     /// The instructions that put an access's effective address in a 64-bit register: which.
-    fn effective(&self, register: Option<&(String, u64)>, base: &AddressBase, offset: i64, out: &mut Vec<Statement>) -> String {
+    fn effective(
+        &self,
+        register: Option<&(String, u64)>,
+        base: &AddressBase,
+        offset: i64,
+        out: &mut Vec<Statement>,
+    ) -> String {
         match (register, base) {
             (Some((name, 8)), _) if offset == 0 => return name.clone(),
-            (Some((name, 8)), _) => out.push(op("add", &["s64"], vec![reg(names::E), reg(name), imm(i128::from(offset))])),
+            (Some((name, 8)), _) => {
+                out.push(op("add", &["s64"], vec![reg(names::E), reg(name), imm(i128::from(offset))]))
+            }
             (Some((name, size)), _) => {
                 let from = if *size == 2 { "u16" } else { "u32" };
                 out.push(op("cvt", &["u64", from], vec![reg(names::E), reg(name)]));
                 if offset != 0 {
-                    out.push(op("add", &["s64"], vec![reg(names::E), reg(names::E), imm(i128::from(offset))]));
+                    out.push(op(
+                        "add",
+                        &["s64"],
+                        vec![reg(names::E), reg(names::E), imm(i128::from(offset))],
+                    ));
                 }
             }
-            (None, AddressBase::Symbol(name)) => out.push(op("mov", &["u64"], vec![reg(names::E), sym(name, offset)])),
+            (None, AddressBase::Symbol(name)) => {
+                out.push(op("mov", &["u64"], vec![reg(names::E), sym(name, offset)]))
+            }
             (None, _) => out.push(op("mov", &["u64"], vec![reg(names::E), imm(i128::from(offset))])),
         }
         names::E.to_owned()
@@ -839,22 +950,38 @@ impl Context<'_> {
         out.push(op("sub", &["u64"], vec![reg(names::O), reg(effective), reg(&base)]));
         out.push(op("min", &["u64"], vec![reg(names::C), reg(names::O), reg(&window.limit(width))]));
         if width > 1 {
-            out.push(op("and", &["b64"], vec![reg(names::C), reg(names::C), imm(-i128::from(width))]));
+            out.push(op(
+                "and",
+                &["b64"],
+                vec![reg(names::C), reg(names::C), imm(i128::from(width).wrapping_neg())],
+            ));
         }
         out.push(op("add", &["u64"], vec![reg(address), reg(names::C), reg(&base)]));
     }
 
     /// A generic access's path through the shared or local window: where `isspacep` says the
     /// address is there, the clamp in that window replaces the global one.
-    fn generic_path(&self, window: Window, width: u64, effective: &str, address: &str, out: &mut Vec<Statement>) {
-        let (space, predicate) = if window == Window::Shared { ("shared", names::PS) } else { ("local", names::PL) };
+    fn generic_path(
+        &self,
+        window: Window,
+        width: u64,
+        effective: &str,
+        address: &str,
+        out: &mut Vec<Statement>,
+    ) {
+        let (space, predicate) =
+            if window == Window::Shared { ("shared", names::PS) } else { ("local", names::PL) };
         out.push(op("isspacep", &[space], vec![reg(predicate), reg(effective)]));
         out.push(op("cvta", &["to", space, "u64"], vec![reg(names::X), reg(effective)]));
         let base = window.base();
         out.push(op("sub", &["u64"], vec![reg(names::O), reg(names::X), reg(&base)]));
         out.push(op("min", &["u64"], vec![reg(names::C), reg(names::O), reg(&window.limit(width))]));
         if width > 1 {
-            out.push(op("and", &["b64"], vec![reg(names::C), reg(names::C), imm(-i128::from(width))]));
+            out.push(op(
+                "and",
+                &["b64"],
+                vec![reg(names::C), reg(names::C), imm(i128::from(width).wrapping_neg())],
+            ));
         }
         out.push(op("add", &["u64"], vec![reg(names::X), reg(names::C), reg(&base)]));
         out.push(op("cvta", &[space, "u64"], vec![reg(names::X), reg(names::X)]));

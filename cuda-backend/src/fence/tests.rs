@@ -64,8 +64,14 @@ fn each_family_is_clamped_into_the_window_of_its_space_by_its_width() {
             text.iter().any(|l| l == &format!("min.u64 %__kargs_c, %__kargs_o, {limit};")),
             "{instruction}: {text:#?}"
         );
-        assert!(text.iter().any(|l| l.ends_with("[%__kargs_a0];") || l.contains("[%__kargs_a0], ")), "{instruction}");
-        assert!(!text.iter().any(|l| l.contains("[%rd1]") && !l.starts_with("ld.param")), "{instruction}: {text:#?}");
+        assert!(
+            text.iter().any(|l| l.ends_with("[%__kargs_a0];") || l.contains("[%__kargs_a0], ")),
+            "{instruction}"
+        );
+        assert!(
+            !text.iter().any(|l| l.contains("[%rd1]") && !l.starts_with("ld.param")),
+            "{instruction}: {text:#?}"
+        );
     }
 }
 
@@ -106,7 +112,9 @@ fn a_generic_access_is_clamped_into_the_window_it_resolves_to() {
 
 #[test]
 fn windows_are_computed_once_from_the_variables_and_padded_to_sixteen_bytes() {
-    let module = fenced("\t.shared .align 4 .b8 small[4];\n\t.shared .align 8 .f64 big[4];\n\tld.shared.u32 %r1, [%r2];\n");
+    let module = fenced(
+        "\t.shared .align 4 .b8 small[4];\n\t.shared .align 8 .f64 big[4];\n\tld.shared.u32 %r1, [%r2];\n",
+    );
     let text = lines(&module);
     let window: Vec<&str> = text
         .iter()
@@ -114,17 +122,20 @@ fn windows_are_computed_once_from_the_variables_and_padded_to_sixteen_bytes() {
         .map(String::as_str)
         .take(9)
         .collect();
-    assert_eq!(window, [
-        "mov.u64 %__kargs_sb, small;",
-        "add.u64 %__kargs_se, %__kargs_sb, 4;",
-        "mov.u64 %__kargs_t, big;",
-        "min.u64 %__kargs_sb, %__kargs_sb, %__kargs_t;",
-        "add.u64 %__kargs_t, %__kargs_t, 32;",
-        "max.u64 %__kargs_se, %__kargs_se, %__kargs_t;",
-        "sub.u64 %__kargs_sn, %__kargs_se, %__kargs_sb;",
-        "sub.u64 %__kargs_s4, %__kargs_sn, 4;",
-        "sub.u64 %__kargs_o, %__kargs_e, %__kargs_sb;",
-    ]);
+    assert_eq!(
+        window,
+        [
+            "mov.u64 %__kargs_sb, small;",
+            "add.u64 %__kargs_se, %__kargs_sb, 4;",
+            "mov.u64 %__kargs_t, big;",
+            "min.u64 %__kargs_sb, %__kargs_sb, %__kargs_t;",
+            "add.u64 %__kargs_t, %__kargs_t, 32;",
+            "max.u64 %__kargs_se, %__kargs_se, %__kargs_t;",
+            "sub.u64 %__kargs_sn, %__kargs_se, %__kargs_sb;",
+            "sub.u64 %__kargs_s4, %__kargs_sn, 4;",
+            "sub.u64 %__kargs_o, %__kargs_e, %__kargs_sb;",
+        ]
+    );
     // No variable of 16 bytes: a padding variable gives the window its length.
     let text = lines(&fenced("\t.shared .align 4 .b8 small[4];\n\tld.shared.u32 %r1, [%r2];\n"));
     assert!(text.iter().any(|l| l == ".shared .align 16 .b8 __kargs_shared_pad[16];"), "{text:#?}");
@@ -134,7 +145,8 @@ fn windows_are_computed_once_from_the_variables_and_padded_to_sixteen_bytes() {
          \tmov.u64 %rd1, dyn;\n\tld.shared.u32 %r1, [%rd1+8];\n\tret;\n}}\n"
     )
     .replace(".reg .b64 %rd<4>;", ".reg .b64 %rd<4>;\n\t.reg .b32 %r<2>;");
-    let text: Vec<String> = fence_ptx(&dynamic).unwrap().ptx().lines().map(|l| l.trim().replace('\t', " ")).collect();
+    let text: Vec<String> =
+        fence_ptx(&dynamic).unwrap().ptx().lines().map(|l| l.trim().replace('\t', " ")).collect();
     for line in [
         ".extern .shared .align 16 .b8 dyn[];",
         "mov.u32 %__kargs_n, %dynamic_smem_size;",
@@ -155,12 +167,18 @@ fn named_variables_at_constant_offsets_inside_them_need_no_clamp() {
     assert!(text.iter().any(|l| l == "ld.shared.u32 %r1, [tile+60];"), "{text:#?}");
     assert!(!text.iter().any(|l| l.contains("__kargs_v")), "nothing to note: no fence exit either");
     // Past the variable's end, or misaligned: clamped.
-    for body in ["\t.shared .align 4 .b8 tile[64];\n\tld.shared.u32 %r1, [tile+64];\n", "\t.shared .align 4 .b8 tile[64];\n\tld.shared.u32 %r1, [tile+2];\n"] {
+    for body in [
+        "\t.shared .align 4 .b8 tile[64];\n\tld.shared.u32 %r1, [tile+64];\n",
+        "\t.shared .align 4 .b8 tile[64];\n\tld.shared.u32 %r1, [tile+2];\n",
+    ] {
         assert_eq!(fenced(body).accesses(), 1, "{body}");
     }
     // A parameter read only by its name, inside it.
     assert_eq!(refusal("\tld.param.u64 %rd2, [p+8];\n").reason, FenceRefusal::ParamAccess);
-    assert_eq!(refusal("\tmov.u64 %rd2, p;\n\tld.param.u64 %rd3, [%rd2];\n").reason, FenceRefusal::ParamAccess);
+    assert_eq!(
+        refusal("\tmov.u64 %rd2, p;\n\tld.param.u64 %rd3, [%rd2];\n").reason,
+        FenceRefusal::ParamAccess
+    );
 }
 
 #[test]
@@ -181,7 +199,9 @@ fn traps_exits_and_member_masks() {
     }
     assert!(!text.iter().any(|l| l.starts_with("trap") || l.starts_with("brkpt")), "{text:#?}");
     // A mask that may leave out the executing thread gets it.
-    let text = lines(&fenced("\tshfl.sync.down.b32 %r1, %r2, 1, 31, %r3;\n\tbar.warp.sync %r3;\n\tvote.sync.any.pred %p1, %p2, -1;\n"));
+    let text = lines(&fenced(
+        "\tshfl.sync.down.b32 %r1, %r2, 1, 31, %r3;\n\tbar.warp.sync %r3;\n\tvote.sync.any.pred %p1, %p2, -1;\n",
+    ));
     assert_eq!(text.iter().filter(|l| *l == "mov.u32 %__kargs_lm, %lanemask_eq;").count(), 2, "{text:#?}");
     assert!(text.iter().any(|l| l == "or.b32 %__kargs_m, %__kargs_lm, %r3;"), "{text:#?}");
     assert!(text.iter().any(|l| l == "shfl.sync.down.b32 %r1, %r2, 1, 31, %__kargs_m;"), "{text:#?}");
@@ -196,9 +216,15 @@ fn what_cannot_be_fenced_is_refused_by_name_with_its_line() {
         ("tex.2d.v4.f32.f32 {%f1, %f2, %f3, %f4}, [%rd1, {%f5, %f6}];", FenceRefusal::TextureOrSurface),
         ("suld.b.2d.b32.trap {%r1}, [%rd1, {%r2, %r3}];", FenceRefusal::TextureOrSurface),
         ("wmma.load.a.sync.aligned.row.m16n16k16.f16 {%r1, %r2}, [%rd1], %r3;", FenceRefusal::MatrixMemory),
-        ("wmma.load.a.sync.aligned.row.m16n16k16.global.f16 {%r1, %r2}, [%rd1], %r3;", FenceRefusal::MatrixMemory),
+        (
+            "wmma.load.a.sync.aligned.row.m16n16k16.global.f16 {%r1, %r2}, [%rd1], %r3;",
+            FenceRefusal::MatrixMemory,
+        ),
         ("ldmatrix.sync.aligned.m8n8.x1.shared.b16 {%r1}, [%r2];", FenceRefusal::MatrixMemory),
-        ("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%r1], [%rd1], 64, [%r2];", FenceRefusal::BulkCopy),
+        (
+            "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%r1], [%rd1], 64, [%r2];",
+            FenceRefusal::BulkCopy,
+        ),
         ("mbarrier.init.shared.b64 [%r1], 32;", FenceRefusal::BulkCopy),
         ("ld.shared::cluster.u32 %r1, [%r2];", FenceRefusal::NotAllowed),
         ("ld.global.L2::cache_hint.u32 %r1, [%rd1], %rd2;", FenceRefusal::NotAllowed),
@@ -215,8 +241,10 @@ fn what_cannot_be_fenced_is_refused_by_name_with_its_line() {
         (".pragma \"enable_smem_spilling\";", FenceRefusal::Pragma),
         ("mov.u64 %rd2, __kargs_table;", FenceRefusal::ReservedName),
     ] {
-        let text = entry(&format!("\t{instruction}\n"))
-            .replace(".visible .entry k(", ".extern .func (.param .b32 r) f(.param .b32 a);\n.visible .entry k(");
+        let text = entry(&format!("\t{instruction}\n")).replace(
+            ".visible .entry k(",
+            ".extern .func (.param .b32 r) f(.param .b32 a);\n.visible .entry k(",
+        );
         let e = fence_ptx(&text).unwrap_err();
         assert_eq!(e.reason, reason, "{instruction}: {e}");
         if !matches!(reason, FenceRefusal::ReservedName | FenceRefusal::Unreadable(_)) {
@@ -241,7 +269,10 @@ fn module_scope_refusals() {
     let e = fence_ptx(".version 7.8\n.target sm_52\n.address_size 32\n").unwrap_err();
     assert_eq!(e.reason, FenceRefusal::AddressSize);
     let e = fence_ptx(&format!("{HEADER}/* open")).unwrap_err();
-    assert_eq!((e.line, e.reason), (4, FenceRefusal::Unreadable(kernel_args_ptx::ParseErrorKind::UnterminatedComment)));
+    assert_eq!(
+        (e.line, e.reason),
+        (4, FenceRefusal::Unreadable(kernel_args_ptx::ParseErrorKind::UnterminatedComment))
+    );
     assert!(fence_ptx(&format!("{HEADER}.const .align 4 .u32 table[2] = {{1, 2}};\n")).is_ok());
     // Commented-out instructions are not instructions.
     let module = fenced("\t// ld.u32 %r1, [%rd1];\n\t/* call f; */\n");
@@ -262,7 +293,10 @@ fn the_forms_a_scanner_misreads_are_read_as_ptxas_reads_them() {
         ("\tst /* x */ .global\n\t.u32 [ %rd1 + 4 ] , %r1;\n", 1),
         ("\tst .global .u32 [%rd1], %r1;\n", 1),
         // A guard however spaced, several statements on a line, a label before them.
-        ("\tsetp.eq.u32 %p1, %r1, 0; @ %p1 bra L1; st.global.u32 [%rd1], %r1;\nL1: @ ! %p1 st.global.u32 [%rd1+8], %r1; ld.u32 %r2, [%rd1];\n", 3),
+        (
+            "\tsetp.eq.u32 %p1, %r1, 0; @ %p1 bra L1; st.global.u32 [%rd1], %r1;\nL1: @ ! %p1 st.global.u32 [%rd1+8], %r1; ld.u32 %r2, [%rd1];\n",
+            3,
+        ),
         // A directive and a statement on one line.
         ("\t.loc 1 2 3 st.global.u32 [%rd1], %r1;\n", 1),
         ("\t{ .reg .b64 %t; add.s64 %t, %rd1, 8; st.global.u32 [%t], %r1; }\n", 1),
@@ -271,7 +305,9 @@ fn the_forms_a_scanner_misreads_are_read_as_ptxas_reads_them() {
         assert_eq!(module.accesses(), accesses, "{body}");
         let text = lines(&module);
         assert!(
-            !text.iter().any(|l| (l.starts_with("st.") || l.starts_with("@")) && l.contains("[%rd1") && !l.contains("ld.param")),
+            !text.iter().any(|l| (l.starts_with("st.") || l.starts_with("@"))
+                && l.contains("[%rd1")
+                && !l.contains("ld.param")),
             "{body}: {text:#?}"
         );
         assert!(!module.ptx().contains("/*") && !module.ptx().contains(".loc"), "printed, not copied");
@@ -282,14 +318,21 @@ fn the_forms_a_scanner_misreads_are_read_as_ptxas_reads_them() {
 /// know the pragma and says so; the instruction after it is read too.
 #[test]
 fn a_pragma_with_comment_markers_is_refused_by_name() {
-    for body in ["\t.pragma \"nounroll // \"; st.global.u32 [%rd1], %r1;\n", "\t.pragma \"/*\"; st.global.u32 [%rd1], %r1; // */\n"] {
+    for body in [
+        "\t.pragma \"nounroll // \"; st.global.u32 [%rd1], %r1;\n",
+        "\t.pragma \"/*\"; st.global.u32 [%rd1], %r1; // */\n",
+    ] {
         let e = refusal(body);
         assert_eq!((e.line, &e.reason), (15, &FenceRefusal::Pragma), "{e}");
     }
     let text = entry("\t.pragma \"nounroll // \"; trap;\n");
     let module = kernel_args_ptx::parse(&text).unwrap();
     let body = module.entry("k").unwrap().body.as_ref().unwrap();
-    assert!(body.statements.iter().any(|s| matches!(s, kernel_args_ptx::Statement::Instruction(i) if i.opcode == "trap")));
+    assert!(
+        body.statements
+            .iter()
+            .any(|s| matches!(s, kernel_args_ptx::Statement::Instruction(i) if i.opcode == "trap"))
+    );
 }
 
 /// Rewritten modules broken on purpose: each a mistake a rewriter could make, each a finding.
@@ -317,28 +360,48 @@ fn the_checker_finds_what_a_rewriter_could_get_wrong() {
             text.replacen("\tand.b64\t%__kargs_c, %__kargs_c, -4;\n", "", 1),
             FindingKind::Unproven,
         ),
-        ("a label between the clamp and the access", {
-            let at = first("\tst.global.u32\t[%__kargs_a0], %r1;");
-            format!("{}L_join:\n{}", &text[..at], &text[at..])
-        }, FindingKind::Unproven),
+        (
+            "a label between the clamp and the access",
+            {
+                let at = first("\tst.global.u32\t[%__kargs_a0], %r1;");
+                format!("{}L_join:\n{}", &text[..at], &text[at..])
+            },
+            FindingKind::Unproven,
+        ),
         (
             "a guarded clamp",
-            text.replacen("\tadd.u64\t%__kargs_a0, %__kargs_c, %__kargs_gb;", "\t@%p1 add.u64\t%__kargs_a0, %__kargs_c, %__kargs_gb;", 1),
+            text.replacen(
+                "\tadd.u64\t%__kargs_a0, %__kargs_c, %__kargs_gb;",
+                "\t@%p1 add.u64\t%__kargs_a0, %__kargs_c, %__kargs_gb;",
+                1,
+            ),
             FindingKind::Unproven,
         ),
         (
             "the shared clamp on the global base",
-            text.replacen("add.u64\t%__kargs_a0, %__kargs_c, %__kargs_sb;", "add.u64\t%__kargs_a0, %__kargs_c, %__kargs_gb;", 1),
+            text.replacen(
+                "add.u64\t%__kargs_a0, %__kargs_c, %__kargs_sb;",
+                "add.u64\t%__kargs_a0, %__kargs_c, %__kargs_gb;",
+                1,
+            ),
             FindingKind::Unproven,
         ),
-        ("a window written after the windows", {
-            let at = first("\tst.global.u32\t[%__kargs_a0], %r1;");
-            format!("{}\tadd.u64\t%__kargs_gb, %__kargs_gb, 64;\n{}", &text[..at], &text[at..])
-        }, FindingKind::FenceRegister),
-        ("an instruction of the kernel writing a fence register", {
-            let at = first("\tst.global.u32\t[%__kargs_a0], %r1;");
-            format!("{}\tld.global.u64\t%__kargs_a0, [%__kargs_a0];\n{}", &text[..at], &text[at..])
-        }, FindingKind::FenceRegister),
+        (
+            "a window written after the windows",
+            {
+                let at = first("\tst.global.u32\t[%__kargs_a0], %r1;");
+                format!("{}\tadd.u64\t%__kargs_gb, %__kargs_gb, 64;\n{}", &text[..at], &text[at..])
+            },
+            FindingKind::FenceRegister,
+        ),
+        (
+            "an instruction of the kernel writing a fence register",
+            {
+                let at = first("\tst.global.u32\t[%__kargs_a0], %r1;");
+                format!("{}\tld.global.u64\t%__kargs_a0, [%__kargs_a0];\n{}", &text[..at], &text[at..])
+            },
+            FindingKind::FenceRegister,
+        ),
         (
             "an offset on the clamped address",
             text.replacen("st.global.u32\t[%__kargs_a0], %r1;", "st.global.u32\t[%__kargs_a0+4], %r1;", 1),
@@ -356,17 +419,29 @@ fn the_checker_finds_what_a_rewriter_could_get_wrong() {
         ),
         (
             "a trap",
-            text.replacen("\tbar.sync", "\ttrap;\n\tbar.sync", 1).replacen("\tld.shared.u32", "\ttrap;\n\tld.shared.u32", 1),
+            text.replacen("\tbar.sync", "\ttrap;\n\tbar.sync", 1).replacen(
+                "\tld.shared.u32",
+                "\ttrap;\n\tld.shared.u32",
+                1,
+            ),
             FindingKind::NotAllowed,
         ),
         (
             "a fence register in a nested block",
-            text.replacen("\tld.shared.u32\t%r2, [%__kargs_a0];", "\t{\n\t.reg .b64 %__kargs_a0;\n\tld.shared.u32\t%r2, [%__kargs_a0];\n\t}", 1),
+            text.replacen(
+                "\tld.shared.u32\t%r2, [%__kargs_a0];",
+                "\t{\n\t.reg .b64 %__kargs_a0;\n\tld.shared.u32\t%r2, [%__kargs_a0];\n\t}",
+                1,
+            ),
             FindingKind::FenceRegister,
         ),
         (
             "a ret before the fence's exit",
-            text.replacen("\tld.shared.u32\t%r2, [%__kargs_a0];", "\tld.shared.u32\t%r2, [%__kargs_a0];\n\tret;", 1),
+            text.replacen(
+                "\tld.shared.u32\t%r2, [%__kargs_a0];",
+                "\tld.shared.u32\t%r2, [%__kargs_a0];\n\tret;",
+                1,
+            ),
             FindingKind::Exit,
         ),
         (
@@ -376,12 +451,20 @@ fn the_checker_finds_what_a_rewriter_could_get_wrong() {
         ),
         (
             "a window without its padding",
-            text.replacen("add.u64\t%__kargs_se, %__kargs_sb, 64;", "add.u64\t%__kargs_se, %__kargs_sb, 8;", 1),
+            text.replacen(
+                "add.u64\t%__kargs_se, %__kargs_sb, 64;",
+                "add.u64\t%__kargs_se, %__kargs_sb, 8;",
+                1,
+            ),
             FindingKind::Unproven,
         ),
         (
             "a window past its variable",
-            text.replacen("add.u64\t%__kargs_se, %__kargs_sb, 64;", "add.u64\t%__kargs_se, %__kargs_sb, 128;", 1),
+            text.replacen(
+                "add.u64\t%__kargs_se, %__kargs_sb, 64;",
+                "add.u64\t%__kargs_se, %__kargs_sb, 128;",
+                1,
+            ),
             FindingKind::Unproven,
         ),
         (
@@ -428,7 +511,8 @@ fn the_fixtures_fenced_are_the_committed_files() {
             let Ok(fenced) = fence_ptx(&ptx) else { continue };
             // Each entry parses again: its own parameters, then the fence's three.
             for entry in fenced.entries() {
-                let (mut plain, mut with_fence) = (crate::KernelRegistry::new(), crate::KernelRegistry::new());
+                let (mut plain, mut with_fence) =
+                    (crate::KernelRegistry::new(), crate::KernelRegistry::new());
                 plain.register_undeclared(1, &ptx, entry).unwrap();
                 with_fence.register_undeclared(1, fenced.ptx(), entry).unwrap();
                 let sizes = |r: &crate::KernelRegistry| r.get(1).unwrap().signature().unwrap().param_sizes();

@@ -12,8 +12,8 @@
 use std::collections::HashMap;
 
 use kernel_args_ptx::{
-    AddressBase, FlatItem, Immediate, Initializer, Instruction, Linkage, Operand as Src, OperandKind, RegisterId,
-    Resolved, StateSpace, Variable, flatten,
+    AddressBase, FlatItem, Immediate, Initializer, Instruction, Linkage, Operand as Src, OperandKind,
+    RegisterId, Resolved, StateSpace, Variable, flatten,
 };
 
 use super::arith;
@@ -80,7 +80,11 @@ impl Names {
 pub type DecodeError = String;
 
 /// Variables laid out one after another: each at the next multiple of its alignment.
-fn lay_out<'v>(variables: impl Iterator<Item = &'v Variable>, end: &mut u64, into: &mut HashMap<String, u64>) -> Result<(), String> {
+fn lay_out<'v>(
+    variables: impl Iterator<Item = &'v Variable>,
+    end: &mut u64,
+    into: &mut HashMap<String, u64>,
+) -> Result<(), String> {
     for v in variables {
         let size = v.size().ok_or_else(|| format!("the variable `{}` has no size", v.name))?;
         let at = end.checked_next_multiple_of(v.alignment().max(1)).ok_or("too much memory")?;
@@ -109,7 +113,12 @@ pub fn compile(module: &PtxModule, entry: &PtxEntry) -> Result<Program, PtxError
     let mut names = Names {
         slots: HashMap::new(),
         current: Vec::new(),
-        params: function.params.iter().zip(&entry.params).map(|(p, layout)| (p.name.clone(), layout.offset)).collect(),
+        params: function
+            .params
+            .iter()
+            .zip(&entry.params)
+            .map(|(p, layout)| (p.name.clone(), layout.offset))
+            .collect(),
         shared: HashMap::new(),
         local: HashMap::new(),
         constant: HashMap::new(),
@@ -135,12 +144,25 @@ pub fn compile(module: &PtxModule, entry: &PtxEntry) -> Result<Program, PtxError
         }
     }
     let module_vars: Vec<&Variable> = module.module.variables().collect();
-    lay_out(own.iter().copied().filter(static_shared).chain(module_vars.iter().copied().filter(static_shared)), &mut shared_end, &mut names.shared)
+    lay_out(
+        own.iter().copied().filter(static_shared).chain(module_vars.iter().copied().filter(static_shared)),
+        &mut shared_end,
+        &mut names.shared,
+    )
+    .map_err(|e| unsupported(function.span.line, &e))?;
+    lay_out(
+        own.iter()
+            .copied()
+            .filter(|v| v.space == StateSpace::Local)
+            .chain(module_vars.iter().copied().filter(|v| v.space == StateSpace::Local)),
+        &mut local_end,
+        &mut names.local,
+    )
+    .map_err(|e| unsupported(function.span.line, &e))?;
+    let constants: Vec<&Variable> =
+        module_vars.iter().copied().filter(|v| v.space == StateSpace::Const).collect();
+    lay_out(constants.iter().copied(), &mut constant_end, &mut names.constant)
         .map_err(|e| unsupported(function.span.line, &e))?;
-    lay_out(own.iter().copied().filter(|v| v.space == StateSpace::Local).chain(module_vars.iter().copied().filter(|v| v.space == StateSpace::Local)), &mut local_end, &mut names.local)
-        .map_err(|e| unsupported(function.span.line, &e))?;
-    let constants: Vec<&Variable> = module_vars.iter().copied().filter(|v| v.space == StateSpace::Const).collect();
-    lay_out(constants.iter().copied(), &mut constant_end, &mut names.constant).map_err(|e| unsupported(function.span.line, &e))?;
     let dynamic_at = shared_end.next_multiple_of(16);
     for v in own.iter().copied().filter(dynamic).chain(module_vars.iter().copied().filter(dynamic)) {
         names.shared.insert(v.name.clone(), dynamic_at);
@@ -154,7 +176,8 @@ pub fn compile(module: &PtxModule, entry: &PtxEntry) -> Result<Program, PtxError
             let mut values = Vec::new();
             flatten_init(init, &mut values);
             for (i, value) in values.iter().enumerate() {
-                let bits = immediate_value(value, ty).ok_or_else(|| unsupported(line_of(v), "an initializer"))?;
+                let bits =
+                    immediate_value(value, ty).ok_or_else(|| unsupported(line_of(v), "an initializer"))?;
                 let start = at + i * element;
                 let Some(slot) = constant.get_mut(start..start + element) else {
                     return Err(unsupported(line_of(v), "an initializer longer than its variable"));
@@ -286,7 +309,9 @@ fn decode_instruction(i: &Instruction, names: &mut Names) -> Result<Op, DecodeEr
         }
         "mov" | "cvt" | "cvta" => convert::decode(base, &modifiers, operands, names).map(Op::Convert),
         // `ldu`: a load (of a value the same for every thread of the warp, which is a hint).
-        "ld" | "ldu" | "st" | "atom" | "red" => memory_ops::decode(base, &modifiers, operands, names).map(Op::Memory),
+        "ld" | "ldu" | "st" | "atom" | "red" => {
+            memory_ops::decode(base, &modifiers, operands, names).map(Op::Memory)
+        }
         _ => arith::decode(base, &modifiers, operands, names)
             .map(Op::Arith)
             .map_err(|e| if e.is_empty() { format!("the instruction `{base}`") } else { e }),

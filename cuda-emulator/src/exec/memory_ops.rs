@@ -132,8 +132,10 @@ pub fn decode(
             if operands.len() != 2 {
                 return Err(format!("`ld` with {} operands", operands.len()));
             }
-            let dst =
-                lanes_of(base, lanes, &operands[0])?.iter().map(|r| register(r, names)).collect::<Result<Vec<_>, _>>()?;
+            let dst = lanes_of(base, lanes, &operands[0])?
+                .iter()
+                .map(|r| register(r, names))
+                .collect::<Result<Vec<_>, _>>()?;
             let addr = address(&operands[1], space, names)?;
             Ok(MemoryOp::Ld { space, ty, dst, addr })
         }
@@ -150,7 +152,10 @@ pub fn decode(
         }
         _ => {
             let kind = kind.ok_or_else(|| format!("`{base}` without an operation"))?;
-            if matches!(space, Space::Param | Space::Const | Space::Local) || lanes != 1 || !matches!(ty.bytes(), 4 | 8) {
+            if matches!(space, Space::Param | Space::Const | Space::Local)
+                || lanes != 1
+                || !matches!(ty.bytes(), 4 | 8)
+            {
                 return Err(format!("`{base}.{}`", modifiers.join(".")));
             }
             if matches!(ty, Ty::F32 | Ty::F64) && kind != AtomKind::Add && kind != AtomKind::Exch {
@@ -448,17 +453,32 @@ mod tests {
     fn shared_local_and_generic_accesses_fault_where_a_gpu_does() {
         for (body, fault) in [
             // Past the block's shared memory, through a generic address.
-            ("\t.shared .align 16 .b8 tile[16];\n\tmov.u64 %rd1, tile;\n\tcvta.shared.u64 %rd1, %rd1;\n\tst.u32 [%rd1+16], 1;", Fault::IllegalAddress),
+            (
+                "\t.shared .align 16 .b8 tile[16];\n\tmov.u64 %rd1, tile;\n\tcvta.shared.u64 %rd1, %rd1;\n\tst.u32 [%rd1+16], 1;",
+                Fault::IllegalAddress,
+            ),
             // Misaligned in local memory, through a generic address.
-            ("\t.local .align 16 .b8 depot[16];\n\tmov.u64 %rd1, depot;\n\tcvta.local.u64 %rd1, %rd1;\n\tst.u32 [%rd1+2], 1;", Fault::Misaligned),
+            (
+                "\t.local .align 16 .b8 depot[16];\n\tmov.u64 %rd1, depot;\n\tcvta.local.u64 %rd1, %rd1;\n\tst.u32 [%rd1+2], 1;",
+                Fault::Misaligned,
+            ),
             // A generic atomic in local memory.
-            ("\t.local .align 16 .b8 depot[16];\n\tmov.u64 %rd1, depot;\n\tcvta.local.u64 %rd1, %rd1;\n\tatom.add.u32 %r1, [%rd1], 1;", Fault::IllegalAddress),
+            (
+                "\t.local .align 16 .b8 depot[16];\n\tmov.u64 %rd1, depot;\n\tcvta.local.u64 %rd1, %rd1;\n\tatom.add.u32 %r1, [%rd1], 1;",
+                Fault::IllegalAddress,
+            ),
             // Past the thread's local memory.
             ("\t.local .align 16 .b8 depot[16];\n\tld.local.u32 %r1, [depot+16];", Fault::IllegalAddress),
             // A generic address in a window the block has no memory in.
-            ("\tmov.u64 %rd1, 0;\n\tcvta.shared.u64 %rd1, %rd1;\n\tld.u32 %r1, [%rd1];", Fault::IllegalAddress),
+            (
+                "\tmov.u64 %rd1, 0;\n\tcvta.shared.u64 %rd1, %rd1;\n\tld.u32 %r1, [%rd1];",
+                Fault::IllegalAddress,
+            ),
             // A global access at a window's address is not host memory.
-            ("\tmov.u64 %rd1, 0;\n\tcvta.local.u64 %rd1, %rd1;\n\tld.global.u32 %r1, [%rd1];", Fault::IllegalAddress),
+            (
+                "\tmov.u64 %rd1, 0;\n\tcvta.local.u64 %rd1, %rd1;\n\tld.global.u32 %r1, [%rd1];",
+                Fault::IllegalAddress,
+            ),
             ("\ttrap;", Fault::Trap),
             ("\tbrkpt;", Fault::Trap),
         ] {

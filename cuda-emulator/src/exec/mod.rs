@@ -380,7 +380,16 @@ impl Program {
                             &mut outcome,
                         )
                     } else {
-                        self.block(dynamic, ctaid, shape, params, memory, &mut shared, &mut files, &mut outcome)
+                        self.block(
+                            dynamic,
+                            ctaid,
+                            shape,
+                            params,
+                            memory,
+                            &mut shared,
+                            &mut files,
+                            &mut outcome,
+                        )
                     };
                     if let Some(fault) = fault {
                         outcome.fault = Some(fault);
