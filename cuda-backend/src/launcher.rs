@@ -263,9 +263,8 @@ impl Launch<'_> {
                         "a fenced launch in direct mode needs guest memory borrowed with GuestMemory::exclusive",
                     ));
                 };
-                // The fence clamps each access to a multiple of its width from the base, and the
-                // bounds proofs take windows aligned as their guest offsets: the base must be
-                // aligned to the widest access. A wasm memory starts on a page.
+                // The fence clamps each access to a multiple of its width from the base: the base
+                // must be aligned to the widest access (16 bytes). A wasm memory starts on a page.
                 if base.addr() % FENCE_ALIGN != 0 {
                     return Err(HostError::msg(
                         AbiError::LaunchFailed,

@@ -118,9 +118,6 @@ fn good_launch(launcher: &mut CudaLauncher, n: usize) -> LaunchOutcome {
 /// a launch can hand it a raw `u64` where it takes a pointer.
 const VECTOR_ADD_UNDECLARED: i64 = 100;
 
-/// vector_add declared with extents the fence's bounds proofs do not read: all of it fenced.
-const VECTOR_ADD_ALL_FENCED: i64 = 101;
-
 /// The fixture kernels, and vector_add once more without a declaration.
 fn registry_with_undeclared() -> KernelRegistry {
     let mut r = registry();
@@ -244,12 +241,23 @@ fn a_driver_that_cannot_describe_the_kernel_does_not_override_the_ptx() {
     let device = open(options.clone());
     assert_eq!(good_launch(&mut device.launcher(), 64).signature, SignatureCheck::Ptx);
     drop(device);
-    // No count, and the driver stops answering after two parameters: the PTX's four win.
+    // No count, and the driver stops answering after two parameters: for the unfenced kernel,
+    // the PTX's four win; the fenced one, whose list must end in the fence's three, is refused.
     emulator.clear_faults();
     emulator.fail_call("cuFuncGetParamCount", 1, 801);
     emulator.fail_call("cuFuncGetParamInfo", 3, 1);
     let device = open(options);
-    assert_eq!(good_launch(&mut device.launcher(), 64).signature, SignatureCheck::Ptx);
+    let mut launcher = device.launcher();
+    let mut memory = vectors(64);
+    let outcome = vector_add(&mut launcher, support::VECTOR_ADD_UNFENCED, &mut memory, 64, 64, 0).unwrap();
+    check_sums(&memory, 64);
+    assert_eq!(outcome.signature, SignatureCheck::Ptx);
+    emulator.clear_faults();
+    emulator.fail_call("cuFuncGetParamCount", 1, 801);
+    emulator.fail_call("cuFuncGetParamInfo", 3, 1);
+    let err = vector_add(&mut launcher, VECTOR_ADD, &mut vectors(64), 64, 64, 0).unwrap_err();
+    assert_eq!(err.code(), AbiError::InvalidKernel, "{err}");
+    assert!(err.to_string().contains("the driver's parameter sizes [8, 8] differ"), "{err}");
     emulator.clear_faults();
 }
 
@@ -363,11 +371,7 @@ fn a_misaligned_access_faults_as_on_a_gpu_and_the_next_launch_recovers() {
     let test = "a_misaligned_access_faults_as_on_a_gpu_and_the_next_launch_recovers";
     for (config, mode) in [(DEFAULT, PointerModeChoice::Direct), (STAGED_ONLY, PointerModeChoice::Staged)] {
         let Some((emulator, ordinal, options)) = fresh(test, config) else { return };
-        let mut registry = registry_with_undeclared();
-        // vector_add with extents the fence's bounds proofs do not read (`n + 0`): every access
-        // fenced.
-        let all_fenced = "vector_add(a: &[f32; n + 0], b: &[f32; n + 0], out: &mut [f32; n + 0], n: u32)";
-        registry.register(VECTOR_ADD_ALL_FENCED, VECTOR_ADD_PTX, "vector_add", all_fenced).unwrap();
+        let registry = registry_with_undeclared();
         let device = CudaDevice::open(registry, CudaOptions { pointer_mode: mode, ..options }).unwrap();
         let mut launcher = device.launcher();
         good_launch(&mut launcher, 64);
@@ -389,16 +393,14 @@ fn a_misaligned_access_faults_as_on_a_gpu_and_the_next_launch_recovers() {
             .unwrap();
         let argv = argv.finish();
         let shape = LaunchShape { grid: [1, 1, 1], block: [128, 1, 1], shared_mem_bytes: 0 };
-        // Every access fenced: the loads are rounded down to their width inside the fence, no
-        // fault, and the launch answers LaunchFailed, naming the fence.
-        let err = launch(&mut launcher, VECTOR_ADD_ALL_FENCED, &mut memory, argv, shape).unwrap_err();
+        // Fenced: the loads are rounded down to their width inside the fence, no fault, and the
+        // launch answers LaunchFailed, naming the fence.
+        let err = launch(&mut launcher, VECTOR_ADD, &mut memory, argv, shape).unwrap_err();
         assert_eq!(err.code(), AbiError::LaunchFailed, "{mode:?}: {err}");
         assert!(err.to_string().contains("reached outside its fence"), "{mode:?}: {err}");
         assert_eq!(emulator.sticky_error(ordinal), 0, "{mode:?}: no fault");
-        // Registered with its own declaration, vector_add's accesses are proven inside their
-        // windows for every launch the declaration check lets through, and left unchecked: a
-        // launch that skipped the check (this one) is not covered, and faults as unfenced.
-        for kernel in [VECTOR_ADD, VECTOR_ADD_UNDECLARED] {
+        // Unfenced (registered without a declaration: a trusted guest's), it faults as on a GPU.
+        for kernel in [VECTOR_ADD_UNDECLARED] {
             let err = launch(&mut launcher, kernel, &mut memory, argv, shape).unwrap_err();
             assert_eq!(err.code(), AbiError::LaunchFailed, "{mode:?}: {err}");
             assert!(err.to_string().contains("CUDA_ERROR_MISALIGNED_ADDRESS (716)"), "{mode:?}: {err}");

@@ -24,9 +24,6 @@ pub const EVERY_SCALAR: i64 = 3;
 pub const AFFINE: i64 = 4;
 /// vector_add registered unfenced (`register_unfenced`), beside the fenced [`VECTOR_ADD`].
 pub const VECTOR_ADD_UNFENCED: i64 = 5;
-/// vector_add registered fenced with extents the bounds proofs do not read (`(n) + 0`): every
-/// access fenced, where [`VECTOR_ADD`]'s are proven.
-pub const VECTOR_ADD_ALL_FENCED: i64 = 6;
 
 pub const VECTOR_ADD_PTX: &str = include_str!("../../../cuda-backend/kernels/vector_add.ptx");
 
@@ -36,7 +33,7 @@ pub const EVERY_SCALAR_DECLARATION: &str =
 
 /// The fixture kernels: each declared and fenced, but `affine`, whose by-value struct no
 /// declaration spells (registered undeclared: trusted guests only), and vector_add once more
-/// unfenced and once more with every access fenced.
+/// unfenced.
 pub fn registry() -> KernelRegistry {
     let mut r = KernelRegistry::new();
     r.register(VECTOR_ADD, VECTOR_ADD_PTX, "vector_add", VECTOR_ADD_DECLARATION).unwrap();
@@ -52,8 +49,6 @@ pub fn registry() -> KernelRegistry {
     r.register_undeclared(AFFINE, include_str!("../../../cuda-backend/kernels/struct_param.ptx"), "affine")
         .unwrap();
     r.register_unfenced(VECTOR_ADD_UNFENCED, VECTOR_ADD_PTX, "vector_add", VECTOR_ADD_DECLARATION).unwrap();
-    let all_fenced = "vector_add(a: &[f32; (n) + 0], b: &[f32; (n) + 0], out: &mut [f32; (n) + 0], n: u32)";
-    r.register(VECTOR_ADD_ALL_FENCED, VECTOR_ADD_PTX, "vector_add", all_fenced).unwrap();
     r
 }
 
