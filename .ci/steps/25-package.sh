@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# The published crates (kernel-args-core, kernel-args, kernel-args-cuda, kernel-args-cli) as a
+# The published crates (kernel-args-core, kernel-args-ptx, kernel-args, kernel-args-cuda,
+# kernel-args-cli) as a
 # registry would get them:
 #
-# 1. `cargo package` for all four together (each path dependency between them resolves to the
+# 1. `cargo package` for all five together (each path dependency between them resolves to the
 #    package just made, as it would on the registry), verified: each package is unpacked and
 #    built on its own, from its own files only. The verification builds without default
 #    features, because with them kernel-args and the CLI would build wasmtime once more (a
@@ -26,9 +27,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 target="${CARGO_TARGET_DIR:-target}"
-published=(kernel-args-core kernel-args kernel-args-cuda kernel-args-cli)
+published=(kernel-args-core kernel-args-ptx kernel-args kernel-args-cuda kernel-args-cli)
 # Directory of each published crate in the workspace, in the same order.
-dirs=(core std-adapter cuda-backend cli)
+dirs=(core ptx std-adapter cuda-backend cli)
 pkgid="$(cargo pkgid -p kernel-args-core)"
 version="${pkgid##*[@#]}"
 
