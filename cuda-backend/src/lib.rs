@@ -10,10 +10,12 @@
 //! - the allocation-free `void**` storage: [`KernelParamStorage`] (`src/storage.rs`), filled in
 //!   place from a launch's checked arguments by [`KernelParamStorage::fill`], and its
 //!   [`ParamTable`];
-//! - the PTX `.entry` parameter-list parser and the size check: [`KernelSignature`]
-//!   (`src/signature.rs`);
-//! - the PTX fence, which rewrites a kernel so that its global accesses stay inside one address
-//!   range given at launch: [`fence`] (`src/fence.rs`, no `unsafe`);
+//! - the PTX `.entry` parameter lists (read by the project's one PTX front end,
+//!   `kernel-args-ptx`) and the size check: [`KernelSignature`] (`src/signature.rs`);
+//! - the kernel sandbox: [`fence`] (`src/fence/`, no `unsafe`), which reads a module through the
+//!   front end, rewrites every access from an allowlist so that it stays inside its window (the
+//!   fence given at launch, the block's shared memory, the thread's local memory), prints the
+//!   module, and has a separate checker verify what it printed;
 //! - the kernel registry (kernel id → PTX, entry and declaration, the declaration checked
 //!   against the PTX, the PTX fenced unless registered unfenced): [`KernelRegistry`]
 //!   (`src/registry.rs`); the bundled PTX of the demo
