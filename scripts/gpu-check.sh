@@ -21,9 +21,10 @@
 # + u32) on 1M+3 elements, fenced and unfenced, every element against a CPU reference, in the
 # staged and in the direct pointer mode, with the fenced and unfenced launch's wall-clock time
 # printed (the fence's cost on the GPU); (fence) six fixtures computing the same bytes fenced
-# and unfenced in both modes, and six kernels broken on purpose caught by their fence (the
-# launch answers LaunchFailed naming the fence, host memory around the guest's unchanged, no
-# fault, the next launch right); aliasing windows staged as one buffer; every scalar type bit-exact on
+# and unfenced in both modes, six kernels broken on purpose and eight attack kernels (shared
+# and local overruns, a generic pointer into shared memory, a trap among them) caught by their
+# fence (the launch answers LaunchFailed naming the fence, host memory around the guest's
+# unchanged, no fault, the next launch right); aliasing windows staged as one buffer; every scalar type bit-exact on
 # the device; signature mismatches (size, count, by-value struct) refused with guest memory
 # untouched; malformed PTX and unknown entries mapped to their codes; dynamic shared memory
 # past 48 KiB opted in up to the device's limit; (kargs's cuda_demo and `kargs demo`) the wasm
