@@ -582,14 +582,15 @@ struct CallbackLauncher<'a> {
 }
 
 impl Launcher for CallbackLauncher<'_> {
+    /// The host's table is the host's for the whole call (its contract): one registration, 0.
     fn registered(&mut self, kernel_id: i64) -> Option<Registered<'_>> {
         let kernel = self.kernels.iter().find(|k| k.id == kernel_id)?;
         if kernel.declaration.is_null() {
-            return Some(Registered::Undeclared);
+            return Some(Registered::undeclared(0));
         }
         // SAFETY: `kargs_host_call` checked every declaration's mark before the call, and the
         // host's table and declarations stay unchanged during it (its contract).
-        unsafe { declaration_of(kernel.declaration) }.map(Registered::Declared)
+        unsafe { declaration_of(kernel.declaration) }.map(|d| Registered::declared(d, 0))
     }
 
     fn launch(&mut self, request: &LaunchRequest<'_, '_>) -> Result<LaunchOutcome, HostError> {

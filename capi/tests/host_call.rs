@@ -96,6 +96,20 @@ fn declarations_parse_into_caller_storage() {
     assert_eq!((rc, err.kind), (-7, KargsErrorKind::NullArgument as u32));
 }
 
+/// The C API reads declarations by docs/declarations.md's grammar, as `Declaration::parse` does:
+/// space, tab, newline and carriage return between tokens, `0x` hexadecimal; no form feed, no
+/// `0X`.
+#[test]
+fn the_grammar_is_the_documents() {
+    for ok in ["k(a:&[u8;0x10])", "k(\ta: &[u8; 16],\r\n n: u32)"] {
+        assert_eq!(parse_declaration(ok).0, 0, "{ok:?}");
+    }
+    for (bad, column) in [("k(a: &[u8; 0X10])", 12), ("k(\x0ca: u32)", 3)] {
+        let (rc, _, err, msg) = parse_declaration(bad);
+        assert_eq!((rc, err.kind, err.detail[0]), (-7, KargsErrorKind::DeclarationSyntax as u32, column), "{bad:?}: {msg}");
+    }
+}
+
 fn window(guest_offset: u32, len: u32) -> KargsArg {
     KargsArg { tag: 7, guest_offset, len, ..KargsArg::default() }
 }

@@ -159,13 +159,14 @@ static OPEN_CONTEXTS: Mutex<OpenContexts> = Mutex::new(Vec::new());
 #[derive(Debug, Default)]
 struct Kernels {
     generation: u64,
-    slots: HashMap<i64, Arc<KernelSlot>>,
+    /// By kernel id and registration ([`KernelEntry::registration`]).
+    slots: HashMap<(i64, u64), Arc<KernelSlot>>,
 }
 
 impl Kernels {
     /// The modules, emptied first when they are of an older generation than `generation`: the
     /// reset that made it destroyed them, so they are given up, not unloaded.
-    fn of(&mut self, generation: u64) -> &mut HashMap<i64, Arc<KernelSlot>> {
+    fn of(&mut self, generation: u64) -> &mut HashMap<(i64, u64), Arc<KernelSlot>> {
         if self.generation != generation {
             abandon(std::mem::take(&mut self.slots));
             self.generation = generation;
@@ -175,7 +176,7 @@ impl Kernels {
 }
 
 /// Gives up modules whose context is gone (reset or unusable): nothing is unloaded.
-fn abandon(slots: HashMap<i64, Arc<KernelSlot>>) {
+fn abandon(slots: HashMap<(i64, u64), Arc<KernelSlot>>) {
     for (_, slot) in slots {
         match Arc::try_unwrap(slot) {
             Ok(Ok(loaded)) => loaded.kernel.abandon(),
@@ -392,10 +393,14 @@ impl CudaDevice {
         self.registrations.fetch_add(1, Ordering::AcqRel);
         // After the registry changed, so a module loaded from the old entry meanwhile goes too.
         let state = self.context.state.read().unwrap_or_else(PoisonError::into_inner);
-        let evicted =
-            self.kernels.lock().unwrap_or_else(PoisonError::into_inner).of(state.generation).remove(&id);
+        let evicted: Vec<Arc<KernelSlot>> = {
+            let mut kernels = self.kernels.lock().unwrap_or_else(PoisonError::into_inner);
+            let slots = kernels.of(state.generation);
+            let keys: Vec<(i64, u64)> = slots.keys().filter(|(k, _)| *k == id).copied().collect();
+            keys.iter().filter_map(|key| slots.remove(key)).collect()
+        };
         // Unloaded here (its `Drop` makes the context current), while the context cannot be
-        // reset under it.
+        // reset under it; a launch still running with one keeps it until it ends.
         drop(evicted);
         drop(state);
         Ok(())
@@ -421,9 +426,9 @@ impl CudaDevice {
         let state = self.usable_context().map_err(|e| refuse(KernelProblem::Load(e.to_string())))?;
         let current =
             state.primary.push().map_err(|e| refuse(KernelProblem::Load(e.at(Phase::Launch).to_string())))?;
-        drop(entry);
-        let slot =
-            self.kernel(&state, &current, id).map_err(|e| refuse(KernelProblem::Load(e.to_string())))?;
+        let slot = self
+            .kernel(&state, &current, id, &entry)
+            .map_err(|e| refuse(KernelProblem::Load(e.to_string())))?;
         match slot.as_ref() {
             Ok(_) => Ok(()),
             Err(failure) => Err(refuse(failure.problem.clone())),
@@ -480,22 +485,22 @@ impl CudaDevice {
         e.at(phase)
     }
 
-    /// Kernel `id`'s module in the current context, loaded on first use.
+    /// The module of kernel `id` as registered in `entry` (the registration a launch was
+    /// checked against, whatever is registered as `id` now) in the current context, loaded on
+    /// first use.
     pub(crate) fn kernel(
         &self,
         state: &ContextState,
         current: &Current<'_>,
         id: i64,
+        entry: &Arc<KernelEntry>,
     ) -> Result<Arc<KernelSlot>, HostError> {
         let mut kernels = self.kernels.lock().unwrap_or_else(PoisonError::into_inner);
         let kernels = kernels.of(state.generation);
-        if let Some(slot) = kernels.get(&id) {
+        let key = (id, entry.registration());
+        if let Some(slot) = kernels.get(&key) {
             return Ok(Arc::clone(slot));
         }
-        let registry = self.registry.read().unwrap_or_else(PoisonError::into_inner);
-        let entry = registry.get(id).ok_or_else(|| {
-            HostError::msg(AbiError::InvalidKernel, format!("no kernel is registered with id {id}"))
-        })?;
         let slot = self.load(state.generation, current, id, entry);
         if let Err(failure) = &slot
             && !matches!(failure.guest.code(), AbiError::MalformedPtx | AbiError::InvalidKernel)
@@ -503,7 +508,12 @@ impl CudaDevice {
             return Err(failure.guest.clone()); // a failure of the moment: try again next time
         }
         let slot = Arc::new(slot);
-        kernels.insert(id, Arc::clone(&slot));
+        // Kept only while it is the registration: one replaced meanwhile is loaded for this
+        // launch alone.
+        let current_registration = self.entry(id).map(|e| e.registration());
+        if current_registration == Some(entry.registration()) {
+            kernels.insert(key, Arc::clone(&slot));
+        }
         Ok(slot)
     }
 

@@ -69,10 +69,13 @@ struct Fence<'b> {
 ///
 /// Each launcher (made by [`CudaDevice::launcher`]) has its own stream, parameter storage and
 /// staging arena, and is `Send`: a `LaunchHost<CudaLauncher>` lives in a `wasmtime::Store` on
-/// any thread. The host function hands it a request whose arguments are checked already; a
-/// [`launch`](Launcher::launch):
+/// any thread. The host function hands it a request whose arguments are checked already,
+/// against the registration [`Launcher::registered`] answered from (which the launcher keeps);
+/// a [`launch`](Launcher::launch):
 ///
-/// 1. finds the kernel's module (loading it on first use; the JIT's error log goes into the
+/// 1. finds the module of that registration (`LaunchRequest::registration`: a kernel
+///    registered again since the check runs at the next call), loading it on first use (the
+///    JIT's error log goes into the
 ///    `MalformedPtx` message), and its parameter sizes: from the driver
 ///    (`cuFuncGetParamCount` and `cuFuncGetParamInfo`) where it can say, cross-checked with
 ///    the PTX's `.entry` declaration where the driver gives no count, else from the PTX alone,
@@ -93,8 +96,9 @@ struct Fence<'b> {
 ///      migrates the pages a kernel touches into device memory, and a wasm memory may be a
 ///      copy-on-write file mapping that HMM cannot migrate; [`PointerModeChoice::Direct`]
 ///      still allows it there (see `docs/RISKS.md`);
-///    - **staged**: each window is copied into device memory before the launch and back after
-///      it, and the kernel gets the device addresses. All of a launch's windows lie in one
+///    - **staged**: each window is copied into device memory before the launch, the bytes of the
+///      windows the declaration lets the kernel write (`&mut`, `&out`; every window of a kernel
+///      without a declaration) back after it, and the kernel gets the device addresses. All of a launch's windows lie in one
 ///      device buffer, the arena; overlapping (or touching) windows are staged as one region
 ///      of it (the crate's staging plan), so aliasing arguments alias on the device too. The
 ///      arena is kept by the launcher and reused (no `cuMemAlloc`/`cuMemFree` per launch),
@@ -128,6 +132,9 @@ pub struct CudaLauncher {
     /// The registry entry of the last kernel asked for, with the device's registration count
     /// when it was looked up.
     entry: Option<(i64, u64, Arc<KernelEntry>)>,
+    /// The entry the last [`Launcher::registered`] answered from: what the launch of a request
+    /// checked against it runs, even if the kernel has been registered again since.
+    checked: Option<(i64, Arc<KernelEntry>)>,
 }
 
 impl CudaLauncher {
@@ -138,6 +145,29 @@ impl CudaLauncher {
             storage: Box::default(),
             padding: PaddingScratch::default(),
             entry: None,
+            checked: None,
+        }
+    }
+
+    /// The entry `request` was checked against: the one [`Launcher::registered`] answered from
+    /// (kept from that call), or the registry's while it is still the same registration.
+    fn checked_entry(&mut self, request: &LaunchRequest<'_, '_>) -> Result<Arc<KernelEntry>, HostError> {
+        let matches = |id: i64, e: &KernelEntry| id == request.kernel_id && e.registration() == request.registration();
+        if let Some((id, entry)) = &self.checked
+            && matches(*id, entry)
+        {
+            return Ok(Arc::clone(entry));
+        }
+        match self.entry(request.kernel_id) {
+            Some(entry) if entry.registration() == request.registration() => Ok(Arc::clone(entry)),
+            _ => Err(HostError::msg(
+                AbiError::Internal,
+                format!(
+                    "kernel {} was registered again after this launch was checked, and the registration it was \
+                     checked against is gone",
+                    request.kernel_id
+                ),
+            )),
         }
     }
 
@@ -310,13 +340,28 @@ impl Launch<'_> {
             .iter()
             .map(|&(start, end)| region_window(request, start, end))
             .collect::<Result<Vec<GuestWindow<'_>>, HostError>>()?;
-        // A region is copied back when a window in it may be written (every window of a kernel
-        // without a declaration).
-        let mut written = vec![false; regions.len()];
-        for (&(r, _), &w) in plan.placements().iter().zip(writes.iter().chain(std::iter::repeat(&true))) {
-            if let Some(flag) = written.get_mut(r) {
-                *flag |= w;
-            }
+        // What is copied back: exactly the bytes of the windows the kernel may write (every
+        // window of a kernel without a declaration), each run of them once. A byte only a
+        // read-only window covers is never copied back, even where the two windows share a
+        // region; a byte a writable window covers is, whatever other window covers it too.
+        let writable: Vec<GuestRange> = windows
+            .iter()
+            .zip(writes.iter().chain(std::iter::repeat(&true)))
+            .filter(|(_, w)| **w)
+            .map(|(window, _)| *window)
+            .collect();
+        let mut back = Vec::new();
+        for &(start, end) in StagingPlan::new(&writable).regions() {
+            let Some((r, &(region_start, _))) =
+                plan.regions().iter().enumerate().find(|&(_, &(rs, re))| rs <= start && end <= re)
+            else {
+                return Err(HostError::msg(
+                    AbiError::Internal,
+                    format!("the written bytes [{start}, {end}) are in no staging region"),
+                ));
+            };
+            let offset = plan.region_at(r).saturating_add(start.saturating_sub(region_start));
+            back.push((region_window(request, start, end)?, offset));
         }
         let flag = self.flag(flag)?;
         // A fenced kernel gets an arena of at least the shortest fence, windows or not.
@@ -350,7 +395,7 @@ impl Launch<'_> {
                     .collect();
                 self.stream.upload(self.current, &transfers).map_err(|e| self.fail(e))?;
                 let copy_back: Vec<Transfer<'_, '_>> =
-                    transfers.iter().zip(&written).filter(|(_, w)| **w).map(|(t, _)| *t).collect();
+                    back.iter().map(|(window, at)| Transfer { window, buffer, at: *at as usize }).collect();
                 let mut window = 0;
                 let fence = flag.map(|flag| Fence { base: buffer.address(), len: fence_len, flag });
                 storage
@@ -379,19 +424,25 @@ fn unfenced(kernel_id: i64) -> HostError {
 }
 
 impl Launcher for CudaLauncher {
-    /// As the device's registry has it (looked up again only after a registration).
+    /// As the device's registry has it now (looked up again only after a registration); the
+    /// entry is kept for the launch of the request checked against it.
     fn registered(&mut self, kernel_id: i64) -> Option<Registered<'_>> {
-        Some(match self.entry(kernel_id)?.declaration() {
-            Some(declaration) => Registered::Declared(declaration),
-            None => Registered::Undeclared,
+        let entry = Arc::clone(self.entry(kernel_id)?);
+        let entry = &self.checked.insert((kernel_id, entry)).1;
+        Some(match entry.declaration() {
+            Some(declaration) => Registered::declared(declaration, entry.registration()),
+            None => Registered::undeclared(entry.registration()),
         })
     }
 
+    /// Launches the registration the request was checked against
+    /// ([`LaunchRequest::registration`]), never a fresh lookup of its id.
     fn launch(&mut self, request: &LaunchRequest<'_, '_>) -> Result<LaunchOutcome, HostError> {
+        let entry = self.checked_entry(request)?;
         // Which windows the kernel may write, by its declaration (every one without): what a
         // staged launch copies back.
         let staged = self.device.pointer_mode != PointerMode::Direct;
-        let writes: Vec<bool> = match self.entry(request.kernel_id).and_then(|e| e.declaration()) {
+        let writes: Vec<bool> = match entry.declaration() {
             Some(declaration) if staged => declaration
                 .params()
                 .filter_map(|p| match p.ty {
@@ -420,7 +471,7 @@ impl Launcher for CudaLauncher {
             }
         };
 
-        let slot = device.kernel(&state, &current, request.kernel_id)?;
+        let slot = device.kernel(&state, &current, request.kernel_id, &entry)?;
         let kernel = slot.as_ref().as_ref().map_err(|failure| failure.guest.clone())?;
         let Resources { stream, arena, flag, .. } = resources;
         let launch = Launch { device, generation, current: &current, stream, kernel };

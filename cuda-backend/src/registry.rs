@@ -51,6 +51,7 @@
 use std::collections::HashMap;
 use std::ffi::{CStr, CString};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use kernel_args::Declaration;
 
@@ -63,6 +64,7 @@ use crate::signature::{KernelSignature, PtxParseError, find_entry};
 /// reads it.
 #[derive(Debug, Clone)]
 pub struct KernelEntry {
+    registration: u64,
     ptx: CString,
     entry: CString,
     declaration: Option<Declaration>,
@@ -71,7 +73,18 @@ pub struct KernelEntry {
     fenced: bool,
 }
 
+/// The registrations made in this process: each entry's identity.
+static REGISTRATIONS: AtomicU64 = AtomicU64::new(0);
+
 impl KernelEntry {
+    /// This registration's identity, unique in the process: a kernel registered again (even with
+    /// the same text) is another registration. A launch request carries the registration its
+    /// arguments were checked against, and the launcher launches that one
+    /// (`kernel_args::LaunchRequest::registration`).
+    pub fn registration(&self) -> u64 {
+        self.registration
+    }
+
     /// The PTX text the driver loads, NUL-terminated as `cuModuleLoadData` wants it: for a
     /// fenced kernel, the rewritten text, whose entries have the three hidden parameters of
     /// [`FENCE_PARAMS`](crate::fence::FENCE_PARAMS) after their own.
@@ -249,7 +262,8 @@ impl KernelEntry {
             Ok(signature) => (signature, None),
             Err(e) => (None, Some(e)),
         };
-        Ok(KernelEntry { ptx: ptx_c, entry: entry_c, declaration, signature, parse_error, fenced: false })
+        let registration = REGISTRATIONS.fetch_add(1, Ordering::Relaxed).wrapping_add(1);
+        Ok(KernelEntry { registration, ptx: ptx_c, entry: entry_c, declaration, signature, parse_error, fenced: false })
     }
 }
 

@@ -172,11 +172,11 @@ fn expected(
     let args: ParsedArgv =
         parse_argv(argv, &GuestMemory::length_only(memory_len)).map_err(|e| e.code().code())?;
     let args: Vec<LoweredArgSnapshot> = args.iter().map(LoweredArgSnapshot::from).collect();
-    match kernels.get(call.kernel_id) {
+    match kernels.get(call.kernel_id).map(|r| r.declaration()) {
         None => return Err(AbiError::InvalidKernel.code()),
-        Some(Registered::Undeclared) if !input.trusted => return Err(AbiError::InvalidKernel.code()),
-        Some(Registered::Undeclared) => {}
-        Some(Registered::Declared(declaration)) => {
+        Some(None) if !input.trusted => return Err(AbiError::InvalidKernel.code()),
+        Some(None) => {}
+        Some(Some(declaration)) => {
             declaration
                 .check(&LaunchArgs::from_slice(&args).expect("at most 128"), &shape)
                 .map_err(|_| AbiError::InvalidArgs.code())?;

@@ -20,7 +20,7 @@ mod support;
 use std::path::PathBuf;
 
 use kernel_args::{
-    AbiError, Bound, Detail, Dimension, HostError, LaunchOutcome, LaunchRequest, LaunchShape, Launcher,
+    AbiError, Bound, Detail, Dimension, HostError, LaunchOutcome, LaunchShape,
     PointerMode, ShapeError,
 };
 use kernel_args_core::{ArgvBuilder, GuestMemory};
@@ -79,7 +79,7 @@ fn launch_vector_add(
         .unwrap();
     let argv = argv.finish();
     let guest = GuestMemory::exclusive(memory);
-    launcher.launch(&LaunchRequest::new(kernel, shape(n), &support::checked(argv, &guest), &guest))
+    support::launch(launcher, kernel, shape(n), &support::checked(argv, &guest), &guest)
 }
 
 fn vector_add_in(test: &str, mode: PointerMode) {
@@ -167,8 +167,7 @@ fn aliasing_windows_are_staged_as_one_buffer() {
     {
         let guest = GuestMemory::exclusive(&mut memory);
         let args = support::checked(argv, &guest);
-        let request = LaunchRequest::new(VECTOR_ADD, shape(16), &args, &guest);
-        launcher.launch(&request).unwrap();
+        support::launch(&mut launcher, VECTOR_ADD, shape(16), &args, &guest).unwrap();
     }
     for i in 0..16 {
         let got = f32_at(&memory, b0 as usize + 64, i);
@@ -200,8 +199,7 @@ fn every_scalar_in(mode: PointerModeChoice) {
     {
         let guest = GuestMemory::exclusive(&mut memory);
         let args = support::checked(argv, &guest);
-        let request = LaunchRequest::new(EVERY_SCALAR, shape(1), &args, &guest);
-        launcher.launch(&request).unwrap();
+        support::launch(&mut launcher, EVERY_SCALAR, shape(1), &args, &guest).unwrap();
     }
     let out: Vec<f64> =
         (0..6).map(|i| f64::from_le_bytes(memory[8 + 8 * i..16 + 8 * i].try_into().unwrap())).collect();
@@ -224,25 +222,25 @@ fn signature_mismatches_in(mode: PointerModeChoice) {
         let guest = GuestMemory::exclusive(&mut memory);
         let mut buf = [0u8; 64];
 
-        // n as a u64: argument 3 is 8 bytes, the kernel's parameter 3 is 4.
+        // vector_add without a declaration (a trusted guest's), so that the launcher's own check
+        // of the parameter sizes is what refuses: n as a u64, argument 3 is 8 bytes, the
+        // kernel's parameter 3 is 4.
         let mut argv = ArgvBuilder::new(&mut buf);
         argv.ptr(0, 64).unwrap().ptr(64, 64).unwrap().ptr(128, 64).unwrap().u64(16).unwrap();
         let argv = argv.finish();
-        let err = launcher
-            .launch(&LaunchRequest::new(VECTOR_ADD, shape(16), &support::checked(argv, &guest), &guest))
+        let undeclared = support::VECTOR_ADD_UNDECLARED;
+        let err = support::launch(&mut launcher, undeclared, shape(16), &support::checked(argv, &guest), &guest)
             .unwrap_err();
         assert_eq!(err.code(), AbiError::InvalidArgs);
         assert_eq!(err.detail(), &Detail::ParamSize { index: 3, expected: 4, got: 8 });
+        // Declared, the declaration refuses it first.
+        let err = support::launch(&mut launcher, VECTOR_ADD, shape(16), &support::checked(argv, &guest), &guest)
+            .unwrap_err();
+        assert_eq!(err.code(), AbiError::InvalidArgs);
+        assert!(matches!(err.detail(), Detail::Declaration(_)), "{err}");
 
-        // Three arguments for four parameters.
-        let err = launcher
-            // The first three records: 3 pointers of 9 bytes.
-            .launch(&LaunchRequest::new(
-                VECTOR_ADD,
-                shape(16),
-                &support::checked(&argv[..27], &guest),
-                &guest,
-            ))
+        // Three arguments for four parameters (the first three records: 3 pointers of 9 bytes).
+        let err = support::launch(&mut launcher, undeclared, shape(16), &support::checked(&argv[..27], &guest), &guest)
             .unwrap_err();
         assert_eq!(err.detail(), &Detail::ParamCount { expected: 4, got: 3 });
 
@@ -250,8 +248,7 @@ fn signature_mismatches_in(mode: PointerModeChoice) {
         let mut argv = ArgvBuilder::new(&mut buf);
         argv.u64(0).unwrap().ptr(0, 64).unwrap().ptr(64, 128).unwrap();
         let argv = argv.finish();
-        let err = launcher
-            .launch(&LaunchRequest::new(AFFINE, shape(16), &support::checked(argv, &guest), &guest))
+        let err = support::launch(&mut launcher, AFFINE, shape(16), &support::checked(argv, &guest), &guest)
             .unwrap_err();
         assert_eq!(err.detail(), &Detail::ParamSize { index: 0, expected: 24, got: 8 });
     }
@@ -276,9 +273,7 @@ fn bad_ptx_and_unknown_kernels_in(mode: PointerModeChoice) {
     let mut memory = [0u8; 8];
     let guest = GuestMemory::exclusive(&mut memory);
     let mut launch = |kernel_id| {
-        launcher
-            .launch(&LaunchRequest::new(kernel_id, shape(1), &kernel_args::LaunchArgs::new(), &guest))
-            .unwrap_err()
+        support::launch(&mut launcher, kernel_id, shape(1), &kernel_args::LaunchArgs::new(), &guest).unwrap_err()
     };
     let err = launch(10);
     assert_eq!(err.code(), AbiError::MalformedPtx, "{err}");
@@ -315,7 +310,7 @@ fn dynamic_shared_memory_in(mode: PointerModeChoice) {
     let mut launch = |memory: &mut [u8], shared_mem_bytes: u32| {
         let guest = GuestMemory::exclusive(memory);
         let shape = LaunchShape { shared_mem_bytes, ..shape(n as u32) };
-        launcher.launch(&LaunchRequest::new(VECTOR_ADD, shape, &support::checked(argv, &guest), &guest))
+        support::launch(&mut launcher, VECTOR_ADD, shape, &support::checked(argv, &guest), &guest)
     };
     // vector_add declares no static shared memory, so it may have all the device offers.
     let most = info.shared_memory_per_block_optin;
@@ -376,4 +371,53 @@ fn a_device_that_does_not_exist_is_not_available() {
     let options = CudaOptions { device_ordinal: 4096, ..CudaOptions::from_env() };
     let err = CudaDevice::open(registry(), options).unwrap_err();
     assert!(matches!(err, SetupError::NoDevice { ordinal: 4096, .. }), "{err}");
+}
+
+/// A kernel that writes through its read-only pointer too: thread t < 8 stores `0xdead` to
+/// `src[t]` and `t + 1` to `dst[t]`.
+const TOUCH_PTX: &str = ".version 7.8\n.target sm_52\n.address_size 64\n.visible .entry touch(\n\
+    \t.param .u64 touch_param_0,\n\t.param .u64 touch_param_1\n)\n{\n\t.reg .pred %p<2>;\n\t.reg .b32 %r<4>;\n\
+    \t.reg .b64 %rd<8>;\n\tld.param.u64 %rd1, [touch_param_0];\n\tld.param.u64 %rd2, [touch_param_1];\n\
+    \tmov.u32 %r1, %tid.x;\n\tsetp.ge.u32 %p1, %r1, 8;\n\t@%p1 bra $L_done;\n\tcvta.to.global.u64 %rd3, %rd1;\n\
+    \tcvta.to.global.u64 %rd4, %rd2;\n\tmul.wide.u32 %rd5, %r1, 4;\n\tadd.s64 %rd6, %rd3, %rd5;\n\
+    \tadd.s64 %rd7, %rd4, %rd5;\n\tst.global.u32 [%rd6], 0xdead;\n\tadd.s32 %r2, %r1, 1;\n\
+    \tst.global.u32 [%rd7], %r2;\n$L_done:\n\tret;\n}\n";
+
+/// Staged: a window the declaration gives read-only access is never copied back, whether it
+/// shares its staging region with a writable window that follows it, one that precedes it, or
+/// one that overlaps it; the bytes of the writable window are, all of them.
+#[test]
+fn a_read_only_window_is_never_copied_back() {
+    let test = "a_read_only_window_is_never_copied_back";
+    let mut registry = kernel_args_cuda::KernelRegistry::new();
+    registry.register(1, TOUCH_PTX, "touch", "touch(src: &[u32; 8], dst: &mut [u32; 8])").unwrap();
+    let Some(device) = support::open_with(test, registry, options(PointerModeChoice::Staged)) else { return };
+    let mut launcher = device.launcher();
+    let shape = LaunchShape { grid: [1, 1, 1], block: [32, 1, 1], shared_mem_bytes: 0 };
+    // (src's offset, dst's offset): touching after, touching before, overlapping by half.
+    for (src, dst) in [(0u32, 32u32), (32, 0), (0, 16)] {
+        let mut memory: Vec<u8> = (0..96u8).collect();
+        let before = memory.clone();
+        let mut buf = [0u8; 32];
+        let mut argv = ArgvBuilder::new(&mut buf);
+        argv.ptr(src, 32).unwrap().ptr(dst, 32).unwrap();
+        let argv = argv.finish().to_vec();
+        {
+            let guest = GuestMemory::exclusive(&mut memory);
+            support::launch(&mut launcher, 1, shape, &support::checked(&argv, &guest), &guest).unwrap();
+        }
+        let (src, dst) = (src as usize, dst as usize);
+        for i in 0..96 {
+            let (in_src, in_dst) = ((src..src + 32).contains(&i), (dst..dst + 32).contains(&i));
+            let dst_byte = ((i.wrapping_sub(dst) / 4) as u32).wrapping_add(1).to_le_bytes()[i.wrapping_sub(dst) % 4];
+            let src_byte = 0xdeadu32.to_le_bytes()[i.wrapping_sub(src) % 4];
+            match (in_src, in_dst) {
+                (_, false) => assert_eq!(memory[i], before[i], "src at {src}, dst at {dst}: byte {i} is not copied back"),
+                (false, true) => assert_eq!(memory[i], dst_byte, "src at {src}, dst at {dst}: byte {i} is dst's"),
+                // Both windows: the kernel's two stores race; the byte is dst's, copied back.
+                (true, true) => assert!(memory[i] == dst_byte || memory[i] == src_byte, "byte {i}"),
+            }
+        }
+    }
+    support::say(format!("{test}: read-only windows touching and overlapping a writable one: not copied back"));
 }

@@ -20,7 +20,7 @@ use std::thread;
 use std::time::Duration;
 
 use kernel_args::{
-    AbiError, Bound, Detail, Dimension, HostError, LaunchOutcome, LaunchRequest, LaunchShape, Launcher,
+    AbiError, Bound, Detail, Dimension, HostError, LaunchOutcome, LaunchShape,
     PointerMode, ShapeError, SignatureCheck,
 };
 use kernel_args_core::{ArgvBuilder, GuestMemory};
@@ -104,7 +104,7 @@ fn launch(
     shape: LaunchShape,
 ) -> Result<LaunchOutcome, HostError> {
     let guest = GuestMemory::exclusive(memory);
-    launcher.launch(&LaunchRequest::new(kernel_id, shape, &support::checked(argv, &guest), &guest))
+    support::launch(launcher, kernel_id, shape, &support::checked(argv, &guest), &guest)
 }
 
 fn good_launch(launcher: &mut CudaLauncher, n: usize) -> LaunchOutcome {
@@ -117,6 +117,10 @@ fn good_launch(launcher: &mut CudaLauncher, n: usize) -> LaunchOutcome {
 /// The kernel id of vector_add registered without a declaration (trusted guests only), so that
 /// a launch can hand it a raw `u64` where it takes a pointer.
 const VECTOR_ADD_UNDECLARED: i64 = 100;
+
+/// vector_add declared with its `a` as bytes (`&[u8; 4 * n]`): a window of `a` at any offset
+/// passes the declaration's check, and the kernel's float loads through it may be misaligned.
+const VECTOR_ADD_A_BYTES: i64 = 101;
 
 /// The fixture kernels, and vector_add once more without a declaration.
 fn registry_with_undeclared() -> KernelRegistry {
@@ -213,13 +217,15 @@ fn the_signature_comes_from_the_driver_else_the_ptx_else_none() {
     assert_eq!(device.info().driver_version, 12020);
     let mut launcher = device.launcher();
     assert_eq!(good_launch(&mut launcher, 100).signature, SignatureCheck::Ptx);
-    // ...and a mismatch is refused before the launch, naming the argument.
+    // ...and a mismatch is refused before the launch, naming the argument (vector_add without
+    // a declaration, whose arguments only the PTX's parameter list checks).
     let mut memory = vectors(16);
     let mut buf = [0u8; 64];
     let mut argv = ArgvBuilder::new(&mut buf);
     argv.ptr(0, 64).unwrap().ptr(64, 64).unwrap().ptr(128, 64).unwrap().u64(16).unwrap();
     let shape = LaunchShape { grid: [1, 1, 1], block: [16, 1, 1], shared_mem_bytes: 0 };
-    let err = launch(&mut launcher, VECTOR_ADD, &mut memory, argv.finish(), shape).unwrap_err();
+    let undeclared = support::VECTOR_ADD_UNDECLARED;
+    let err = launch(&mut launcher, undeclared, &mut memory, argv.finish(), shape).unwrap_err();
     assert_eq!(err.detail(), &Detail::ParamSize { index: 3, expected: 4, got: 8 });
 
     // Neither knows: no check, and the padded table still gives the kernel its arguments.
@@ -371,13 +377,17 @@ fn a_misaligned_access_faults_as_on_a_gpu_and_the_next_launch_recovers() {
     let test = "a_misaligned_access_faults_as_on_a_gpu_and_the_next_launch_recovers";
     for (config, mode) in [(DEFAULT, PointerModeChoice::Direct), (STAGED_ONLY, PointerModeChoice::Staged)] {
         let Some((emulator, ordinal, options)) = fresh(test, config) else { return };
-        let registry = registry_with_undeclared();
+        let mut registry = registry_with_undeclared();
+        // vector_add declared with `a` as bytes, so that a window two bytes into its buffer
+        // passes the declaration's check.
+        let bytes = "vector_add(a: &[u8; 4 * n], b: &[f32; n], out: &mut [f32; n], n: u32)";
+        registry.register(VECTOR_ADD_A_BYTES, VECTOR_ADD_PTX, "vector_add", bytes).unwrap();
         let device = CudaDevice::open(registry, CudaOptions { pointer_mode: mode, ..options }).unwrap();
         let mut launcher = device.launcher();
         good_launch(&mut launcher, 64);
-        // `a` two bytes into its buffer (a launcher reached without the host's declaration
-        // check): every f32 the kernel loads through it is misaligned, in guest memory (direct)
-        // and in its staged arena, which keeps the guest offset's alignment.
+        // `a` two bytes into its buffer: every f32 the kernel loads through it is misaligned,
+        // in guest memory (direct) and in its staged arena, which keeps the guest offset's
+        // alignment.
         let n = 16;
         let mut memory = vectors(n);
         let mut buf = [0u8; 64];
@@ -395,9 +405,12 @@ fn a_misaligned_access_faults_as_on_a_gpu_and_the_next_launch_recovers() {
         let shape = LaunchShape { grid: [1, 1, 1], block: [128, 1, 1], shared_mem_bytes: 0 };
         // Fenced: the loads are rounded down to their width inside the fence, no fault, and the
         // launch answers LaunchFailed, naming the fence.
-        let err = launch(&mut launcher, VECTOR_ADD, &mut memory, argv, shape).unwrap_err();
+        let err = launch(&mut launcher, VECTOR_ADD_A_BYTES, &mut memory, argv, shape).unwrap_err();
         assert_eq!(err.code(), AbiError::LaunchFailed, "{mode:?}: {err}");
         assert!(err.to_string().contains("reached outside its fence"), "{mode:?}: {err}");
+        // Declared as floats, the window is refused before any launch.
+        let err = launch(&mut launcher, VECTOR_ADD, &mut memory, argv, shape).unwrap_err();
+        assert_eq!(err.code(), AbiError::InvalidArgs, "{mode:?}: {err}");
         assert_eq!(emulator.sticky_error(ordinal), 0, "{mode:?}: no fault");
         // Unfenced (registered without a declaration: a trusted guest's), it faults as on a GPU.
         for kernel in [VECTOR_ADD_UNDECLARED] {
@@ -507,9 +520,7 @@ fn a_refused_module_is_compiled_once() {
     let shape = LaunchShape { grid: [1, 1, 1], block: [1, 1, 1], shared_mem_bytes: 0 };
     let errors: Vec<HostError> = (0..5)
         .map(|_| {
-            launcher
-                .launch(&LaunchRequest::new(9, shape, &kernel_args::LaunchArgs::new(), &guest))
-                .unwrap_err()
+            support::launch(&mut launcher, 9, shape, &kernel_args::LaunchArgs::new(), &guest).unwrap_err()
         })
         .collect();
     assert!(errors.iter().all(|e| e == &errors[0] && e.code() == AbiError::MalformedPtx), "{errors:?}");
@@ -556,9 +567,7 @@ fn staging_buffers_are_kept_and_reused() {
         let argv = argv.finish();
         let guest = GuestMemory::exclusive(&mut memory);
         let shape = LaunchShape { grid: [1, 1, 1], block: [128, 1, 1], shared_mem_bytes: 0 };
-        launcher
-            .launch(&LaunchRequest::new(VECTOR_ADD, shape, &support::checked(argv, &guest), &guest))
-            .unwrap();
+        support::launch(&mut launcher, VECTOR_ADD, shape, &support::checked(argv, &guest), &guest).unwrap();
     }
     assert_eq!(emulator.call_count("cuMemAlloc_v2"), 3);
     assert_eq!(emulator.live(ordinal, Live::Allocations), 2);
@@ -573,7 +582,7 @@ fn staging_buffers_are_kept_and_reused() {
     let argv = argv.finish();
     let guest = GuestMemory::exclusive(&mut memory);
     let shape = LaunchShape { grid: [1, 1, 1], block: [32, 1, 1], shared_mem_bytes: 0 };
-    launcher.launch(&LaunchRequest::new(VECTOR_ADD, shape, &support::checked(argv, &guest), &guest)).unwrap();
+    support::launch(&mut launcher, VECTOR_ADD, shape, &support::checked(argv, &guest), &guest).unwrap();
     for i in 0..16 {
         assert_eq!(
             f32_at(&memory, 2 * big + i),

@@ -25,7 +25,7 @@ mod support;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
-use kernel_args::{AbiError, HostError, LaunchRequest, LaunchShape, Launcher};
+use kernel_args::{AbiError, HostError, LaunchShape};
 use kernel_args_core::{ArgvBuilder, GuestMemory};
 use kernel_args_cuda::{CudaDevice, CudaOptions, PointerModeChoice, SetupError};
 use kernel_args_cuda_emulator::client::{DeviceConfig, Emulator};
@@ -168,12 +168,7 @@ fn life(emulator: &Emulator, library: &Path, entry: &str, nth: u64, code: i32) -
                 let mut memory = memory();
                 let result = {
                     let guest = GuestMemory::exclusive(&mut memory);
-                    launcher.launch(&LaunchRequest::new(
-                        VECTOR_ADD,
-                        shape(),
-                        &support::checked(argv, &guest),
-                        &guest,
-                    ))
+                    support::launch(&mut launcher, VECTOR_ADD, shape(), &support::checked(argv, &guest), &guest)
                 };
                 check_memory(entry, &memory, &result);
                 steps.push(result.map(|_| ()).map_err(|e| e.code()));

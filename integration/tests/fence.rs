@@ -639,8 +639,7 @@ fn a_fenced_launch_needs_sixteen_bytes_of_guest_memory_aligned_to_sixteen() {
             let guest = kernel_args_core::GuestMemory::exclusive(memory);
             let args = support::checked(&argv, &guest);
             let shape = kernel_args::LaunchShape { grid: [1, 1, 1], block: [1, 1, 1], shared_mem_bytes: 0 };
-            let request = kernel_args::LaunchRequest::new(1, shape, &args, &guest);
-            let result = kernel_args::Launcher::launch(&mut launcher, &request).map(|_| ());
+            let result = support::launch(&mut launcher, 1, shape, &args, &guest).map(|_| ());
             result.map(|()| f32::from_le_bytes(host.0[at + 8..at + 12].try_into().unwrap()))
         };
         let (short, misaligned, right) = (run(0, 12), run(4, 64), run(16, 64));

@@ -956,7 +956,9 @@ impl<'t> Parser<'t, '_> {
     /// Skips whitespace; the next token and the byte offset where it starts.
     fn peek(&mut self) -> (Token<'t>, usize) {
         let rest = self.text.get(self.pos..).unwrap_or_default();
-        let trimmed = rest.trim_ascii_start();
+        // docs/declarations.md's whitespace: space, tab, newline, carriage return (no form feed,
+        // no vertical tab).
+        let trimmed = rest.trim_start_matches([' ', '\t', '\n', '\r']);
         self.pos = self.pos.saturating_add(rest.len().saturating_sub(trimmed.len()));
         let start = self.pos;
         let Some(first) = trimmed.bytes().next() else { return (Token::End, start) };
@@ -1213,7 +1215,8 @@ impl<'t> Parser<'t, '_> {
             }
             (Token::Word(w), at) if w.starts_with(|c: char| c.is_ascii_digit()) => {
                 self.advance(Token::Word(w));
-                let value = match w.strip_prefix("0x").or_else(|| w.strip_prefix("0X")) {
+                // `0x` only, lowercase, as docs/declarations.md spells it.
+                let value = match w.strip_prefix("0x") {
                     Some(hex) => u64::from_str_radix(hex, 16),
                     None => w.parse::<u64>(),
                 };
@@ -1280,6 +1283,24 @@ mod tests {
             error("k(a: &[u8; x], x: f32)"),
             "column 12: `x` is not an integer parameter: an extent counts with integers"
         );
+    }
+
+    /// docs/declarations.md's whitespace (space, tab, newline, carriage return) between any two
+    /// tokens, and `0x` hexadecimal: nothing more.
+    #[test]
+    fn the_grammar_is_the_documents() {
+        for ok in ["k(a:&[u8;0x10])", "k(\ta: &[u8; 16],\r\n n: u32)", " k ( a : & [ u8 ; 16 ] ) "] {
+            assert!(Declaration::parse(ok).is_ok(), "{ok:?}");
+        }
+        for (bad, column) in [
+            ("k(a: &[u8; 0X10])", 12),
+            ("k(\x0ca: u32)", 3),
+            ("k(a:\x0bu32)", 5),
+            ("\x0ck(a: u32)", 1),
+        ] {
+            let e = Declaration::parse(bad).unwrap_err();
+            assert_eq!(e.column, column, "{bad:?}: {e}");
+        }
     }
 
     #[test]

@@ -3,7 +3,7 @@
 //! tested on any machine.
 //!
 //! ```
-//! use kernel_args::{AbiError, Declaration, DryRunLauncher, LaunchArgs, LaunchRequest, LaunchShape, Launcher};
+//! use kernel_args::{AbiError, Declaration, DryRunLauncher, GuestTrust, LaunchArgs, LaunchRequest, LaunchShape, Launcher};
 //! use kernel_args_core::{GuestMemory, LoweredArgSnapshot};
 //!
 //! let mut dry = DryRunLauncher::new();
@@ -11,7 +11,8 @@
 //! let shape = LaunchShape { grid: [1, 1, 1], block: [32, 1, 1], shared_mem_bytes: 0 };
 //! let args = LaunchArgs::from_slice(&[LoweredArgSnapshot::U32(32)]).unwrap();
 //! let memory = GuestMemory::length_only(0);
-//! let err = dry.launch(&LaunchRequest::new(7, shape, &args, &memory)).unwrap_err();
+//! let request = LaunchRequest::check(&mut dry, 7, shape, &args, &memory, GuestTrust::Untrusted)?;
+//! let err = dry.launch(&request).unwrap_err();
 //! assert_eq!(err.code(), AbiError::NotAvailable);
 //! let recorded = dry.last().unwrap();
 //! assert_eq!(recorded.kernel_id(), 7);

@@ -10,7 +10,7 @@ use crate::checks::{LaunchLimits, check_args_region, check_launch_shape};
 #[cfg(doc)]
 use crate::declaration::Declaration;
 use crate::error::{AbiError, Detail, HostError};
-use crate::launcher::{LaunchOutcome, LaunchRequest, LaunchSnapshot, Launcher, Registered};
+use crate::launcher::{LaunchOutcome, LaunchRequest, LaunchSnapshot, Launcher, check_registered};
 
 /// The import module the host function is registered under.
 pub const IMPORT_MODULE: &str = "wasi:cuda/host@0.2.0";
@@ -342,18 +342,15 @@ impl<L: Launcher> LaunchHost<L> {
         // the kernel's declaration.
         let length_only = GuestMemory::length_only(memory_len);
         parse_argv_into(argv, &length_only, &mut self.record.snapshot.args)?;
-        match self.launcher.registered(call.kernel_id) {
-            Some(Registered::Declared(declaration)) => {
-                declaration.check(&self.record.snapshot.args, &shape)?;
-            }
-            Some(_) if self.trust == GuestTrust::Trusted => {}
-            Some(_) => return Err(HostError::new(Detail::Undeclared { kernel_id: call.kernel_id })),
-            None => return Err(HostError::new(Detail::UnknownKernel { kernel_id: call.kernel_id })),
-        }
+        // The kernel as registered now, and the argv against its declaration: the request
+        // carries this registration, which is what the launcher launches.
+        let registration =
+            check_registered(&mut self.launcher, call.kernel_id, &self.record.snapshot.args, &shape, self.trust)?;
         self.recorded = true;
 
         let guest = GuestMemory::exclusive(memory);
-        let request = LaunchRequest::new(call.kernel_id, shape, &self.record.snapshot.args, &guest);
+        let request =
+            LaunchRequest::from_checked(call.kernel_id, shape, &self.record.snapshot.args, &guest, registration);
         let launcher = &mut self.launcher;
         #[cfg(feature = "std")]
         let result = catch_unwind(AssertUnwindSafe(|| launcher.launch(&request)))
@@ -373,7 +370,7 @@ mod tests {
     use crate::checks::{Dimension, RegionError};
     use crate::declaration::{Declaration, MismatchKind};
     use crate::dry_run::DryRunLauncher;
-    use crate::launcher::KernelTable;
+    use crate::launcher::{KernelTable, Registered};
 
     const OUTCOME: LaunchOutcome = LaunchOutcome::NO_DEVICE;
 

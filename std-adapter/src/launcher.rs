@@ -3,11 +3,21 @@
 //!
 //! The host function has checked everything a guest controls before a launcher sees a request:
 //! the argument region, the launch shape and the whole argv, parsed once into the launch's
-//! pointer-free record. A request carries those checked arguments ([`LoweredArgSnapshot`]s:
-//! scalars, and windows as guest offset and length), the shape, the kernel id and the guest
-//! memory. [`LaunchRequest::window`] turns a pointer argument's window into its host pointer, in
-//! one compare against the memory it was checked against; a launcher needs nothing else to place
+//! pointer-free record, and the argv against the declaration of the kernel as the launcher has it
+//! registered at that moment. A request carries those checked arguments
+//! ([`LoweredArgSnapshot`]s: scalars, and windows as guest offset and length), the shape, the
+//! kernel id, the registration the check used and the guest memory.
+//! [`LaunchRequest::window`] turns a pointer argument's window into its host pointer, in one
+//! compare against the memory it was checked against; a launcher needs nothing else to place
 //! arguments where its device reads them.
+//!
+//! **A request is a checked request.** Only the host function ([`LaunchHost::call`]) and the
+//! checking constructor [`LaunchRequest::check`] make one, each after the same checks; a
+//! launcher launches the registration the request names ([`LaunchRequest::registration`]),
+//! never what is registered under its id by the time it runs, so a kernel registered again
+//! while a call is checked affects the next call only.
+//!
+//! [`LaunchHost::call`]: crate::LaunchHost::call
 
 use kernel_args_core::{GuestMemory, GuestRange, GuestWindow};
 
@@ -19,28 +29,63 @@ use crate::error::{AbiError, HostError};
 
 /// One checked launch, ready for a [`Launcher`].
 ///
-/// From the host function ([`LaunchHost::call`](crate::LaunchHost::call)), `args` passed every
-/// rule of the wire format against `memory`: each window lies inside it. Pointer windows borrow
-/// guest memory exclusively for the call (`'m`), so a launcher may let the device read and write
-/// guest memory, but cannot keep a pointer past the call.
+/// `args` passed every rule of the wire format against `memory` (each window lies inside it),
+/// and the declaration of the kernel registered as [`registration`](Self::registration) (or the
+/// kernel has none, and the guest is trusted). Pointer windows borrow guest memory exclusively
+/// for the call (`'m`), so a launcher may let the device read and write guest memory, but
+/// cannot keep a pointer past the call.
+///
+/// Nothing outside this crate builds a request but through its checks: the host function, or
+/// [`check`](Self::check).
 ///
 /// ```
-/// use kernel_args::{LaunchArgs, LaunchRequest, LaunchShape};
+/// use kernel_args::{Declaration, DryRunLauncher, GuestTrust, LaunchArgs, LaunchRequest, LaunchShape};
 /// use kernel_args_core::{GuestMemory, GuestRange, LoweredArgSnapshot};
+///
+/// let mut launcher = DryRunLauncher::new();
+/// launcher.kernels_mut().declare(1, Declaration::parse("scale(x: &mut [f32; n], n: u32)")?)?;
 ///
 /// let mut memory = vec![0u8; 64];
 /// let guest = GuestMemory::exclusive(&mut memory);
 /// let args = [LoweredArgSnapshot::Ptr(GuestRange { guest_offset: 16, len: 32 }), LoweredArgSnapshot::U32(8)];
 /// let args = LaunchArgs::from_slice(&args).expect("two arguments");
 /// let shape = LaunchShape { grid: [1, 1, 1], block: [8, 1, 1], shared_mem_bytes: 0 };
-/// let request = LaunchRequest::new(1, shape, &args, &guest);
+/// let request = LaunchRequest::check(&mut launcher, 1, shape, &args, &guest, GuestTrust::Untrusted)?;
 ///
 /// let (index, range) = request.args.pointers().next().expect("one pointer");
 /// let window = request.window(range)?;
 /// assert_eq!(index, 0);
 /// assert_eq!(window.len(), 32);
 /// assert!(window.host_ptr_mut().is_some(), "exclusive memory: the device may write");
-/// # Ok::<(), kernel_args::HostError>(())
+///
+/// // Nine elements do not fit the 32 bytes the declaration checks the window against.
+/// let args = [LoweredArgSnapshot::Ptr(GuestRange { guest_offset: 16, len: 32 }), LoweredArgSnapshot::U32(9)];
+/// let args = LaunchArgs::from_slice(&args).expect("two arguments");
+/// let err = LaunchRequest::check(&mut launcher, 1, shape, &args, &guest, GuestTrust::Untrusted).unwrap_err();
+/// assert_eq!(err.code(), kernel_args::AbiError::InvalidArgs);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+///
+/// A request cannot be written by hand:
+///
+/// ```compile_fail
+/// # use kernel_args::{LaunchArgs, LaunchRequest, LaunchShape};
+/// # use kernel_args_core::GuestMemory;
+/// # let mut memory = vec![0u8; 64];
+/// # let guest = GuestMemory::exclusive(&mut memory);
+/// # let args = LaunchArgs::new();
+/// # let shape = LaunchShape { grid: [1, 1, 1], block: [1, 1, 1], shared_mem_bytes: 0 };
+/// let request = LaunchRequest { kernel_id: 1, shape, args: &args, memory: &guest, registration: 0 };
+/// ```
+///
+/// ```compile_fail
+/// # use kernel_args::{LaunchArgs, LaunchRequest, LaunchShape};
+/// # use kernel_args_core::GuestMemory;
+/// # let mut memory = vec![0u8; 64];
+/// # let guest = GuestMemory::exclusive(&mut memory);
+/// # let args = LaunchArgs::new();
+/// # let shape = LaunchShape { grid: [1, 1, 1], block: [1, 1, 1], shared_mem_bytes: 0 };
+/// let request = LaunchRequest::new(1, shape, &args, &guest);
 /// ```
 #[derive(Debug, Clone, Copy)]
 pub struct LaunchRequest<'a, 'm> {
@@ -53,17 +98,65 @@ pub struct LaunchRequest<'a, 'm> {
     /// Guest memory, which the windows were checked against and point into; borrowed
     /// exclusively for `'m` by the host function.
     pub memory: &'a GuestMemory<'m>,
+    /// The registration the arguments were checked against.
+    registration: u64,
 }
 
 impl<'a, 'm> LaunchRequest<'a, 'm> {
-    /// A request for `kernel_id` with `shape`, whose arguments are `args` over `memory`.
-    pub fn new(
+    /// A request the host function checked (the kernel's registration found and its
+    /// declaration's check passed, or an undeclared kernel for a trusted guest).
+    pub(crate) fn from_checked(
         kernel_id: i64,
         shape: LaunchShape,
         args: &'a LaunchArgs,
         memory: &'a GuestMemory<'m>,
+        registration: u64,
     ) -> Self {
-        LaunchRequest { kernel_id, shape, args, memory }
+        LaunchRequest { kernel_id, shape, args, memory, registration }
+    }
+
+    /// The request for kernel `kernel_id` of `launcher`, checked as the host function checks a
+    /// guest's call (for an embedder that drives a launcher without a
+    /// [`LaunchHost`](crate::LaunchHost)): the shape within the limits every device accepts
+    /// ([`check_launch_shape`](crate::check_launch_shape) with the default
+    /// [`LaunchLimits`](crate::LaunchLimits)), every window inside `memory`, the kernel
+    /// registered with `launcher` ([`Launcher::registered`]), and `args` against its
+    /// declaration ([`Declaration::check`]); a kernel without a declaration only when `trust`
+    /// is [`GuestTrust::Trusted`](crate::GuestTrust::Trusted). The request names the
+    /// registration it was checked against, which `launcher` then launches.
+    ///
+    /// # Errors
+    ///
+    /// The [`HostError`] the host function would answer the guest: `InvalidDimensions`,
+    /// `InvalidPointer`, `InvalidKernel` or `InvalidArgs`.
+    pub fn check<L: Launcher + ?Sized>(
+        launcher: &mut L,
+        kernel_id: i64,
+        shape: LaunchShape,
+        args: &'a LaunchArgs,
+        memory: &'a GuestMemory<'m>,
+        trust: crate::GuestTrust,
+    ) -> Result<Self, HostError> {
+        let signed = |v: u32| i32::try_from(v).unwrap_or(i32::MAX);
+        crate::check_launch_shape(
+            shape.grid.map(signed),
+            shape.block.map(signed),
+            signed(shape.shared_mem_bytes),
+            &crate::LaunchLimits::default(),
+        )?;
+        for (_, range) in args.pointers() {
+            if memory.window(range.guest_offset, range.len).is_none() {
+                return Err(HostError::fixed(AbiError::InvalidPointer, "a window lies outside guest memory"));
+            }
+        }
+        let registration = check_registered(launcher, kernel_id, args, &shape, trust)?;
+        Ok(LaunchRequest { kernel_id, shape, args, memory, registration })
+    }
+
+    /// The registration of the kernel the arguments were checked against
+    /// ([`Registered::registration`]): what a launcher launches.
+    pub fn registration(&self) -> u64 {
+        self.registration
     }
 
     /// The window `range` of guest memory with its host pointer, checked against the memory in
@@ -165,26 +258,70 @@ impl LaunchOutcome {
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub trait Launcher {
-    /// Kernel `kernel_id` as this launcher has it registered: its declaration, or
-    /// [`Registered::Undeclared`] for a kernel registered without one; `None` when no kernel has
-    /// this id (the guest gets `InvalidKernel`). Called by the host function for every call that
-    /// passed the argv checks, before [`launch`](Launcher::launch); nothing may be launched here.
+    /// Kernel `kernel_id` as this launcher has it registered now: its declaration (or none) and
+    /// the registration's identity ([`Registered`]); `None` when no kernel has this id (the guest
+    /// gets `InvalidKernel`). Called for every call that passed the argv checks, before
+    /// [`launch`](Launcher::launch); nothing may be launched here.
     fn registered(&mut self, kernel_id: i64) -> Option<Registered<'_>>;
 
-    /// Launches the kernel and waits for it; an `Err` carries the ABI code the guest will see.
-    /// Called only for a request whose arguments fit the kernel's declaration (or, for an
-    /// undeclared kernel, on a host that trusts its guest).
+    /// Launches the kernel registered as the request's
+    /// [`registration`](LaunchRequest::registration) (the one its arguments were checked
+    /// against, even if the kernel has been registered again since) and waits for it; an `Err`
+    /// carries the ABI code the guest will see.
     fn launch(&mut self, request: &LaunchRequest<'_, '_>) -> Result<LaunchOutcome, HostError>;
 }
 
-/// How a launcher has a kernel registered ([`Launcher::registered`]).
+/// The checks of a kernel's registration that the host function and [`LaunchRequest::check`]
+/// share: the kernel registered, and `args` against its declaration (an undeclared kernel only
+/// for a trusted guest). The registration checked.
+pub(crate) fn check_registered<L: Launcher + ?Sized>(
+    launcher: &mut L,
+    kernel_id: i64,
+    args: &LaunchArgs,
+    shape: &LaunchShape,
+    trust: crate::GuestTrust,
+) -> Result<u64, HostError> {
+    let registered = launcher
+        .registered(kernel_id)
+        .ok_or(HostError::new(crate::error::Detail::UnknownKernel { kernel_id }))?;
+    match registered.declaration() {
+        Some(declaration) => declaration.check(args, shape)?,
+        None if trust == crate::GuestTrust::Trusted => {}
+        None => return Err(HostError::new(crate::error::Detail::Undeclared { kernel_id })),
+    }
+    Ok(registered.registration())
+}
+
+/// How a launcher has a kernel registered ([`Launcher::registered`]): its declaration, if it has
+/// one, and the registration's identity, a number the launcher gives each registration (a
+/// kernel registered again gets another), which a [`LaunchRequest`] carries to the launch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Registered<'a> {
-    /// With its declaration: every launch is checked against it.
-    Declared(&'a Declaration),
-    /// Without a declaration: only a host that trusts its guest launches it
+pub struct Registered<'a> {
+    declaration: Option<&'a Declaration>,
+    registration: u64,
+}
+
+impl<'a> Registered<'a> {
+    /// A kernel registered with its declaration: every launch is checked against it.
+    pub const fn declared(declaration: &'a Declaration, registration: u64) -> Self {
+        Registered { declaration: Some(declaration), registration }
+    }
+
+    /// A kernel registered without a declaration: only a host that trusts its guest launches it
     /// ([`GuestTrust::Trusted`](crate::GuestTrust::Trusted)); any other answers `InvalidKernel`.
-    Undeclared,
+    pub const fn undeclared(registration: u64) -> Self {
+        Registered { declaration: None, registration }
+    }
+
+    /// The declaration, where the kernel has one.
+    pub const fn declaration(&self) -> Option<&'a Declaration> {
+        self.declaration
+    }
+
+    /// The registration's identity.
+    pub const fn registration(&self) -> u64 {
+        self.registration
+    }
 }
 
 impl<L: Launcher + ?Sized> Launcher for &mut L {
@@ -213,7 +350,10 @@ impl<L: Launcher + ?Sized> Launcher for Box<L> {
 /// a forwarding launcher).
 #[derive(Debug, Clone, Default)]
 pub struct KernelTable<const N: usize = 8> {
-    kernels: heapless::Vec<(i64, Option<Declaration>), N>,
+    /// Each kernel's id, declaration and registration.
+    kernels: heapless::Vec<(i64, Option<Declaration>, u64), N>,
+    /// The registrations made so far: the next one's identity.
+    registrations: u64,
 }
 
 /// The table holds `N` kernels already.
@@ -235,7 +375,7 @@ impl core::error::Error for TableFull {}
 impl<const N: usize> KernelTable<N> {
     /// An empty table.
     pub const fn new() -> Self {
-        KernelTable { kernels: heapless::Vec::new() }
+        KernelTable { kernels: heapless::Vec::new(), registrations: 0 }
     }
 
     /// Registers (or replaces) kernel `id` with its declaration.
@@ -258,18 +398,20 @@ impl<const N: usize> KernelTable<N> {
     }
 
     fn insert(&mut self, id: i64, declaration: Option<Declaration>) -> Result<(), TableFull> {
-        match self.kernels.iter_mut().find(|(k, _)| *k == id) {
-            Some(entry) => entry.1 = declaration,
-            None => self.kernels.push((id, declaration)).map_err(|_| TableFull { capacity: N })?,
+        let registration = self.registrations.wrapping_add(1);
+        match self.kernels.iter_mut().find(|(k, _, _)| *k == id) {
+            Some(entry) => *entry = (id, declaration, registration),
+            None => self.kernels.push((id, declaration, registration)).map_err(|_| TableFull { capacity: N })?,
         }
+        self.registrations = registration;
         Ok(())
     }
 
     /// Kernel `id`, as [`Launcher::registered`] answers.
     pub fn get(&self, id: i64) -> Option<Registered<'_>> {
-        self.kernels.iter().find(|(k, _)| *k == id).map(|(_, d)| match d {
-            Some(d) => Registered::Declared(d),
-            None => Registered::Undeclared,
+        self.kernels.iter().find(|(k, _, _)| *k == id).map(|(_, d, registration)| match d {
+            Some(d) => Registered::declared(d, *registration),
+            None => Registered::undeclared(*registration),
         })
     }
 

@@ -24,6 +24,9 @@ pub const EVERY_SCALAR: i64 = 3;
 pub const AFFINE: i64 = 4;
 /// vector_add registered unfenced (`register_unfenced`), beside the fenced [`VECTOR_ADD`].
 pub const VECTOR_ADD_UNFENCED: i64 = 5;
+/// vector_add registered without a declaration (trusted guests only): a launch reaches the
+/// launcher's own checks of the parameter sizes with arguments no declaration accepts.
+pub const VECTOR_ADD_UNDECLARED: i64 = 7;
 
 pub const VECTOR_ADD_PTX: &str = include_str!("../../../cuda-backend/kernels/vector_add.ptx");
 
@@ -33,7 +36,7 @@ pub const EVERY_SCALAR_DECLARATION: &str =
 
 /// The fixture kernels: each declared and fenced, but `affine`, whose by-value struct no
 /// declaration spells (registered undeclared: trusted guests only), and vector_add once more
-/// unfenced.
+/// unfenced and once more undeclared.
 pub fn registry() -> KernelRegistry {
     let mut r = KernelRegistry::new();
     r.register(VECTOR_ADD, VECTOR_ADD_PTX, "vector_add", VECTOR_ADD_DECLARATION).unwrap();
@@ -49,6 +52,7 @@ pub fn registry() -> KernelRegistry {
     r.register_undeclared(AFFINE, include_str!("../../../cuda-backend/kernels/struct_param.ptx"), "affine")
         .unwrap();
     r.register_unfenced(VECTOR_ADD_UNFENCED, VECTOR_ADD_PTX, "vector_add", VECTOR_ADD_DECLARATION).unwrap();
+    r.register_undeclared(VECTOR_ADD_UNDECLARED, VECTOR_ADD_PTX, "vector_add").unwrap();
     r
 }
 
@@ -68,6 +72,20 @@ pub fn skip(test: &str, reason: &dyn std::fmt::Display) {
 
 /// `argv` checked as the host function checks it before a launcher sees it: parsed against the
 /// memory's length into the pointer-free arguments a request carries.
+/// Launches kernel `kernel_id` of `launcher` with `args` over `guest`, as an embedder without a
+/// `LaunchHost` does: the request checked first (`LaunchRequest::check`, for a guest trusted with
+/// the undeclared kernels), then launched.
+pub fn launch(
+    launcher: &mut kernel_args_cuda::CudaLauncher,
+    kernel_id: i64,
+    shape: kernel_args::LaunchShape,
+    args: &LaunchArgs,
+    guest: &GuestMemory<'_>,
+) -> Result<kernel_args::LaunchOutcome, kernel_args::HostError> {
+    let request = kernel_args::LaunchRequest::check(launcher, kernel_id, shape, args, guest, kernel_args::GuestTrust::Trusted)?;
+    kernel_args::Launcher::launch(launcher, &request)
+}
+
 pub fn checked(argv: &[u8], guest: &GuestMemory<'_>) -> LaunchArgs {
     let mut args = LaunchArgs::new();
     parse_argv_into(argv, &GuestMemory::length_only(guest.len()), &mut args).expect("a valid argv");
