@@ -106,7 +106,11 @@ fn the_grammar_is_the_documents() {
     }
     for (bad, column) in [("k(a: &[u8; 0X10])", 12), ("k(\x0ca: u32)", 3)] {
         let (rc, _, err, msg) = parse_declaration(bad);
-        assert_eq!((rc, err.kind, err.detail[0]), (-7, KargsErrorKind::DeclarationSyntax as u32, column), "{bad:?}: {msg}");
+        assert_eq!(
+            (rc, err.kind, err.detail[0]),
+            (-7, KargsErrorKind::DeclarationSyntax as u32, column),
+            "{bad:?}: {msg}"
+        );
     }
 }
 

@@ -152,7 +152,8 @@ impl CudaLauncher {
     /// The entry `request` was checked against: the one [`Launcher::registered`] answered from
     /// (kept from that call), or the registry's while it is still the same registration.
     fn checked_entry(&mut self, request: &LaunchRequest<'_, '_>) -> Result<Arc<KernelEntry>, HostError> {
-        let matches = |id: i64, e: &KernelEntry| id == request.kernel_id && e.registration() == request.registration();
+        let matches =
+            |id: i64, e: &KernelEntry| id == request.kernel_id && e.registration() == request.registration();
         if let Some((id, entry)) = &self.checked
             && matches(*id, entry)
         {

@@ -263,7 +263,15 @@ impl KernelEntry {
             Err(e) => (None, Some(e)),
         };
         let registration = REGISTRATIONS.fetch_add(1, Ordering::Relaxed).wrapping_add(1);
-        Ok(KernelEntry { registration, ptx: ptx_c, entry: entry_c, declaration, signature, parse_error, fenced: false })
+        Ok(KernelEntry {
+            registration,
+            ptx: ptx_c,
+            entry: entry_c,
+            declaration,
+            signature,
+            parse_error,
+            fenced: false,
+        })
     }
 }
 

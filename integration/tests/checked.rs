@@ -95,19 +95,28 @@ fn a_registration_made_after_the_check_waits_for_the_next_launch() {
             register(&device, true);
             launcher.launch(&request).unwrap();
         }
-        assert_eq!(u32::from_le_bytes(memory[..4].try_into().unwrap()), 0xA, "{mode:?}: the kernel checked ran");
+        assert_eq!(
+            u32::from_le_bytes(memory[..4].try_into().unwrap()),
+            0xA,
+            "{mode:?}: the kernel checked ran"
+        );
         // The next check is against what is registered now.
         {
             let guest = GuestMemory::exclusive(&mut memory);
             let args = support::checked(&unsigned, &guest);
-            let err = LaunchRequest::check(&mut launcher, 1, shape, &args, &guest, GuestTrust::Untrusted).unwrap_err();
+            let err = LaunchRequest::check(&mut launcher, 1, shape, &args, &guest, GuestTrust::Untrusted)
+                .unwrap_err();
             assert_eq!(err.code(), kernel_args::AbiError::InvalidArgs, "{mode:?}: {err}");
             let args = support::checked(&argv(true), &guest);
             let request =
                 LaunchRequest::check(&mut launcher, 1, shape, &args, &guest, GuestTrust::Untrusted).unwrap();
             launcher.launch(&request).unwrap();
         }
-        assert_eq!(u32::from_le_bytes(memory[..4].try_into().unwrap()), 0xB, "{mode:?}: the new registration");
+        assert_eq!(
+            u32::from_le_bytes(memory[..4].try_into().unwrap()),
+            0xB,
+            "{mode:?}: the new registration"
+        );
         // A request whose registration the launcher no longer has is refused, never launched as
         // another: checked against 0xB, then 0xA registered and asked for, then 0xB's request.
         {
@@ -134,7 +143,8 @@ fn replacing_a_kernel_while_guests_call_it_never_launches_another_than_the_check
         let stop = Arc::new(AtomicBool::new(false));
         let registrations = Arc::new(AtomicU64::new(0));
         let registrar = {
-            let (device, stop, registrations) = (Arc::clone(&device), Arc::clone(&stop), Arc::clone(&registrations));
+            let (device, stop, registrations) =
+                (Arc::clone(&device), Arc::clone(&stop), Arc::clone(&registrations));
             std::thread::spawn(move || {
                 let mut signed = false;
                 while !stop.load(Ordering::Acquire) {
@@ -157,7 +167,11 @@ fn replacing_a_kernel_while_guests_call_it_never_launches_another_than_the_check
                         let argv = argv(signed);
                         let mut memory = vec![0u8; 64];
                         memory[8..8 + argv.len()].copy_from_slice(&argv);
-                        let call = LaunchCall { args_ptr: 8, args_len: argv.len() as i32, ..LaunchCall::new(1, [1, 1, 1], [1, 1, 1]) };
+                        let call = LaunchCall {
+                            args_ptr: 8,
+                            args_len: argv.len() as i32,
+                            ..LaunchCall::new(1, [1, 1, 1], [1, 1, 1])
+                        };
                         match host.call(Some(&mut memory), &call) {
                             0 => {
                                 launched += 1;
@@ -167,7 +181,12 @@ fn replacing_a_kernel_while_guests_call_it_never_launches_another_than_the_check
                                 }
                             }
                             code => {
-                                assert_eq!(code, kernel_args::AbiError::InvalidArgs.code(), "{:?}", host.last_error_message());
+                                assert_eq!(
+                                    code,
+                                    kernel_args::AbiError::InvalidArgs.code(),
+                                    "{:?}",
+                                    host.last_error_message()
+                                );
                                 refused += 1;
                             }
                         }

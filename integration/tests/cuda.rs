@@ -20,14 +20,12 @@ mod support;
 use std::path::PathBuf;
 
 use kernel_args::{
-    AbiError, Bound, Detail, Dimension, HostError, LaunchOutcome, LaunchShape,
-    PointerMode, ShapeError,
+    AbiError, Bound, Detail, Dimension, HostError, LaunchOutcome, LaunchShape, PointerMode, ShapeError,
 };
 use kernel_args_core::{ArgvBuilder, GuestMemory};
 use kernel_args_cuda::{CudaDevice, CudaLauncher, CudaOptions, PointerModeChoice, SetupError};
 use support::{
-    AFFINE, EVERY_SCALAR, VECTOR_ADD, VECTOR_ADD_MANGLED, VECTOR_ADD_UNFENCED,
-    options, registry, say,
+    AFFINE, EVERY_SCALAR, VECTOR_ADD, VECTOR_ADD_MANGLED, VECTOR_ADD_UNFENCED, options, registry, say,
 };
 
 /// A launcher in `mode` on the device from the environment, or `None` (with the reason
@@ -229,19 +227,27 @@ fn signature_mismatches_in(mode: PointerModeChoice) {
         argv.ptr(0, 64).unwrap().ptr(64, 64).unwrap().ptr(128, 64).unwrap().u64(16).unwrap();
         let argv = argv.finish();
         let undeclared = support::VECTOR_ADD_UNDECLARED;
-        let err = support::launch(&mut launcher, undeclared, shape(16), &support::checked(argv, &guest), &guest)
-            .unwrap_err();
+        let err =
+            support::launch(&mut launcher, undeclared, shape(16), &support::checked(argv, &guest), &guest)
+                .unwrap_err();
         assert_eq!(err.code(), AbiError::InvalidArgs);
         assert_eq!(err.detail(), &Detail::ParamSize { index: 3, expected: 4, got: 8 });
         // Declared, the declaration refuses it first.
-        let err = support::launch(&mut launcher, VECTOR_ADD, shape(16), &support::checked(argv, &guest), &guest)
-            .unwrap_err();
+        let err =
+            support::launch(&mut launcher, VECTOR_ADD, shape(16), &support::checked(argv, &guest), &guest)
+                .unwrap_err();
         assert_eq!(err.code(), AbiError::InvalidArgs);
         assert!(matches!(err.detail(), Detail::Declaration(_)), "{err}");
 
         // Three arguments for four parameters (the first three records: 3 pointers of 9 bytes).
-        let err = support::launch(&mut launcher, undeclared, shape(16), &support::checked(&argv[..27], &guest), &guest)
-            .unwrap_err();
+        let err = support::launch(
+            &mut launcher,
+            undeclared,
+            shape(16),
+            &support::checked(&argv[..27], &guest),
+            &guest,
+        )
+        .unwrap_err();
         assert_eq!(err.detail(), &Detail::ParamCount { expected: 4, got: 3 });
 
         // A by-value struct cannot be passed as a u64.
@@ -273,7 +279,8 @@ fn bad_ptx_and_unknown_kernels_in(mode: PointerModeChoice) {
     let mut memory = [0u8; 8];
     let guest = GuestMemory::exclusive(&mut memory);
     let mut launch = |kernel_id| {
-        support::launch(&mut launcher, kernel_id, shape(1), &kernel_args::LaunchArgs::new(), &guest).unwrap_err()
+        support::launch(&mut launcher, kernel_id, shape(1), &kernel_args::LaunchArgs::new(), &guest)
+            .unwrap_err()
     };
     let err = launch(10);
     assert_eq!(err.code(), AbiError::MalformedPtx, "{err}");
@@ -409,15 +416,23 @@ fn a_read_only_window_is_never_copied_back() {
         let (src, dst) = (src as usize, dst as usize);
         for i in 0..96 {
             let (in_src, in_dst) = ((src..src + 32).contains(&i), (dst..dst + 32).contains(&i));
-            let dst_byte = ((i.wrapping_sub(dst) / 4) as u32).wrapping_add(1).to_le_bytes()[i.wrapping_sub(dst) % 4];
+            let dst_byte =
+                ((i.wrapping_sub(dst) / 4) as u32).wrapping_add(1).to_le_bytes()[i.wrapping_sub(dst) % 4];
             let src_byte = 0xdeadu32.to_le_bytes()[i.wrapping_sub(src) % 4];
             match (in_src, in_dst) {
-                (_, false) => assert_eq!(memory[i], before[i], "src at {src}, dst at {dst}: byte {i} is not copied back"),
-                (false, true) => assert_eq!(memory[i], dst_byte, "src at {src}, dst at {dst}: byte {i} is dst's"),
+                (_, false) => assert_eq!(
+                    memory[i], before[i],
+                    "src at {src}, dst at {dst}: byte {i} is not copied back"
+                ),
+                (false, true) => {
+                    assert_eq!(memory[i], dst_byte, "src at {src}, dst at {dst}: byte {i} is dst's")
+                }
                 // Both windows: the kernel's two stores race; the byte is dst's, copied back.
                 (true, true) => assert!(memory[i] == dst_byte || memory[i] == src_byte, "byte {i}"),
             }
         }
     }
-    support::say(format!("{test}: read-only windows touching and overlapping a writable one: not copied back"));
+    support::say(format!(
+        "{test}: read-only windows touching and overlapping a writable one: not copied back"
+    ));
 }

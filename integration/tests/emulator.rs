@@ -20,8 +20,8 @@ use std::thread;
 use std::time::Duration;
 
 use kernel_args::{
-    AbiError, Bound, Detail, Dimension, HostError, LaunchOutcome, LaunchShape,
-    PointerMode, ShapeError, SignatureCheck,
+    AbiError, Bound, Detail, Dimension, HostError, LaunchOutcome, LaunchShape, PointerMode, ShapeError,
+    SignatureCheck,
 };
 use kernel_args_core::{ArgvBuilder, GuestMemory};
 use kernel_args_cuda::{
@@ -413,7 +413,8 @@ fn a_misaligned_access_faults_as_on_a_gpu_and_the_next_launch_recovers() {
         assert_eq!(err.code(), AbiError::InvalidArgs, "{mode:?}: {err}");
         assert_eq!(emulator.sticky_error(ordinal), 0, "{mode:?}: no fault");
         // Unfenced (registered without a declaration: a trusted guest's), it faults as on a GPU.
-        for kernel in [VECTOR_ADD_UNDECLARED] {
+        {
+            let kernel = VECTOR_ADD_UNDECLARED;
             let err = launch(&mut launcher, kernel, &mut memory, argv, shape).unwrap_err();
             assert_eq!(err.code(), AbiError::LaunchFailed, "{mode:?}: {err}");
             assert!(err.to_string().contains("CUDA_ERROR_MISALIGNED_ADDRESS (716)"), "{mode:?}: {err}");

@@ -168,7 +168,13 @@ fn life(emulator: &Emulator, library: &Path, entry: &str, nth: u64, code: i32) -
                 let mut memory = memory();
                 let result = {
                     let guest = GuestMemory::exclusive(&mut memory);
-                    support::launch(&mut launcher, VECTOR_ADD, shape(), &support::checked(argv, &guest), &guest)
+                    support::launch(
+                        &mut launcher,
+                        VECTOR_ADD,
+                        shape(),
+                        &support::checked(argv, &guest),
+                        &guest,
+                    )
                 };
                 check_memory(entry, &memory, &result);
                 steps.push(result.map(|_| ()).map_err(|e| e.code()));

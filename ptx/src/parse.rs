@@ -653,7 +653,10 @@ impl<'t> Parser<'t> {
             let (name, span) = self.ident("a register name")?;
             // A register named as a special register would hide it from every reader after.
             if crate::scope::is_special(&name) || crate::scope::is_special(&format!("{name}0")) {
-                return Err(Self::error_at(span, ParseErrorKind::Unsupported("a register named as a special register")));
+                return Err(Self::error_at(
+                    span,
+                    ParseErrorKind::Unsupported("a register named as a special register"),
+                ));
             }
             let count = if self.eat_punct(b'<') {
                 let n = self.number_u32("a register count")?;

@@ -1292,12 +1292,9 @@ mod tests {
         for ok in ["k(a:&[u8;0x10])", "k(\ta: &[u8; 16],\r\n n: u32)", " k ( a : & [ u8 ; 16 ] ) "] {
             assert!(Declaration::parse(ok).is_ok(), "{ok:?}");
         }
-        for (bad, column) in [
-            ("k(a: &[u8; 0X10])", 12),
-            ("k(\x0ca: u32)", 3),
-            ("k(a:\x0bu32)", 5),
-            ("\x0ck(a: u32)", 1),
-        ] {
+        for (bad, column) in
+            [("k(a: &[u8; 0X10])", 12), ("k(\x0ca: u32)", 3), ("k(a:\x0bu32)", 5), ("\x0ck(a: u32)", 1)]
+        {
             let e = Declaration::parse(bad).unwrap_err();
             assert_eq!(e.column, column, "{bad:?}: {e}");
         }

@@ -344,13 +344,23 @@ impl<L: Launcher> LaunchHost<L> {
         parse_argv_into(argv, &length_only, &mut self.record.snapshot.args)?;
         // The kernel as registered now, and the argv against its declaration: the request
         // carries this registration, which is what the launcher launches.
-        let registration =
-            check_registered(&mut self.launcher, call.kernel_id, &self.record.snapshot.args, &shape, self.trust)?;
+        let registration = check_registered(
+            &mut self.launcher,
+            call.kernel_id,
+            &self.record.snapshot.args,
+            &shape,
+            self.trust,
+        )?;
         self.recorded = true;
 
         let guest = GuestMemory::exclusive(memory);
-        let request =
-            LaunchRequest::from_checked(call.kernel_id, shape, &self.record.snapshot.args, &guest, registration);
+        let request = LaunchRequest::from_checked(
+            call.kernel_id,
+            shape,
+            &self.record.snapshot.args,
+            &guest,
+            registration,
+        );
         let launcher = &mut self.launcher;
         #[cfg(feature = "std")]
         let result = catch_unwind(AssertUnwindSafe(|| launcher.launch(&request)))

@@ -401,7 +401,9 @@ impl<const N: usize> KernelTable<N> {
         let registration = self.registrations.wrapping_add(1);
         match self.kernels.iter_mut().find(|(k, _, _)| *k == id) {
             Some(entry) => *entry = (id, declaration, registration),
-            None => self.kernels.push((id, declaration, registration)).map_err(|_| TableFull { capacity: N })?,
+            None => {
+                self.kernels.push((id, declaration, registration)).map_err(|_| TableFull { capacity: N })?
+            }
         }
         self.registrations = registration;
         Ok(())

@@ -82,7 +82,14 @@ pub fn launch(
     args: &LaunchArgs,
     guest: &GuestMemory<'_>,
 ) -> Result<kernel_args::LaunchOutcome, kernel_args::HostError> {
-    let request = kernel_args::LaunchRequest::check(launcher, kernel_id, shape, args, guest, kernel_args::GuestTrust::Trusted)?;
+    let request = kernel_args::LaunchRequest::check(
+        launcher,
+        kernel_id,
+        shape,
+        args,
+        guest,
+        kernel_args::GuestTrust::Trusted,
+    )?;
     kernel_args::Launcher::launch(launcher, &request)
 }
 
