@@ -22,9 +22,11 @@
 //! `json` module). The hex comes from the arguments, or from stdin for `-` or when there are
 //! none and stdin is not a terminal (a pipe, a file).
 //!
-//! `--signature '<declaration>'` also checks the accepted argv against a kernel declaration
-//! (`docs/declarations.md`) for the launch shape of `--grid` and `--block`, as the host does
-//! before any launch, and points at the record that does not fit:
+//! `--signature '<declaration>'` checks a whole launch as the host does before any launch: the
+//! launch shape of `--grid`, `--block` and `--shared-mem` with the host's own function
+//! ([`check_launch_shape`], the default [`LaunchLimits`]), first, as the host checks it first;
+//! then the argv on the wire; then the argv against the kernel declaration
+//! (`docs/declarations.md`), pointing at the record that does not fit:
 //!
 //! ```text
 //! error[InvalidArgs -9]: record 2 at byte 18: out: 16-byte window, the kernel touches n * 4 = 64 bytes
@@ -39,7 +41,13 @@
 use std::fmt::Write;
 
 use clap::Args;
-use kernel_args::{Declaration, DeclarationError, LaunchArgs, LaunchShape, Mismatch, MismatchKind};
+use kernel_args::limits::{
+    MAX_BLOCK_X, MAX_BLOCK_Y, MAX_BLOCK_Z, MAX_GRID_X, MAX_GRID_Y, MAX_GRID_Z, MAX_THREADS_PER_BLOCK, MIN_DIM,
+};
+use kernel_args::{
+    AbiError, Declaration, DeclarationError, LaunchArgs, LaunchLimits, LaunchShape, Mismatch, MismatchKind,
+    ShapeError, check_launch_shape,
+};
 use kernel_args_core::{
     Arg, ArgTag, ArgvError, ErrorKind, GuestMemory, LoweredArgSnapshot, MAX_GUEST_MEMORY_BYTES, Record,
     RecordReader,
@@ -70,13 +78,19 @@ pub(crate) struct DecodeArgs {
     #[arg(long, value_name = "DECLARATION")]
     signature: Option<String>,
 
-    /// The launch's grid, for a declaration's `grid.x` ... (`X[,Y[,Z]]`, missing ones 1).
+    /// The launch's grid (`X[,Y[,Z]]`, missing ones 1), checked as the host checks it and read
+    /// by a declaration's `grid.x` ...
     #[arg(long, value_name = "X,Y,Z", default_value = "1", value_parser = parse_dims, requires = "signature")]
-    grid: [u32; 3],
+    grid: [i32; 3],
 
-    /// The launch's block, for a declaration's `block.x` ... (`X[,Y[,Z]]`, missing ones 1).
+    /// The launch's block (`X[,Y[,Z]]`, missing ones 1), checked as the host checks it and read
+    /// by a declaration's `block.x` ...
     #[arg(long, value_name = "X,Y,Z", default_value = "1", value_parser = parse_dims, requires = "signature")]
-    block: [u32; 3],
+    block: [i32; 3],
+
+    /// The launch's dynamic shared memory in bytes, checked as the host checks it.
+    #[arg(long, value_name = "BYTES", default_value = "0", value_parser = parse_i32, requires = "signature")]
+    shared_mem: i32,
 
     /// The argv buffer as hex digits (no `0x`); whitespace is ignored and several arguments are
     /// joined. `-`, or none with stdin a pipe or a file, reads the hex from stdin.
@@ -84,19 +98,27 @@ pub(crate) struct DecodeArgs {
     hex: Vec<String>,
 }
 
-/// `X[,Y[,Z]]`: up to three dimensions, the missing ones 1.
-fn parse_dims(text: &str) -> Result<[u32; 3], String> {
-    let mut dims = [1u32; 3];
+/// `X[,Y[,Z]]`: up to three dimensions, the missing ones 1. Each is what a guest can pass, an
+/// `i32` that is not negative; whether the host accepts it is the shape check's to say.
+fn parse_dims(text: &str) -> Result<[i32; 3], String> {
+    let mut dims = [1i32; 3];
     let parts: Vec<&str> = text.split(',').collect();
     if parts.len() > 3 {
         return Err(format!("`{text}`: at most three dimensions, X,Y,Z"));
     }
     for (dim, part) in dims.iter_mut().zip(parts) {
-        *dim = number::unsigned(part.trim())
-            .and_then(|d| u32::try_from(d).ok())
-            .ok_or_else(|| format!("`{part}` is not a dimension (0 to 4294967295, decimal or 0x hex)"))?;
+        *dim = parse_i32(part.trim())?;
     }
     Ok(dims)
+}
+
+/// A number a guest passes as an `i32`, not negative: 0 to 2147483647, decimal or `0x` hex.
+fn parse_i32(text: &str) -> Result<i32, String> {
+    number::unsigned(text).and_then(|d| i32::try_from(d).ok()).ok_or_else(|| {
+        format!(
+            "`{text}` is not a launch dimension (0 to 2147483647, decimal or 0x hex: the ABI passes an i32)"
+        )
+    })
 }
 
 /// Runs `kargs decode`; diagnostics are coloured with `paint`.
@@ -112,11 +134,18 @@ pub(crate) fn run(args: &DecodeArgs, paint: Paint) -> Output {
             return Output::usage(declaration_error(args.signature.as_deref().unwrap_or_default(), &error));
         }
     };
+    // The host's order: the launch shape, then the argv on the wire, then the declaration.
+    let shape = match declaration {
+        Some(_) => match check_launch_shape(args.grid, args.block, args.shared_mem, &LaunchLimits::DEFAULT) {
+            Ok(shape) => Some(shape),
+            Err(error) => return shape_refused(&error, args.json, paint),
+        },
+        None => None,
+    };
     let memory = GuestMemory::length_only(args.mem_len);
     let (records, error) = walk(&bytes, &memory);
-    let shape = LaunchShape { grid: args.grid, block: args.block, shared_mem_bytes: 0 };
-    let mismatch = match (&declaration, &error) {
-        (Some(declaration), None) => check(declaration, &records, &shape).err(),
+    let mismatch = match (&declaration, &shape, &error) {
+        (Some(declaration), Some(shape), None) => check(declaration, &records, shape).err(),
         _ => None,
     };
     let status = if error.is_some() || mismatch.is_some() { Status::Rejected } else { Status::Accepted };
@@ -137,13 +166,9 @@ pub(crate) fn run(args: &DecodeArgs, paint: Paint) -> Output {
         }
         (None, _, declaration) => {
             let mut out = table(&records, bytes.len(), args.mem_len);
-            if let Some(declaration) = declaration {
-                let _ = writeln!(
-                    out,
-                    "\nfits the declaration of {} ({})",
-                    declaration.name(),
-                    shape_text(&shape)
-                );
+            if let (Some(declaration), Some(shape)) = (declaration, &shape) {
+                let _ =
+                    writeln!(out, "\nfits the declaration of {} ({})", declaration.name(), shape_text(shape));
             }
             Output::stdout(out, status)
         }
@@ -165,10 +190,34 @@ fn check(declaration: &Declaration, records: &[Record<'_>], shape: &LaunchShape)
     }
 }
 
-/// `grid X,Y,Z, block X,Y,Z`.
+/// `grid X,Y,Z, block X,Y,Z, shared memory N bytes`.
 fn shape_text(shape: &LaunchShape) -> String {
     let dims = |d: [u32; 3]| format!("{},{},{}", d[0], d[1], d[2]);
-    format!("grid {}, block {}", dims(shape.grid), dims(shape.block))
+    format!(
+        "grid {}, block {}, shared memory {} bytes",
+        dims(shape.grid),
+        dims(shape.block),
+        shape.shared_mem_bytes
+    )
+}
+
+/// A launch shape the host refuses (`InvalidDimensions`) before it reads the argv.
+fn shape_refused(error: &ShapeError, json: bool, paint: Paint) -> Output {
+    let code = AbiError::InvalidDimensions;
+    if json {
+        return Output::stdout(Decoded::shape(error).to_line(), Status::Rejected);
+    }
+    let mut out = String::new();
+    let _ = writeln!(out, "{}: {error}", paint.error(&format!("error[{} {}]", code.name(), code.code())));
+    let _ = writeln!(
+        out,
+        "  = note: the host checks the launch shape (--grid, --block, --shared-mem) before the argv: \
+         grid {MIN_DIM}..={MAX_GRID_X}, {MIN_DIM}..={MAX_GRID_Y}, {MIN_DIM}..={MAX_GRID_Z}; \
+         block {MIN_DIM}..={MAX_BLOCK_X}, {MIN_DIM}..={MAX_BLOCK_Y}, {MIN_DIM}..={MAX_BLOCK_Z}, \
+         at most {MAX_THREADS_PER_BLOCK} threads per block; shared memory at most {} bytes",
+        LaunchLimits::DEFAULT.max_shared_mem_bytes
+    );
+    Output::stderr(out, Status::Rejected)
 }
 
 /// A declaration that does not parse: the message, the text and a caret under its column.

@@ -24,16 +24,18 @@ use kernel_args_core::{
 };
 use serde::Serialize;
 
-use crate::json::JsonArg;
+use crate::json::{JsonArg, json_line};
 use crate::style::Paint;
 use crate::{Output, Status, hex, input, number};
 
 /// `kargs encode [--json] ARG...`
 #[derive(Debug, Args)]
 pub(crate) struct EncodeArgs {
-    /// Arguments as TYPE:VALUE, for example i32:-7 u64:42 f32:1.5 f64:0x3ff8000000000000 ptr:64:128.
-    /// Floats take a decimal or 0x and their raw bits; integers take decimal or 0x hex. `-`, or
-    /// none with stdin a pipe or a file, reads them from stdin.
+    /// Arguments as TYPE:VALUE, TYPE one of the seven wire types: i32, i64, u32, u64 (decimal or
+    /// 0x hex; i32 and i64 may be negative), f32, f64 (a decimal, or 0x and the raw IEEE-754
+    /// bits), ptr (ptr:OFFSET:LEN, a window of guest memory). For example i32:-7 u64:42 f32:1.5
+    /// f64:0x3ff8000000000000 ptr:64:128. `-`, or none with stdin a pipe or a file, reads them
+    /// from stdin.
     #[arg(value_name = "ARG")]
     args: Vec<String>,
 
@@ -128,15 +130,6 @@ fn refusal_kind(e: &EncodeError) -> &'static str {
         EncodeError::TooManyArgs { .. } => "too_many_records",
         _ => "too_long",
     }
-}
-
-/// One line of JSON.
-fn json_line(value: &JsonEncoded) -> String {
-    // Serializing these plain structs cannot fail; the fallback keeps the output valid JSON.
-    let mut line = serde_json::to_string(value)
-        .unwrap_or_else(|e| format!("{{\"ok\":false,\"internal_error\":{:?}}}", e.to_string()));
-    line.push('\n');
-    line
 }
 
 /// One `TYPE:VALUE` argument; the error says what is wrong with it.

@@ -7,19 +7,30 @@
 //! ```
 //!
 //! With `--signature`, an accepted argv also carries the declaration's verdict, and `ok` is
-//! `false` when the declaration refuses it:
+//! `false` when the declaration refuses it; a launch shape the host refuses is an error with no
+//! argv behind it:
 //!
 //! ```text
 //! {"ok":true,"args":[...],"signature":{"kernel":"vector_add","ok":true}}
-//! {"ok":false,"args":[...],"signature":{"kernel":"vector_add","ok":false,"error":{"code":-9,"name":"InvalidArgs","kind":"window_too_short","index":2,"offset":18,"message":"..."}}}
+//! {"ok":false,"args":[...],"signature":{"kernel":"vector_add","ok":false},"error":{"code":-9,"name":"InvalidArgs","kind":"window_too_short","index":2,"offset":18,"message":"..."}}
+//! {"ok":false,"error":{"code":-8,"name":"InvalidDimensions","kind":"launch_shape","message":"grid.x is 0, must be at least 1"}}
 //! ```
+//!
+//! A usage error (a malformed option, bad hex) under `--json` is an object too, on stdout, with
+//! exit status 2 and clap's diagnostic on stderr as without `--json`:
+//!
+//! ```text
+//! {"ok":false,"error":{"kind":"usage","message":"invalid value 'x' for '--mem-len <N>': ..."}}
+//! ```
+//!
+//! Whatever refused it, a refusal's error is at `.error`.
 //!
 //! Integers are JSON integers (exact over the whole `i64` and `u64` ranges). Floats carry
 //! `bits`, the raw IEEE-754 bits as `0x` and 8 or 16 lowercase hex digits, which is the exact
 //! value, and `value`, Rust's shortest round-trip spelling of it (`"1.5"`, `"-0.0"`, `"1e-45"`,
 //! `"inf"`, `"-inf"`, `"NaN"`), which is for people. Pointers carry `guest_offset` and `len`.
 
-use kernel_args::{AbiError, Mismatch, MismatchKind};
+use kernel_args::{AbiError, Mismatch, MismatchKind, ShapeError};
 use kernel_args_core::{Arg, ArgvError, LoweredArgSnapshot, Record};
 use serde::Serialize;
 
@@ -43,25 +54,54 @@ pub(crate) enum Decoded {
         /// The first error.
         error: JsonError,
     },
-    /// `{"ok":...,"args":[...],"signature":{...}}`: accepted on the wire, then checked against
-    /// a declaration.
+    /// `{"ok":...,"args":[...],"signature":{...}[,"error":{...}]}`: accepted on the wire, then
+    /// checked against a declaration.
     Checked {
         /// Whether the declaration accepts the arguments.
         ok: bool,
         /// The arguments in buffer order.
         args: Vec<JsonArg>,
-        /// The declaration's verdict.
+        /// Which declaration, and its verdict.
         signature: JsonSignature,
+        /// Why the declaration refuses the arguments.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        error: Option<JsonError>,
     },
 }
 
-/// A declaration's verdict on an accepted argv.
+/// A declaration's verdict on an accepted argv (its reason, if it refuses, is the output's `error`).
 #[derive(Debug, Serialize)]
 pub(crate) struct JsonSignature {
     kernel: String,
     ok: bool,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    error: Option<JsonError>,
+}
+
+/// `{"ok":false,"error":{"kind":"usage","message":"..."}}`.
+#[derive(Debug, Serialize)]
+struct JsonUsage<'a> {
+    ok: bool,
+    error: UsageError<'a>,
+}
+
+/// A usage error: no ABI code, only what was wrong with the command line or its input.
+#[derive(Debug, Serialize)]
+struct UsageError<'a> {
+    kind: &'static str,
+    message: &'a str,
+}
+
+/// The line `--json` prints for a usage error.
+pub(crate) fn usage_line(message: &str) -> String {
+    json_line(&JsonUsage { ok: false, error: UsageError { kind: "usage", message } })
+}
+
+/// One line of JSON. Serializing these plain structs cannot fail; the fallback keeps the output
+/// valid JSON.
+pub(crate) fn json_line<T: Serialize>(value: &T) -> String {
+    let mut line = serde_json::to_string(value)
+        .unwrap_or_else(|e| format!("{{\"ok\":false,\"internal_error\":{:?}}}", e.to_string()));
+    line.push('\n');
+    line
 }
 
 /// One argument: where it was found, then its typed value.
@@ -182,16 +222,28 @@ impl Decoded {
             message: m.to_string(),
         });
         let ok = error.is_none();
-        Decoded::Checked { ok, args, signature: JsonSignature { kernel: kernel.to_owned(), ok, error } }
+        Decoded::Checked { ok, args, signature: JsonSignature { kernel: kernel.to_owned(), ok }, error }
+    }
+
+    /// A launch shape the host refuses, before it reads the argv.
+    pub(crate) fn shape(error: &ShapeError) -> Decoded {
+        let code = AbiError::InvalidDimensions;
+        Decoded::Rejected {
+            ok: false,
+            error: JsonError {
+                code: code.code(),
+                name: Some(code.name()),
+                kind: Some("launch_shape"),
+                index: None,
+                offset: None,
+                message: error.to_string(),
+            },
+        }
     }
 
     /// One line of JSON.
     pub(crate) fn to_line(&self) -> String {
-        // Serializing these plain structs cannot fail; the fallback keeps the output valid JSON.
-        let mut line = serde_json::to_string(self)
-            .unwrap_or_else(|e| format!("{{\"ok\":false,\"internal_error\":{:?}}}", e.to_string()));
-        line.push('\n');
-        line
+        json_line(self)
     }
 }
 

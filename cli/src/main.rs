@@ -70,7 +70,7 @@ enum Command {
     #[cfg(feature = "demo")]
     Demo(demo::DemoArgs),
     /// Run the bundled wasm guest's vector_add launch (not in this build: it needs the `demo`
-    /// feature, a default one: cargo install kernel-args-cli).
+    /// feature, a default one: `cargo install --path cli --locked` from a clone).
     #[cfg(not(feature = "demo"))]
     #[command(disable_help_flag = true)]
     Demo {
@@ -131,7 +131,18 @@ impl Output {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let json = wants_json(std::env::args_os().skip(1));
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        // `--help` and `--version` are not errors; clap prints them and exits 0.
+        Err(error) if !error.use_stderr() => error.exit(),
+        Err(error) => {
+            let message = clap_message(&error.to_string());
+            let _ = error.print();
+            let stdout = if json { json::usage_line(&message) } else { String::new() };
+            return emit(Output { stdout, stderr: String::new(), status: Status::Usage }).into();
+        }
+    };
     let paint = Paint::for_stderr(cli.color);
     let output = match cli.command {
         Command::Decode(args) => decode::run(&args, paint),
@@ -141,10 +152,29 @@ fn main() -> ExitCode {
         #[cfg(not(feature = "demo"))]
         Command::Demo { .. } => Output::usage(
             "`kargs demo` is not in this build of kargs: it needs the `demo` feature (a default one), \
-             as in `cargo install kernel-args-cli`",
+             as in `cargo install --path cli --locked` from a clone of kernel-args",
         ),
     };
+    let output = match output.status {
+        // A usage error under `--json`: the object too, so a script reading stdout sees why.
+        Status::Usage if json && output.stdout.is_empty() => {
+            Output { stdout: json::usage_line(&clap_message(&output.stderr)), ..output }
+        }
+        _ => output,
+    };
     emit(output).into()
+}
+
+/// Whether the command line asks for JSON: a `--json` before any `--`.
+fn wants_json(args: impl Iterator<Item = std::ffi::OsString>) -> bool {
+    args.take_while(|a| a != "--").any(|a| a == "--json")
+}
+
+/// The message of a diagnostic in clap's style (`error: <message>`, then an excerpt or `Usage:`
+/// lines): its first line without the `error: ` prefix.
+fn clap_message(diagnostic: &str) -> String {
+    let first = diagnostic.trim_start().lines().next().unwrap_or_default();
+    first.strip_prefix("error: ").unwrap_or(first).to_owned()
 }
 
 /// Writes an [`Output`]. A reader that goes away early (`kargs decode ... | head`) is not an

@@ -429,7 +429,9 @@ fn signature_accepted_and_shaped() {
         kargs(&["decode", "--signature", VECTOR_ADD, &vector_add_argv("07 00000000 40000000", "40000000")]);
     assert_eq!(code(&out), 0);
     assert!(
-        stdout(&out).ends_with("\nfits the declaration of vector_add (grid 1,1,1, block 1,1,1)\n"),
+        stdout(&out).ends_with(
+            "\nfits the declaration of vector_add (grid 1,1,1, block 1,1,1, shared memory 0 bytes)\n"
+        ),
         "{}",
         stdout(&out)
     );
@@ -467,12 +469,10 @@ fn signature_json_and_errors() {
     let json: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
     assert_eq!(json["ok"], false);
     assert_eq!(json["args"].as_array().unwrap().len(), 4);
-    assert_eq!(json["signature"]["kernel"], "vector_add");
-    assert_eq!(json["signature"]["error"]["kind"], "type");
-    assert_eq!(
-        (json["signature"]["error"]["index"].as_u64(), json["signature"]["error"]["offset"].as_u64()),
-        (Some(0), Some(0))
-    );
+    assert_eq!(json["signature"], serde_json::json!({"kernel": "vector_add", "ok": false}));
+    // A refusal's error is at `.error`, whatever refused it.
+    assert_eq!(json["error"]["kind"], "type");
+    assert_eq!((json["error"]["index"].as_u64(), json["error"]["offset"].as_u64()), (Some(0), Some(0)));
     let out = kargs(&[
         "decode",
         "--json",
@@ -493,4 +493,132 @@ fn signature_json_and_errors() {
     assert!(stderr(&out).contains("--signature: column 13: `m` is not a parameter of this kernel\n  k(a: &[f32; m], n: u32)\n              ^"), "{}", stderr(&out));
     // The shape needs a declaration.
     assert_eq!(code(&kargs(&["decode", "--grid", "4", "0501000000"])), 2);
+}
+
+/// `decode --signature` approves a launch exactly when the host does: the same shape check
+/// (limits and order: the shape before the argv), then the same declaration check, compared
+/// with `LaunchHost::call` over the dry run on shapes around every limit.
+#[test]
+fn the_signature_check_approves_exactly_what_the_host_accepts() {
+    use kernel_args::{AbiError, Declaration, DryRunLauncher, LaunchCall, LaunchHost, LaunchLimits};
+
+    const DECLARATION: &str = "k(p: &mut [u8; n], n: u32)";
+    // p = [256, +16), n = 16; the same bytes at offset 0 of the host's memory.
+    let argv = [7u8, 0, 1, 0, 0, 16, 0, 0, 0, 5, 16, 0, 0, 0];
+    let hex: String = argv.iter().map(|b| format!("{b:02x}")).collect();
+    let mut memory = vec![0u8; 65_536];
+    memory[..argv.len()].copy_from_slice(&argv);
+    let mut dry_run = DryRunLauncher::new();
+    dry_run.kernels_mut().declare(1, Declaration::parse(DECLARATION).unwrap()).unwrap();
+    let mut host = LaunchHost::new(dry_run);
+
+    let max_shared = LaunchLimits::DEFAULT.max_shared_mem_bytes;
+    let shapes: Vec<([i32; 3], [i32; 3], i32)> = [
+        ([1, 1, 1], [1, 1, 1], 0),
+        ([0, 1, 1], [32, 1, 1], 0),
+        ([2_147_483_647, 65_535, 65_535], [1024, 1, 1], 0),
+        ([1, 65_536, 1], [1, 1, 1], 0),
+        ([1, 1, 65_536], [1, 1, 1], 0),
+        ([4, 1, 1], [0, 1, 1], 0),
+        ([4, 1, 1], [1024, 1, 1], 0),
+        ([4, 1, 1], [1025, 1, 1], 0),
+        ([4, 1, 1], [2000, 1, 1], 0),
+        ([4, 1, 1], [1, 1024, 1], 0),
+        ([4, 1, 1], [1, 1, 64], 0),
+        ([4, 1, 1], [1, 1, 65], 0),
+        ([4, 1, 1], [32, 32, 1], 0),
+        ([4, 1, 1], [33, 32, 1], 0),
+        ([4, 1, 1], [16, 16, 4], 0),
+        ([4, 1, 1], [16, 16, 5], 0),
+        ([4, 1, 1], [32, 1, 1], i32::try_from(max_shared).unwrap()),
+        ([4, 1, 1], [32, 1, 1], i32::try_from(max_shared).unwrap() + 1),
+        ([4, 1, 1], [32, 1, 1], i32::MAX),
+    ]
+    .into();
+    let mut refused = 0;
+    for (grid, block, shared_mem) in shapes {
+        let call = LaunchCall { shared_mem, args_ptr: 0, args_len: 14, ..LaunchCall::new(1, grid, block) };
+        let host_code = host.call(Some(&mut memory), &call);
+        let dims = |d: [i32; 3]| format!("{},{},{}", d[0], d[1], d[2]);
+        let out = kargs(&[
+            "decode",
+            "--signature",
+            DECLARATION,
+            "--grid",
+            &dims(grid),
+            "--block",
+            &dims(block),
+            "--shared-mem",
+            &shared_mem.to_string(),
+            &hex,
+        ]);
+        let what = format!("grid {grid:?} block {block:?} shared {shared_mem}: {}", stderr(&out));
+        if host_code == AbiError::NotAvailable.code() {
+            assert_eq!(code(&out), 0, "{what}");
+            assert!(stdout(&out).contains("fits the declaration of k"), "{what}");
+        } else {
+            assert_eq!(host_code, AbiError::InvalidDimensions.code(), "{what}");
+            refused += 1;
+            assert_eq!(code(&out), 1, "{what}");
+            // The same message, with the code in the diagnostic's brackets.
+            let message = host.last_error().unwrap().to_string();
+            let message = message.strip_prefix("InvalidDimensions -8: ").unwrap();
+            assert!(stderr(&out).starts_with(&format!("error[InvalidDimensions -8]: {message}\n")), "{what}");
+        }
+    }
+    assert_eq!(refused, 11, "the shapes straddle every limit");
+    // JSON: the shape's refusal at `.error` too.
+    let out = kargs(&["decode", "--json", "--signature", DECLARATION, "--grid", "0", &hex]);
+    assert_eq!(code(&out), 1);
+    let json: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(
+        json,
+        serde_json::json!({"ok": false, "error": {"code": -8, "name": "InvalidDimensions",
+            "kind": "launch_shape", "message": "grid.x is 0, must be at least 1"}})
+    );
+    // What a guest cannot pass is a usage error: dimensions are i32s.
+    let out = kargs(&["decode", "--signature", DECLARATION, "--grid", "2147483648", &hex]);
+    assert_eq!(code(&out), 2, "{}", stderr(&out));
+}
+
+/// Under `--json`, a usage error is a JSON object on stdout too (its error at `.error`, kind
+/// `usage`), with clap's diagnostic on stderr and exit status 2; `--json` after `--` is an
+/// operand, not the flag.
+#[test]
+fn usage_errors_under_json_are_json() {
+    for args in [
+        &["decode", "--json", "--mem-len", "x", "00"][..],
+        &["decode", "--json", "zz"],
+        &["decode", "--json", "--signature", "k(p: *mut u8)", "00"],
+        &["encode", "--json", "i32"],
+        &["encode", "--json", "--bogus", "i32:1"],
+    ] {
+        let out = kargs(args);
+        assert_eq!(code(&out), 2, "{args:?}");
+        let json: serde_json::Value =
+            serde_json::from_str(&stdout(&out)).unwrap_or_else(|e| panic!("{args:?}: {e}"));
+        assert_eq!(
+            (json["ok"].as_bool(), json["error"]["kind"].as_str()),
+            (Some(false), Some("usage")),
+            "{args:?}"
+        );
+        let message = json["error"]["message"].as_str().unwrap();
+        assert!(!message.is_empty() && stderr(&out).contains(message), "{args:?}: {message}");
+    }
+    let out = kargs(&["decode", "--mem-len", "x", "00"]);
+    assert_eq!((code(&out), stdout(&out).as_str()), (2, ""), "no JSON without --json");
+    let out = kargs(&["encode", "--", "--json"]);
+    assert_eq!((code(&out), stdout(&out).as_str()), (2, ""), "an operand `--json` is not the flag");
+    // The declaration error names every pointer form.
+    let out = kargs(&["decode", "--signature", "k(p: *mut u8)", "00"]);
+    assert!(
+        stderr(&out).contains("`&[T; n]`, `&mut [T; n]` or `&out [T; n]`), found `*`"),
+        "{}",
+        stderr(&out)
+    );
+    // encode's help lists all seven types.
+    let help = stdout(&kargs(&["encode", "--help"]));
+    for ty in ["i32", "i64", "u32", "u64", "f32", "f64", "ptr:OFFSET:LEN"] {
+        assert!(help.contains(ty), "{ty} missing from encode --help:\n{help}");
+    }
 }

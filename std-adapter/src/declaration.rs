@@ -1079,7 +1079,8 @@ impl<'t> Parser<'t, '_> {
 
     /// `type := scalar | '&' ['mut' | 'out'] '[' element ';' extent ']'`.
     fn ty(&mut self, name: Span) -> Result<Param, DeclarationError> {
-        const TYPE: &str = "a type (`i32`, `i64`, `f32`, `f64`, `u32`, `u64`, or `&[T; n]`)";
+        const TYPE: &str =
+            "a type (`i32`, `i64`, `f32`, `f64`, `u32`, `u64`, `&[T; n]`, `&mut [T; n]` or `&out [T; n]`)";
         match self.peek() {
             (Token::Word(w), _) => match Scalar::ALL.into_iter().find(|s| s.name() == w) {
                 Some(scalar) => {
@@ -1276,7 +1277,7 @@ mod tests {
         let error = |text: &str| Declaration::parse(text).unwrap_err().to_string();
         assert_eq!(
             error("vector_add(a: &[f32; n], p: ptr, n: u32)"),
-            "column 29: expected a type (`i32`, `i64`, `f32`, `f64`, `u32`, `u64`, or `&[T; n]`), found `ptr`"
+            "column 29: expected a type (`i32`, `i64`, `f32`, `f64`, `u32`, `u64`, `&[T; n]`, `&mut [T; n]` or `&out [T; n]`), found `ptr`"
         );
         assert_eq!(error("k(a: &[f32; m], n: u32)"), "column 13: `m` is not a parameter of this kernel");
         assert_eq!(
@@ -1337,7 +1338,7 @@ mod tests {
             (
                 "k(a: u33)",
                 6,
-                "expected a type (`i32`, `i64`, `f32`, `f64`, `u32`, `u64`, or `&[T; n]`), found `u33`",
+                "expected a type (`i32`, `i64`, `f32`, `f64`, `u32`, `u64`, `&[T; n]`, `&mut [T; n]` or `&out [T; n]`), found `u33`",
             ),
             ("k(a: &[f32 n])", 12, "expected `;`, found `n`"),
             ("k(a: &[f32; n)", 14, "expected `]` or an operator (`+`, `-`, `*`, `/`), found `)`"),

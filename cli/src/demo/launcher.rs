@@ -23,7 +23,8 @@ pub(super) fn choose_launcher() -> LauncherChoice {
     LauncherChoice {
         launcher: dry_run(),
         description: "dry run: this kargs is built without the `cuda` feature, so it launches on no machine \
-                      (cargo install kernel-args-cli --features cuda)"
+                      (from a clone: eval \"$(scripts/cuda-link-stub.sh)\" && \
+                      cargo install --path cli --locked --features cuda)"
             .to_owned(),
     }
 }

@@ -12,7 +12,7 @@
 //! ```text
 //! kargs demo: the bundled vector_add guest (3088 bytes of wasm32) on wasmi
 //! guest: run_vector_add(1024): out[i] = a[i] + b[i] with a[i] = i, b[i] = 2i + 1
-//! launcher: dry run: this kargs is built without the `cuda` feature, so it launches on no machine (cargo install kernel-args-cli --features cuda)
+//! launcher: dry run: this kargs is built without the `cuda` feature, so it launches on no machine (from a clone: eval "$(scripts/cuda-link-stub.sh)" && cargo install --path cli --locked --features cuda)
 //!
 //! wasi_cuda_launch(kernel 1, grid [4, 1, 1], block [256, 1, 1], shared memory 0 bytes, argv 32 bytes)
 //!
@@ -98,7 +98,8 @@ pub(crate) fn run(args: &DemoArgs) -> Output {
     if args.runtime == DemoRuntime::Wasmtime && !cfg!(feature = "wasmtime") {
         return Output::usage(
             "`--runtime wasmtime` is not in this build: it needs the `wasmtime` feature \
-             (cargo install kernel-args-cli --features wasmtime); without it the demo runs on wasmi",
+             (from a clone: cargo install --path cli --locked --features wasmtime); without it the demo \
+             runs on wasmi",
         );
     }
     let launcher::LauncherChoice { launcher, description } = launcher::choose_launcher();

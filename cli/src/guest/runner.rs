@@ -128,7 +128,7 @@ impl GuestModule {
                 return Err(GuestError::new(
                     runtime,
                     "this build has no wasmtime: it needs kernel-args-cli's `wasmtime` feature \
-                     (cargo install kernel-args-cli --features wasmtime)",
+                     (from a clone: cargo install --path cli --locked --features wasmtime)",
                 ));
             }
             Runtime::Wasmi => {
