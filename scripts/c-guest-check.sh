@@ -8,8 +8,9 @@
 #                                             # scripts/wasm3-example.sh: the same tools, the
 #                                             # same clang invocation)
 #
-# 1. Installs what is missing, with apt (scripts/c-tools.sh): clang, lld (wasm-ld), clang's
-#    sanitizer runtimes (libclang-rt-N-dev), gcc and g++.
+# 1. Checks for clang, lld (wasm-ld), clang's sanitizer runtimes (libclang-rt-N-dev), gcc and
+#    g++ (scripts/c-tools.sh); what is missing is installed with apt-get only under
+#    KARGS_INSTALL=1 (CI sets it), otherwise the script names the packages and stops.
 # 2. Generates the vectors table from tests/vectors/argv.json, std-adapter/src/error.rs and
 #    core/src/limits.rs (capi/c/tests/gen_vectors.py; into $out, never committed).
 # 3. capi/c/tests/vectors_test.c as C99 and as C++17, with gcc and with clang
@@ -54,7 +55,7 @@ phase() { echo "c-guest: $*"; }
 
 # 1. Tools.
 source scripts/c-tools.sh
-c_tools "$out" lld
+c_tools c-guest "$out" lld
 phase "$(gcc --version | head -1); $(clang --version | head -1); $(wasm-ld --version | head -1)"
 t_tools=$(date +%s)
 

@@ -5,9 +5,10 @@
 #   scripts/capi-check.sh --check  # the same, but fail when the committed include/kargs.h is
 #                                  # not what cbindgen makes now (CI: .ci/steps/36-capi.sh)
 #
-# 1. Installs what is missing: gcc, g++, clang and clang's sanitizer runtimes with apt
-#    (scripts/c-tools.sh, shared with scripts/c-guest-check.sh), cbindgen $CBINDGEN_VERSION
-#    with cargo.
+# 1. Checks for gcc, g++, clang and clang's sanitizer runtimes (scripts/c-tools.sh, shared
+#    with scripts/c-guest-check.sh) and cbindgen $CBINDGEN_VERSION; what is missing is
+#    installed (apt-get, cargo install) only under KARGS_INSTALL=1 (CI sets it), otherwise the
+#    script names it and stops.
 # 2. The header: cbindgen (capi/cbindgen.toml) into the scratch directory; written to
 #    include/kargs.h, or with --check compared with it.
 # 3. The host libraries: `cargo build -p kernel-args-capi --release` gives target/release/
@@ -45,10 +46,9 @@ phase() { echo "capi: $*"; }
 
 # 1. Tools.
 source scripts/c-tools.sh
-c_tools "$out"
+c_tools capi "$out"
 if [ "$(cbindgen --version 2>/dev/null || true)" != "cbindgen $CBINDGEN_VERSION" ]; then
-    phase "installing cbindgen $CBINDGEN_VERSION"
-    cargo install cbindgen --locked --version "$CBINDGEN_VERSION"
+    install_cargo_tool capi cbindgen --locked --version "$CBINDGEN_VERSION"
 fi
 phase "$(gcc --version | head -1); $(clang --version | head -1); $(cbindgen --version)"
 t_tools=$(date +%s)

@@ -43,8 +43,8 @@ eval "$(scripts/cuda-link-stub.sh)"   # exports CUDA_LIBRARY_PATH for cust's bui
 rm -rf "$bundle"
 mkdir -p "$bundle/bin" "$bundle/kernels"
 
-# Stripped and gzipped, the binaries that embed wasmtime (~45 MB each as built) stay well
-# under what a device session can carry (64 MiB); run.sh unpacks them.
+# Stripped and gzipped, the binaries that embed wasmtime (~45 MB each as built) make a bundle
+# of a few tens of MB, quick to copy to a GPU machine; run.sh unpacks them.
 pack() {
     strip -o "$2" "$1" 2>/dev/null || cp "$1" "$2"
     gzip -6 -f "$2"
@@ -151,11 +151,11 @@ size="$(du -sh "$bundle" | cut -f1)"
 rel="${bundle#"$root"/}"
 cat <<EOF
 
-Bundle ready: $rel ($size). On a machine with the CUDA driver (no Rust needed):
+Bundle ready: $rel ($size). Copy it to a machine with the CUDA driver (no Rust needed) and
+run it there:
 
     bash $rel/run.sh
 
-From a session with the device tool: run(command="bash $rel/run.sh", carry=["$rel"], timeout_s=300)
 Here (no GPU), the same run checks the no-device path:  bash $rel/run.sh
 Results: $rel/results.txt (record them in docs/gpu-validation.md).
 EOF

@@ -5,9 +5,10 @@
 #
 #   scripts/wamr-example.sh             # CI: .ci/steps/38-wamr.sh
 #
-# 1. Tools and the guest: `scripts/c-guest-check.sh --wasm-only` installs what is missing with
-#    apt (gcc, g++, clang, lld, clang's sanitizer runtimes: its step 1) and builds
-#    capi/c/examples/vector_add.c for wasm32; cmake comes from apt too when missing.
+# 1. Tools and the guest: `scripts/c-guest-check.sh --wasm-only` checks for gcc, g++, clang,
+#    lld and clang's sanitizer runtimes (its step 1) and builds capi/c/examples/vector_add.c
+#    for wasm32; cmake is needed too. What is missing is installed with apt-get only under
+#    KARGS_INSTALL=1 (CI sets it); otherwise the script names the packages and stops.
 # 2. WAMR's C sources: the crate wamrx-sys 0.3.0 (WAMR 2.4.3), pinned by
 #    capi/c/examples/wamr/sources/Cargo.lock: `cargo fetch --locked` downloads it into Cargo's
 #    registry, `cargo metadata` says where. Its wasm-micro-runtime/ tree is copied into the
@@ -47,12 +48,9 @@ phase() { echo "$name: $*"; }
 # 1. Tools and the guest.
 scripts/c-guest-check.sh --wasm-only "$out/guest"
 guest="$out/guest/vector_add.wasm"
-if ! command -v cmake >/dev/null; then
-    sudo=""
-    [ "$(id -u)" = 0 ] || sudo=sudo
-    $sudo apt-get update -qq
-    $sudo apt-get install -y -qq --no-install-recommends cmake > /dev/null
-fi
+# shellcheck source=install.sh
+. scripts/install.sh
+command -v cmake >/dev/null || install_debian wamr cmake
 phase "$(cmake --version | head -1)"
 t_guest=$(date +%s)
 

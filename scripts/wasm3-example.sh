@@ -4,8 +4,8 @@
 #
 #   scripts/wasm3-example.sh            # CI: .ci/steps/37-wasm3.sh
 #
-# 1. Tools and the guest: `scripts/c-guest-check.sh --wasm-only` installs what is missing with
-#    apt (gcc, g++, clang, lld, clang's sanitizer runtimes: its step 1) and builds
+# 1. Tools and the guest: `scripts/c-guest-check.sh --wasm-only` checks for gcc, g++, clang,
+#    lld and clang's sanitizer runtimes (its step 1; installed only under KARGS_INSTALL=1) and builds
 #    capi/c/examples/vector_add.c for wasm32 with the clang invocation of its step 5.
 # 2. wasm3's C sources: the crate wasm3-sys 0.3.0 (wasm3 0.4.7), pinned by
 #    capi/c/examples/wasm3/sources/Cargo.lock: `cargo fetch --locked` downloads it into Cargo's

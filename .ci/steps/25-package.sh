@@ -14,8 +14,9 @@
 #    so that every dependency is resolved with exactly the features and profile of 10-test's
 #    `cargo test --workspace` and is already built in the shared target directory (no second
 #    wasmtime build: checked by comparing cargo's unit graphs);
-# 3. the docs, warnings denied: the workspace, and kernel-args-cuda with its `cuda` feature
-#    (against the link stub, like 40-cuda.sh);
+# 3. the docs, warnings denied: the workspace, kernel-args-cuda with its `cuda` feature
+#    (against the link stub, like 40-cuda.sh), and kernel-args under each dependency line the
+#    README gives a kind of host;
 # 4. the demo guest's committed module (std-adapter/kernel_args_demo_guest.wasm) is exactly
 #    what std-adapter/guest/ builds (scripts/build-guest.sh --check).
 #
@@ -85,6 +86,13 @@ RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --lib --examples
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --bins --exclude kernel-args-capi
 eval "$(scripts/cuda-link-stub.sh)"
 RUSTDOCFLAGS="-D warnings" cargo doc -p kernel-args-cuda --features cuda --no-deps
+# kernel-args as each README dependency line builds it: the defaults (std, no runtime), a wasmi
+# host with std, a no_std firmware host. The wasmtime line is in the workspace's features,
+# documented above; documenting it alone would check wasmtime's whole tree a second time.
+for features in "" "--features wasmi" "--no-default-features --features wasmi"; do
+    # shellcheck disable=SC2086 # the features are words
+    RUSTDOCFLAGS="-D warnings" cargo doc -p kernel-args --no-deps $features
+done
 
 # 4. The committed demo guest is what its source builds.
 scripts/build-guest.sh --check

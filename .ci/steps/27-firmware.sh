@@ -24,13 +24,8 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 export CARGO_TARGET_DIR="$PWD/target"
 
-as_root() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }
-if ! command -v qemu-system-arm >/dev/null; then
-    echo "firmware: installing qemu-system-arm"
-    as_root apt-get update -qq
-    as_root env DEBIAN_FRONTEND=noninteractive \
-        apt-get install -y -qq --no-install-recommends qemu-system-arm >/dev/null
-fi
+. scripts/install.sh
+command -v qemu-system-arm >/dev/null || install_debian firmware qemu-system-arm
 qemu-system-arm --version | head -1
 if [ ! -x "$(rustc --print sysroot)/lib/rustlib/$(rustc -vV | sed -n 's/^host: //p')/bin/llvm-size" ]; then
     rustup component add llvm-tools

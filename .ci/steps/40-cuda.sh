@@ -18,17 +18,11 @@
 set -euo pipefail
 export DEBIAN_FRONTEND=noninteractive
 
-# contrib and non-free for libcuda1, in whichever format the machine's apt sources are.
-if [ -f /etc/apt/sources.list.d/debian.sources ]; then
-    sed -i -E '/^Components:/ { / contrib( |$)/! s/$/ contrib/; / non-free( |$)/! s/$/ non-free/ }' \
-        /etc/apt/sources.list.d/debian.sources
-fi
-if [ -f /etc/apt/sources.list ]; then
-    sed -i -E '/^deb /{ / contrib( |$)/! s/$/ contrib/; / non-free( |$)/! s/$/ non-free/ }' /etc/apt/sources.list
-fi
+# libcuda1 is in Debian's contrib and non-free components.
+. scripts/install.sh
 if ! dpkg -s libcuda1 >/dev/null 2>&1; then
-    apt-get update -qq
-    apt-get install -y -qq --no-install-recommends libcuda1 >/dev/null
+    enable_debian_nonfree cuda
+    install_debian cuda libcuda1
 fi
 ls -l /usr/lib/x86_64-linux-gnu/libcuda.so.1
 

@@ -14,11 +14,10 @@ FUZZ_JOBS="${FUZZ_JOBS:-2}"
 
 rustup toolchain install nightly-2026-05-20 --profile minimal --component rust-src
 # libfuzzer-sys compiles libFuzzer from C++ source.
-if ! command -v c++ >/dev/null; then
-    apt-get update && apt-get install -y --no-install-recommends g++
-fi
+. scripts/install.sh
+command -v c++ >/dev/null || install_debian fuzz g++
 if [ "$(cargo fuzz --version 2>/dev/null || true)" != "cargo-fuzz 0.13.2" ]; then
-    cargo +nightly-2026-05-20 install cargo-fuzz --locked --version 0.13.2
+    RUSTUP_TOOLCHAIN="$NIGHTLY" install_cargo_tool fuzz cargo-fuzz --locked --version 0.13.2
 fi
 
 cd fuzz

@@ -17,14 +17,11 @@ cargo bench --no-run -p kernel-args-perf
 # 10-test.sh's `cargo test --workspace` runs too).
 "$(cargo bench --no-run -p kernel-args-perf --bench parse_build 2>&1 | sed -n 's/.*(\(.*parse_build-[0-9a-f]*\)).*/\1/p')" sizes
 cargo test -p kernel-args-perf
+. scripts/install.sh
 if ! command -v llvm-size >/dev/null && ! command -v arm-none-eabi-size >/dev/null; then
-    apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq binutils-arm-none-eabi >/dev/null
+    install_debian bench binutils-arm-none-eabi
 fi
 rustup target add thumbv7em-none-eabihf >/dev/null
 scripts/parser-size.sh
-if ! command -v valgrind >/dev/null; then
-    apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends valgrind >/dev/null
-fi
+command -v valgrind >/dev/null || install_debian bench valgrind
 scripts/callgrind-parse-build.sh --check

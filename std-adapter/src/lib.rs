@@ -6,17 +6,26 @@
 //! A wasm guest asks the host to launch a GPU kernel by passing a kernel id, a launch shape
 //! and its kernel parameters as one buffer of tagged records in its linear memory
 //! (`args_ptr`, `args_len`; the format is `docs/wire-format.md`). This crate checks all
-//! of it before anything runs, and hands a bounds-checked [`LaunchRequest`] to a [`Launcher`]:
+//! of it before anything runs, and hands a bounds-checked [`LaunchRequest`] to a [`Launcher`].
+//! [`LaunchHost::call`] runs these steps, numbered as in ARCHITECTURE.md's "The host call, step
+//! by step" (step 1 is the guest's: it encodes the argv and calls `wasi_cuda_launch`), the first
+//! that fails deciding the guest's ABI code:
 //!
-//! 1. capability gate → `NotAvailable`;
-//! 2. argument region ([`check_args_region`]) → `InvalidPointer`;
-//! 3. launch shape ([`check_launch_shape`], limits in [`limits`]) → `InvalidDimensions`;
-//! 4. parse (the core parser, no heap, into the launch's record) → `InvalidArgs`,
+//! 2. capability gate → `NotAvailable`;
+//! 3. the guest's memory: none exported → `InvalidPointer`;
+//! 4. argument region ([`check_args_region`]) → `InvalidPointer`;
+//! 5. launch shape ([`check_launch_shape`], limits in [`limits`]) → `InvalidDimensions`;
+//! 6. byte cap (`kernel_args_core::check_argv_len`) → `KernelArgsUnsupported`;
+//! 7. parse (the core parser, no heap, into the launch's record) → `InvalidArgs`,
 //!    `InvalidPointer`, `KernelArgsUnsupported`;
-//! 5. the kernel's declaration ([`Declaration`]): an unknown or undeclared kernel →
-//!    `InvalidKernel`; arguments that do not fit what it declares → `InvalidArgs`;
-//! 6. dispatch through the [`Launcher`] trait: [`DryRunLauncher`] here, the CUDA backend in
-//!    `kernel-args-cuda`.
+//! 8. the kernel ([`Launcher::registered`]): unknown, or registered without a declaration for a
+//!    guest the host does not trust ([`GuestTrust`]) → `InvalidKernel`;
+//! 9. the kernel's declaration ([`Declaration`]): arguments that do not fit what it declares →
+//!    `InvalidArgs`;
+//! 10. launch through the [`Launcher`] trait ([`DryRunLauncher`] here, the CUDA backend in
+//!     `kernel-args-cuda`), whose answer is the guest's;
+//! 11. record: the last launch, pointer-free ([`LaunchHost::last_launch`]), or the last error
+//!     ([`LaunchHost::last_error`]).
 //!
 //! ```
 //! use kernel_args::{AbiError, Declaration, DryRunLauncher, LaunchCall, LaunchHost};
@@ -70,7 +79,7 @@
 //! - every limit: [`limits`]; the region and shape checks: [`check_args_region`],
 //!   [`check_launch_shape`] (`src/checks.rs`);
 //! - the host call, in the order the pipeline runs it: [`LaunchHost::call`] (`src/host.rs`;
-//!   the steps are ARCHITECTURE.md's "What flows");
+//!   the steps are ARCHITECTURE.md's "The host call, step by step");
 //! - kernel declarations, their grammar's parser and the check of a launch against them:
 //!   [`Declaration`] (`src/declaration.rs`; the grammar is `docs/declarations.md`);
 //! - the launcher seam: [`Launcher`], [`LaunchRequest`], [`KernelTable`] (`src/launcher.rs`);
@@ -83,17 +92,31 @@
 //!
 //! ## Features
 //!
-//! - `std` (default): catching a panicking launcher, owned messages ([`HostError::msg`],
-//!   [`LaunchHost::last_error_message`]), `Box<dyn Launcher>`. Without it the crate is
+//! The default is `std` alone: no wasm runtime is built that the host did not ask for. One
+//! dependency line per kind of host:
+//!
+//! ```toml
+//! # A wasmtime host (a server):
+//! kernel-args = { version = "0.1", features = ["wasmtime"] }
+//! # A wasmi host with std:
+//! kernel-args = { version = "0.1", features = ["wasmi"] }
+//! # A no_std firmware host (wasmi needs only `alloc`; without `wasmi`, neither std nor alloc):
+//! kernel-args = { version = "0.1", default-features = false, features = ["wasmi"] }
+//! ```
+//!
+//! A C host links `libkargs` (`kernel-args-capi`) and includes `include/kargs.h` instead.
+//!
+//! - `std` (default): catching a panicking launcher, owned messages (`HostError::msg`,
+//!   `LaunchHost::last_error_message`), `Box<dyn Launcher>`. Without it the crate is
 //!   `#![no_std]` and needs no allocator.
-//! - `wasmtime` (default, implies `std`): `wasmtime_host::add_to_linker` registers the host
+//! - `wasmtime` (implies `std`): `wasmtime_host::add_to_linker` registers the host
 //!   function on a `wasmtime::Linker`. The binding is built against the `wasmtime` this crate
 //!   depends on (re-exported as `kernel_args::wasmtime_host::wasmtime`): the embedder's wasmtime
 //!   must be the same major version.
 //! - `wasmi`: `wasmi_host::add_to_linker` registers it on a `wasmi::Linker`, with or without
 //!   `std` (re-exported as `kernel_args::wasmi_host::wasmi`; the same version coupling).
 //! - `defmt`: `defmt::Format` on the pipeline's types, for embedded hosts.
-//! - `demo-guest` (default): the `no_std` vector_add guest's module (`guest::GUEST_WASM`, built
+//! - `demo-guest`: the `no_std` vector_add guest's module (`guest::GUEST_WASM`, built
 //!   from `guest/` for `wasm32-unknown-unknown` by `scripts/build-guest.sh`; CI checks the
 //!   committed module against a fresh build) and its interface (kernel id, exports). The runner
 //!   that drives it on either runtime is `kernel-args-cli`'s.

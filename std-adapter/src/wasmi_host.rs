@@ -2,8 +2,7 @@
 //! without std.
 //!
 //! wasmi is the interpreter firmware-style Rust hosts embed. The function is the one the
-//! wasmtime binding registers ([`wasmtime_host`](crate::wasmtime_host) with the `wasmtime`
-//! feature): the same import ([`IMPORT_MODULE`], [`LAUNCH_IMPORT`]), the same signature, the
+//! wasmtime binding registers (`wasmtime_host`, with the `wasmtime` feature): the same import ([`IMPORT_MODULE`], [`LAUNCH_IMPORT`]), the same signature, the
 //! same answers, because both hand the call to [`LaunchHost::call`]. It never traps: a module
 //! that exports no linear memory named [`MEMORY_EXPORT`] is answered with `InvalidPointer`.
 //! It allocates nothing per call (wasmi itself needs `alloc` to load a module).
