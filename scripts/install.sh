@@ -15,6 +15,14 @@ may_install() { [ "${KARGS_INSTALL:-0}" = 1 ]; }
 # Runs a command as root: directly when this is root, through sudo otherwise.
 as_root() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }
 
+# may_install_or_stop LABEL WHAT HOW: returns when this run may install WHAT (KARGS_INSTALL=1);
+# otherwise stops the script, saying that LABEL needs WHAT, which HOW installs. For a script
+# that then runs HOW itself, as written.
+may_install_or_stop() {
+    may_install || _install_refused "$@"
+    echo "$1: installing $2 (KARGS_INSTALL=1)"
+}
+
 # Stops the script: LABEL needs WHAT, installed with HOW.
 _install_refused() {
     local label="$1" what="$2" how="$3"

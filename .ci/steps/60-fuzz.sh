@@ -17,7 +17,8 @@ rustup toolchain install nightly-2026-05-20 --profile minimal --component rust-s
 . scripts/install.sh
 command -v c++ >/dev/null || install_debian fuzz g++
 if [ "$(cargo fuzz --version 2>/dev/null || true)" != "cargo-fuzz 0.13.2" ]; then
-    RUSTUP_TOOLCHAIN="$NIGHTLY" install_cargo_tool fuzz cargo-fuzz --locked --version 0.13.2
+    may_install_or_stop fuzz cargo-fuzz "cargo +$NIGHTLY install cargo-fuzz --locked --version 0.13.2"
+    cargo +nightly-2026-05-20 install cargo-fuzz --locked --version 0.13.2
 fi
 
 cd fuzz
