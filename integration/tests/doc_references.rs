@@ -255,13 +255,10 @@ fn every_item_the_docs_name_exists() {
         let text = prose(&std::fs::read_to_string(path).unwrap());
         for (line, span) in code_spans(&text) {
             let Some(segments) = rust_path(&span) else { continue };
-            let rest = if crates.contains(segments[0]) {
-                &segments[1..]
-            } else if types.contains(segments[0]) {
-                &segments[1..]
-            } else {
+            if !crates.contains(segments[0]) && !types.contains(segments[0]) {
                 continue;
-            };
+            }
+            let rest = &segments[1..];
             checked += 1;
             if let Some(unknown) = rest.iter().find(|s| !names.contains(**s)) {
                 missing.push(format!(
