@@ -261,9 +261,16 @@ fn a_driver_that_cannot_describe_the_kernel_does_not_override_the_ptx() {
     emulator.clear_faults();
     emulator.fail_call("cuFuncGetParamCount", 1, 801);
     emulator.fail_call("cuFuncGetParamInfo", 3, 1);
-    let err = vector_add(&mut launcher, VECTOR_ADD, &mut vectors(64), 64, 64, 0).unwrap_err();
-    assert_eq!(err.code(), AbiError::InvalidKernel, "{err}");
-    assert!(err.to_string().contains("the driver's parameter sizes [8, 8] differ"), "{err}");
+    let fenced = vector_add(&mut launcher, VECTOR_ADD, &mut vectors(64), 64, 64, 0);
+    if device.info().param_info {
+        let err = fenced.unwrap_err();
+        assert_eq!(err.code(), AbiError::InvalidKernel, "{err}");
+        assert!(err.to_string().contains("the driver's parameter sizes [8, 8] differ"), "{err}");
+    } else {
+        // A driver without cuFuncGetParamInfo (CUDA 12.2) is never asked: the loaded text's
+        // list, which ends in the fence's three, is what the launch is checked against.
+        assert_eq!(fenced.unwrap().signature, SignatureCheck::Ptx);
+    }
     emulator.clear_faults();
 }
 
