@@ -88,11 +88,12 @@ fn crate_dir(path: &Path) -> Option<PathBuf> {
     path.ancestors().skip(1).find(|dir| dir.join("Cargo.toml").is_file()).map(Path::to_path_buf)
 }
 
-/// Whether `span` looks like a path of the repository, seen from `bases`.
+/// Whether `span` looks like a path of the repository, seen from `bases`. Build outputs
+/// (any `target` directory) are generated, so a clean clone has none to check.
 fn names_a_repository_path(span: &str, bases: &[PathBuf]) -> bool {
     let pathlike = span.contains('/')
         && !span.starts_with('/')
-        && !span.starts_with("target/")
+        && !span.split('/').any(|part| part == "target")
         && span.chars().all(|c| c.is_ascii_alphanumeric() || "_.-/".contains(c));
     let first = span.split('/').next().unwrap_or_default();
     pathlike && !first.is_empty() && bases.iter().any(|base| base.join(first).exists())
