@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Regenerates the PTX fixtures in cuda-backend/kernels/ (and kernels/broken/) from their .cu sources.
+# Regenerates the PTX fixtures in cuda-backend/kernels/ (and kernels/broken/, attacks/ and corpus/)
+# from their .cu sources.
 #
 # Needs nvcc (Debian's nvidia-cuda-toolkit, non-free, has nvcc 11.8; it runs without a GPU).
 # CI never runs this: the generated .ptx files are committed beside their sources, and the
@@ -17,9 +18,14 @@ fi
 # broken/: kernels wrong on purpose, which the fence's tests launch (cuda-emulator/tests/fence.rs);
 # attacks/: kernels hostile on purpose (the .cu ones; the .ptx files without a .cu beside them are
 # written by hand). wmma_load needs tensor cores: compute_70.
-for cu in *.cu broken/*.cu attacks/*.cu; do
+# corpus/: kernels written the way CUDA users write them, compiled for the H200 (sm_90), as a
+# CUDA project builds for its GPU; scripts/corpus-table.py measures the fence on them.
+for cu in *.cu broken/*.cu attacks/*.cu corpus/*.cu; do
     arch=compute_52
-    case "$cu" in attacks/wmma_load.cu) arch=compute_70 ;; esac
+    case "$cu" in
+        attacks/wmma_load.cu) arch=compute_70 ;;
+        corpus/*) arch=sm_90 ;;
+    esac
     nvcc "${ccbin[@]}" --ptx -arch="$arch" -o "${cu%.cu}.ptx" "$cu"
     echo "${cu%.cu}.ptx <- $cu ($(nvcc --version | tail -1))"
 done

@@ -689,6 +689,10 @@ impl<'m> Entry<'m> {
         let mut addresses: Vec<(usize, Option<StateSpace>, u64, bool)> = Vec::new();
         match op {
             "cp" => {
+                // The group instructions touch no memory of their own (and have no size).
+                if matches!(m, ["async", "commit_group" | "wait_group" | "wait_all"]) {
+                    return Ok(());
+                }
                 let size = match i.operands.get(2).map(|o| &o.kind) {
                     Some(OperandKind::Immediate(Immediate::Int(n @ (4 | 8 | 16)))) => {
                         u64::try_from(*n).unwrap_or(0)
@@ -696,7 +700,6 @@ impl<'m> Entry<'m> {
                     _ => return Err(not_allowed()),
                 };
                 match m {
-                    ["async", "commit_group" | "wait_group" | "wait_all"] => return Ok(()),
                     ["async", "ca" | "cg", "shared" | "shared::cta", "global", rest @ ..]
                         if rest.iter().all(|x| matches!(*x, "L2::64B" | "L2::128B" | "L2::256B")) => {}
                     _ => return Err(not_allowed()),

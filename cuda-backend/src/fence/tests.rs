@@ -209,6 +209,24 @@ fn traps_exits_and_member_masks() {
 }
 
 #[test]
+fn cp_async_is_clamped_at_both_ends_and_its_group_instructions_pass() {
+    let module = fenced(
+        "\tcp.async.cg.shared.global [%r2], [%rd1], 16;\n\tcp.async.ca.shared.global [%r2+16], [%rd1+4], 4, 2;\n\
+         \tcp.async.commit_group;\n\tcp.async.wait_group 0;\n\tcp.async.wait_all;\n",
+    );
+    // Two addresses each, the shared destination and the global source.
+    assert_eq!(module.accesses(), 4);
+    assert_eq!(module.widest_access(), 16);
+    let text = lines(&module);
+    for line in ["cp.async.commit_group;", "cp.async.wait_group 0;", "cp.async.wait_all;"] {
+        assert!(text.iter().any(|l| l == line), "{line} in {text:#?}");
+    }
+    // A source size that is a register is not one the checker can bound.
+    let e = refusal("\tcp.async.ca.shared.global [%r2], [%rd1], 4, %r3;\n");
+    assert!(e.to_string().contains("cp.async"), "{e}");
+}
+
+#[test]
 fn what_cannot_be_fenced_is_refused_by_name_with_its_line() {
     for (instruction, reason) in [
         ("call.uni (%r1), f, (%r2);", FenceRefusal::Call),
