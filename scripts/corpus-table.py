@@ -111,13 +111,14 @@ def main():
             else:
                 print(f"| `{name}` | `{entry}` | {verdict} | {before} | | | {before_regs} |")
     print()
-    print(f"corpus-table: {len(ratios)} of {total} entries fenced, {len(modules) - len(refused)} of {len(modules)} modules")
+    print(f"Fenced: {len(ratios)} of {total} entries, {len(modules) - len(refused)} of {len(modules)} modules.")
     if ratios:
         print(
-            f"corpus-table: static SASS fenced / unfenced: median {statistics.median(ratios):.2f}, "
+            f"Static SASS fenced / unfenced: median {statistics.median(ratios):.2f}, "
             f"worst {max(ratios):.2f}; registers: median growth {statistics.median(growth):g}, "
-            f"{len(crossed)} entries pushed across 32, 64 or 128 registers"
+            f"entries pushed across an occupancy step (32, 64, 128 registers): {len(crossed)}"
             + (f" ({', '.join(crossed)})" if crossed else "")
+            + "."
         )
 
 

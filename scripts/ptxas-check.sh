@@ -6,30 +6,16 @@
 # PTX is valid for real hardware. Then NVIDIA's disassembler lists each fenced module's sm_90
 # SASS and scripts/sass-check.py holds its memory instructions to the accesses the fence
 # clamped, so what the hardware would run is checked, not only the PTX.
-# Nothing runs on a GPU here. ptxas comes from the pinned PyPI wheel nvidia-cuda-nvcc-cu12
-# (40 MB), nvdisasm from nvidia-cuda-nvdisasm (4 MB; CUDA 13.2's, which reads 12.9's cubins),
-# each unpacked into the target directory once; no CUDA install is needed.
+# Nothing runs on a GPU here; scripts/nvidia-tools.sh brings ptxas and nvdisasm.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 target="${CARGO_TARGET_DIR:-target}"
-version=12.9.86
-dir="$target/ptxas-$version"
-ptxas="$dir/nvidia/cuda_nvcc/bin/ptxas"
-if [ ! -x "$ptxas" ]; then
-    rm -rf "$dir"
-    python3 -m pip download --no-deps --only-binary=:all: -q -d "$dir/wheel" "nvidia-cuda-nvcc-cu12==$version"
-    python3 -m zipfile -e "$dir"/wheel/*.whl "$dir"
-    chmod +x "$ptxas"
-fi
-disasm_version=13.2.86
-disasm_dir="$target/nvdisasm-$disasm_version"
-nvdisasm="$disasm_dir/nvidia/cu13/bin/nvdisasm"
-if [ ! -x "$nvdisasm" ]; then
-    rm -rf "$disasm_dir"
-    python3 -m pip download --no-deps --only-binary=:all: -q -d "$disasm_dir/wheel" "nvidia-cuda-nvdisasm==$disasm_version"
-    python3 -m zipfile -e "$disasm_dir"/wheel/*.whl "$disasm_dir"
-    chmod +x "$nvdisasm"
-fi
+# shellcheck source=scripts/nvidia-tools.sh
+. scripts/nvidia-tools.sh
+ptxas="$PTXAS"
+nvdisasm="$NVDISASM"
+dir="$target/ptxas-check"
+mkdir -p "$dir"
 "$ptxas" --version | tail -1
 "$nvdisasm" --version | tail -1
 count=0

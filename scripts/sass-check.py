@@ -67,9 +67,10 @@ def sass_instructions(path):
             function = m.group(1)
             counts[function] = Counter()
             continue
-        m = re.match(r"^\s+/\*[0-9a-f]+\*/\s+(?:@!?U?P[0-9T]+\s+)?([A-Z][A-Z0-9_]*)", line)
-        if m and function is not None:
-            counts[function][m.group(1)] += 1
+        m = re.match(r"^\s+/\*[0-9a-f]+\*/\s+(@!?U?P[0-9T]+\s+)?([A-Z][A-Z0-9_]*)", line)
+        # `@!PT` (never true): padding ptxas places around LDGSTS, never executed.
+        if m and function is not None and (m.group(1) or "").strip() != "@!PT":
+            counts[function][m.group(2)] += 1
     return counts
 
 

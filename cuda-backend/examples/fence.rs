@@ -23,9 +23,12 @@ fn main() -> ExitCode {
         Ok(fenced) => {
             print!("{}", fenced.ptx());
             eprintln!(
-                "{path}: {} address operands clamped, {} proven by their declarations",
+                "{path}: {} address operands clamped, {} proven by their declarations, {} asserts \
+                 made the fence's exit, {} unnamed module-scope items dropped",
                 fenced.accesses(),
-                fenced.by_declaration()
+                fenced.by_declaration(),
+                fenced.asserts(),
+                fenced.dropped()
             );
             ExitCode::SUCCESS
         }

@@ -6,14 +6,17 @@
 //!
 //! 1. **Parse** the whole module with the project's one PTX front end
 //!    ([`kernel_args_ptx::parse`]): what it does not read is refused with its line.
-//! 2. **Rewrite** the parsed module (`src/fence/rewrite.rs`), instruction by instruction from an
+//! 2. **Lower** what nvcc emits for ordinary CUDA code into forms the rewriter fences
+//!    (`src/fence/lower.rs`): a device-side `assert`'s call of `__assertfail` becomes `trap`,
+//!    and module-scope variables and declarations no instruction names are dropped.
+//! 3. **Rewrite** the parsed module (`src/fence/rewrite.rs`), instruction by instruction from an
 //!    allowlist (`src/fence/isa.rs`) that knows each accepted instruction's memory semantics:
 //!    which operand is an address, the state space it reaches (the one a modifier names, or
 //!    generic addressing where none is written) and its width. Anything else that can touch
 //!    memory or stop the device is refused by name ([`FenceRefusal`]).
-//! 3. **Print** the rewritten module with the front end's printer: the text the driver loads
+//! 4. **Print** the rewritten module with the front end's printer: the text the driver loads
 //!    is made from the parsed form, never copied from the input.
-//! 4. **Check** the printed text (`src/fence/check.rs`, [`check`]): a second pass, written apart
+//! 5. **Check** the printed text (`src/fence/check.rs`, [`check`]): a second pass, written apart
 //!    from the rewriter with a table of its own, reads it through the front end again and
 //!    proves every address inside its window on every path, and every instruction one it
 //!    knows. A finding refuses the module ([`FenceRefusal::Unchecked`]).
@@ -44,14 +47,16 @@
 //! any of its accesses was moved; on exit, a thread that moved one writes 1 to the flag, which
 //! the launcher reads after the kernel. `trap` and `brkpt` set the flag and leave through the
 //! same exit instead of stopping the device; a warp-synchronous instruction's member mask is
-//! given the executing thread (a mask without it is undefined behaviour).
+//! given the executing thread (a mask without it is undefined behaviour). A failing device-side
+//! `assert` does what `trap` does: its message is not printed.
 //!
 //! Per clamped access this costs six instructions (one or two more to form the address of a
 //! register with an offset or a 32-bit register, nine more per window a generic access may
 //! reach); per thread, the windows' computation at the start and three to four instructions to
 //! leave. What the fence refuses, by name: calls and device functions' bodies, textures and
 //! surfaces, tensor-core and bulk copies (`wmma`, `ldmatrix`, `cp.async.bulk`, `mbarrier`),
-//! module-scope `.global` variables, indirect branches, barriers whose number is not a
+//! module-scope `.global` variables an instruction names (`__device__` variables, `printf`'s
+//! format strings, the math library's tables), indirect branches, barriers whose number is not a
 //! constant, pragmas other than `nounroll`, and every instruction or modifier outside the
 //! allowlist.
 //!
@@ -78,6 +83,7 @@ use kernel_args_ptx::{ParseErrorKind, parse};
 
 mod check;
 mod isa;
+mod lower;
 mod rewrite;
 
 pub use check::{CheckFinding, CheckReport, FindingKind, check};
@@ -103,6 +109,8 @@ pub struct FencedModule {
     accesses: usize,
     by_declaration: usize,
     widest: u64,
+    asserts: usize,
+    dropped: usize,
 }
 
 impl FencedModule {
@@ -130,6 +138,18 @@ impl FencedModule {
     /// The widest clamped access, in bytes (0 where there is none).
     pub fn widest_access(&self) -> u64 {
         self.widest
+    }
+
+    /// How many device-side `assert` call sequences (`call.uni __assertfail`) became the
+    /// fence's exit: the thread stops and sets the flag, as at a `trap`.
+    pub fn asserts(&self) -> usize {
+        self.asserts
+    }
+
+    /// How many module-scope `.global` and `.const` variables and `.func` declarations no
+    /// instruction names were dropped (the strings of lowered asserts, headers' unused tables).
+    pub fn dropped(&self) -> usize {
+        self.dropped
     }
 }
 
@@ -256,11 +276,12 @@ impl std::error::Error for FenceError {}
 /// [`FenceError`] naming the first line the fence cannot cover, and why; or the checker's
 /// finding in the rewritten module ([`FenceRefusal::Unchecked`]).
 pub fn fence_ptx(ptx: &str) -> Result<FencedModule, FenceError> {
-    let module = parse(ptx).map_err(|e| FenceError {
+    let mut module = parse(ptx).map_err(|e| FenceError {
         line: e.line as usize,
         statement: String::new(),
         reason: FenceRefusal::Unreadable(e.kind),
     })?;
+    let lowered = lower::lower(&mut module);
     let rewritten = rewrite::rewrite(module)?;
     let text = rewritten.module.to_string();
     let unchecked = |finding: CheckFinding| FenceError {
@@ -286,6 +307,8 @@ pub fn fence_ptx(ptx: &str) -> Result<FencedModule, FenceError> {
         accesses: rewritten.clamped,
         by_declaration: rewritten.static_accesses,
         widest: rewritten.widest,
+        asserts: lowered.asserts,
+        dropped: lowered.dropped,
     })
 }
 

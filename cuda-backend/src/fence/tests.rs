@@ -276,10 +276,23 @@ fn what_cannot_be_fenced_is_refused_by_name_with_its_line() {
 
 #[test]
 fn module_scope_refusals() {
-    let e = fence_ptx(&format!("{HEADER}.global .align 4 .u32 counter;\n")).unwrap_err();
+    let named = "\tmov.u64 %rd2, counter;\n";
+    let e = fence_ptx(&entry(named).replace(HEADER, &format!("{HEADER}.global .align 4 .u32 counter;\n")))
+        .unwrap_err();
     assert_eq!((e.line, e.reason), (4, FenceRefusal::ModuleGlobal));
-    let e = fence_ptx(&format!("{HEADER}\n.global .align 4 .u32 seeds[2] = {{1, 2}};\n")).unwrap_err();
+    let e = fence_ptx(
+        &entry("\tld.global.u32 %r1, [seeds+4];\n")
+            .replace(HEADER, &format!("{HEADER}\n.global .align 4 .u32 seeds[2] = {{1, 2}};\n")),
+    )
+    .unwrap_err();
     assert_eq!((e.line, e.reason), (5, FenceRefusal::ModuleGlobal), "with an initializer");
+    // What no instruction names is dropped, whatever its space: a kernel cannot reach it.
+    let module = fence_ptx(&format!(
+        "{HEADER}.global .align 4 .u32 counter;\n.const .align 1 .b8 ignore[1];\n.extern .func helper;\n"
+    ))
+    .unwrap();
+    assert_eq!(module.dropped(), 3);
+    assert!(!module.ptx().contains("counter") && !module.ptx().contains("helper"), "{}", module.ptx());
     let e = fence_ptx(&format!("{HEADER}.global .texref t;\n")).unwrap_err();
     assert_eq!(e.reason, FenceRefusal::TextureOrSurface);
     let e = fence_ptx(&format!("{HEADER}.func f()\n{{\n\tret;\n}}\n")).unwrap_err();
@@ -298,6 +311,63 @@ fn module_scope_refusals() {
     // A fenced module is not fenced twice.
     let once = fenced("\tst.global.u32 [%rd1], %r1;\n");
     assert_eq!(fence_ptx(once.ptx()).unwrap_err().reason, FenceRefusal::ReservedName);
+}
+
+/// A device-side `assert` as nvcc 11.8 compiles it (`corpus/assert.ptx`'s call sequence).
+fn assert_module(call_block: &str) -> String {
+    format!(
+        "{HEADER}.extern .func __assertfail\n(\n\t.param .b64 __assertfail_param_0,\n\t.param .b64 __assertfail_param_1,\n\
+         \t.param .b32 __assertfail_param_2\n)\n;\n\
+         .global .align 1 .b8 $str[3] = {{120, 62, 0}};\n\
+         .visible .entry k(\n\t.param .u64 p\n)\n{{\n\t.reg .pred %p<2>;\n\t.reg .b32 %r<4>;\n\t.reg .b64 %rd<8>;\n\
+         \tld.param.u64 %rd1, [p];\n\tld.global.u32 %r1, [%rd1];\n\tsetp.gt.s32 %p1, %r1, -1;\n\t@%p1 bra $L_ok;\n\
+         \tmov.u64 %rd2, $str;\n\tcvta.global.u64 %rd3, %rd2;\n\tmov.u32 %r2, 7;\n{call_block}\
+         $L_ok:\n\tst.global.u32 [%rd1], %r1;\n\tret;\n}}\n"
+    )
+}
+
+const ASSERT_CALL: &str = "\t{\n\t.reg .b32 temp_param_reg;\n\t.param .b64 param0;\n\tst.param.b64 [param0+0], %rd3;\n\
+     \t.param .b64 param1;\n\tst.param.b64 [param1+0], %rd3;\n\t.param .b32 param2;\n\tst.param.b32 [param2+0], %r2;\n\
+     \tcall.uni\n\t__assertfail,\n\t(\n\tparam0,\n\tparam1,\n\tparam2\n\t);\n\t}\n";
+
+#[test]
+fn an_assert_becomes_the_fence_exit_and_its_strings_go() {
+    let module = fence_ptx(&assert_module(ASSERT_CALL)).unwrap();
+    assert_eq!((module.asserts(), module.dropped()), (1, 2), "{}", module.ptx());
+    let text = lines(&module);
+    for gone in ["__assertfail", "$str", "call", "st.param", "mov.u32 %r2, 7;"] {
+        assert!(!text.iter().any(|l| l.contains(gone)), "{gone} in {text:#?}");
+    }
+    // The trap's lowering: the flag, then the fence's exit.
+    let at = text.iter().position(|l| l == "@%p1 bra $L_ok;").unwrap();
+    assert_eq!(
+        text[at + 1..at + 3],
+        ["or.b64 %__kargs_v, %__kargs_v, 1;", "bra $__kargs_exit;"],
+        "{text:#?}"
+    );
+    // A call sequence that does anything else is not an assert's: the call is refused by name.
+    for other in [
+        ASSERT_CALL.replace("st.param.b32 [param2+0], %r2;", "st.global.b32 [%rd1], %r2;"),
+        ASSERT_CALL.replace("param2\n\t);", "p\n\t);"),
+        ASSERT_CALL.replace("__assertfail,", "vprintf,"),
+    ] {
+        let e = fence_ptx(&assert_module(&other)).unwrap_err();
+        assert!(
+            matches!(
+                e.reason,
+                FenceRefusal::Call | FenceRefusal::ModuleGlobal | FenceRefusal::NestedVariable
+            ),
+            "{other}: {e}"
+        );
+    }
+    // A guarded call is a guarded trap.
+    let guarded = fence_ptx(&assert_module(&ASSERT_CALL.replace("call.uni", "@%p1 call.uni"))).unwrap();
+    let text = lines(&guarded);
+    assert!(text.iter().any(|l| l == "@%p1 or.b64 %__kargs_v, %__kargs_v, 1;"), "{text:#?}");
+    assert!(text.iter().any(|l| l == "@%p1 bra $__kargs_exit;"), "{text:#?}");
+    // `__assertfail` must be the runtime's (declared `.extern`, no body of the module's).
+    let own = assert_module(ASSERT_CALL).replace(".extern .func __assertfail", ".func __assertfail");
+    assert!(fence_ptx(&own).is_err());
 }
 
 /// The forms a text scanner misread, each as ptxas reads it (checked with ptxas 12.9): every

@@ -1,0 +1,417 @@
+//! The kernel corpus (`cuda-backend/kernels/corpus/`: kernels written the way CUDA users write
+//! them, compiled by nvcc 11.8 for sm_90) on the emulated driver: every entry the fence accepts
+//! and the emulator runs (20 of 35; the modules it does not load are listed with the first thing
+//! it does not run) computes the same bytes fenced as unfenced, with the fence around one
+//! arena that holds all its buffers (a staged launch's layout), and leaves the flag clear. What
+//! the fence refuses is listed by name, so a change in what it accepts changes this test. A
+//! failing device-side `assert` stops its thread and sets the flag; the launch succeeds and the
+//! context goes on. These are the emulator's results, not a GPU's.
+
+mod common;
+
+use common::*;
+use kernel_args_cuda::fence::{FenceRefusal, MIN_FENCE_LEN, fence_ptx};
+use kernel_args_cuda_emulator::api::EmulatedDriver;
+use kernel_args_cuda_emulator::result::*;
+
+macro_rules! corpus {
+    ($($name:ident),*) => {
+        const CORPUS: &[(&str, &str)] = &[$((
+            stringify!($name),
+            include_str!(concat!("../../cuda-backend/kernels/corpus/", stringify!($name), ".ptx")),
+        )),*];
+    };
+}
+corpus!(
+    assert,
+    cp_async,
+    device_variable,
+    elementwise,
+    gather,
+    math,
+    noinline,
+    printf,
+    reduce,
+    std_headers,
+    tiled,
+    wmma
+);
+
+fn module(name: &str) -> &'static str {
+    CORPUS.iter().find(|(n, _)| *n == name).map(|(_, ptx)| *ptx).unwrap()
+}
+
+/// A kernel parameter: a buffer of the launch (by index) or a value.
+#[derive(Clone, Copy)]
+enum P {
+    Buf(usize),
+    U8(u8),
+    I32(i32),
+    I64(i64),
+    F32(f32),
+    F64(f64),
+}
+
+struct Case {
+    module: &'static str,
+    entry: &'static str,
+    grid: [u32; 3],
+    block: [u32; 3],
+    shared: u32,
+    buffers: Vec<Vec<u8>>,
+    params: Vec<P>,
+}
+
+fn case(
+    module: &'static str,
+    entry: &'static str,
+    grid: u32,
+    block: u32,
+    buffers: Vec<Vec<u8>>,
+    params: &[P],
+) -> Case {
+    Case {
+        module,
+        entry,
+        grid: [grid, 1, 1],
+        block: [block, 1, 1],
+        shared: 0,
+        buffers,
+        params: params.to_vec(),
+    }
+}
+
+fn ints(values: impl IntoIterator<Item = i32>) -> Vec<u8> {
+    values.into_iter().flat_map(i32::to_le_bytes).collect()
+}
+
+fn doubles(values: impl IntoIterator<Item = f64>) -> Vec<u8> {
+    values.into_iter().flat_map(f64::to_le_bytes).collect()
+}
+
+/// Floats with a repeating pattern of signs and sizes.
+fn data(n: usize) -> Vec<u8> {
+    floats((0..n).map(|i| ((i * 37 % 101) as f32 - 50.0) * 0.125))
+}
+
+fn cases() -> Vec<Case> {
+    use P::*;
+    let n = 300;
+    let mut cases = vec![
+        case(
+            "elementwise",
+            "vector_add",
+            2,
+            256,
+            vec![data(n), data(n), vec![0; 4 * n]],
+            &[Buf(0), Buf(1), Buf(2), I32(n as i32)],
+        ),
+        case(
+            "elementwise",
+            "saxpy_grid_stride",
+            2,
+            64,
+            vec![data(1000), data(1000)],
+            &[I32(1000), F32(1.5), Buf(0), Buf(1)],
+        ),
+        case(
+            "elementwise",
+            "scale_float4",
+            1,
+            128,
+            vec![data(400), vec![0; 1600]],
+            &[Buf(0), Buf(1), F32(-2.0), I32(100)],
+        ),
+        case("elementwise", "relu_inplace", 2, 256, vec![data(500)], &[Buf(0), I64(500)]),
+        case("elementwise", "fill_u8", 1, 256, vec![vec![1; 200]], &[Buf(0), U8(0xab), I64(150)]),
+        case(
+            "elementwise",
+            "_Z5axpbyIfEvPKT_PS0_S0_S0_i",
+            2,
+            128,
+            vec![data(n), data(n)],
+            &[Buf(0), Buf(1), F32(0.5), F32(2.0), I32(n as i32)],
+        ),
+        case(
+            "elementwise",
+            "_Z5axpbyIdEvPKT_PS0_S0_S0_i",
+            2,
+            128,
+            vec![doubles((0..n).map(|i| i as f64 * 0.5)), doubles((0..n).map(|i| 1.0 - i as f64))],
+            &[Buf(0), Buf(1), F64(0.25), F64(-1.0), I32(n as i32)],
+        ),
+        case(
+            "gather",
+            "gather",
+            1,
+            256,
+            vec![data(100), ints((0..200).map(|i| i * 7 % 100)), vec![0; 800]],
+            &[Buf(0), Buf(1), Buf(2), I32(200)],
+        ),
+        case(
+            "gather",
+            "scatter_add",
+            1,
+            256,
+            vec![data(200), ints((0..200).map(|i| i * 3 % 50)), vec![0; 200]],
+            &[Buf(0), Buf(1), Buf(2), I32(200)],
+        ),
+        case(
+            "gather",
+            "spmv_csr",
+            1,
+            64,
+            // 40 rows of 0 to 4 entries each.
+            vec![
+                ints((0..=40).map(|r: i32| (0..r).map(|k| k % 5).sum::<i32>())),
+                ints((0..40 * 4).map(|j| j * 11 % 40)),
+                data(160),
+                data(40),
+                vec![0; 160],
+            ],
+            &[I32(40), Buf(0), Buf(1), Buf(2), Buf(3), Buf(4)],
+        ),
+        case(
+            "gather",
+            "embedding_forward",
+            2,
+            128,
+            vec![vec![0; 4 * 4 * 8 * 6], ints((0..8).map(|i| i * 5 % 10)), data(10 * 6), data(4 * 6)],
+            &[Buf(0), Buf(1), Buf(2), Buf(3), I32(8), I32(4), I32(6)],
+        ),
+        case(
+            "gather",
+            "bincount",
+            1,
+            256,
+            vec![ints((0..250).map(|i| i % 23 - 3)), vec![0; 80]],
+            &[Buf(0), Buf(1), I32(250), I32(20)],
+        ),
+        case(
+            "std_headers",
+            "clamp_to_int16",
+            1,
+            128,
+            vec![ints((0..100).map(|i| (i - 50) * 1000)), vec![0; 200]],
+            &[Buf(0), Buf(1), I32(100)],
+        ),
+        case("std_headers", "minmax_pairs", 1, 64, vec![data(100), vec![0; 400]], &[Buf(0), Buf(1), I32(50)]),
+        case("tiled", "conv1d_const", 1, 128, vec![data(100), vec![0; 400]], &[Buf(0), Buf(1), I32(100)]),
+    ];
+    let mut matmul = case(
+        "tiled",
+        "matmul_tiled",
+        2,
+        16,
+        vec![data(20 * 24), data(24 * 30), vec![0; 4 * 20 * 30]],
+        &[Buf(0), Buf(1), Buf(2), I32(20), I32(30), I32(24)],
+    );
+    (matmul.grid, matmul.block) = ([2, 2, 1], [16, 16, 1]);
+    let mut transpose = case(
+        "tiled",
+        "transpose_padded",
+        1,
+        32,
+        vec![data(37 * 45), vec![0; 4 * 37 * 45]],
+        &[Buf(0), Buf(1), I32(37), I32(45)],
+    );
+    (transpose.grid, transpose.block) = ([2, 2, 1], [32, 8, 1]);
+    let mut stencil = case(
+        "tiled",
+        "stencil5",
+        1,
+        16,
+        vec![data(20 * 18), vec![0; 4 * 20 * 18]],
+        &[Buf(0), Buf(1), I32(20), I32(18)],
+    );
+    (stencil.grid, stencil.block) = ([2, 2, 1], [16, 16, 1]);
+    let mut scan =
+        case("tiled", "scan_block", 3, 64, vec![ints(0..150), vec![0; 600]], &[Buf(0), Buf(1), I32(150)]);
+    scan.shared = 64 * 4;
+    let mut bias = case(
+        "elementwise",
+        "add_bias_2d",
+        1,
+        32,
+        vec![data(20 * 32), data(30)],
+        &[Buf(0), Buf(1), I32(20), I32(30), I32(32)],
+    );
+    (bias.grid, bias.block) = ([1, 2, 1], [32, 16, 1]);
+    cases.extend([matmul, transpose, stencil, scan, bias]);
+    cases
+}
+
+/// Where each buffer lies in its arena: 256-byte aligned, back to back.
+fn layout(sizes: &[usize]) -> (Vec<usize>, usize) {
+    let mut at = 0;
+    let offsets = sizes
+        .iter()
+        .map(|&size| {
+            let offset = at;
+            at += size.next_multiple_of(256);
+            offset
+        })
+        .collect();
+    (offsets, at.max(MIN_FENCE_LEN as usize))
+}
+
+/// Runs `case` from `ptx` (fenced when `fenced`, around its arena, with a zeroed flag): the
+/// launch's result, the arena's bytes afterwards and the flag.
+fn run(case: &Case, ptx: &str, fenced: bool) -> (CuResult, Vec<u8>, u32) {
+    let sizes: Vec<usize> = case.buffers.iter().map(Vec::len).collect();
+    let (offsets, len) = layout(&sizes);
+    let arena = alloc(len).unwrap();
+    let flag = alloc(4).unwrap();
+    assert_eq!(upload(flag, &[0; 4]), CUDA_SUCCESS);
+    for (buffer, &offset) in case.buffers.iter().zip(&offsets) {
+        assert_eq!(upload(arena + offset as u64, buffer), CUDA_SUCCESS);
+    }
+    let mut params: Vec<Vec<u8>> = case
+        .params
+        .iter()
+        .map(|p| match *p {
+            P::Buf(i) => (arena + offsets[i] as u64).to_le_bytes().to_vec(),
+            P::U8(v) => vec![v],
+            P::I32(v) => v.to_le_bytes().to_vec(),
+            P::I64(v) => v.to_le_bytes().to_vec(),
+            P::F32(v) => v.to_le_bytes().to_vec(),
+            P::F64(v) => v.to_le_bytes().to_vec(),
+        })
+        .collect();
+    if fenced {
+        params.extend([
+            arena.to_le_bytes().to_vec(),
+            (len as u64).to_le_bytes().to_vec(),
+            flag.to_le_bytes().to_vec(),
+        ]);
+    }
+    let f = function(load(ptx), case.entry).unwrap();
+    let result = launch_with(f, case.grid, case.block, case.shared, &mut params);
+    let mut bytes = vec![0u8; len];
+    assert_eq!(download(arena, &mut bytes), CUDA_SUCCESS);
+    let mut flag_bytes = [0u8; 4];
+    assert_eq!(download(flag, &mut flag_bytes), CUDA_SUCCESS);
+    (result, bytes, u32::from_le_bytes(flag_bytes))
+}
+
+/// The modules the emulated driver loads as nvcc wrote them; the others, with the first thing
+/// it does not run (a GPU runs them all).
+#[test]
+fn which_modules_the_emulator_loads() {
+    let _session = session();
+    let mut loads = Vec::new();
+    for (name, ptx) in CORPUS {
+        match load_on(EmulatedDriver::Cuda12_8, ptx) {
+            Ok(_) => loads.push((*name, String::new())),
+            Err((code, log, _)) => {
+                assert_eq!(code, CUDA_ERROR_NOT_SUPPORTED, "{name}");
+                let what = log.rsplit("does not run this: ").next().unwrap_or_default();
+                loads.push((*name, what.to_owned()));
+            }
+        }
+    }
+    let refused: Vec<(&str, &str)> =
+        loads.iter().filter(|(_, why)| !why.is_empty()).map(|(n, why)| (*n, why.as_str())).collect();
+    let expected = [
+        ("assert", "a .param variable in a kernel"),
+        ("cp_async", "`cp.async.cg.shared.global [%r8], [%rd3], 16, 16` (the instruction `cp`)"),
+        ("device_variable", "`mov.u64 %rd3, launches_seen` (the operand `launches_seen`)"),
+        ("math", "`ex2.approx.ftz.f32 %f11, %f10` (the instruction `ex2`)"),
+        ("noinline", "a .param variable in a kernel"),
+        ("printf", "a .param variable in a kernel"),
+        ("reduce", "`shfl.sync.down.b32 %r15|%p3, %r10, %r13, %r12, %r14` (`shfl` with `.sync`)"),
+        (
+            "wmma",
+            "`wmma.load.a.sync.aligned.row.m16n16k16.global.f16 {%r9, %r10, %r11, %r12, %r13, %r14, %r15, %r16}, [%rd6], %r8` (the instruction `wmma`)",
+        ),
+    ];
+    assert_eq!(refused, expected);
+}
+
+#[test]
+fn what_the_fence_accepts_and_refuses_by_name() {
+    let mut verdicts: Vec<(&str, Result<usize, FenceRefusal>)> = Vec::new();
+    for (name, ptx) in CORPUS {
+        verdicts.push((name, fence_ptx(ptx).map(|m| m.entries().len()).map_err(|e| e.reason)));
+    }
+    assert_eq!(
+        verdicts,
+        [
+            ("assert", Ok(1)),
+            ("cp_async", Ok(1)),
+            ("device_variable", Err(FenceRefusal::ModuleGlobal)),
+            ("elementwise", Ok(8)),
+            ("gather", Ok(5)),
+            ("math", Err(FenceRefusal::ModuleGlobal)),
+            ("noinline", Err(FenceRefusal::DeviceFunction)),
+            ("printf", Err(FenceRefusal::ModuleGlobal)),
+            ("reduce", Ok(7)),
+            ("std_headers", Ok(2)),
+            ("tiled", Ok(5)),
+            ("wmma", Err(FenceRefusal::MatrixMemory)),
+        ]
+    );
+}
+
+#[test]
+fn every_entry_the_emulator_runs_computes_the_same_bytes_fenced() {
+    let _session = session();
+    let cases = cases();
+    assert_eq!(cases.len(), 20);
+    for case in &cases {
+        let ptx = module(case.module);
+        let fenced = fence_ptx(ptx).unwrap();
+        let (plain_result, plain, _) = run(case, ptx, false);
+        let (fenced_result, with_fence, flag) = run(case, fenced.ptx(), true);
+        assert_eq!((plain_result, fenced_result), (CUDA_SUCCESS, CUDA_SUCCESS), "{}", case.entry);
+        assert!(plain == with_fence, "{}: fenced and unfenced differ", case.entry);
+        assert_eq!(flag, 0, "{}: nothing left the fence", case.entry);
+        // The kernel wrote something: the arena is not what was uploaded.
+        let uploaded: Vec<u8> = {
+            let sizes: Vec<usize> = case.buffers.iter().map(Vec::len).collect();
+            let (offsets, len) = layout(&sizes);
+            let mut bytes = vec![0u8; len];
+            for (b, &o) in case.buffers.iter().zip(&offsets) {
+                bytes[o..o + b.len()].copy_from_slice(b);
+            }
+            bytes
+        };
+        assert!(plain != uploaded, "{}: the launch changed nothing", case.entry);
+    }
+}
+
+#[test]
+fn a_failing_assert_stops_its_thread_sets_the_flag_and_the_context_goes_on() {
+    let _session = session();
+    let ptx = fence_ptx(module("assert")).unwrap();
+    assert_eq!(ptx.asserts(), 1);
+    // Element 40 is negative: its thread stops before its copy; every other thread copies.
+    let inputs: Vec<i32> = (0..100).map(|i| if i == 40 { -1 } else { i }).collect();
+    let failing = case(
+        "assert",
+        "checked_copy",
+        1,
+        128,
+        vec![ints(inputs.clone()), vec![0xee; 400]],
+        &[P::Buf(0), P::Buf(1), P::I32(100)],
+    );
+    let (result, bytes, flag) = run(&failing, ptx.ptx(), true);
+    assert_eq!((result, flag), (CUDA_SUCCESS, 1));
+    let out = &bytes[512..912];
+    for (i, chunk) in out.chunks(4).enumerate() {
+        let expected = if i == 40 { [0xee; 4] } else { (i as i32).to_le_bytes() };
+        assert_eq!(chunk, expected, "element {i}");
+    }
+    // The next launch of the same module runs and leaves the flag clear.
+    let passing = case(
+        "assert",
+        "checked_copy",
+        1,
+        128,
+        vec![ints(0..100), vec![0; 400]],
+        &[P::Buf(0), P::Buf(1), P::I32(100)],
+    );
+    let (result, bytes, flag) = run(&passing, ptx.ptx(), true);
+    assert_eq!((result, flag), (CUDA_SUCCESS, 0));
+    assert_eq!(&bytes[512..912], &ints(0..100)[..]);
+}
