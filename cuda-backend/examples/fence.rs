@@ -24,10 +24,12 @@ fn main() -> ExitCode {
             print!("{}", fenced.ptx());
             eprintln!(
                 "{path}: {} address operands clamped, {} proven by their declarations, {} asserts \
-                 made the fence's exit, {} unnamed module-scope items dropped",
+                 made the fence's exit, {} read-only tables moved to constant memory, {} unnamed \
+                 module-scope items dropped",
                 fenced.accesses(),
                 fenced.by_declaration(),
                 fenced.asserts(),
+                fenced.tables(),
                 fenced.dropped()
             );
             ExitCode::SUCCESS

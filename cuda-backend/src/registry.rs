@@ -376,10 +376,10 @@ mod tests {
             assert!(!unfenced.fenced());
             assert_eq!(unfenced.ptx().to_str().unwrap(), VECTOR_ADD);
         }
-        // A module global a kernel names is refused fenced, with its line, and accepted unfenced.
+        // A module global a kernel writes is refused fenced, with its line, and accepted unfenced.
         let global = VECTOR_ADD
             .replacen(".address_size 64", ".address_size 64\n.global .u32 counter;", 1)
-            .replacen("ret;", "mov.u64 %rd1, counter;\n\tret;", 1);
+            .replacen("ret;", "st.global.u32 [counter], %r1;\n\tret;", 1);
         let line = global.lines().position(|l| l.starts_with(".global")).unwrap() + 1;
         match problem(r.register(4, &global, "vector_add", VECTOR_ADD_DECLARATION).unwrap_err()) {
             KernelProblem::Fence(e) => {

@@ -12,6 +12,17 @@
 //!   arguments' addresses (`mov.u64 %rd, $str;` and the `cvta` after it) have no reader; a
 //!   `mov` or `cvta` whose destination no instruction reads is removed, to a fixed point, in the
 //!   entries whose asserts were lowered.
+//! - **Read-only tables in constant memory.** A module-scope `.global` variable that the module
+//!   only reads (the math library's `__cudart_i2opi_f`, which `sinf` and `cosf` without fast
+//!   math reduce large arguments with; a lookup table) moves to `.const`, where the fence's
+//!   constant window covers it, and its loads become `ld.const`. "Only reads" is shown, not
+//!   assumed: every instruction that names the variable is `mov` of its address into a register
+//!   or an `ld.global` of it; every register holding such an address is defined only by those
+//!   moves and by `add`/`sub` of an offset to another such register; and such a register is
+//!   used only as the address of an `ld.global` (or `ldu.global`), in a comparison, or to form
+//!   another. Anything else (a store, an atomic, `cvta` to a generic pointer, an address passed
+//!   on) leaves every table of the module where it was, for the rewriter to refuse by name. The
+//!   constant space's 64 KiB is respected.
 //! - **Module-scope variables and declarations nothing names.** A `.global` or `.const`
 //!   variable (not a texture, sampler or surface handle: those are refused by name), or a `.func` declaration without a body, that no instruction of the module names
 //!   is dropped: a kernel cannot reach a variable it does not name (PTX initializers hold
@@ -26,8 +37,8 @@
 use std::collections::BTreeSet;
 
 use kernel_args_ptx::{
-    AddressBase, Block, FunctionKind, Instruction, Item, Linkage, Module, OperandKind, StateSpace, Statement,
-    Type,
+    AddressBase, Block, FunctionKind, Instruction, Item, Linkage, Module, Operand, OperandKind, StateSpace,
+    Statement, Type,
 };
 
 /// The CUDA runtime's assertion handler, which nvcc calls for a failing `assert`.
@@ -40,6 +51,8 @@ pub(super) struct Lowered {
     pub asserts: usize,
     /// Module-scope variables and function declarations dropped.
     pub dropped: usize,
+    /// Read-only `.global` tables moved to `.const`.
+    pub tables: usize,
 }
 
 /// Lowers `module` in place (see the module's documentation).
@@ -88,6 +101,7 @@ pub(super) fn lower(module: &mut Module) -> Lowered {
         Item::Pragma(_) => true,
     });
     lowered.dropped = before.saturating_sub(module.items.len());
+    lowered.tables = place_read_only_tables(module);
     lowered
 }
 
@@ -204,6 +218,211 @@ fn for_each_instruction(block: &Block, f: &mut dyn FnMut(&Instruction)) {
         match statement {
             Statement::Instruction(i) => f(i),
             Statement::Block(inner) => for_each_instruction(inner, f),
+            _ => {}
+        }
+    }
+}
+
+/// The constant space a module may declare (the driver's limit for one module's `.const`).
+const CONST_SPACE: u64 = 64 * 1024;
+
+/// Moves the module's read-only `.global` tables to `.const` (see the module's documentation):
+/// how many moved. All of them or none: where any use is not one this shows to be a read, the
+/// module is left as it was.
+fn place_read_only_tables(module: &mut Module) -> usize {
+    let tables: BTreeSet<String> = module
+        .items
+        .iter()
+        .filter_map(|item| match item {
+            Item::Variable(v)
+                if v.space == StateSpace::Global
+                    && v.linkage != Some(Linkage::Extern)
+                    && v.vector.is_none()
+                    && !matches!(v.ty, Type::TexRef | Type::SamplerRef | Type::SurfRef)
+                    && v.size().is_some() =>
+            {
+                Some(v.name.clone())
+            }
+            _ => None,
+        })
+        .collect();
+    if tables.is_empty() {
+        return 0;
+    }
+    let const_bytes: u64 = module
+        .items
+        .iter()
+        .filter_map(|item| match item {
+            Item::Variable(v) if v.space == StateSpace::Const || tables.contains(&v.name) => {
+                // Each rounded up to the fence's 16-byte alignment.
+                v.size().map(|s| s.next_multiple_of(16))
+            }
+            _ => None,
+        })
+        .fold(0u64, u64::saturating_add);
+    if const_bytes > CONST_SPACE {
+        return 0;
+    }
+    // Per function: the registers that hold only table addresses, or `None` where a use escapes.
+    let mut plans = Vec::new();
+    for item in &module.items {
+        let Item::Function(f) = item else { continue };
+        let Some(body) = &f.body else { continue };
+        let mut instructions = Vec::new();
+        for_each_instruction(body, &mut |i| instructions.push(i.clone()));
+        match table_registers(&instructions, &tables) {
+            Some(pure) => plans.push(pure),
+            None => return 0,
+        }
+    }
+    // Every table is named somewhere, or it would have been dropped; move them all.
+    let mut plans = plans.into_iter();
+    for item in &mut module.items {
+        match item {
+            Item::Variable(v) if tables.contains(&v.name) => v.space = StateSpace::Const,
+            Item::Function(f) => {
+                let Some(body) = &mut f.body else { continue };
+                let pure = plans.next().unwrap_or_default();
+                for_each_instruction_mut(body, &mut |i| {
+                    if table_load(i, &pure, &tables) {
+                        i.opcode = "ld".to_owned();
+                        i.modifiers.retain(|m| m != "nc" && !m.starts_with("L1::") && !m.starts_with("L2::"));
+                        for m in &mut i.modifiers {
+                            if m == "global" {
+                                *m = "const".to_owned();
+                            }
+                        }
+                    }
+                });
+            }
+            _ => {}
+        }
+    }
+    tables.len()
+}
+
+/// How an instruction relates to table addresses.
+#[derive(Debug, PartialEq, Eq)]
+enum TableUse<'i> {
+    /// Defines the register as a table address: `mov R, table(+n)`, `mov R, A`, `add R, A, x`,
+    /// `add R, x, A` or `sub R, A, x` (`A` a table register, `x` naming none), 64-bit.
+    Define(&'i str),
+    /// Loads through a table address (`ld.global`/`ldu.global` of a table or table register).
+    Load,
+    /// Compares a table address (`setp`).
+    Compare,
+    /// Names no table and no table register.
+    Unrelated,
+    /// Names a table or a table register in any other way.
+    Other,
+}
+
+/// Whether `i` is a load through a table address: an `ld.global`/`ldu.global` whose address is
+/// a table or a table register.
+fn table_load(i: &Instruction, pure: &BTreeSet<String>, tables: &BTreeSet<String>) -> bool {
+    matches!(i.opcode.as_str(), "ld" | "ldu")
+        && i.has("global")
+        && matches!(i.operands.get(1).map(|o| &o.kind), Some(OperandKind::Address(a)) if match &a.base {
+            AddressBase::Register(r) => pure.contains(r),
+            AddressBase::Symbol(s) => tables.contains(s),
+            _ => false,
+        })
+}
+
+fn classify<'i>(i: &'i Instruction, pure: &BTreeSet<String>, tables: &BTreeSet<String>) -> TableUse<'i> {
+    let is_table = |o: &Operand| match &o.kind {
+        OperandKind::Symbol { name, .. } => tables.contains(name.as_str()),
+        OperandKind::Register(r) => r.component.is_none() && pure.contains(&r.name),
+        _ => false,
+    };
+    let names_table = |o: &Operand| {
+        o.symbols().iter().any(|s| tables.contains(*s)) || o.registers().iter().any(|r| pure.contains(*r))
+    };
+    let wide = i.modifiers.iter().any(|m| matches!(m.as_str(), "u64" | "s64" | "b64"));
+    let dest = destination(i).filter(|_| wide && i.guard.is_none());
+    match (i.opcode.as_str(), i.operands.as_slice(), dest) {
+        ("mov", [_, source], Some(d)) if is_table(source) => return TableUse::Define(d),
+        ("add", [_, a, b], Some(d)) if is_table(a) && !names_table(b) => return TableUse::Define(d),
+        ("add" | "sub", [_, a, b], Some(d)) if is_table(b) && !names_table(a) && i.opcode == "add" => {
+            return TableUse::Define(d);
+        }
+        ("sub", [_, a, b], Some(d)) if is_table(a) && !names_table(b) => return TableUse::Define(d),
+        _ => {}
+    }
+    if table_load(i, pure, tables) {
+        let value_only = i.operands.len() == 2 && !i.operands.first().is_some_and(names_table);
+        return if value_only { TableUse::Load } else { TableUse::Other };
+    }
+    let mentions =
+        i.operands.iter().any(names_table) || i.guard.as_ref().is_some_and(|g| pure.contains(&g.register));
+    match (i.opcode.as_str(), mentions) {
+        (_, false) => TableUse::Unrelated,
+        ("setp", true) if !i.operands.first().is_some_and(names_table) => TableUse::Compare,
+        _ => TableUse::Other,
+    }
+}
+
+/// The registers an instruction writes, where its operand 0 is a destination: a register, a
+/// vector of them or a pair (`%p|%q`). An address (a store's) is not.
+fn defines(i: &Instruction) -> Vec<&str> {
+    match i.operands.first().map(|o| &o.kind) {
+        Some(OperandKind::Register(_) | OperandKind::Vector(_) | OperandKind::Pair(..)) => {
+            i.operands.first().map(Operand::registers).unwrap_or_default()
+        }
+        _ => Vec::new(),
+    }
+}
+
+/// The registers of a function (its instructions, in order) that hold only addresses of
+/// `tables`, or `None` where a table or such a register is used in any other way.
+fn table_registers(instructions: &[Instruction], tables: &BTreeSet<String>) -> Option<BTreeSet<String>> {
+    // Grow from the moves of a table's address, through additions of offsets.
+    let mut pure = BTreeSet::new();
+    loop {
+        let before = pure.len();
+        for i in instructions {
+            if let TableUse::Define(d) = classify(i, &pure, tables) {
+                pure.insert(d.to_owned());
+            }
+        }
+        if pure.len() == before {
+            break;
+        }
+    }
+    // Shrink: a register with any definition of another kind holds something else at times.
+    loop {
+        let mut gone = BTreeSet::new();
+        for i in instructions {
+            let defined = classify(i, &pure, tables);
+            for r in defines(i) {
+                if pure.contains(r) && defined != TableUse::Define(r) {
+                    gone.insert(r.to_owned());
+                }
+            }
+        }
+        if gone.is_empty() {
+            break;
+        }
+        pure.retain(|r| !gone.contains(r));
+    }
+    // Every instruction that names a table or a table register is one of the forms above, and
+    // every address it defines stays a table register.
+    for i in instructions {
+        match classify(i, &pure, tables) {
+            TableUse::Define(d) if !pure.contains(d) => return None,
+            TableUse::Other => return None,
+            _ => {}
+        }
+    }
+    Some(pure)
+}
+
+/// Calls `f` on every instruction of `block`, at any depth, mutably.
+fn for_each_instruction_mut(block: &mut Block, f: &mut dyn FnMut(&mut Instruction)) {
+    for statement in &mut block.statements {
+        match statement {
+            Statement::Instruction(i) => f(i),
+            Statement::Block(inner) => for_each_instruction_mut(inner, f),
             _ => {}
         }
     }

@@ -8,7 +8,8 @@
 //!    ([`kernel_args_ptx::parse`]): what it does not read is refused with its line.
 //! 2. **Lower** what nvcc emits for ordinary CUDA code into forms the rewriter fences
 //!    (`src/fence/lower.rs`): a device-side `assert`'s call of `__assertfail` becomes `trap`,
-//!    and module-scope variables and declarations no instruction names are dropped.
+//!    `.global` tables the module only reads move to constant memory, and module-scope
+//!    variables and declarations no instruction names are dropped.
 //! 3. **Rewrite** the parsed module (`src/fence/rewrite.rs`), instruction by instruction from an
 //!    allowlist (`src/fence/isa.rs`) that knows each accepted instruction's memory semantics:
 //!    which operand is an address, the state space it reaches (the one a modifier names, or
@@ -55,8 +56,8 @@
 //! reach); per thread, the windows' computation at the start and three to four instructions to
 //! leave. What the fence refuses, by name: calls and device functions' bodies, textures and
 //! surfaces, tensor-core and bulk copies (`wmma`, `ldmatrix`, `cp.async.bulk`, `mbarrier`),
-//! module-scope `.global` variables an instruction names (`__device__` variables, `printf`'s
-//! format strings, the math library's tables), indirect branches, barriers whose number is not a
+//! module-scope `.global` variables the module writes or whose address it passes on
+//! (`__device__` variables, `printf`'s format strings), indirect branches, barriers whose number is not a
 //! constant, pragmas other than `nounroll`, and every instruction or modifier outside the
 //! allowlist.
 //!
@@ -111,6 +112,7 @@ pub struct FencedModule {
     widest: u64,
     asserts: usize,
     dropped: usize,
+    tables: usize,
 }
 
 impl FencedModule {
@@ -144,6 +146,12 @@ impl FencedModule {
     /// fence's exit: the thread stops and sets the flag, as at a `trap`.
     pub fn asserts(&self) -> usize {
         self.asserts
+    }
+
+    /// How many read-only module-scope `.global` tables were moved to constant memory, where
+    /// the fence's constant window covers them (the math library's, lookup tables).
+    pub fn tables(&self) -> usize {
+        self.tables
     }
 
     /// How many module-scope `.global` and `.const` variables and `.func` declarations no
@@ -190,8 +198,9 @@ pub enum FenceRefusal {
     /// A tensor-core or matrix load or store (`wmma`, `ldmatrix`, `stmatrix`, `wgmma`): it
     /// reaches a whole fragment from one address.
     MatrixMemory,
-    /// A module-scope `.global` variable: memory outside any guest's fence, shared by every
-    /// launch of the module.
+    /// A module-scope `.global` variable the module writes or whose address it passes on:
+    /// memory outside any guest's fence, shared by every launch of the module (a table it only
+    /// reads moves to constant memory instead, and one it never names is dropped).
     ModuleGlobal,
     /// An access wider than 16 bytes.
     TooWide,
@@ -309,6 +318,7 @@ pub fn fence_ptx(ptx: &str) -> Result<FencedModule, FenceError> {
         widest: rewritten.widest,
         asserts: lowered.asserts,
         dropped: lowered.dropped,
+        tables: lowered.tables,
     })
 }
 

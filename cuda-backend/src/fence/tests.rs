@@ -276,12 +276,12 @@ fn what_cannot_be_fenced_is_refused_by_name_with_its_line() {
 
 #[test]
 fn module_scope_refusals() {
-    let named = "\tmov.u64 %rd2, counter;\n";
+    let named = "\tst.global.u32 [counter], %r1;\n";
     let e = fence_ptx(&entry(named).replace(HEADER, &format!("{HEADER}.global .align 4 .u32 counter;\n")))
         .unwrap_err();
     assert_eq!((e.line, e.reason), (4, FenceRefusal::ModuleGlobal));
     let e = fence_ptx(
-        &entry("\tld.global.u32 %r1, [seeds+4];\n")
+        &entry("\tatom.global.add.u32 %r1, [seeds+4], 1;\n")
             .replace(HEADER, &format!("{HEADER}\n.global .align 4 .u32 seeds[2] = {{1, 2}};\n")),
     )
     .unwrap_err();
@@ -368,6 +368,46 @@ fn an_assert_becomes_the_fence_exit_and_its_strings_go() {
     // `__assertfail` must be the runtime's (declared `.extern`, no body of the module's).
     let own = assert_module(ASSERT_CALL).replace(".extern .func __assertfail", ".func __assertfail");
     assert!(fence_ptx(&own).is_err());
+}
+
+/// A module whose entry reads `table[i]` through a register, as nvcc compiles a lookup, with
+/// `extra` after the load.
+fn table_module(table: &str, extra: &str) -> String {
+    entry(&format!(
+        "\tmov.u64 %rd2, lut;\n\tmul.wide.u32 %rd3, %r1, 4;\n\tadd.s64 %rd4, %rd2, %rd3;\n\
+         \tld.global.nc.u32 %r2, [%rd4];\n\tld.global.u32 %r3, [lut+8];\n\tsetp.eq.u64 %p1, %rd4, %rd2;\n{extra}\
+         \tst.global.u32 [%rd1], %r2;\n"
+    ))
+    .replace(HEADER, &format!("{HEADER}{table}\n"))
+}
+
+#[test]
+fn a_table_the_module_only_reads_moves_to_constant_memory() {
+    let table = ".global .align 4 .b8 lut[16] = {1, 0, 0, 0, 2, 0, 0, 0, 3, 0, 0, 0, 4, 0, 0, 0};";
+    let module = fence_ptx(&table_module(table, "")).unwrap();
+    assert_eq!(module.tables(), 1);
+    let text = lines(&module);
+    assert!(text.iter().any(|l| l.starts_with(".const .align 16 .b8 lut[16] = {1, 0,")), "{text:#?}");
+    assert!(text.iter().any(|l| l.starts_with("ld.const.u32 %r2, [%__kargs_a")), "{text:#?}");
+    assert!(text.iter().any(|l| l == "ld.const.u32 %r3, [lut+8];"), "{text:#?}");
+    assert!(!text.iter().any(|l| l.contains(".global") && l.contains("lut")), "{text:#?}");
+    // Any use that is not a read leaves the table where it is, refused by name.
+    for extra in [
+        "\tst.global.u32 [%rd4], %r2;\n",
+        "\tatom.global.add.u32 %r3, [%rd2], 1;\n",
+        "\tcvta.global.u64 %rd5, %rd2;\n\tld.u32 %r3, [%rd5];\n",
+        "\tst.global.u64 [%rd1], %rd4;\n",
+        "\tmov.b64 {%r4, %r5}, %rd2;\n",
+        // A register that holds the table's address on one path and another on the other.
+        "\t@%p1 mov.u64 %rd4, %rd1;\n\tld.global.u32 %r3, [%rd4];\n",
+        "\tld.global.u64 %rd2, [%rd1];\n",
+    ] {
+        let e = fence_ptx(&table_module(table, extra)).unwrap_err();
+        assert_eq!((e.line, &e.reason), (4, &FenceRefusal::ModuleGlobal), "{extra}");
+    }
+    // Past the constant space's 64 KiB it stays too.
+    let huge = ".global .align 4 .b8 lut[65537];";
+    assert_eq!(fence_ptx(&table_module(huge, "")).unwrap_err().reason, FenceRefusal::ModuleGlobal);
 }
 
 /// The forms a text scanner misread, each as ptxas reads it (checked with ptxas 12.9): every
