@@ -259,6 +259,12 @@ fn layout(sizes: &[usize]) -> (Vec<usize>, usize) {
 /// Runs `case` from `ptx` (fenced when `fenced`, around its arena, with a zeroed flag): the
 /// launch's result, the arena's bytes afterwards and the flag.
 fn run(case: &Case, ptx: &str, fenced: bool) -> (CuResult, Vec<u8>, u32) {
+    let (result, bytes, flag, _) = run_counted(case, ptx, fenced);
+    (result, bytes, flag)
+}
+
+/// [`run`], with the PTX instructions the launch executed.
+fn run_counted(case: &Case, ptx: &str, fenced: bool) -> (CuResult, Vec<u8>, u32, u64) {
     let sizes: Vec<usize> = case.buffers.iter().map(Vec::len).collect();
     let (offsets, len) = layout(&sizes);
     let arena = alloc(len).unwrap();
@@ -292,7 +298,7 @@ fn run(case: &Case, ptx: &str, fenced: bool) -> (CuResult, Vec<u8>, u32) {
     assert_eq!(download(arena, &mut bytes), CUDA_SUCCESS);
     let mut flag_bytes = [0u8; 4];
     assert_eq!(download(flag, &mut flag_bytes), CUDA_SUCCESS);
-    (result, bytes, u32::from_le_bytes(flag_bytes))
+    (result, bytes, u32::from_le_bytes(flag_bytes), instructions(f))
 }
 
 /// The modules the emulated driver loads as nvcc wrote them; the others, with the first thing
@@ -361,11 +367,13 @@ fn every_entry_the_emulator_runs_computes_the_same_bytes_fenced() {
     let _session = session();
     let cases = cases();
     assert_eq!(cases.len(), 20);
+    let mut counts = Vec::new();
     for case in &cases {
         let ptx = module(case.module);
         let fenced = fence_ptx(ptx).unwrap();
-        let (plain_result, plain, _) = run(case, ptx, false);
-        let (fenced_result, with_fence, flag) = run(case, fenced.ptx(), true);
+        let (plain_result, plain, _, plain_count) = run_counted(case, ptx, false);
+        let (fenced_result, with_fence, flag, fenced_count) = run_counted(case, fenced.ptx(), true);
+        counts.push((case.entry, plain_count, fenced_count));
         assert_eq!((plain_result, fenced_result), (CUDA_SUCCESS, CUDA_SUCCESS), "{}", case.entry);
         assert!(plain == with_fence, "{}: fenced and unfenced differ", case.entry);
         assert_eq!(flag, 0, "{}: nothing left the fence", case.entry);
@@ -381,7 +389,37 @@ fn every_entry_the_emulator_runs_computes_the_same_bytes_fenced() {
         };
         assert!(plain != uploaded, "{}: the launch changed nothing", case.entry);
     }
+    // The PTX instructions each launch executed, unfenced and fenced (docs/performance.md).
+    for (entry, plain, fenced) in &counts {
+        eprintln!("| `{entry}` | {plain} | {fenced} | {:.2} |", *fenced as f64 / *plain as f64);
+    }
+    assert_eq!(counts, EXECUTED);
 }
+
+/// What [`every_entry_the_emulator_runs_computes_the_same_bytes_fenced`] measures: each entry's
+/// executed PTX instructions, unfenced and fenced.
+const EXECUTED: &[(&str, u64, u64)] = &[
+    ("vector_add", 8932, 17916),
+    ("saxpy_grid_stride", 11920, 30816),
+    ("scale_float4", 2508, 4604),
+    ("relu_inplace", 8632, 18216),
+    ("fill_u8", 3522, 6064),
+    ("_Z5axpbyIfEvPKT_PS0_S0_S0_i", 5632, 12032),
+    ("_Z5axpbyIdEvPKT_PS0_S0_S0_i", 5632, 12032),
+    ("gather", 5016, 10408),
+    ("scatter_add", 5016, 10408),
+    ("spmv_csr", 2864, 5560),
+    ("embedding_forward", 4944, 7888),
+    ("bincount", 5684, 10278),
+    ("clamp_to_int16", 2280, 4504),
+    ("minmax_pairs", 1290, 3038),
+    ("conv1d_const", 8720, 16276),
+    ("matmul_tiled", 196696, 778920),
+    ("transpose_padded", 75018, 131725),
+    ("stencil5", 29888, 48000),
+    ("scan_block", 21714, 52041),
+    ("add_bias_2d", 25032, 43000),
+];
 
 #[test]
 fn a_failing_assert_stops_its_thread_sets_the_flag_and_the_context_goes_on() {
