@@ -755,7 +755,8 @@ impl Stream {
     /// window, and waits for all of it (`cuLaunchKernel`, `cuMemcpyDtoHAsync` each,
     /// `cuStreamSynchronize`). With a fence `flag` (a fenced kernel's 32-bit flag, at least 4
     /// bytes), the flag is zeroed before the launch (`cuMemcpyHtoDAsync`) and read after it
-    /// (`cuMemcpyDtoHAsync`), and the answer is whether the kernel set it. Once anything is
+    /// (`cuMemcpyDtoHAsync`), and the answer is the flag's value (0 where the kernel set
+    /// nothing; without a flag, 0). Once anything is
     /// enqueued, the stream is synchronised before this returns, on every path: nothing the
     /// kernel or a copy does can reach guest memory, or this call's stack, after the call.
     ///
@@ -773,7 +774,7 @@ impl Stream {
         params: &mut impl KernelParams,
         copy_back: &[Transfer<'_, '_>],
         flag: Option<&DeviceBuffer>,
-    ) -> Result<bool, CuError> {
+    ) -> Result<u32, CuError> {
         current.check(self.made_in, "cuLaunchKernel")?;
         current.check(kernel.made_in, "cuLaunchKernel")?;
         let refused = CuError { call: "cuMemcpyDtoHAsync", code: CUDA_ERROR_INVALID_VALUE };
@@ -871,7 +872,7 @@ impl Stream {
         }
         let synced = self.synchronize();
         result.and(synced)?;
-        Ok(set != 0)
+        Ok(set)
     }
 
     /// Gives the stream up without destroying it: its context was reset, which destroyed it.

@@ -34,6 +34,11 @@ const STORAGE_CAPACITY: usize = kernel_args_core::MAX_KERNEL_ARGS + FENCE_PARAMS
 /// The alignment a fence's base needs in direct mode: the widest access the fence clamps.
 const FENCE_ALIGN: usize = 16;
 
+/// The fenced kernel's flag bit for an access that was outside its window (and redirected).
+const FLAG_REACHED_OUT: u32 = 1;
+/// The fenced kernel's flag bit for a thread that reached a `trap`, `brkpt` or failed `assert`.
+const FLAG_TRAPPED: u32 = 2;
+
 /// The bytes of a fenced kernel's flag (a `u32`).
 const FLAG_BYTES: usize = 4;
 
@@ -110,8 +115,9 @@ struct Fence<'b> {
 ///    device memory the launcher keeps) is zeroed before the launch and read after it;
 /// 6. launches on the launcher's stream, copies staged windows back and synchronises: when
 ///    `launch` returns, nothing on the device can touch guest memory any more. A fenced kernel
-///    that set its flag (it reached outside its fence, and was redirected inside) answers
-///    `LaunchFailed`, naming the fence; its windows then hold whatever it wrote. Nothing
+///    that set its flag answers `LaunchFailed`, saying which of the two things it did: it
+///    reached outside its fence (and was redirected inside), or a thread stopped at a `trap`,
+///    `brkpt` or failed device-side `assert`; its windows then hold whatever it wrote. Nothing
 ///    outside the fence was touched, and the next launch runs as any other.
 ///
 /// GPU writes reach guest memory only through windows of memory borrowed with
@@ -228,7 +234,7 @@ impl Launch<'_> {
             }
             (true, None) => return Err(unfenced(request.kernel_id)),
         };
-        let reached_out = match self.kernel.signature {
+        let flagged = match self.kernel.signature {
             // A fenced kernel is declared, so its parameters are always known: its hidden
             // parameters are never left to a padded table's zeros.
             SignatureCheck::Skipped if flag.is_some() => return Err(unfenced(request.kernel_id)),
@@ -241,19 +247,34 @@ impl Launch<'_> {
         }
         .map_err(|e| self.fail(e))?;
         match fence {
-            Some(fence) if reached_out => Err(HostError::msg(
-                AbiError::LaunchFailed,
-                format!(
-                    "kernel {} reached outside its fence ({}, {} bytes): those accesses were redirected \
-                     inside it, and what the kernel wrote is unspecified",
-                    request.kernel_id,
-                    match self.device.pointer_mode {
-                        PointerMode::Direct => "the guest's linear memory",
-                        PointerMode::Staged | PointerMode::None => "the launch's staging arena",
-                    },
-                    fence.len
-                ),
-            )),
+            Some(fence) if flagged != 0 => {
+                let window = match self.device.pointer_mode {
+                    PointerMode::Direct => "the guest's linear memory",
+                    PointerMode::Staged | PointerMode::None => "the launch's staging arena",
+                };
+                let mut what = Vec::new();
+                if flagged & FLAG_REACHED_OUT != 0 {
+                    what.push(format!(
+                        "reached outside its fence ({window}, {} bytes): those accesses were redirected inside it",
+                        fence.len
+                    ));
+                }
+                if flagged & FLAG_TRAPPED != 0 {
+                    what.push(
+                        "stopped at a trap, brkpt or failed device-side assert: each thread that reached one \
+                         stopped there, and the others ran on"
+                            .to_owned(),
+                    );
+                }
+                Err(HostError::msg(
+                    AbiError::LaunchFailed,
+                    format!(
+                        "kernel {} {}; what the kernel wrote is unspecified",
+                        request.kernel_id,
+                        what.join(", and ")
+                    ),
+                ))
+            }
             _ => Ok(()),
         }
     }

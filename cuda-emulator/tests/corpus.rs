@@ -437,12 +437,26 @@ fn a_failing_assert_stops_its_thread_sets_the_flag_and_the_context_goes_on() {
         &[P::Buf(0), P::Buf(1), P::I32(100)],
     );
     let (result, bytes, flag) = run(&failing, ptx.ptx(), true);
-    assert_eq!((result, flag), (CUDA_SUCCESS, 1));
+    // The flag's bit for a trap or assert (2), not the one for an access outside (1).
+    assert_eq!((result, flag), (CUDA_SUCCESS, 2));
     let out = &bytes[512..912];
     for (i, chunk) in out.chunks(4).enumerate() {
         let expected = if i == 40 { [0xee; 4] } else { (i as i32).to_le_bytes() };
         assert_eq!(chunk, expected, "element {i}");
     }
+    // Both at once: `n` past the arena (threads read and write outside the fence, and are
+    // redirected inside) and the failing element: both bits.
+    let mut both = case(
+        "assert",
+        "checked_copy",
+        3,
+        128,
+        vec![ints(inputs.clone()), vec![0xee; 400]],
+        &[P::Buf(0), P::Buf(1), P::I32(384)],
+    );
+    both.grid = [3, 1, 1];
+    let (result, _, flag) = run(&both, ptx.ptx(), true);
+    assert_eq!((result, flag), (CUDA_SUCCESS, 3));
     // The next launch of the same module runs and leaves the flag clear.
     let passing = case(
         "assert",

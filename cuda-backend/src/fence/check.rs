@@ -32,7 +32,7 @@
 //! | offset | `and.b64 r, below, -W` (for 1 byte, below alone) | at most the limit, a multiple of `W` |
 //! | inside | `add.u64 r, offset, b` with the window's base `b` (the fence base for the global window) | `[r, r + W)` inside the window, aligned to `W` |
 //! | generic | `cvta.shared.u64`/`cvta.local.u64` of an inside; `selp.b64` of two generics or global insides | a generic address inside one of the windows named |
-//! | flag | `ld.param.u64 r, [__kargs_fence_flag]` | the flag (the only unclamped store: `st.global.u32 [r], 1`) |
+//! | flag | `ld.param.u64 r, [__kargs_fence_flag]` | the flag (the only unclamped stores: `st.global.u32 [r], 1`, `red.global.or.b32 [r], 1` or `2`) |
 //! | mask | `or.b32 r, lane, x`, with `lane` from `mov.u32 lane, %lanemask_eq` | a member mask that holds the executing thread |
 //!
 //! An access in the global, shared, local or constant space needs `[r]` with `r` inside that
@@ -781,12 +781,13 @@ impl<'m> Entry<'m> {
                 Some(space) => match (win_of(space), fact) {
                     (Some(want), Some(Fact::Inside { win, width: w })) => want == *win && *w >= width,
                     (Some(Win::Global), Some(Fact::Flag)) => {
-                        op == "st"
+                        let value = i.operands.get(1).map(|o| &o.kind);
+                        (op == "st"
                             && m == ["global", "u32"]
-                            && matches!(
-                                i.operands.get(1).map(|o| &o.kind),
-                                Some(OperandKind::Immediate(Immediate::Int(1)))
-                            )
+                            && matches!(value, Some(OperandKind::Immediate(Immediate::Int(1)))))
+                            || (op == "red"
+                                && m == ["global", "or", "b32"]
+                                && matches!(value, Some(OperandKind::Immediate(Immediate::Int(1 | 2)))))
                     }
                     _ => false,
                 },

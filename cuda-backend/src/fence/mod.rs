@@ -45,11 +45,13 @@
 //! 16-byte padding variable is added where no variable is), so a clamped access of up to 16
 //! bytes, rounded down to its width, is inside its window and aligned: nothing faults. A named
 //! variable accessed at a constant offset inside it needs no clamp. A thread notes whether
-//! any of its accesses was moved; on exit, a thread that moved one writes 1 to the flag, which
-//! the launcher reads after the kernel. `trap` and `brkpt` set the flag and leave through the
-//! same exit instead of stopping the device; a warp-synchronous instruction's member mask is
-//! given the executing thread (a mask without it is undefined behaviour). A failing device-side
-//! `assert` does what `trap` does: its message is not printed.
+//! any of its accesses was moved; on exit, a thread that moved one sets bit 0 of the flag
+//! (value 1), which the launcher reads after the kernel. `trap` and `brkpt` leave through the
+//! same exit instead of stopping the device, and set bit 1 (value 2); in an entry with one,
+//! each thread ORs its bits in (`red.global.or.b32`), so the launcher can say which happened.
+//! A warp-synchronous instruction's member mask is given the executing thread (a mask without
+//! it is undefined behaviour). A failing device-side `assert` does what `trap` does: its
+//! message is not printed.
 //!
 //! Per clamped access this costs six instructions (one or two more to form the address of a
 //! register with an offset or a 32-bit register, nine more per window a generic access may
@@ -90,8 +92,9 @@ mod rewrite;
 pub use check::{CheckFinding, CheckReport, FindingKind, check};
 
 /// The hidden parameters appended to each entry, in order: the fence's base address (`.u64`),
-/// its length in bytes (`.u64`), and the address of the 32-bit flag a thread sets when one of
-/// its accesses was outside its window, or it reached a `trap` (`.u64`).
+/// its length in bytes (`.u64`), and the address of the 32-bit flag a thread sets (1) when one
+/// of its accesses was outside its window, or (2) when it reached a `trap`, `brkpt` or failed
+/// `assert` (`.u64`).
 pub const FENCE_PARAMS: [&str; 3] = ["__kargs_fence_base", "__kargs_fence_len", "__kargs_fence_flag"];
 
 /// The shortest fence a launcher may give: the widest access the rewriter fences is 16 bytes

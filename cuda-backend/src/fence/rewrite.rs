@@ -51,6 +51,8 @@ pub(super) mod names {
     pub const D: &str = "%__kargs_d";
     /// Whether any access of the thread was moved.
     pub const V: &str = "%__kargs_v";
+    /// Whether the thread reached a `trap`, `brkpt` or failed `assert` (entries with one only).
+    pub const W: &str = "%__kargs_w";
     /// The flag's address.
     pub const FLAG: &str = "%__kargs_flag";
     /// The dynamic shared memory's size.
@@ -482,7 +484,7 @@ impl<'m> EntryRewriter<'m> {
         let fenced = stats.clamped > 0 || traps > 0;
         // The new body: the fence's declarations and windows, then the kernel's statements.
         let mut statements = Vec::new();
-        statements.extend(self.declarations(fenced));
+        statements.extend(self.declarations(fenced, traps > 0));
         let mut moved: Vec<Variable> = self.own.values().cloned().collect();
         moved.sort_by_key(|v| body_position(body, &v.name));
         let (prologue, pads, const_pad) = self.prologue(&referenced, &moved);
@@ -491,6 +493,9 @@ impl<'m> EntryRewriter<'m> {
         statements.extend(pads.into_iter().map(Statement::Variable));
         if fenced {
             statements.push(op("mov", &["u64"], vec![reg(names::V), imm(0)]));
+        }
+        if traps > 0 {
+            statements.push(op("mov", &["u64"], vec![reg(names::W), imm(0)]));
         }
         statements.extend(prologue);
         let mut context = Context {
@@ -521,9 +526,27 @@ impl<'m> EntryRewriter<'m> {
                 ],
             ));
             statements.push(op("setp", &["eq", "u64"], vec![reg(names::P), reg(names::V), imm(0)]));
-            let guard = Guard { span: Span::default(), negated: false, register: names::P.to_owned() };
-            statements.push(guarded(Some(&guard), "ret", &[], vec![]));
-            statements.push(op("st", &["global", "u32"], vec![at(names::FLAG), imm(1)]));
+            if traps > 0 {
+                // Two reasons, each its own bit, ORed in by every thread that has one.
+                let moved = Guard { span: Span::default(), negated: true, register: names::P.to_owned() };
+                statements.push(guarded(
+                    Some(&moved),
+                    "red",
+                    &["global", "or", "b32"],
+                    vec![at(names::FLAG), imm(1)],
+                ));
+                statements.push(op("setp", &["eq", "u64"], vec![reg(names::P), reg(names::W), imm(0)]));
+                statements.push(guarded(
+                    Some(&moved),
+                    "red",
+                    &["global", "or", "b32"],
+                    vec![at(names::FLAG), imm(2)],
+                ));
+            } else {
+                let guard = Guard { span: Span::default(), negated: false, register: names::P.to_owned() };
+                statements.push(guarded(Some(&guard), "ret", &[], vec![]));
+                statements.push(op("st", &["global", "u32"], vec![at(names::FLAG), imm(1)]));
+            }
             statements.push(op("ret", &[], vec![]));
         }
         Ok((Block { span: body.span, statements }, stats))
@@ -616,7 +639,7 @@ impl<'m> EntryRewriter<'m> {
     }
 
     /// The fence's register declarations.
-    fn declarations(&self, fenced: bool) -> Vec<Statement> {
+    fn declarations(&self, fenced: bool, traps: bool) -> Vec<Statement> {
         let mut wide: Vec<String> = Vec::new();
         if fenced {
             wide.extend(
@@ -624,6 +647,9 @@ impl<'m> EntryRewriter<'m> {
                     .map(str::to_owned),
             );
             wide.extend(names::ADDRESS.map(str::to_owned));
+        }
+        if traps {
+            wide.push(names::W.to_owned());
         }
         for (window, widths) in &self.windows {
             wide.push(window.base());
@@ -857,7 +883,7 @@ impl Context<'_> {
             }
             Class::Exit => out.push(Statement::Instruction(instruction.clone())),
             Class::Trap => {
-                out.push(guarded(guard, "or", &["b64"], vec![reg(names::V), reg(names::V), imm(1)]));
+                out.push(guarded(guard, "or", &["b64"], vec![reg(names::W), reg(names::W), imm(2)]));
                 out.push(guarded(guard, "bra", &[], vec![sym(names::EXIT, 0)]));
             }
             Class::WarpSync(mask) => {

@@ -185,15 +185,18 @@ fn named_variables_at_constant_offsets_inside_them_need_no_clamp() {
 fn traps_exits_and_member_masks() {
     let text = lines(&fenced("\t@%p1 trap;\n\tbrkpt;\n\t@%p2 ret;\n\tst.global.u32 [%rd1], %r1;\n"));
     for line in [
-        "@%p1 or.b64 %__kargs_v, %__kargs_v, 1;",
+        "mov.u64 %__kargs_w, 0;",
+        "@%p1 or.b64 %__kargs_w, %__kargs_w, 2;",
         "@%p1 bra $__kargs_exit;",
-        "or.b64 %__kargs_v, %__kargs_v, 1;",
+        "or.b64 %__kargs_w, %__kargs_w, 2;",
         "@%p2 bra $__kargs_exit;",
         "bra.uni $__kargs_exit;",
         "$__kargs_exit:",
         "ld.param.u64 %__kargs_flag, [__kargs_fence_flag];",
-        "@%__kargs_p ret;",
-        "st.global.u32 [%__kargs_flag], 1;",
+        "setp.eq.u64 %__kargs_p, %__kargs_v, 0;",
+        "@!%__kargs_p red.global.or.b32 [%__kargs_flag], 1;",
+        "setp.eq.u64 %__kargs_p, %__kargs_w, 0;",
+        "@!%__kargs_p red.global.or.b32 [%__kargs_flag], 2;",
     ] {
         assert!(text.iter().any(|l| l == line), "{line} in {text:#?}");
     }
@@ -342,7 +345,7 @@ fn an_assert_becomes_the_fence_exit_and_its_strings_go() {
     let at = text.iter().position(|l| l == "@%p1 bra $L_ok;").unwrap();
     assert_eq!(
         text[at + 1..at + 3],
-        ["or.b64 %__kargs_v, %__kargs_v, 1;", "bra $__kargs_exit;"],
+        ["or.b64 %__kargs_w, %__kargs_w, 2;", "bra $__kargs_exit;"],
         "{text:#?}"
     );
     // A call sequence that does anything else is not an assert's: the call is refused by name.
@@ -363,7 +366,7 @@ fn an_assert_becomes_the_fence_exit_and_its_strings_go() {
     // A guarded call is a guarded trap.
     let guarded = fence_ptx(&assert_module(&ASSERT_CALL.replace("call.uni", "@%p1 call.uni"))).unwrap();
     let text = lines(&guarded);
-    assert!(text.iter().any(|l| l == "@%p1 or.b64 %__kargs_v, %__kargs_v, 1;"), "{text:#?}");
+    assert!(text.iter().any(|l| l == "@%p1 or.b64 %__kargs_w, %__kargs_w, 2;"), "{text:#?}");
     assert!(text.iter().any(|l| l == "@%p1 bra $__kargs_exit;"), "{text:#?}");
     // `__assertfail` must be the runtime's (declared `.extern`, no body of the module's).
     let own = assert_module(ASSERT_CALL).replace(".extern .func __assertfail", ".func __assertfail");
