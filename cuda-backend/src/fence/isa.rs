@@ -141,7 +141,7 @@ fn type_width(modifier: &str) -> Option<u64> {
 
 /// Modifiers of `ld`, `st`, `atom` and `red` that change no address and no width: memory
 /// ordering, scope, cache and eviction hints.
-fn ordering_or_hint(modifier: &str) -> bool {
+pub(super) fn ordering_or_hint(modifier: &str) -> bool {
     matches!(
         modifier,
         "weak"

@@ -285,8 +285,10 @@ fn place_read_only_tables(module: &mut Module) -> usize {
                 let pure = plans.next().unwrap_or_default();
                 for_each_instruction_mut(body, &mut |i| {
                     if table_load(i, &pure, &tables) {
+                        // `ld.const` with the load's vector and type: ordering, scope and cache
+                        // hints mean nothing for memory no one writes.
                         i.opcode = "ld".to_owned();
-                        i.modifiers.retain(|m| m != "nc" && !m.starts_with("L1::") && !m.starts_with("L2::"));
+                        i.modifiers.retain(|m| !super::isa::ordering_or_hint(m));
                         for m in &mut i.modifiers {
                             if m == "global" {
                                 *m = "const".to_owned();

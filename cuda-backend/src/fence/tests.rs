@@ -378,7 +378,7 @@ fn an_assert_becomes_the_fence_exit_and_its_strings_go() {
 fn table_module(table: &str, extra: &str) -> String {
     entry(&format!(
         "\tmov.u64 %rd2, lut;\n\tmul.wide.u32 %rd3, %r1, 4;\n\tadd.s64 %rd4, %rd2, %rd3;\n\
-         \tld.global.nc.u32 %r2, [%rd4];\n\tld.global.u32 %r3, [lut+8];\n\tsetp.eq.u64 %p1, %rd4, %rd2;\n{extra}\
+         \tld.global.nc.L1::no_allocate.u32 %r2, [%rd4];\n\tld.volatile.global.cg.u32 %r3, [lut+8];\n\tsetp.eq.u64 %p1, %rd4, %rd2;\n{extra}\
          \tst.global.u32 [%rd1], %r2;\n"
     ))
     .replace(HEADER, &format!("{HEADER}{table}\n"))
