@@ -47,8 +47,9 @@
 //!   [`stream`];
 //! - the kernels: each `.entry`'s PTX, decoded when its module loads (an instruction the
 //!   interpreter does not run refuses the module, naming the line) and interpreted with
-//!   separate parameter, global, shared, local and register state, `bar.sync` and real atomics, each
-//!   launch counting the instructions it executed: [`exec`];
+//!   separate parameter, global, shared, local and register state, `bar.sync`, warp shuffles
+//!   and votes (`shfl.sync`, `vote.sync`, executed by a warp's threads together) and real
+//!   atomics, each launch counting the instructions it executed: [`exec`];
 //! - the control API for tests (`kargs_emu_*`): [`control`]; per-thread fault injection, held
 //!   calls and call counts: [`faults`]; a client that loads a built library and calls its
 //!   control API, for the launcher's tests: [`client`].

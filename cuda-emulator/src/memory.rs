@@ -149,6 +149,10 @@ pub enum Fault {
     Misaligned,
     /// `trap` or `brkpt`: `CUDA_ERROR_LAUNCH_FAILED` (719).
     Trap,
+    /// The kernel cannot end: warp-synchronous instructions that never gather their members
+    /// (a hang on a GPU). Reported as a display watchdog reports a kernel that runs too long:
+    /// `CUDA_ERROR_LAUNCH_TIMEOUT` (702).
+    Hang,
 }
 
 impl Region {

@@ -1,6 +1,6 @@
 //! The kernel corpus (`cuda-backend/kernels/corpus/`: kernels written the way CUDA users write
 //! them, compiled by nvcc 11.8 for sm_90) on the emulated driver: every entry the fence accepts
-//! and the emulator runs (20 of 35; the modules it does not load are listed with the first thing
+//! and the emulator runs (27 of 37; the modules it does not load are listed with the first thing
 //! it does not run) computes the same bytes fenced as unfenced, with the fence around one
 //! arena that holds all its buffers (a staged launch's layout), and leaves the flag clear. What
 //! the fence refuses is listed by name, so a change in what it accepts changes this test. A
@@ -189,6 +189,66 @@ fn cases() -> Vec<Case> {
             &[Buf(0), Buf(1), I32(250), I32(20)],
         ),
         case(
+            "reduce",
+            "block_reduce_sum",
+            4,
+            256,
+            vec![data(2000), vec![0; 16]],
+            &[Buf(0), Buf(1), I32(2000)],
+        ),
+        case(
+            "reduce",
+            "warp_reduce_atomic",
+            2,
+            128,
+            vec![floats((0..1000).map(|i| (i % 9) as f32)), vec![0; 4]],
+            &[Buf(0), Buf(1), I32(1000)],
+        ),
+        case(
+            "reduce",
+            "count_positive_ballot",
+            2,
+            128,
+            vec![data(250), vec![0; 4]],
+            &[Buf(0), Buf(1), I32(250)],
+        ),
+        case(
+            "reduce",
+            "any_nan",
+            1,
+            128,
+            vec![floats((0..100).map(|i| if i == 77 { f32::NAN } else { 1.0 })), vec![0; 4]],
+            &[Buf(0), Buf(1), I32(100)],
+        ),
+        case(
+            "reduce",
+            "histogram_shared",
+            4,
+            128,
+            vec![(0..3000u32).map(|i| (i * 37 % 251) as u8).collect(), vec![0; 1024]],
+            &[Buf(0), Buf(1), I32(3000)],
+        ),
+        case(
+            "reduce",
+            "dot_product",
+            2,
+            128,
+            vec![
+                floats((0..600).map(|i| (i % 5) as f32)),
+                floats((0..600).map(|i| (i % 3) as f32)),
+                vec![0; 4],
+            ],
+            &[Buf(0), Buf(1), Buf(2), I32(600)],
+        ),
+        case(
+            "reduce",
+            "max_int_atomic",
+            2,
+            128,
+            vec![ints((0..200).map(|i| i * 7919 % 1000 - 500)), ints([i32::MIN])],
+            &[Buf(0), Buf(1), I32(200)],
+        ),
+        case(
             "std_headers",
             "clamp_to_int16",
             1,
@@ -327,7 +387,6 @@ fn which_modules_the_emulator_loads() {
         ("math", "`ex2.approx.ftz.f32 %f11, %f10` (the instruction `ex2`)"),
         ("noinline", "a .param variable in a kernel"),
         ("printf", "a .param variable in a kernel"),
-        ("reduce", "`shfl.sync.down.b32 %r15|%p3, %r10, %r13, %r12, %r14` (`shfl` with `.sync`)"),
         (
             "wmma",
             "`wmma.load.a.sync.aligned.row.m16n16k16.global.f16 {%r9, %r10, %r11, %r12, %r13, %r14, %r15, %r16}, [%rd6], %r8` (the instruction `wmma`)",
@@ -366,7 +425,7 @@ fn what_the_fence_accepts_and_refuses_by_name() {
 fn every_entry_the_emulator_runs_computes_the_same_bytes_fenced() {
     let _session = session();
     let cases = cases();
-    assert_eq!(cases.len(), 20);
+    assert_eq!(cases.len(), 27);
     let mut counts = Vec::new();
     for case in &cases {
         let ptx = module(case.module);
@@ -411,6 +470,13 @@ const EXECUTED: &[(&str, u64, u64)] = &[
     ("spmv_csr", 2864, 5560),
     ("embedding_forward", 4944, 7888),
     ("bincount", 5684, 10278),
+    ("block_reduce_sum", 98108, 149984),
+    ("warp_reduce_atomic", 18280, 28680),
+    ("count_positive_ballot", 5370, 9222),
+    ("any_nan", 2807, 4565),
+    ("histogram_shared", 57648, 120272),
+    ("dot_product", 20316, 33656),
+    ("max_int_atomic", 3760, 7952),
     ("clamp_to_int16", 2280, 4504),
     ("minmax_pairs", 1290, 3038),
     ("conv1d_const", 8720, 16276),
@@ -508,5 +574,44 @@ fn a_table_moved_to_constant_memory_reads_what_the_source_says() {
     for i in 0..=56 {
         let expected: f32 = (0..8).map(|k| weights[k] * values[i + k]).sum();
         assert!((out[i] - expected).abs() < 1e-5, "element {i}: {} against {expected}", out[i]);
+    }
+}
+
+/// The reductions through warp shuffles and votes compute what their source says (the
+/// same-bytes test holds fenced to unfenced; this holds the emulator's `shfl.sync` and
+/// `vote.sync` to the arithmetic), fenced.
+#[test]
+fn warp_shuffles_and_votes_compute_what_the_source_says() {
+    let _session = session();
+    let fenced = fence_ptx(module("reduce")).unwrap();
+    let all = cases();
+    let find = |entry: &str| all.iter().find(|c| c.entry == entry).unwrap();
+    let word = |bytes: &[u8], at: usize| <[u8; 4]>::try_from(&bytes[at..at + 4]).unwrap();
+    // warp_reduce_atomic: the sum of (i % 9) for i < 1000 (exact in f32).
+    let (result, bytes, flag) = run(find("warp_reduce_atomic"), fenced.ptx(), true);
+    assert_eq!((result, flag), (CUDA_SUCCESS, 0));
+    let expected: f32 = (0..1000).map(|i| (i % 9) as f32).sum();
+    assert_eq!(f32::from_le_bytes(word(&bytes, 4096)), expected);
+    // dot_product: the sum of (i % 5) * (i % 3) for i < 600.
+    let (_, bytes, _) = run(find("dot_product"), fenced.ptx(), true);
+    let expected: f32 = (0..600).map(|i| ((i % 5) * (i % 3)) as f32).sum();
+    assert_eq!(f32::from_le_bytes(word(&bytes, 2 * 2560)), expected);
+    // count_positive_ballot: how many of the 250 values are positive.
+    let case = find("count_positive_ballot");
+    let (_, bytes, _) = run(case, fenced.ptx(), true);
+    let positive = f32s(&case.buffers[0]).iter().filter(|v| **v > 0.0).count() as u32;
+    assert_eq!(u32::from_le_bytes(word(&bytes, 1024)), positive);
+    // any_nan: element 77 is NaN.
+    let (_, bytes, _) = run(find("any_nan"), fenced.ptx(), true);
+    assert_eq!(u32::from_le_bytes(word(&bytes, 512)), 1);
+    // block_reduce_sum: each block's partial sum of 512 inputs.
+    let case = find("block_reduce_sum");
+    let (_, bytes, _) = run(case, fenced.ptx(), true);
+    let inputs = f32s(&case.buffers[0]);
+    for block in 0..4 {
+        let expected: f64 =
+            inputs[block * 512..(block * 512 + 512).min(2000)].iter().map(|&v| f64::from(v)).sum();
+        let got = f32::from_le_bytes(word(&bytes, 8192 + 4 * block));
+        assert!((f64::from(got) - expected).abs() < 1e-3, "block {block}: {got} against {expected}");
     }
 }

@@ -78,6 +78,10 @@ pub enum Cmp {
     Gt,
     /// `ge`, `hs`.
     Ge,
+    /// `num`: neither float is NaN.
+    Num,
+    /// `nan`: either float is NaN.
+    Nan,
 }
 
 /// One decoded instruction of this family.
@@ -148,9 +152,9 @@ pub enum ArithOp {
         /// The addend.
         c: Operand,
     },
-    /// `not`, `neg`, `abs`.
+    /// `not`, `neg`, `abs`, `popc`, `clz`.
     Unary {
-        /// `not` (`'!'`), `neg` (`'-'`) or `abs` (`'|'`).
+        /// `not` (`'!'`), `neg` (`'-'`), `abs` (`'|'`), `popc` (`'#'`) or `clz` (`'z'`).
         kind: char,
         /// The type.
         ty: Ty,
@@ -257,12 +261,17 @@ pub fn decode(
             let p = register(&operands[3], names)?;
             Ok(ArithOp::Selp { ty, dst: register(&operands[0], names)?, a, b, p })
         }
-        "not" | "neg" | "abs" => {
+        "not" | "neg" | "abs" | "popc" | "clz" => {
             n(2)?;
+            if matches!(base, "popc" | "clz") && !matches!(ty, Ty::B(32 | 64)) {
+                return Err(format!("`{base}` of a type other than .b32 and .b64"));
+            }
             let a = op(1, ty)?;
             let kind = match base {
                 "not" => '!',
                 "neg" => '-',
+                "popc" => '#',
+                "clz" => 'z',
                 _ => '|',
             };
             Ok(ArithOp::Unary { kind, ty, dst: register(&operands[0], names)?, a })
@@ -358,6 +367,9 @@ impl Cmp {
             Cmp::Le => x <= y,
             Cmp::Gt => x > y,
             Cmp::Ge => x >= y,
+            // Operands that are not NaN: numbers both.
+            Cmp::Num => true,
+            Cmp::Nan => false,
         }
     }
 }
@@ -381,6 +393,9 @@ fn cmp(m: &str) -> Option<(Cmp, bool)> {
         "leu" => (Cmp::Le, true),
         "gtu" => (Cmp::Gt, true),
         "geu" => (Cmp::Ge, true),
+        // With a NaN operand, `num` is false and `nan` true, as the unordered forms are.
+        "num" => (Cmp::Num, false),
+        "nan" => (Cmp::Nan, true),
         _ => return None,
     })
 }
@@ -470,7 +485,12 @@ pub fn execute(op: &ArithOp, regs: &mut Registers, cx: &Context<'_, '_>) {
                 ('-', Ty::F64) => (-as_f64(x)).to_bits(),
                 ('|', Ty::F32) => x & 0x7fff_ffff,
                 ('|', Ty::F64) => x & 0x7fff_ffff_ffff_ffff,
+                // A predicate is true or false, whatever bits it holds.
+                ('!', Ty::Pred) => u64::from(x == 0),
                 ('!', _) => !x & ty.mask(),
+                // A 32-bit count, whatever the operand's width.
+                ('#', _) => u64::from((x & ty.mask()).count_ones()),
+                ('z', _) => u64::from((x & ty.mask()).leading_zeros() - (64 - ty.bits())),
                 ('-', _) => x.wrapping_neg() & ty.mask(),
                 _ => (ty.widen(x).unsigned_abs() as u64) & ty.mask(),
             };

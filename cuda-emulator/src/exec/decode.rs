@@ -40,7 +40,8 @@ pub struct Program {
     pub local_bytes: usize,
     /// The module's constant memory (its `.const` variables with their initializers).
     pub constant: Vec<u8>,
-    /// Whether the kernel synchronises its block (`bar.sync`): its threads then run in turns.
+    /// Whether the kernel synchronises its block (`bar.sync`) or a warp (`shfl.sync`,
+    /// `vote.sync`): its threads then run in turns.
     pub has_barrier: bool,
 }
 
@@ -209,7 +210,7 @@ pub fn compile(module: &PtxModule, entry: &PtxEntry) -> Result<Program, PtxError
             None => None,
         };
         let op = decode_instruction(instruction, &mut names).map_err(refuse)?;
-        has_barrier |= op == Op::Barrier;
+        has_barrier |= matches!(op, Op::Barrier | Op::Warp(_));
         insts.push(Inst { guard, op, line: line as usize });
     }
     Ok(Program {
@@ -291,6 +292,9 @@ fn decode_instruction(i: &Instruction, names: &mut Names) -> Result<Op, DecodeEr
             } else {
                 Err(format!("a barrier other than `bar.sync 0`: {}", one_line(i)))
             }
+        }
+        "shfl" | "vote" if modifiers.first() == Some(&"sync") => {
+            super::warp::decode(base, &modifiers, operands, names).map(Op::Warp)
         }
         "isspacep" => {
             let space = match modifiers.as_slice() {

@@ -43,6 +43,7 @@ pub mod arith;
 pub mod convert;
 pub mod decode;
 pub mod memory_ops;
+pub mod warp;
 
 use crate::memory::{Fault, KernelMemory};
 use crate::ptx::PtxEntry;
@@ -257,6 +258,8 @@ pub enum Op {
     Exit,
     /// `trap` or `brkpt`: the kernel stops with a launch failure.
     Trap,
+    /// `shfl.sync` or `vote.sync`: the warp executes it together ([`warp`]).
+    Warp(warp::WarpOp),
 }
 
 /// A thread's registers: each slot's bits, and for each the pointer parameter its value came
@@ -340,6 +343,9 @@ enum Stop {
     Exited,
     /// It reached `bar.sync` at this instruction.
     Barrier,
+    /// It reached a warp-synchronous instruction (`pc` is after it), which it waits to
+    /// execute with its warp.
+    Warp,
     /// It faulted.
     Fault(Fault),
 }
@@ -440,6 +446,8 @@ impl Program {
                     let mut pc = 0;
                     match self.step_until_stop(regs, &mut cx, &mut pc, &mut outcome.instructions) {
                         Stop::Exited | Stop::Barrier => {}
+                        // Not reached: a kernel with one runs in turns (`has_barrier`).
+                        Stop::Warp => return Some(Fault::Trap),
                         Stop::Fault(fault) => return Some(fault),
                     }
                 }
@@ -476,11 +484,15 @@ impl Program {
             regs.clear();
         }
         outcome.threads = outcome.threads.saturating_add(tids.len() as u64);
+        // Threads waiting at a warp-synchronous instruction for the rest of their warp.
+        let mut waiting = vec![false; tids.len()];
         while running.iter().any(|&r| r) {
+            let mut progressed = false;
             for (i, &tid) in tids.iter().enumerate() {
-                if !running[i] {
+                if !running[i] || waiting[i] {
                     continue;
                 }
+                progressed = true;
                 let mut cx = Context {
                     tid,
                     ctaid,
@@ -495,8 +507,55 @@ impl Program {
                 match self.step_until_stop(&mut files[i], &mut cx, &mut pcs[i], &mut outcome.instructions) {
                     Stop::Exited => running[i] = false,
                     Stop::Barrier => {}
+                    Stop::Warp => waiting[i] = true,
                     Stop::Fault(fault) => return Some(fault),
                 }
+            }
+            // In each warp, the members of a waiting thread's mask execute together once all of
+            // them that have not ended wait at an instruction of the same kind with that mask.
+            for warp in 0..tids.len().div_ceil(32) {
+                let lanes = warp * 32..(warp * 32 + 32).min(tids.len());
+                let start = lanes.start;
+                let op_of = |i: usize| match pcs[i].checked_sub(1).and_then(|pc| self.insts.get(pc)) {
+                    Some(Inst { op: Op::Warp(op), .. }) if running[i] && waiting[i] => Some(op),
+                    _ => None,
+                };
+                for first in lanes.clone() {
+                    let Some(op) = op_of(first) else { continue };
+                    let mask = warp::member_mask(op, &files[first]);
+                    if mask & (1 << (first - start)) == 0 {
+                        return Some(Fault::Trap); // a member mask without the executing thread
+                    }
+                    let members: Vec<usize> =
+                        lanes.clone().filter(|&i| mask & (1 << (i - start)) != 0 && running[i]).collect();
+                    let gathered = members.iter().all(|&i| {
+                        op_of(i).is_some_and(|o| {
+                            warp::same_kind(o, op) && warp::member_mask(o, &files[i]) == mask
+                        })
+                    });
+                    if !gathered {
+                        continue;
+                    }
+                    let ops: Vec<Option<&warp::WarpOp>> =
+                        lanes.clone().map(|i| if members.contains(&i) { op_of(i) } else { None }).collect();
+                    let (_, rest) = files.split_at_mut(start);
+                    let mut regs: Vec<Option<&mut Registers>> = rest
+                        .iter_mut()
+                        .take(lanes.len())
+                        .enumerate()
+                        .map(|(l, r)| if members.contains(&(start + l)) { Some(r) } else { None })
+                        .collect();
+                    warp::execute(&ops, &mut regs);
+                    for &i in &members {
+                        waiting[i] = false;
+                    }
+                    progressed = true;
+                    break; // this warp's lanes changed: look again next round
+                }
+            }
+            if !progressed {
+                // Every running thread waits on members that never gather: a GPU would hang.
+                return Some(Fault::Hang);
             }
         }
         None
@@ -530,6 +589,7 @@ impl Program {
                 }
                 Op::Branch(target) => *pc = *target,
                 Op::Barrier => return Stop::Barrier,
+                Op::Warp(_) => return Stop::Warp,
                 Op::Exit => return Stop::Exited,
                 Op::Trap => return Stop::Fault(Fault::Trap),
             }
