@@ -3,22 +3,19 @@
 # target directory once; no CUDA install is needed and nothing runs on a GPU. The wheels are
 # nvidia-cuda-nvcc-cu12 (40 MB) and nvidia-cuda-nvdisasm (4 MB).
 _nv_target="${CARGO_TARGET_DIR:-target}"
-_nv_version=12.9.86
-_nv_dir="$_nv_target/ptxas-$_nv_version"
-PTXAS="$_nv_dir/nvidia/cuda_nvcc/bin/ptxas"
-if [ ! -x "$PTXAS" ]; then
-    rm -rf "$_nv_dir"
-    python3 -m pip download --no-deps --only-binary=:all: -q -d "$_nv_dir/wheel" "nvidia-cuda-nvcc-cu12==$_nv_version"
-    python3 -m zipfile -e "$_nv_dir"/wheel/*.whl "$_nv_dir"
-    chmod +x "$PTXAS"
-fi
-_nv_disasm_version=13.2.86
-_nv_disasm_dir="$_nv_target/nvdisasm-$_nv_disasm_version"
-NVDISASM="$_nv_disasm_dir/nvidia/cu13/bin/nvdisasm"
-if [ ! -x "$NVDISASM" ]; then
-    rm -rf "$_nv_disasm_dir"
-    python3 -m pip download --no-deps --only-binary=:all: -q -d "$_nv_disasm_dir/wheel" "nvidia-cuda-nvdisasm==$_nv_disasm_version"
-    python3 -m zipfile -e "$_nv_disasm_dir"/wheel/*.whl "$_nv_disasm_dir"
-    chmod +x "$NVDISASM"
-fi
+
+# _nv_tool DIR WHEEL==VERSION PATH: unpacks the wheel into DIR unless DIR/PATH is there.
+_nv_tool() {
+    if [ ! -x "$1/$3" ]; then
+        rm -rf "$1"
+        python3 -m pip download --no-deps --only-binary=:all: -q -d "$1/wheel" "$2"
+        python3 -m zipfile -e "$1"/wheel/*.whl "$1"
+        chmod +x "$1/$3"
+    fi
+}
+
+_nv_tool "$_nv_target/ptxas-12.9.86" nvidia-cuda-nvcc-cu12==12.9.86 nvidia/cuda_nvcc/bin/ptxas
+PTXAS="$_nv_target/ptxas-12.9.86/nvidia/cuda_nvcc/bin/ptxas"
+_nv_tool "$_nv_target/nvdisasm-13.2.86" nvidia-cuda-nvdisasm==13.2.86 nvidia/cu13/bin/nvdisasm
+NVDISASM="$_nv_target/nvdisasm-13.2.86/nvidia/cu13/bin/nvdisasm"
 export PTXAS NVDISASM

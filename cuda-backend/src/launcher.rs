@@ -15,7 +15,7 @@ use crate::cu_error::Phase;
 use crate::device::PointerModeChoice;
 use crate::device::{CudaDevice, LoadedKernel};
 use crate::driver::{CuError, Current, DeviceBuffer, Stream, Transfer};
-use crate::fence::{FENCE_PARAMS, MIN_FENCE_LEN};
+use crate::fence::{FENCE_PARAMS, FLAG_REACHED_OUT, FLAG_TRAPPED, MIN_FENCE_LEN};
 use crate::registry::KernelEntry;
 use crate::signature::check_param_sizes;
 use crate::staging::StagingPlan;
@@ -33,11 +33,6 @@ const STORAGE_CAPACITY: usize = kernel_args_core::MAX_KERNEL_ARGS + FENCE_PARAMS
 
 /// The alignment a fence's base needs in direct mode: the widest access the fence clamps.
 const FENCE_ALIGN: usize = 16;
-
-/// The fenced kernel's flag bit for an access that was outside its window (and redirected).
-const FLAG_REACHED_OUT: u32 = 1;
-/// The fenced kernel's flag bit for a thread that reached a `trap`, `brkpt` or failed `assert`.
-const FLAG_TRAPPED: u32 = 2;
 
 /// The bytes of a fenced kernel's flag (a `u32`).
 const FLAG_BYTES: usize = 4;

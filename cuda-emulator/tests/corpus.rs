@@ -10,7 +10,7 @@
 mod common;
 
 use common::*;
-use kernel_args_cuda::fence::{FenceRefusal, MIN_FENCE_LEN, fence_ptx};
+use kernel_args_cuda::fence::{FenceRefusal, fence_ptx};
 use kernel_args_cuda_emulator::api::EmulatedDriver;
 use kernel_args_cuda_emulator::result::*;
 
@@ -300,20 +300,6 @@ fn cases() -> Vec<Case> {
     (bias.grid, bias.block) = ([1, 2, 1], [32, 16, 1]);
     cases.extend([matmul, transpose, stencil, scan, bias]);
     cases
-}
-
-/// Where each buffer lies in its arena: 256-byte aligned, back to back.
-fn layout(sizes: &[usize]) -> (Vec<usize>, usize) {
-    let mut at = 0;
-    let offsets = sizes
-        .iter()
-        .map(|&size| {
-            let offset = at;
-            at += size.next_multiple_of(256);
-            offset
-        })
-        .collect();
-    (offsets, at.max(MIN_FENCE_LEN as usize))
 }
 
 /// Runs `case` from `ptx` (fenced when `fenced`, around its arena, with a zeroed flag): the

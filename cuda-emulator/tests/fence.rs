@@ -12,24 +12,10 @@
 mod common;
 
 use common::*;
-use kernel_args_cuda::fence::{FencedModule, MIN_FENCE_LEN, fence_ptx};
+use kernel_args_cuda::fence::{FencedModule, fence_ptx};
 use kernel_args_cuda_emulator::memory::POISON;
 use kernel_args_cuda_emulator::result::*;
 use kernel_args_cuda_emulator::{api, control};
-
-/// Where each buffer of a kernel's launch lies in its arena: 256-byte aligned, back to back.
-fn layout(sizes: &[usize]) -> (Vec<usize>, usize) {
-    let mut at = 0;
-    let offsets = sizes
-        .iter()
-        .map(|&size| {
-            let offset = at;
-            at += size.next_multiple_of(256);
-            offset
-        })
-        .collect();
-    (offsets, at.max(MIN_FENCE_LEN as usize))
-}
 
 /// One fixture launch: its kernel, shape, buffers (initial bytes) and parameters (given the
 /// buffers' addresses).

@@ -97,6 +97,12 @@ pub use check::{CheckFinding, CheckReport, FindingKind, check};
 /// `assert` (`.u64`).
 pub const FENCE_PARAMS: [&str; 3] = ["__kargs_fence_base", "__kargs_fence_len", "__kargs_fence_flag"];
 
+/// The flag's bit (its value alone) for a thread that moved an access into its window.
+pub const FLAG_REACHED_OUT: u32 = 1;
+
+/// The flag's bit for a thread that stopped at a `trap`, `brkpt` or failed `assert`.
+pub const FLAG_TRAPPED: u32 = 2;
+
 /// The shortest fence a launcher may give: the widest access the rewriter fences is 16 bytes
 /// (a `v4` of 32-bit elements, a `v2` of 64-bit ones), and a clamped access must fit. A shorter
 /// fence would not clamp: the kernel computes its limits as the length less the width.

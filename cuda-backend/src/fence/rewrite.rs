@@ -33,7 +33,7 @@ use kernel_args_ptx::{
 };
 
 use super::isa::{self, Access, Class, Space};
-use super::{FENCE_PARAMS, FenceError, FenceRefusal, WINDOW_ALIGN};
+use super::{FENCE_PARAMS, FLAG_REACHED_OUT, FLAG_TRAPPED, FenceError, FenceRefusal, WINDOW_ALIGN};
 
 /// The fence's names: its registers, its exit label, its padding variables.
 pub(super) mod names {
@@ -533,19 +533,23 @@ impl<'m> EntryRewriter<'m> {
                     Some(&moved),
                     "red",
                     &["global", "or", "b32"],
-                    vec![at(names::FLAG), imm(1)],
+                    vec![at(names::FLAG), imm(FLAG_REACHED_OUT.into())],
                 ));
                 statements.push(op("setp", &["eq", "u64"], vec![reg(names::P), reg(names::W), imm(0)]));
                 statements.push(guarded(
                     Some(&moved),
                     "red",
                     &["global", "or", "b32"],
-                    vec![at(names::FLAG), imm(2)],
+                    vec![at(names::FLAG), imm(FLAG_TRAPPED.into())],
                 ));
             } else {
                 let guard = Guard { span: Span::default(), negated: false, register: names::P.to_owned() };
                 statements.push(guarded(Some(&guard), "ret", &[], vec![]));
-                statements.push(op("st", &["global", "u32"], vec![at(names::FLAG), imm(1)]));
+                statements.push(op(
+                    "st",
+                    &["global", "u32"],
+                    vec![at(names::FLAG), imm(FLAG_REACHED_OUT.into())],
+                ));
             }
             statements.push(op("ret", &[], vec![]));
         }
@@ -883,7 +887,12 @@ impl Context<'_> {
             }
             Class::Exit => out.push(Statement::Instruction(instruction.clone())),
             Class::Trap => {
-                out.push(guarded(guard, "or", &["b64"], vec![reg(names::W), reg(names::W), imm(2)]));
+                out.push(guarded(
+                    guard,
+                    "or",
+                    &["b64"],
+                    vec![reg(names::W), reg(names::W), imm(FLAG_TRAPPED.into())],
+                ));
                 out.push(guarded(guard, "bra", &[], vec![sym(names::EXIT, 0)]));
             }
             Class::WarpSync(mask) => {

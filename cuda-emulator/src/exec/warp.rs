@@ -81,9 +81,8 @@ pub enum WarpOp {
 /// A register or 32-bit immediate operand (a special register is not decoded here).
 fn value(src: &Src, names: &mut Names) -> Result<Operand, DecodeError> {
     match &src.kind {
-        OperandKind::Register(r) if r.component.is_none() && !r.name.starts_with("%tid") => {
-            names.register(&r.name).map(Operand::Reg)
-        }
+        // A special register is not one `names` resolves: refused there.
+        OperandKind::Register(r) if r.component.is_none() => names.register(&r.name).map(Operand::Reg),
         OperandKind::Immediate(v) => {
             immediate_value(v, Ty::U(32)).map(Operand::Imm).ok_or_else(|| format!("the operand `{src}`"))
         }

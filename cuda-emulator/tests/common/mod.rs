@@ -229,3 +229,18 @@ pub fn u32s(bytes: &[u8]) -> Vec<u32> {
 pub fn instructions(f: CUfunction) -> u64 {
     control::function_instructions(f)
 }
+
+/// Where each buffer of a launch lies in its arena: 256-byte aligned, back to back; and the
+/// arena's length (at least the shortest fence).
+pub fn layout(sizes: &[usize]) -> (Vec<usize>, usize) {
+    let mut at = 0;
+    let offsets = sizes
+        .iter()
+        .map(|&size| {
+            let offset = at;
+            at += size.next_multiple_of(256);
+            offset
+        })
+        .collect();
+    (offsets, at.max(kernel_args_cuda::fence::MIN_FENCE_LEN as usize))
+}
