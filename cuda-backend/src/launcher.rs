@@ -15,7 +15,7 @@ use crate::cu_error::Phase;
 use crate::device::PointerModeChoice;
 use crate::device::{CudaDevice, LoadedKernel};
 use crate::driver::{CuError, Current, DeviceBuffer, Stream, Transfer};
-use crate::fence::{FENCE_PARAMS, FLAG_REACHED_OUT, FLAG_TRAPPED, MIN_FENCE_LEN};
+use crate::fence::{FENCE_PARAMS, FLAG_REACHED_OUT, FLAG_TRAPPED, MAX_FENCE_LEN, MIN_FENCE_LEN};
 use crate::registry::KernelEntry;
 use crate::signature::check_param_sizes;
 use crate::staging::StagingPlan;
@@ -224,6 +224,17 @@ impl Launch<'_> {
         let flag = match (self.kernel.fenced, fence) {
             (false, _) => None,
             (true, Some(fence)) => {
+                // The fence's limits are 32-bit registers: a longer fence would not clamp.
+                if !(MIN_FENCE_LEN..=MAX_FENCE_LEN).contains(&fence.len) {
+                    return Err(HostError::msg(
+                        AbiError::LaunchFailed,
+                        format!(
+                            "kernel {} is fenced, and its fence of {} bytes is not between the shortest \
+                             fence, {MIN_FENCE_LEN} bytes, and the longest, {MAX_FENCE_LEN} bytes",
+                            request.kernel_id, fence.len
+                        ),
+                    ));
+                }
                 storage.append(&[fence.base, fence.len, fence.flag.address()])?;
                 Some(fence.flag)
             }

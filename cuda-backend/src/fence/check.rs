@@ -28,12 +28,18 @@
 //! | high | `add.u64 r, address of V, K` (`K` ≤ `V`'s size); the address of an `.extern .shared` plus `%dynamic_smem_size` (`mov.u32`, `cvt.u64.u32`); `max.u64` of highs | at most the allocation's end |
 //! | length | `sub.u64 r, high, low b`, where the high reaches 16 bytes past a variable the low is below | the window `[b, b + length)` is inside the allocation, at least 16 long |
 //! | limit `W` | `sub.u64 r, length, W` (or the fence length) | the last offset of a `W`-byte access |
-//! | below | `min.u64 r, x, limit W` | at most the limit |
-//! | offset | `and.b64 r, below, -W` (for 1 byte, below alone) | at most the limit, a multiple of `W` |
+//! | 32-bit limit `W` | `cvt.u32.u64 r, limit W` | the same, exact: every window is shorter than 4 GiB (below) |
+//! | below | `min.u64 r, x, limit W`; 32-bit: `min.u32 r, x, 32-bit limit W` | at most the limit |
+//! | offset | `and.b64 r, below, -W` (for 1 byte, below alone); 32-bit: `and.b32` of a 32-bit below; `cvt.u64.u32` of a 32-bit offset | at most the limit, a multiple of `W` |
 //! | inside | `add.u64 r, offset, b` with the window's base `b` (the fence base for the global window) | `[r, r + W)` inside the window, aligned to `W` |
 //! | generic | `cvta.shared.u64`/`cvta.local.u64` of an inside; `selp.b64` of two generics or global insides | a generic address inside one of the windows named |
 //! | flag | `ld.param.u64 r, [__kargs_fence_flag]` | the flag (the only unclamped stores: `st.global.u32 [r], 1`, `red.global.or.b32 [r], 1` or `2`) |
 //! | mask | `or.b32 r, lane, x`, with `lane` from `mov.u32 lane, %lanemask_eq` | a member mask that holds the executing thread |
+//!
+//! The 32-bit limit rests on two facts from outside the module: the launcher gives a fence of at
+//! most 4 GiB ([`MAX_FENCE_LEN`](super::MAX_FENCE_LEN), so the fence length less `W` fits in
+//! 32 bits), and a `.shared`, `.local` or `.const` window lies in a state space addressed in 32
+//! bits (ptxas refuses a variable larger than the space), so its length does too.
 //!
 //! An access in the global, shared, local or constant space needs `[r]` with `r` inside that
 //! window for at least its width; a generic one `[r]` with `r` generic (an atomic's not through
@@ -166,6 +172,9 @@ enum Fact {
     Limit { win: Win, width: u64, base: Option<String> },
     Below { win: Win, width: u64, base: Option<String> },
     Offset { win: Win, width: u64, base: Option<String> },
+    Limit32 { win: Win, width: u64, base: Option<String> },
+    Below32 { win: Win, width: u64, base: Option<String> },
+    Offset32 { win: Win, width: u64, base: Option<String> },
     Inside { win: Win, width: u64 },
     Generic { width: u64, windows: BTreeSet<Win> },
     Flag,
@@ -178,9 +187,12 @@ impl Fact {
     fn base(&self) -> Option<&str> {
         match self {
             Fact::Length { base, .. } => Some(base),
-            Fact::Limit { base, .. } | Fact::Below { base, .. } | Fact::Offset { base, .. } => {
-                base.as_deref()
-            }
+            Fact::Limit { base, .. }
+            | Fact::Below { base, .. }
+            | Fact::Offset { base, .. }
+            | Fact::Limit32 { base, .. }
+            | Fact::Below32 { base, .. }
+            | Fact::Offset32 { base, .. } => base.as_deref(),
             _ => None,
         }
     }
@@ -372,7 +384,7 @@ impl<'m> Entry<'m> {
         self.frozen = true;
         let mut keep: HashMap<String, Fact> = HashMap::new();
         for (name, fact) in &self.window {
-            if let Fact::Limit { .. } | Fact::FenceBase = fact {
+            if let Fact::Limit { .. } | Fact::Limit32 { .. } | Fact::FenceBase = fact {
                 keep.insert(name.clone(), fact.clone());
                 if let Some(base) = fact.base()
                     && let Some(b) = self.window.get(base)
@@ -531,6 +543,25 @@ impl<'m> Entry<'m> {
             },
             ("cvt", ["u64", "u32"], 2) if wide => match f(1) {
                 Some(Fact::Dynamic32) => Some(Fact::Dynamic64),
+                Some(Fact::Offset32 { win, width, base }) => Some(Fact::Offset { win, width, base }),
+                Some(Fact::Below32 { win, width: 1, base }) => Some(Fact::Offset { win, width: 1, base }),
+                _ => None,
+            },
+            ("cvt", ["u32", "u64"], 2) if narrow => match f(1) {
+                Some(Fact::Limit { win, width, base }) => Some(Fact::Limit32 { win, width, base }),
+                _ => None,
+            },
+            ("min", ["u32"], 3) if narrow => match (f(1), f(2)) {
+                (_, Some(Fact::Limit32 { win, width, base }))
+                | (Some(Fact::Limit32 { win, width, base }), _) => Some(Fact::Below32 { win, width, base }),
+                _ => None,
+            },
+            ("and", ["b32"], 3) if narrow => match (f(1), int(2)) {
+                (Some(Fact::Below32 { win, width, base }), Some(mask))
+                    if mask == i128::from(width).wrapping_neg() =>
+                {
+                    Some(Fact::Offset32 { win, width, base })
+                }
                 _ => None,
             },
             ("or", ["b32"], 3) if narrow => {

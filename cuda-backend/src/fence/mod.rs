@@ -29,8 +29,8 @@
 //! into the window of the state space it reaches:
 //!
 //! - **global**: the fence, `[base, base + len)` (the guest's linear memory in direct mode, the
-//!   launch's staging arena in staged mode; the launcher gives at least [`MIN_FENCE_LEN`] bytes,
-//!   aligned to 16);
+//!   launch's staging arena in staged mode; the launcher gives at least [`MIN_FENCE_LEN`] and at
+//!   most [`MAX_FENCE_LEN`] bytes, aligned to 16);
 //! - **shared**: the block's shared window, from the lowest to the highest end of the entry's
 //!   shared variables (and the dynamic shared memory the launch gives, through
 //!   `%dynamic_smem_size`);
@@ -53,9 +53,9 @@
 //! it is undefined behaviour). A failing device-side `assert` does what `trap` does: its
 //! message is not printed.
 //!
-//! Per clamped access this costs six instructions (one or two more to form the address of a
-//! register with an offset or a 32-bit register, nine more per window a generic access may
-//! reach); per thread, the windows' computation at the start and three to four instructions to
+//! Per clamped access this costs eight PTX instructions, about six in sm_90 SASS (one or two
+//! more to form the address of a register with an offset or a 32-bit register, eleven more
+//! per window a generic access may reach); per thread, the windows' computation at the start and three to four instructions to
 //! leave. What the fence refuses, by name: calls and device functions' bodies, textures and
 //! surfaces, tensor-core and bulk copies (`wmma`, `ldmatrix`, `cp.async.bulk`, `mbarrier`),
 //! module-scope `.global` variables the module writes or whose address it passes on
@@ -107,6 +107,11 @@ pub const FLAG_TRAPPED: u32 = 2;
 /// (a `v4` of 32-bit elements, a `v2` of 64-bit ones), and a clamped access must fit. A shorter
 /// fence would not clamp: the kernel computes its limits as the length less the width.
 pub const MIN_FENCE_LEN: u64 = 16;
+
+/// The longest fence a launcher may give, 4 GiB (a wasm32 guest's whole linear memory): the
+/// rewriter clamps offsets in 32 bits, so a limit (the length less an access's width) must fit
+/// in 32 bits.
+pub const MAX_FENCE_LEN: u64 = 1 << 32;
 
 /// The alignment of every variable in a window, and the shortest window.
 const WINDOW_ALIGN: u32 = 16;

@@ -8,16 +8,25 @@
 //! The sequences are written so that the checker can follow them: each clamp ends in an
 //! address register (`%__kargs_a0`, `%__kargs_a1`) that the access then uses as it is.
 //!
-//! A clamp, for a window with base `b` and length `len`, an access of `w` bytes at `e`:
+//! A clamp, for a window with base `b` and length `len`, an access of `w` bytes at `e`, in
+//! 32-bit offsets (every window is shorter than 4 GiB: the launcher gives a fence of at most
+//! [`MAX_FENCE_LEN`](super::MAX_FENCE_LEN) bytes, and the shared, local and constant spaces are
+//! addressed in 32 bits), with `lim` = `len - w` computed once per entry as a 32-bit register:
 //!
 //! ```text
-//! sub.u64  o, e, b          // the offset from the window's start (wrapping)
-//! min.u64  c, o, len - w    // at most the last place an access of w bytes fits
-//! and.b64  c, c, -w         // aligned to w (w > 1)
-//! add.u64  a, c, b          // inside [b, b + len - w], aligned to w when b is aligned to 16
-//! xor.b64  d, a, e          // non-zero when the access was moved...
-//! or.b64   v, v, d          // ...which the thread keeps (under the access's own guard)
+//! sub.u64      o, e, b        // the offset from the window's start (wrapping)
+//! cvt.u32.u64  u, o           // its low 32 bits
+//! min.u32      k, u, lim      // at most the last place an access of w bytes fits
+//! and.b32      k, k, -w       // aligned to w (w > 1)
+//! cvt.u64.u32  c, k
+//! add.u64      a, c, b        // inside [b, b + len - w], aligned to w when b is aligned to 16
+//! xor.b64      d, a, e        // non-zero when the access was moved...
+//! or.b64       v, v, d        // ...which the thread keeps (under the access's own guard)
 //! ```
+//!
+//! Whatever `e` is, `a` is in the window: the result is the base plus a clamped offset. An
+//! address 4 GiB or more from the window is moved like any other, and the `xor` of the full
+//! 64-bit addresses notes it.
 //!
 //! A generic access takes the global clamp, and where the entry has a shared (or local) window
 //! and `isspacep.shared` (`isspacep.local`) says the address is there, the same clamp in that
@@ -43,6 +52,10 @@ pub(super) mod names {
     pub const O: &str = "%__kargs_o";
     /// The clamped offset.
     pub const C: &str = "%__kargs_c";
+    /// The offset's low 32 bits.
+    pub const U: &str = "%__kargs_u";
+    /// The clamped 32-bit offset.
+    pub const K: &str = "%__kargs_k";
     /// A generic access's address in the shared or local window.
     pub const X: &str = "%__kargs_x";
     /// A window's computation's scratch.
@@ -84,7 +97,7 @@ pub(super) enum Window {
 
 impl Window {
     /// The letter of its registers: `%__kargs_{p}b` is the base, `%__kargs_{p}{w}` the last
-    /// offset an access of `w` bytes may take.
+    /// offset an access of `w` bytes may take (a 32-bit register).
     fn prefix(self) -> char {
         match self {
             Window::Global => 'g',
@@ -645,7 +658,10 @@ impl<'m> EntryRewriter<'m> {
     /// The fence's register declarations.
     fn declarations(&self, fenced: bool, traps: bool) -> Vec<Statement> {
         let mut wide: Vec<String> = Vec::new();
+        let mut narrow: Vec<String> =
+            vec![names::N.to_owned(), names::LANE.to_owned(), names::MASK.to_owned()];
         if fenced {
+            narrow.extend([names::U, names::K].map(str::to_owned));
             wide.extend(
                 [names::E, names::O, names::C, names::X, names::T, names::D, names::V, names::FLAG]
                     .map(str::to_owned),
@@ -664,7 +680,7 @@ impl<'m> EntryRewriter<'m> {
                     wide.push(format!("%__kargs_{}n", window.prefix()));
                 }
             }
-            wide.extend(widths.iter().map(|w| window.limit(*w)));
+            narrow.extend(widths.iter().map(|w| window.limit(*w)));
         }
         let decl = |ty: Type, names: Vec<String>| {
             Statement::Registers(kernel_args_ptx::RegisterDecl {
@@ -681,7 +697,7 @@ impl<'m> EntryRewriter<'m> {
         if !wide.is_empty() {
             out.push(decl(Type::B64, wide));
         }
-        out.push(decl(Type::B32, vec![names::N.to_owned(), names::LANE.to_owned(), names::MASK.to_owned()]));
+        out.push(decl(Type::B32, narrow));
         if fenced {
             out.push(decl(Type::Pred, vec![names::PS.to_owned(), names::PL.to_owned(), names::P.to_owned()]));
         }
@@ -769,11 +785,8 @@ impl<'m> EntryRewriter<'m> {
                 }
             };
             for width in widths {
-                out.push(op(
-                    "sub",
-                    &["u64"],
-                    vec![reg(&window.limit(*width)), reg(&len), imm(i128::from(*width))],
-                ));
+                out.push(op("sub", &["u64"], vec![reg(names::T), reg(&len), imm(i128::from(*width))]));
+                out.push(op("cvt", &["u32", "u64"], vec![reg(&window.limit(*width)), reg(names::T)]));
             }
         }
         (out, pads, const_pad)
@@ -983,15 +996,22 @@ impl Context<'_> {
     fn clamp(&self, window: Window, width: u64, effective: &str, address: &str, out: &mut Vec<Statement>) {
         let base = window.base();
         out.push(op("sub", &["u64"], vec![reg(names::O), reg(effective), reg(&base)]));
-        out.push(op("min", &["u64"], vec![reg(names::C), reg(names::O), reg(&window.limit(width))]));
+        self.clamp_offset(window, width, out);
+        out.push(op("add", &["u64"], vec![reg(address), reg(names::C), reg(&base)]));
+    }
+
+    /// `%__kargs_o`, an offset from `window`'s base, clamped into `%__kargs_c` in 32 bits.
+    fn clamp_offset(&self, window: Window, width: u64, out: &mut Vec<Statement>) {
+        out.push(op("cvt", &["u32", "u64"], vec![reg(names::U), reg(names::O)]));
+        out.push(op("min", &["u32"], vec![reg(names::K), reg(names::U), reg(&window.limit(width))]));
         if width > 1 {
             out.push(op(
                 "and",
-                &["b64"],
-                vec![reg(names::C), reg(names::C), imm(i128::from(width).wrapping_neg())],
+                &["b32"],
+                vec![reg(names::K), reg(names::K), imm(i128::from(width).wrapping_neg())],
             ));
         }
-        out.push(op("add", &["u64"], vec![reg(address), reg(names::C), reg(&base)]));
+        out.push(op("cvt", &["u64", "u32"], vec![reg(names::C), reg(names::K)]));
     }
 
     /// A generic access's path through the shared or local window: where `isspacep` says the
@@ -1010,14 +1030,7 @@ impl Context<'_> {
         out.push(op("cvta", &["to", space, "u64"], vec![reg(names::X), reg(effective)]));
         let base = window.base();
         out.push(op("sub", &["u64"], vec![reg(names::O), reg(names::X), reg(&base)]));
-        out.push(op("min", &["u64"], vec![reg(names::C), reg(names::O), reg(&window.limit(width))]));
-        if width > 1 {
-            out.push(op(
-                "and",
-                &["b64"],
-                vec![reg(names::C), reg(names::C), imm(i128::from(width).wrapping_neg())],
-            ));
-        }
+        self.clamp_offset(window, width, out);
         out.push(op("add", &["u64"], vec![reg(names::X), reg(names::C), reg(&base)]));
         out.push(op("cvta", &[space, "u64"], vec![reg(names::X), reg(names::X)]));
         out.push(op("selp", &["b64"], vec![reg(address), reg(names::X), reg(address), reg(predicate)]));

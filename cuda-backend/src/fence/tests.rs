@@ -61,7 +61,7 @@ fn each_family_is_clamped_into_the_window_of_its_space_by_its_width() {
         let text = lines(&module);
         let limit = format!("%__kargs_{window}{width}");
         assert!(
-            text.iter().any(|l| l == &format!("min.u64 %__kargs_c, %__kargs_o, {limit};")),
+            text.iter().any(|l| l == &format!("min.u32 %__kargs_k, %__kargs_u, {limit};")),
             "{instruction}: {text:#?}"
         );
         assert!(
@@ -120,7 +120,7 @@ fn windows_are_computed_once_from_the_variables_and_padded_to_sixteen_bytes() {
         .iter()
         .filter(|l| (l.contains("__kargs_s") || l.contains("__kargs_t")) && !l.starts_with(".reg"))
         .map(String::as_str)
-        .take(9)
+        .take(10)
         .collect();
     assert_eq!(
         window,
@@ -132,7 +132,8 @@ fn windows_are_computed_once_from_the_variables_and_padded_to_sixteen_bytes() {
             "add.u64 %__kargs_t, %__kargs_t, 32;",
             "max.u64 %__kargs_se, %__kargs_se, %__kargs_t;",
             "sub.u64 %__kargs_sn, %__kargs_se, %__kargs_sb;",
-            "sub.u64 %__kargs_s4, %__kargs_sn, 4;",
+            "sub.u64 %__kargs_t, %__kargs_sn, 4;",
+            "cvt.u32.u64 %__kargs_s4, %__kargs_t;",
             "sub.u64 %__kargs_o, %__kargs_e, %__kargs_sb;",
         ]
     );
@@ -478,17 +479,32 @@ fn the_checker_finds_what_a_rewriter_could_get_wrong() {
     let edits: Vec<(&str, String, FindingKind)> = vec![
         (
             "a clamp left out",
-            text.replacen("\tmin.u64\t%__kargs_c, %__kargs_o, %__kargs_g4;\n", "", 1),
+            text.replacen("\tmin.u32\t%__kargs_k, %__kargs_u, %__kargs_g4;\n", "", 1),
             FindingKind::Unproven,
         ),
         (
-            "the wrong width's limit",
-            text.replacen("%__kargs_c, %__kargs_o, %__kargs_g4;", "%__kargs_c, %__kargs_o, %__kargs_gl;", 1),
+            "a 32-bit register that is no limit",
+            text.replacen("%__kargs_k, %__kargs_u, %__kargs_g4;", "%__kargs_k, %__kargs_u, %__kargs_n;", 1),
+            FindingKind::Unproven,
+        ),
+        (
+            "another window's limit",
+            text.replacen("%__kargs_k, %__kargs_u, %__kargs_g4;", "%__kargs_k, %__kargs_u, %__kargs_s4;", 1),
+            FindingKind::Unproven,
+        ),
+        (
+            "a limit from the length less nothing",
+            text.replacen("sub.u64\t%__kargs_t, %__kargs_gl, 4;", "mov.u64\t%__kargs_t, %__kargs_gl;", 1),
             FindingKind::Unproven,
         ),
         (
             "the rounding left out",
-            text.replacen("\tand.b64\t%__kargs_c, %__kargs_c, -4;\n", "", 1),
+            text.replacen("\tand.b32\t%__kargs_k, %__kargs_k, -4;\n", "", 1),
+            FindingKind::Unproven,
+        ),
+        (
+            "the widening left out",
+            text.replacen("\tcvt.u64.u32\t%__kargs_c, %__kargs_k;\n", "", 1),
             FindingKind::Unproven,
         ),
         (
