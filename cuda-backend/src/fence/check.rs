@@ -17,21 +17,22 @@
 //!    entry's leading run of the fence's instructions (straight-line, before any label, branch
 //!    or instruction of the kernel's), and no later instruction may write their registers.
 //!
-//! The facts, and the forms that make them (`W` a width of 1, 2, 4, 8 or 16 bytes):
+//! The facts, and the forms that make them (`R` a reach: the bytes a clamp covers, from 1 to
+//! the window's shortest length; `A` an alignment of 2, 4, 8 or 16 bytes):
 //!
 //! | fact | made by | means |
 //! |---|---|---|
 //! | fence base | `ld.param.u64 r, [__kargs_fence_base]` | the global window's start (the launcher aligns it to 16) |
-//! | fence length | `ld.param.u64 r, [__kargs_fence_len]` | its length (the launcher gives at least 16) |
+//! | fence length | `ld.param.u64 r, [__kargs_fence_len]` | its length (the launcher gives at least [`MIN_FENCE_LEN`]) |
 //! | address of `V` | `mov.u64 r, V`, `V` a `.shared`, `.local` or `.const` variable aligned to 16 | in that space's allocation |
 //! | low | `min.u64` of addresses and lows of one space | one of its variables' start: in the allocation, aligned to 16 |
 //! | high | `add.u64 r, address of V, K` (`K` ≤ `V`'s size); the address of an `.extern .shared` plus `%dynamic_smem_size` (`mov.u32`, `cvt.u64.u32`); `max.u64` of highs | at most the allocation's end |
-//! | length | `sub.u64 r, high, low b`, where the high reaches 16 bytes past a variable the low is below | the window `[b, b + length)` is inside the allocation, at least 16 long |
-//! | limit `W` | `sub.u64 r, length, W` (or the fence length) | the last offset of a `W`-byte access |
-//! | 32-bit limit `W` | `cvt.u32.u64 r, limit W` | the same, exact: every window is shorter than 4 GiB (below) |
-//! | below | `min.u64 r, x, limit W`; 32-bit: `min.u32 r, x, 32-bit limit W` | at most the limit |
-//! | offset | `and.b64 r, below, -W` (for 1 byte, below alone); 32-bit: `and.b32` of a 32-bit below; `cvt.u64.u32` of a 32-bit offset | at most the limit, a multiple of `W` |
-//! | inside | `add.u64 r, offset, b` with the window's base `b` (the fence base for the global window) | `[r, r + W)` inside the window, aligned to `W` |
+//! | length | `sub.u64 r, high, low b`, where the high reaches `k` ≥ 16 bytes past a variable the low is below | the window `[b, b + length)` is inside the allocation, at least the longest such `k` long |
+//! | limit `R` | `sub.u64 r, length, R` (`R` at most its shortest length; for the fence length, at most [`MIN_FENCE_LEN`]) | the last offset at which `R` bytes fit |
+//! | 32-bit limit `R` | `cvt.u32.u64 r, limit R` | the same, exact: every window is shorter than 4 GiB (below) |
+//! | below | `min.u64 r, x, limit R`; 32-bit: `min.u32 r, x, 32-bit limit R` | at most the limit |
+//! | offset | `and.b64 r, below, -A` (a below alone is an offset aligned to 1); 32-bit: `and.b32` of a 32-bit below; `cvt.u64.u32` of a 32-bit offset or below | at most the limit, a multiple of `A` |
+//! | inside | `add.u64 r, offset, b` with the window's base `b` (the fence base for the global window) | `[r, r + R)` inside the window, aligned to `A` |
 //! | generic | `cvta.shared.u64`/`cvta.local.u64` of an inside; `selp.b64` of two generics or global insides | a generic address inside one of the windows named |
 //! | flag | `ld.param.u64 r, [__kargs_fence_flag]` | the flag (the only unclamped stores: `st.global.u32 [r], 1`, `red.global.or.b32 [r], 1` or `2`) |
 //! | mask | `or.b32 r, lane, x`, with `lane` from `mov.u32 lane, %lanemask_eq` | a member mask that holds the executing thread |
@@ -41,8 +42,9 @@
 //! 32 bits), and a `.shared`, `.local` or `.const` window lies in a state space addressed in 32
 //! bits (ptxas refuses a variable larger than the space), so its length does too.
 //!
-//! An access in the global, shared, local or constant space needs `[r]` with `r` inside that
-//! window for at least its width; a generic one `[r]` with `r` generic (an atomic's not through
+//! An access of `w` bytes in the global, shared, local or constant space needs `[r + K]` with
+//! `r` inside that window, `K + w` at most its reach, `K` a multiple of `w` and `w` at most its
+//! alignment; a generic one `[r]` with `r` generic (an atomic's not through
 //! the local window); a named variable at a constant offset inside it and aligned passes by its
 //! declaration; a parameter load only `[P+K]` inside parameter `P`.
 
@@ -54,7 +56,7 @@ use kernel_args_ptx::{
     OperandKind, Span, StateSpace, Statement, Type, Variable, parse,
 };
 
-use super::FENCE_PARAMS;
+use super::{FENCE_PARAMS, MIN_FENCE_LEN};
 
 /// What the checker found in a fenced module: where, and what.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -163,20 +165,70 @@ fn win_of(space: StateSpace) -> Option<Win> {
 enum Fact {
     FenceBase,
     FenceLen,
-    Address { win: Win, var: String, size: Option<u64> },
+    Address {
+        win: Win,
+        var: String,
+        size: Option<u64>,
+    },
     Dynamic32,
     Dynamic64,
-    Low { win: Win, vars: BTreeSet<String> },
-    High { win: Win, reach: BTreeMap<String, u64> },
-    Length { win: Win, base: String },
-    Limit { win: Win, width: u64, base: Option<String> },
-    Below { win: Win, width: u64, base: Option<String> },
-    Offset { win: Win, width: u64, base: Option<String> },
-    Limit32 { win: Win, width: u64, base: Option<String> },
-    Below32 { win: Win, width: u64, base: Option<String> },
-    Offset32 { win: Win, width: u64, base: Option<String> },
-    Inside { win: Win, width: u64 },
-    Generic { width: u64, windows: BTreeSet<Win> },
+    Low {
+        win: Win,
+        vars: BTreeSet<String>,
+    },
+    High {
+        win: Win,
+        reach: BTreeMap<String, u64>,
+    },
+    /// The window `[base, base + length)`, at least `min` bytes long.
+    Length {
+        win: Win,
+        base: String,
+        min: u64,
+    },
+    /// The last offset at which `reach` bytes fit.
+    Limit {
+        win: Win,
+        reach: u64,
+        base: Option<String>,
+    },
+    Below {
+        win: Win,
+        reach: u64,
+        base: Option<String>,
+    },
+    Offset {
+        win: Win,
+        reach: u64,
+        align: u64,
+        base: Option<String>,
+    },
+    Limit32 {
+        win: Win,
+        reach: u64,
+        base: Option<String>,
+    },
+    Below32 {
+        win: Win,
+        reach: u64,
+        base: Option<String>,
+    },
+    Offset32 {
+        win: Win,
+        reach: u64,
+        align: u64,
+        base: Option<String>,
+    },
+    /// `[r, r + reach)` inside the window, `r` aligned to `align`.
+    Inside {
+        win: Win,
+        reach: u64,
+        align: u64,
+    },
+    Generic {
+        width: u64,
+        windows: BTreeSet<Win>,
+    },
     Flag,
     Lane,
     Mask,
@@ -521,7 +573,7 @@ impl<'m> Entry<'m> {
             _ => None,
         };
         let reg_name = |k: usize| ops.get(k).and_then(Operand::register).map(|r| r.name.clone());
-        let width_ok = |w: i128| matches!(w, 1 | 2 | 4 | 8 | 16);
+        let align_ok = |a: u64| matches!(a, 2 | 4 | 8 | 16);
         let fact = match (i.opcode.as_str(), m.as_slice(), ops.len()) {
             ("ld", ["param", "u64"], 2) if wide => match ops.get(1).and_then(Operand::address) {
                 Some(a) if a.offset == 0 => match &a.base {
@@ -543,24 +595,26 @@ impl<'m> Entry<'m> {
             },
             ("cvt", ["u64", "u32"], 2) if wide => match f(1) {
                 Some(Fact::Dynamic32) => Some(Fact::Dynamic64),
-                Some(Fact::Offset32 { win, width, base }) => Some(Fact::Offset { win, width, base }),
-                Some(Fact::Below32 { win, width: 1, base }) => Some(Fact::Offset { win, width: 1, base }),
+                Some(Fact::Offset32 { win, reach, align, base }) => {
+                    Some(Fact::Offset { win, reach, align, base })
+                }
+                Some(Fact::Below32 { win, reach, base }) => Some(Fact::Offset { win, reach, align: 1, base }),
                 _ => None,
             },
             ("cvt", ["u32", "u64"], 2) if narrow => match f(1) {
-                Some(Fact::Limit { win, width, base }) => Some(Fact::Limit32 { win, width, base }),
+                Some(Fact::Limit { win, reach, base }) => Some(Fact::Limit32 { win, reach, base }),
                 _ => None,
             },
             ("min", ["u32"], 3) if narrow => match (f(1), f(2)) {
-                (_, Some(Fact::Limit32 { win, width, base }))
-                | (Some(Fact::Limit32 { win, width, base }), _) => Some(Fact::Below32 { win, width, base }),
+                (_, Some(Fact::Limit32 { win, reach, base }))
+                | (Some(Fact::Limit32 { win, reach, base }), _) => Some(Fact::Below32 { win, reach, base }),
                 _ => None,
             },
             ("and", ["b32"], 3) if narrow => match (f(1), int(2)) {
-                (Some(Fact::Below32 { win, width, base }), Some(mask))
-                    if mask == i128::from(width).wrapping_neg() =>
+                (Some(Fact::Below32 { win, reach, base }), Some(mask))
+                    if align_ok(mask.unsigned_abs() as u64) && mask < 0 =>
                 {
-                    Some(Fact::Offset32 { win, width, base })
+                    Some(Fact::Offset32 { win, reach, align: mask.unsigned_abs() as u64, base })
                 }
                 _ => None,
             },
@@ -581,8 +635,8 @@ impl<'m> Entry<'m> {
                         None
                     }
                 }
-                (_, Some(Fact::Limit { win, width, base })) | (Some(Fact::Limit { win, width, base }), _) => {
-                    Some(Fact::Below { win, width, base })
+                (_, Some(Fact::Limit { win, reach, base })) | (Some(Fact::Limit { win, reach, base }), _) => {
+                    Some(Fact::Below { win, reach, base })
                 }
                 _ => None,
             },
@@ -611,16 +665,16 @@ impl<'m> Entry<'m> {
                 (a, b, _) if offset(a.as_ref()).is_some() || offset(b.as_ref()).is_some() => {
                     // The other operand must be the window's base: the fence base for the
                     // global window, the very register the limit was computed from otherwise.
-                    let (other, (win, width, base)) = match offset(a.as_ref()) {
+                    let (other, (win, reach, align, base)) = match offset(a.as_ref()) {
                         Some(o) => (2, o),
-                        None => (1, offset(b.as_ref()).unwrap_or((Win::Global, 0, None))),
+                        None => (1, offset(b.as_ref()).unwrap_or((Win::Global, 0, 0, None))),
                     };
                     let base_ok = match (&base, win) {
                         (None, Win::Global) => f(other) == Some(Fact::FenceBase),
                         (Some(b), _) => reg_name(other).as_deref() == Some(b.as_str()) && win != Win::Global,
                         _ => false,
                     };
-                    if base_ok { Some(Fact::Inside { win, width }) } else { None }
+                    if base_ok { Some(Fact::Inside { win, reach, align }) } else { None }
                 }
                 _ => None,
             },
@@ -628,35 +682,38 @@ impl<'m> Entry<'m> {
                 (Some(Fact::High { win: wh, reach }), Some(l), _)
                     if low(&l).is_some_and(|(wl, _)| wl == wh) =>
                 {
+                    // The low is at or below each of its variables, and the high reaches `k`
+                    // bytes past some: the window is at least the longest such `k` long.
                     let vars = low(&l).map(|(_, v)| v).unwrap_or_default();
-                    let long = reach.iter().any(|(var, k)| *k >= 16 && vars.contains(var));
-                    match reg_name(2) {
-                        Some(base) if long => Some(Fact::Length { win: wh, base }),
+                    let min = reach.iter().filter(|(var, _)| vars.contains(*var)).map(|(_, k)| *k).max();
+                    match (reg_name(2), min) {
+                        (Some(base), Some(min)) if min >= 16 => Some(Fact::Length { win: wh, base, min }),
                         _ => None,
                     }
                 }
-                (Some(Fact::Length { win, base }), _, Some(w)) if width_ok(w) => {
-                    Some(Fact::Limit { win, width: u64::try_from(w).unwrap_or(0), base: Some(base) })
+                (Some(Fact::Length { win, base, min }), _, Some(k)) if k >= 1 && k <= i128::from(min) => {
+                    Some(Fact::Limit { win, reach: u64::try_from(k).unwrap_or(0), base: Some(base) })
                 }
-                (Some(Fact::FenceLen), _, Some(w)) if width_ok(w) => {
-                    Some(Fact::Limit { win: Win::Global, width: u64::try_from(w).unwrap_or(0), base: None })
+                (Some(Fact::FenceLen), _, Some(k)) if k >= 1 && k <= i128::from(MIN_FENCE_LEN) => {
+                    Some(Fact::Limit { win: Win::Global, reach: u64::try_from(k).unwrap_or(0), base: None })
                 }
                 _ => None,
             },
             ("and", ["b64"], 3) if wide => match (f(1), int(2)) {
-                (Some(Fact::Below { win, width, base }), Some(mask))
-                    if mask == i128::from(width).wrapping_neg() =>
+                (Some(Fact::Below { win, reach, base }), Some(mask))
+                    if align_ok(mask.unsigned_abs() as u64) && mask < 0 =>
                 {
-                    Some(Fact::Offset { win, width, base })
+                    Some(Fact::Offset { win, reach, align: mask.unsigned_abs() as u64, base })
                 }
                 _ => None,
             },
             ("cvta", [space @ ("shared" | "local"), "u64"], 2) if wide => match f(1) {
-                Some(Fact::Inside { win, width })
-                    if (win == Win::Shared && *space == "shared")
-                        || (win == Win::Local && *space == "local") =>
+                Some(Fact::Inside { win, reach, align })
+                    if reach == align
+                        && ((win == Win::Shared && *space == "shared")
+                            || (win == Win::Local && *space == "local")) =>
                 {
-                    Some(Fact::Generic { width, windows: BTreeSet::from([win]) })
+                    Some(Fact::Generic { width: reach, windows: BTreeSet::from([win]) })
                 }
                 _ => None,
             },
@@ -804,13 +861,25 @@ impl<'m> Entry<'m> {
                 continue;
             }
             let AddressBase::Register(register) = &address.base else { return Err(unproven()) };
-            if address.offset != 0 {
+            let fact = self.fact(register);
+            // `[r + K]` of `width` bytes, with `[r, r + reach)` inside and `r` aligned to `align`:
+            // inside where `K + width <= reach`, aligned where `K` is a multiple of the width and
+            // the width at most the alignment (both powers of two).
+            let within = |reach: u64, align: u64| {
+                u64::try_from(address.offset).is_ok_and(|k| {
+                    k.checked_add(width).is_some_and(|end| end <= reach)
+                        && k.checked_rem(width) == Some(0)
+                        && width <= align
+                })
+            };
+            if address.offset != 0 && !matches!(fact, Some(Fact::Inside { .. })) {
                 return Err(unproven());
             }
-            let fact = self.fact(register);
             let ok = match space {
                 Some(space) => match (win_of(space), fact) {
-                    (Some(want), Some(Fact::Inside { win, width: w })) => want == *win && *w >= width,
+                    (Some(want), Some(Fact::Inside { win, reach, align })) => {
+                        want == *win && within(*reach, *align)
+                    }
                     (Some(Win::Global), Some(Fact::Flag)) => {
                         let value = i.operands.get(1).map(|o| &o.kind);
                         (op == "st"
@@ -823,7 +892,7 @@ impl<'m> Entry<'m> {
                     _ => false,
                 },
                 None => match fact {
-                    Some(Fact::Inside { win: Win::Global, width: w }) => *w >= width,
+                    Some(Fact::Inside { win: Win::Global, reach, align }) => within(*reach, *align),
                     Some(Fact::Generic { width: w, windows }) => {
                         *w >= width && (local_ok || !windows.contains(&Win::Local))
                     }
@@ -850,12 +919,11 @@ fn low(fact: &Fact) -> Option<(Win, BTreeSet<String>)> {
     }
 }
 
-/// An offset's window, width and base (a below of one byte is an offset: it needs no rounding).
-fn offset(fact: Option<&Fact>) -> Option<(Win, u64, Option<String>)> {
+/// An offset's window, reach, alignment and base (a below is an offset aligned to one byte).
+fn offset(fact: Option<&Fact>) -> Option<(Win, u64, u64, Option<String>)> {
     match fact? {
-        Fact::Offset { win, width, base } | Fact::Below { win, width: width @ 1, base } => {
-            Some((*win, *width, base.clone()))
-        }
+        Fact::Offset { win, reach, align, base } => Some((*win, *reach, *align, base.clone())),
+        Fact::Below { win, reach, base } => Some((*win, *reach, 1, base.clone())),
         _ => None,
     }
 }
@@ -864,7 +932,9 @@ fn offset(fact: Option<&Fact>) -> Option<(Win, u64, Option<String>)> {
 fn generic(fact: Option<Fact>) -> Option<(u64, BTreeSet<Win>)> {
     match fact? {
         Fact::Generic { width, windows } => Some((width, windows)),
-        Fact::Inside { win: Win::Global, width } => Some((width, BTreeSet::from([Win::Global]))),
+        Fact::Inside { win: Win::Global, reach, align } if reach == align => {
+            Some((reach, BTreeSet::from([Win::Global])))
+        }
         _ => None,
     }
 }

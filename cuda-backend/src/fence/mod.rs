@@ -103,9 +103,10 @@ pub const FLAG_REACHED_OUT: u32 = 1;
 /// The flag's bit for a thread that stopped at a `trap`, `brkpt` or failed `assert`.
 pub const FLAG_TRAPPED: u32 = 2;
 
-/// The shortest fence a launcher may give: the widest access the rewriter fences is 16 bytes
-/// (a `v4` of 32-bit elements, a `v2` of 64-bit ones), and a clamped access must fit. A shorter
-/// fence would not clamp: the kernel computes its limits as the length less the width.
+/// The shortest fence a launcher may give: a clamp of the global window covers up to this many
+/// bytes (one access of up to 16, or a group of accesses through one register at constant
+/// offsets), and what it covers must fit. A shorter fence would not clamp: the kernel computes
+/// its limits as the length less the bytes covered.
 pub const MIN_FENCE_LEN: u64 = 16;
 
 /// The longest fence a launcher may give, 4 GiB (a wasm32 guest's whole linear memory): the

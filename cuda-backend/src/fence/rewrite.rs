@@ -28,6 +28,17 @@
 //! address 4 GiB or more from the window is moved like any other, and the `xor` of the full
 //! 64-bit addresses notes it.
 //!
+//! **Groups.** Accesses through one register at constant offsets (`[%r+0]`, `[%r+4]`, ...,
+//! as nvcc writes an unrolled loop over a tile), into one window, unguarded, with no label,
+//! branch, exit or write of the register between the first and the last, share one clamp: the
+//! lowest address is clamped so that the group's whole span fits (the lowest offset to the
+//! highest end, at most the window's shortest length: the launcher's
+//! [`MIN_FENCE_LEN`](super::MIN_FENCE_LEN) for the fence), rounded to the widest access, into a
+//! register `%__kargs_rN`, and each access becomes `[%__kargs_rN + its offset from the
+//! lowest]`. The offsets from the lowest must be multiples of the widest access, so the group
+//! is moved exactly when one of its accesses would have been (out of the window, or
+//! misaligned).
+//!
 //! A generic access takes the global clamp, and where the entry has a shared (or local) window
 //! and `isspacep.shared` (`isspacep.local`) says the address is there, the same clamp in that
 //! window through `cvta.to.shared`/`cvta.shared`: an address in none of the windows lands in the
@@ -42,7 +53,9 @@ use kernel_args_ptx::{
 };
 
 use super::isa::{self, Access, Class, Space};
-use super::{FENCE_PARAMS, FLAG_REACHED_OUT, FLAG_TRAPPED, FenceError, FenceRefusal, WINDOW_ALIGN};
+use super::{
+    FENCE_PARAMS, FLAG_REACHED_OUT, FLAG_TRAPPED, FenceError, FenceRefusal, MIN_FENCE_LEN, WINDOW_ALIGN,
+};
 
 /// The fence's names: its registers, its exit label, its padding variables.
 pub(super) mod names {
@@ -84,6 +97,8 @@ pub(super) mod names {
     pub const EXIT: &str = "$__kargs_exit";
     /// The address registers, one per address operand of an instruction.
     pub const ADDRESS: [&str; 2] = ["%__kargs_a0", "%__kargs_a1"];
+    /// A group's clamped register (`%__kargs_r0`, `%__kargs_r1`, ...).
+    pub const GROUP: &str = "%__kargs_r";
 }
 
 /// A window: the global fence, or the entry's shared, local or constant memory.
@@ -446,7 +461,7 @@ impl<'m> EntryRewriter<'m> {
                         let p = self.plan(instruction, access, types.get(counter))?;
                         match p {
                             Plan::Static => stats.static_accesses = stats.static_accesses.saturating_add(1),
-                            Plan::Clamp { .. } => {
+                            Plan::Clamp { .. } | Plan::Grouped { .. } => {
                                 stats.clamped = stats.clamped.saturating_add(1);
                                 stats.widest = stats.widest.max(access.width);
                             }
@@ -494,10 +509,28 @@ impl<'m> EntryRewriter<'m> {
                 }
             }
         }
+        // Accesses through one register at constant offsets: one clamp each group.
+        let own_variables: Vec<Variable> = self.own.values().cloned().collect();
+        // A window is at least as long as its longest variable, and at least 16 bytes.
+        let lengths: BTreeMap<Window, u64> = [Window::Shared, Window::Local, Window::Const]
+            .into_iter()
+            .map(|window| {
+                let members = self.members(window, &referenced, &own_variables);
+                let longest = members.iter().filter_map(|(_, size)| *size).max().unwrap_or(0);
+                (window, longest.max(u64::from(WINDOW_ALIGN)))
+            })
+            .collect();
+        let min_len = |window: Window| match window {
+            Window::Global => MIN_FENCE_LEN,
+            _ => lengths.get(&window).copied().unwrap_or(u64::from(WINDOW_ALIGN)),
+        };
+        let mut windows = std::mem::take(&mut self.windows);
+        let groups = group(&flat, &mut plans, &classes, &min_len, &mut windows);
+        self.windows = windows;
         let fenced = stats.clamped > 0 || traps > 0;
         // The new body: the fence's declarations and windows, then the kernel's statements.
         let mut statements = Vec::new();
-        statements.extend(self.declarations(fenced, traps > 0));
+        statements.extend(self.declarations(fenced, traps > 0, groups));
         let mut moved: Vec<Variable> = self.own.values().cloned().collect();
         moved.sort_by_key(|v| body_position(body, &v.name));
         let (prologue, pads, const_pad) = self.prologue(&referenced, &moved);
@@ -656,7 +689,7 @@ impl<'m> EntryRewriter<'m> {
     }
 
     /// The fence's register declarations.
-    fn declarations(&self, fenced: bool, traps: bool) -> Vec<Statement> {
+    fn declarations(&self, fenced: bool, traps: bool, groups: usize) -> Vec<Statement> {
         let mut wide: Vec<String> = Vec::new();
         let mut narrow: Vec<String> =
             vec![names::N.to_owned(), names::LANE.to_owned(), names::MASK.to_owned()];
@@ -667,6 +700,7 @@ impl<'m> EntryRewriter<'m> {
                     .map(str::to_owned),
             );
             wide.extend(names::ADDRESS.map(str::to_owned));
+            wide.extend((0..groups).map(|slot| format!("{}{slot}", names::GROUP)));
         }
         if traps {
             wide.push(names::W.to_owned());
@@ -704,6 +738,29 @@ impl<'m> EntryRewriter<'m> {
         out
     }
 
+    /// A window's variables, the entry's own and the module's it names, with their sizes
+    /// (`None`: the dynamic shared memory).
+    fn members(
+        &self,
+        window: Window,
+        referenced: &BTreeSet<String>,
+        own: &[Variable],
+    ) -> Vec<(String, Option<u64>)> {
+        let space = window.space();
+        let mut members: Vec<(String, Option<u64>)> =
+            own.iter().filter(|v| v.space == space).map(|v| (v.name.clone(), v.size())).collect();
+        for name in referenced {
+            if let Some(v) = self.module.variables.get(name)
+                && v.space == space
+                && !self.own.contains_key(name)
+            {
+                let size = if v.linkage == Some(Linkage::Extern) { None } else { v.size() };
+                members.push((name.clone(), size));
+            }
+        }
+        members
+    }
+
     /// Each window's computation, and the padding variables that give a window its minimum
     /// length where no variable of it is 16 bytes long; whether the module needs its constant
     /// padding.
@@ -729,19 +786,8 @@ impl<'m> EntryRewriter<'m> {
                     "%__kargs_gl".to_owned()
                 }
                 _ => {
-                    // The window's variables: the entry's own and the module's it names.
                     let space = window.space();
-                    let mut members: Vec<(String, Option<u64>)> =
-                        own.iter().filter(|v| v.space == space).map(|v| (v.name.clone(), v.size())).collect();
-                    for name in referenced {
-                        if let Some(v) = self.module.variables.get(name)
-                            && v.space == space
-                            && !self.own.contains_key(name)
-                        {
-                            let size = if v.linkage == Some(Linkage::Extern) { None } else { v.size() };
-                            members.push((name.clone(), size));
-                        }
-                    }
+                    let mut members = self.members(*window, referenced, own);
                     if !members.iter().any(|(_, size)| size.is_some_and(|s| s >= u64::from(WINDOW_ALIGN))) {
                         let name = match window {
                             Window::Shared => "__kargs_shared_pad",
@@ -853,6 +899,157 @@ enum Plan {
         base: AddressBase,
         offset: i64,
     },
+    /// One of a group of accesses through one base register at constant offsets, in one
+    /// straight run of instructions (see [`group`]): the address is the group's register
+    /// plus `delta`; the first access of the group (`lead`) clamps the register once.
+    Grouped { register: String, delta: i64, lead: Option<Lead> },
+}
+
+/// The one clamp of a group: the address `base + offset` (the group's lowest) into `window`,
+/// `span` bytes from it inside, aligned to `align`.
+#[derive(Debug, Clone)]
+struct Lead {
+    window: Window,
+    span: u64,
+    align: u64,
+    register: Option<(String, u64)>,
+    base: AddressBase,
+    offset: i64,
+}
+
+/// The longest span a group may cover in a window whose length is at least `min`.
+fn group_fits(span: u64, min: u64) -> bool {
+    span <= min
+}
+
+/// A group being gathered: the accesses through one register into one window.
+struct Gathering {
+    window: Window,
+    id: kernel_args_ptx::RegisterId,
+    /// (instruction index, access index, offset, width), in order.
+    members: Vec<(usize, usize, i64, u64)>,
+}
+
+/// The groups of accesses that one clamp can cover: accesses through the same 64-bit or
+/// 32-bit register at constant offsets, into the same window, unguarded, with no label,
+/// branch, exit or write of the register between the first and the last, whose offsets from
+/// the lowest are multiples of the widest access, and whose span (the lowest offset to the
+/// highest end) fits in the window's shortest length (`min_len`). Each such group of two or
+/// more becomes `Plan::Grouped` members; the rest keep their own clamps. Returns how many
+/// group registers the entry needs.
+fn group(
+    flat: &kernel_args_ptx::Flat<'_>,
+    plans: &mut [Vec<Plan>],
+    classes: &[Class],
+    min_len: &dyn Fn(Window) -> u64,
+    windows: &mut BTreeMap<Window, BTreeSet<u64>>,
+) -> usize {
+    let mut open: Vec<Gathering> = Vec::new();
+    let mut done: Vec<Gathering> = Vec::new();
+    let mut index = 0usize;
+    for item in &flat.items {
+        let FlatItem::Instruction(instruction, regs) = item else {
+            // A label joins paths: nothing gathered goes past it.
+            done.append(&mut open);
+            continue;
+        };
+        let id_of = |name: &str| {
+            regs.iter().find(|(n, _)| *n == name).and_then(|(_, r)| match r {
+                Resolved::Declared(id) => Some(*id),
+                Resolved::Special => None,
+            })
+        };
+        if let (Some(Class::Access(accesses)), Some(p)) = (classes.get(index), plans.get(index)) {
+            for (a, (access, plan)) in accesses.iter().zip(p).enumerate() {
+                let _ = access;
+                let Plan::Clamp { window, generic: None, width, register: Some((name, _)), offset, .. } =
+                    plan
+                else {
+                    continue;
+                };
+                if instruction.guard.is_some() {
+                    continue;
+                }
+                let Some(id) = id_of(name) else { continue };
+                match open.iter_mut().find(|g| g.window == *window && g.id == id) {
+                    Some(g) => g.members.push((index, a, *offset, *width)),
+                    None => open.push(Gathering {
+                        window: *window,
+                        id,
+                        members: vec![(index, a, *offset, *width)],
+                    }),
+                }
+            }
+        }
+        // What the instruction writes (its first operand, unless that is an address or it is a
+        // store-like instruction that writes none): a group through it ends here.
+        let written: Vec<kernel_args_ptx::RegisterId> = match instruction.operands.first() {
+            Some(o) if o.address().is_none() && !matches!(instruction.opcode.as_str(), "st" | "red") => {
+                o.registers().iter().filter_map(|r| id_of(r)).collect()
+            }
+            _ => Vec::new(),
+        };
+        let control = matches!(classes.get(index), Some(Class::Branch | Class::Exit | Class::Trap));
+        let mut keep = Vec::new();
+        for g in open.drain(..) {
+            if control || written.contains(&g.id) { done.push(g) } else { keep.push(g) }
+        }
+        open = keep;
+        index = index.saturating_add(1);
+    }
+    done.append(&mut open);
+    // The groups that pay, in order of their first access, each given the lowest register free
+    // by then.
+    let mut groups: Vec<(Gathering, i64, u64, u64)> = done
+        .into_iter()
+        .filter(|g| g.members.len() >= 2)
+        .filter_map(|g| {
+            let low = g.members.iter().map(|m| m.2).min()?;
+            let end = g.members.iter().filter_map(|m| m.2.checked_add(i64::try_from(m.3).ok()?)).max()?;
+            let span = u64::try_from(end.checked_sub(low)?).ok()?;
+            let align = g.members.iter().map(|m| m.3).max()?;
+            let aligned = g.members.iter().all(|m| {
+                m.2.checked_sub(low).and_then(|d| d.checked_rem(i64::try_from(align).ok()?)) == Some(0)
+            });
+            (aligned && group_fits(span, min_len(g.window))).then_some((g, low, span, align))
+        })
+        .collect();
+    groups.sort_by_key(|(g, ..)| g.members.first().map(|m| m.0));
+    let mut busy_until: Vec<usize> = Vec::new();
+    for (g, low, span, align) in groups {
+        let (Some(first), Some(last)) = (g.members.first().map(|m| m.0), g.members.last().map(|m| m.0))
+        else {
+            continue;
+        };
+        let slot = match busy_until.iter().position(|&until| until < first) {
+            Some(slot) => slot,
+            None => {
+                busy_until.push(0);
+                busy_until.len().saturating_sub(1)
+            }
+        };
+        if let Some(until) = busy_until.get_mut(slot) {
+            *until = last;
+        }
+        let register = format!("{}{slot}", names::GROUP);
+        windows.entry(g.window).or_default().insert(span);
+        for (n, &(i, a, offset, _)) in g.members.iter().enumerate() {
+            let Some(plan) = plans.get_mut(i).and_then(|p| p.get_mut(a)) else { continue };
+            let lead = match (n, &*plan) {
+                (0, Plan::Clamp { register: r, base, .. }) => Some(Lead {
+                    window: g.window,
+                    span,
+                    align,
+                    register: r.clone(),
+                    base: base.clone(),
+                    offset: low,
+                }),
+                _ => None,
+            };
+            *plan = Plan::Grouped { register: register.clone(), delta: offset.saturating_sub(low), lead };
+        }
+    }
+    busy_until.len()
 }
 
 /// Walks the body's statements in the flat order `flatten` gave, rewriting instructions.
@@ -923,6 +1120,18 @@ impl Context<'_> {
                 let mut rewritten = instruction.clone();
                 let mut slot = 0usize;
                 for (access, plan) in accesses.iter().zip(plans) {
+                    if let Plan::Grouped { register, delta, lead } = plan {
+                        if let Some(lead) = lead {
+                            self.lead(lead, register, out);
+                        }
+                        if let Some(operand) = rewritten.operands.get_mut(access.operand) {
+                            *operand = Operand::new(OperandKind::Address(Address {
+                                base: AddressBase::Register(register.clone()),
+                                offset: *delta,
+                            }));
+                        }
+                        continue;
+                    }
                     let Plan::Clamp { window, generic, width, register, base, offset } = plan else {
                         continue;
                     };
@@ -992,23 +1201,35 @@ impl Context<'_> {
         names::E.to_owned()
     }
 
+    /// A group's one clamp, into its register (the group's accesses are unguarded).
+    fn lead(&self, lead: &Lead, register: &str, out: &mut Vec<Statement>) {
+        let effective = self.effective(lead.register.as_ref(), &lead.base, lead.offset, out);
+        let base = lead.window.base();
+        out.push(op("sub", &["u64"], vec![reg(names::O), reg(&effective), reg(&base)]));
+        self.clamp_offset(lead.window, lead.span, lead.align, out);
+        out.push(op("add", &["u64"], vec![reg(register), reg(names::C), reg(&base)]));
+        out.push(op("xor", &["b64"], vec![reg(names::D), reg(register), reg(&effective)]));
+        out.push(op("or", &["b64"], vec![reg(names::V), reg(names::V), reg(names::D)]));
+    }
+
     /// The clamp of `effective` into `window`, into register `address`.
     fn clamp(&self, window: Window, width: u64, effective: &str, address: &str, out: &mut Vec<Statement>) {
         let base = window.base();
         out.push(op("sub", &["u64"], vec![reg(names::O), reg(effective), reg(&base)]));
-        self.clamp_offset(window, width, out);
+        self.clamp_offset(window, width, width, out);
         out.push(op("add", &["u64"], vec![reg(address), reg(names::C), reg(&base)]));
     }
 
-    /// `%__kargs_o`, an offset from `window`'s base, clamped into `%__kargs_c` in 32 bits.
-    fn clamp_offset(&self, window: Window, width: u64, out: &mut Vec<Statement>) {
+    /// `%__kargs_o`, an offset from `window`'s base, clamped into `%__kargs_c` in 32 bits: at
+    /// most the last offset `reach` bytes fit at, rounded down to `align`.
+    fn clamp_offset(&self, window: Window, reach: u64, align: u64, out: &mut Vec<Statement>) {
         out.push(op("cvt", &["u32", "u64"], vec![reg(names::U), reg(names::O)]));
-        out.push(op("min", &["u32"], vec![reg(names::K), reg(names::U), reg(&window.limit(width))]));
-        if width > 1 {
+        out.push(op("min", &["u32"], vec![reg(names::K), reg(names::U), reg(&window.limit(reach))]));
+        if align > 1 {
             out.push(op(
                 "and",
                 &["b32"],
-                vec![reg(names::K), reg(names::K), imm(i128::from(width).wrapping_neg())],
+                vec![reg(names::K), reg(names::K), imm(i128::from(align).wrapping_neg())],
             ));
         }
         out.push(op("cvt", &["u64", "u32"], vec![reg(names::C), reg(names::K)]));
@@ -1030,7 +1251,7 @@ impl Context<'_> {
         out.push(op("cvta", &["to", space, "u64"], vec![reg(names::X), reg(effective)]));
         let base = window.base();
         out.push(op("sub", &["u64"], vec![reg(names::O), reg(names::X), reg(&base)]));
-        self.clamp_offset(window, width, out);
+        self.clamp_offset(window, width, width, out);
         out.push(op("add", &["u64"], vec![reg(names::X), reg(names::C), reg(&base)]));
         out.push(op("cvta", &[space, "u64"], vec![reg(names::X), reg(names::X)]));
         out.push(op("selp", &["b64"], vec![reg(address), reg(names::X), reg(address), reg(predicate)]));

@@ -158,6 +158,77 @@ fn windows_are_computed_once_from_the_variables_and_padded_to_sixteen_bytes() {
     }
 }
 
+/// The clamps in a fenced body: its `min.u32` lines.
+fn clamps(text: &[String]) -> usize {
+    text.iter().filter(|l| l.starts_with("min.u32 %__kargs_k")).count()
+}
+
+#[test]
+fn accesses_through_one_register_at_constant_offsets_share_one_clamp() {
+    let tile = "\t.shared .align 4 .b8 tile[1024];\n";
+    // An unrolled walk down a tile's column: one clamp covering all of it.
+    let text = lines(&fenced(&format!(
+        "{tile}\tld.shared.f32 %f1, [%r2];\n\tadd.f32 %f4, %f4, %f1;\n\tld.shared.f32 %f2, [%r2+64];\n\tld.shared.f32 %f3, [%r2+128];\n"
+    )));
+    assert_eq!(clamps(&text), 1, "{text:#?}");
+    for line in [
+        "min.u32 %__kargs_k, %__kargs_u, %__kargs_s132;",
+        "ld.shared.f32 %f1, [%__kargs_r0];",
+        "ld.shared.f32 %f2, [%__kargs_r0+64];",
+        "ld.shared.f32 %f3, [%__kargs_r0+128];",
+    ] {
+        assert!(text.iter().any(|l| l == line), "{line} in {text:#?}");
+    }
+    // The checker holds each access to the group's span and alignment.
+    let grouped = fenced(&format!("{tile}\tld.shared.f32 %f1, [%r2];\n\tld.shared.f32 %f3, [%r2+128];\n"));
+    let text = grouped.ptx().to_owned();
+    assert!(check(&text).is_ok());
+    for (edit, why) in [
+        ("[%__kargs_r0+132]", "past the span"),
+        ("[%__kargs_r0+126]", "misaligned"),
+        ("[%__kargs_r0+-4]", "below"),
+    ] {
+        let broken = text.replacen("[%__kargs_r0+128]", edit, 1);
+        assert_ne!(broken, text, "{why}");
+        assert_eq!(check(&broken).map_err(|f| f.kind), Err(FindingKind::Unproven), "{why}");
+    }
+    // Offsets below zero: the lowest is clamped, the others follow it.
+    let text = lines(&fenced("\tld.global.f32 %f1, [%rd1+-8];\n\tld.global.f32 %f2, [%rd1+4];\n"));
+    assert_eq!(clamps(&text), 1, "{text:#?}");
+    assert!(text.iter().any(|l| l == "add.s64 %__kargs_e, %rd1, -8;"), "{text:#?}");
+    assert!(text.iter().any(|l| l == "ld.global.f32 %f2, [%__kargs_r0+12];"), "{text:#?}");
+    // Each their own clamp: a label between, a write of the register between, a guarded access,
+    // an offset that is no multiple of the widest access, a span longer than the window.
+    for (body, why) in [
+        (format!("{tile}\tld.shared.f32 %f1, [%r2];\nL1:\n\tld.shared.f32 %f2, [%r2+4];\n"), "a label"),
+        (
+            format!(
+                "{tile}\tld.shared.f32 %f1, [%r2];\n\tadd.u32 %r2, %r2, 4;\n\tld.shared.f32 %f2, [%r2+4];\n"
+            ),
+            "a write",
+        ),
+        (format!("{tile}\tld.shared.f32 %f1, [%r2];\n\t@%p1 ld.shared.f32 %f2, [%r2+4];\n"), "a guard"),
+        (
+            format!("{tile}\tld.shared.f32 %f1, [%r2];\n\tld.shared.v2.f32 {{%f2, %f3}}, [%r2+4];\n"),
+            "misaligned",
+        ),
+        (format!("{tile}\tld.shared.f32 %f1, [%r2];\n\tld.shared.f32 %f2, [%r2+1024];\n"), "too long"),
+        (
+            "\tld.global.f32 %f1, [%rd1];\n\tld.global.f32 %f2, [%rd1+256];\n".to_owned(),
+            "past the shortest fence",
+        ),
+    ] {
+        let text = lines(&fenced(&body));
+        assert_eq!(clamps(&text), 2, "{why}: {text:#?}");
+        assert!(!text.iter().any(|l| l.contains("%__kargs_r0")), "{why}: {text:#?}");
+    }
+    // A load that writes its own base register ends the group after it.
+    let text = lines(&fenced(&format!(
+        "{tile}\tld.shared.u32 %r2, [%r2];\n\tld.shared.u32 %r3, [%r2+4];\n\tld.shared.u32 %r4, [%r2+8];\n"
+    )));
+    assert_eq!(clamps(&text), 2, "{text:#?}");
+}
+
 #[test]
 fn named_variables_at_constant_offsets_inside_them_need_no_clamp() {
     let module = fenced(
@@ -505,6 +576,11 @@ fn the_checker_finds_what_a_rewriter_could_get_wrong() {
         (
             "the widening left out",
             text.replacen("\tcvt.u64.u32\t%__kargs_c, %__kargs_k;\n", "", 1),
+            FindingKind::Unproven,
+        ),
+        (
+            "a group's access past its reach",
+            text.replacen("[%__kargs_a0], %r1;", "[%__kargs_a0+4], %r1;", 1),
             FindingKind::Unproven,
         ),
         (
