@@ -204,7 +204,11 @@ fn accesses_outside_the_fence_land_inside_it_and_set_the_flag() {
         assert!(bytes.iter().all(|&b| b == POISON), "{what}: the neighbour's buffer is untouched");
         assert_eq!(control::crossings(session.ordinal), 0, "{what}: no store crossed an allocation");
     }
-    // The next launch, with correct arguments, is right and leaves the flag clear.
+    // The next launch, with correct arguments, is right and leaves the flag clear. Its inputs
+    // are uploaded again: a redirected access may land anywhere inside the fence (an address
+    // 4 GiB or more from it by its low 32 bits), the kernel's own buffers included.
+    assert_eq!(upload(a, &floats((0..256).map(|i| i as f32))), CUDA_SUCCESS);
+    assert_eq!(upload(b, &floats((0..256).map(|i| 2.0 * i as f32))), CUDA_SUCCESS);
     assert_eq!(upload(flag, &[0; 4]), CUDA_SUCCESS);
     let mut params = vector_add_params(a, b, out, 256);
     params.extend(fence_params(arena, len as u64, flag));
