@@ -5,7 +5,8 @@
 //! ([`Device`]), its primary context ([`PrimaryContext`], retained on creation and released on
 //! drop) made current for a scope ([`Current`], popped on drop), a kernel ([`Kernel`]: a
 //! module loaded from PTX with its entry function, unloaded on drop), a stream ([`Stream`],
-//! destroyed on drop) and a device buffer ([`DeviceBuffer`], freed on drop). Every other module
+//! destroyed on drop), a device buffer ([`DeviceBuffer`], freed on drop) and a word of host
+//! memory the device writes ([`MappedFlag`], freed on drop). Every other module
 //! of the crate denies `unsafe_code`; this one and the parameter table
 //! ([`storage`](crate::storage)) hold the crate's `unsafe`.
 //!
@@ -40,8 +41,8 @@
 //!
 //! A resource's `Drop` makes its own context current around the call that frees it. A context
 //! that has been reset ([`PrimaryContext::reset`]) destroyed everything made in it: such
-//! resources are given up with [`Kernel::abandon`], [`Stream::abandon`] and
-//! [`DeviceBuffer::abandon`] instead of dropped.
+//! resources are given up with [`Kernel::abandon`], [`Stream::abandon`],
+//! [`DeviceBuffer::abandon`] and [`MappedFlag::abandon`] instead of dropped.
 
 // One of the crate's two modules with `unsafe` (see the crate docs).
 #![allow(unsafe_code)]
@@ -178,6 +179,11 @@ driver_table! {
         // (dptr, bytesize)
         mem_alloc = "cuMemAlloc_v2": fn(*mut u64, usize);
         mem_free = "cuMemFree_v2": fn(u64);
+        // (pp, bytesize, Flags)
+        mem_host_alloc = "cuMemHostAlloc": fn(*mut *mut c_void, usize, c_uint);
+        // (pdptr, p, Flags)
+        mem_host_get_device_pointer = "cuMemHostGetDevicePointer_v2": fn(*mut u64, *mut c_void, c_uint);
+        mem_free_host = "cuMemFreeHost": fn(*mut c_void);
         // (dst, src, bytes, stream)
         memcpy_htod_async = "cuMemcpyHtoDAsync_v2": fn(u64, *const c_void, usize, *mut c_void);
         memcpy_dtoh_async = "cuMemcpyDtoHAsync_v2": fn(*mut c_void, u64, usize, *mut c_void);
@@ -753,19 +759,15 @@ impl Stream {
 
     /// Launches `kernel` with `params`, then copies each transfer's buffer back into its
     /// window, and waits for all of it (`cuLaunchKernel`, `cuMemcpyDtoHAsync` each,
-    /// `cuStreamSynchronize`). With a fence `flag` (a fenced kernel's 32-bit flag, at least 4
-    /// bytes), the flag is zeroed before the launch (`cuMemcpyHtoDAsync`) and read after it
-    /// (`cuMemcpyDtoHAsync`), and the answer is the flag's value (0 where the kernel set
-    /// nothing; without a flag, 0). Once anything is
-    /// enqueued, the stream is synchronised before this returns, on every path: nothing the
-    /// kernel or a copy does can reach guest memory, or this call's stack, after the call.
+    /// `cuStreamSynchronize`). Once anything is enqueued, the stream is synchronised before this
+    /// returns, on every path: nothing the kernel or a copy does can reach guest memory, or
+    /// this call's stack, after the call.
     ///
     /// # Errors
     ///
     /// The first failed call; a `current` that is not the stream's and the kernel's context is
     /// `CUDA_ERROR_INVALID_CONTEXT`, and a window without a writable host pointer or longer than
-    /// its buffer, or a flag shorter than 4 bytes, `CUDA_ERROR_INVALID_VALUE`, all before the
-    /// launch.
+    /// its buffer `CUDA_ERROR_INVALID_VALUE`, both before the launch.
     pub fn launch(
         &self,
         current: &Current<'_>,
@@ -773,36 +775,12 @@ impl Stream {
         shape: &LaunchShape,
         params: &mut impl KernelParams,
         copy_back: &[Transfer<'_, '_>],
-        flag: Option<&DeviceBuffer>,
-    ) -> Result<u32, CuError> {
+    ) -> Result<(), CuError> {
         current.check(self.made_in, "cuLaunchKernel")?;
         current.check(kernel.made_in, "cuLaunchKernel")?;
         let refused = CuError { call: "cuMemcpyDtoHAsync", code: CUDA_ERROR_INVALID_VALUE };
         if copy_back.iter().any(|t| t.window.host_ptr_mut().is_none() || t.device().is_none()) {
             return Err(refused);
-        }
-        let word = size_of::<u32>();
-        if flag.is_some_and(|f| f.len < word) {
-            return Err(CuError { call: "cuMemcpyHtoDAsync", code: CUDA_ERROR_INVALID_VALUE });
-        }
-        let zero: u32 = 0;
-        let mut set: u32 = 0;
-        if let Some(flag) = flag {
-            // SAFETY: `zero` is 4 readable bytes that live until the end of this function,
-            // which synchronises the stream before returning on every path from here; the flag
-            // buffer holds at least 4 bytes (checked above) and belongs to the current context.
-            let code = unsafe {
-                (self.driver.api.memcpy_htod_async)(
-                    flag.address,
-                    ptr::from_ref(&zero).cast::<c_void>(),
-                    word,
-                    self.stream.raw(),
-                )
-            };
-            if let Err(e) = check("cuMemcpyHtoDAsync", code) {
-                let _ = self.synchronize();
-                return Err(e);
-            }
         }
         // SAFETY: the function is loaded (its module lives as long as `kernel`) in the current
         // context; `params` is a table made by `KernelParamStorage` (a `ParamTable`: one
@@ -828,12 +806,7 @@ impl Stream {
                 ptr::null_mut(),
             )
         };
-        if let Err(e) = check("cuLaunchKernel", code) {
-            if flag.is_some() {
-                let _ = self.synchronize(); // the flag's copy reads `zero`
-            }
-            return Err(e);
-        }
+        check("cuLaunchKernel", code)?;
         let mut result = Ok(());
         for t in copy_back {
             let Some(host) = t.window.host_ptr_mut().filter(|_| !t.window.is_empty()) else { continue };
@@ -856,23 +829,8 @@ impl Stream {
                 break;
             }
         }
-        if let (Some(flag), Ok(())) = (flag, &result) {
-            // SAFETY: `set` is 4 writable bytes that live until the end of this function, which
-            // synchronises the stream below before reading it; the flag buffer holds at least 4
-            // bytes and belongs to the current context.
-            let code = unsafe {
-                (self.driver.api.memcpy_dtoh_async)(
-                    ptr::from_mut(&mut set).cast::<c_void>(),
-                    flag.address,
-                    word,
-                    self.stream.raw(),
-                )
-            };
-            result = check("cuMemcpyDtoHAsync", code);
-        }
         let synced = self.synchronize();
-        result.and(synced)?;
-        Ok(set)
+        result.and(synced)
     }
 
     /// Gives the stream up without destroying it: its context was reset, which destroyed it.
@@ -936,6 +894,87 @@ impl Drop for DeviceBuffer {
             // SAFETY: the buffer was allocated by `alloc` in this context and is freed once,
             // here; every copy and launch that used it synchronised before returning.
             let _ = unsafe { (driver.api.mem_free)(address) };
+        });
+    }
+}
+
+/// `CU_MEMHOSTALLOC_DEVICEMAP`: host memory mapped into the device's address space.
+const MEMHOSTALLOC_DEVICEMAP: c_uint = 0x02;
+
+/// A 32-bit word of page-locked host memory mapped into the device's address space
+/// (`cuMemHostAlloc` with `CU_MEMHOSTALLOC_DEVICEMAP`, `cuMemHostGetDevicePointer`), freed on
+/// drop (`cuMemFreeHost`): a kernel writes it at [`address`](Self::address), and the host
+/// reads it with no copy. The host clears it before a launch and reads it after the stream is
+/// synchronised, so no access of the host's overlaps the kernel's.
+#[derive(Debug)]
+pub struct MappedFlag {
+    driver: &'static Driver,
+    context: Handle,
+    /// The host address (provenance exposed, so that the type stays `Send`).
+    host: usize,
+    device: u64,
+}
+
+impl MappedFlag {
+    /// Allocates the word in the current context.
+    ///
+    /// # Errors
+    ///
+    /// The failed call (`cuMemHostAlloc`, or `cuMemHostGetDevicePointer`, after which the
+    /// memory is freed again).
+    pub fn alloc(current: &Current<'_>) -> Result<MappedFlag, CuError> {
+        let driver = current.driver();
+        let mut host: *mut c_void = ptr::null_mut();
+        // SAFETY: `host` is writable for a pointer; 4 bytes; a context is current.
+        let code =
+            unsafe { (driver.api.mem_host_alloc)(&mut host, size_of::<u32>(), MEMHOSTALLOC_DEVICEMAP) };
+        check("cuMemHostAlloc", code)?;
+        // Owned from here: an error below frees it.
+        let mut flag =
+            MappedFlag { driver, context: current.handle(), host: host.expose_provenance(), device: 0 };
+        // SAFETY: `device` is writable; `host` starts a mapped allocation of the current context.
+        let code = unsafe { (driver.api.mem_host_get_device_pointer)(&mut flag.device, host, 0) };
+        check("cuMemHostGetDevicePointer", code)?;
+        if !flag.host.is_multiple_of(std::mem::align_of::<u32>()) {
+            return Err(CuError { call: "cuMemHostAlloc", code: CUDA_ERROR_INVALID_VALUE });
+        }
+        Ok(flag)
+    }
+
+    /// The address a kernel writes the word at.
+    pub fn address(&self) -> u64 {
+        self.device
+    }
+
+    /// Sets the word to 0. Call it only while no kernel that may write it runs.
+    pub fn clear(&self) {
+        // SAFETY: `host` starts a live allocation of at least 4 bytes, aligned to 4 (checked in
+        // `alloc`), which this value owns; no kernel writes it now (this method's contract),
+        // and a volatile write is not elided or merged.
+        unsafe { ptr::with_exposed_provenance_mut::<u32>(self.host).write_volatile(0) };
+    }
+
+    /// The word as the last kernel left it. Call it only after the kernel's stream is
+    /// synchronised.
+    pub fn read(&self) -> u32 {
+        // SAFETY: as in `clear`; the kernel that wrote it has finished (this method's
+        // contract), and a volatile read is not served from a stale copy.
+        unsafe { ptr::with_exposed_provenance::<u32>(self.host).read_volatile() }
+    }
+
+    /// Gives the word up without freeing it: its context was reset, which freed it.
+    pub fn abandon(self) {
+        std::mem::forget(self);
+    }
+}
+
+impl Drop for MappedFlag {
+    fn drop(&mut self) {
+        let (driver, host) = (self.driver, self.host);
+        with_context(driver, self.context, || {
+            // SAFETY: the word was allocated by `alloc` in this context and is freed once,
+            // here; every launch that wrote it synchronised before returning.
+            let _ = unsafe { (driver.api.mem_free_host)(ptr::with_exposed_provenance_mut(host)) };
         });
     }
 }

@@ -14,7 +14,7 @@ use crate::cu_error::Phase;
 #[cfg(doc)]
 use crate::device::PointerModeChoice;
 use crate::device::{CudaDevice, LoadedKernel};
-use crate::driver::{CuError, Current, DeviceBuffer, Stream, Transfer};
+use crate::driver::{CuError, Current, DeviceBuffer, MappedFlag, Stream, Transfer};
 use crate::fence::{FENCE_PARAMS, FLAG_REACHED_OUT, FLAG_TRAPPED, MAX_FENCE_LEN, MIN_FENCE_LEN};
 use crate::registry::KernelEntry;
 use crate::signature::check_param_sizes;
@@ -34,9 +34,6 @@ const STORAGE_CAPACITY: usize = kernel_args_core::MAX_KERNEL_ARGS + FENCE_PARAMS
 /// The alignment a fence's base needs in direct mode: the widest access the fence clamps.
 const FENCE_ALIGN: usize = 16;
 
-/// The bytes of a fenced kernel's flag (a `u32`).
-const FLAG_BYTES: usize = 4;
-
 /// A launcher's own driver resources, made in one generation of the device's context.
 #[derive(Debug)]
 struct Resources {
@@ -45,13 +42,14 @@ struct Resources {
     /// The staging arena, kept for the next staged launch.
     arena: Option<DeviceBuffer>,
     /// The fence's flag, made on the first fenced launch and kept.
-    flag: Option<DeviceBuffer>,
+    flag: Option<MappedFlag>,
 }
 
 impl Resources {
     fn abandon(self) {
         self.stream.abandon();
-        self.arena.into_iter().chain(self.flag).for_each(DeviceBuffer::abandon);
+        self.arena.into_iter().for_each(DeviceBuffer::abandon);
+        self.flag.into_iter().for_each(MappedFlag::abandon);
     }
 }
 
@@ -61,7 +59,7 @@ impl Resources {
 struct Fence<'b> {
     base: u64,
     len: u64,
-    flag: &'b DeviceBuffer,
+    flag: &'b MappedFlag,
 }
 
 /// The [`Launcher`] that runs registered PTX kernels on a [`CudaDevice`]: [`CudaLauncher`], one
@@ -106,8 +104,9 @@ struct Fence<'b> {
 /// 5. for a fenced kernel (registered with [`KernelRegistry::register`](crate::KernelRegistry::register)),
 ///    appends the fence's hidden parameters (`crate::fence`): in direct mode the fence is the
 ///    guest's whole linear memory, in staged mode the launch's staging arena (every staged
-///    window of the launch lies in that one device buffer); the kernel's flag (4 bytes of
-///    device memory the launcher keeps) is zeroed before the launch and read after it;
+///    window of the launch lies in that one device buffer); the kernel's flag (a word of
+///    page-locked host memory mapped into the device, `cuMemHostAlloc`, which the launcher
+///    keeps) is cleared before the launch and read after it, with no copy either way;
 /// 6. launches on the launcher's stream, copies staged windows back and synchronises: when
 ///    `launch` returns, nothing on the device can touch guest memory any more. A fenced kernel
 ///    that set its flag answers `LaunchFailed`, saying which of the two things it did: it
@@ -209,8 +208,9 @@ impl Launch<'_> {
     /// The one table helper of both pointer modes: the `void**` table of `storage` (the padded
     /// one, made in `padding`, when nobody knows the kernel's parameters), with the fence's
     /// hidden parameters after the arguments for a fenced kernel, handed to `cuLaunchKernel`
-    /// with the shape; then the staged windows' copies back, the flag's read, and a
-    /// synchronisation.
+    /// with the shape; then the staged windows' copies back and a synchronisation. A fenced
+    /// kernel's flag is cleared before the launch and read after the synchronisation: it is
+    /// host memory the device writes, so neither is a copy.
     fn run(
         &self,
         storage: &mut KernelParamStorage<STORAGE_CAPACITY>,
@@ -240,18 +240,22 @@ impl Launch<'_> {
             }
             (true, None) => return Err(unfenced(request.kernel_id)),
         };
-        let flagged = match self.kernel.signature {
+        if let Some(flag) = flag {
+            flag.clear();
+        }
+        match self.kernel.signature {
             // A fenced kernel is declared, so its parameters are always known: its hidden
             // parameters are never left to a padded table's zeros.
             SignatureCheck::Skipped if flag.is_some() => return Err(unfenced(request.kernel_id)),
-            SignatureCheck::Skipped => storage.with_padded_params(padding, |table| {
-                stream.launch(current, kernel, shape, table, copy_back, None)
-            }),
+            SignatureCheck::Skipped => storage
+                .with_padded_params(padding, |table| stream.launch(current, kernel, shape, table, copy_back)),
             SignatureCheck::Ptx | SignatureCheck::Driver => {
-                storage.with_params(|table| stream.launch(current, kernel, shape, table, copy_back, flag))
+                storage.with_params(|table| stream.launch(current, kernel, shape, table, copy_back))
             }
         }
         .map_err(|e| self.fail(e))?;
+        // `launch` synchronised the stream: the kernel has finished writing the flag.
+        let flagged = flag.map_or(0, MappedFlag::read);
         match fence {
             Some(fence) if flagged != 0 => {
                 let window = match self.device.pointer_mode {
@@ -286,12 +290,12 @@ impl Launch<'_> {
     }
 
     /// The flag of a fenced kernel, made on its first launch and kept.
-    fn flag<'r>(&self, flag: &'r mut Option<DeviceBuffer>) -> Result<Option<&'r DeviceBuffer>, HostError> {
+    fn flag<'r>(&self, flag: &'r mut Option<MappedFlag>) -> Result<Option<&'r MappedFlag>, HostError> {
         if !self.kernel.fenced {
             return Ok(None);
         }
         if flag.is_none() {
-            *flag = Some(DeviceBuffer::alloc(self.current, FLAG_BYTES).map_err(|e| self.fail(e))?);
+            *flag = Some(MappedFlag::alloc(self.current).map_err(|e| self.fail(e))?);
         }
         Ok(flag.as_ref())
     }
@@ -302,7 +306,7 @@ impl Launch<'_> {
         &self,
         storage: &mut KernelParamStorage<STORAGE_CAPACITY>,
         padding: &mut PaddingScratch,
-        flag: &mut Option<DeviceBuffer>,
+        flag: &mut Option<MappedFlag>,
         request: &LaunchRequest<'_, '_>,
     ) -> Result<(), HostError> {
         // The device dereferences the addresses, so their provenance is exposed, not dropped.
@@ -357,7 +361,7 @@ impl Launch<'_> {
         &self,
         storage: &mut KernelParamStorage<STORAGE_CAPACITY>,
         padding: &mut PaddingScratch,
-        (arena, flag): (&mut Option<DeviceBuffer>, &mut Option<DeviceBuffer>),
+        (arena, flag): (&mut Option<DeviceBuffer>, &mut Option<MappedFlag>),
         request: &LaunchRequest<'_, '_>,
         writes: &[bool],
     ) -> Result<(), HostError> {

@@ -750,6 +750,67 @@ pub fn mem_free(dptr: CUdeviceptr) -> CuResult {
     })
 }
 
+/// `CU_MEMHOSTALLOC_PORTABLE`, `CU_MEMHOSTALLOC_DEVICEMAP`, `CU_MEMHOSTALLOC_WRITECOMBINED`.
+const MEMHOSTALLOC_FLAGS: c_uint = 0x01 | 0x02 | 0x04;
+
+/// `CUresult cuMemHostAlloc(void **pp, size_t bytesize, unsigned int Flags)`: page-locked host
+/// memory of the current context, which the device reaches at the same address where `Flags`
+/// has `CU_MEMHOSTALLOC_DEVICEMAP` (0x02), as unified addressing gives on a 64-bit host. The
+/// emulator's device memory is host memory already, so the allocation is one of the context's
+/// device allocations, filled with [`POISON`](crate::memory::POISON), that the host reads and
+/// writes through the returned pointer. Flags other than `PORTABLE`, `DEVICEMAP` and
+/// `WRITECOMBINED` are `CUDA_ERROR_INVALID_VALUE`.
+///
+/// # Safety
+///
+/// `pp` is null or writable for a pointer.
+pub unsafe fn mem_host_alloc(pp: *mut *mut c_void, bytesize: usize, flags: c_uint) -> CuResult {
+    entry_point(EntryPoint::MemHostAlloc, || {
+        let (state, context) = in_current_context()?;
+        drop(state);
+        let out = required(pp)?;
+        if flags & !MEMHOSTALLOC_FLAGS != 0 {
+            return Err(CUDA_ERROR_INVALID_VALUE);
+        }
+        let addr = state::memory_mut().alloc_host(context, bytesize, flags & 0x02 != 0)?;
+        // SAFETY: non-null, and writable for a pointer (this function's contract).
+        unsafe { out.write(ptr::with_exposed_provenance_mut(addr)) };
+        Ok(())
+    })
+}
+
+/// `CUresult cuMemHostGetDevicePointer(CUdeviceptr *pdptr, void *p, unsigned int Flags)` (the
+/// `_v2` symbol): the device address of `p`, the start of a live mapped allocation of
+/// [`mem_host_alloc`] (the same address); `Flags` must be 0.
+///
+/// # Safety
+///
+/// `pdptr` is null or writable for a `CUdeviceptr`.
+pub unsafe fn mem_host_get_device_pointer(
+    pdptr: *mut CUdeviceptr,
+    p: *mut c_void,
+    flags: c_uint,
+) -> CuResult {
+    entry_point(EntryPoint::MemHostGetDevicePointer, || {
+        let (state, _) = in_current_context()?;
+        drop(state);
+        let out = required(pdptr)?;
+        if flags != 0 {
+            return Err(CUDA_ERROR_INVALID_VALUE);
+        }
+        let addr = state::memory().host_device_pointer(p.expose_provenance())?;
+        // SAFETY: non-null, and writable for a `CUdeviceptr` (this function's contract).
+        unsafe { out.write(addr) };
+        Ok(())
+    })
+}
+
+/// `CUresult cuMemFreeHost(void *p)`: `p` must start a live allocation of [`mem_host_alloc`]
+/// (of any context).
+pub fn mem_free_host(p: *mut c_void) -> CuResult {
+    entry_point(EntryPoint::MemFreeHost, || state::memory_mut().free_host(p.expose_provenance()))
+}
+
 /// `CUresult cuMemcpyHtoDAsync(CUdeviceptr dstDevice, const void *srcHost, size_t ByteCount,
 /// CUstream hStream)` (the `_v2` symbol): queued on the stream (at once on a default stream),
 /// reading the host bytes when it runs. The device range must lie inside one live allocation

@@ -79,6 +79,12 @@ pub enum EntryPoint {
     MemAlloc,
     /// `cuMemFree_v2`.
     MemFree,
+    /// `cuMemHostAlloc`.
+    MemHostAlloc,
+    /// `cuMemHostGetDevicePointer_v2`.
+    MemHostGetDevicePointer,
+    /// `cuMemFreeHost`.
+    MemFreeHost,
     /// `cuMemcpyHtoDAsync_v2`.
     MemcpyHtoDAsync,
     /// `cuMemcpyDtoHAsync_v2`.
@@ -89,7 +95,7 @@ pub enum EntryPoint {
 
 impl EntryPoint {
     /// Every entry point, in the order of the table in `export_driver_api!`.
-    pub const ALL: [EntryPoint; 26] = [
+    pub const ALL: [EntryPoint; 29] = [
         EntryPoint::Init,
         EntryPoint::DriverGetVersion,
         EntryPoint::DeviceGetCount,
@@ -113,6 +119,9 @@ impl EntryPoint {
         EntryPoint::StreamSynchronize,
         EntryPoint::MemAlloc,
         EntryPoint::MemFree,
+        EntryPoint::MemHostAlloc,
+        EntryPoint::MemHostGetDevicePointer,
+        EntryPoint::MemFreeHost,
         EntryPoint::MemcpyHtoDAsync,
         EntryPoint::MemcpyDtoHAsync,
         EntryPoint::LaunchKernel,
@@ -144,6 +153,9 @@ impl EntryPoint {
             EntryPoint::StreamSynchronize => "cuStreamSynchronize",
             EntryPoint::MemAlloc => "cuMemAlloc_v2",
             EntryPoint::MemFree => "cuMemFree_v2",
+            EntryPoint::MemHostAlloc => "cuMemHostAlloc",
+            EntryPoint::MemHostGetDevicePointer => "cuMemHostGetDevicePointer_v2",
+            EntryPoint::MemFreeHost => "cuMemFreeHost",
             EntryPoint::MemcpyHtoDAsync => "cuMemcpyHtoDAsync_v2",
             EntryPoint::MemcpyDtoHAsync => "cuMemcpyDtoHAsync_v2",
             EntryPoint::LaunchKernel => "cuLaunchKernel",

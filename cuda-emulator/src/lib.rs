@@ -188,6 +188,21 @@ macro_rules! export_driver_api {
                 -> $crate::result::CuResult = $crate::api::mem_alloc[];
             /// `CUresult cuMemFree_v2(CUdeviceptr dptr)`.
             fn cuMemFree_v2(dptr: $crate::api::CUdeviceptr) -> $crate::result::CuResult = $crate::api::mem_free[];
+            /// `CUresult cuMemHostAlloc(void **pp, size_t bytesize, unsigned int Flags)`.
+            unsafe fn cuMemHostAlloc(
+                pp: *mut *mut ::core::ffi::c_void,
+                bytesize: usize,
+                flags: ::core::ffi::c_uint,
+            ) -> $crate::result::CuResult = $crate::api::mem_host_alloc[];
+            /// `CUresult cuMemHostGetDevicePointer_v2(CUdeviceptr *pdptr, void *p, unsigned int Flags)`.
+            unsafe fn cuMemHostGetDevicePointer_v2(
+                pdptr: *mut $crate::api::CUdeviceptr,
+                p: *mut ::core::ffi::c_void,
+                flags: ::core::ffi::c_uint,
+            ) -> $crate::result::CuResult = $crate::api::mem_host_get_device_pointer[];
+            /// `CUresult cuMemFreeHost(void *p)`.
+            fn cuMemFreeHost(p: *mut ::core::ffi::c_void) -> $crate::result::CuResult
+                = $crate::api::mem_free_host[];
             /// `CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr dstDevice, const void *srcHost,
             /// size_t ByteCount, CUstream hStream)`.
             unsafe fn cuMemcpyHtoDAsync_v2(

@@ -130,6 +130,9 @@ pub struct DeviceMemory {
     mappings: BTreeMap<usize, Mapping>,
     /// Unmapped ranges below the region's high-water mark, free to map again: start to length.
     released: BTreeMap<usize, usize>,
+    /// The allocations `cuMemHostAlloc` made (a subset of `allocations`): whether each is
+    /// mapped into the device's address space.
+    host: BTreeMap<usize, bool>,
     /// Every crossing store since the library was loaded (or the device's record was
     /// cleared), with the index of the device the kernel ran on. Behind a lock of its own:
     /// kernels add to it while they share the table.
@@ -224,6 +227,7 @@ impl DeviceMemory {
             allocations: BTreeMap::new(),
             mappings: BTreeMap::new(),
             released: BTreeMap::new(),
+            host: BTreeMap::new(),
             crossings: Mutex::new(Vec::new()),
         }
     }
@@ -323,9 +327,13 @@ impl DeviceMemory {
     ///
     /// # Errors
     ///
-    /// `CUDA_ERROR_INVALID_VALUE` when no live allocation of `context` starts there.
+    /// `CUDA_ERROR_INVALID_VALUE` when no live allocation of `context` starts there, or a host
+    /// allocation does (freed by [`free_host`](Self::free_host) only).
     pub fn free(&mut self, context: usize, addr: u64) -> Result<(), CuResult> {
         let addr = usize::try_from(addr).map_err(|_| CUDA_ERROR_INVALID_VALUE)?;
+        if self.host.contains_key(&addr) {
+            return Err(CUDA_ERROR_INVALID_VALUE);
+        }
         match self.allocations.get(&addr) {
             Some(allocation) if allocation.context == context => {}
             _ => return Err(CUDA_ERROR_INVALID_VALUE),
@@ -342,9 +350,51 @@ impl DeviceMemory {
         Ok(())
     }
 
+    /// Allocates `size` bytes of host memory for `context` (`cuMemHostAlloc`): a device
+    /// allocation the host reads and writes at the same address, `mapped` where the device may
+    /// be given it too (see [`host_device_pointer`](Self::host_device_pointer)).
+    ///
+    /// # Errors
+    ///
+    /// As [`alloc`](Self::alloc).
+    pub fn alloc_host(&mut self, context: usize, size: usize, mapped: bool) -> Result<usize, CuResult> {
+        let addr = self.alloc(context, size)?;
+        self.host.insert(addr, mapped);
+        Ok(addr)
+    }
+
+    /// The device address of the mapped host allocation that starts at `addr`: `addr`.
+    ///
+    /// # Errors
+    ///
+    /// `CUDA_ERROR_INVALID_VALUE` where no live host allocation starts there, or it is not
+    /// mapped.
+    pub fn host_device_pointer(&self, addr: usize) -> Result<u64, CuResult> {
+        match self.host.get(&addr) {
+            Some(true) => u64::try_from(addr).map_err(|_| CUDA_ERROR_INVALID_VALUE),
+            _ => Err(CUDA_ERROR_INVALID_VALUE),
+        }
+    }
+
+    /// Frees the host allocation that starts at `addr`, of whichever context made it.
+    ///
+    /// # Errors
+    ///
+    /// `CUDA_ERROR_INVALID_VALUE` where no live host allocation starts there.
+    pub fn free_host(&mut self, addr: usize) -> Result<(), CuResult> {
+        let context = match (self.host.contains_key(&addr), self.allocations.get(&addr)) {
+            (true, Some(allocation)) => allocation.context,
+            _ => return Err(CUDA_ERROR_INVALID_VALUE),
+        };
+        self.host.remove(&addr);
+        self.free(context, u64::try_from(addr).map_err(|_| CUDA_ERROR_INVALID_VALUE)?)
+    }
+
     /// Frees every allocation of `context` and unmaps its mappings (the context is being
     /// destroyed).
     pub fn free_context(&mut self, context: usize) {
+        let allocations = &self.allocations;
+        self.host.retain(|addr, _| allocations.get(addr).is_some_and(|a| a.context != context));
         self.allocations.retain(|_, a| a.context != context);
         let owned: Vec<usize> =
             self.mappings.iter().filter(|(_, m)| m.context == context).map(|(&start, _)| start).collect();

@@ -313,6 +313,63 @@ fn vector_add_through_device_memory_and_host_memory() {
     assert_eq!(control::sticky_error(session.ordinal), 0);
 }
 
+/// `cuMemHostAlloc` with `DEVICEMAP`: host memory a kernel writes at the address
+/// `cuMemHostGetDevicePointer` gives, on a device without pageable memory access too, and the
+/// host reads where it is; what is not such an allocation is refused.
+#[test]
+fn mapped_host_memory_is_written_by_the_kernel_and_read_in_place() {
+    let session = session_on(false, 232_448);
+    let module = load(VECTOR_ADD);
+    let f = function(module, "vector_add").unwrap();
+    let n = 64u32;
+    let bytes = 4 * n as usize;
+    let mut host: *mut c_void = ptr::null_mut();
+    // SAFETY: `host` is writable for a pointer.
+    assert_eq!(unsafe { api::mem_host_alloc(&mut host, bytes, 0x02) }, CUDA_SUCCESS);
+    assert!(!host.is_null());
+    let mut device = 0u64;
+    // SAFETY: `device` is writable.
+    assert_eq!(unsafe { api::mem_host_get_device_pointer(&mut device, host, 0) }, CUDA_SUCCESS);
+    assert_eq!(device, host.expose_provenance() as u64, "unified addressing: the same address");
+    let (da, db) = (alloc(bytes).unwrap(), alloc(bytes).unwrap());
+    assert_eq!(upload(da, &floats((0..n).map(|i| i as f32))), CUDA_SUCCESS);
+    assert_eq!(upload(db, &floats((0..n).map(|i| 2.0 * i as f32))), CUDA_SUCCESS);
+    assert_eq!(
+        launch_with(f, [1, 1, 1], [64, 1, 1], 0, &mut vector_add_params(da, db, device, n)),
+        CUDA_SUCCESS
+    );
+    assert_eq!(api::stream_synchronize(ptr::null_mut()), CUDA_SUCCESS);
+    // SAFETY: `host` holds `bytes` bytes the kernel wrote, and it has finished.
+    let written = unsafe { std::slice::from_raw_parts(host.cast::<u8>(), bytes) };
+    assert_eq!(written, floats((0..n).map(|i| 3.0 * i as f32)).as_slice());
+    assert_eq!(control::sticky_error(session.ordinal), 0);
+    // Not mapped, not an allocation's start, flags: refused.
+    let mut unmapped: *mut c_void = ptr::null_mut();
+    // SAFETY: as above.
+    assert_eq!(unsafe { api::mem_host_alloc(&mut unmapped, 16, 0) }, CUDA_SUCCESS);
+    // SAFETY: as above.
+    assert_eq!(
+        unsafe { api::mem_host_get_device_pointer(&mut device, unmapped, 0) },
+        CUDA_ERROR_INVALID_VALUE
+    );
+    let inside = host.cast::<u8>().wrapping_add(4).cast::<c_void>();
+    // SAFETY: as above.
+    assert_eq!(unsafe { api::mem_host_get_device_pointer(&mut device, inside, 0) }, CUDA_ERROR_INVALID_VALUE);
+    // SAFETY: as above.
+    assert_eq!(unsafe { api::mem_host_get_device_pointer(&mut device, host, 1) }, CUDA_ERROR_INVALID_VALUE);
+    let mut other: *mut c_void = ptr::null_mut();
+    // SAFETY: as above.
+    assert_eq!(unsafe { api::mem_host_alloc(&mut other, 16, 0x08) }, CUDA_ERROR_INVALID_VALUE);
+    assert_eq!(api::mem_free_host(inside), CUDA_ERROR_INVALID_VALUE);
+    assert_eq!(api::mem_free(device), CUDA_ERROR_INVALID_VALUE, "cuMemFree frees no host allocation");
+    assert_eq!(api::mem_free_host(host), CUDA_SUCCESS);
+    assert_eq!(api::mem_free_host(host), CUDA_ERROR_INVALID_VALUE, "freed already");
+    assert_eq!(api::mem_free_host(unmapped), CUDA_SUCCESS);
+    for d in [da, db] {
+        assert_eq!(api::mem_free(d), CUDA_SUCCESS);
+    }
+}
+
 #[test]
 fn scalar_and_struct_kernels_compute_what_their_sources_say() {
     let _session = session();

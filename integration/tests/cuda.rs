@@ -103,8 +103,7 @@ fn vector_add_in(test: &str, mode: PointerMode) {
         }
     }
     // The fence's cost in wall-clock, printed, never asserted: each kernel's module is loaded
-    // already, so a launch is the copies (staged), the flag's, the kernel and the
-    // synchronisation. The fastest of three launches each, interleaved.
+    // already, so a launch is the copies (staged), the kernel and the synchronisation. The fastest of three launches each, interleaved.
     let mut memory = vector_memory(n);
     let windows = [0, (4 * n) as u32, (8 * n) as u32];
     let kernels = [VECTOR_ADD, VECTOR_ADD_UNFENCED];

@@ -545,16 +545,19 @@ fn staging_buffers_are_kept_and_reused() {
     for _ in 0..20 {
         good_launch(&mut launcher, 500);
     }
-    // The arena (a, b and out touch: one region), and the fence's 4-byte flag (vector_add is
-    // fenced), each allocated once.
-    assert_eq!(emulator.call_count("cuMemAlloc_v2"), 2);
+    // The arena (a, b and out touch: one region), and the fence's flag (vector_add is fenced:
+    // a word of mapped host memory), each allocated once.
+    assert_eq!(emulator.call_count("cuMemAlloc_v2"), 1);
+    assert_eq!(emulator.call_count("cuMemHostAlloc"), 1);
     assert_eq!(emulator.call_count("cuMemFree_v2"), 0);
     assert_eq!(emulator.live(ordinal, Live::Allocations), 2);
+    // One copy back per launch (`out`): the flag is read where the kernel wrote it, no copy.
+    assert_eq!(emulator.call_count("cuMemcpyDtoHAsync_v2"), 20);
     // Larger windows: the arena grows, once.
     for _ in 0..5 {
         good_launch(&mut launcher, 5000);
     }
-    assert_eq!(emulator.call_count("cuMemAlloc_v2"), 3);
+    assert_eq!(emulator.call_count("cuMemAlloc_v2"), 2);
     assert_eq!(emulator.call_count("cuMemFree_v2"), 1);
     // Three windows apart from each other: three regions of the one arena, which is long
     // enough already.
@@ -577,7 +580,7 @@ fn staging_buffers_are_kept_and_reused() {
         let shape = LaunchShape { grid: [1, 1, 1], block: [128, 1, 1], shared_mem_bytes: 0 };
         support::launch(&mut launcher, VECTOR_ADD, shape, &support::checked(argv, &guest), &guest).unwrap();
     }
-    assert_eq!(emulator.call_count("cuMemAlloc_v2"), 3);
+    assert_eq!(emulator.call_count("cuMemAlloc_v2"), 2);
     assert_eq!(emulator.live(ordinal, Live::Allocations), 2);
     // A launch larger than MAX_KEPT_STAGING_BYTES gets an arena of its own, freed after it
     // (windows of `big` floats each; the kernel adds the first 16).
@@ -598,10 +601,11 @@ fn staging_buffers_are_kept_and_reused() {
             "element {i}"
         );
     }
-    assert_eq!(emulator.call_count("cuMemAlloc_v2"), 4);
+    assert_eq!(emulator.call_count("cuMemAlloc_v2"), 3);
     assert_eq!(emulator.call_count("cuMemFree_v2"), 3, "the short arena before it, and itself after");
     assert_eq!(emulator.live(ordinal, Live::Allocations), 1, "the flag");
     drop(launcher);
+    assert_eq!(emulator.call_count("cuMemFreeHost"), 1, "the flag");
     assert_eq!(emulator.live(ordinal, Live::Allocations), 0);
     assert_eq!(emulator.live(ordinal, Live::Streams), 0);
 }
