@@ -85,7 +85,8 @@ fn a_registration_made_after_the_check_waits_for_the_next_launch() {
         let mut launcher = device.launcher();
         let shape = LaunchShape { grid: [1, 1, 1], block: [1, 1, 1], shared_mem_bytes: 0 };
         let unsigned = argv(false);
-        let mut memory = vec![0u8; 64];
+        // The shortest fence: in direct mode the fence is the guest's memory.
+        let mut memory = vec![0u8; 256];
         {
             let guest = GuestMemory::exclusive(&mut memory);
             let args = support::checked(&unsigned, &guest);
@@ -165,7 +166,7 @@ fn replacing_a_kernel_while_guests_call_it_never_launches_another_than_the_check
                     while Instant::now() < deadline {
                         signed = !signed;
                         let argv = argv(signed);
-                        let mut memory = vec![0u8; 64];
+                        let mut memory = vec![0u8; 256];
                         memory[8..8 + argv.len()].copy_from_slice(&argv);
                         let call = LaunchCall {
                             args_ptr: 8,

@@ -45,8 +45,9 @@ fn f32_at(memory: &[u8], offset: usize, i: usize) -> f32 {
 
 /// Guest memory with `a` at 0, `b` after it and `out` after that (each `n` floats); `a` and
 /// `b` filled with values whose sums are exact in f32, `out` with a sentinel.
+/// (At least the shortest fence: in direct mode a fenced kernel's fence is the guest memory.)
 fn vector_memory(n: usize) -> Vec<u8> {
-    let mut memory = vec![0u8; 3 * 4 * n];
+    let mut memory = vec![0u8; (3 * 4 * n).max(kernel_args_cuda::fence::MIN_FENCE_LEN as usize)];
     for i in 0..n {
         let a = i as f32 * 0.5 - 1000.0;
         let b = (i % 977) as f32 * 0.25;
@@ -187,7 +188,8 @@ fn every_scalar_reaches_the_kernel_bit_exact() {
 fn every_scalar_in(mode: PointerModeChoice) {
     let test = "every_scalar_reaches_the_kernel_bit_exact";
     let Some(mut launcher) = launcher(test, mode) else { return };
-    let mut memory = vec![0u8; 64];
+    // The shortest fence: in direct mode the fence is the guest's memory.
+    let mut memory = vec![0u8; 256];
     let mut buf = [0u8; 64];
     let mut argv = ArgvBuilder::new(&mut buf);
     argv.i32(-123_456).unwrap().i64(-(1 << 40)).unwrap().f32(1.25).unwrap().f64(-2.5e-300).unwrap();

@@ -60,7 +60,8 @@ fn f32_at(memory: &[u8], i: usize) -> f32 {
 
 /// `a` (floats 0..n), `b` (n..2n), `out` (2n..3n, NaN), with exact sums.
 fn vectors(n: usize) -> Vec<u8> {
-    let mut memory = vec![0u8; 12 * n];
+    // At least the shortest fence: in direct mode a fenced kernel's fence is the guest memory.
+    let mut memory = vec![0u8; (12 * n).max(kernel_args_cuda::fence::MIN_FENCE_LEN as usize)];
     for i in 0..n {
         memory[4 * i..4 * i + 4].copy_from_slice(&(i as f32).to_le_bytes());
         memory[4 * (n + i)..4 * (n + i) + 4].copy_from_slice(&(0.5 * i as f32 + 3.0).to_le_bytes());

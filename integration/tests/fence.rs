@@ -358,8 +358,8 @@ fn broken() -> Vec<Broken> {
             ptx: include_str!("../../cuda-backend/kernels/broken/negative_index.ptx"),
             declaration: "negative_index(out: &mut [f32; n], n: i32)",
             threads: 32,
-            memory: 128 + ARGV_BYTES,
-            argv_at: 128,
+            memory: 256 + ARGV_BYTES,
+            argv_at: 256,
             setup: |_, _| argv(|a| _ = a.ptr(0, 128).unwrap().i32(32)),
         },
         // A host address as a u64 scalar, which the declaration lets through as a number.
@@ -392,9 +392,9 @@ fn broken() -> Vec<Broken> {
             ptx: include_str!("../../cuda-backend/kernels/broken/atomic_past_end.ptx"),
             declaration: "atomic_past_end(counters: &mut [u32; 4 * stride], stride: u32)",
             threads: 32,
-            memory: ARGV_BYTES + 64,
+            memory: ARGV_BYTES + 256,
             argv_at: 0,
-            setup: |_, _| argv(|a| _ = a.ptr(64, 64).unwrap().u32(4)),
+            setup: |_, _| argv(|a| _ = a.ptr(256, 64).unwrap().u32(4)),
         },
         // A float4 store at bytes 64..80 of an 18-float window that ends guest memory.
         Broken {
@@ -402,9 +402,9 @@ fn broken() -> Vec<Broken> {
             ptx: include_str!("../../cuda-backend/kernels/broken/vector_straddle.ptx"),
             declaration: "vector_straddle(out: &mut [f32; 18], index: i32)",
             threads: 1,
-            memory: ARGV_BYTES + 72,
+            memory: ARGV_BYTES + 200,
             argv_at: 0,
-            setup: |_, _| argv(|a| _ = a.ptr(64, 72).unwrap().i32(4)),
+            setup: |_, _| argv(|a| _ = a.ptr(192, 72).unwrap().i32(4)),
         },
     ]
 }
@@ -619,11 +619,11 @@ fn unfenced_the_broken_kernels_reach_outside() {
 
 /// Host memory aligned to 64 bytes.
 #[repr(align(64))]
-struct Aligned([u8; 128]);
+struct Aligned([u8; 512]);
 
 #[test]
-fn a_fenced_launch_needs_sixteen_bytes_of_guest_memory_aligned_to_sixteen() {
-    let test = "a_fenced_launch_needs_sixteen_bytes_of_guest_memory_aligned_to_sixteen";
+fn a_fenced_launch_needs_the_shortest_fence_of_guest_memory_aligned_to_sixteen() {
+    let test = "a_fenced_launch_needs_the_shortest_fence_of_guest_memory_aligned_to_sixteen";
     let kernels = [(1, VECTOR_ADD_PTX, "vector_add", VECTOR_ADD_DECLARATION)];
     for mode in MODES {
         let Some((_, device)) = device(test, mode, &kernels, None) else { continue };
@@ -631,7 +631,7 @@ fn a_fenced_launch_needs_sixteen_bytes_of_guest_memory_aligned_to_sixteen() {
         // Guest memory of `len` bytes at `at` bytes into aligned host memory: one float each
         // for a, b and out, added.
         let mut run = |at: usize, len: usize| {
-            let mut host = Aligned([0; 128]);
+            let mut host = Aligned([0; 512]);
             let memory = &mut host.0[at..at + len];
             memory[..4].copy_from_slice(&1.0f32.to_le_bytes());
             memory[4..8].copy_from_slice(&2.0f32.to_le_bytes());
@@ -642,16 +642,16 @@ fn a_fenced_launch_needs_sixteen_bytes_of_guest_memory_aligned_to_sixteen() {
             let result = support::launch(&mut launcher, 1, shape, &args, &guest).map(|_| ());
             result.map(|()| f32::from_le_bytes(host.0[at + 8..at + 12].try_into().unwrap()))
         };
-        let (short, misaligned, right) = (run(0, 12), run(4, 64), run(16, 64));
+        let (short, misaligned, right) = (run(0, 255), run(4, 256), run(16, 256));
         assert_eq!(right, Ok(3.0), "{mode:?}");
         match mode {
-            // The fence is guest memory: shorter than the widest access it clamps, or not
-            // aligned to it.
+            // The fence is guest memory: shorter than the shortest fence (the most one clamp
+            // covers), or not aligned to the widest access.
             PointerModeChoice::Direct => {
                 assert_eq!(
                     short.unwrap_err().to_string(),
-                    "LaunchFailed -5: kernel 1 is fenced, and the guest's memory of 12 bytes is shorter than \
-                     the shortest fence, 16 bytes"
+                    "LaunchFailed -5: kernel 1 is fenced, and the guest's memory of 255 bytes is shorter than \
+                     the shortest fence, 256 bytes"
                 );
                 assert_eq!(
                     misaligned.unwrap_err().to_string(),

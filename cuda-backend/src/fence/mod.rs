@@ -106,8 +106,8 @@ pub const FLAG_TRAPPED: u32 = 2;
 /// The shortest fence a launcher may give: a clamp of the global window covers up to this many
 /// bytes (one access of up to 16, or a group of accesses through one register at constant
 /// offsets), and what it covers must fit. A shorter fence would not clamp: the kernel computes
-/// its limits as the length less the bytes covered.
-pub const MIN_FENCE_LEN: u64 = 16;
+/// its limits as the length less the bytes covered. A wasm memory of one page is 65,536 bytes.
+pub const MIN_FENCE_LEN: u64 = 256;
 
 /// The longest fence a launcher may give, 4 GiB (a wasm32 guest's whole linear memory): the
 /// rewriter clamps offsets in 32 bits, so a limit (the length less an access's width) must fit
