@@ -737,13 +737,13 @@ impl<'m> Entry<'m> {
                         | ("sub", ["u64"])
                         | ("and", ["b64"])
                         | ("or", ["b64" | "b32"])
-                        | ("xor", ["b64"])
-                        | ("cvt", ["u64", "u32" | "u16"])
+                        | ("xor", ["b64" | "b32"])
+                        | ("cvt", ["u64", "u32" | "u16"] | ["u32", "u64"])
                         | ("cvta", ["to", "shared" | "local", "u64"])
                         | ("cvta", ["shared" | "local", "u64"])
                         | ("selp", ["b64"])
                         | ("isspacep", ["shared" | "local"])
-                        | ("setp", ["eq", "u64"])
+                        | ("setp", ["eq", "u64" | "u32"])
                 );
                 if !known {
                     return Err(finding(i, FindingKind::FenceRegister));

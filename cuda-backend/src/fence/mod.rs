@@ -45,7 +45,8 @@
 //! 16-byte padding variable is added where no variable is), so a clamped access of up to 16
 //! bytes, rounded down to its width, is inside its window and aligned: nothing faults. A named
 //! variable accessed at a constant offset inside it needs no clamp. A thread notes whether
-//! any of its accesses was moved; on exit, a thread that moved one sets bit 0 of the flag
+//! any of its accesses was moved, judged on the address's low 32 bits as the clamp is (an
+//! address a whole number of 4 GiB from a place inside its window runs there unnoted); on exit, a thread that moved one sets bit 0 of the flag
 //! (value 1), which the launcher reads after the kernel. `trap` and `brkpt` leave through the
 //! same exit instead of stopping the device, and set bit 1 (value 2); in an entry with one,
 //! each thread ORs its bits in (`red.global.or.b32`), so the launcher can say which happened.
@@ -55,8 +56,8 @@
 //!
 //! Per clamped access this costs eight PTX instructions, about six in sm_90 SASS (one or two
 //! more to form the address of a register with an offset or a 32-bit register, eleven more
-//! per window a generic access may reach); per thread, the windows' computation at the start and three to four instructions to
-//! leave. What the fence refuses, by name: calls and device functions' bodies, textures and
+//! per window a generic access may reach); per thread, the windows' computation at the start and about seven instructions to
+//! leave (the flag's test and store, and the convergence barrier around the body). What the fence refuses, by name: calls and device functions' bodies, textures and
 //! surfaces, tensor-core and bulk copies (`wmma`, `ldmatrix`, `cp.async.bulk`, `mbarrier`),
 //! module-scope `.global` variables the module writes or whose address it passes on
 //! (`__device__` variables, `printf`'s format strings), indirect branches, barriers whose number is not a

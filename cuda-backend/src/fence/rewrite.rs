@@ -20,13 +20,17 @@
 //! and.b32      k, k, -w       // aligned to w (w > 1)
 //! cvt.u64.u32  c, k
 //! add.u64      a, c, b        // inside [b, b + len - w], aligned to w when b is aligned to 16
-//! xor.b64      d, a, e        // non-zero when the access was moved...
-//! or.b64       v, v, d        // ...which the thread keeps (under the access's own guard)
+//! xor.b32      d, u, k        // non-zero when the access was moved...
+//! or.b32       v, v, d        // ...which the thread keeps (under the access's own guard)
 //! ```
 //!
-//! Whatever `e` is, `a` is in the window: the result is the base plus a clamped offset. An
-//! address 4 GiB or more from the window is moved like any other, and the `xor` of the full
-//! 64-bit addresses notes it.
+//! Whatever `e` is, `a` is in the window: the result is the base plus a clamped offset. Only
+//! the low 32 bits of `e` decide where the access lands and whether it is noted, so ptxas keeps
+//! the kernel's own address arithmetic in 32 bits. An address 4 GiB or more from the window is
+//! moved like any other; it is noted unless its low 32 bits already name an aligned place
+//! inside the window, in which case it runs there unnoted (inside the fence, like every access;
+//! see `docs/RISKS.md`). A generic access notes the low 32 bits of `a xor e`, since which
+//! window it took is known only from the address.
 //!
 //! **Groups.** Accesses through one register at constant offsets (`[%r+0]`, `[%r+4]`, ...,
 //! as nvcc writes an unrolled loop over a tile), into one window, unguarded, with no label,
@@ -538,7 +542,7 @@ impl<'m> EntryRewriter<'m> {
         statements.extend(moved.into_iter().map(Statement::Variable));
         statements.extend(pads.into_iter().map(Statement::Variable));
         if fenced {
-            statements.push(op("mov", &["u64"], vec![reg(names::V), imm(0)]));
+            statements.push(op("mov", &["u32"], vec![reg(names::V), imm(0)]));
         }
         if traps > 0 {
             statements.push(op("mov", &["u64"], vec![reg(names::W), imm(0)]));
@@ -571,7 +575,7 @@ impl<'m> EntryRewriter<'m> {
                     })),
                 ],
             ));
-            statements.push(op("setp", &["eq", "u64"], vec![reg(names::P), reg(names::V), imm(0)]));
+            statements.push(op("setp", &["eq", "u32"], vec![reg(names::P), reg(names::V), imm(0)]));
             if traps > 0 {
                 // Two reasons, each its own bit, ORed in by every thread that has one.
                 let moved = Guard { span: Span::default(), negated: true, register: names::P.to_owned() };
@@ -694,11 +698,8 @@ impl<'m> EntryRewriter<'m> {
         let mut narrow: Vec<String> =
             vec![names::N.to_owned(), names::LANE.to_owned(), names::MASK.to_owned()];
         if fenced {
-            narrow.extend([names::U, names::K].map(str::to_owned));
-            wide.extend(
-                [names::E, names::O, names::C, names::X, names::T, names::D, names::V, names::FLAG]
-                    .map(str::to_owned),
-            );
+            narrow.extend([names::U, names::K, names::D, names::V].map(str::to_owned));
+            wide.extend([names::E, names::O, names::C, names::X, names::T, names::FLAG].map(str::to_owned));
             wide.extend(names::ADDRESS.map(str::to_owned));
             wide.extend((0..groups).map(|slot| format!("{}{slot}", names::GROUP)));
         }
@@ -1139,7 +1140,10 @@ impl Context<'_> {
                     slot = slot.saturating_add(1);
                     let effective = self.effective(register.as_ref(), base, *offset, out);
                     match generic {
-                        None => self.clamp(*window, *width, &effective, address, out),
+                        None => {
+                            self.clamp(*window, *width, &effective, address, out);
+                            out.push(op("xor", &["b32"], vec![reg(names::D), reg(names::U), reg(names::K)]));
+                        }
                         Some(local) => {
                             self.clamp(Window::Global, *width, &effective, address, out);
                             if self.shared_window {
@@ -1148,13 +1152,15 @@ impl Context<'_> {
                             if self.local_window && *local {
                                 self.generic_path(Window::Local, *width, &effective, address, out);
                             }
+                            // The window the access took is known only from the address.
+                            out.push(op("xor", &["b64"], vec![reg(names::X), reg(address), reg(&effective)]));
+                            out.push(op("cvt", &["u32", "u64"], vec![reg(names::D), reg(names::X)]));
                         }
                     }
-                    out.push(op("xor", &["b64"], vec![reg(names::D), reg(address), reg(&effective)]));
                     out.push(guarded(
                         guard,
                         "or",
-                        &["b64"],
+                        &["b32"],
                         vec![reg(names::V), reg(names::V), reg(names::D)],
                     ));
                     if let Some(operand) = rewritten.operands.get_mut(access.operand) {
@@ -1208,8 +1214,8 @@ impl Context<'_> {
         out.push(op("sub", &["u64"], vec![reg(names::O), reg(&effective), reg(&base)]));
         self.clamp_offset(lead.window, lead.span, lead.align, out);
         out.push(op("add", &["u64"], vec![reg(register), reg(names::C), reg(&base)]));
-        out.push(op("xor", &["b64"], vec![reg(names::D), reg(register), reg(&effective)]));
-        out.push(op("or", &["b64"], vec![reg(names::V), reg(names::V), reg(names::D)]));
+        out.push(op("xor", &["b32"], vec![reg(names::D), reg(names::U), reg(names::K)]));
+        out.push(op("or", &["b32"], vec![reg(names::V), reg(names::V), reg(names::D)]));
     }
 
     /// The clamp of `effective` into `window`, into register `address`.

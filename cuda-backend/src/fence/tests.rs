@@ -83,7 +83,9 @@ fn a_generic_access_is_clamped_into_the_window_it_resolves_to() {
         "add.s64 %__kargs_e, %rd1, 4;",
         "sub.u64 %__kargs_o, %__kargs_e, %__kargs_gb;",
         "add.u64 %__kargs_a0, %__kargs_c, %__kargs_gb;",
-        "@%p1 or.b64 %__kargs_v, %__kargs_v, %__kargs_d;",
+        "xor.b64 %__kargs_x, %__kargs_a0, %__kargs_e;",
+        "cvt.u32.u64 %__kargs_d, %__kargs_x;",
+        "@%p1 or.b32 %__kargs_v, %__kargs_v, %__kargs_d;",
         "@%p1 st.u32 [%__kargs_a0], %r1;",
     ] {
         assert!(text.iter().any(|l| l == line), "{line} in {text:#?}");
@@ -265,7 +267,7 @@ fn traps_exits_and_member_masks() {
         "bra.uni $__kargs_exit;",
         "$__kargs_exit:",
         "ld.param.u64 %__kargs_flag, [__kargs_fence_flag];",
-        "setp.eq.u64 %__kargs_p, %__kargs_v, 0;",
+        "setp.eq.u32 %__kargs_p, %__kargs_v, 0;",
         "@!%__kargs_p red.global.or.b32 [%__kargs_flag], 1;",
         "setp.eq.u64 %__kargs_p, %__kargs_w, 0;",
         "@!%__kargs_p red.global.or.b32 [%__kargs_flag], 2;",
