@@ -7,8 +7,8 @@
  * every function may be called from any thread at any time.
  *
  * A host's wasi_cuda_launch is one call, which checks it as kernel-args' own host does (the
- * capability, the argument region, the launch shape, the argv, the kernel and its declaration)
- * and hands a checked launch to the host's callback:
+ * capability, the argument region, the launch shape and the host's quotas, the argv, the kernel
+ * and its declaration) and hands a checked launch to the host's callback:
  *
  *   static kargs_declaration vector_add;     // once, at registration (docs/declarations.md)
  *   kargs_declaration_parse(text, strlen(text), &vector_add, &err, msg, sizeof msg);
@@ -118,6 +118,12 @@
  * pass that limit as `max_shared_mem_bytes`.
  */
 #define KARGS_DEFAULT_MAX_SHARED_MEM_BYTES 232448u
+
+/**
+ * The threads one launch may run (grid × block) for a `kargs_host` with
+ * `max_threads_per_launch` 0: 2^32 (kernel-args' `DEFAULT_MAX_THREADS_PER_LAUNCH`).
+ */
+#define KARGS_DEFAULT_MAX_THREADS_PER_LAUNCH 4294967296ull
 
 /**
  * Bytes of a `kargs_declaration`: room for any declaration kernel-args parses, on every
@@ -262,6 +268,12 @@ enum kargs_error_kind
      */
     KARGS_ERROR_KIND_LAUNCH_CALLBACK = 99,
     /**
+     * `-6` QuotaExceeded: the launch would exceed a quota (`kargs_host_call`). `detail[0]`:
+     * the quota (`kargs_quota`), `detail[1]`: what the launch would take, `detail[2]`: the
+     * limit.
+     */
+    KARGS_ERROR_KIND_QUOTA = 100,
+    /**
      * `-7` Internal: a declaration does not parse (`kargs_declaration_parse`).
      * `byte_offset`: the 1-based byte column of the problem, minus one; `detail[0]`: the
      * column.
@@ -371,6 +383,40 @@ enum kargs_function
 typedef enum kargs_function kargs_function;
 #else
 typedef uint32_t kargs_function;
+#endif // __STDC_VERSION__ >= 202311L
+#endif // __cplusplus
+
+/**
+ * A quota, in `kargs_error.detail[0]` of `KARGS_ERROR_KIND_QUOTA`. The values are stable.
+ */
+enum kargs_quota
+#if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+  : uint32_t
+#endif // defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+ {
+    /**
+     * Threads in one launch (grid × block): `kargs_host.max_threads_per_launch`.
+     */
+    KARGS_QUOTA_THREADS_PER_LAUNCH = 0,
+    /**
+     * Bytes of device memory one launch's windows are copied into (a Rust launcher's staged
+     * mode; `kargs_host_call` never stages).
+     */
+    KARGS_QUOTA_STAGING_BYTES = 1,
+    /**
+     * Launches of one guest at once: `kargs_host.in_flight_guest`.
+     */
+    KARGS_QUOTA_IN_FLIGHT_PER_GUEST = 2,
+    /**
+     * Launches on one device at once: `kargs_host.in_flight_device`.
+     */
+    KARGS_QUOTA_IN_FLIGHT_PER_DEVICE = 3,
+};
+#ifndef __cplusplus
+#if __STDC_VERSION__ >= 202311L
+typedef enum kargs_quota kargs_quota;
+#else
+typedef uint32_t kargs_quota;
 #endif // __STDC_VERSION__ >= 202311L
 #endif // __cplusplus
 
@@ -536,6 +582,24 @@ typedef struct kargs_launch {
 typedef int32_t (*kargs_launch_fn)(void *ctx, const struct kargs_launch *launch);
 
 /**
+ * A count of launches in flight that `kargs_host`s share: one guest's (`in_flight_guest`)
+ * or one device's (`in_flight_device`). The host owns it, sets `max` and zeroes `now` before
+ * the first call, and reads `now` only atomically while calls may run: `kargs_host_call`
+ * updates it with atomic operations (adds one just before the launch callback, subtracts it
+ * when the callback returns) from whatever thread calls.
+ */
+typedef struct kargs_in_flight {
+    /**
+     * The most launches at once; 0 refuses every launch.
+     */
+    uint32_t max;
+    /**
+     * Launches running now (in the callback).
+     */
+    uint32_t now;
+} kargs_in_flight;
+
+/**
  * A host's `wasi_cuda_launch` state for `kargs_host_call`: what the guest may do and where
  * its launches go. The host owns it (and the kernels and declarations it points at); nothing
  * in it changes during a call.
@@ -573,6 +637,24 @@ typedef struct kargs_host {
      * launch (see docs/declarations.md). 0 (the default to choose): they are refused.
      */
     uint8_t trusted;
+    /**
+     * The most threads one launch may run (grid × block); 0 for
+     * `KARGS_DEFAULT_MAX_THREADS_PER_LAUNCH` (2^32). More is `KARGS_ABI_QUOTA_EXCEEDED`
+     * (`KARGS_ERROR_KIND_QUOTA`), checked after the launch shape, before the argv is read.
+     */
+    uint64_t max_threads_per_launch;
+    /**
+     * NULL, or the guest's count of launches in flight, shared by the guest's hosts: the call
+     * takes a place in it just before the launch callback and gives it back when the callback
+     * returns; when all `max` are taken the call answers `KARGS_ABI_QUOTA_EXCEEDED` without
+     * calling back.
+     */
+    struct kargs_in_flight *in_flight_guest;
+    /**
+     * NULL, or the device's count of launches in flight, shared by every host on the device;
+     * as `in_flight_guest`.
+     */
+    struct kargs_in_flight *in_flight_device;
 } kargs_host;
 
 /**
@@ -827,14 +909,16 @@ int32_t kargs_declaration_check(const struct kargs_declaration *declaration,
 /**
  * One `wasi_cuda_launch` call, the whole of it, as kernel-args' `LaunchHost::call` makes it:
  * the capability (`host->enabled`), the guest's memory, the argument region, the launch shape,
- * the argv's byte cap, the parse, the kernel (`host->kernels`: unknown, or undeclared with an
- * untrusted guest, is `KARGS_ABI_INVALID_KERNEL`), the kernel's declaration, then the host's
- * `launch` callback with the checked launch. The order and every rule are the Rust host's
+ * threads per launch (`host->max_threads_per_launch`), the argv's byte cap, the parse, the
+ * kernel (`host->kernels`: unknown, or undeclared with an untrusted guest, is
+ * `KARGS_ABI_INVALID_KERNEL`), the kernel's declaration, a place in each count of launches in
+ * flight (`host->in_flight_guest`, `in_flight_device`; a full one is
+ * `KARGS_ABI_QUOTA_EXCEEDED`), then the host's `launch` callback with the checked launch. The order and every rule are the Rust host's
  * (ARCHITECTURE.md); the callback is reached exactly when every check passes.
  *
  * Returns what the guest gets: 0 (the callback returned 0), the callback's code, or the code
  * of the first check that failed. `err` receives the error (all zeros on success; the kinds:
- * the argv's, the region's, the shape's, `UNKNOWN_KERNEL`, `UNDECLARED_KERNEL`,
+ * the argv's, the region's, the shape's, `QUOTA`, `UNKNOWN_KERNEL`, `UNDECLARED_KERNEL`,
  * `DECLARATION_*`, `CAPABILITY_DISABLED`, `NO_MEMORY`, `LAUNCH_CALLBACK`, and this library's
  * own); `msg` the Rust host's message for it (`InvalidArgs -9: record 2 at byte 18: out:
  * 16-byte window, the kernel touches n * 4 = 64 bytes`), empty on success. No allocation,
@@ -849,7 +933,10 @@ int32_t kargs_declaration_check(const struct kargs_declaration *declaration,
  *
  * `host` is NULL or points to a readable `kargs_host` whose `kernels` (NULL only with
  * `kernels_len` 0) holds `kernels_len` entries, each declaration NULL or as
- * `kargs_declaration_parse` left it, all unchanged during the call; `memory` is NULL or valid
+ * `kargs_declaration_parse` left it, all unchanged during the call; its `in_flight_guest` and
+ * `in_flight_device` each NULL or valid for reads and writes and aligned, its `max` unchanged
+ * and its `now` touched only by atomic operations (this library's, from any thread) while
+ * calls may run; `memory` is NULL or valid
  * for reads and writes of `memory_len` bytes, which nothing but this call and its callback
  * touches during it; `call` NULL or readable; `err` NULL or valid for writes and aligned;
  * `msg` NULL or valid for writes of `msg_cap` bytes; the callback follows `kargs_launch_fn`'s

@@ -289,8 +289,11 @@ fn main() {
         Dimension::SharedMem,
     ];
     for (grid, block, shm, max) in shapes {
-        let limits =
-            if max == 0 { LaunchLimits::DEFAULT } else { LaunchLimits { max_shared_mem_bytes: max } };
+        let limits = if max == 0 {
+            LaunchLimits::DEFAULT
+        } else {
+            LaunchLimits { max_shared_mem_bytes: max, ..LaunchLimits::DEFAULT }
+        };
         let row = match check_launch_shape(grid, block, shm, &limits) {
             Ok(_) => "0, \"none\", 0u, 0, 0u, \"no error\"".to_string(),
             Err(e) => {

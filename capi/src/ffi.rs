@@ -4,14 +4,15 @@
 #![allow(unsafe_code)]
 
 use core::ffi::{c_char, c_void};
-use core::mem::MaybeUninit;
+use core::mem::{MaybeUninit, offset_of};
+use core::sync::atomic::AtomicU32;
 
 use core::fmt::Write as _;
 
 use kernel_args::{
-    AbiError, Declaration, GuestTrust, HostError, LaunchArgs, LaunchCall, LaunchHost, LaunchLimits,
-    LaunchOutcome, LaunchRequest, LaunchShape, Launcher, Mismatch, PointerMode, Registered, SignatureCheck,
-    check_args_region, check_launch_shape,
+    AbiError, Declaration, GuestTrust, HostError, InFlightSlot, LaunchArgs, LaunchCall, LaunchHost,
+    LaunchLimits, LaunchOutcome, LaunchRequest, LaunchShape, Launcher, Mismatch, PointerMode, Quota,
+    Registered, SignatureCheck, check_args_region, check_launch_shape,
 };
 use kernel_args_core::{
     Arg, ArgvError, ErrorKind, GuestMemory, LoweredArgSnapshot, MAX_GUEST_MEMORY_BYTES, MAX_KERNEL_ARGS,
@@ -21,8 +22,8 @@ use kernel_args_core::{
 use crate::message::{Counter, Truncating, write_message};
 use crate::sink::ArgArray;
 use crate::types::{
-    KargsArg, KargsCall, KargsDeclaration, KargsError, KargsErrorKind, KargsFunction, KargsHost, KargsKernel,
-    KargsLaunch,
+    KargsArg, KargsCall, KargsDeclaration, KargsError, KargsErrorKind, KargsFunction, KargsHost,
+    KargsInFlight, KargsKernel, KargsLaunch,
 };
 
 /// Writes `value` to `ptr` unless it is NULL.
@@ -270,8 +271,11 @@ pub unsafe extern "C" fn kargs_check_launch_shape(
     max_shared_mem_bytes: u32,
     err: *mut KargsError,
 ) -> i32 {
-    let limits =
-        if max_shared_mem_bytes == 0 { LaunchLimits::DEFAULT } else { LaunchLimits { max_shared_mem_bytes } };
+    let limits = if max_shared_mem_bytes == 0 {
+        LaunchLimits::DEFAULT
+    } else {
+        LaunchLimits { max_shared_mem_bytes, ..LaunchLimits::DEFAULT }
+    };
     let error = if grid.is_null() {
         KargsError::null_argument(KargsFunction::CheckLaunchShape, 0, 0)
     } else if block.is_null() {
@@ -579,6 +583,9 @@ struct CallbackLauncher<'a> {
     ctx: *mut c_void,
     /// What the callback returned, once it has been called.
     answered: i64,
+    /// The host's counts of launches in flight (the guest's, the device's): the count, its
+    /// limit and which quota it is.
+    in_flight: [Option<(&'a AtomicU32, u32, Quota)>; 2],
 }
 
 impl Launcher for CallbackLauncher<'_> {
@@ -594,6 +601,13 @@ impl Launcher for CallbackLauncher<'_> {
     }
 
     fn launch(&mut self, request: &LaunchRequest<'_, '_>) -> Result<LaunchOutcome, HostError> {
+        // A place in each count, held until the callback returns.
+        let mut places: [Option<InFlightSlot<'_>>; 2] = [None, None];
+        for (place, count) in places.iter_mut().zip(&self.in_flight) {
+            if let Some((now, max, quota)) = *count {
+                *place = Some(InFlightSlot::take(now, max, quota)?);
+            }
+        }
         let mut entries = [KargsArg::ZERO; MAX_KERNEL_ARGS];
         let mut offset = 0usize;
         for (entry, arg) in entries.iter_mut().zip(request.args.iter()) {
@@ -627,16 +641,40 @@ impl Launcher for CallbackLauncher<'_> {
     }
 }
 
+/// A C host's count of launches in flight as the call uses it: its atomic `now`, its `max`,
+/// and which quota it is; `None` for NULL.
+///
+/// # Safety
+///
+/// `count` is NULL, or valid for reads and writes, aligned, and live for `'a`; while `'a` lasts
+/// its `now` is touched only by atomic operations and its `max` not written.
+unsafe fn in_flight<'a>(count: *mut KargsInFlight, quota: Quota) -> Option<(&'a AtomicU32, u32, Quota)> {
+    if count.is_null() {
+        return None;
+    }
+    let field = |offset: usize| count.wrapping_byte_add(offset).cast::<u32>();
+    let (max, now) = (field(offset_of!(KargsInFlight, max)), field(offset_of!(KargsInFlight, now)));
+    // SAFETY: `max` is a field of a valid, aligned `kargs_in_flight`, not written while the
+    // call runs.
+    let max = unsafe { max.read() };
+    // SAFETY: `now` is a valid, aligned `uint32_t` for `'a`, which only atomic operations touch
+    // meanwhile: what `AtomicU32::from_ptr` requires.
+    let now = unsafe { AtomicU32::from_ptr(now) };
+    Some((now, max, quota))
+}
+
 /// One `wasi_cuda_launch` call, the whole of it, as kernel-args' `LaunchHost::call` makes it:
 /// the capability (`host->enabled`), the guest's memory, the argument region, the launch shape,
-/// the argv's byte cap, the parse, the kernel (`host->kernels`: unknown, or undeclared with an
-/// untrusted guest, is `KARGS_ABI_INVALID_KERNEL`), the kernel's declaration, then the host's
-/// `launch` callback with the checked launch. The order and every rule are the Rust host's
+/// threads per launch (`host->max_threads_per_launch`), the argv's byte cap, the parse, the
+/// kernel (`host->kernels`: unknown, or undeclared with an untrusted guest, is
+/// `KARGS_ABI_INVALID_KERNEL`), the kernel's declaration, a place in each count of launches in
+/// flight (`host->in_flight_guest`, `in_flight_device`; a full one is
+/// `KARGS_ABI_QUOTA_EXCEEDED`), then the host's `launch` callback with the checked launch. The order and every rule are the Rust host's
 /// (ARCHITECTURE.md); the callback is reached exactly when every check passes.
 ///
 /// Returns what the guest gets: 0 (the callback returned 0), the callback's code, or the code
 /// of the first check that failed. `err` receives the error (all zeros on success; the kinds:
-/// the argv's, the region's, the shape's, `UNKNOWN_KERNEL`, `UNDECLARED_KERNEL`,
+/// the argv's, the region's, the shape's, `QUOTA`, `UNKNOWN_KERNEL`, `UNDECLARED_KERNEL`,
 /// `DECLARATION_*`, `CAPABILITY_DISABLED`, `NO_MEMORY`, `LAUNCH_CALLBACK`, and this library's
 /// own); `msg` the Rust host's message for it (`InvalidArgs -9: record 2 at byte 18: out:
 /// 16-byte window, the kernel touches n * 4 = 64 bytes`), empty on success. No allocation,
@@ -651,7 +689,10 @@ impl Launcher for CallbackLauncher<'_> {
 ///
 /// `host` is NULL or points to a readable `kargs_host` whose `kernels` (NULL only with
 /// `kernels_len` 0) holds `kernels_len` entries, each declaration NULL or as
-/// `kargs_declaration_parse` left it, all unchanged during the call; `memory` is NULL or valid
+/// `kargs_declaration_parse` left it, all unchanged during the call; its `in_flight_guest` and
+/// `in_flight_device` each NULL or valid for reads and writes and aligned, its `max` unchanged
+/// and its `now` touched only by atomic operations (this library's, from any thread) while
+/// calls may run; `memory` is NULL or valid
 /// for reads and writes of `memory_len` bytes, which nothing but this call and its callback
 /// touches during it; `call` NULL or readable; `err` NULL or valid for writes and aligned;
 /// `msg` NULL or valid for writes of `msg_cap` bytes; the callback follows `kargs_launch_fn`'s
@@ -719,10 +760,23 @@ pub unsafe extern "C" fn kargs_host_call(
         Some(unsafe { core::slice::from_raw_parts_mut(memory, memory_len) })
     };
     let Some(launch) = host.launch else { return AbiError::Internal.code() };
-    let launcher = CallbackLauncher { kernels, launch, ctx: host.ctx, answered: 0 };
-    let limits = match host.max_shared_mem_bytes {
-        0 => LaunchLimits::DEFAULT,
-        max_shared_mem_bytes => LaunchLimits { max_shared_mem_bytes },
+    // SAFETY: NULL or valid, aligned and live for the call, its `now` touched only atomically
+    // while calls may run (the contract).
+    let guest_count = unsafe { in_flight(host.in_flight_guest, Quota::InFlightPerGuest) };
+    // SAFETY: as above.
+    let device_count = unsafe { in_flight(host.in_flight_device, Quota::InFlightPerDevice) };
+    let in_flight = [guest_count, device_count];
+    let launcher = CallbackLauncher { kernels, launch, ctx: host.ctx, answered: 0, in_flight };
+    let limits = LaunchLimits {
+        max_shared_mem_bytes: match host.max_shared_mem_bytes {
+            0 => LaunchLimits::DEFAULT.max_shared_mem_bytes,
+            max => max,
+        },
+        max_threads_per_launch: match host.max_threads_per_launch {
+            0 => LaunchLimits::DEFAULT.max_threads_per_launch,
+            max => max,
+        },
+        ..LaunchLimits::DEFAULT
     };
     let trust = if host.trusted != 0 { GuestTrust::Trusted } else { GuestTrust::Untrusted };
     let mut launch_host =

@@ -73,7 +73,8 @@ pub use ffi::{
 };
 pub use types::{
     KARGS_DECLARATION_SIZE, KargsArg, KargsCall, KargsDeclaration, KargsDimension, KargsError,
-    KargsErrorKind, KargsFunction, KargsHost, KargsKernel, KargsLaunch, KargsLaunchFn,
+    KargsErrorKind, KargsFunction, KargsHost, KargsInFlight, KargsKernel, KargsLaunch, KargsLaunchFn,
+    KargsQuota,
 };
 
 /// Records per argv: `MAX_KERNEL_ARGS` (kernel-args-core). `kargs_parse` never writes more
@@ -101,12 +102,17 @@ pub const KARGS_ERROR_MESSAGE_MAX: u32 = 256u32;
 /// pass that limit as `max_shared_mem_bytes`.
 pub const KARGS_DEFAULT_MAX_SHARED_MEM_BYTES: u32 = 232448u32;
 
+/// The threads one launch may run (grid × block) for a `kargs_host` with
+/// `max_threads_per_launch` 0: 2^32 (kernel-args' `DEFAULT_MAX_THREADS_PER_LAUNCH`).
+pub const KARGS_DEFAULT_MAX_THREADS_PER_LAUNCH: u64 = 4294967296u64;
+
 // The header's values are the Rust crates' (cbindgen needs literals).
 const _: () = {
     assert!(KARGS_MAX_KERNEL_ARGS as usize == kernel_args_core::MAX_KERNEL_ARGS);
     assert!(KARGS_MAX_KERNEL_ARGS_BYTES as usize == kernel_args_core::MAX_KERNEL_ARGS_BYTES);
     assert!(KARGS_MAX_GUEST_MEMORY_BYTES == kernel_args_core::MAX_GUEST_MEMORY_BYTES);
     assert!(KARGS_DEFAULT_MAX_SHARED_MEM_BYTES == kernel_args::limits::DEFAULT_MAX_SHARED_MEM_BYTES);
+    assert!(KARGS_DEFAULT_MAX_THREADS_PER_LAUNCH == kernel_args::limits::DEFAULT_MAX_THREADS_PER_LAUNCH);
 };
 
 /// The panic handler of a `no_std` static library on a bare-metal target (feature

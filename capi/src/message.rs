@@ -22,6 +22,7 @@ pub(crate) fn write_message(f: &mut dyn Write, err: Option<&KargsError>) -> fmt:
         Some(Decoded::Argv(e)) => write!(f, "{e}"),
         Some(Decoded::Region(e)) => write!(f, "{e}"),
         Some(Decoded::Shape(e)) => write!(f, "{e}"),
+        Some(Decoded::Quota(e)) => write!(f, "{e}"),
         Some(Decoded::Null { function, position, len }) => write_null_message(f, function, position, len),
         Some(Decoded::Host { kind, record, offset, detail }) => {
             write_host_message(f, kind, record, offset, detail)

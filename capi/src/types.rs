@@ -3,7 +3,8 @@
 //! the only `unsafe` of the crate is in `ffi`.
 
 use kernel_args::{
-    AbiError, Bound, Detail, Dimension, HostError, Mismatch, MismatchKind, RegionError, ShapeError,
+    AbiError, Bound, Detail, Dimension, HostError, Mismatch, MismatchKind, Quota, QuotaError, RegionError,
+    ShapeError,
 };
 use kernel_args_core::{
     ArgTag, ArgvError, ErrorKind, LoweredArg, MAX_GUEST_MEMORY_BYTES, MAX_KERNEL_ARGS, MAX_KERNEL_ARGS_BYTES,
@@ -196,6 +197,10 @@ pub enum KargsErrorKind {
     /// The host's launch callback refused the launch: `abi_code` is its code when that is an
     /// ABI code, else `-7` Internal. `detail[0]`: what it returned (`(int64_t)detail[0]`).
     LaunchCallback = 99,
+    /// `-6` QuotaExceeded: the launch would exceed a quota (`kargs_host_call`). `detail[0]`:
+    /// the quota (`kargs_quota`), `detail[1]`: what the launch would take, `detail[2]`: the
+    /// limit.
+    Quota = 100,
     /// `-7` Internal: a declaration does not parse (`kargs_declaration_parse`).
     /// `byte_offset`: the 1-based byte column of the problem, minus one; `detail[0]`: the
     /// column.
@@ -210,7 +215,7 @@ pub enum KargsErrorKind {
 
 impl KargsErrorKind {
     /// Every kind, in value order.
-    pub(crate) const ALL: [KargsErrorKind; 28] = [
+    pub(crate) const ALL: [KargsErrorKind; 29] = [
         KargsErrorKind::None,
         KargsErrorKind::BufferTooLong,
         KargsErrorKind::TooManyRecords,
@@ -236,6 +241,7 @@ impl KargsErrorKind {
         KargsErrorKind::NoMemory,
         KargsErrorKind::MemoryTooLarge,
         KargsErrorKind::LaunchCallback,
+        KargsErrorKind::Quota,
         KargsErrorKind::DeclarationSyntax,
         KargsErrorKind::InvalidDeclaration,
         KargsErrorKind::InvalidEntry,
@@ -278,6 +284,7 @@ impl KargsErrorKind {
             KargsErrorKind::NoMemory => c"no_memory",
             KargsErrorKind::MemoryTooLarge => c"memory_too_large",
             KargsErrorKind::LaunchCallback => c"launch_callback",
+            KargsErrorKind::Quota => c"quota",
             KargsErrorKind::DeclarationSyntax => c"declaration_syntax",
             KargsErrorKind::InvalidDeclaration => c"invalid_declaration",
             KargsErrorKind::InvalidEntry => c"invalid_entry",
@@ -320,6 +327,7 @@ impl KargsErrorKind {
             KargsErrorKind::NoMemory => AbiError::InvalidPointer.code(),
             // The callback's own code; `Internal` when it is not an ABI code.
             KargsErrorKind::LaunchCallback => AbiError::Internal.code(),
+            KargsErrorKind::Quota => AbiError::QuotaExceeded.code(),
         }
     }
 }
@@ -375,6 +383,57 @@ impl KargsDimension {
     fn dimension(value: u64) -> Option<Dimension> {
         KargsDimension::ALL.into_iter().find(|(k, _)| *k as u64 == value).map(|(_, d)| d)
     }
+}
+
+/// A quota, in `kargs_error.detail[0]` of `KARGS_ERROR_KIND_QUOTA`. The values are stable.
+#[repr(u32)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum KargsQuota {
+    /// Threads in one launch (grid × block): `kargs_host.max_threads_per_launch`.
+    ThreadsPerLaunch = 0,
+    /// Bytes of device memory one launch's windows are copied into (a Rust launcher's staged
+    /// mode; `kargs_host_call` never stages).
+    StagingBytes = 1,
+    /// Launches of one guest at once: `kargs_host.in_flight_guest`.
+    InFlightPerGuest = 2,
+    /// Launches on one device at once: `kargs_host.in_flight_device`.
+    InFlightPerDevice = 3,
+}
+
+impl KargsQuota {
+    const ALL: [(KargsQuota, Quota); 4] = [
+        (KargsQuota::ThreadsPerLaunch, Quota::ThreadsPerLaunch),
+        (KargsQuota::StagingBytes, Quota::StagingBytes),
+        (KargsQuota::InFlightPerGuest, Quota::InFlightPerGuest),
+        (KargsQuota::InFlightPerDevice, Quota::InFlightPerDevice),
+    ];
+
+    fn of(quota: Quota) -> KargsQuota {
+        match quota {
+            Quota::ThreadsPerLaunch => KargsQuota::ThreadsPerLaunch,
+            Quota::StagingBytes => KargsQuota::StagingBytes,
+            Quota::InFlightPerGuest => KargsQuota::InFlightPerGuest,
+            Quota::InFlightPerDevice => KargsQuota::InFlightPerDevice,
+        }
+    }
+
+    fn quota(value: u64) -> Option<Quota> {
+        KargsQuota::ALL.into_iter().find(|(k, _)| *k as u64 == value).map(|(_, q)| q)
+    }
+}
+
+/// A count of launches in flight that `kargs_host`s share: one guest's (`in_flight_guest`)
+/// or one device's (`in_flight_device`). The host owns it, sets `max` and zeroes `now` before
+/// the first call, and reads `now` only atomically while calls may run: `kargs_host_call`
+/// updates it with atomic operations (adds one just before the launch callback, subtracts it
+/// when the callback returns) from whatever thread calls.
+#[repr(C)]
+#[derive(Debug, Default)]
+pub struct KargsInFlight {
+    /// The most launches at once; 0 refuses every launch.
+    pub max: u32,
+    /// Launches running now (in the callback).
+    pub now: u32,
 }
 
 /// The function that refused a NULL argument, in `kargs_error.detail[0]` of
@@ -482,6 +541,7 @@ pub(crate) enum Decoded {
     Argv(ArgvError),
     Region(RegionError),
     Shape(ShapeError),
+    Quota(QuotaError),
     Null {
         function: KargsFunction,
         position: usize,
@@ -532,6 +592,7 @@ fn holds(decoded: &Decoded, record: u64) -> bool {
                         .is_some_and(|end| end > memory_len)
             }
         },
+        Decoded::Quota(e) => e.requested > e.limit,
         Decoded::Shape(e) => match e.bound {
             Bound::AtLeast(bound) => i128::from(e.value) < i128::from(bound),
             Bound::AtMost(bound) => i128::from(e.value) > i128::from(bound),
@@ -722,6 +783,10 @@ impl KargsError {
             KargsErrorKind::RegionPastMemory => region(|args_ptr, args_len, memory_len| {
                 RegionError::PastMemory { args_ptr, args_len, memory_len }
             }),
+            KargsErrorKind::Quota if (index, offset) == (0, 0) => {
+                Some(Decoded::Quota(QuotaError { quota: KargsQuota::quota(d0)?, requested: d1, limit: d2 }))
+            }
+            KargsErrorKind::Quota => None,
             KargsErrorKind::DimensionTooSmall => shape(Bound::AtLeast),
             KargsErrorKind::DimensionTooLarge => shape(Bound::AtMost),
             KargsErrorKind::NullArgument => {
@@ -767,6 +832,12 @@ impl KargsError {
             Detail::Argv(e) => KargsError::from_argv(e),
             Detail::Region(e) => KargsError::from_region(e, args_ptr, args_len, memory_len),
             Detail::Shape(e) => KargsError::from_shape(e),
+            Detail::Quota(e) => KargsError::of(
+                KargsErrorKind::Quota,
+                0,
+                0,
+                [KargsQuota::of(e.quota) as u64, e.requested, e.limit],
+            ),
             Detail::Declaration(m) => KargsError::from_mismatch(m),
             Detail::UnknownKernel { kernel_id } => {
                 KargsError::of(KargsErrorKind::UnknownKernel, 0, 0, id(*kernel_id))
@@ -931,6 +1002,18 @@ pub struct KargsHost {
     /// Nonzero: the host trusts its guest as itself, and kernels without a declaration
     /// launch (see docs/declarations.md). 0 (the default to choose): they are refused.
     pub trusted: u8,
+    /// The most threads one launch may run (grid × block); 0 for
+    /// `KARGS_DEFAULT_MAX_THREADS_PER_LAUNCH` (2^32). More is `KARGS_ABI_QUOTA_EXCEEDED`
+    /// (`KARGS_ERROR_KIND_QUOTA`), checked after the launch shape, before the argv is read.
+    pub max_threads_per_launch: u64,
+    /// NULL, or the guest's count of launches in flight, shared by the guest's hosts: the call
+    /// takes a place in it just before the launch callback and gives it back when the callback
+    /// returns; when all `max` are taken the call answers `KARGS_ABI_QUOTA_EXCEEDED` without
+    /// calling back.
+    pub in_flight_guest: *mut KargsInFlight,
+    /// NULL, or the device's count of launches in flight, shared by every host on the device;
+    /// as `in_flight_guest`.
+    pub in_flight_device: *mut KargsInFlight,
 }
 
 /// One `wasi_cuda_launch` call, as the guest made it: the import's arguments.

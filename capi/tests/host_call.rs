@@ -11,8 +11,8 @@ use std::ptr::{null, null_mut};
 
 use kargs::{
     KARGS_DECLARATION_SIZE, KargsArg, KargsCall, KargsDeclaration, KargsError, KargsErrorKind, KargsHost,
-    KargsKernel, KargsLaunch, kargs_declaration_check, kargs_declaration_parse, kargs_error_message,
-    kargs_host_call,
+    KargsInFlight, KargsKernel, KargsLaunch, KargsQuota, kargs_declaration_check, kargs_declaration_parse,
+    kargs_error_message, kargs_host_call,
 };
 use kernel_args_core::{ArgvBuilder, GuestRange, LoweredArgSnapshot};
 
@@ -266,6 +266,9 @@ fn the_host_call_checks_in_order_and_calls_back_once_all_pass() {
         max_shared_mem_bytes: 0,
         enabled: 1,
         trusted: 0,
+        max_threads_per_launch: 0,
+        in_flight_guest: null_mut(),
+        in_flight_device: null_mut(),
     };
     let (mut mem, call) = memory(64);
     let base = mem.as_mut_ptr();
@@ -359,6 +362,9 @@ fn the_host_calls_own_refusals() {
         max_shared_mem_bytes: 0,
         enabled: 1,
         trusted: 0,
+        max_threads_per_launch: 0,
+        in_flight_guest: null_mut(),
+        in_flight_device: null_mut(),
     };
     let (mut mem, call) = memory(64);
     let (rc, err, msg) = host_call(&host, Some(&mut mem), &call);
@@ -406,4 +412,95 @@ fn the_host_calls_own_refusals() {
     let rc = unsafe { kargs_host_call(&host, null_mut(), 16, &call, &raw mut err, null_mut(), 0) };
     assert_eq!((rc, err.detail[1], err.detail[2]), (-7, 1, 16));
     assert_eq!(seen.calls, 0);
+}
+
+/// A callback that, while its launch is in flight, makes a second guest's call through
+/// `inner` (sharing a count with the outer host) and keeps what it answered.
+struct Nested {
+    inner: KargsHost,
+    answered: Option<(i32, KargsError, String)>,
+}
+
+unsafe extern "C" fn nested(ctx: *mut c_void, _: *const KargsLaunch) -> i32 {
+    // SAFETY: ctx is the test's `Nested`, not otherwise borrowed during the call.
+    let nested = unsafe { &mut *ctx.cast::<Nested>() };
+    let (mut mem, call) = memory(64);
+    nested.answered = Some(host_call(&nested.inner, Some(&mut mem), &call));
+    0
+}
+
+/// Threads per launch refused past `max_threads_per_launch` before the argv is read, and each
+/// count of launches in flight refused while full (a call made from inside another's callback)
+/// and accepted below it, as `KARGS_ERROR_KIND_QUOTA` with the Rust host's message.
+#[test]
+fn the_host_calls_quotas_are_refused_at_their_limits_and_accepted_below() {
+    let (_, decl, _, _) = parse_declaration(VECTOR_ADD);
+    let kernels = [KargsKernel { id: 7, declaration: &raw const *decl }];
+    let mut seen = Seen::default();
+    let host = KargsHost {
+        kernels: kernels.as_ptr(),
+        kernels_len: 1,
+        launch: Some(record),
+        ctx: (&raw mut seen).cast(),
+        max_shared_mem_bytes: 0,
+        enabled: 1,
+        trusted: 0,
+        max_threads_per_launch: 32,
+        in_flight_guest: null_mut(),
+        in_flight_device: null_mut(),
+    };
+    let (mut mem, call) = memory(64);
+    let two = KargsCall { grid: [2, 1, 1], ..call };
+    assert_eq!(host_call(&host, Some(&mut mem), &two).0, 0, "32 threads, at the quota");
+    // Three blocks of 16, and an argv that does not parse: the quota answers first.
+    mem[512] = 0xee;
+    let (rc, err, msg) = host_call(&host, Some(&mut mem), &KargsCall { grid: [3, 1, 1], ..call });
+    assert_eq!((rc, err.kind), (-6, KargsErrorKind::Quota as u32));
+    assert_eq!(err.detail, [KargsQuota::ThreadsPerLaunch as u64, 48, 32]);
+    assert_eq!(msg, "QuotaExceeded -6: threads per launch (grid × block) would be 48, the quota is 32");
+    assert_eq!(message(&err), "threads per launch (grid × block) would be 48, the quota is 32");
+    mem[512] = 0x07;
+    assert_eq!(host_call(&host, Some(&mut mem), &call).0, 0);
+    // SAFETY: read after the calls.
+    assert_eq!(unsafe { &*host.ctx.cast::<Seen>() }.calls, 2);
+
+    // The counts: one place each. A call from inside the outer call's callback, sharing the
+    // count, finds it full; the outer call's place is given back when its callback returns.
+    for device in [false, true] {
+        // Owned through the raw pointer alone, as a C host's would be.
+        let count = Box::into_raw(Box::new(KargsInFlight { max: 1, now: 0 }));
+        // SAFETY: `count` is live until the end of the loop's body, read between calls.
+        let now = || unsafe { (*count).now };
+        let share = |h: &mut KargsHost| {
+            if device {
+                h.in_flight_device = count;
+            } else {
+                h.in_flight_guest = count;
+            }
+        };
+        let mut inner_seen = Seen::default();
+        let mut inner = KargsHost { ctx: (&raw mut inner_seen).cast(), max_threads_per_launch: 0, ..host };
+        share(&mut inner);
+        let mut state = Nested { inner, answered: None };
+        let mut outer = KargsHost { launch: Some(nested), ctx: (&raw mut state).cast(), ..inner };
+        share(&mut outer);
+        let (mut mem, call) = memory(64);
+        assert_eq!(host_call(&outer, Some(&mut mem), &call).0, 0);
+        let (rc, err, msg) = state.answered.take().expect("the callback ran");
+        let quota = if device { KargsQuota::InFlightPerDevice } else { KargsQuota::InFlightPerGuest };
+        assert_eq!((rc, err.kind, err.detail), (-6, KargsErrorKind::Quota as u32, [quota as u64, 2, 1]));
+        let which = if device { "on this device" } else { "for this guest" };
+        assert_eq!(msg, format!("QuotaExceeded -6: launches in flight {which} would be 2, the quota is 1"));
+        assert_eq!(inner_seen.calls, 0, "refused before its callback");
+        assert_eq!(now(), 0, "the outer call's place is given back");
+        // Not full now: the inner host's call runs.
+        assert_eq!(host_call(&state.inner, Some(&mut mem), &call).0, 0);
+        assert_eq!((inner_seen.calls, now()), (1, 0));
+        // A count of none refuses every launch.
+        // SAFETY: no call runs.
+        unsafe { (*count).max = 0 };
+        assert_eq!(host_call(&state.inner, Some(&mut mem), &call).0, -6);
+        // SAFETY: made by Box::into_raw above, no longer used.
+        drop(unsafe { Box::from_raw(count) });
+    }
 }

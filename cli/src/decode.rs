@@ -24,8 +24,9 @@
 //!
 //! `--signature '<declaration>'` checks a whole launch as the host does before any launch: the
 //! launch shape of `--grid`, `--block` and `--shared-mem` with the host's own function
-//! ([`check_launch_shape`], the default [`LaunchLimits`]), first, as the host checks it first;
-//! then the argv on the wire; then the argv against the kernel declaration
+//! ([`check_launch_shape`], the default [`LaunchLimits`]) and the threads of the whole launch
+//! against the default quota ([`check_threads_per_launch`]), first, as the host checks them
+//! first; then the argv on the wire; then the argv against the kernel declaration
 //! (`docs/declarations.md`), pointing at the record that does not fit:
 //!
 //! ```text
@@ -42,11 +43,12 @@ use std::fmt::Write;
 
 use clap::Args;
 use kernel_args::limits::{
-    MAX_BLOCK_X, MAX_BLOCK_Y, MAX_BLOCK_Z, MAX_GRID_X, MAX_GRID_Y, MAX_GRID_Z, MAX_THREADS_PER_BLOCK, MIN_DIM,
+    DEFAULT_MAX_THREADS_PER_LAUNCH, MAX_BLOCK_X, MAX_BLOCK_Y, MAX_BLOCK_Z, MAX_GRID_X, MAX_GRID_Y,
+    MAX_GRID_Z, MAX_THREADS_PER_BLOCK, MIN_DIM,
 };
 use kernel_args::{
     AbiError, Declaration, DeclarationError, LaunchArgs, LaunchLimits, LaunchShape, Mismatch, MismatchKind,
-    ShapeError, check_launch_shape,
+    QuotaError, ShapeError, check_launch_shape, check_threads_per_launch,
 };
 use kernel_args_core::{
     Arg, ArgTag, ArgvError, ErrorKind, GuestMemory, LoweredArgSnapshot, MAX_GUEST_MEMORY_BYTES, Record,
@@ -134,7 +136,8 @@ pub(crate) fn run(args: &DecodeArgs, paint: Paint) -> Output {
             return Output::usage(declaration_error(args.signature.as_deref().unwrap_or_default(), &error));
         }
     };
-    // The host's order: the launch shape, then the argv on the wire, then the declaration.
+    // The host's order: the launch shape and the threads quota (both at their defaults), then
+    // the argv on the wire, then the declaration.
     let shape = match declaration {
         Some(_) => match check_launch_shape(args.grid, args.block, args.shared_mem, &LaunchLimits::DEFAULT) {
             Ok(shape) => Some(shape),
@@ -142,6 +145,11 @@ pub(crate) fn run(args: &DecodeArgs, paint: Paint) -> Output {
         },
         None => None,
     };
+    if let Some(Err(error)) =
+        shape.as_ref().map(|shape| check_threads_per_launch(shape, &LaunchLimits::DEFAULT))
+    {
+        return quota_refused(&error, args.json, paint);
+    }
     let memory = GuestMemory::length_only(args.mem_len);
     let (records, error) = walk(&bytes, &memory);
     let mismatch = match (&declaration, &shape, &error) {
@@ -216,6 +224,23 @@ fn shape_refused(error: &ShapeError, json: bool, paint: Paint) -> Output {
          block {MIN_DIM}..={MAX_BLOCK_X}, {MIN_DIM}..={MAX_BLOCK_Y}, {MIN_DIM}..={MAX_BLOCK_Z}, \
          at most {MAX_THREADS_PER_BLOCK} threads per block; shared memory at most {} bytes",
         LaunchLimits::DEFAULT.max_shared_mem_bytes
+    );
+    Output::stderr(out, Status::Rejected)
+}
+
+/// A launch of more threads than the host's default quota (`QuotaExceeded`), refused before it
+/// reads the argv.
+fn quota_refused(error: &QuotaError, json: bool, paint: Paint) -> Output {
+    let code = AbiError::QuotaExceeded;
+    if json {
+        return Output::stdout(Decoded::quota(error).to_line(), Status::Rejected);
+    }
+    let mut out = String::new();
+    let _ = writeln!(out, "{}: {error}", paint.error(&format!("error[{} {}]", code.name(), code.code())));
+    let _ = writeln!(
+        out,
+        "  = note: a host refuses a launch of more threads (grid × block) than its quota before the argv; \
+         this is the default quota, {DEFAULT_MAX_THREADS_PER_LAUNCH}, which an embedder may set lower or higher"
     );
     Output::stderr(out, Status::Rejected)
 }

@@ -30,7 +30,7 @@
 //! value, and `value`, Rust's shortest round-trip spelling of it (`"1.5"`, `"-0.0"`, `"1e-45"`,
 //! `"inf"`, `"-inf"`, `"NaN"`), which is for people. Pointers carry `guest_offset` and `len`.
 
-use kernel_args::{AbiError, Mismatch, MismatchKind, ShapeError};
+use kernel_args::{AbiError, Mismatch, MismatchKind, QuotaError, ShapeError};
 use kernel_args_core::{Arg, ArgvError, LoweredArgSnapshot, Record};
 use serde::Serialize;
 
@@ -234,6 +234,22 @@ impl Decoded {
                 code: code.code(),
                 name: Some(code.name()),
                 kind: Some("launch_shape"),
+                index: None,
+                offset: None,
+                message: error.to_string(),
+            },
+        }
+    }
+
+    /// A launch the host refuses for its threads quota, before it reads the argv.
+    pub(crate) fn quota(error: &QuotaError) -> Decoded {
+        let code = AbiError::QuotaExceeded;
+        Decoded::Rejected {
+            ok: false,
+            error: JsonError {
+                code: code.code(),
+                name: Some(code.name()),
+                kind: Some("quota"),
                 index: None,
                 offset: None,
                 message: error.to_string(),

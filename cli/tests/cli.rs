@@ -516,7 +516,10 @@ fn the_signature_check_approves_exactly_what_the_host_accepts() {
     let shapes: Vec<([i32; 3], [i32; 3], i32)> = [
         ([1, 1, 1], [1, 1, 1], 0),
         ([0, 1, 1], [32, 1, 1], 0),
+        // Every dimension at its maximum: past the default threads quota (QuotaExceeded);
+        // 2^32 threads exactly are within it.
         ([2_147_483_647, 65_535, 65_535], [1024, 1, 1], 0),
+        ([4_194_304, 1, 1], [1024, 1, 1], 0),
         ([1, 65_536, 1], [1, 1, 1], 0),
         ([1, 1, 65_536], [1, 1, 1], 0),
         ([4, 1, 1], [0, 1, 1], 0),
@@ -556,6 +559,12 @@ fn the_signature_check_approves_exactly_what_the_host_accepts() {
         if host_code == AbiError::NotAvailable.code() {
             assert_eq!(code(&out), 0, "{what}");
             assert!(stdout(&out).contains("fits the declaration of k"), "{what}");
+        } else if host_code == AbiError::QuotaExceeded.code() {
+            refused += 1;
+            assert_eq!(code(&out), 1, "{what}");
+            let message = host.last_error().unwrap().to_string();
+            let message = message.strip_prefix("QuotaExceeded -6: ").unwrap();
+            assert!(stderr(&out).starts_with(&format!("error[QuotaExceeded -6]: {message}\n")), "{what}");
         } else {
             assert_eq!(host_code, AbiError::InvalidDimensions.code(), "{what}");
             refused += 1;
@@ -566,7 +575,7 @@ fn the_signature_check_approves_exactly_what_the_host_accepts() {
             assert!(stderr(&out).starts_with(&format!("error[InvalidDimensions -8]: {message}\n")), "{what}");
         }
     }
-    assert_eq!(refused, 11, "the shapes straddle every limit");
+    assert_eq!(refused, 12, "the shapes straddle every limit");
     // JSON: the shape's refusal at `.error` too.
     let out = kargs(&["decode", "--json", "--signature", DECLARATION, "--grid", "0", &hex]);
     assert_eq!(code(&out), 1);
@@ -575,6 +584,25 @@ fn the_signature_check_approves_exactly_what_the_host_accepts() {
         json,
         serde_json::json!({"ok": false, "error": {"code": -8, "name": "InvalidDimensions",
             "kind": "launch_shape", "message": "grid.x is 0, must be at least 1"}})
+    );
+    // The threads quota's refusal too: 2^22 + 1 blocks of 1024 threads, one block past 2^32.
+    let out = kargs(&[
+        "decode",
+        "--json",
+        "--signature",
+        DECLARATION,
+        "--grid",
+        "4194305",
+        "--block",
+        "1024",
+        &hex,
+    ]);
+    assert_eq!(code(&out), 1);
+    let json: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(
+        json,
+        serde_json::json!({"ok": false, "error": {"code": -6, "name": "QuotaExceeded", "kind": "quota",
+            "message": "threads per launch (grid × block) would be 4294968320, the quota is 4294967296"}})
     );
     // What a guest cannot pass is a usage error: dimensions are i32s.
     let out = kargs(&["decode", "--signature", DECLARATION, "--grid", "2147483648", &hex]);

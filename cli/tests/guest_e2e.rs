@@ -545,7 +545,7 @@ fn raw_calls_get_codes_never_traps() {
         let memory_len = g.memory_len() as i32;
         let call = LaunchCall::new(1, [1, 1, 1], [32, 1, 1]);
         let raw = |args_ptr, args_len| LaunchCall { args_ptr, args_len, ..call };
-        let cases: [(LaunchCall, i32); 12] = [
+        let cases: [(LaunchCall, i32); 13] = [
             (raw(-1, 4), -2),
             (raw(0, -1), -2),
             (raw(i32::MIN, i32::MIN), -2),
@@ -558,10 +558,12 @@ fn raw_calls_get_codes_never_traps() {
             (LaunchCall { grid: [0, 1, 1], ..call }, -8),
             (LaunchCall { shared_mem: -1, ..call }, -8),
             (LaunchCall { shared_mem: 227 * 1024 + 1, ..call }, -8),
+            // Every dimension in range, but past the default threads quota (2^32).
+            (LaunchCall::new(i64::MIN, [1, 65_535, 65_535], [1024, 1, 1]), -6),
             (
                 LaunchCall {
                     shared_mem: 227 * 1024,
-                    ..LaunchCall::new(i64::MIN, [1, 65_535, 65_535], [1024, 1, 1])
+                    ..LaunchCall::new(i64::MIN, [1, 65_535, 64], [1024, 1, 1])
                 },
                 -3,
             ),
@@ -569,7 +571,8 @@ fn raw_calls_get_codes_never_traps() {
         for (params, code) in cases {
             assert_eq!(g.launch_raw(&params).unwrap_or_else(|e| panic!("{e}")), code, "{params:?}");
         }
-        // The largest shape, for an unknown kernel id: InvalidKernel, and nothing recorded.
+        // The largest shape within the quota, for an unknown kernel id: InvalidKernel, and nothing
+        // recorded.
         assert_eq!(g.error().detail(), &Detail::UnknownKernel { kernel_id: i64::MIN });
         assert!(g.host().last_launch().is_none());
         assert_eq!(g.host().launcher().launches(), 0);

@@ -6,7 +6,7 @@ use std::sync::{Arc, PoisonError};
 use cust::sys::CUfunction_attribute;
 use kernel_args::{
     AbiError, Bound, Detail, Dimension, HostError, LaunchOutcome, LaunchRequest, Launcher, ParamType,
-    PointerMode, Registered, ShapeError, SignatureCheck,
+    PointerMode, Quota, QuotaError, Registered, ShapeError, SignatureCheck,
 };
 use kernel_args_core::{GuestRange, GuestWindow};
 
@@ -100,7 +100,9 @@ struct Fence<'b> {
 ///      device buffer, the arena; overlapping (or touching) windows are staged as one region
 ///      of it (the crate's staging plan), so aliasing arguments alias on the device too. The
 ///      arena is kept by the launcher and reused (no `cuMemAlloc`/`cuMemFree` per launch),
-///      except one over [`MAX_KEPT_STAGING_BYTES`], freed after its launch;
+///      except one over [`MAX_KEPT_STAGING_BYTES`], freed after its launch. An arena longer than
+///      the request's staging quota ([`LaunchRequest::limits`], `max_staging_bytes`) is refused
+///      with `QuotaExceeded` ([`Quota::StagingBytes`]) before anything is allocated or copied;
 /// 5. for a fenced kernel (registered with [`KernelRegistry::register`](crate::KernelRegistry::register)),
 ///    appends the fence's hidden parameters (`crate::fence`): in direct mode the fence is the
 ///    guest's whole linear memory, in staged mode the launch's staging arena (every staged
@@ -367,6 +369,11 @@ impl Launch<'_> {
     ) -> Result<(), HostError> {
         let windows: Vec<GuestRange> = request.args.pointers().map(|(_, window)| window).collect();
         let plan = StagingPlan::new(&windows);
+        // The staging quota, before anything is allocated or copied.
+        let limit = request.limits().max_staging_bytes;
+        if plan.arena_len() > limit {
+            return Err(QuotaError { quota: Quota::StagingBytes, requested: plan.arena_len(), limit }.into());
+        }
         let regions = plan
             .regions()
             .iter()

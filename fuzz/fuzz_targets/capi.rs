@@ -247,7 +247,7 @@ fn checks(bytes: &[u8], msg_cap: usize) {
     let limits = if max_shared == 0 {
         LaunchLimits::DEFAULT
     } else {
-        LaunchLimits { max_shared_mem_bytes: max_shared }
+        LaunchLimits { max_shared_mem_bytes: max_shared, ..LaunchLimits::DEFAULT }
     };
     // SAFETY: `grid` and `block` are 3 `i32`s each; `err` is valid for writes.
     let rc = unsafe {

@@ -11,7 +11,8 @@
 //!
 //! The answer must be exactly what the documented order of checks gives, computed here from
 //! the public checks and the core parser: `NotAvailable` when disabled, `InvalidPointer` without
-//! memory or for a bad region, `InvalidDimensions` for a bad shape, `KernelArgsUnsupported` for
+//! memory or for a bad region, `InvalidDimensions` for a bad shape, `QuotaExceeded` for more
+//! threads than the default quota (2^32, counted here in `u128`), `KernelArgsUnsupported` for
 //! an argv over the byte cap, the parser's code for a bad argv, `InvalidKernel` for an unknown
 //! kernel or an undeclared one with an untrusted guest, `InvalidArgs` where the kernel's
 //! declaration refuses the arguments, else the launcher's answer.
@@ -165,6 +166,11 @@ fn expected(
         .map_err(|_| AbiError::InvalidPointer.code())?;
     let shape = check_launch_shape(call.grid, call.block, call.shared_mem, &LaunchLimits::DEFAULT)
         .map_err(|_| AbiError::InvalidDimensions.code())?;
+    // The threads quota, at its default: the whole launch's threads, in exact arithmetic.
+    let threads: u128 = shape.grid.iter().chain(&shape.block).map(|&d| u128::from(d)).product();
+    if threads > u128::from(kernel_args::limits::DEFAULT_MAX_THREADS_PER_LAUNCH) {
+        return Err(AbiError::QuotaExceeded.code());
+    }
     if region.len() > MAX_KERNEL_ARGS_BYTES {
         return Err(AbiError::KernelArgsUnsupported.code());
     }

@@ -20,8 +20,8 @@ use std::thread;
 use std::time::Duration;
 
 use kernel_args::{
-    AbiError, Bound, Detail, Dimension, HostError, LaunchOutcome, LaunchShape, PointerMode, ShapeError,
-    SignatureCheck,
+    AbiError, Bound, Detail, Dimension, GuestTrust, HostError, LaunchCall, LaunchHost, LaunchLimits,
+    LaunchOutcome, LaunchShape, PointerMode, Quota, QuotaError, ShapeError, SignatureCheck,
 };
 use kernel_args_core::{ArgvBuilder, GuestMemory};
 use kernel_args_cuda::{
@@ -535,6 +535,53 @@ fn a_refused_module_is_compiled_once() {
     assert!(errors.iter().all(|e| e == &errors[0] && e.code() == AbiError::MalformedPtx), "{errors:?}");
     assert!(errors[0].to_string().contains("line 4"), "the JIT log names the line: {}", errors[0]);
     assert_eq!(emulator.call_count("cuModuleLoadDataEx"), 1);
+}
+
+/// The staging quota, set on the guest's host, holds in the launcher: a launch whose arena is
+/// exactly the quota runs, one whose arena is a byte longer is refused with `QuotaExceeded`
+/// before anything is allocated or copied, and the next launch within it runs.
+#[test]
+fn the_staging_quota_refuses_a_longer_arena_before_anything_is_allocated() {
+    let test = "the_staging_quota_refuses_a_longer_arena_before_anything_is_allocated";
+    let Some((emulator, _, options)) = fresh(test, STAGED_ONLY) else { return };
+    let device = open(options);
+    // a, b and out of `n` floats each, touching: one region of 12 n bytes, then the argv.
+    let call = |host: &mut LaunchHost<CudaLauncher>, n: usize| {
+        let mut memory = vectors(n);
+        let args_ptr = memory.len();
+        memory.resize(args_ptr + 64, 0);
+        let len = (4 * n) as u32;
+        let mut argv = ArgvBuilder::new(&mut memory[args_ptr..]);
+        argv.ptr(0, len).unwrap().ptr(len, len).unwrap().ptr(2 * len, len).unwrap().u32(n as u32).unwrap();
+        let args_len = argv.len() as i32;
+        let call = LaunchCall {
+            args_ptr: args_ptr as i32,
+            args_len,
+            ..LaunchCall::new(VECTOR_ADD, [1, 1, 1], [128, 1, 1])
+        };
+        let code = host.call(Some(&mut memory), &call);
+        if code == 0 {
+            check_sums(&memory, n);
+        }
+        code
+    };
+    let limits = LaunchLimits { max_staging_bytes: 1200, ..LaunchLimits::DEFAULT };
+    let mut host = LaunchHost::new(device.launcher()).with_limits(limits).with_trust(GuestTrust::Trusted);
+    assert_eq!(call(&mut host, 100), 0, "{:?}", host.last_error());
+    let allocations = emulator.call_count("cuMemAlloc_v2");
+    let copies = emulator.call_count("cuMemcpyHtoDAsync_v2");
+    assert_eq!(call(&mut host, 101), AbiError::QuotaExceeded.code());
+    assert_eq!(
+        host.last_error().unwrap().detail(),
+        &Detail::Quota(QuotaError { quota: Quota::StagingBytes, requested: 1212, limit: 1200 })
+    );
+    assert_eq!(
+        host.last_error().unwrap().to_string(),
+        "QuotaExceeded -6: staging bytes per launch would be 1212, the quota is 1200"
+    );
+    assert_eq!(emulator.call_count("cuMemAlloc_v2"), allocations, "nothing allocated");
+    assert_eq!(emulator.call_count("cuMemcpyHtoDAsync_v2"), copies, "nothing copied");
+    assert_eq!(call(&mut host, 99), 0, "{:?}", host.last_error());
 }
 
 #[test]

@@ -28,8 +28,8 @@ use core::fmt;
 use core::ops::Range;
 
 use crate::limits::{
-    DEFAULT_MAX_SHARED_MEM_BYTES, MAX_BLOCK_X, MAX_BLOCK_Y, MAX_BLOCK_Z, MAX_GRID_X, MAX_GRID_Y, MAX_GRID_Z,
-    MAX_THREADS_PER_BLOCK, MIN_DIM,
+    DEFAULT_MAX_SHARED_MEM_BYTES, DEFAULT_MAX_STAGING_BYTES, DEFAULT_MAX_THREADS_PER_LAUNCH, MAX_BLOCK_X,
+    MAX_BLOCK_Y, MAX_BLOCK_Z, MAX_GRID_X, MAX_GRID_Y, MAX_GRID_Z, MAX_THREADS_PER_BLOCK, MIN_DIM,
 };
 
 /// The guest's argument buffer: a checked region of its linear memory.
@@ -154,18 +154,33 @@ pub struct LaunchShape {
     pub shared_mem_bytes: u32,
 }
 
-/// Configurable launch limits. Only the shared-memory cap varies between devices; every other
-/// limit is a constant in [`limits`](crate::limits).
+/// Configurable launch limits: the shared-memory cap, which varies between devices, and the
+/// quotas one launch is held to ([`Quota`](crate::Quota)); every other limit is a constant in
+/// [`limits`](crate::limits). Build one from [`LaunchLimits::DEFAULT`] with the fields to
+/// change: `LaunchLimits { max_threads_per_launch: 1 << 24, ..LaunchLimits::DEFAULT }`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct LaunchLimits {
     /// The most dynamic shared memory per block a launch may ask for, in bytes.
     pub max_shared_mem_bytes: u32,
+    /// The most threads one launch may run (`grid × block`); more is
+    /// [`QuotaExceeded`](crate::AbiError::QuotaExceeded), before the argv is read.
+    pub max_threads_per_launch: u64,
+    /// The most bytes of device memory one launch's windows may be copied into, for a launcher
+    /// that copies them (the CUDA backend's staged mode), which reads it from
+    /// [`LaunchRequest::limits`](crate::LaunchRequest::limits); more is
+    /// [`QuotaExceeded`](crate::AbiError::QuotaExceeded), before anything is allocated.
+    pub max_staging_bytes: u64,
 }
 
 impl LaunchLimits {
-    /// The defaults: [`DEFAULT_MAX_SHARED_MEM_BYTES`].
-    pub const DEFAULT: LaunchLimits = LaunchLimits { max_shared_mem_bytes: DEFAULT_MAX_SHARED_MEM_BYTES };
+    /// The defaults: [`DEFAULT_MAX_SHARED_MEM_BYTES`], [`DEFAULT_MAX_THREADS_PER_LAUNCH`],
+    /// [`DEFAULT_MAX_STAGING_BYTES`].
+    pub const DEFAULT: LaunchLimits = LaunchLimits {
+        max_shared_mem_bytes: DEFAULT_MAX_SHARED_MEM_BYTES,
+        max_threads_per_launch: DEFAULT_MAX_THREADS_PER_LAUNCH,
+        max_staging_bytes: DEFAULT_MAX_STAGING_BYTES,
+    };
 }
 
 impl Default for LaunchLimits {
@@ -482,13 +497,13 @@ mod tests {
             shape_err(OK_GRID, OK_BLOCK, i32::MAX),
             at_most(Dimension::SharedMem, i64::from(i32::MAX), cap)
         );
-        let small = LaunchLimits { max_shared_mem_bytes: 48 * 1024 };
+        let small = LaunchLimits { max_shared_mem_bytes: 48 * 1024, ..LaunchLimits::DEFAULT };
         assert_eq!(check_launch_shape(OK_GRID, OK_BLOCK, 49_152, &small).unwrap().shared_mem_bytes, 49_152);
         assert_eq!(
             check_launch_shape(OK_GRID, OK_BLOCK, 49_153, &small).unwrap_err(),
             at_most(Dimension::SharedMem, 49_153, 49_152)
         );
-        let none = LaunchLimits { max_shared_mem_bytes: 0 };
+        let none = LaunchLimits { max_shared_mem_bytes: 0, ..LaunchLimits::DEFAULT };
         assert!(check_launch_shape(OK_GRID, OK_BLOCK, 0, &none).is_ok());
         assert!(check_launch_shape(OK_GRID, OK_BLOCK, 1, &none).is_err());
     }

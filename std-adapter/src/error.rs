@@ -22,6 +22,7 @@ use kernel_args_core::{ArgvError, ErrorCode};
 
 use crate::checks::{RegionError, ShapeError};
 use crate::declaration::Mismatch;
+use crate::quota::QuotaError;
 
 /// The wasi-cuda ABI error codes. The discriminants are the stable codes the host function
 /// returns.
@@ -190,6 +191,8 @@ pub enum Detail {
     Region(RegionError),
     /// The launch shape is out of range: which quantity, its value, the bound.
     Shape(ShapeError),
+    /// A quota would be exceeded: which, what the launch would take, the limit.
+    Quota(QuotaError),
     /// The wasi-cuda capability is disabled for this guest.
     CapabilityDisabled,
     /// The calling module exports no linear memory named `memory`, so no pointer can be
@@ -215,6 +218,7 @@ impl Detail {
             Detail::Message { code, .. } => *code,
             Detail::Region(_) | Detail::NoExportedMemory => AbiError::InvalidPointer,
             Detail::Shape(_) => AbiError::InvalidDimensions,
+            Detail::Quota(_) => AbiError::QuotaExceeded,
             Detail::CapabilityDisabled | Detail::NoDevice => AbiError::NotAvailable,
             Detail::LauncherPanicked => AbiError::Internal,
         }
@@ -224,7 +228,8 @@ impl Detail {
 /// An error from a host call: the [`Detail`] the host keeps for logs and tools, and the
 /// [`AbiError`] code the guest sees, which the detail decides ([`Detail::code`]), so the two
 /// can never disagree. `source()` yields the typed cause where there is one: the core's
-/// [`ArgvError`], a [`RegionError`] or a [`ShapeError`].
+/// [`ArgvError`], a [`RegionError`], a [`ShapeError`], a [`QuotaError`] or a declaration's
+/// [`Mismatch`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HostError {
     detail: Detail,
@@ -290,6 +295,7 @@ impl fmt::Display for Detail {
             Detail::Message { text, .. } => f.write_str(text),
             Detail::Region(e) => write!(f, "{e}"),
             Detail::Shape(e) => write!(f, "{e}"),
+            Detail::Quota(e) => write!(f, "{e}"),
             Detail::CapabilityDisabled => f.write_str("the wasi-cuda capability is disabled for this guest"),
             Detail::NoExportedMemory => f.write_str("the guest exports no linear memory named `memory`"),
             Detail::NoDevice => f.write_str("no CUDA device: dry run, the launch was recorded but not run"),
@@ -311,6 +317,7 @@ impl core::error::Error for HostError {
             Detail::Argv(e) => Some(e),
             Detail::Region(e) => Some(e),
             Detail::Shape(e) => Some(e),
+            Detail::Quota(e) => Some(e),
             Detail::Declaration(e) => Some(e),
             _ => None,
         }
@@ -320,6 +327,12 @@ impl core::error::Error for HostError {
 impl From<ArgvError> for HostError {
     fn from(e: ArgvError) -> HostError {
         HostError::new(Detail::Argv(e))
+    }
+}
+
+impl From<QuotaError> for HostError {
+    fn from(e: QuotaError) -> HostError {
+        HostError::new(Detail::Quota(e))
     }
 }
 

@@ -11,6 +11,9 @@ use crate::checks::{LaunchLimits, check_args_region, check_launch_shape};
 use crate::declaration::Declaration;
 use crate::error::{AbiError, Detail, HostError};
 use crate::launcher::{LaunchOutcome, LaunchRequest, LaunchSnapshot, Launcher, check_registered};
+#[cfg(feature = "std")]
+use crate::quota::InFlight;
+use crate::quota::check_threads_per_launch;
 
 /// The import module the host function is registered under.
 pub const IMPORT_MODULE: &str = "wasi:cuda/host@0.2.0";
@@ -200,6 +203,10 @@ pub struct LaunchHost<L> {
     enabled: bool,
     trust: GuestTrust,
     limits: LaunchLimits,
+    /// The shared counts of launches in flight this host takes a place in: the guest's, the
+    /// device's.
+    #[cfg(feature = "std")]
+    in_flight: [Option<std::sync::Arc<InFlight>>; 2],
     /// The last launch handed to the launcher, valid while `recorded`; kept in place (and
     /// parsed into in place) so that recording a launch copies nothing.
     record: LaunchRecord,
@@ -215,6 +222,8 @@ impl<L: Launcher> LaunchHost<L> {
             enabled: true,
             trust: GuestTrust::Untrusted,
             limits: LaunchLimits::DEFAULT,
+            #[cfg(feature = "std")]
+            in_flight: [None, None],
             record: LaunchRecord { snapshot: LaunchSnapshot::EMPTY, result: Err(AbiError::Internal) },
             recorded: false,
             last_error: None,
@@ -225,6 +234,24 @@ impl<L: Launcher> LaunchHost<L> {
     #[must_use]
     pub fn with_limits(mut self, limits: LaunchLimits) -> LaunchHost<L> {
         self.limits = limits;
+        self
+    }
+
+    /// Takes a place in `count` for each launch (feature `std`): the guest's count
+    /// ([`InFlight::per_guest`], shared by every host of the guest) or the device's
+    /// ([`InFlight::per_device`], shared by every host on the device); one of each may be
+    /// given, and a second of the same kind replaces the first. Just before its launcher runs,
+    /// the host takes a place in each; when one is full the launch is refused with
+    /// [`QuotaExceeded`](AbiError::QuotaExceeded) ([`Detail::Quota`]), and the places are
+    /// given back when the launcher returns (or panics).
+    #[cfg(feature = "std")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "std")))]
+    #[must_use]
+    pub fn with_in_flight(mut self, count: std::sync::Arc<InFlight>) -> LaunchHost<L> {
+        let slot = usize::from(count.quota() == crate::Quota::InFlightPerDevice);
+        if let Some(place) = self.in_flight.get_mut(slot) {
+            *place = Some(count);
+        }
         self
     }
 
@@ -326,6 +353,7 @@ impl<L: Launcher> LaunchHost<L> {
         let memory_len = u64::try_from(memory.len()).unwrap_or(u64::MAX);
         let region = check_args_region(call.args_ptr, call.args_len, memory_len)?;
         let shape = check_launch_shape(call.grid, call.block, call.shared_mem, &self.limits)?;
+        check_threads_per_launch(&shape, &self.limits)?;
 
         // The byte cap, on the region's length, before any argv byte is read.
         check_argv_len(region.len())?;
@@ -351,6 +379,16 @@ impl<L: Launcher> LaunchHost<L> {
             &shape,
             self.trust,
         )?;
+        // The places in flight, last of the checks: held until the launcher returns, and given
+        // back on every path (a refusal, a launcher's error, a caught panic) as they drop.
+        #[cfg(feature = "std")]
+        let mut places: [Option<crate::InFlightSlot<'_>>; 2] = [None, None];
+        #[cfg(feature = "std")]
+        for (place, count) in places.iter_mut().zip(&self.in_flight) {
+            if let Some(count) = count {
+                *place = Some(count.acquire()?);
+            }
+        }
         self.recorded = true;
 
         let guest = GuestMemory::exclusive(memory);
@@ -360,6 +398,7 @@ impl<L: Launcher> LaunchHost<L> {
             &self.record.snapshot.args,
             &guest,
             registration,
+            self.limits,
         );
         let launcher = &mut self.launcher;
         #[cfg(feature = "std")]
@@ -549,11 +588,125 @@ mod tests {
     fn boxed_launchers_plug_in() {
         let (mut memory, len) = memory_with_argv();
         let launcher: Box<dyn Launcher> = Box::new(Counting::default());
-        let mut host = LaunchHost::new(launcher).with_limits(LaunchLimits { max_shared_mem_bytes: 0 });
+        let mut host = LaunchHost::new(launcher)
+            .with_limits(LaunchLimits { max_shared_mem_bytes: 0, ..LaunchLimits::DEFAULT });
         assert_eq!(host.call(Some(&mut memory), &good_call(len)), 0);
         let call = LaunchCall { shared_mem: 1, ..good_call(len) };
         assert_eq!(host.call(Some(&mut memory), &call), -8);
         assert_eq!(host.limits().max_shared_mem_bytes, 0);
+    }
+
+    #[test]
+    fn threads_per_launch_are_refused_past_the_quota_before_the_argv_is_read() {
+        let (mut memory, len) = memory_with_argv();
+        let limits = LaunchLimits { max_threads_per_launch: 64, ..LaunchLimits::DEFAULT };
+        let mut host = LaunchHost::new(Counting::default()).with_limits(limits);
+        // 4 blocks of 16: at the quota.
+        assert_eq!(host.call(Some(&mut memory), &LaunchCall { grid: [4, 1, 1], ..good_call(len) }), 0);
+        // 5 blocks of 16, over an argv that would not parse: the quota is judged first.
+        memory[0] = 0xee;
+        let call = LaunchCall { grid: [5, 1, 1], ..good_call(len) };
+        assert_eq!(host.call(Some(&mut memory), &call), AbiError::QuotaExceeded.code());
+        assert!(host.last_launch().is_none());
+        assert_eq!(
+            host.last_error().unwrap().detail(),
+            &Detail::Quota(crate::QuotaError {
+                quota: crate::Quota::ThreadsPerLaunch,
+                requested: 80,
+                limit: 64
+            })
+        );
+        assert_eq!(host.launcher().calls, 1);
+        // A shape out of range is still InvalidDimensions, whatever its thread count.
+        let call = LaunchCall { block: [2048, 1, 1], ..good_call(len) };
+        assert_eq!(host.call(Some(&mut memory), &call), AbiError::InvalidDimensions.code());
+    }
+
+    /// Holds each launch until told to let it go, saying when it has started.
+    #[cfg(feature = "std")]
+    struct Held {
+        kernels: KernelTable,
+        started: std::sync::mpsc::Sender<()>,
+        release: std::sync::mpsc::Receiver<()>,
+    }
+
+    #[cfg(feature = "std")]
+    impl Launcher for Held {
+        fn registered(&mut self, kernel_id: i64) -> Option<Registered<'_>> {
+            self.kernels.get(kernel_id)
+        }
+
+        fn launch(&mut self, _: &LaunchRequest<'_, '_>) -> Result<LaunchOutcome, HostError> {
+            self.started.send(()).unwrap();
+            self.release.recv().unwrap();
+            Ok(OUTCOME)
+        }
+    }
+
+    /// Two hosts sharing a device's count of one: while the first host's launch runs, the
+    /// second's is refused; once it has returned, the second's runs. The guest's count works
+    /// the same way over the hosts of one guest.
+    #[test]
+    #[cfg(feature = "std")]
+    fn launches_in_flight_are_refused_at_the_quota_and_accepted_below_it() {
+        use std::sync::{Arc, mpsc};
+
+        use crate::{InFlight, Quota, QuotaError};
+
+        for count in [Arc::new(InFlight::per_device(1)), Arc::new(InFlight::per_guest(1))] {
+            let (started_tx, started) = mpsc::channel();
+            let (release, release_rx) = mpsc::channel();
+            let held = Held { kernels: kernels(), started: started_tx, release: release_rx };
+            let mut first = LaunchHost::new(held).with_in_flight(count.clone());
+            let mut second = LaunchHost::new(Counting::default()).with_in_flight(count.clone());
+            std::thread::scope(|s| {
+                let running = s.spawn(move || {
+                    let (mut memory, len) = memory_with_argv();
+                    first.call(Some(&mut memory), &good_call(len))
+                });
+                started.recv().unwrap();
+                assert_eq!(count.in_flight(), 1);
+                let (mut memory, len) = memory_with_argv();
+                assert_eq!(second.call(Some(&mut memory), &good_call(len)), AbiError::QuotaExceeded.code());
+                assert_eq!(
+                    second.last_error().unwrap().detail(),
+                    &Detail::Quota(QuotaError { quota: count.quota(), requested: 2, limit: 1 })
+                );
+                assert!(second.last_launch().is_none(), "refused before dispatch");
+                assert_eq!(second.launcher().calls, 0);
+                release.send(()).unwrap();
+                assert_eq!(running.join().unwrap(), 0);
+                assert_eq!(count.in_flight(), 0);
+                assert_eq!(second.call(Some(&mut memory), &good_call(len)), 0);
+                assert_eq!(second.launcher().calls, 1);
+            });
+            assert!(matches!(count.quota(), Quota::InFlightPerDevice | Quota::InFlightPerGuest));
+        }
+    }
+
+    /// A place is given back whatever the launch's end: an error before dispatch takes none,
+    /// and a launcher's panic gives its place back.
+    #[test]
+    #[cfg(feature = "std")]
+    fn a_place_in_flight_is_given_back_on_every_path() {
+        use std::sync::Arc;
+
+        let device = Arc::new(crate::InFlight::per_device(1));
+        let guest = Arc::new(crate::InFlight::per_guest(1));
+        let (mut memory, len) = memory_with_argv();
+        let mut host = LaunchHost::new(Counting { panic: true, ..Counting::default() })
+            .with_in_flight(device.clone())
+            .with_in_flight(guest.clone());
+        assert_eq!(host.call(Some(&mut memory), &good_call(len)), AbiError::Internal.code());
+        assert_eq!((device.in_flight(), guest.in_flight()), (0, 0));
+        host.launcher_mut().panic = false;
+        assert_eq!(host.call(Some(&mut memory), &LaunchCall { kernel_id: 77, ..good_call(len) }), -3);
+        assert_eq!(host.call(Some(&mut memory), &good_call(len)), 0);
+        assert_eq!((device.in_flight(), guest.in_flight()), (0, 0));
+        // The device's count full: the guest's place taken first is given back too.
+        let _other = device.acquire().unwrap();
+        assert_eq!(host.call(Some(&mut memory), &good_call(len)), AbiError::QuotaExceeded.code());
+        assert_eq!((device.in_flight(), guest.in_flight()), (1, 0));
     }
 
     #[test]

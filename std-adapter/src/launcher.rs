@@ -100,6 +100,9 @@ pub struct LaunchRequest<'a, 'm> {
     pub memory: &'a GuestMemory<'m>,
     /// The registration the arguments were checked against.
     registration: u64,
+    /// The limits the host checked the launch against; a launcher holds what only it can
+    /// measure to them ([`LaunchLimits::max_staging_bytes`](crate::LaunchLimits)).
+    limits: crate::LaunchLimits,
 }
 
 impl<'a, 'm> LaunchRequest<'a, 'm> {
@@ -111,8 +114,15 @@ impl<'a, 'm> LaunchRequest<'a, 'm> {
         args: &'a LaunchArgs,
         memory: &'a GuestMemory<'m>,
         registration: u64,
+        limits: crate::LaunchLimits,
     ) -> Self {
-        LaunchRequest { kernel_id, shape, args, memory, registration }
+        LaunchRequest { kernel_id, shape, args, memory, registration, limits }
+    }
+
+    /// The limits the host checked the launch against (the quotas a launcher holds it to among
+    /// them).
+    pub fn limits(&self) -> &crate::LaunchLimits {
+        &self.limits
     }
 
     /// The request for kernel `kernel_id` of `launcher`, checked as the host function checks a
@@ -128,7 +138,8 @@ impl<'a, 'm> LaunchRequest<'a, 'm> {
     /// # Errors
     ///
     /// The [`HostError`] the host function would answer the guest: `InvalidDimensions`,
-    /// `InvalidPointer`, `InvalidKernel` or `InvalidArgs`.
+    /// `QuotaExceeded` (threads per launch, at the default quota), `InvalidPointer`,
+    /// `InvalidKernel` or `InvalidArgs`.
     pub fn check<L: Launcher + ?Sized>(
         launcher: &mut L,
         kernel_id: i64,
@@ -142,15 +153,32 @@ impl<'a, 'm> LaunchRequest<'a, 'm> {
             shape.grid.map(signed),
             shape.block.map(signed),
             signed(shape.shared_mem_bytes),
-            &crate::LaunchLimits::default(),
+            &crate::LaunchLimits::DEFAULT,
         )?;
+        crate::check_threads_per_launch(&shape, &crate::LaunchLimits::DEFAULT)?;
         for (_, range) in args.pointers() {
             if memory.window(range.guest_offset, range.len).is_none() {
                 return Err(HostError::fixed(AbiError::InvalidPointer, "a window lies outside guest memory"));
             }
         }
         let registration = check_registered(launcher, kernel_id, args, &shape, trust)?;
-        Ok(LaunchRequest { kernel_id, shape, args, memory, registration })
+        Ok(LaunchRequest {
+            kernel_id,
+            shape,
+            args,
+            memory,
+            registration,
+            limits: crate::LaunchLimits::DEFAULT,
+        })
+    }
+
+    /// The request with `limits` for the quotas its launcher measures
+    /// ([`LaunchLimits::max_staging_bytes`](crate::LaunchLimits)); [`check`](Self::check)
+    /// gives it the defaults.
+    #[must_use]
+    pub fn with_limits(mut self, limits: crate::LaunchLimits) -> Self {
+        self.limits = limits;
+        self
     }
 
     /// The registration of the kernel the arguments were checked against

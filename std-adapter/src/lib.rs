@@ -14,7 +14,8 @@
 //! 2. capability gate → `NotAvailable`;
 //! 3. the guest's memory: none exported → `InvalidPointer`;
 //! 4. argument region ([`check_args_region`]) → `InvalidPointer`;
-//! 5. launch shape ([`check_launch_shape`], limits in [`limits`]) → `InvalidDimensions`;
+//! 5. launch shape ([`check_launch_shape`], limits in [`limits`]) → `InvalidDimensions`; then
+//!    threads per launch ([`check_threads_per_launch`]) → `QuotaExceeded`;
 //! 6. byte cap (`kernel_args_core::check_argv_len`) → `KernelArgsUnsupported`;
 //! 7. parse (the core parser, no heap, into the launch's record) → `InvalidArgs`,
 //!    `InvalidPointer`, `KernelArgsUnsupported`;
@@ -22,7 +23,8 @@
 //!    guest the host does not trust ([`GuestTrust`]) → `InvalidKernel`;
 //! 9. the kernel's declaration ([`Declaration`]): arguments that do not fit what it declares →
 //!    `InvalidArgs`;
-//! 10. launch through the [`Launcher`] trait ([`DryRunLauncher`] here, the CUDA backend in
+//! 10. launches in flight, for a host given a shared count ([`InFlight`], feature `std`) →
+//!     `QuotaExceeded`; then the launch through the [`Launcher`] trait ([`DryRunLauncher`] here, the CUDA backend in
 //!     `kernel-args-cuda`), whose answer is the guest's;
 //! 11. record: the last launch, pointer-free ([`LaunchHost::last_launch`]), or the last error
 //!     ([`LaunchHost::last_error`]).
@@ -82,6 +84,9 @@
 //!   the steps are ARCHITECTURE.md's "The host call, step by step");
 //! - kernel declarations, their grammar's parser and the check of a launch against them:
 //!   [`Declaration`] (`src/declaration.rs`; the grammar is `docs/declarations.md`);
+//! - the quotas (threads and staging bytes per launch, launches in flight per guest and per
+//!   device), their defaults and the shared in-flight count: [`Quota`], [`InFlight`]
+//!   (`src/quota.rs`);
 //! - the launcher seam: [`Launcher`], [`LaunchRequest`], [`KernelTable`] (`src/launcher.rs`);
 //!   the dry run: [`DryRunLauncher`];
 //! - the wasmtime host function (feature `wasmtime`): `wasmtime_host::add_to_linker`; the wasmi
@@ -147,6 +152,7 @@ pub mod guest;
 mod host;
 mod launcher;
 pub mod limits;
+mod quota;
 #[cfg(feature = "wasmi")]
 #[cfg_attr(docsrs, doc(cfg(feature = "wasmi")))]
 pub mod wasmi_host;
@@ -173,6 +179,7 @@ pub use launcher::{
     KernelTable, LaunchOutcome, LaunchRequest, LaunchSnapshot, Launcher, PointerMode, Registered,
     SignatureCheck, TableFull,
 };
+pub use quota::{InFlight, InFlightSlot, Quota, QuotaError, check_threads_per_launch};
 
 /// The README's code, run as a doctest so that it stays true.
 #[cfg(doctest)]

@@ -8,6 +8,7 @@
 //! shape the host accepts is one the driver can launch on any of them (a smaller device may
 //! still refuse it with `LaunchFailed`). Only the shared-memory cap is configurable
 //! ([`LaunchLimits`](crate::LaunchLimits)), because it is the one that differs between devices.
+//! The quotas' defaults are here too; the quotas themselves are [`Quota`](crate::Quota).
 
 /// Every grid and block dimension is at least 1: a zero dimension launches nothing, and a
 /// negative one is a guest bug.
@@ -37,6 +38,15 @@ pub const MAX_THREADS_PER_BLOCK: u32 = 1024;
 /// Default cap on dynamic shared memory per block: 227 KiB, the most a current GPU
 /// (compute capability 9.0) lets one block opt into.
 pub const DEFAULT_MAX_SHARED_MEM_BYTES: u32 = 227 * 1024;
+
+/// Default quota on threads per launch (`grid × block`): 2³², which a launch of 4,194,304 blocks
+/// of 1024 threads reaches. Every shape the corpus and the examples launch is far below it; an
+/// embedder serving many guests sets its own ([`LaunchLimits`](crate::LaunchLimits)).
+pub const DEFAULT_MAX_THREADS_PER_LAUNCH: u64 = 1 << 32;
+
+/// Default quota on the device memory one launch's windows are copied into in staged mode:
+/// 1 GiB.
+pub const DEFAULT_MAX_STAGING_BYTES: u64 = 1 << 30;
 
 /// The longest declaration, in bytes: enough for `MAX_KERNEL_ARGS` parameters of 16 bytes each.
 pub const MAX_DECLARATION_BYTES: usize = 2048;

@@ -481,12 +481,12 @@ static void raw_calls_get_codes_never_traps(void)
     struct {
         kargs_call call;
         int32_t code;
-    } cases[12];
+    } cases[13];
     int32_t mem;
     size_t i;
     if (!g) return;
     mem = (int32_t)guest_memory_len(g);
-    for (i = 0; i < 12; i++) cases[i].call = base;
+    for (i = 0; i < 13; i++) cases[i].call = base;
     cases[0].call.args_ptr = -1, cases[0].call.args_len = 4, cases[0].code = -2;
     cases[1].call.args_ptr = 0, cases[1].call.args_len = -1, cases[1].code = -2;
     cases[2].call.args_ptr = INT32_MIN, cases[2].call.args_len = INT32_MIN, cases[2].code = -2;
@@ -499,12 +499,17 @@ static void raw_calls_get_codes_never_traps(void)
     cases[8].call.grid[0] = 0, cases[8].code = -8;
     cases[9].call.shared_mem = -1, cases[9].code = -8;
     cases[10].call.shared_mem = 227 * 1024 + 1, cases[10].code = -8;
+    /* Every dimension in range, but past the default threads quota (2^32). */
     cases[11].call.kernel_id = INT64_MIN;
     cases[11].call.grid[1] = cases[11].call.grid[2] = 65535;
     cases[11].call.block[0] = 1024;
-    cases[11].call.shared_mem = 227 * 1024;
-    cases[11].code = -3;
-    for (i = 0; i < 12; i++) {
+    cases[11].code = -6;
+    cases[12].call.kernel_id = INT64_MIN;
+    cases[12].call.grid[1] = 65535, cases[12].call.grid[2] = 64;
+    cases[12].call.block[0] = 1024;
+    cases[12].call.shared_mem = 227 * 1024;
+    cases[12].code = -3;
+    for (i = 0; i < 13; i++) {
         const kargs_call *c = &cases[i].call;
         expect_eq(launch_raw(g, c), cases[i].code,
                   "launch_raw(%" PRId64 ", grid [%d, %d, %d], block [%d, %d, %d], shared %d, "
@@ -512,7 +517,8 @@ static void raw_calls_get_codes_never_traps(void)
                   c->kernel_id, c->grid[0], c->grid[1], c->grid[2], c->block[0], c->block[1],
                   c->block[2], c->shared_mem, c->args_ptr, c->args_len, cases[i].code);
     }
-    /* The largest shape, for an unknown kernel id: InvalidKernel, and nothing recorded. */
+    /* The largest shape within the quota, for an unknown kernel id: InvalidKernel, and nothing
+     * recorded. */
     expect(!runtime_host(g)->recorded && runtime_host(g)->error.kind == KARGS_ERROR_KIND_UNKNOWN_KERNEL &&
                (int64_t)runtime_host(g)->error.detail[0] == INT64_MIN,
            "kernel id INT64_MIN is unknown (an i64 arrives whole): %s", message(g));

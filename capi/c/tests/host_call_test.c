@@ -172,6 +172,24 @@ static void check_host_call(void)
     CHECK(rc == KARGS_ABI_INTERNAL && err.kind == KARGS_ERROR_KIND_NULL_ARGUMENT, "NULL host");
     CHECK(strcmp(msg, "kargs_host_call: host is NULL") == 0, "msg: %s", msg);
     CHECK(s.calls == 3, "the callback ran for the good calls alone: %u", s.calls);
+
+    /* The quotas: threads per launch (16 here), and a device's count of launches in flight. */
+    host.max_threads_per_launch = 15;
+    rc = kargs_host_call(&host, memory, sizeof memory, &call, &err, msg, sizeof msg);
+    CHECK(rc == KARGS_ABI_QUOTA_EXCEEDED && err.kind == KARGS_ERROR_KIND_QUOTA &&
+              err.detail[0] == KARGS_QUOTA_THREADS_PER_LAUNCH && err.detail[1] == 16 &&
+              err.detail[2] == 15, "16 threads over a quota of 15: %d", rc);
+    host.max_threads_per_launch = 16;
+    kargs_in_flight device = {1, 0};
+    host.in_flight_device = &device;
+    rc = kargs_host_call(&host, memory, sizeof memory, &call, &err, msg, sizeof msg);
+    CHECK(rc == 0 && s.calls == 4 && device.now == 0, "at both quotas, the place given back: %d", rc);
+    device.max = 0;
+    rc = kargs_host_call(&host, memory, sizeof memory, &call, &err, msg, sizeof msg);
+    CHECK(rc == KARGS_ABI_QUOTA_EXCEEDED && err.detail[0] == KARGS_QUOTA_IN_FLIGHT_PER_DEVICE && s.calls == 4,
+          "a device count of none: %d", rc);
+    CHECK(strcmp(msg, "QuotaExceeded -6: launches in flight on this device would be 1, the quota is 0") == 0,
+          "msg: %s", msg);
 }
 
 int main(void)
