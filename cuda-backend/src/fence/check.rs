@@ -311,6 +311,10 @@ struct Entry<'m> {
     /// Whether the fence's exit label has been passed.
     past_exit: bool,
     has_exit: bool,
+    /// Whether a thread here may have something to report: a label has been passed (a later
+    /// branch may reach it), or the flag's registers written other than cleared. Before that,
+    /// an exit skips nothing.
+    noted: bool,
 }
 
 fn finding(instruction: &Instruction, kind: FindingKind) -> CheckFinding {
@@ -349,6 +353,7 @@ fn check_entry<'m>(
         frozen: false,
         past_exit: false,
         has_exit: false,
+        noted: false,
     };
     for statement in &body.statements {
         match statement {
@@ -387,6 +392,7 @@ impl<'m> Entry<'m> {
                 Statement::Label(l) => {
                     self.end_leading_run();
                     self.local.clear();
+                    self.noted = true;
                     if l.name == "$__kargs_exit" {
                         self.past_exit = true;
                     }
@@ -458,6 +464,16 @@ impl<'m> Entry<'m> {
         if self.frozen && self.window.contains_key(name) {
             return Err(finding(instruction, FindingKind::FenceRegister));
         }
+        // The flag's registers: anything but clearing them may leave something to report.
+        let cleared = instruction.opcode == "mov"
+            && instruction.guard.is_none()
+            && matches!(
+                instruction.operands.get(1).map(|o| &o.kind),
+                Some(OperandKind::Immediate(Immediate::Int(0)))
+            );
+        if matches!(name, "%__kargs_v" | "%__kargs_w") && !cleared {
+            self.noted = true;
+        }
         let map = if self.frozen { &mut self.local } else { &mut self.window };
         map.remove(name);
         map.retain(|_, f| f.base() != Some(name));
@@ -502,8 +518,13 @@ impl<'m> Entry<'m> {
             op if NO_MEMORY.contains(&op) => Ok(()),
             "bra" if m.iter().all(|x| *x == "uni") && i.operands.len() == 1 => Ok(()),
             "ret" | "exit" => {
-                // With the fence's exit, every other exit goes through it.
-                if self.has_exit && !self.past_exit { Err(finding(i, FindingKind::Exit)) } else { Ok(()) }
+                // With the fence's exit, every other exit once something may be noted goes
+                // through it.
+                if self.has_exit && self.noted && !self.past_exit {
+                    Err(finding(i, FindingKind::Exit))
+                } else {
+                    Ok(())
+                }
             }
             "bar" | "barrier" => self.barrier(i, &m),
             "shfl" | "vote" | "match" | "redux" if m.contains(&"sync") => {

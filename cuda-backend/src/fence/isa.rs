@@ -49,7 +49,8 @@ pub(super) enum Class {
     Plain,
     /// `bra`: kept (its target is a label of the entry).
     Branch,
-    /// `ret` or `exit`: through the fence's exit.
+    /// `ret` or `exit`: through the fence's exit (kept as it is where the thread has nothing to
+    /// report yet).
     Exit,
     /// `trap` or `brkpt`, which stop the device with an error: rewritten to set the flag and
     /// leave through the fence's exit.

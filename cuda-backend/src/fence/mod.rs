@@ -56,8 +56,9 @@
 //!
 //! Per clamped access this costs eight PTX instructions, about six in sm_90 SASS (one or two
 //! more to form the address of a register with an offset or a 32-bit register, eleven more
-//! per window a generic access may reach); per thread, the windows' computation at the start and about seven instructions to
-//! leave (the flag's test and store, and the convergence barrier around the body). What the fence refuses, by name: calls and device functions' bodies, textures and
+//! per window a generic access may reach); per thread, the windows' computation at the start and about four instructions to
+//! leave (the flag's test and store). An exit before the thread has passed any access, trap
+//! or label (nvcc's bounds check) is left a plain `ret`: it has nothing to report. What the fence refuses, by name: calls and device functions' bodies, textures and
 //! surfaces, tensor-core and bulk copies (`wmma`, `ldmatrix`, `cp.async.bulk`, `mbarrier`),
 //! module-scope `.global` variables the module writes or whose address it passes on
 //! (`__device__` variables, `printf`'s format strings), indirect branches, barriers whose number is not a

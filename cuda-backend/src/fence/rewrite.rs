@@ -97,7 +97,9 @@ pub(super) mod names {
     pub const PL: &str = "%__kargs_pl";
     /// No access was moved.
     pub const P: &str = "%__kargs_p";
-    /// The exit every `ret` and `exit` goes through.
+    /// The exit every `ret` and `exit` goes through once the thread may have noted something
+    /// (before that, an exit, or a branch to a label whose first instruction is one, is a
+    /// plain `ret`).
     pub const EXIT: &str = "$__kargs_exit";
     /// The address registers, one per address operand of an instruction.
     pub const ADDRESS: [&str; 2] = ["%__kargs_a0", "%__kargs_a1"];
@@ -548,6 +550,7 @@ impl<'m> EntryRewriter<'m> {
             statements.push(op("mov", &["u64"], vec![reg(names::W), imm(0)]));
         }
         statements.extend(prologue);
+        let exit_labels = exit_labels(&body.statements);
         let mut context = Context {
             plans: &plans,
             classes: &classes,
@@ -557,55 +560,83 @@ impl<'m> EntryRewriter<'m> {
             windows: &self.windows,
             shared_window,
             local_window,
+            exit_labels: &exit_labels,
+            noted: false,
         };
         statements.extend(context.block(&body.statements)?);
         if fenced {
-            statements.push(Statement::Label(kernel_args_ptx::Label {
-                span: Span::default(),
-                name: names::EXIT.to_owned(),
-            }));
-            statements.push(op(
-                "ld",
-                &["param", "u64"],
-                vec![
-                    reg(names::FLAG),
-                    Operand::new(OperandKind::Address(Address {
-                        base: AddressBase::Symbol(FENCE_PARAMS[2].to_owned()),
-                        offset: 0,
-                    })),
-                ],
-            ));
-            statements.push(op("setp", &["eq", "u32"], vec![reg(names::P), reg(names::V), imm(0)]));
-            if traps > 0 {
-                // Two reasons, each its own bit, ORed in by every thread that has one.
-                let moved = Guard { span: Span::default(), negated: true, register: names::P.to_owned() };
-                statements.push(guarded(
-                    Some(&moved),
-                    "red",
-                    &["global", "or", "b32"],
-                    vec![at(names::FLAG), imm(FLAG_REACHED_OUT.into())],
-                ));
-                statements.push(op("setp", &["eq", "u64"], vec![reg(names::P), reg(names::W), imm(0)]));
-                statements.push(guarded(
-                    Some(&moved),
-                    "red",
-                    &["global", "or", "b32"],
-                    vec![at(names::FLAG), imm(FLAG_TRAPPED.into())],
-                ));
-            } else {
-                let guard = Guard { span: Span::default(), negated: false, register: names::P.to_owned() };
-                statements.push(guarded(Some(&guard), "ret", &[], vec![]));
-                statements.push(op(
-                    "st",
-                    &["global", "u32"],
-                    vec![at(names::FLAG), imm(FLAG_REACHED_OUT.into())],
-                ));
-            }
-            statements.push(op("ret", &[], vec![]));
+            statements.extend(exit_block(names::EXIT.to_owned(), traps > 0));
         }
         Ok((Block { span: body.span, statements }, stats))
     }
+}
 
+/// Labels whose first instruction is an unguarded `ret` or `exit` (nvcc's `$L__BB0_2: ret;`
+/// that a bounds check branches to).
+fn exit_labels(statements: &[Statement]) -> BTreeSet<String> {
+    fn walk(statements: &[Statement], pending: &mut Vec<String>, out: &mut BTreeSet<String>) {
+        for statement in statements {
+            match statement {
+                Statement::Label(l) => pending.push(l.name.clone()),
+                Statement::Block(b) => walk(&b.statements, pending, out),
+                Statement::Instruction(i) => {
+                    if i.guard.is_none() && matches!(i.opcode.as_str(), "ret" | "exit") {
+                        out.extend(pending.drain(..));
+                    }
+                    pending.clear();
+                }
+                _ => {}
+            }
+        }
+    }
+    let mut out = BTreeSet::new();
+    walk(statements, &mut Vec::new(), &mut out);
+    out
+}
+
+/// An exit of a fenced entry, labelled `name`: the thread's flag bits written, then `ret`.
+fn exit_block(name: String, traps: bool) -> Vec<Statement> {
+    let mut statements = Vec::new();
+    statements.push(Statement::Label(kernel_args_ptx::Label { span: Span::default(), name }));
+    statements.push(op(
+        "ld",
+        &["param", "u64"],
+        vec![
+            reg(names::FLAG),
+            Operand::new(OperandKind::Address(Address {
+                base: AddressBase::Symbol(FENCE_PARAMS[2].to_owned()),
+                offset: 0,
+            })),
+        ],
+    ));
+    statements.push(op("setp", &["eq", "u32"], vec![reg(names::P), reg(names::V), imm(0)]));
+    if traps {
+        // Two reasons, each its own bit, ORed in by every thread that has one.
+        let moved = Guard { span: Span::default(), negated: true, register: names::P.to_owned() };
+        statements.push(guarded(
+            Some(&moved),
+            "red",
+            &["global", "or", "b32"],
+            vec![at(names::FLAG), imm(FLAG_REACHED_OUT.into())],
+        ));
+        statements.push(op("setp", &["eq", "u64"], vec![reg(names::P), reg(names::W), imm(0)]));
+        statements.push(guarded(
+            Some(&moved),
+            "red",
+            &["global", "or", "b32"],
+            vec![at(names::FLAG), imm(FLAG_TRAPPED.into())],
+        ));
+    } else {
+        let guard = Guard { span: Span::default(), negated: false, register: names::P.to_owned() };
+        statements.push(guarded(Some(&guard), "ret", &[], vec![]));
+        statements.push(op("st", &["global", "u32"], vec![at(names::FLAG), imm(FLAG_REACHED_OUT.into())]));
+    }
+    statements.push(op("ret", &[], vec![]));
+
+    statements
+}
+
+impl EntryRewriter<'_> {
     /// How one address operand is fenced.
     fn plan(
         &mut self,
@@ -1063,6 +1094,11 @@ struct Context<'p> {
     windows: &'p BTreeMap<Window, BTreeSet<u64>>,
     shared_window: bool,
     local_window: bool,
+    /// Labels whose first instruction is an exit.
+    exit_labels: &'p BTreeSet<String>,
+    /// Whether the thread may have noted something for the flag by here: an access or a trap
+    /// has been passed, or a label (which a later branch may reach).
+    noted: bool,
 }
 
 impl Context<'_> {
@@ -1077,6 +1113,10 @@ impl Context<'_> {
                 }
                 // Top-level variables were moved to the top; nested ones refused.
                 Statement::Variable(_) => {}
+                Statement::Label(_) => {
+                    self.noted = true;
+                    out.push(statement.clone());
+                }
                 other => out.push(other.clone()),
             }
         }
@@ -1091,6 +1131,20 @@ impl Context<'_> {
         };
         let guard = instruction.guard.as_ref();
         match class {
+            // Before anything is noted, a thread has nothing to report: a branch to an exit
+            // (nvcc's bounds check, `@%p1 bra $L__BB0_2` to `ret`) and an exit leave at once,
+            // so the paths do not join before the flag's test, and ptxas needs no convergence
+            // barrier around the body.
+            Class::Branch
+                if self.fenced
+                    && !self.noted
+                    && instruction.operands.iter().any(
+                        |o| matches!(&o.kind, OperandKind::Symbol { name, .. } if self.exit_labels.contains(name)),
+                    ) =>
+            {
+                out.push(guarded(guard, "ret", &[], vec![]));
+            }
+            Class::Exit if self.fenced && !self.noted => out.push(Statement::Instruction(instruction.clone())),
             Class::Plain | Class::Branch => out.push(Statement::Instruction(instruction.clone())),
             Class::Exit if self.fenced => {
                 let modifiers: &[&str] = if guard.is_some() { &[] } else { &["uni"] };
@@ -1098,6 +1152,7 @@ impl Context<'_> {
             }
             Class::Exit => out.push(Statement::Instruction(instruction.clone())),
             Class::Trap => {
+                self.noted = true;
                 out.push(guarded(
                     guard,
                     "or",
@@ -1118,6 +1173,7 @@ impl Context<'_> {
                 out.push(Statement::Instruction(rewritten));
             }
             Class::Access(accesses) => {
+                self.noted |= plans.iter().any(|plan| !matches!(plan, Plan::Static));
                 let mut rewritten = instruction.clone();
                 let mut slot = 0usize;
                 for (access, plan) in accesses.iter().zip(plans) {

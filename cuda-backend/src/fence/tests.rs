@@ -702,6 +702,16 @@ fn the_checker_finds_what_a_rewriter_could_get_wrong() {
             text.replacen(",\n\t.param .u64 __kargs_fence_flag", "", 1),
             FindingKind::HiddenParams,
         ),
+        (
+            "a ret, before any access, after the flag's register is set",
+            text.replacen("mov.u32\t%__kargs_v, 0;", "mov.u32\t%__kargs_v, 1;\n\tret;", 1),
+            FindingKind::Exit,
+        ),
+        (
+            "a ret, before any access, after a label (a later branch may come back to it)",
+            text.replacen("mov.u32\t%__kargs_v, 0;", "mov.u32\t%__kargs_v, 0;\n$L__back:\n\tret;", 1),
+            FindingKind::Exit,
+        ),
     ];
     for (what, broken, kind) in edits {
         assert_ne!(broken, text, "{what}: the edit applies");
@@ -710,6 +720,10 @@ fn the_checker_finds_what_a_rewriter_could_get_wrong() {
             Err(finding) => assert_eq!(finding.kind, kind, "{what}: {finding}"),
         }
     }
+    // Before anything is noted a thread has nothing to report: an exit there skips nothing.
+    let early = text.replacen("mov.u32\t%__kargs_v, 0;", "mov.u32\t%__kargs_v, 0;\n\t@%p1 ret;", 1);
+    assert_ne!(early, text);
+    assert!(check(&early).is_ok(), "{early}");
 }
 
 /// The fixtures' fenced text is committed (`kernels/fenced/`), so that a change in the
