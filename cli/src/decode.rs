@@ -211,37 +211,42 @@ fn shape_text(shape: &LaunchShape) -> String {
 
 /// A launch shape the host refuses (`InvalidDimensions`) before it reads the argv.
 fn shape_refused(error: &ShapeError, json: bool, paint: Paint) -> Output {
-    let code = AbiError::InvalidDimensions;
-    if json {
-        return Output::stdout(Decoded::shape(error).to_line(), Status::Rejected);
-    }
-    let mut out = String::new();
-    let _ = writeln!(out, "{}: {error}", paint.error(&format!("error[{} {}]", code.name(), code.code())));
-    let _ = writeln!(
-        out,
-        "  = note: the host checks the launch shape (--grid, --block, --shared-mem) before the argv: \
+    let note = format!(
+        "the host checks the launch shape (--grid, --block, --shared-mem) before the argv: \
          grid {MIN_DIM}..={MAX_GRID_X}, {MIN_DIM}..={MAX_GRID_Y}, {MIN_DIM}..={MAX_GRID_Z}; \
          block {MIN_DIM}..={MAX_BLOCK_X}, {MIN_DIM}..={MAX_BLOCK_Y}, {MIN_DIM}..={MAX_BLOCK_Z}, \
          at most {MAX_THREADS_PER_BLOCK} threads per block; shared memory at most {} bytes",
         LaunchLimits::DEFAULT.max_shared_mem_bytes
     );
-    Output::stderr(out, Status::Rejected)
+    launch_refused(AbiError::InvalidDimensions, "launch_shape", error, &note, json, paint)
 }
 
 /// A launch of more threads than the host's default quota (`QuotaExceeded`), refused before it
 /// reads the argv.
 fn quota_refused(error: &QuotaError, json: bool, paint: Paint) -> Output {
-    let code = AbiError::QuotaExceeded;
+    let note = format!(
+        "a host refuses a launch of more threads (grid × block) than its quota before the argv; \
+         this is the default quota, {DEFAULT_MAX_THREADS_PER_LAUNCH}, which an embedder may set lower or higher"
+    );
+    launch_refused(AbiError::QuotaExceeded, "quota", error, &note, json, paint)
+}
+
+/// A launch the host refuses before it reads the argv: the JSON object, or the diagnostic with
+/// its note.
+fn launch_refused(
+    code: AbiError,
+    kind: &'static str,
+    error: &dyn std::fmt::Display,
+    note: &str,
+    json: bool,
+    paint: Paint,
+) -> Output {
     if json {
-        return Output::stdout(Decoded::quota(error).to_line(), Status::Rejected);
+        return Output::stdout(Decoded::launch_refused(code, kind, error).to_line(), Status::Rejected);
     }
     let mut out = String::new();
     let _ = writeln!(out, "{}: {error}", paint.error(&format!("error[{} {}]", code.name(), code.code())));
-    let _ = writeln!(
-        out,
-        "  = note: a host refuses a launch of more threads (grid × block) than its quota before the argv; \
-         this is the default quota, {DEFAULT_MAX_THREADS_PER_LAUNCH}, which an embedder may set lower or higher"
-    );
+    let _ = writeln!(out, "  = note: {note}");
     Output::stderr(out, Status::Rejected)
 }
 

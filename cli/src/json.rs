@@ -30,7 +30,7 @@
 //! value, and `value`, Rust's shortest round-trip spelling of it (`"1.5"`, `"-0.0"`, `"1e-45"`,
 //! `"inf"`, `"-inf"`, `"NaN"`), which is for people. Pointers carry `guest_offset` and `len`.
 
-use kernel_args::{AbiError, Mismatch, MismatchKind, QuotaError, ShapeError};
+use kernel_args::{AbiError, Mismatch, MismatchKind};
 use kernel_args_core::{Arg, ArgvError, LoweredArgSnapshot, Record};
 use serde::Serialize;
 
@@ -225,31 +225,19 @@ impl Decoded {
         Decoded::Checked { ok, args, signature: JsonSignature { kernel: kernel.to_owned(), ok }, error }
     }
 
-    /// A launch shape the host refuses, before it reads the argv.
-    pub(crate) fn shape(error: &ShapeError) -> Decoded {
-        let code = AbiError::InvalidDimensions;
+    /// A launch the host refuses before it reads the argv: `code`, of `kind` (`launch_shape`,
+    /// `quota`), with the error's message.
+    pub(crate) fn launch_refused(
+        code: AbiError,
+        kind: &'static str,
+        error: &dyn std::fmt::Display,
+    ) -> Decoded {
         Decoded::Rejected {
             ok: false,
             error: JsonError {
                 code: code.code(),
                 name: Some(code.name()),
-                kind: Some("launch_shape"),
-                index: None,
-                offset: None,
-                message: error.to_string(),
-            },
-        }
-    }
-
-    /// A launch the host refuses for its threads quota, before it reads the argv.
-    pub(crate) fn quota(error: &QuotaError) -> Decoded {
-        let code = AbiError::QuotaExceeded;
-        Decoded::Rejected {
-            ok: false,
-            error: JsonError {
-                code: code.code(),
-                name: Some(code.name()),
-                kind: Some("quota"),
+                kind: Some(kind),
                 index: None,
                 offset: None,
                 message: error.to_string(),
