@@ -6,7 +6,7 @@
 //! |---|---|---|---|
 //! | [`Quota::ThreadsPerLaunch`] | [`LaunchLimits::max_threads_per_launch`](crate::LaunchLimits) | [`DEFAULT_MAX_THREADS_PER_LAUNCH`](crate::limits::DEFAULT_MAX_THREADS_PER_LAUNCH) (2³²) | by the host, after the launch shape, before the argv is read |
 //! | [`Quota::StagingBytes`] | [`LaunchLimits::max_staging_bytes`](crate::LaunchLimits) | [`DEFAULT_MAX_STAGING_BYTES`](crate::limits::DEFAULT_MAX_STAGING_BYTES) (1 GiB) | by a launcher that copies windows to the device (the CUDA backend's staged mode), from [`LaunchRequest::limits`](crate::LaunchRequest::limits), before it allocates |
-//! | [`Quota::InFlightPerGuest`] | an [`InFlight::per_guest`] shared by the guest's hosts ([`LaunchHost::with_in_flight`](crate::LaunchHost::with_in_flight)) | none: one host has at most one launch in flight, since [`LaunchHost::call`](crate::LaunchHost::call) returns when its kernel has finished | by the host, after every other check, just before the launcher |
+//! | [`Quota::InFlightPerGuest`] | an [`InFlight::per_guest`] shared by the guest's hosts (`LaunchHost::with_in_flight`, feature `std`) | none: one host has at most one launch in flight, since [`LaunchHost::call`](crate::LaunchHost::call) returns when its kernel has finished | by the host, after every other check, just before the launcher |
 //! | [`Quota::InFlightPerDevice`] | an [`InFlight::per_device`] shared by every host on the device | none | as above |
 //!
 //! A launch refused for a quota reaches no launcher and leaves nothing behind: the counts it
@@ -107,7 +107,7 @@ pub fn check_threads_per_launch(shape: &LaunchShape, limits: &LaunchLimits) -> R
 
 /// A count of launches in flight, shared (in an `Arc`, or a `static`) by the hosts it covers:
 /// one guest's ([`InFlight::per_guest`]) or one device's ([`InFlight::per_device`]). A host
-/// given one ([`LaunchHost::with_in_flight`](crate::LaunchHost::with_in_flight)) takes a place
+/// given one (`LaunchHost::with_in_flight`, feature `std`) takes a place
 /// just before its launcher runs and gives it back when the launcher returns, and refuses the
 /// launch with [`QuotaError`] when every place is taken; it never waits.
 #[derive(Debug)]
