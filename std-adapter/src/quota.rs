@@ -14,12 +14,17 @@
 //!
 //! ```
 //! use std::sync::Arc;
-//! use kernel_args::{AbiError, DryRunLauncher, InFlight, LaunchCall, LaunchHost, LaunchLimits, Quota};
+//! use kernel_args::{AbiError, DryRunLauncher, InFlight, LaunchCall, LaunchHost, LaunchLimits};
 //!
-//! // At most 2^20 threads a launch, and two launches at a time on the device.
+//! // At most 2^20 threads a launch, and (with std) two launches at a time on the device.
 //! let device = Arc::new(InFlight::per_device(2));
 //! let limits = LaunchLimits { max_threads_per_launch: 1 << 20, ..LaunchLimits::DEFAULT };
-//! let mut host = LaunchHost::new(DryRunLauncher::new()).with_limits(limits).with_in_flight(device.clone());
+//! let host = LaunchHost::new(DryRunLauncher::new()).with_limits(limits);
+//! # #[cfg(feature = "std")]
+//! let host = host.with_in_flight(device.clone());
+//! let mut host = host;
+//! # #[cfg(feature = "std")]
+//! # assert_eq!(Arc::strong_count(&device), 2, "the host holds the count");
 //!
 //! let mut memory = vec![0u8; 64];
 //! let call = LaunchCall::new(1, [4097, 1, 1], [256, 1, 1]);
@@ -29,7 +34,6 @@
 //!     "QuotaExceeded -6: threads per launch (grid × block) would be 1048832, the quota is 1048576"
 //! );
 //! assert_eq!(device.in_flight(), 0);
-//! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
 use core::fmt;
