@@ -26,7 +26,7 @@ if ! dpkg -s libcuda1 >/dev/null 2>&1; then
 fi
 ls -l /usr/lib/x86_64-linux-gnu/libcuda.so.1
 
-# Every entry point the driver layer looks up (cuda-backend/src/driver.rs, `driver_table!`) is
+# Every entry point the driver layer looks up (cuda-backend/src/driver/sys.rs, `driver_table!`) is
 # compared with the dynamic symbols of Debian's libcuda.so.1 (driver 535, CUDA 12.2), so a name
 # or version suffix the real driver lacks fails here rather than on a GPU. The required entries
 # must all be there; the optional ones are newer than this driver (cuFuncGetParamInfo, CUDA 12.4;
@@ -39,15 +39,15 @@ table() {
         inside && $1 == "optional" && $2 == "{" { current = "optional" }
         inside && current == block && match($0, /"cu[A-Za-z0-9_]+"/) { print substr($0, RSTART + 1, RLENGTH - 2) }
         inside && /^}/ { inside = 0 }
-    ' cuda-backend/src/driver.rs
+    ' cuda-backend/src/driver/sys.rs
 }
 required=$(table required)
 optional=$(table optional)
-[ "$(echo "$required" | wc -w)" -ge 20 ] || { echo "error: read too few required entries from driver.rs" >&2; exit 1; }
+[ "$(echo "$required" | wc -w)" -ge 20 ] || { echo "error: read too few required entries from driver/sys.rs" >&2; exit 1; }
 missing=0
 for name in $required; do
     if ! grep -qx "$name" <<< "$exports"; then
-        echo "error: driver.rs looks up $name, which libcuda.so.1 (driver 535) does not export" >&2
+        echo "error: driver/sys.rs looks up $name, which libcuda.so.1 (driver 535) does not export" >&2
         missing=1
     fi
 done

@@ -26,7 +26,7 @@ miri() {
 miri kernel-args-capi "$target/miri-capi" > "$scratch/capi.log" 2>&1 &
 capi=$!
 miri kernel-args-core "$target"
-# The CUDA backend's unsafe is in storage.rs (its tests and its doctest run here) and driver.rs
+# The CUDA backend's unsafe is in storage.rs (its tests and its doctest run here) and driver/
 # (whose tests need the cuda feature and a driver library, which Miri cannot call). The rest of
 # the crate (the fence, the registry, the signature reader) is safe code that 10-test runs
 # natively; under Miri the whole crate took 1165 s of this step's 1786 s on the 2-core machine.

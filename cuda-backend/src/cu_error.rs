@@ -7,7 +7,9 @@
 //! `CUDA_ERROR_INVALID_CLUSTER_SIZE`, ...) would be an invalid enum value the moment a function
 //! declared to return it came back: undefined behaviour, before any `match` could catch it.
 //! The launcher therefore declares every driver function it calls with an `i32` return type
-//! (see `driver`), and this module names and maps the codes.
+//! (see `driver`), and this module names and maps the codes: the driver layer returns its
+//! own [`CuError`], and the ABI's [`HostError`] and the embedder's [`SetupError`] are made from it
+//! here, above that layer.
 //!
 //! The names are this crate's own table (from `cuda.h` of CUDA 12.x). Nothing here calls the
 //! driver: cust's `Display` for its error calls `cuGetErrorString`, which is exactly what must
@@ -15,15 +17,34 @@
 
 use kernel_args::{AbiError, HostError};
 
-/// `CUDA_SUCCESS`.
-pub const CUDA_SUCCESS: i32 = 0;
-/// `CUDA_ERROR_INVALID_VALUE`: also what `cuFuncGetParamInfo` returns past the last parameter.
-pub const CUDA_ERROR_INVALID_VALUE: i32 = 1;
-/// `CUDA_ERROR_INVALID_CONTEXT`: also what the launch path answers, without calling the driver,
-/// for a stream or kernel used with another context's [`Current`](crate::driver::Current).
-pub const CUDA_ERROR_INVALID_CONTEXT: i32 = 201;
-/// `CUDA_ERROR_NOT_FOUND`: e.g. `cuModuleGetFunction` for an entry the module lacks.
-pub const CUDA_ERROR_NOT_FOUND: i32 = 500;
+use crate::driver::sys::{CUDA_ERROR_INVALID_VALUE, CUDA_ERROR_NOT_FOUND};
+use crate::driver::{CuError, LoadError};
+use crate::setup::SetupError;
+
+impl CuError {
+    /// The host error for this failure in `phase` (see [`driver_error`]).
+    pub fn at(self, phase: Phase) -> HostError {
+        driver_error(self.call, self.code, phase)
+    }
+
+    /// The embedder's error for this failure while opening a device.
+    pub fn setup(self) -> SetupError {
+        SetupError::Call { call: self.call, code: self.code, name: cu_error_name(self.code) }
+    }
+}
+
+impl From<LoadError> for SetupError {
+    fn from(e: LoadError) -> SetupError {
+        let (library, reason) = match e {
+            LoadError::Open { library, reason } => (library, format!("it could not be loaded: {reason}")),
+            LoadError::Missing { library, symbol } => {
+                (library, format!("it has no {symbol}: driver too old"))
+            }
+            LoadError::Call { library, error } => (library, error.setup().to_string()),
+        };
+        SetupError::Driver { library, reason }
+    }
+}
 
 /// The `cuda.h` name of a driver result code, or `None` for a code this table does not know
 /// (a newer driver's).

@@ -14,11 +14,12 @@ use crate::cu_error::Phase;
 #[cfg(doc)]
 use crate::device::PointerModeChoice;
 use crate::device::{CudaDevice, LoadedKernel};
-use crate::driver::{CuError, Current, DeviceBuffer, MappedFlag, Stream, Transfer};
+use crate::driver::{CuError, Current, DeviceBuffer, Dims, Kernel, MappedFlag, Stream, Transfer};
 use crate::fence::{FENCE_PARAMS, FLAG_REACHED_OUT, FLAG_TRAPPED, MAX_FENCE_LEN, MIN_FENCE_LEN};
 use crate::registry::KernelEntry;
 use crate::signature::check_param_sizes;
 use crate::staging::StagingPlan;
+use crate::storage::KernelParams;
 use crate::storage::{KernelParamStorage, PaddingScratch, StorageError};
 
 /// A staging arena larger than this is freed after its launch rather than kept for the next
@@ -242,6 +243,9 @@ impl Launch<'_> {
             }
             (true, None) => return Err(unfenced(request.kernel_id)),
         };
+        let shape = Dims { grid: shape.grid, block: shape.block, shared_mem_bytes: shape.shared_mem_bytes };
+        // Every window copied back is writable and fits its buffer, before anything runs.
+        copy_back.iter().try_for_each(Transfer::check_download).map_err(|e| self.fail(e))?;
         if let Some(flag) = flag {
             flag.clear();
         }
@@ -249,14 +253,14 @@ impl Launch<'_> {
             // A fenced kernel is declared, so its parameters are always known: its hidden
             // parameters are never left to a padded table's zeros.
             SignatureCheck::Skipped if flag.is_some() => return Err(unfenced(request.kernel_id)),
-            SignatureCheck::Skipped => storage
-                .with_padded_params(padding, |table| stream.launch(current, kernel, shape, table, copy_back)),
-            SignatureCheck::Ptx | SignatureCheck::Driver => {
-                storage.with_params(|table| stream.launch(current, kernel, shape, table, copy_back))
-            }
+            SignatureCheck::Skipped => storage.with_padded_params(padding, |table| {
+                launch_and_copy_back(stream, current, kernel, &shape, table, copy_back)
+            }),
+            SignatureCheck::Ptx | SignatureCheck::Driver => storage
+                .with_params(|table| launch_and_copy_back(stream, current, kernel, &shape, table, copy_back)),
         }
         .map_err(|e| self.fail(e))?;
-        // `launch` synchronised the stream: the kernel has finished writing the flag.
+        // The scope synchronised the stream: the kernel has finished writing the flag.
         let flagged = flag.map_or(0, MappedFlag::read);
         match fence {
             Some(fence) if flagged != 0 => {
@@ -415,7 +419,10 @@ impl Launch<'_> {
             // regions are inside the fence, and fresh device memory may hold another tenant's.
             *arena = None;
             let fresh = DeviceBuffer::alloc(self.current, arena_len).map_err(|e| self.fail(e))?;
-            self.stream.zero(self.current, &fresh).map_err(|e| self.fail(e))?;
+            let zeros = vec![0u8; fresh.len()];
+            self.stream
+                .scope(self.current, |queue| queue.upload_bytes(&zeros, &fresh, 0))
+                .map_err(|e| self.fail(e))?;
             *arena = Some(fresh);
         }
         let result = match arena.as_ref().filter(|_| needed) {
@@ -432,7 +439,11 @@ impl Launch<'_> {
                     .enumerate()
                     .map(|(r, window)| Transfer { window, buffer, at: plan.region_at(r) as usize })
                     .collect();
-                self.stream.upload(self.current, &transfers).map_err(|e| self.fail(e))?;
+                // Every window checked before anything is copied; the scope waits for the copies.
+                transfers.iter().try_for_each(Transfer::check_upload).map_err(|e| self.fail(e))?;
+                self.stream
+                    .scope(self.current, |queue| transfers.iter().try_for_each(|t| queue.upload(t)))
+                    .map_err(|e| self.fail(e))?;
                 let copy_back: Vec<Transfer<'_, '_>> =
                     back.iter().map(|(window, at)| Transfer { window, buffer, at: *at as usize }).collect();
                 let mut window = 0;
@@ -452,6 +463,23 @@ impl Launch<'_> {
         }
         result
     }
+}
+
+/// The launch and the copies back of one launch, in one scope of `stream`: the kernel, then
+/// each staged window's copy back, then a synchronisation (also after a failure), so that when
+/// this returns nothing on the device can touch guest memory any more.
+fn launch_and_copy_back(
+    stream: &Stream,
+    current: &Current<'_>,
+    kernel: &Kernel,
+    dims: &Dims,
+    params: &mut impl KernelParams,
+    copy_back: &[Transfer<'_, '_>],
+) -> Result<(), CuError> {
+    stream.scope(current, |queue| {
+        queue.launch(kernel, dims, params)?;
+        copy_back.iter().try_for_each(|t| queue.download(t))
+    })
 }
 
 /// A fenced kernel about to launch without its fence: the launcher's own mistake, refused.

@@ -30,7 +30,9 @@
 //! - the launch path (feature `cuda`): `CudaDevice` (`src/device.rs`: the driver, the primary
 //!   context, the module cache, recovery after a kernel fault; shared by every launcher of a
 //!   process) and `CudaLauncher` (`src/launcher.rs`: one per guest, one path per pointer mode),
-//!   over the driver layer `src/driver.rs` (the one module that calls the driver, loaded at run
+//!   over the driver layer `src/driver/` (the one module that calls the driver, in cudarc's
+//!   three layers: `sys.rs`, the entry points; `result.rs`, one thin function per call;
+//!   `mod.rs`, the RAII handles; the driver is loaded at run
 //!   time from `libcuda.so.1` or the library that `CudaOptions::driver_library` or
 //!   `KARGS_CUDA_DRIVER` names).
 //!
@@ -49,7 +51,7 @@
 //! ## Unsafe
 //!
 //! Raw pointers are what the CUDA driver takes, so this crate has `unsafe`, in two modules:
-//! the parameter table (`src/storage.rs`) and the driver layer (`src/driver.rs`). The crate
+//! the parameter table (`src/storage.rs`) and the driver layer (`src/driver/`). The crate
 //! denies `unsafe_code` (the workspace's lints); those two modules allow it, each block with a
 //! `// SAFETY:` comment and one unsafe operation (`clippy::undocumented_unsafe_blocks` and
 //! `clippy::multiple_unsafe_ops_per_block` are denied). The storage and its tests run under
