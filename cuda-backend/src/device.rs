@@ -3,22 +3,17 @@
 use std::collections::HashMap;
 use std::ffi::OsStr;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, RwLock, RwLockReadGuard, Weak};
 
-use cust::sys::{CUdevice_attribute, CUfunction_attribute};
-use kernel_args::{AbiError, Detail, HostError, PointerMode, SignatureCheck};
+use cust::sys::CUdevice_attribute;
+use kernel_args::{AbiError, HostError, PointerMode};
 
 use crate::cu_error::{Phase, is_sticky};
-use crate::driver::{CuError, Current, DRIVER_LIBRARY, Driver, Kernel, KernelLoadError, PrimaryContext};
-use crate::fence::FENCE_PARAMS;
-use crate::launcher::CudaLauncher;
+use crate::driver::{CuError, Current, DRIVER_LIBRARY, Driver, PrimaryContext};
+use crate::modules::{KernelSlot, Kernels, abandon, load};
 use crate::registry::{KernelEntry, KernelRegistry};
 use crate::setup::{KernelProblem, SetupError};
-use crate::signature::find_entry;
-
-/// The size of each of the fence's hidden parameters (`.u64`).
-const FENCE_PARAM_SIZE: usize = 8;
 
 /// The environment variable [`CudaOptions::from_env`] reads the driver library's path from.
 pub const DRIVER_ENV: &str = "KARGS_CUDA_DRIVER";
@@ -91,42 +86,6 @@ pub struct DeviceInfo {
     pub param_count: bool,
 }
 
-/// A kernel's module, loaded in one context, and what the launcher needs to know of it.
-#[derive(Debug)]
-pub(crate) struct LoadedKernel {
-    pub(crate) kernel: Kernel,
-    /// The parameter sizes, where the driver or the PTX knows them.
-    pub(crate) param_sizes: Option<Vec<usize>>,
-    /// Where `param_sizes` came from ([`SignatureCheck::Skipped`] exactly when `None`).
-    pub(crate) signature: SignatureCheck,
-    /// `CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES`.
-    pub(crate) static_shared: u32,
-    /// `CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES` as last set.
-    pub(crate) dynamic_shared_limit: AtomicU32,
-    /// Whether the module is fenced: every launch appends the fence's hidden parameters
-    /// (not in `param_sizes`, which are the guest's).
-    pub(crate) fenced: bool,
-}
-
-/// A kernel id's module, or why it cannot be loaded (kept only for `MalformedPtx` and
-/// `InvalidKernel`, which depend on the registered kernel alone).
-pub(crate) type KernelSlot = Result<LoadedKernel, LoadFailure>;
-
-/// Why a kernel's module cannot be used: what the guest is answered, and what the embedder is
-/// told ([`CudaDevice::verify`]).
-#[derive(Debug, Clone)]
-pub(crate) struct LoadFailure {
-    pub(crate) guest: HostError,
-    pub(crate) problem: KernelProblem,
-}
-
-impl From<HostError> for LoadFailure {
-    fn from(guest: HostError) -> LoadFailure {
-        let problem = KernelProblem::Load(guest.to_string());
-        LoadFailure { guest, problem }
-    }
-}
-
 /// A device's primary context.
 #[derive(Debug)]
 pub(crate) struct ContextState {
@@ -154,40 +113,6 @@ pub(crate) struct SharedContext {
 /// address) and the ordinal of each, and the context while a device holds it.
 type OpenContexts = Vec<(usize, i32, Weak<SharedContext>)>;
 static OPEN_CONTEXTS: Mutex<OpenContexts> = Mutex::new(Vec::new());
-
-/// A device's modules, made in one generation of its context.
-#[derive(Debug, Default)]
-struct Kernels {
-    generation: u64,
-    /// By kernel id and registration ([`KernelEntry::registration`]).
-    slots: HashMap<(i64, u64), Arc<KernelSlot>>,
-}
-
-impl Kernels {
-    /// The modules, emptied first when they are of an older generation than `generation`: the
-    /// reset that made it destroyed them, so they are given up, not unloaded.
-    fn of(&mut self, generation: u64) -> &mut HashMap<(i64, u64), Arc<KernelSlot>> {
-        if self.generation != generation {
-            abandon(std::mem::take(&mut self.slots));
-            self.generation = generation;
-        }
-        &mut self.slots
-    }
-}
-
-/// Gives up modules whose context is gone (reset or unusable): nothing is unloaded.
-fn abandon(slots: HashMap<(i64, u64), Arc<KernelSlot>>) {
-    for (_, slot) in slots {
-        match Arc::try_unwrap(slot) {
-            Ok(Ok(loaded)) => loaded.kernel.abandon(),
-            Ok(Err(_)) => {}
-            // Not reachable (a launch holds the slots it uses only while the context cannot be
-            // reset), but a slot still held elsewhere must not unload a module of another
-            // context.
-            Err(shared) => std::mem::forget(shared),
-        }
-    }
-}
 
 /// One CUDA device, shared by every launcher of a process: [`CudaDevice`] (the driver, the
 /// primary context, each registered kernel's module) and how it is opened ([`CudaOptions`]).
@@ -329,12 +254,6 @@ impl CudaDevice {
             context,
             kernels: Mutex::new(Kernels { generation, slots: HashMap::new() }),
         }))
-    }
-
-    /// A launcher on this device, with its own stream (made on its first launch), parameter
-    /// storage, staging arena and fence flag.
-    pub fn launcher(self: &Arc<CudaDevice>) -> CudaLauncher {
-        CudaLauncher::new(Arc::clone(self))
     }
 
     /// The device.
@@ -501,7 +420,7 @@ impl CudaDevice {
         if let Some(slot) = kernels.get(&key) {
             return Ok(Arc::clone(slot));
         }
-        let slot = self.load(state.generation, current, id, entry);
+        let slot = load(|e, phase| self.fail(state.generation, e, phase), current, id, entry);
         if let Err(failure) = &slot
             && !matches!(failure.guest.code(), AbiError::MalformedPtx | AbiError::InvalidKernel)
         {
@@ -515,108 +434,6 @@ impl CudaDevice {
             kernels.insert(key, Arc::clone(&slot));
         }
         Ok(slot)
-    }
-
-    #[expect(
-        clippy::result_large_err,
-        reason = "a kernel's one load result, kept in an Arc in the kernel table"
-    )]
-    fn load(&self, generation: u64, current: &Current<'_>, id: i64, entry: &KernelEntry) -> KernelSlot {
-        let fail = |e, phase| self.fail(generation, e, phase);
-        let kernel = Kernel::load(current, entry.ptx(), entry.entry()).map_err(|e| match e {
-            KernelLoadError::Module { error, log } => {
-                let e = fail(error, Phase::ModuleLoad);
-                LoadFailure::from(match e.detail() {
-                    Detail::Message { text: m, .. } if !log.is_empty() => {
-                        HostError::msg(e.code(), format!("{m}; JIT log: {log}"))
-                    }
-                    _ => e,
-                })
-            }
-            KernelLoadError::Entry(error) => LoadFailure::from(fail(error, Phase::GetFunction)),
-        })?;
-        // A fenced entry has the fence's hidden parameters after the guest's: the driver's list
-        // is checked whole, and the guest's part of it is what launches are checked against.
-        let hidden = if entry.fenced() { FENCE_PARAMS.len() } else { 0 };
-        let driver_sizes = kernel.driver_param_sizes();
-        if let Some(declaration) = entry.declaration() {
-            let mut declared: Vec<usize> = declaration.params().map(|p| p.ty.size()).collect();
-            declared.extend(std::iter::repeat_n(FENCE_PARAM_SIZE, hidden));
-            let refuse = |driver: Vec<usize>| {
-                let problem = KernelProblem::DriverParams { declared: declared.clone(), driver };
-                let guest = HostError::msg(AbiError::InvalidKernel, format!("kernel {id}: {problem}"));
-                LoadFailure { guest, problem }
-            };
-            match &driver_sizes {
-                // The driver's list, counted or asked for until refused: the whole of it.
-                Some((driver, counted)) if (*counted || entry.fenced()) && &declared != driver => {
-                    return Err(refuse(driver.clone()));
-                }
-                // A driver without parameter info (CUDA 12.2): a fenced entry's list is the
-                // loaded text's, which must end in the fence's parameters.
-                None if entry.fenced() => {
-                    let loaded = entry
-                        .ptx()
-                        .to_str()
-                        .ok()
-                        .and_then(|ptx| find_entry(ptx, &entry.entry().to_string_lossy()).ok().flatten());
-                    let sizes = loaded.as_ref().map(|s| s.param_sizes()).unwrap_or_default();
-                    let names_ok = loaded.as_ref().is_some_and(|s| {
-                        s.params
-                            .iter()
-                            .rev()
-                            .take(hidden)
-                            .map(|p| p.name.as_str())
-                            .eq(FENCE_PARAMS.iter().rev().copied())
-                    });
-                    if sizes != declared || !names_ok {
-                        return Err(refuse(sizes));
-                    }
-                }
-                _ => {}
-            }
-        }
-        let driver_sizes = driver_sizes.and_then(|(mut sizes, counted)| {
-            // A list counted by asking until the driver refused that does not end in the hidden
-            // parameters is not the fenced entry's: the PTX's sizes are used instead.
-            let guest = sizes.len().checked_sub(hidden).filter(|&n| {
-                sizes.get(n..).is_some_and(|tail| tail.iter().all(|&size| size == FENCE_PARAM_SIZE))
-            })?;
-            sizes.truncate(guest);
-            Some((sizes, counted))
-        });
-        // A declared kernel's sizes are its declaration's (checked against the PTX when it was
-        // registered, and against the driver's count just now).
-        let ptx_sizes = match entry.declaration() {
-            Some(declaration) => Some(declaration.params().map(|p| p.ty.size()).collect()),
-            None => entry.signature().map(|s| s.param_sizes()),
-        };
-        let (param_sizes, signature) = match (driver_sizes, ptx_sizes) {
-            // The driver counted the parameters: its answer is the loaded function's.
-            (Some((sizes, true)), _) => (Some(sizes), SignatureCheck::Driver),
-            // Counted by asking until the driver refused: where the PTX says otherwise, the
-            // PTX the module was loaded from wins.
-            (Some((sizes, false)), Some(ptx)) if sizes != ptx => (Some(ptx), SignatureCheck::Ptx),
-            (Some((sizes, false)), _) => (Some(sizes), SignatureCheck::Driver),
-            (None, Some(ptx)) => (Some(ptx), SignatureCheck::Ptx),
-            (None, None) => (None, SignatureCheck::Skipped),
-        };
-        let attribute = |a| {
-            let value = kernel.attribute(current, a).map_err(|e| fail(e, Phase::Launch))?;
-            Ok::<u32, HostError>(u32::try_from(value).unwrap_or(0))
-        };
-        let static_shared = attribute(CUfunction_attribute::CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES)
-            .map_err(LoadFailure::from)?;
-        let dynamic_shared = attribute(CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES)
-            .map_err(LoadFailure::from)?;
-        Ok(LoadedKernel {
-            kernel,
-            param_sizes,
-            signature,
-            static_shared,
-            dynamic_shared_limit: AtomicU32::new(dynamic_shared),
-            fenced: entry.fenced(),
-        })
     }
 }
 
@@ -638,21 +455,5 @@ impl Drop for CudaDevice {
         }
         drop(state);
         // The context is released when its last device drops, after the modules.
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn assert_send_sync<T: Send + Sync>() {}
-    fn assert_send<T: Send>() {}
-
-    #[test]
-    fn the_device_is_shared_and_launchers_move_between_threads() {
-        assert_send_sync::<CudaDevice>();
-        assert_send_sync::<Arc<CudaDevice>>();
-        assert_send::<CudaLauncher>();
-        assert_send::<kernel_args::LaunchHost<CudaLauncher>>();
     }
 }

@@ -11,11 +11,12 @@ use kernel_args::{
 use kernel_args_core::{GuestRange, GuestWindow};
 
 use crate::cu_error::Phase;
+use crate::device::CudaDevice;
 #[cfg(doc)]
 use crate::device::PointerModeChoice;
-use crate::device::{CudaDevice, LoadedKernel};
 use crate::driver::{CuError, Current, DeviceBuffer, Dims, Kernel, MappedFlag, Stream, Transfer};
 use crate::fence::{FENCE_PARAMS, FLAG_REACHED_OUT, FLAG_TRAPPED, MAX_FENCE_LEN, MIN_FENCE_LEN};
+use crate::modules::LoadedKernel;
 use crate::registry::KernelEntry;
 use crate::signature::check_param_sizes;
 use crate::staging::StagingPlan;
@@ -140,8 +141,16 @@ pub struct CudaLauncher {
     checked: Option<(i64, Arc<KernelEntry>)>,
 }
 
+impl CudaDevice {
+    /// A launcher on this device, with its own stream (made on its first launch), parameter
+    /// storage, staging arena and fence flag.
+    pub fn launcher(self: &Arc<CudaDevice>) -> CudaLauncher {
+        CudaLauncher::new(Arc::clone(self))
+    }
+}
+
 impl CudaLauncher {
-    pub(crate) fn new(device: Arc<CudaDevice>) -> CudaLauncher {
+    fn new(device: Arc<CudaDevice>) -> CudaLauncher {
         CudaLauncher {
             device,
             resources: None,
@@ -606,5 +615,21 @@ impl Drop for CudaLauncher {
         } else {
             resources.abandon();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn assert_send_sync<T: Send + Sync>() {}
+    fn assert_send<T: Send>() {}
+
+    #[test]
+    fn the_device_is_shared_and_launchers_move_between_threads() {
+        assert_send_sync::<CudaDevice>();
+        assert_send_sync::<Arc<CudaDevice>>();
+        assert_send::<CudaLauncher>();
+        assert_send::<kernel_args::LaunchHost<CudaLauncher>>();
     }
 }

@@ -27,14 +27,15 @@
 //!   launch path;
 //! - driver result codes and their ABI mapping: `src/cu_error.rs` (the table of `cuda.h`'s
 //!   names that every driver error message uses);
-//! - the launch path (feature `cuda`): `CudaDevice` (`src/device.rs`: the driver, the primary
-//!   context, the module cache, recovery after a kernel fault; shared by every launcher of a
-//!   process) and `CudaLauncher` (`src/launcher.rs`: one per guest, one path per pointer mode),
-//!   over the driver layer `src/driver/` (the one module that calls the driver, in cudarc's
-//!   three layers: `sys.rs`, the entry points; `result.rs`, one thin function per call;
-//!   `mod.rs`, the RAII handles; the driver is loaded at run
-//!   time from `libcuda.so.1` or the library that `CudaOptions::driver_library` or
-//!   `KARGS_CUDA_DRIVER` names).
+//! - the launch path (feature `cuda`), its modules in one direction, each using only those
+//!   before it: the driver layer `src/driver/` (the one module that calls the driver, in
+//!   cudarc's three layers: `sys.rs`, the entry points; `result.rs`, one thin function per call;
+//!   `mod.rs`, the RAII handles; the driver is loaded at run time from `libcuda.so.1` or the
+//!   library that `CudaOptions::driver_library` or `KARGS_CUDA_DRIVER` names), the module cache
+//!   (`src/modules.rs`: each kernel's module, loaded on its first launch), `CudaDevice`
+//!   (`src/device.rs`: the driver, the primary context, recovery after a kernel fault; shared by
+//!   every launcher of a process) and `CudaLauncher` (`src/launcher.rs`: one per guest, one path
+//!   per pointer mode, and the launch policy: the fence's flag, the copies back).
 //!
 //! ## Features
 //!
@@ -82,6 +83,8 @@ pub mod fence;
 pub mod kernels;
 #[cfg(feature = "cuda")]
 mod launcher;
+#[cfg(feature = "cuda")]
+mod modules;
 mod registry;
 mod setup;
 mod signature;

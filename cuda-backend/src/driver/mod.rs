@@ -25,7 +25,7 @@
 //!
 //! cust 0.3.2 returns the driver's `CUresult` through cust_raw's `#[repr(i32)]` Rust enum of
 //! the CUDA 11.4 headers, so a code that a newer driver returns and 11.4 lacked would be
-//! undefined behaviour before any `match` could see it (see [`cu_error`](crate::cu_error));
+//! undefined behaviour before any `match` could see it (see `cu_error.rs`);
 //! its `Drop`s do the same, and its `Display` asks the driver for the message. Linking
 //! `libcuda` would also make a binary that cannot start where the library is missing, where
 //! the ABI wants a clean `NotAvailable`. So cust supplies only the handle and attribute
