@@ -5,22 +5,24 @@
 //! A [`GuestModule`] is a module compiled for one [`Runtime`]; each instance is a [`Guest`],
 //! with the host function and a `kernel_args::LaunchHost` (any launcher) in its store.
 //! `WasmtimeGuest` (with the `wasmtime` feature) and [`WasmiGuest`] are its two implementations,
-//! for a host that wants its runtime's own typed calls too. This is the demo's and the tests' harness, not a stable API:
+//! for a host that wants its runtime's own typed calls too, written once (`bindings.rs`). The
+//! modules go one way: `runner.rs` (the trait, the runtime, the error) knows no runtime's API,
+//! `bindings.rs` implements the trait on each, and `module.rs` compiles and instantiates. This is the demo's and the tests' harness, not a stable API:
 //! it lives in the CLI's library so that both reach it, and so that the published `kernel-args`
 //! carries the host function alone.
 
-mod on_wasmi;
-#[cfg(feature = "wasmtime")]
-mod on_wasmtime;
+mod bindings;
+mod module;
 mod runner;
 
 use kernel_args::guest::{VECTOR_ADD_DECLARATION, VECTOR_ADD_KERNEL_ID};
 use kernel_args::{Declaration, DryRunLauncher, KernelTable};
 
-pub use on_wasmi::WasmiGuest;
+pub use bindings::WasmiGuest;
 #[cfg(feature = "wasmtime")]
-pub use on_wasmtime::WasmtimeGuest;
-pub use runner::{Guest, GuestError, GuestModule, Runtime};
+pub use bindings::WasmtimeGuest;
+pub use module::GuestModule;
+pub use runner::{Guest, GuestError, Runtime};
 
 /// The demo guest's kernels: its `vector_add` (`VECTOR_ADD_KERNEL_ID`) with its declaration, as
 /// a CUDA launcher registers it.
