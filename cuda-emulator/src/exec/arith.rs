@@ -12,7 +12,7 @@
 
 use kernel_args_ptx::Operand as Src;
 
-use super::decode::{Names, operand, register, ty};
+use super::operands::{Names, operand, register, ty};
 use super::{Context, Operand, Registers, Ty, f32_bits, f64_bits, read};
 
 /// An integer operation of two operands.

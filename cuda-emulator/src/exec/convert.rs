@@ -13,7 +13,7 @@
 
 use kernel_args_ptx::Operand as Src;
 
-use super::decode::{Names, operand, register, ty};
+use super::operands::{Names, operand, register, ty};
 use super::{Context, Operand, Registers, Ty, f32_bits, f64_bits, read};
 
 /// How a float-to-integer `cvt` rounds.

@@ -17,7 +17,7 @@
 
 use kernel_args_ptx::Operand as Src;
 
-use super::decode::{Names, address, lanes as vector_lanes, operand, register, ty};
+use super::operands::{Names, address, lanes as vector_lanes, operand, register, ty};
 use super::{AddrBase, Context, Operand, Registers, Space, Ty, read};
 use crate::memory::Fault;
 

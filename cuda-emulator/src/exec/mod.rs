@@ -43,6 +43,7 @@ pub mod arith;
 pub mod convert;
 pub mod decode;
 pub mod memory_ops;
+pub mod operands;
 pub mod warp;
 
 use crate::memory::{Fault, KernelMemory};

@@ -14,7 +14,7 @@
 
 use kernel_args_ptx::{Operand as Src, OperandKind};
 
-use super::decode::{DecodeError, Names, immediate_value};
+use super::operands::{DecodeError, Names, immediate_value};
 use super::{Operand, Registers, Ty};
 
 /// `shfl.sync`'s modes.
