@@ -37,7 +37,7 @@ use crate::memory::Fault;
 use crate::ptx::{self, PtxEntry, PtxError};
 use crate::result::{
     CUDA_ERROR_ILLEGAL_ADDRESS, CUDA_ERROR_INVALID_CONTEXT, CUDA_ERROR_INVALID_PTX, CUDA_ERROR_INVALID_VALUE,
-    CUDA_ERROR_LAUNCH_FAILED, CUDA_ERROR_LAUNCH_TIMEOUT, CUDA_ERROR_MISALIGNED_ADDRESS,
+    CUDA_ERROR_LAUNCH_FAILED, CUDA_ERROR_LAUNCH_TIMEOUT, CUDA_ERROR_MISALIGNED_ADDRESS, CUDA_ERROR_NOT_READY,
     CUDA_ERROR_NOT_SUPPORTED, CUDA_ERROR_UNKNOWN, CUDA_ERROR_UNSUPPORTED_PTX_VERSION, CUDA_SUCCESS, CuResult,
 };
 use crate::state::{self, DEVICE_NAME, State};
@@ -722,6 +722,21 @@ pub fn stream_synchronize(h_stream: CUstream) -> CuResult {
     })
 }
 
+/// `CUresult cuStreamQuery(CUstream hStream)`: `CUDA_SUCCESS` once the stream's queued work has
+/// run (or the context's sticky error, as `cuStreamSynchronize` answers it),
+/// `CUDA_ERROR_NOT_READY` while some of it has not; it never waits.
+pub fn stream_query(h_stream: CUstream) -> CuResult {
+    entry_point(EntryPoint::StreamQuery, || {
+        let (state, context) = in_current_context()?;
+        let queue = state.stream_queue(context, id(h_stream))?;
+        drop(state);
+        if queue.is_some_and(|queue| !queue.is_idle()) {
+            return Err(CUDA_ERROR_NOT_READY);
+        }
+        in_current_context().map(drop)
+    })
+}
+
 /// `CUresult cuMemAlloc(CUdeviceptr *dptr, size_t bytesize)` (the `_v2` symbol): poisoned, not zeroed,
 /// 256-byte aligned device memory (see [`memory`](crate::memory)).
 ///
@@ -1041,16 +1056,17 @@ impl KernelRun {
     /// (kernels of other streams run at the same time), the library state only before and
     /// after.
     fn run(self) {
-        let device = {
+        let (device, stop) = {
             let state = state::lock();
             if !state.usable(self.context) {
                 return; // dropped unrun, as a device drops a faulted context's work
             }
-            state.context_index(self.context)
+            let Some(stop) = state.contexts.get(&self.context).map(|c| Arc::clone(&c.stop)) else { return };
+            (state.context_index(self.context), stop)
         };
         let running = stream::kernel_running();
         let memory = state::memory();
-        let view = memory.kernel_view(self.context, self.pageable);
+        let view = memory.kernel_view(self.context, self.pageable).stopped_by(stop);
         let started = Instant::now();
         let outcome = self.program.run(
             self.shape,
@@ -1082,7 +1098,8 @@ impl KernelRun {
             Some(Fault::Misaligned) => state.poison(self.context, CUDA_ERROR_MISALIGNED_ADDRESS),
             Some(Fault::Trap) => state.poison(self.context, CUDA_ERROR_LAUNCH_FAILED),
             Some(Fault::Hang) => state.poison(self.context, CUDA_ERROR_LAUNCH_TIMEOUT),
-            None => {}
+            // Its context was destroyed under it: there is nothing left to poison.
+            Some(Fault::Stopped) | None => {}
         }
     }
 }

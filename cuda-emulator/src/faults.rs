@@ -75,6 +75,8 @@ pub enum EntryPoint {
     StreamDestroy,
     /// `cuStreamSynchronize`.
     StreamSynchronize,
+    /// `cuStreamQuery`.
+    StreamQuery,
     /// `cuMemAlloc_v2`.
     MemAlloc,
     /// `cuMemFree_v2`.
@@ -95,7 +97,7 @@ pub enum EntryPoint {
 
 impl EntryPoint {
     /// Every entry point, in the order of the table in `export_driver_api!`.
-    pub const ALL: [EntryPoint; 29] = [
+    pub const ALL: [EntryPoint; 30] = [
         EntryPoint::Init,
         EntryPoint::DriverGetVersion,
         EntryPoint::DeviceGetCount,
@@ -117,6 +119,7 @@ impl EntryPoint {
         EntryPoint::StreamCreate,
         EntryPoint::StreamDestroy,
         EntryPoint::StreamSynchronize,
+        EntryPoint::StreamQuery,
         EntryPoint::MemAlloc,
         EntryPoint::MemFree,
         EntryPoint::MemHostAlloc,
@@ -151,6 +154,7 @@ impl EntryPoint {
             EntryPoint::StreamCreate => "cuStreamCreate",
             EntryPoint::StreamDestroy => "cuStreamDestroy_v2",
             EntryPoint::StreamSynchronize => "cuStreamSynchronize",
+            EntryPoint::StreamQuery => "cuStreamQuery",
             EntryPoint::MemAlloc => "cuMemAlloc_v2",
             EntryPoint::MemFree => "cuMemFree_v2",
             EntryPoint::MemHostAlloc => "cuMemHostAlloc",

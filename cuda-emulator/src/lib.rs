@@ -183,6 +183,9 @@ macro_rules! export_driver_api {
             /// `CUresult cuStreamSynchronize(CUstream hStream)`.
             fn cuStreamSynchronize(h_stream: $crate::api::CUstream) -> $crate::result::CuResult
                 = $crate::api::stream_synchronize[];
+            /// `CUresult cuStreamQuery(CUstream hStream)`.
+            fn cuStreamQuery(h_stream: $crate::api::CUstream) -> $crate::result::CuResult
+                = $crate::api::stream_query[];
             /// `CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize)`.
             unsafe fn cuMemAlloc_v2(dptr: *mut $crate::api::CUdeviceptr, bytesize: usize)
                 -> $crate::result::CuResult = $crate::api::mem_alloc[];

@@ -35,8 +35,8 @@
 use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
 use std::ptr;
-use std::sync::Mutex;
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 
 use crate::result::{CUDA_ERROR_INVALID_VALUE, CUDA_ERROR_OUT_OF_MEMORY, CuResult};
 
@@ -156,6 +156,10 @@ pub enum Fault {
     /// (a hang on a GPU). Reported as a display watchdog reports a kernel that runs too long:
     /// `CUDA_ERROR_LAUNCH_TIMEOUT` (702).
     Hang,
+    /// Its context was destroyed while it ran (`cuDevicePrimaryCtxReset`): the kernel stops
+    /// where it is, as a GPU stops the work of a context it tears down. Nothing is reported:
+    /// the context is gone.
+    Stopped,
 }
 
 impl Region {
@@ -501,6 +505,7 @@ impl DeviceMemory {
             end,
             recent: Default::default(),
             crossings: RefCell::new(Vec::new()),
+            stop: None,
         }
     }
 }
@@ -537,12 +542,26 @@ pub struct KernelMemory<'m> {
     recent: [Cell<(usize, usize)>; RECENT],
     /// The stores that crossed an allocation, in order.
     crossings: RefCell<Vec<Crossing>>,
+    /// Set when the kernel's context is destroyed while it runs ([`Fault::Stopped`]).
+    stop: Option<Arc<AtomicBool>>,
 }
 
 /// How many mappings [`KernelMemory`] remembers.
 const RECENT: usize = 4;
 
 impl KernelMemory<'_> {
+    /// The view, with the kernel stopping ([`Fault::Stopped`]) once `stop` is set.
+    #[must_use]
+    pub fn stopped_by(mut self, stop: Arc<AtomicBool>) -> Self {
+        self.stop = Some(stop);
+        self
+    }
+
+    /// Whether the kernel's context was destroyed under it: it must stop.
+    pub fn stopped(&self) -> bool {
+        self.stop.as_ref().is_some_and(|stop| stop.load(Ordering::Acquire))
+    }
+
     /// The address of `[addr, addr + len)` if the kernel may access it, and whether it is
     /// device memory.
     fn resolve(&self, addr: u64, len: usize) -> Result<(usize, bool), Fault> {

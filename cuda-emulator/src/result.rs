@@ -37,6 +37,8 @@ pub const CUDA_ERROR_ILLEGAL_ADDRESS: CuResult = 700;
 pub const CUDA_ERROR_MISALIGNED_ADDRESS: CuResult = 716;
 /// A kernel stopped by `trap` (sticky).
 pub const CUDA_ERROR_LAUNCH_FAILED: CuResult = 719;
+/// `CUDA_ERROR_NOT_READY`: `cuStreamQuery` on a stream whose work has not all run.
+pub const CUDA_ERROR_NOT_READY: CuResult = 600;
 /// `CUDA_ERROR_LAUNCH_TIMEOUT`: a kernel ran too long (sticky).
 pub const CUDA_ERROR_LAUNCH_TIMEOUT: CuResult = 702;
 /// `CUDA_ERROR_NOT_SUPPORTED`: a module uses an instruction the emulator does not interpret

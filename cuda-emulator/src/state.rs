@@ -33,6 +33,7 @@
 
 use std::cell::RefCell;
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, LazyLock, Mutex, MutexGuard, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use crate::exec::Program;
@@ -92,6 +93,8 @@ pub struct Context {
     pub device: usize,
     /// The sticky error, 0 for none.
     pub sticky_error: CuResult,
+    /// Set when the context is destroyed: its kernels still running stop.
+    pub stop: Arc<AtomicBool>,
 }
 
 /// A loaded module.
@@ -310,7 +313,8 @@ impl State {
             Some(context) => context,
             None => {
                 let context = self.new_handle();
-                self.contexts.insert(context, Context { device: index, sticky_error: 0 });
+                self.contexts
+                    .insert(context, Context { device: index, sticky_error: 0, stop: Arc::default() });
                 context
             }
         };
@@ -349,9 +353,14 @@ impl State {
     }
 
     /// Destroys `context` and everything in it.
+    /// Its kernels still running stop first (they check at least every
+    /// [`STOP_CHECK_INSTRUCTIONS`](crate::exec::STOP_CHECK_INSTRUCTIONS) instructions), and the
+    /// memory is freed once every running kernel has let it go: as a GPU tears down a context,
+    /// no kernel of it touches memory after this returns.
     fn destroy_context(&mut self, context: usize) {
         let free = &mut self.free_handles;
-        if self.contexts.remove(&context).is_some() {
+        if let Some(destroyed) = self.contexts.remove(&context) {
+            destroyed.stop.store(true, Ordering::Release);
             free.push(context);
         }
         self.modules.retain(|&handle, module| module.context != context || !give_back(free, handle));

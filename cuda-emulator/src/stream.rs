@@ -113,6 +113,12 @@ impl Queue {
         self.changed.notify_all();
     }
 
+    /// Whether everything queued so far has run.
+    pub fn is_idle(&self) -> bool {
+        let state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        state.ops.is_empty() && !state.busy
+    }
+
     /// Waits until everything queued so far has run.
     pub fn wait_idle(&self) {
         let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);

@@ -338,6 +338,10 @@ pub fn read(regs: &Registers, cx: &Context<'_, '_>, operand: Operand) -> (u64, u
     }
 }
 
+/// How often a running kernel looks whether its context was destroyed (and stops), in
+/// instructions executed by its launch.
+pub const STOP_CHECK_INSTRUCTIONS: u64 = 4096;
+
 /// How a thread's run ended.
 enum Stop {
     /// It ended.
@@ -574,6 +578,9 @@ impl Program {
         loop {
             let Some(inst) = self.insts.get(*pc) else { return Stop::Exited };
             *instructions = instructions.saturating_add(1);
+            if instructions.is_multiple_of(STOP_CHECK_INSTRUCTIONS) && cx.memory.stopped() {
+                return Stop::Fault(Fault::Stopped);
+            }
             *pc += 1;
             if let Some((pred, when)) = inst.guard
                 && (regs.bits[pred] != 0) != when
