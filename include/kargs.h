@@ -411,6 +411,11 @@ enum kargs_quota
      * Launches on one device at once: `kargs_host.in_flight_device`.
      */
     KARGS_QUOTA_IN_FLIGHT_PER_DEVICE = 3,
+    /**
+     * Milliseconds one launch may run (a Rust CUDA host's watchdog; `kargs_host_call` has
+     * none): `detail[1]` is how long the launch had run when it was stopped.
+     */
+    KARGS_QUOTA_LAUNCH_TIME = 4,
 };
 #ifndef __cplusplus
 #if __STDC_VERSION__ >= 202311L

@@ -398,14 +398,18 @@ pub enum KargsQuota {
     InFlightPerGuest = 2,
     /// Launches on one device at once: `kargs_host.in_flight_device`.
     InFlightPerDevice = 3,
+    /// Milliseconds one launch may run (a Rust CUDA host's watchdog; `kargs_host_call` has
+    /// none): `detail[1]` is how long the launch had run when it was stopped.
+    LaunchTime = 4,
 }
 
 impl KargsQuota {
-    const ALL: [(KargsQuota, Quota); 4] = [
+    const ALL: [(KargsQuota, Quota); 5] = [
         (KargsQuota::ThreadsPerLaunch, Quota::ThreadsPerLaunch),
         (KargsQuota::StagingBytes, Quota::StagingBytes),
         (KargsQuota::InFlightPerGuest, Quota::InFlightPerGuest),
         (KargsQuota::InFlightPerDevice, Quota::InFlightPerDevice),
+        (KargsQuota::LaunchTime, Quota::LaunchTime),
     ];
 
     fn of(quota: Quota) -> KargsQuota {
@@ -414,6 +418,7 @@ impl KargsQuota {
             Quota::StagingBytes => KargsQuota::StagingBytes,
             Quota::InFlightPerGuest => KargsQuota::InFlightPerGuest,
             Quota::InFlightPerDevice => KargsQuota::InFlightPerDevice,
+            Quota::LaunchTime => KargsQuota::LaunchTime,
         }
     }
 

@@ -5,6 +5,7 @@ use std::ffi::OsStr;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, RwLock, RwLockReadGuard, Weak};
+use std::time::Duration;
 
 use cust::sys::CUdevice_attribute;
 use kernel_args::{AbiError, HostError, PointerMode};
@@ -43,6 +44,14 @@ pub struct CudaOptions {
     /// (Jetson's `/usr/lib/aarch64-linux-gnu/tegra/libcuda.so.1`), or the emulated driver of
     /// `cuda-emulator/`. Each library is loaded once per process and never unloaded.
     pub driver_library: Option<PathBuf>,
+    /// The watchdog: the longest one launch may take, from the moment its launcher has the
+    /// context until its kernel and copies have finished. A launch still running then is
+    /// stopped by resetting the device's primary context, the only way CUDA can stop a kernel:
+    /// it answers `QuotaExceeded` ([`Quota::LaunchTime`](kernel_args::Quota::LaunchTime)), every
+    /// other launch in flight on the device fails, and the next launch on any launcher runs on
+    /// a fresh context (see `docs/RISKS.md`). `None` (the default): no deadline, a launch
+    /// takes as long as its kernel runs.
+    pub launch_deadline: Option<Duration>,
 }
 
 impl CudaOptions {
@@ -107,6 +116,10 @@ pub(crate) struct SharedContext {
     pub(crate) state: RwLock<ContextState>,
     /// The generation whose context met a sticky error (0: none).
     pub(crate) poisoned: AtomicU64,
+    /// The generation whose context the watchdog reset last (0: none).
+    pub(crate) overran: AtomicU64,
+    /// How many contexts the watchdog has reset.
+    pub(crate) overruns: AtomicU64,
 }
 
 /// The primary contexts the process has open: the driver library (by its loaded driver's
@@ -164,6 +177,8 @@ static OPEN_CONTEXTS: Mutex<OpenContexts> = Mutex::new(Vec::new());
 pub struct CudaDevice {
     pub(crate) info: DeviceInfo,
     pub(crate) pointer_mode: PointerMode,
+    /// [`CudaOptions::launch_deadline`].
+    pub(crate) launch_deadline: Option<Duration>,
     registry: RwLock<KernelRegistry>,
     /// Counts the registrations since the device was opened: a launcher's cached entry of an
     /// older count is looked up again.
@@ -239,6 +254,8 @@ impl CudaDevice {
                 let context = Arc::new(SharedContext {
                     state: RwLock::new(ContextState { primary, generation: 1, lost: None }),
                     poisoned: AtomicU64::new(0),
+                    overran: AtomicU64::new(0),
+                    overruns: AtomicU64::new(0),
                 });
                 open.push((key.0, key.1, Arc::downgrade(&context)));
                 context
@@ -249,6 +266,7 @@ impl CudaDevice {
         Ok(Arc::new(CudaDevice {
             info,
             pointer_mode,
+            launch_deadline: options.launch_deadline,
             registry: RwLock::new(registry),
             registrations: AtomicU64::new(0),
             context,
@@ -264,6 +282,13 @@ impl CudaDevice {
     /// The pointer mode every launch uses.
     pub fn pointer_mode(&self) -> PointerMode {
         self.pointer_mode
+    }
+
+    /// How many times the watchdog ([`CudaOptions::launch_deadline`]) has stopped a launch by
+    /// resetting the device's context, over every device sharing that context: each one failed
+    /// the launches then in flight on the device.
+    pub fn overruns(&self) -> u64 {
+        self.context.overruns.load(Ordering::Acquire)
     }
 
     /// Registers (or replaces) kernel `id` with its declaration

@@ -2,6 +2,7 @@
 
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, PoisonError};
+use std::time::{Duration, Instant};
 
 use cust::sys::CUfunction_attribute;
 use kernel_args::{
@@ -11,10 +12,11 @@ use kernel_args::{
 use kernel_args_core::{GuestRange, GuestWindow};
 
 use crate::cu_error::Phase;
-use crate::device::CudaDevice;
 #[cfg(doc)]
 use crate::device::PointerModeChoice;
-use crate::driver::{CuError, Current, DeviceBuffer, Dims, Kernel, MappedFlag, Stream, Transfer};
+use crate::device::{CudaDevice, SharedContext};
+use crate::driver::sys::CUDA_ERROR_LAUNCH_TIMEOUT;
+use crate::driver::{CuError, Current, Deadline, DeviceBuffer, Dims, Kernel, MappedFlag, Stream, Transfer};
 use crate::fence::{FENCE_PARAMS, FLAG_REACHED_OUT, FLAG_TRAPPED, MAX_FENCE_LEN, MIN_FENCE_LEN};
 use crate::modules::LoadedKernel;
 use crate::registry::KernelEntry;
@@ -209,12 +211,41 @@ struct Launch<'l> {
     current: &'l Current<'l>,
     stream: &'l Stream,
     kernel: &'l LoadedKernel,
+    /// When the launch began, and the watchdog's deadline for it
+    /// ([`CudaOptions::launch_deadline`](crate::CudaOptions::launch_deadline)).
+    started: Instant,
+    deadline: Option<Deadline<'l>>,
+}
+
+/// Marks `generation`'s context as the one the watchdog resets, before it does, so that the
+/// launches it stops in flight can say why.
+fn overrun(context: &SharedContext, generation: u64) {
+    context.overran.store(generation, Ordering::Release);
+    context.overruns.fetch_add(1, Ordering::AcqRel);
 }
 
 impl Launch<'_> {
-    /// The host error for a driver failure, marking the context for recovery when sticky.
+    /// The host error for a driver failure, marking the context for recovery when sticky; a
+    /// scope that overran the deadline (and reset the context) is the launch-time quota.
     fn fail(&self, e: CuError) -> HostError {
-        self.device.fail(self.generation, e, Phase::Launch)
+        let error = self.device.fail(self.generation, e, Phase::Launch);
+        let context = &self.device.context;
+        match self.device.launch_deadline {
+            Some(limit) if e.call == "cuStreamQuery" && e.code == CUDA_ERROR_LAUNCH_TIMEOUT => {
+                let millis = |d: Duration| u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
+                let requested = millis(self.started.elapsed());
+                QuotaError { quota: Quota::LaunchTime, requested, limit: millis(limit) }.into()
+            }
+            // In flight when another launch's overrun reset the context.
+            _ if context.overran.load(Ordering::Acquire) == self.generation => HostError::msg(
+                AbiError::LaunchFailed,
+                format!(
+                    "another launch on this device ran past the host's deadline, and resetting the device's \
+                     context to stop it stopped this launch too ({error}); the next launch runs on a fresh context"
+                ),
+            ),
+            _ => error,
+        }
     }
 
     /// The one table helper of both pointer modes: the `void**` table of `storage` (the padded
@@ -263,10 +294,11 @@ impl Launch<'_> {
             // parameters are never left to a padded table's zeros.
             SignatureCheck::Skipped if flag.is_some() => return Err(unfenced(request.kernel_id)),
             SignatureCheck::Skipped => storage.with_padded_params(padding, |table| {
-                launch_and_copy_back(stream, current, kernel, &shape, table, copy_back)
+                launch_and_copy_back((stream, current, self.deadline), kernel, &shape, table, copy_back)
             }),
-            SignatureCheck::Ptx | SignatureCheck::Driver => storage
-                .with_params(|table| launch_and_copy_back(stream, current, kernel, &shape, table, copy_back)),
+            SignatureCheck::Ptx | SignatureCheck::Driver => storage.with_params(|table| {
+                launch_and_copy_back((stream, current, self.deadline), kernel, &shape, table, copy_back)
+            }),
         }
         .map_err(|e| self.fail(e))?;
         // The scope synchronised the stream: the kernel has finished writing the flag.
@@ -430,7 +462,7 @@ impl Launch<'_> {
             let fresh = DeviceBuffer::alloc(self.current, arena_len).map_err(|e| self.fail(e))?;
             let zeros = vec![0u8; fresh.len()];
             self.stream
-                .scope(self.current, |queue| queue.upload_bytes(&zeros, &fresh, 0))
+                .scope(self.current, self.deadline, |queue| queue.upload_bytes(&zeros, &fresh, 0))
                 .map_err(|e| self.fail(e))?;
             *arena = Some(fresh);
         }
@@ -451,7 +483,9 @@ impl Launch<'_> {
                 // Every window checked before anything is copied; the scope waits for the copies.
                 transfers.iter().try_for_each(Transfer::check_upload).map_err(|e| self.fail(e))?;
                 self.stream
-                    .scope(self.current, |queue| transfers.iter().try_for_each(|t| queue.upload(t)))
+                    .scope(self.current, self.deadline, |queue| {
+                        transfers.iter().try_for_each(|t| queue.upload(t))
+                    })
                     .map_err(|e| self.fail(e))?;
                 let copy_back: Vec<Transfer<'_, '_>> =
                     back.iter().map(|(window, at)| Transfer { window, buffer, at: *at as usize }).collect();
@@ -478,14 +512,13 @@ impl Launch<'_> {
 /// each staged window's copy back, then a synchronisation (also after a failure), so that when
 /// this returns nothing on the device can touch guest memory any more.
 fn launch_and_copy_back(
-    stream: &Stream,
-    current: &Current<'_>,
+    (stream, current, deadline): (&Stream, &Current<'_>, Option<Deadline<'_>>),
     kernel: &Kernel,
     dims: &Dims,
     params: &mut impl KernelParams,
     copy_back: &[Transfer<'_, '_>],
 ) -> Result<(), CuError> {
-    stream.scope(current, |queue| {
+    stream.scope(current, deadline, |queue| {
         queue.launch(kernel, dims, params)?;
         copy_back.iter().try_for_each(|t| queue.download(t))
     })
@@ -530,6 +563,7 @@ impl Launcher for CudaLauncher {
         };
         let device = &*self.device;
         let state = device.usable_context()?;
+        let started = Instant::now();
         let generation = state.generation;
         let current = state.primary.push().map_err(|e| device.fail(generation, e, Phase::Launch))?;
 
@@ -550,7 +584,12 @@ impl Launcher for CudaLauncher {
         let slot = device.kernel(&state, &current, request.kernel_id, &entry)?;
         let kernel = slot.as_ref().as_ref().map_err(|failure| failure.guest.clone())?;
         let Resources { stream, arena, flag, .. } = resources;
-        let launch = Launch { device, generation, current: &current, stream, kernel };
+        let before_reset = || overrun(&device.context, generation);
+        let deadline = device
+            .launch_deadline
+            .and_then(|limit| started.checked_add(limit))
+            .map(|at| Deadline { at, before_reset: &before_reset });
+        let launch = Launch { device, generation, current: &current, stream, kernel, started, deadline };
 
         let shared = request.shape.shared_mem_bytes;
         if shared > kernel.dynamic_shared_limit.load(Ordering::Acquire) {

@@ -72,7 +72,12 @@ fn device(test: &str, mode: PointerModeChoice) -> Option<Arc<CudaDevice>> {
     let mut registry = KernelRegistry::new();
     registry.register(VECTOR_ADD, VECTOR_ADD_PTX, "vector_add", VECTOR_ADD_DECLARATION).unwrap();
     registry.register_undeclared(UNDECLARED, VECTOR_ADD_PTX, "vector_add").unwrap();
-    let options = CudaOptions { device_ordinal: ordinal, pointer_mode: mode, driver_library: Some(path) };
+    let options = CudaOptions {
+        device_ordinal: ordinal,
+        pointer_mode: mode,
+        driver_library: Some(path),
+        ..CudaOptions::default()
+    };
     Some(CudaDevice::open(registry, options).unwrap())
 }
 
@@ -242,6 +247,7 @@ fn a_kernel_nobody_can_describe_is_refused_and_reads_only_zeros_when_trusted() {
             device_ordinal: 0,
             pointer_mode: mode,
             driver_library: Some(support::emulator_12_2(&path)),
+            ..CudaOptions::default()
         };
         let device = CudaDevice::open(registry, options).unwrap();
         assert!(!device.info().param_info, "the 12.2 driver cannot describe parameters");

@@ -98,7 +98,12 @@ fn device(
         _ => DeviceConfig::default(),
     };
     let ordinal = emulator.add_device(config);
-    let options = CudaOptions { device_ordinal: ordinal, pointer_mode: mode, driver_library: Some(path) };
+    let options = CudaOptions {
+        device_ordinal: ordinal,
+        pointer_mode: mode,
+        driver_library: Some(path),
+        ..CudaOptions::default()
+    };
     Some((Some((emulator, ordinal)), CudaDevice::open(registry, options).unwrap()))
 }
 

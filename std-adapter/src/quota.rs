@@ -53,6 +53,10 @@ pub enum Quota {
     InFlightPerGuest,
     /// Launches running at once on one device, over every guest.
     InFlightPerDevice,
+    /// Milliseconds one launch may run: the device's watchdog (a CUDA host's
+    /// `CudaOptions::launch_deadline`). Not checked before dispatch: a launch still running at
+    /// its deadline is stopped and refused with what it had run so far.
+    LaunchTime,
 }
 
 impl Quota {
@@ -63,6 +67,7 @@ impl Quota {
             Quota::StagingBytes => "staging bytes per launch",
             Quota::InFlightPerGuest => "launches in flight for this guest",
             Quota::InFlightPerDevice => "launches in flight on this device",
+            Quota::LaunchTime => "milliseconds one launch runs",
         }
     }
 }

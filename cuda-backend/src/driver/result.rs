@@ -14,7 +14,9 @@ use std::ptr;
 
 use cust::sys::{CUdevice, CUjit_option};
 
-use super::sys::{Api, CUDA_SUCCESS, CuResult, Handle, MEMHOSTALLOC_DEVICEMAP, STREAM_NON_BLOCKING};
+use super::sys::{
+    Api, CUDA_ERROR_NOT_READY, CUDA_SUCCESS, CuResult, Handle, MEMHOSTALLOC_DEVICEMAP, STREAM_NON_BLOCKING,
+};
 
 /// A driver call that did not return `CUDA_SUCCESS`: which call, and the code it returned.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -99,12 +101,12 @@ pub(crate) unsafe fn primary_ctx_release(api: &Api, device: CUdevice) -> Result<
     check("cuDevicePrimaryCtxRelease", unsafe { (api.primary_ctx_release)(device) })
 }
 
-/// `cuDevicePrimaryCtxReset`.
+/// `cuDevicePrimaryCtxReset`: destroys the context and everything made in it, and stops what
+/// runs in it (CUDA's only way to end a kernel).
 ///
 /// # Safety
 ///
-/// Nothing may run in the context, and nothing made in it may be used or freed afterwards: the
-/// reset destroys it all.
+/// Nothing made in the context may be used or freed afterwards: the reset destroys it all.
 pub(crate) unsafe fn primary_ctx_reset(api: &Api, device: CUdevice) -> Result<(), CuError> {
     // SAFETY: the caller has ended all work in the context and gives up what was made in it.
     check("cuDevicePrimaryCtxReset", unsafe { (api.primary_ctx_reset)(device) })
@@ -272,6 +274,20 @@ pub(crate) unsafe fn stream_destroy(api: &Api, stream: Handle) -> Result<(), CuE
 pub(crate) unsafe fn stream_synchronize(api: &Api, stream: Handle) -> Result<(), CuError> {
     // SAFETY: the caller guarantees a live stream.
     check("cuStreamSynchronize", unsafe { (api.stream_synchronize)(stream.raw()) })
+}
+
+/// `cuStreamQuery`: `Ok(true)` once the stream's work has all finished, `Ok(false)` while it
+/// has not (`CUDA_ERROR_NOT_READY`).
+///
+/// # Safety
+///
+/// `stream` is live.
+pub(crate) unsafe fn stream_query(api: &Api, stream: Handle) -> Result<bool, CuError> {
+    // SAFETY: the caller guarantees a live stream.
+    match unsafe { (api.stream_query)(stream.raw()) } {
+        CUDA_ERROR_NOT_READY => Ok(false),
+        code => check("cuStreamQuery", code).map(|()| true),
+    }
 }
 
 /// `cuMemAlloc` of `len` bytes in the current context.
