@@ -17,4 +17,4 @@ export KARGS_CUDA_REQUIRE_DEVICE=1
 export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1"
 # --target keeps the sanitizer off build scripts and proc macros.
 RUSTFLAGS="-Zsanitizer=address" cargo "+$NIGHTLY" test -p kernel-args-integration --features cuda \
-    --target "$host" --test fault_matrix --test emulator --test cuda --test declarations --test fence
+    --target "$host" --test fault_matrix --test emulator --test cuda --test declarations --test fence --test watchdog
