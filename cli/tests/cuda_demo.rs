@@ -9,7 +9,6 @@
 //! there is no device the tests print `SKIPPED <test>: <reason>` (past the harness's capture)
 //! and return, or fail where `KARGS_CUDA_REQUIRE_DEVICE=1` (CI).
 
-use std::io::Write as _;
 
 use std::sync::Arc;
 
@@ -19,7 +18,7 @@ use kernel_args_cli::guest::{GuestModule, Runtime};
 use kernel_args_cuda::{CudaDevice, CudaOptions, KernelRegistry, PointerModeChoice, SetupError, kernels};
 
 fn say(line: String) {
-    let _ = std::io::stderr().write_all(format!("{line}\n").as_bytes());
+    kernel_args_testkit::device::say(&line);
 }
 
 fn registry() -> KernelRegistry {
@@ -39,24 +38,16 @@ fn gpu(test: &str, mode: PointerMode) -> Option<Arc<CudaDevice>> {
     let pointer_mode =
         if mode == PointerMode::Direct { PointerModeChoice::Direct } else { PointerModeChoice::Staged };
     let options = CudaOptions { pointer_mode, ..CudaOptions::from_env() };
-    match CudaDevice::open(registry(), options) {
-        Ok(device) => {
-            say(format!("{test}: device {} ({:?})", device.info().name, device.pointer_mode()));
-            Some(device)
-        }
-        Err(
-            e @ (SetupError::Driver { .. }
-            | SetupError::NoDevice { .. }
-            | SetupError::DirectUnsupported { .. }),
-        ) => {
-            if std::env::var_os("KARGS_CUDA_REQUIRE_DEVICE").is_some_and(|v| v == "1") {
-                panic!("{test}: KARGS_CUDA_REQUIRE_DEVICE=1, but there is no device: {e}");
-            }
-            say(format!("SKIPPED {test}: {e}"));
-            None
-        }
-        Err(e) => panic!("{test}: launcher setup failed with {e}"),
-    }
+    let no_device = |e: &SetupError| {
+        matches!(
+            e,
+            SetupError::Driver { .. } | SetupError::NoDevice { .. } | SetupError::DirectUnsupported { .. }
+        )
+    };
+    let device =
+        kernel_args_testkit::device::or_skip(test, CudaDevice::open(registry(), options), no_device)?;
+    say(format!("{test}: device {} ({:?})", device.info().name, device.pointer_mode()));
+    Some(device)
 }
 
 fn vector_add_from_the_guest(test: &str, mode: PointerMode) {

@@ -23,7 +23,6 @@
 //! The driver is the one `KARGS_CUDA_DRIVER` names. The counts need the emulated driver; with
 //! another (a GPU's) the load still runs and the counts are skipped.
 
-use std::io::Write as _;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -52,7 +51,7 @@ const FAULTS: u64 = 20;
 static SERIAL: Mutex<()> = Mutex::new(());
 
 fn say(line: String) {
-    let _ = std::io::stderr().write_all(format!("{line}\n").as_bytes());
+    kernel_args_testkit::device::say(&line);
 }
 
 fn device(test: &str, mode: PointerMode) -> Option<Arc<CudaDevice>> {
@@ -68,21 +67,13 @@ fn device(test: &str, mode: PointerMode) -> Option<Arc<CudaDevice>> {
     let pointer_mode =
         if mode == PointerMode::Direct { PointerModeChoice::Direct } else { PointerModeChoice::Staged };
     let options = CudaOptions { pointer_mode, ..CudaOptions::from_env() };
-    match CudaDevice::open(registry, options) {
-        Ok(device) => Some(device),
-        Err(
-            e @ (SetupError::Driver { .. }
-            | SetupError::NoDevice { .. }
-            | SetupError::DirectUnsupported { .. }),
-        ) => {
-            if std::env::var_os("KARGS_CUDA_REQUIRE_DEVICE").is_some_and(|v| v == "1") {
-                panic!("{test}: KARGS_CUDA_REQUIRE_DEVICE=1, but there is no device: {e}");
-            }
-            say(format!("SKIPPED {test}: {e}"));
-            None
-        }
-        Err(e) => panic!("{test}: device setup failed with {e}"),
-    }
+    let no_device = |e: &SetupError| {
+        matches!(
+            e,
+            SetupError::Driver { .. } | SetupError::NoDevice { .. } | SetupError::DirectUnsupported { .. }
+        )
+    };
+    kernel_args_testkit::device::or_skip(test, CudaDevice::open(registry, options), no_device)
 }
 
 /// The emulated driver, where `KARGS_CUDA_DRIVER` names it.

@@ -13,6 +13,8 @@
 //! - [`argvs`]: the argument lists and buffers the zero-allocation tests and the benchmarks
 //!   run (mixed argvs of every size up to the record cap, the largest valid buffer, an early
 //!   and a late error);
+//! - [`device`]: opening a CUDA device in a test, or skipping it (`SKIPPED <test>: <reason>`)
+//!   where the machine has none, unless `KARGS_CUDA_REQUIRE_DEVICE=1` makes that a failure;
 //! - [`kargs`]: the path of the `kargs` binary the workspace built, for the tests of the
 //!   unpublished crates that run it (cargo gives `CARGO_BIN_EXE_kargs` to `kernel-args-cli`'s
 //!   own tests only).
@@ -25,6 +27,7 @@
 
 pub mod argvs;
 pub mod declarations;
+pub mod device;
 mod from_core;
 pub mod kargs;
 pub mod model;

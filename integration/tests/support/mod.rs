@@ -9,7 +9,6 @@
 
 #![allow(dead_code)] // each test file uses its own part
 
-use std::io::Write as _;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -56,18 +55,14 @@ pub fn registry() -> KernelRegistry {
     r
 }
 
-/// Writes one line to stderr directly: the harness captures `print!`/`eprint!`, not this, so
-/// the line shows in every run (one `write_all`, so parallel tests do not interleave it).
+/// Writes one line to stderr directly, past the harness's capture (the test kit's).
 pub fn say(line: String) {
-    let _ = std::io::stderr().write_all(format!("{line}\n").as_bytes());
+    kernel_args_testkit::device::say(&line);
 }
 
-/// Reports that `test` cannot run here, or fails it where CI requires a device.
+/// Reports that `test` cannot run here, or fails it where CI requires a device (the test kit's).
 pub fn skip(test: &str, reason: &dyn std::fmt::Display) {
-    if std::env::var_os("KARGS_CUDA_REQUIRE_DEVICE").is_some_and(|v| v == "1") {
-        panic!("{test}: KARGS_CUDA_REQUIRE_DEVICE=1, but it cannot run: {reason}");
-    }
-    say(format!("SKIPPED {test}: {reason}"));
+    kernel_args_testkit::device::skip(test, reason);
 }
 
 /// `argv` checked as the host function checks it before a launcher sees it: parsed against the
@@ -121,34 +116,31 @@ pub fn open(test: &str, options: CudaOptions) -> Option<Arc<CudaDevice>> {
 /// The device `options` name with `registry`'s kernels, or `None` (the skip reported) where
 /// the driver has none or it cannot run in that mode.
 pub fn open_with(test: &str, registry: KernelRegistry, options: CudaOptions) -> Option<Arc<CudaDevice>> {
-    match CudaDevice::open(registry, options) {
-        Ok(device) => {
-            let d = device.info();
-            say(format!(
-                "{test}: device {} {} (sm_{}{}), driver {}, pageable memory access {} (host page tables {}), \
-                 cuFuncGetParamInfo {}, mode {:?}",
-                d.ordinal,
-                d.name,
-                d.compute_capability.0,
-                d.compute_capability.1,
-                d.driver_version,
-                d.pageable_memory_access,
-                d.uses_host_page_tables,
-                d.param_info,
-                device.pointer_mode()
-            ));
-            Some(device)
-        }
-        Err(
-            e @ (SetupError::Driver { .. }
-            | SetupError::NoDevice { .. }
-            | SetupError::DirectUnsupported { .. }),
-        ) => {
-            skip(test, &e);
-            None
-        }
-        Err(e) => panic!("{test}: device setup failed with {e}"),
-    }
+    let device = kernel_args_testkit::device::or_skip(test, CudaDevice::open(registry, options), no_device)?;
+    let d = device.info();
+    say(format!(
+        "{test}: device {} {} (sm_{}{}), driver {}, pageable memory access {} (host page tables {}), \
+         cuFuncGetParamInfo {}, mode {:?}",
+        d.ordinal,
+        d.name,
+        d.compute_capability.0,
+        d.compute_capability.1,
+        d.driver_version,
+        d.pageable_memory_access,
+        d.uses_host_page_tables,
+        d.param_info,
+        device.pointer_mode()
+    ));
+    Some(device)
+}
+
+/// Whether `e` is an error of a machine without the device a test needs (no driver, no device
+/// of that ordinal, direct pointers on a device without pageable memory access).
+pub fn no_device(e: &SetupError) -> bool {
+    matches!(
+        e,
+        SetupError::Driver { .. } | SetupError::NoDevice { .. } | SetupError::DirectUnsupported { .. }
+    )
 }
 
 /// The emulated driver that `KARGS_CUDA_DRIVER` names, for the tests that set its devices up,
