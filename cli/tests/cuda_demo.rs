@@ -9,7 +9,6 @@
 //! there is no device the tests print `SKIPPED <test>: <reason>` (past the harness's capture)
 //! and return, or fail where `KARGS_CUDA_REQUIRE_DEVICE=1` (CI).
 
-
 use std::sync::Arc;
 
 use kernel_args::guest::{CAPACITY, THREADS_PER_BLOCK, VECTOR_ADD_KERNEL_ID};
@@ -121,4 +120,11 @@ fn kargs_demo_launches_the_same_on_both_runtimes() {
     wasmi["runtime"] = serde_json::Value::Null;
     assert_eq!(wasmtime, wasmi);
     say(format!("{test}: kargs demo launched 4096 elements on wasmtime and on wasmi, the same"));
+}
+
+/// The guest's declaration of its kernel and the CUDA backend's bundled one are one text: the
+/// demo registers the guest's with the backend's PTX.
+#[test]
+fn the_guest_and_the_cuda_backend_declare_vector_add_alike() {
+    assert_eq!(kernel_args::guest::VECTOR_ADD_DECLARATION, kernel_args_cuda::kernels::VECTOR_ADD_DECLARATION);
 }

@@ -303,9 +303,9 @@ fn check_against_ptx(declaration: &Declaration, ptx: &KernelSignature) -> Result
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::kernels::VECTOR_ADD_DECLARATION;
 
     const VECTOR_ADD: &str = include_str!("../kernels/vector_add.ptx");
-    const VECTOR_ADD_DECLARATION: &str = "vector_add(a: &[f32; n], b: &[f32; n], out: &mut [f32; n], n: u32)";
 
     fn problem(e: SetupError) -> KernelProblem {
         match e {
