@@ -2,7 +2,7 @@
 //! `cuXxx` symbol of `export_driver_api!` forwards to.
 //!
 //! Every function here is one entry point. It counts the call, waits if a hold is armed for it
-//! and answers an armed failure first ([`faults`]), then checks as the driver
+//! and answers an armed failure first (`src/faults.rs`), then checks as the driver
 //! does — `cuInit` done, the
 //! calling thread's current context alive and without a sticky error, handles of that
 //! context, arguments in range — and only then changes anything or writes an out-parameter. A
@@ -12,7 +12,7 @@
 //!
 //! `cuMemcpyHtoDAsync_v2`, `cuMemcpyDtoHAsync_v2` and `cuLaunchKernel` on a created stream check
 //! their arguments and queue the work, which the stream's worker runs after the call has
-//! returned ([`crate::stream`]); `cuStreamSynchronize` waits for it and reports a kernel
+//! returned (`src/stream.rs`); `cuStreamSynchronize` waits for it and reports a kernel
 //! fault as the context's sticky error. On a default stream (0, 1, 2) the work runs before the
 //! call returns.
 //!

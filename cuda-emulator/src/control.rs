@@ -3,7 +3,7 @@
 //! name string) only; none of them needs `cuInit`, and none can fail the way a driver call
 //! does: a bad argument gives `-1`, `0` or nothing, as each function says.
 //!
-//! Fault injection is per calling thread ([`faults`]); devices, counts and
+//! Fault injection is per calling thread (`src/faults.rs`); devices, counts and
 //! statistics belong to the library instance.
 
 use std::ffi::{CStr, c_char, c_int, c_longlong, c_ulonglong};
@@ -93,7 +93,7 @@ pub unsafe fn call_count(name: *const c_char) -> c_ulonglong {
 
 /// `void kargs_emu_hold_call(const char *name)`: the next call of entry point `name` on this
 /// thread waits on entry until `kargs_emu_release_held` (at most
-/// [`HOLD_LIMIT`](crate::faults::HOLD_LIMIT)), then runs as usual. An unknown name holds
+/// `HOLD_LIMIT`), then runs as usual. An unknown name holds
 /// nothing.
 ///
 /// # Safety

@@ -44,14 +44,14 @@
 //!   capability is refused at load, as the JIT refuses it ([`api`]);
 //! - streams: a worker per stream runs its queued copies and kernels after the call that queued
 //!   them, kernels of different streams at once; the slow-device and inline settings:
-//!   [`stream`];
+//!   `src/stream.rs`;
 //! - the kernels: each `.entry`'s PTX, decoded when its module loads (an instruction the
 //!   interpreter does not run refuses the module, naming the line) and interpreted with
 //!   separate parameter, global, shared, local and register state, `bar.sync`, warp shuffles
 //!   and votes (`shfl.sync`, `vote.sync`, executed by a warp's threads together) and real
 //!   atomics, each launch counting the instructions it executed: [`exec`];
 //! - the control API for tests (`kargs_emu_*`): [`control`]; per-thread fault injection, held
-//!   calls and call counts: [`faults`]; a client that loads a built library and calls its
+//!   calls and call counts: `src/faults.rs`; a client that loads a built library and calls its
 //!   control API, for the launcher's tests: [`client`].
 //!
 //! ## Unsafe
@@ -69,12 +69,12 @@ pub mod api;
 pub mod client;
 pub mod control;
 pub mod exec;
-pub mod faults;
+mod faults;
 pub mod memory;
 pub mod ptx;
 pub mod result;
 pub mod state;
-pub mod stream;
+mod stream;
 
 /// Defines the exported C symbols of an emulated driver library, each forwarding to this
 /// crate: the driver entry points (`cuInit`, ..., `cuLaunchKernel`) and the control API

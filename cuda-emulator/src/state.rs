@@ -124,7 +124,7 @@ pub struct Function {
     pub max_dynamic_shared_bytes: usize,
 }
 
-/// A stream: its context and the queue its worker runs ([`crate::stream`]).
+/// A stream: its context and the queue its worker runs (`src/stream.rs`).
 #[derive(Debug)]
 pub struct Stream {
     /// The context it was created in.

@@ -2,12 +2,12 @@
 //! loaded and interpreted thread by thread when a kernel runs. No kernel is written again for
 //! the CPU: what a kernel reads from its parameters, computes and stores is what its PTX says.
 //!
-//! - [`decode`]: the body of an `.entry`, statement by statement, into [`Inst`]s: registers by
+//! - `decode`: the body of an `.entry`, statement by statement, into `Inst`s: registers by
 //!   name, labels, static shared variables, operands. An instruction (or a form of one) outside
 //!   what this interpreter supports refuses the module at load, naming its line, never a wrong
 //!   result at run time.
-//! - One module per instruction family: [`arith`] (integer and floating-point arithmetic,
-//!   comparisons, selection), [`convert`] (`mov`, `cvt`, `cvta`), [`memory_ops`] (`ld`, `st`,
+//! - One module per instruction family: `arith` (integer and floating-point arithmetic,
+//!   comparisons, selection), `convert` (`mov`, `cvt`, `cvta`), `memory_ops` (`ld`, `st`,
 //!   `atom`, `red` in the parameter, global and shared state spaces).
 //! - This module: the scheduler. A block's threads run one after the other, each until it
 //!   ends (`ret`, `exit`) or reaches `bar.sync`; when every thread still running has reached
@@ -39,12 +39,12 @@
 //! Each launch counts the instructions its threads executed (a guarded instruction whose guard
 //! is false counts too: the thread stepped through it): [`Outcome::instructions`].
 
-pub mod arith;
-pub mod convert;
-pub mod decode;
-pub mod memory_ops;
-pub mod operands;
-pub mod warp;
+mod arith;
+mod convert;
+mod decode;
+mod memory_ops;
+mod operands;
+mod warp;
 
 use crate::memory::{Fault, KernelMemory};
 use crate::ptx::PtxEntry;
@@ -245,11 +245,11 @@ pub struct Inst {
 /// What an instruction does.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Op {
-    /// An arithmetic, logic, comparison or selection instruction ([`arith`]).
+    /// An arithmetic, logic, comparison or selection instruction (`arith`).
     Arith(arith::ArithOp),
-    /// `mov`, `cvt` or `cvta` ([`convert`]).
+    /// `mov`, `cvt` or `cvta` (`convert`).
     Convert(convert::ConvertOp),
-    /// `ld`, `st`, `atom` or `red` ([`memory_ops`]).
+    /// `ld`, `st`, `atom` or `red` (`memory_ops`).
     Memory(memory_ops::MemoryOp),
     /// `bra`: jump to the instruction at this index.
     Branch(usize),
@@ -259,7 +259,7 @@ pub enum Op {
     Exit,
     /// `trap` or `brkpt`: the kernel stops with a launch failure.
     Trap,
-    /// `shfl.sync` or `vote.sync`: the warp executes it together ([`warp`]).
+    /// `shfl.sync` or `vote.sync`: the warp executes it together (`warp`).
     Warp(warp::WarpOp),
 }
 
