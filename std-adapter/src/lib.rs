@@ -83,7 +83,8 @@
 //! - the host call, in the order the pipeline runs it: [`LaunchHost::call`] (`src/host.rs`;
 //!   the steps are ARCHITECTURE.md's "The host call, step by step");
 //! - kernel declarations, their grammar's parser and the check of a launch against them:
-//!   [`Declaration`] (`src/declaration.rs`; the grammar is `docs/declarations.md`);
+//!   [`Declaration`] (`src/declaration/`: the parsed form, `grammar.rs`, `check.rs`, `errors.rs`;
+//!   the grammar is `docs/declarations.md`);
 //! - the quotas (threads and staging bytes per launch, launches in flight per guest and per
 //!   device), their defaults and the shared in-flight count: [`Quota`], [`InFlight`]
 //!   (`src/quota.rs`);
