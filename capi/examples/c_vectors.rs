@@ -82,7 +82,7 @@ fn tag_byte(ty: &str) -> u8 {
     kernel_args_core::ArgTag::from_name(ty).unwrap().byte()
 }
 
-/// The library's `detail` layout for core's error kinds (capi/src/types.rs, KargsErrorKind).
+/// The library's `detail` layout for core's error kinds (capi/src/types/error.rs, KargsErrorKind).
 fn argv_detail(kind: ErrorKind) -> [u64; 3] {
     match kind {
         ErrorKind::BufferTooLong { len, max } => [len as u64, max as u64, 0],

@@ -330,7 +330,7 @@ pub extern "C" fn kargs_error_kind_name(kind: u32) -> *const c_char {
 const DECLARATION_MARK: u64 = u64::from_le_bytes(*b"kargsdc1");
 
 /// Bytes before the `Declaration` in a `kargs_declaration`: the mark's word (so the
-/// `Declaration` is aligned as the struct's words are, which is enough: types.rs asserts it).
+/// `Declaration` is aligned as the struct's words are, which is enough: types/host.rs asserts it).
 const DECLARATION_AT: usize = size_of::<u64>();
 
 /// The declaration `decl` holds, or `None` when `kargs_declaration_parse` did not write it (its
@@ -348,7 +348,7 @@ unsafe fn declaration_of<'a>(decl: *const KargsDeclaration) -> Option<&'a Declar
         return None;
     }
     // SAFETY: the mark says `kargs_declaration_parse` wrote a `Declaration` at
-    // `DECLARATION_AT` (aligned and inside the struct: a const assertion in types.rs), which
+    // `DECLARATION_AT` (aligned and inside the struct: a const assertion in types/host.rs), which
     // holds no pointer, so a byte copy is the same value; it is unchanged for 'a.
     Some(unsafe { &*decl.cast::<u8>().wrapping_add(DECLARATION_AT).cast::<Declaration>() })
 }
@@ -419,7 +419,7 @@ pub unsafe extern "C" fn kargs_declaration_parse(
         match Declaration::parse_bytes(bytes) {
             Ok(declaration) => {
                 // SAFETY: `out` is valid for writes of the whole struct; the `Declaration` goes
-                // at `DECLARATION_AT`, aligned and inside it (const assertion in types.rs).
+                // at `DECLARATION_AT`, aligned and inside it (const assertion in types/host.rs).
                 unsafe {
                     out.cast::<u8>().wrapping_add(DECLARATION_AT).cast::<Declaration>().write(declaration)
                 };
