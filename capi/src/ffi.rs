@@ -663,14 +663,13 @@ unsafe fn in_flight<'a>(count: *mut KargsInFlight, quota: Quota) -> Option<(&'a 
     Some((now, max, quota))
 }
 
-/// One `wasi_cuda_launch` call, the whole of it, as kernel-args' `LaunchHost::call` makes it:
-/// the capability (`host->enabled`), the guest's memory, the argument region, the launch shape,
-/// threads per launch (`host->max_threads_per_launch`), the argv's byte cap, the parse, the
-/// kernel (`host->kernels`: unknown, or undeclared with an untrusted guest, is
-/// `KARGS_ABI_INVALID_KERNEL`), the kernel's declaration, a place in each count of launches in
-/// flight (`host->in_flight_guest`, `in_flight_device`; a full one is
-/// `KARGS_ABI_QUOTA_EXCEEDED`), then the host's `launch` callback with the checked launch. The order and every rule are the Rust host's
-/// (ARCHITECTURE.md); the callback is reached exactly when every check passes.
+/// One `wasi_cuda_launch` call, the whole of it: kernel-args' `LaunchHost::call` runs it, with
+/// its steps, order and rules (its documentation lists them). The C host's fields are what
+/// those steps read: `host->enabled` (the capability), `max_threads_per_launch` (the threads
+/// quota), `kernels` (the kernel and its declaration: unknown, or undeclared with an untrusted
+/// guest, is `KARGS_ABI_INVALID_KERNEL`), `in_flight_guest` and `in_flight_device` (a full one
+/// is `KARGS_ABI_QUOTA_EXCEEDED`); the launch is the host's `launch` callback, reached exactly
+/// when every check passes.
 ///
 /// Returns what the guest gets: 0 (the callback returned 0), the callback's code, or the code
 /// of the first check that failed. `err` receives the error (all zeros on success; the kinds:

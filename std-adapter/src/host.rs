@@ -152,13 +152,10 @@ pub enum GuestTrust {
 /// Per-guest host state for `wasi_cuda_launch`: capability, limits, launcher, last call.
 ///
 /// [`call`](LaunchHost::call) runs the whole host call over the guest's linear memory, in the
-/// order ARCHITECTURE.md gives ("The host call, step by step"): the capability, the memory, the
-/// argument region ([`check_args_region`]), the launch shape ([`check_launch_shape`]), the
-/// argv's byte cap ([`MAX_KERNEL_ARGS_BYTES`](kernel_args_core::MAX_KERNEL_ARGS_BYTES)), the one
-/// parse of the argv into the launch's record ([`LaunchArgs`](crate::LaunchArgs)), the kernel
-/// ([`Launcher::registered`]; undeclared kernels only for a trusted guest, [`GuestTrust`]), its
-/// [`Declaration`] ([`Declaration::check`]), then the launcher with a [`LaunchRequest`]. The
-/// first check that fails is the guest's answer, and nothing of the call is recorded.
+/// steps its documentation lists (the capability, the memory, the argument region, the shape
+/// and the threads quota, the byte cap, the parse, the kernel, its declaration, the launches in
+/// flight and the launcher). The first that fails is the guest's answer, and nothing of the call
+/// is recorded.
 ///
 /// Nothing is allocated on the heap, with or without std: the record of the launch is stored
 /// inline and parsed into in place. Bad guest input only ever produces an ABI code, never a
@@ -329,7 +326,50 @@ impl<L: Launcher> LaunchHost<L> {
 
     /// Runs one `wasi_cuda_launch` call against the guest's linear memory (`None` when the
     /// guest has none) and returns what the guest sees: `0` or a negative [`AbiError`] code.
-    /// The order of the checks is [`LaunchHost`]'s.
+    ///
+    /// This is the one place the host call's steps are written; every host runs them, in this
+    /// order, here (the wasmtime and wasmi bindings, the no_std firmware, the C API's
+    /// `kargs_host_call`). The first step that fails decides the guest's ABI code, and nothing
+    /// of the call is recorded.
+    ///
+    /// 1. The guest encodes its arguments (`ArgvBuilder`, `include/kargs_guest.h`, or any
+    ///    encoder that follows `docs/wire-format.md`) and calls `wasi_cuda_launch(kernel_id,
+    ///    grid…, block…, shared_mem, args_ptr, args_len)`.
+    /// 2. **Capability**: a guest without it gets `NotAvailable` (-1), whatever else is wrong.
+    /// 3. **Memory**: a guest that exports no linear memory gets `InvalidPointer` (-2).
+    /// 4. **Region**: `[args_ptr, args_ptr + args_len)` lies in linear memory
+    ///    ([`check_args_region`], `InvalidPointer`), decided before any argv byte is read.
+    /// 5. **Shape**: grid, block, threads per block and shared memory within the limits every
+    ///    device accepts ([`check_launch_shape`], `InvalidDimensions`); then the threads of the
+    ///    whole launch (`grid × block`) within the host's quota
+    ///    ([`check_threads_per_launch`](crate::check_threads_per_launch), `QuotaExceeded`, -6).
+    /// 6. **Byte cap**: at most 4096 argv bytes (`check_argv_len`, `KernelArgsUnsupported`).
+    /// 7. **Parse**: the core parser (`parse_argv_into`, one loop) reads the argv in place,
+    ///    under the call's exclusive borrow of linear memory, into the call's
+    ///    [`LaunchArgs`](crate::LaunchArgs) (each argument's tag byte and value bits, a window
+    ///    as guest offset and length), checking every record and every window against the
+    ///    memory's length (`docs/wire-format.md` gives the rules and their precedence).
+    /// 8. **Kernel**: [`Launcher::registered`]: unknown is `InvalidKernel` (-3); registered
+    ///    without a declaration is `InvalidKernel` too, unless the host trusts its guest
+    ///    ([`GuestTrust::Trusted`]).
+    /// 9. **Declaration**: [`Declaration::check`] (`docs/declarations.md`): the count, each
+    ///    type, each window's alignment and length against what the kernel touches
+    ///    (`InvalidArgs`, -9, naming the record and the parameter).
+    /// 10. **Launch**: a host given shared counts of launches in flight
+    ///     ([`InFlight`](crate::InFlight), the guest's and the device's) takes a place in each,
+    ///     or answers `QuotaExceeded` when one is full, and gives it back when the launcher
+    ///     returns. The [`Launcher`] receives a [`LaunchRequest`], which only this call (or the
+    ///     checking constructor [`LaunchRequest::check`], which runs steps 5, 8 and 9 itself)
+    ///     can make: the kernel id, the registration step 8 found (the launcher launches that
+    ///     one, even if the kernel has been registered again since), the shape, the checked
+    ///     arguments, the host's [`LaunchLimits`](crate::LaunchLimits) (the staging quota a
+    ///     launcher that copies windows holds itself to) and the guest memory, through which
+    ///     [`LaunchRequest::window`] turns a window into its host slice or pointer (checked
+    ///     again in one compare). Its answer is the guest's. (What the CUDA launcher does here:
+    ///     ARCHITECTURE.md, "The CUDA launcher's step 10".)
+    /// 11. **Record**: the host keeps the last launch pointer-free
+    ///     ([`last_launch`](Self::last_launch): kernel id, shape, arguments) and the last error
+    ///     ([`last_error`](Self::last_error): its ABI code and a typed [`Detail`](crate::Detail)).
     pub fn call(&mut self, memory: Option<&mut [u8]>, call: &LaunchCall) -> i32 {
         self.recorded = false;
         self.last_error = None;

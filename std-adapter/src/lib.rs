@@ -7,27 +7,13 @@
 //! and its kernel parameters as one buffer of tagged records in its linear memory
 //! (`args_ptr`, `args_len`; the format is `docs/wire-format.md`). This crate checks all
 //! of it before anything runs, and hands a bounds-checked [`LaunchRequest`] to a [`Launcher`].
-//! [`LaunchHost::call`] runs these steps, numbered as in ARCHITECTURE.md's "The host call, step
-//! by step" (step 1 is the guest's: it encodes the argv and calls `wasi_cuda_launch`), the first
-//! that fails deciding the guest's ABI code:
-//!
-//! 2. capability gate → `NotAvailable`;
-//! 3. the guest's memory: none exported → `InvalidPointer`;
-//! 4. argument region ([`check_args_region`]) → `InvalidPointer`;
-//! 5. launch shape ([`check_launch_shape`], limits in [`limits`]) → `InvalidDimensions`; then
-//!    threads per launch ([`check_threads_per_launch`]) → `QuotaExceeded`;
-//! 6. byte cap (`kernel_args_core::check_argv_len`) → `KernelArgsUnsupported`;
-//! 7. parse (the core parser, no heap, into the launch's record) → `InvalidArgs`,
-//!    `InvalidPointer`, `KernelArgsUnsupported`;
-//! 8. the kernel ([`Launcher::registered`]): unknown, or registered without a declaration for a
-//!    guest the host does not trust ([`GuestTrust`]) → `InvalidKernel`;
-//! 9. the kernel's declaration ([`Declaration`]): arguments that do not fit what it declares →
-//!    `InvalidArgs`;
-//! 10. launches in flight, for a host given a shared count ([`InFlight`], feature `std`) →
-//!     `QuotaExceeded`; then the launch through the [`Launcher`] trait ([`DryRunLauncher`] here, the CUDA backend in
-//!     `kernel-args-cuda`), whose answer is the guest's;
-//! 11. record: the last launch, pointer-free ([`LaunchHost::last_launch`]), or the last error
-//!     ([`LaunchHost::last_error`]).
+//! [`LaunchHost::call`] runs the host call's steps, which its documentation lists (the one
+//! place they are written): the capability, the guest's memory, the argument region
+//! ([`check_args_region`]), the launch shape ([`check_launch_shape`]) and the threads quota, the
+//! byte cap, the parse (the core parser, no heap), the kernel ([`Launcher::registered`]), its
+//! [`Declaration`], the launches in flight, then the [`Launcher`] ([`DryRunLauncher`] here, the
+//! CUDA backend in `kernel-args-cuda`) and the record of the call. The first that fails decides
+//! the guest's ABI code.
 //!
 //! ```
 //! use kernel_args::{AbiError, Declaration, DryRunLauncher, LaunchCall, LaunchHost};
@@ -80,8 +66,8 @@
 //!   (`src/error.rs`);
 //! - every limit: [`limits`]; the region and shape checks: [`check_args_region`],
 //!   [`check_launch_shape`] (`src/checks.rs`);
-//! - the host call, in the order the pipeline runs it: [`LaunchHost::call`] (`src/host.rs`;
-//!   the steps are ARCHITECTURE.md's "The host call, step by step");
+//! - the host call, in the order the pipeline runs it: [`LaunchHost::call`] (`src/host.rs`,
+//!   whose documentation lists the steps);
 //! - kernel declarations, their grammar's parser and the check of a launch against them:
 //!   [`Declaration`] (`src/declaration/`: the parsed form, `grammar.rs`, `check.rs`, `errors.rs`;
 //!   the grammar is `docs/declarations.md`);
