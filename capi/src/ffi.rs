@@ -778,8 +778,9 @@ pub unsafe extern "C" fn kargs_host_call(
         ..LaunchLimits::DEFAULT
     };
     let trust = if host.trusted != 0 { GuestTrust::Trusted } else { GuestTrust::Untrusted };
-    let mut launch_host =
-        LaunchHost::new(launcher).with_enabled(host.enabled != 0).with_trust(trust).with_limits(limits);
+    let mut launch_host = LaunchHost::new(launcher).with_limits(limits);
+    launch_host.set_enabled(host.enabled != 0);
+    launch_host.set_trust(trust);
     let rust_call = LaunchCall {
         kernel_id: call.kernel_id,
         grid: call.grid,

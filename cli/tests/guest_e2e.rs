@@ -500,7 +500,11 @@ fn bad_dimensions_are_invalid_dimensions() {
 #[test]
 fn a_disabled_capability_is_not_available_and_records_nothing() {
     each_case(
-        || dry_run_host().with_enabled(false),
+        || {
+            let mut host = dry_run_host();
+            host.set_enabled(false);
+            host
+        },
         |_, g| {
             assert_eq!(g.run(64), AbiError::NotAvailable.code());
             assert!(g.host().last_launch().is_none());

@@ -65,7 +65,9 @@ fn no_exported_memory_is_an_invalid_pointer() {
 #[test]
 fn a_disabled_capability_is_not_available_even_without_memory() {
     for &runtime in Runtime::ALL {
-        let mut guest = guest_without_memory(runtime, LaunchHost::new(demo_dry_run()).with_enabled(false));
+        let mut host = LaunchHost::new(demo_dry_run());
+        host.set_enabled(false);
+        let mut guest = guest_without_memory(runtime, host);
         assert_eq!(guest.call0("go").unwrap(), AbiError::NotAvailable.code(), "{runtime}");
         assert_eq!(guest.host().last_error().unwrap().detail(), &Detail::CapabilityDisabled, "{runtime}");
         assert!(guest.host().last_launch().is_none(), "{runtime}");

@@ -130,7 +130,8 @@ fn a_raw_integer_where_the_kernel_takes_a_pointer_is_refused() {
         a.ptr(OUT as u32, 4 * N as u32).unwrap().u32(N as u32).unwrap();
     });
     let mut memory = fresh_memory();
-    let mut trusted = LaunchHost::new(device.launcher()).with_trust(GuestTrust::Trusted);
+    let mut trusted = LaunchHost::new(device.launcher());
+    trusted.set_trust(GuestTrust::Trusted);
     let call = call_with(&mut memory, UNDECLARED, &raw, N as u32);
     assert_eq!(trusted.call(Some(&mut memory), &call), 0);
     assert_eq!(f32_at(&memory, OUT + 4), 1002.0, "the secret reached the guest");
@@ -175,7 +176,8 @@ fn a_count_past_the_windows_is_refused_and_memory_past_them_untouched() {
         a.ptr(A as u32, 16).unwrap().ptr(B as u32, 16).unwrap().ptr(OUT as u32, 16).unwrap().u32(32).unwrap();
     });
     let mut memory = fresh_memory();
-    let mut trusted = LaunchHost::new(device.launcher()).with_trust(GuestTrust::Trusted);
+    let mut trusted = LaunchHost::new(device.launcher());
+    trusted.set_trust(GuestTrust::Trusted);
     let call = call_with(&mut memory, UNDECLARED, &past, 32);
     assert_eq!(trusted.call(Some(&mut memory), &call), 0);
     assert_eq!(f32_at(&memory, OUT + 4 * 20), 60.0, "the kernel wrote past the 16-byte window");
@@ -265,7 +267,8 @@ fn a_kernel_nobody_can_describe_is_refused_and_reads_only_zeros_when_trusted() {
         // A trusted one: the launch runs with the padded table, and the struct's bytes past the
         // u64 are zeros (not `in`'s and `out`'s addresses), so its count is 0 and nothing is
         // written.
-        let mut trusted = LaunchHost::new(device.launcher()).with_trust(GuestTrust::Trusted);
+        let mut trusted = LaunchHost::new(device.launcher());
+        trusted.set_trust(GuestTrust::Trusted);
         assert_eq!(trusted.call(Some(&mut memory), &call), 0, "{mode:?}: {:?}", trusted.last_error());
         assert!(memory == before, "{mode:?}: the kernel read something other than zeros past its argument");
     }

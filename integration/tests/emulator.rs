@@ -566,7 +566,8 @@ fn the_staging_quota_refuses_a_longer_arena_before_anything_is_allocated() {
         code
     };
     let limits = LaunchLimits { max_staging_bytes: 1200, ..LaunchLimits::DEFAULT };
-    let mut host = LaunchHost::new(device.launcher()).with_limits(limits).with_trust(GuestTrust::Trusted);
+    let mut host = LaunchHost::new(device.launcher()).with_limits(limits);
+    host.set_trust(GuestTrust::Trusted);
     assert_eq!(call(&mut host, 100), 0, "{:?}", host.last_error());
     let allocations = emulator.call_count("cuMemAlloc_v2");
     let copies = emulator.call_count("cuMemcpyHtoDAsync_v2");

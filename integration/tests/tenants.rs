@@ -187,7 +187,8 @@ struct Faulty {
 
 impl Faulty {
     fn new(device: &Arc<CudaDevice>) -> Faulty {
-        let host = LaunchHost::new(device.launcher()).with_trust(GuestTrust::Trusted);
+        let mut host = LaunchHost::new(device.launcher());
+        host.set_trust(GuestTrust::Trusted);
         let placed = Placed::new(host, |argv, [a, b, _]| {
             argv.ptr(a, 64).unwrap().ptr(b, 64).unwrap().u64(0).unwrap().u32(16).unwrap();
         });

@@ -252,33 +252,19 @@ impl<L: Launcher> LaunchHost<L> {
         self
     }
 
-    /// Grants (`true`) or withholds (`false`) the capability; a host without it answers every
-    /// call with `NotAvailable` and records nothing.
-    #[must_use]
-    pub fn with_enabled(mut self, enabled: bool) -> LaunchHost<L> {
-        self.enabled = enabled;
-        self
-    }
-
-    /// Sets how far the host trusts its guest with undeclared kernels (the default:
-    /// [`GuestTrust::Untrusted`]). See [`GuestTrust::Trusted`] before choosing it.
-    #[must_use]
-    pub fn with_trust(mut self, trust: GuestTrust) -> LaunchHost<L> {
-        self.trust = trust;
-        self
-    }
-
     /// How far the host trusts its guest.
     pub fn trust(&self) -> GuestTrust {
         self.trust
     }
 
-    /// Changes how far the host trusts its guest, from the next call on.
+    /// Sets how far the host trusts its guest with undeclared kernels, from the next call on
+    /// (the default: [`GuestTrust::Untrusted`]). See [`GuestTrust::Trusted`] before choosing it.
     pub fn set_trust(&mut self, trust: GuestTrust) {
         self.trust = trust;
     }
 
-    /// Grants or withholds the capability from now on.
+    /// Grants (`true`, the default) or withholds (`false`) the capability, from the next call
+    /// on; a host without it answers every call with `NotAvailable` and records nothing.
     pub fn set_enabled(&mut self, enabled: bool) {
         self.enabled = enabled;
     }
@@ -542,7 +528,8 @@ mod tests {
     #[test]
     fn disabled_capability_records_nothing() {
         let (mut memory, len) = memory_with_argv();
-        let mut host = LaunchHost::new(Counting::default()).with_enabled(false);
+        let mut host = LaunchHost::new(Counting::default());
+        host.set_enabled(false);
         assert_eq!(host.call(Some(&mut memory), &good_call(len)), AbiError::NotAvailable.code());
         assert!(host.last_launch().is_none());
         assert_eq!(host.launcher().calls, 0);
@@ -793,7 +780,8 @@ mod tests {
         assert!(host.last_launch().is_none());
         assert_eq!(host.launcher().calls, 0);
         // A trusted guest launches it; an unknown id is refused all the same.
-        let mut host = host.with_trust(GuestTrust::Trusted);
+        let mut host = host;
+        host.set_trust(GuestTrust::Trusted);
         assert_eq!(host.trust(), GuestTrust::Trusted);
         assert_eq!(host.call(Some(&mut memory), &undeclared), 0);
         assert_eq!(host.launcher().calls, 1);

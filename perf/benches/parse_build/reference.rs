@@ -285,7 +285,9 @@ pub mod ours {
             ..LaunchCall::new(1, [4, 1, 1], [256, 1, 1])
         };
         let trust = if declared { GuestTrust::Untrusted } else { GuestTrust::Trusted };
-        (LaunchHost::new(launcher).with_trust(trust), call)
+        let mut host = LaunchHost::new(launcher);
+        host.set_trust(trust);
+        (host, call)
     }
 
     /// One whole host call.
