@@ -194,6 +194,15 @@ fn the_watchdog_stops_a_launch_past_its_deadline_and_the_device_recovers() {
         }
     }
 
+    // Dropped right after an overrun, before any launch recovers the context: what was made in
+    // the reset context is given up, and nothing of the device is left.
+    let (ordinal, before, device) = open(emulator, &library, PointerMode::Staged);
+    let mut launcher = device.launcher();
+    vector_add(&mut launcher, VECTOR_ADD).unwrap();
+    assert_overran("dropped after it", spin(&mut launcher, SPIN));
+    drop((launcher, device));
+    assert_eq!(emulator.live_all(ordinal), before, "dropped right after an overrun");
+
     // Another tenant's launch in flight when the context is reset fails, and does not hang; the
     // tenants' next launches run.
     let (_, _, device) = open(emulator, &library, PointerMode::Direct);
