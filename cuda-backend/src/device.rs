@@ -361,12 +361,12 @@ impl CudaDevice {
     ///
     /// # Errors
     ///
-    /// [`SetupError::Kernel`] for an unknown id, a module the driver refuses
+    /// [`SetupError::Kernel`] for an unknown id ([`KernelProblem::NotRegistered`]), a module the driver refuses
     /// ([`KernelProblem::Load`]) or a driver parameter list that differs from the declaration
     /// ([`KernelProblem::DriverParams`]).
     pub fn verify(&self, id: i64) -> Result<(), SetupError> {
         let refuse = |problem| SetupError::Kernel { id, problem };
-        let entry = self.entry(id).ok_or_else(|| refuse(KernelProblem::Load(format!("no kernel {id}"))))?;
+        let entry = self.entry(id).ok_or_else(|| refuse(KernelProblem::NotRegistered))?;
         let state = self.usable_context().map_err(|e| refuse(KernelProblem::Load(e.to_string())))?;
         let current =
             state.primary.push().map_err(|e| refuse(KernelProblem::Load(e.at(Phase::Launch).to_string())))?;

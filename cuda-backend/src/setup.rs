@@ -100,6 +100,8 @@ pub enum KernelProblem {
         /// Its name in the PTX.
         ptx_name: String,
     },
+    /// No kernel is registered with this id (what `CudaDevice::verify` says of an unknown id).
+    NotRegistered,
     /// The driver refused the kernel's module or entry, or the device cannot load it now.
     Load(String),
     /// The PTX uses what the fence cannot cover (a call, a texture, a module `.global`
@@ -161,6 +163,7 @@ impl fmt::Display for KernelProblem {
                 declared.0, declared.1, ptx.0, ptx.1
             ),
             KernelProblem::Fence(e) => write!(f, "the fence cannot cover it: {e}"),
+            KernelProblem::NotRegistered => f.write_str("no kernel is registered with this id"),
             KernelProblem::Load(reason) => write!(f, "its module cannot be loaded: {reason}"),
             KernelProblem::DriverParams { declared, driver } => write!(
                 f,

@@ -23,7 +23,7 @@ use kernel_args::{
     AbiError, Bound, Detail, Dimension, HostError, LaunchOutcome, LaunchShape, PointerMode, ShapeError,
 };
 use kernel_args_core::{ArgvBuilder, GuestMemory};
-use kernel_args_cuda::{CudaDevice, CudaLauncher, CudaOptions, PointerModeChoice, SetupError};
+use kernel_args_cuda::{CudaDevice, CudaLauncher, CudaOptions, KernelProblem, PointerModeChoice, SetupError};
 use support::{
     AFFINE, EVERY_SCALAR, VECTOR_ADD, VECTOR_ADD_MANGLED, VECTOR_ADD_UNFENCED, options, registry, say,
 };
@@ -292,8 +292,19 @@ fn bad_ptx_and_unknown_kernels_in(mode: PointerModeChoice) {
     assert_eq!(launch(10), err);
     assert_eq!(launch(11).code(), AbiError::InvalidKernel);
     assert_eq!(launch(12).code(), AbiError::InvalidKernel);
+    // What CudaDevice::verify tells the embedder of each, before any guest launches.
+    let problem = |id| match device.verify(id) {
+        Err(SetupError::Kernel { id: got, problem }) if got == id => Some(problem),
+        other => panic!("kernel {id}: {other:?}"),
+    };
+    assert!(matches!(problem(10), Some(KernelProblem::Load(_))));
+    assert!(matches!(problem(11), Some(KernelProblem::Load(_))));
+    assert!(matches!(problem(12), Some(KernelProblem::NotRegistered)));
+    assert_eq!(device.verify(12).unwrap_err().to_string(), "kernel 12: no kernel is registered with this id");
+    device.verify(support::VECTOR_ADD).unwrap();
     // Registering the kernel again forgets the refusal.
     device.register(10, support::VECTOR_ADD_PTX, "vector_add", support::VECTOR_ADD_DECLARATION).unwrap();
+    device.verify(10).unwrap();
     let mut memory = vector_memory(4);
     launch_vector_add(&mut device.launcher(), 10, &mut memory, [0, 16, 32], 4).unwrap();
 }
