@@ -13,7 +13,8 @@
 #       SKIPPED line, and writes the same to BUNDLE_DIR/results.txt. Exits non-zero when a test
 #       fails, or when a device is present but a test that needs one was skipped for a reason
 #       other than the device lacking pageable memory access (direct mode). The tests that
-#       need the emulated driver (integration/tests/emulator.rs, fault_matrix.rs) skip there: they
+#       need the emulated driver (integration/tests/emulator.rs, fault_matrix.rs, most of
+#       watchdog.rs, whose first test is the watchdog on the GPU) skip there: they
 #       run in CI.
 #
 # The test binaries embed the PTX (include_str!), so the .ptx files in the bundle are for
@@ -67,7 +68,7 @@ bundle_tests() {
 # tenants in tenants.rs; the docs test reads the repository's files and stays here).
 bundle_tests -p kernel-args-cuda --features cuda --lib
 bundle_tests -p kernel-args-integration --features cuda --test cuda --test declarations --test emulator \
-    --test fault_matrix --test fence --test tenants
+    --test fault_matrix --test fence --test tenants --test watchdog
 # The wasm guest's vector_add through `kargs demo`'s host on the GPU, once kargs has its
 # `cuda` feature (only that test: kargs's other tests read files of the repository).
 if grep -qE '^cuda *=' cli/Cargo.toml 2>/dev/null && [ -f cli/tests/cuda_demo.rs ]; then

@@ -7,8 +7,9 @@
 //! Covered: kernels that never end (their loop's exit is a value the guest wrote), with and
 //! without `bar.sync`, fenced and unfenced, in both pointer modes; another tenant's launch in
 //! flight when the context is reset; a stalled stream (the emulated device waits before each
-//! queued operation) that holds a launch past its deadline. One test function, so that the
-//! stall (a setting of the whole emulated driver) touches no other test's launches.
+//! queued operation) that holds a launch past its deadline. The tests run one at a time, so
+//! that the stall (a setting of the whole emulated driver) touches no other test's launches.
+//! The first test runs on any device, and `scripts/gpu-check.sh` runs it on a GPU.
 // Test code may unwrap, index and panic: a panic here is a failing test, not a broken contract.
 #![allow(
     clippy::unwrap_used,
@@ -25,7 +26,7 @@ use std::time::{Duration, Instant};
 
 use kernel_args::{AbiError, Detail, HostError, LaunchShape, PointerMode, Quota, QuotaError};
 use kernel_args_core::{ArgvBuilder, GuestMemory};
-use kernel_args_cuda::{CudaDevice, CudaLauncher, CudaOptions};
+use kernel_args_cuda::{CudaDevice, CudaLauncher, CudaOptions, PointerModeChoice};
 use kernel_args_cuda_emulator::client::{DeviceConfig, Emulator};
 use support::{VECTOR_ADD, VECTOR_ADD_UNFENCED, registry};
 
@@ -167,10 +168,38 @@ fn assert_overran(what: &str, result: Result<kernel_args::LaunchOutcome, HostErr
     assert!(e.to_string().contains("milliseconds one launch runs would be"), "{what}: {e}");
 }
 
+/// The tests of this file one at a time: the stall below is a setting of the whole emulated
+/// driver.
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// On any device (a GPU, or the emulated driver's device 0): a kernel that does not end is
+/// stopped at the deadline by the context's reset, and the next launch runs. This is what
+/// `scripts/gpu-check.sh` runs on a GPU, where the reset's stopping a running kernel has not
+/// been shown yet.
+#[test]
+fn a_kernel_past_the_deadline_is_stopped_on_any_device() {
+    let test = "a_kernel_past_the_deadline_is_stopped_on_any_device";
+    let _serial = SERIAL.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    for mode in [PointerModeChoice::Staged, PointerModeChoice::Direct] {
+        let mut registry = registry();
+        registry.register(SPIN, SPIN_PTX, "spin", "spin(out: &mut [u32; 1], go: u32)").unwrap();
+        let options = CudaOptions { launch_deadline: Some(DEADLINE), ..support::options(mode) };
+        let Some(device) = support::open_with(test, registry, options) else { continue };
+        let mut launcher = device.launcher();
+        vector_add(&mut launcher, VECTOR_ADD).unwrap();
+        let started = Instant::now();
+        assert_overran(test, spin(&mut launcher, SPIN));
+        support::say(format!("{test}: {mode:?}: stopped after {:?}", started.elapsed()));
+        assert!(device.overruns() >= 1);
+        vector_add(&mut launcher, VECTOR_ADD).unwrap_or_else(|e| panic!("{test}: after the reset: {e}"));
+    }
+}
+
 #[test]
 fn the_watchdog_stops_a_launch_past_its_deadline_and_the_device_recovers() {
     let test = "the_watchdog_stops_a_launch_past_its_deadline_and_the_device_recovers";
     let Some((emulator, library)) = support::emulator(test) else { return };
+    let _serial = SERIAL.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
 
     for mode in [PointerMode::Direct, PointerMode::Staged] {
         for kernel in [SPIN, SPIN_SYNC_UNFENCED] {
