@@ -1,5 +1,6 @@
 //! The [`Launcher`] that runs registered PTX kernels on a [`CudaDevice`]: [`CudaLauncher`].
 
+use std::cell::Cell;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, PoisonError};
 use std::time::{Duration, Instant};
@@ -15,15 +16,13 @@ use crate::cu_error::Phase;
 #[cfg(doc)]
 use crate::device::PointerModeChoice;
 use crate::device::{CudaDevice, SharedContext};
-use crate::driver::sys::CUDA_ERROR_LAUNCH_TIMEOUT;
 use crate::driver::{CuError, Current, Deadline, DeviceBuffer, Dims, Kernel, MappedFlag, Stream, Transfer};
 use crate::fence::{FENCE_PARAMS, FLAG_REACHED_OUT, FLAG_TRAPPED, MAX_FENCE_LEN, MIN_FENCE_LEN};
 use crate::modules::LoadedKernel;
 use crate::registry::KernelEntry;
 use crate::signature::check_param_sizes;
 use crate::staging::StagingPlan;
-use crate::storage::KernelParams;
-use crate::storage::{KernelParamStorage, PaddingScratch, StorageError};
+use crate::storage::{KernelParamStorage, KernelParams, PaddingScratch, StorageError};
 
 /// A staging arena larger than this is freed after its launch rather than kept for the next
 /// one, so that one large launch does not hold device memory for a launcher's life.
@@ -215,6 +214,8 @@ struct Launch<'l> {
     /// ([`CudaOptions::launch_deadline`](crate::CudaOptions::launch_deadline)).
     started: Instant,
     deadline: Option<Deadline<'l>>,
+    /// Set when this launch's scope reset the context at its deadline.
+    overran: &'l Cell<bool>,
 }
 
 /// Marks `generation`'s context as the one the watchdog resets, before it does, so that the
@@ -231,7 +232,7 @@ impl Launch<'_> {
         let error = self.device.fail(self.generation, e, Phase::Launch);
         let context = &self.device.context;
         match self.device.launch_deadline {
-            Some(limit) if e.call == "cuStreamQuery" && e.code == CUDA_ERROR_LAUNCH_TIMEOUT => {
+            Some(limit) if self.overran.get() => {
                 let millis = |d: Duration| u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
                 let requested = millis(self.started.elapsed());
                 QuotaError { quota: Quota::LaunchTime, requested, limit: millis(limit) }.into()
@@ -584,12 +585,25 @@ impl Launcher for CudaLauncher {
         let slot = device.kernel(&state, &current, request.kernel_id, &entry)?;
         let kernel = slot.as_ref().as_ref().map_err(|failure| failure.guest.clone())?;
         let Resources { stream, arena, flag, .. } = resources;
-        let before_reset = || overrun(&device.context, generation);
+        let overran = Cell::new(false);
+        let before_reset = || {
+            overran.set(true);
+            overrun(&device.context, generation);
+        };
         let deadline = device
             .launch_deadline
             .and_then(|limit| started.checked_add(limit))
             .map(|at| Deadline { at, before_reset: &before_reset });
-        let launch = Launch { device, generation, current: &current, stream, kernel, started, deadline };
+        let launch = Launch {
+            device,
+            generation,
+            current: &current,
+            stream,
+            kernel,
+            started,
+            deadline,
+            overran: &overran,
+        };
 
         let shared = request.shape.shared_mem_bytes;
         if shared > kernel.dynamic_shared_limit.load(Ordering::Acquire) {

@@ -499,20 +499,30 @@ impl Transfer<'_, '_> {
     /// `Ok` when the transfer can copy its window in ([`Queue::upload`]): the window has a host
     /// pointer and fits its buffer; else `CUDA_ERROR_INVALID_VALUE` for `cuMemcpyHtoDAsync`.
     pub fn check_upload(&self) -> Result<(), CuError> {
-        match (self.window.host_ptr(), self.device()) {
-            (Some(_), Some(_)) => Ok(()),
-            _ => Err(CuError { call: "cuMemcpyHtoDAsync", code: CUDA_ERROR_INVALID_VALUE }),
-        }
+        self.upload_ends().map(drop)
     }
 
     /// `Ok` when the transfer can copy its buffer back ([`Queue::download`]): the window has a
     /// writable host pointer and fits its buffer; else `CUDA_ERROR_INVALID_VALUE` for
     /// `cuMemcpyDtoHAsync`.
     pub fn check_download(&self) -> Result<(), CuError> {
-        match (self.window.host_ptr_mut(), self.device()) {
-            (Some(_), Some(_)) => Ok(()),
-            _ => Err(CuError { call: "cuMemcpyDtoHAsync", code: CUDA_ERROR_INVALID_VALUE }),
-        }
+        self.download_ends().map(drop)
+    }
+
+    /// The window's host pointer and the device address of its copy, for an upload.
+    fn upload_ends(&self) -> Result<(*const u8, u64), CuError> {
+        self.window
+            .host_ptr()
+            .zip(self.device())
+            .ok_or(CuError { call: "cuMemcpyHtoDAsync", code: CUDA_ERROR_INVALID_VALUE })
+    }
+
+    /// The window's writable host pointer and the device address of its copy, for a download.
+    fn download_ends(&self) -> Result<(*mut u8, u64), CuError> {
+        self.window
+            .host_ptr_mut()
+            .zip(self.device())
+            .ok_or(CuError { call: "cuMemcpyDtoHAsync", code: CUDA_ERROR_INVALID_VALUE })
     }
 }
 
@@ -653,10 +663,7 @@ impl<'q> Queue<'q> {
     /// The driver's; [`Transfer::check_upload`]'s before calling it.
     pub fn upload(&self, transfer: &Transfer<'q, 'q>) -> Result<(), CuError> {
         let stream = self.usable("cuMemcpyHtoDAsync")?;
-        transfer.check_upload()?;
-        let (Some(host), Some(device)) = (transfer.window.host_ptr(), transfer.device()) else {
-            return Ok(()); // not reached: checked above
-        };
+        let (host, device) = transfer.upload_ends()?;
         if transfer.window.is_empty() {
             return Ok(());
         }
@@ -701,10 +708,7 @@ impl<'q> Queue<'q> {
     /// The driver's; [`Transfer::check_download`]'s before calling it.
     pub fn download(&self, transfer: &Transfer<'q, 'q>) -> Result<(), CuError> {
         let stream = self.usable("cuMemcpyDtoHAsync")?;
-        transfer.check_download()?;
-        let (Some(host), Some(device)) = (transfer.window.host_ptr_mut(), transfer.device()) else {
-            return Ok(()); // not reached: checked above
-        };
+        let (host, device) = transfer.download_ends()?;
         if transfer.window.is_empty() {
             return Ok(());
         }
