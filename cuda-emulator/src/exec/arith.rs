@@ -1,6 +1,7 @@
 //! Integer and floating-point arithmetic, logic, comparison and selection: `add`, `sub`, `mul`
 //! (`.lo`, `.hi`, `.wide`), `mad` (`.lo`, `.wide`), `div`, `rem`, `min`, `max`, `and`, `or`,
-//! `xor`, `not`, `shl`, `shr`, `neg`, `abs`, `fma`, `setp`, `selp`.
+//! `xor`, `not`, `shl`, `shr`, `neg`, `abs`, `fma`, `setp` (with its boolean combination,
+//! `setp.eq.and.u32 p, a, b, !q`), `selp`.
 //!
 //! Integers wrap at their width; shifts past the width give 0 (or the sign, for `shr.s`), as
 //! PTX clamps the shift amount; an integer division by zero gives all ones (PTX leaves it
@@ -10,7 +11,7 @@
 //! (`0x7fffffff`, `0x7fffffffffffffff`). In 64-bit integer arithmetic a result keeps the
 //! pointer parameter an operand came from ([`Registers::origin`](super::Registers)).
 
-use kernel_args_ptx::Operand as Src;
+use kernel_args_ptx::{Operand as Src, OperandKind};
 
 use super::operands::{Names, operand, register, ty};
 use super::{Context, Operand, Registers, Ty, f32_bits, f64_bits, read};
@@ -178,6 +179,9 @@ pub enum ArithOp {
         a: Operand,
         /// The second operand.
         b: Operand,
+        /// `setp.cmp.bool.ty p, a, b, {!}c`: the comparison combined with predicate `c`
+        /// (negated where written `!c`) by `and`, `or` or `xor`.
+        combine: Option<Combine>,
     },
     /// `isspacep.space p, a`: whether the generic address `a` is in `space`. In this emulator a
     /// generic address is a global one, so the answer is `global`.
@@ -202,6 +206,17 @@ pub enum ArithOp {
         /// The predicate register.
         p: usize,
     },
+}
+
+/// How `setp` combines its comparison with a predicate: `setp.cmp.bool.ty p, a, b, {!}c`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Combine {
+    /// `and` (`'&'`), `or` (`'|'`) or `xor` (`'^'`).
+    pub op: char,
+    /// The predicate register `c`.
+    pub predicate: usize,
+    /// Whether it is written `!c`.
+    pub negated: bool,
 }
 
 /// The state space `isspacep` asks about.
@@ -233,6 +248,7 @@ pub fn decode(
                 "rn" | "rz" | "rm" | "rp" | "ftz" | "sat" | "approx" | "full" | "lo" | "hi" | "wide"
             )
             || cmp(m).is_some()
+            || (base == "setp" && matches!(*m, "and" | "or" | "xor"))
     };
     if let Some(m) = modifiers.iter().find(|m| !known(m)) {
         return Err(format!("`{base}` with `.{m}`"));
@@ -249,11 +265,27 @@ pub fn decode(
     let mut op = |i: usize, t: Ty| operand(&operands[i], t, names);
     match base {
         "setp" => {
-            n(3)?;
             let (cmp, unordered) =
                 modifiers.iter().find_map(|m| cmp(m)).ok_or("`setp` without a comparison")?;
+            let bool_op = modifiers.iter().find_map(|m| match *m {
+                "and" => Some('&'),
+                "or" => Some('|'),
+                "xor" => Some('^'),
+                _ => None,
+            });
+            n(if bool_op.is_some() { 4 } else { 3 })?;
             let (a, b) = (op(1, ty)?, op(2, ty)?);
-            Ok(ArithOp::Setp { cmp, unordered, ty, dst: register(&operands[0], names)?, a, b })
+            let combine = match (bool_op, operands.get(3).map(|o| &o.kind)) {
+                (None, _) => None,
+                (Some(op), Some(OperandKind::Register(r))) if r.component.is_none() => {
+                    Some(Combine { op, predicate: names.register(&r.name)?, negated: false })
+                }
+                (Some(op), Some(OperandKind::Not(r))) if r.component.is_none() => {
+                    Some(Combine { op, predicate: names.register(&r.name)?, negated: true })
+                }
+                (Some(_), _) => return Err("`setp`'s boolean operand is not a predicate register".to_owned()),
+            };
+            Ok(ArithOp::Setp { cmp, unordered, ty, dst: register(&operands[0], names)?, a, b, combine })
         }
         "selp" => {
             n(4)?;
@@ -496,13 +528,24 @@ pub fn execute(op: &ArithOp, regs: &mut Registers, cx: &Context<'_, '_>) {
             };
             regs.origin[dst] = 0;
         }
-        ArithOp::Setp { cmp, unordered, ty, dst, a, b } => {
+        ArithOp::Setp { cmp, unordered, ty, dst, a, b, combine } => {
             let (x, y) = (read(regs, cx, a).0, read(regs, cx, b).0);
             let float = |x: f64, y: f64| if x.is_nan() || y.is_nan() { unordered } else { cmp.holds(x, y) };
             let holds = match ty {
                 Ty::F32 => float(f64::from(as_f32(x)), f64::from(as_f32(y))),
                 Ty::F64 => float(as_f64(x), as_f64(y)),
                 _ => cmp.holds(ty.widen(x), ty.widen(y)),
+            };
+            let holds = match combine {
+                None => holds,
+                Some(Combine { op, predicate, negated }) => {
+                    let c = (regs.bits[predicate] != 0) != negated;
+                    match op {
+                        '&' => holds && c,
+                        '|' => holds || c,
+                        _ => holds != c,
+                    }
+                }
             };
             regs.bits[dst] = u64::from(holds);
             regs.origin[dst] = 0;
@@ -591,6 +634,21 @@ mod tests {
             "or.pred %p1, %p2, %p3;\n\tselp.u32 %r9, 1, 2, %p1;",
         ]);
         assert_eq!(got, [1, 2, 2, 1, 1, (-6i32) as u32, u32::MAX, 1, 2]);
+    }
+
+    #[test]
+    fn setp_combines_its_comparison_with_a_predicate_or_its_negation() {
+        // %p2 is false (never written).
+        let got = results(&[
+            "setp.eq.and.u32 %p1, 0, 0, %p2;\n\tselp.u32 %r9, 1, 2, %p1;",
+            "setp.eq.and.u32 %p1, 0, 0, !%p2;\n\tselp.u32 %r9, 1, 2, %p1;",
+            "setp.eq.and.u32 %p1, 1, 0, !%p2;\n\tselp.u32 %r9, 1, 2, %p1;",
+            "setp.eq.or.u32 %p1, 1, 0, !%p2;\n\tselp.u32 %r9, 1, 2, %p1;",
+            "setp.eq.or.u32 %p1, 1, 0, %p2;\n\tselp.u32 %r9, 1, 2, %p1;",
+            "setp.eq.xor.u32 %p1, 0, 0, !%p2;\n\tselp.u32 %r9, 1, 2, %p1;",
+            "setp.lt.xor.s32 %p1, -1, 0, %p2;\n\tselp.u32 %r9, 1, 2, %p1;",
+        ]);
+        assert_eq!(got, [2, 1, 2, 1, 2, 2, 1]);
     }
 
     #[test]
