@@ -17,7 +17,7 @@ use crate::cu_error::Phase;
 use crate::device::PointerModeChoice;
 use crate::device::{CudaDevice, SharedContext};
 use crate::driver::{CuError, Current, Deadline, DeviceBuffer, Dims, Kernel, MappedFlag, Stream, Transfer};
-use crate::fence::{FENCE_PARAMS, FLAG_REACHED_OUT, FLAG_TRAPPED, MAX_FENCE_LEN, MIN_FENCE_LEN};
+use crate::fence::{FENCE_PARAMS, FLAG_BUDGET, FLAG_REACHED_OUT, FLAG_TRAPPED, MAX_FENCE_LEN, MIN_FENCE_LEN};
 use crate::modules::LoadedKernel;
 use crate::registry::KernelEntry;
 use crate::signature::check_param_sizes;
@@ -109,15 +109,18 @@ struct Fence<'b> {
 /// 5. for a fenced kernel (registered with [`KernelRegistry::register`](crate::KernelRegistry::register)),
 ///    appends the fence's hidden parameters (`crate::fence`): in direct mode the fence is the
 ///    guest's whole linear memory, in staged mode the launch's staging arena (every staged
-///    window of the launch lies in that one device buffer); the kernel's flag (a word of
-///    page-locked host memory mapped into the device, `cuMemHostAlloc`, which the launcher
-///    keeps) is cleared before the launch and read after it, with no copy either way;
+///    window of the launch lies in that one device buffer), and each thread's budget, the
+///    request's `max_back_edges_per_thread` ([`LaunchRequest::limits`]); the kernel's flag (a
+///    word of page-locked host memory mapped into the device, `cuMemHostAlloc`, which the
+///    launcher keeps) is cleared before the launch and read after it, with no copy either way;
 /// 6. launches on the launcher's stream, copies staged windows back and synchronises: when
 ///    `launch` returns, nothing on the device can touch guest memory any more. A fenced kernel
-///    that set its flag answers `LaunchFailed`, saying which of the two things it did: it
-///    reached outside its fence (and was redirected inside), or a thread stopped at a `trap`,
-///    `brkpt` or failed device-side `assert`; its windows then hold whatever it wrote. Nothing
-///    outside the fence was touched, and the next launch runs as any other.
+///    one of whose threads spent its budget (and stopped there, the others running on) answers
+///    `QuotaExceeded` ([`Quota::BackEdgesPerThread`]). One that set its flag otherwise answers
+///    `LaunchFailed`, saying which of the two things it did: it reached outside its fence (and
+///    was redirected inside), or a thread stopped at a `trap`, `brkpt` or failed device-side
+///    `assert`. Its windows then hold whatever it wrote (staged windows are copied back).
+///    Nothing outside the fence was touched, and the next launch runs as any other.
 ///
 /// GPU writes reach guest memory only through windows of memory borrowed with
 /// [`GuestMemory::exclusive`](kernel_args_core::GuestMemory::exclusive); a request whose
@@ -279,7 +282,8 @@ impl Launch<'_> {
                         ),
                     ));
                 }
-                storage.append(&[fence.base, fence.len, fence.flag.address()])?;
+                let budget = u64::from(request.limits().max_back_edges_per_thread);
+                storage.append(&[fence.base, fence.len, fence.flag.address(), budget])?;
                 Some(fence.flag)
             }
             (true, None) => return Err(unfenced(request.kernel_id)),
@@ -305,6 +309,17 @@ impl Launch<'_> {
         // The scope synchronised the stream: the kernel has finished writing the flag.
         let flagged = flag.map_or(0, MappedFlag::read);
         match fence {
+            // A thread that spent its budget stopped: the launch is the budget's quota, whatever
+            // else the flag says.
+            Some(_) if flagged & FLAG_BUDGET != 0 => {
+                let limit = u64::from(request.limits().max_back_edges_per_thread);
+                Err(QuotaError {
+                    quota: Quota::BackEdgesPerThread,
+                    requested: limit.saturating_add(1),
+                    limit,
+                }
+                .into())
+            }
             Some(fence) if flagged != 0 => {
                 let window = match self.device.pointer_mode {
                     PointerMode::Direct => "the guest's linear memory",

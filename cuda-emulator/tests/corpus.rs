@@ -10,7 +10,7 @@
 mod common;
 
 use common::*;
-use kernel_args_cuda::fence::{FenceRefusal, fence_ptx};
+use kernel_args_cuda::fence::{FLAG_REACHED_OUT, FLAG_TRAPPED, FenceRefusal, fence_ptx};
 use kernel_args_cuda_emulator::api::EmulatedDriver;
 use kernel_args_cuda_emulator::result::*;
 
@@ -332,11 +332,7 @@ fn run_counted(case: &Case, ptx: &str, fenced: bool) -> (CuResult, Vec<u8>, u32,
         })
         .collect();
     if fenced {
-        params.extend([
-            arena.to_le_bytes().to_vec(),
-            (len as u64).to_le_bytes().to_vec(),
-            flag.to_le_bytes().to_vec(),
-        ]);
+        params.extend(fence_params(arena, len as u64, flag));
     }
     let f = function(load(ptx), case.entry).unwrap();
     let result = launch_with(f, case.grid, case.block, case.shared, &mut params);
@@ -445,7 +441,7 @@ fn every_entry_the_emulator_runs_computes_the_same_bytes_fenced() {
 /// executed PTX instructions, unfenced and fenced.
 const EXECUTED: &[(&str, u64, u64)] = &[
     ("vector_add", 8932, 19380),
-    ("saxpy_grid_stride", 11920, 28944),
+    ("saxpy_grid_stride", 11920, 32072),
     ("scale_float4", 2508, 5020),
     ("relu_inplace", 8632, 16680),
     ("fill_u8", 3522, 6196),
@@ -453,23 +449,23 @@ const EXECUTED: &[(&str, u64, u64)] = &[
     ("_Z5axpbyIdEvPKT_PS0_S0_S0_i", 5632, 11776),
     ("gather", 5016, 11640),
     ("scatter_add", 5016, 11640),
-    ("spmv_csr", 2864, 5728),
+    ("spmv_csr", 2864, 5960),
     ("embedding_forward", 4944, 7696),
     ("bincount", 5684, 11444),
-    ("block_reduce_sum", 98108, 155028),
-    ("warp_reduce_atomic", 18280, 30952),
+    ("block_reduce_sum", 98108, 180628),
+    ("warp_reduce_atomic", 18280, 34208),
     ("count_positive_ballot", 5370, 9994),
     ("any_nan", 2807, 4895),
-    ("histogram_shared", 57648, 139952),
-    ("dot_product", 20316, 36604),
+    ("histogram_shared", 57648, 155608),
+    ("dot_product", 20316, 38660),
     ("max_int_atomic", 3760, 8784),
     ("clamp_to_int16", 2280, 5048),
     ("minmax_pairs", 1290, 2674),
     ("conv1d_const", 8720, 18252),
-    ("matmul_tiled", 196696, 315928),
+    ("matmul_tiled", 196696, 323096),
     ("transpose_padded", 75018, 147093),
     ("stencil5", 29888, 46688),
-    ("scan_block", 21714, 49875),
+    ("scan_block", 21714, 53523),
     ("add_bias_2d", 25032, 41128),
 ];
 
@@ -489,15 +485,15 @@ fn a_failing_assert_stops_its_thread_sets_the_flag_and_the_context_goes_on() {
         &[P::Buf(0), P::Buf(1), P::I32(100)],
     );
     let (result, bytes, flag) = run(&failing, ptx.ptx(), true);
-    // The flag's bit for a trap or assert (2), not the one for an access outside (1).
-    assert_eq!((result, flag), (CUDA_SUCCESS, 2));
+    // The flag's byte for a trap or assert, not the one for an access outside.
+    assert_eq!((result, flag), (CUDA_SUCCESS, FLAG_TRAPPED));
     let out = &bytes[512..912];
     for (i, chunk) in out.chunks(4).enumerate() {
         let expected = if i == 40 { [0xee; 4] } else { (i as i32).to_le_bytes() };
         assert_eq!(chunk, expected, "element {i}");
     }
     // Both at once: `n` past the arena (threads read and write outside the fence, and are
-    // redirected inside) and the failing element: both bits.
+    // redirected inside) and the failing element: both bytes.
     let mut both = case(
         "assert",
         "checked_copy",
@@ -508,7 +504,7 @@ fn a_failing_assert_stops_its_thread_sets_the_flag_and_the_context_goes_on() {
     );
     both.grid = [3, 1, 1];
     let (result, _, flag) = run(&both, ptx.ptx(), true);
-    assert_eq!((result, flag), (CUDA_SUCCESS, 3));
+    assert_eq!((result, flag), (CUDA_SUCCESS, FLAG_REACHED_OUT | FLAG_TRAPPED));
     // The next launch of the same module runs and leaves the flag clear.
     let passing = case(
         "assert",

@@ -12,7 +12,7 @@
 mod common;
 
 use common::*;
-use kernel_args_cuda::fence::{FencedModule, fence_ptx};
+use kernel_args_cuda::fence::{FLAG_REACHED_OUT, FLAG_TRAPPED, FencedModule, fence_ptx};
 use kernel_args_cuda_emulator::memory::POISON;
 use kernel_args_cuda_emulator::result::*;
 use kernel_args_cuda_emulator::{api, control};
@@ -116,11 +116,6 @@ fn cases() -> Vec<Case> {
             params: |b| vec![b[0].to_le_bytes().to_vec(), b[1].to_le_bytes().to_vec()],
         },
     ]
-}
-
-/// The three hidden parameters: the fence's base and length, and the flag's address.
-fn fence_params(base: u64, len: u64, flag: u64) -> Vec<Vec<u8>> {
-    vec![base.to_le_bytes().to_vec(), len.to_le_bytes().to_vec(), flag.to_le_bytes().to_vec()]
 }
 
 fn read_u32(address: u64) -> u32 {
@@ -637,8 +632,8 @@ fn the_attacks_stay_inside_their_windows_fenced() {
     let session = session();
     for attack in attacks() {
         let a = run_attack(session.ordinal, &attack, true);
-        // The flag's bits: 2 for a thread stopped at a trap, 1 for an access redirected inside.
-        let bit = if attack.entry == "trap_on" { 2 } else { 1 };
+        // The flag's bytes: a thread stopped at a trap, or an access redirected inside.
+        let bit = if attack.entry == "trap_on" { FLAG_TRAPPED } else { FLAG_REACHED_OUT };
         assert_eq!(
             (a.intact, a.flag, a.sticky),
             (true, bit, 0),

@@ -2,15 +2,16 @@
 //! rewriter, the printer and the checker) on any text, and what it accepts run on the emulated
 //! driver. It never panics; a refusal names a line and says why; a fenced module parses again
 //! to the module that was printed, passes the checker again, carries the hidden parameters and
-//! cannot be fenced twice (its names are reserved). Each fenced entry the emulator runs (no
-//! backward branch, so that it ends; only instructions the emulator interprets) is launched on
-//! one block of 32 threads with parameters from the input's bytes and its fence between two
-//! guards: it never faults (a hang of warp instructions that never gather is not a fault: the
-//! fence bounds memory, not time), and nothing outside the fence changes.
+//! cannot be fenced twice (its names are reserved). Each fenced entry the emulator runs (only
+//! instructions the emulator interprets) is launched on one block of 32 threads with parameters
+//! from the input's bytes, its fence between two guards and a budget of [`BUDGET`] backward
+//! branches a thread, so that every loop ends: it never faults (a hang of warp instructions
+//! that never gather is not a fault: the budget bounds loops, not barriers), and nothing
+//! outside the fence changes.
 #![no_main]
 
 use kernel_args_cuda::fence::{FENCE_PARAMS, FenceRefusal, check, fence_ptx};
-use kernel_args_cuda_emulator::exec::{KernelParams, LaunchShape, Op, compile};
+use kernel_args_cuda_emulator::exec::{KernelParams, LaunchShape, compile};
 use kernel_args_cuda_emulator::memory::{DeviceMemory, Fault, POISON};
 use kernel_args_cuda_emulator::ptx::read_ptx;
 use libfuzzer_sys::fuzz_target;
@@ -18,6 +19,9 @@ use libfuzzer_sys::fuzz_target;
 /// The fence's length and the guards' on each side, in one allocation.
 const FENCE: usize = 4096;
 const GUARD: usize = 4096;
+
+/// Each thread's budget of backward branches.
+const BUDGET: u64 = 64;
 
 fuzz_target!(|data: &[u8]| {
     let Ok(ptx) = std::str::from_utf8(data) else { return };
@@ -52,11 +56,6 @@ fuzz_target!(|data: &[u8]| {
     let mut memory = DeviceMemory::new();
     for entry in &loaded.entries {
         let Ok(program) = compile(&loaded, entry) else { continue };
-        let backward =
-            program.insts.iter().enumerate().any(|(i, inst)| matches!(inst.op, Op::Branch(t) if t <= i));
-        if backward {
-            continue;
-        }
         let Ok(whole) = memory.alloc(1, GUARD + FENCE + GUARD) else { return };
         let Ok(flag) = memory.alloc(1, 4) else { return };
         let view = memory.kernel_view(1, false);
@@ -64,17 +63,18 @@ fuzz_target!(|data: &[u8]| {
             view.store(whole as u64, i, [POISON]).expect("the allocation");
         }
         let base = (whole + GUARD) as u64;
-        // The guest's parameters from the input's bytes; the fence's three after them.
+        // The guest's parameters from the input's bytes; the fence's four after them: each
+        // thread's budget is `BUDGET` backward branches, so every loop ends.
         let mut buffer = vec![0u8; entry.param_buffer_bytes()];
         for (i, byte) in buffer.iter_mut().enumerate() {
             *byte = data.get(i % data.len().max(1)).copied().unwrap_or(0);
         }
-        let hidden = [base, FENCE as u64, flag as u64];
+        let hidden = [base, FENCE as u64, flag as u64, BUDGET];
         let count = entry.params.len();
-        if count < 3 {
+        if count < hidden.len() {
             continue;
         }
-        for (param, value) in entry.params[count - 3..].iter().zip(hidden) {
+        for (param, value) in entry.params[count - hidden.len()..].iter().zip(hidden) {
             buffer[param.offset..param.offset + 8].copy_from_slice(&value.to_le_bytes());
         }
         let shape = LaunchShape { grid: [1, 1, 1], block: [32, 1, 1] };

@@ -249,7 +249,7 @@ fn a_driver_that_cannot_describe_the_kernel_does_not_override_the_ptx() {
     assert_eq!(good_launch(&mut device.launcher(), 64).signature, SignatureCheck::Ptx);
     drop(device);
     // No count, and the driver stops answering after two parameters: for the unfenced kernel,
-    // the PTX's four win; the fenced one, whose list must end in the fence's three, is refused.
+    // the PTX's four win; the fenced one, whose list must end in the fence's four, is refused.
     emulator.clear_faults();
     emulator.fail_call("cuFuncGetParamCount", 1, 801);
     emulator.fail_call("cuFuncGetParamInfo", 3, 1);
@@ -269,7 +269,7 @@ fn a_driver_that_cannot_describe_the_kernel_does_not_override_the_ptx() {
         assert!(err.to_string().contains("the driver's parameter sizes [8, 8] differ"), "{err}");
     } else {
         // A driver without cuFuncGetParamInfo (CUDA 12.2) is never asked: the loaded text's
-        // list, which ends in the fence's three, is what the launch is checked against.
+        // list, which ends in the fence's four, is what the launch is checked against.
         assert_eq!(fenced.unwrap().signature, SignatureCheck::Ptx);
     }
     emulator.clear_faults();

@@ -770,7 +770,7 @@ fn the_attacks_the_fence_cannot_cover_are_refused_at_registration() {
     assert!(err.to_string().contains("a matrix load or store"), "{err}");
 }
 
-/// A fenced kernel whose driver reports a parameter list without the fence's three is refused
+/// A fenced kernel whose driver reports a parameter list without the fence's four is refused
 /// at its first launch, on a driver that counts its parameters and on one asked until it
 /// refuses (the 12.2 driver reports none: the loaded text's list is checked, which the fence
 /// wrote).
@@ -782,7 +782,7 @@ fn a_fenced_kernel_whose_driver_lacks_the_hidden_parameters_is_refused() {
         return;
     };
     // The driver does not count the parameters (13.2's count fails; 12.8 has none) and answers
-    // for four, then refuses: the hidden three are missing.
+    // for four, then refuses: the hidden four are missing.
     emulator.fail_call("cuFuncGetParamCount", 1, 801);
     emulator.fail_call("cuFuncGetParamInfo", 5, 1);
     let mut host = LaunchHost::new(device.launcher());
@@ -799,7 +799,7 @@ fn a_fenced_kernel_whose_driver_lacks_the_hidden_parameters_is_refused() {
     let message = host.last_error_message().unwrap();
     assert!(
         message.contains(
-            "the driver's parameter sizes [8, 8, 8, 4] differ from the declaration's [8, 8, 8, 4, 8, 8, 8]"
+            "the driver's parameter sizes [8, 8, 8, 4] differ from the declaration's [8, 8, 8, 4, 8, 8, 8, 8]"
         ),
         "{message}"
     );

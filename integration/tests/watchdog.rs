@@ -24,7 +24,7 @@ mod support;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use kernel_args::{AbiError, Detail, HostError, LaunchShape, PointerMode, Quota, QuotaError};
+use kernel_args::{AbiError, Detail, HostError, LaunchLimits, LaunchShape, PointerMode, Quota, QuotaError};
 use kernel_args_core::{ArgvBuilder, GuestMemory};
 use kernel_args_cuda::{CudaDevice, CudaLauncher, CudaOptions, PointerModeChoice};
 use kernel_args_cuda_emulator::client::{DeviceConfig, Emulator};
@@ -121,7 +121,9 @@ fn open(
     (ordinal, before, device)
 }
 
-/// Launches a spinning kernel (`go` = 1) over one block of 64 threads.
+/// Launches a spinning kernel (`go` = 1) over one block of 64 threads, with the largest budget
+/// a fenced kernel's thread can have (2³² − 1 backward branches), so that the watchdog, not the
+/// budget, stops it.
 fn spin(launcher: &mut CudaLauncher, kernel: i64) -> Result<kernel_args::LaunchOutcome, HostError> {
     let mut memory = vec![0u8; 4096];
     let mut buf = [0u8; 64];
@@ -130,7 +132,8 @@ fn spin(launcher: &mut CudaLauncher, kernel: i64) -> Result<kernel_args::LaunchO
     let argv = argv.finish();
     let guest = GuestMemory::exclusive(&mut memory);
     let shape = LaunchShape { grid: [1, 1, 1], block: [64, 1, 1], shared_mem_bytes: 0 };
-    support::launch(launcher, kernel, shape, &support::checked(argv, &guest), &guest)
+    let limits = LaunchLimits { max_back_edges_per_thread: u32::MAX, ..LaunchLimits::DEFAULT };
+    support::launch_limited(launcher, kernel, shape, &support::checked(argv, &guest), &guest, limits)
 }
 
 /// Launches vector_add over 256 elements and checks every sum.

@@ -28,8 +28,9 @@ use core::fmt;
 use core::ops::Range;
 
 use crate::limits::{
-    DEFAULT_MAX_SHARED_MEM_BYTES, DEFAULT_MAX_STAGING_BYTES, DEFAULT_MAX_THREADS_PER_LAUNCH, MAX_BLOCK_X,
-    MAX_BLOCK_Y, MAX_BLOCK_Z, MAX_GRID_X, MAX_GRID_Y, MAX_GRID_Z, MAX_THREADS_PER_BLOCK, MIN_DIM,
+    DEFAULT_MAX_BACK_EDGES_PER_THREAD, DEFAULT_MAX_SHARED_MEM_BYTES, DEFAULT_MAX_STAGING_BYTES,
+    DEFAULT_MAX_THREADS_PER_LAUNCH, MAX_BLOCK_X, MAX_BLOCK_Y, MAX_BLOCK_Z, MAX_GRID_X, MAX_GRID_Y,
+    MAX_GRID_Z, MAX_THREADS_PER_BLOCK, MIN_DIM,
 };
 
 /// The guest's argument buffer: a checked region of its linear memory.
@@ -171,15 +172,22 @@ pub struct LaunchLimits {
     /// [`LaunchRequest::limits`](crate::LaunchRequest::limits); more is
     /// [`QuotaExceeded`](crate::AbiError::QuotaExceeded), before anything is allocated.
     pub max_staging_bytes: u64,
+    /// The most backward branches (loop iterations) one thread of a fenced kernel may take,
+    /// for a launcher whose kernels count them (the CUDA backend's fence), which reads it from
+    /// [`LaunchRequest::limits`](crate::LaunchRequest::limits): a thread that would take one
+    /// more stops, and the launch is [`QuotaExceeded`](crate::AbiError::QuotaExceeded)
+    /// ([`Quota::BackEdgesPerThread`](crate::Quota::BackEdgesPerThread)).
+    pub max_back_edges_per_thread: u32,
 }
 
 impl LaunchLimits {
     /// The defaults: [`DEFAULT_MAX_SHARED_MEM_BYTES`], [`DEFAULT_MAX_THREADS_PER_LAUNCH`],
-    /// [`DEFAULT_MAX_STAGING_BYTES`].
+    /// [`DEFAULT_MAX_STAGING_BYTES`], [`DEFAULT_MAX_BACK_EDGES_PER_THREAD`].
     pub const DEFAULT: LaunchLimits = LaunchLimits {
         max_shared_mem_bytes: DEFAULT_MAX_SHARED_MEM_BYTES,
         max_threads_per_launch: DEFAULT_MAX_THREADS_PER_LAUNCH,
         max_staging_bytes: DEFAULT_MAX_STAGING_BYTES,
+        max_back_edges_per_thread: DEFAULT_MAX_BACK_EDGES_PER_THREAD,
     };
 }
 

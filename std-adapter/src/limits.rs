@@ -48,6 +48,12 @@ pub const DEFAULT_MAX_THREADS_PER_LAUNCH: u64 = 1 << 32;
 /// 1 GiB.
 pub const DEFAULT_MAX_STAGING_BYTES: u64 = 1 << 30;
 
+/// Default budget of one thread of a fenced kernel: the backward branches (loop iterations) it
+/// may take, 2²⁴ (16,777,216). A thread of a grid-stride loop over 2³¹ elements launched as one
+/// thread would take 2³¹; the corpus's kernels at the sizes its tests launch take at most a few
+/// thousand, and a kernel launched with one thread per element takes a handful.
+pub const DEFAULT_MAX_BACK_EDGES_PER_THREAD: u32 = 1 << 24;
+
 /// The longest declaration, in bytes: enough for `MAX_KERNEL_ARGS` parameters of 16 bytes each.
 pub const MAX_DECLARATION_BYTES: usize = 2048;
 

@@ -6,6 +6,7 @@
 //! |---|---|---|---|
 //! | [`Quota::ThreadsPerLaunch`] | [`LaunchLimits::max_threads_per_launch`](crate::LaunchLimits) | [`DEFAULT_MAX_THREADS_PER_LAUNCH`](crate::limits::DEFAULT_MAX_THREADS_PER_LAUNCH) (2³²) | by the host, after the launch shape, before the argv is read |
 //! | [`Quota::StagingBytes`] | [`LaunchLimits::max_staging_bytes`](crate::LaunchLimits) | [`DEFAULT_MAX_STAGING_BYTES`](crate::limits::DEFAULT_MAX_STAGING_BYTES) (1 GiB) | by a launcher that copies windows to the device (the CUDA backend's staged mode), from [`LaunchRequest::limits`](crate::LaunchRequest::limits), before it allocates |
+//! | [`Quota::BackEdgesPerThread`] | [`LaunchLimits::max_back_edges_per_thread`](crate::LaunchLimits) | [`DEFAULT_MAX_BACK_EDGES_PER_THREAD`](crate::limits::DEFAULT_MAX_BACK_EDGES_PER_THREAD) (2²⁴) | by the kernel itself, where the launcher's kernels count their backward branches (the CUDA backend's fence): a thread that would take one more stops, and the launch answers with the quota after it ran |
 //! | [`Quota::InFlightPerGuest`] | an [`InFlight::per_guest`] shared by the guest's hosts (`LaunchHost::with_in_flight`, feature `std`) | none: one host has at most one launch in flight, since [`LaunchHost::call`](crate::LaunchHost::call) returns when its kernel has finished | by the host, after every other check, just before the launcher |
 //! | [`Quota::InFlightPerDevice`] | an [`InFlight::per_device`] shared by every host on the device | none | as above |
 //!
@@ -57,6 +58,11 @@ pub enum Quota {
     /// `CudaOptions::launch_deadline`). Not checked before dispatch: a launch still running at
     /// its deadline is stopped and refused with what it had run so far.
     LaunchTime,
+    /// Backward branches (loop iterations) one thread of a fenced kernel takes: its budget.
+    /// Not checked before dispatch: a thread that would take one past the budget stops there
+    /// (without a fault; the other threads run on), and the launch is refused after it ran,
+    /// with `requested` the budget plus one (the branch the thread did not take).
+    BackEdgesPerThread,
 }
 
 impl Quota {
@@ -68,6 +74,7 @@ impl Quota {
             Quota::InFlightPerGuest => "launches in flight for this guest",
             Quota::InFlightPerDevice => "launches in flight on this device",
             Quota::LaunchTime => "milliseconds one launch runs",
+            Quota::BackEdgesPerThread => "backward branches (loop iterations) one thread takes",
         }
     }
 }

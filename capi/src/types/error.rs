@@ -289,15 +289,19 @@ pub enum KargsQuota {
     /// Milliseconds one launch may run (a Rust CUDA host's watchdog; `kargs_host_call` has
     /// none): `detail[1]` is how long the launch had run when it was stopped.
     LaunchTime = 4,
+    /// Backward branches one thread of a fenced kernel takes (a Rust CUDA host's fence;
+    /// `kargs_host_call`'s launches are the callback's): `detail[2]` is the budget.
+    BackEdgesPerThread = 5,
 }
 
 impl KargsQuota {
-    const ALL: [(KargsQuota, Quota); 5] = [
+    const ALL: [(KargsQuota, Quota); 6] = [
         (KargsQuota::ThreadsPerLaunch, Quota::ThreadsPerLaunch),
         (KargsQuota::StagingBytes, Quota::StagingBytes),
         (KargsQuota::InFlightPerGuest, Quota::InFlightPerGuest),
         (KargsQuota::InFlightPerDevice, Quota::InFlightPerDevice),
         (KargsQuota::LaunchTime, Quota::LaunchTime),
+        (KargsQuota::BackEdgesPerThread, Quota::BackEdgesPerThread),
     ];
 
     fn of(quota: Quota) -> KargsQuota {
@@ -307,6 +311,7 @@ impl KargsQuota {
             Quota::InFlightPerGuest => KargsQuota::InFlightPerGuest,
             Quota::InFlightPerDevice => KargsQuota::InFlightPerDevice,
             Quota::LaunchTime => KargsQuota::LaunchTime,
+            Quota::BackEdgesPerThread => KargsQuota::BackEdgesPerThread,
         }
     }
 

@@ -34,7 +34,7 @@
 //! | offset | `and.b64 r, below, -A` (a below alone is an offset aligned to 1); 32-bit: `and.b32` of a 32-bit below; `cvt.u64.u32` of a 32-bit offset or below | at most the limit, a multiple of `A` |
 //! | inside | `add.u64 r, offset, b` with the window's base `b` (the fence base for the global window) | `[r, r + R)` inside the window, aligned to `A` |
 //! | generic | `cvta.shared.u64`/`cvta.local.u64` of an inside; `selp.b64` of two generics or global insides | a generic address inside one of the windows named |
-//! | flag | `ld.param.u64 r, [__kargs_fence_flag]` | the flag (the only unclamped stores: `st.global.u32 [r], 1`, `red.global.or.b32 [r], 1` or `2`) |
+//! | flag | `ld.param.u64 r, [__kargs_fence_flag]` | the flag (the only unclamped stores: `st.global.u8 [r+k], 1`, `k` 0, 1 or 2: one byte per reason) |
 //! | mask | `or.b32 r, lane, x`, with `lane` from `mov.u32 lane, %lanemask_eq` | a member mask that holds the executing thread |
 //!
 //! The 32-bit limit rests on two facts from outside the module: the launcher gives a fence of at
@@ -78,7 +78,7 @@ pub enum FindingKind {
     /// The module is not 64-bit, or has a `.global` variable, a texture, a device function's
     /// body or a pragma the checker does not know.
     Module,
-    /// An entry's last three parameters are not the fence's.
+    /// An entry's last four parameters are not the fence's.
     HiddenParams,
     /// An instruction outside the checker's table.
     NotAllowed,
@@ -93,6 +93,9 @@ pub enum FindingKind {
     Barrier,
     /// A `ret` or `exit` before the fence's exit, where it has one: the flag would not be set.
     Exit,
+    /// A backward branch not counted against the thread's budget, a write of the budget's
+    /// registers outside its forms, or a branch after the budget's exit.
+    Uncounted,
 }
 
 impl fmt::Display for FindingKind {
@@ -100,13 +103,14 @@ impl fmt::Display for FindingKind {
         match self {
             FindingKind::Unreadable(e) => write!(f, "the front end cannot read it: {e}"),
             FindingKind::Module => f.write_str("a module-scope declaration outside the sandbox"),
-            FindingKind::HiddenParams => f.write_str("an entry without the fence's three parameters last"),
+            FindingKind::HiddenParams => f.write_str("an entry without the fence's four parameters last"),
             FindingKind::NotAllowed => f.write_str("an instruction outside the checker's table"),
             FindingKind::Unproven => f.write_str("an address not proven inside its window"),
             FindingKind::FenceRegister => f.write_str("a fence register written outside the fence's forms"),
             FindingKind::Mask => f.write_str("a member mask not proven to hold the executing thread"),
             FindingKind::Barrier => f.write_str("a barrier that is not a constant"),
             FindingKind::Exit => f.write_str("an exit that skips the fence's flag"),
+            FindingKind::Uncounted => f.write_str("a backward branch not counted against the budget"),
         }
     }
 }
@@ -315,6 +319,61 @@ struct Entry<'m> {
     /// branch may reach it), or the flag's registers written other than cleared. Before that,
     /// an exit skips nothing.
     noted: bool,
+    /// The budget's count: what is known of the backward branches.
+    budget: Budget,
+}
+
+/// The registers and label of the budget's count (see [`Budget`]).
+const COUNTER: &str = "%__kargs_b";
+const SPENT: &str = "%__kargs_q";
+const BUDGET_EXIT: &str = "$__kargs_budget";
+const FLAG: &str = "%__kargs_flag";
+
+/// A guard: its register and whether it is negated.
+type GuardOf = Option<(bool, String)>;
+
+/// The budget's count. Every cycle of an entry's control flow has a branch to a label at or
+/// before it in the text (along every other edge the text only moves on), so a thread that
+/// takes at most `b` such branches runs every loop at most `b` times. Each backward branch
+/// `[@g] bra L` must follow, with nothing between (no label, no other instruction):
+///
+/// ```text
+/// setp.eq.and.u32 %__kargs_q, %__kargs_b, 0, g   // setp.eq.u32 %__kargs_q, %__kargs_b, 0 unguarded
+/// @%__kargs_q bra $__kargs_budget
+/// [@g] sub.u32    %__kargs_b, %__kargs_b, 1
+/// ```
+///
+/// `%__kargs_b` is written only there and by `ld.param.u32 %__kargs_b, [__kargs_fence_budget]`
+/// in the leading run; `%__kargs_q` only by that `setp`. After the label `$__kargs_budget`, whose
+/// first two instructions must set the budget's byte of the flag (`ld.param.u64 %__kargs_flag,
+/// [__kargs_fence_flag]`, `st.global.u8 [%__kargs_flag+2], 1`), no branch at all: a thread
+/// there only runs forward, to a `ret`.
+#[derive(Debug, Default)]
+struct Budget {
+    /// `%__kargs_b` was loaded in the leading run.
+    loaded: bool,
+    /// Labels passed, in the text's order.
+    labels: BTreeSet<String>,
+    /// Where the count stands just before this instruction.
+    step: Step,
+    /// `$__kargs_budget` was passed.
+    past_exit: bool,
+    /// How many of the instructions that set the budget's byte, just after `$__kargs_budget`,
+    /// are still to come (2, 1 or 0).
+    at_exit: u8,
+}
+
+/// How far the count before a backward branch has come.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+enum Step {
+    #[default]
+    None,
+    /// `setp` made `%__kargs_q` for a branch under this guard.
+    Tested(GuardOf),
+    /// `@%__kargs_q bra $__kargs_budget` followed.
+    Left(GuardOf),
+    /// `sub.u32 %__kargs_b` under the same guard followed: the branch may come.
+    Counted(GuardOf),
 }
 
 fn finding(instruction: &Instruction, kind: FindingKind) -> CheckFinding {
@@ -332,10 +391,11 @@ fn check_entry<'m>(
     report: &mut CheckReport,
 ) -> Result<(), CheckFinding> {
     let _ = module;
-    let hidden: Vec<&str> = f.params.iter().rev().take(3).map(|p| p.name.as_str()).collect();
-    let hidden_ok = hidden.len() == 3
+    let count = FENCE_PARAMS.len();
+    let hidden: Vec<&str> = f.params.iter().rev().take(count).map(|p| p.name.as_str()).collect();
+    let hidden_ok = hidden.len() == count
         && hidden.iter().rev().copied().eq(FENCE_PARAMS)
-        && f.params.iter().rev().take(3).all(|p| p.ty == Type::U64 && p.dims.is_empty());
+        && f.params.iter().rev().take(count).all(|p| p.ty == Type::U64 && p.dims.is_empty());
     if !hidden_ok {
         return Err(CheckFinding {
             line: f.span.line as usize,
@@ -354,6 +414,7 @@ fn check_entry<'m>(
         past_exit: false,
         has_exit: false,
         noted: false,
+        budget: Budget::default(),
     };
     for statement in &body.statements {
         match statement {
@@ -396,10 +457,18 @@ impl<'m> Entry<'m> {
                     if l.name == "$__kargs_exit" {
                         self.past_exit = true;
                     }
+                    self.budget.labels.insert(l.name.clone());
+                    self.budget.step = Step::None;
+                    if l.name == BUDGET_EXIT {
+                        self.budget.past_exit = true;
+                        self.budget.at_exit = 2;
+                    }
                 }
                 Statement::Block(b) => {
                     self.end_leading_run();
+                    self.budget.step = Step::None;
                     self.block(b, false, report)?;
+                    self.budget.step = Step::None;
                 }
                 Statement::Registers(r) => {
                     if !top && r.names.iter().any(|n| fence_name(&n.name)) {
@@ -489,6 +558,9 @@ impl<'m> Entry<'m> {
         top: bool,
         report: &mut CheckReport,
     ) -> Result<(), CheckFinding> {
+        if self.count(i)? {
+            return Ok(());
+        }
         let mentions_fence = i.operands.iter().any(|o| o.registers().iter().any(|r| fence_name(r)));
         if mentions_fence && let Some((dest, fact)) = self.fence_form(i)? {
             if !top {
@@ -536,6 +608,115 @@ impl<'m> Entry<'m> {
             }
             _ => Err(finding(i, FindingKind::NotAllowed)),
         }
+    }
+
+    /// The budget's rules (see [`Budget`]) for `i`: `Ok(true)` where `i` is one of the count's
+    /// own instructions, fully checked here.
+    fn count(&mut self, i: &Instruction) -> Result<bool, CheckFinding> {
+        let uncounted = || finding(i, FindingKind::Uncounted);
+        let m: Vec<&str> = i.modifiers.iter().map(String::as_str).collect();
+        let ops = &i.operands;
+        let guard: GuardOf = i.guard.as_ref().map(|g| (g.negated, g.register.clone()));
+        let register = |k: usize, name: &str| matches!(ops.get(k).map(|o| &o.kind), Some(OperandKind::Register(r)) if r.name == name && r.component.is_none());
+        let int = |k: usize, v: i128| matches!(ops.get(k).map(|o| &o.kind), Some(OperandKind::Immediate(Immediate::Int(x))) if *x == v);
+        // The budget's byte of the flag, set first after its label (`memory` proves the store).
+        let expected = match self.budget.at_exit {
+            2 => {
+                i.opcode == "ld"
+                    && m == ["param", "u64"]
+                    && register(0, FLAG)
+                    && matches!(ops.get(1).and_then(Operand::address),
+                        Some(a) if a.offset == 0 && matches!(&a.base, AddressBase::Symbol(s) if s == FENCE_PARAMS[2]))
+            }
+            1 => {
+                let byte = i64::from(super::FLAG_BUDGET.trailing_zeros() / 8);
+                i.opcode == "st"
+                    && m == ["global", "u8"]
+                    && matches!(ops.first().and_then(Operand::address),
+                        Some(a) if a.offset == byte && matches!(&a.base, AddressBase::Register(r) if r == FLAG))
+                    && int(1, 1)
+            }
+            _ => true,
+        };
+        if !expected || (self.budget.at_exit > 0 && i.guard.is_some()) {
+            return Err(uncounted());
+        }
+        self.budget.at_exit = self.budget.at_exit.saturating_sub(1);
+        let step = std::mem::take(&mut self.budget.step);
+        let writes = |name: &str| register(0, name);
+        // The counter's load, in the leading run.
+        if writes(COUNTER) && i.opcode == "ld" {
+            let from_budget = matches!(ops.get(1).and_then(Operand::address),
+                Some(a) if a.offset == 0 && matches!(&a.base, AddressBase::Symbol(s) if s == FENCE_PARAMS[3]));
+            if self.frozen || i.guard.is_some() || m != ["param", "u32"] || ops.len() != 2 || !from_budget {
+                return Err(uncounted());
+            }
+            self.budget.loaded = true;
+            return Ok(true);
+        }
+        // The test.
+        if writes(SPENT) {
+            let predicate = match ops.get(3).map(|o| &o.kind) {
+                None => None,
+                Some(OperandKind::Register(r)) if r.component.is_none() && !fence_name(&r.name) => {
+                    Some((false, r.name.clone()))
+                }
+                Some(OperandKind::Not(r)) if r.component.is_none() && !fence_name(&r.name) => {
+                    Some((true, r.name.clone()))
+                }
+                Some(_) => return Err(uncounted()),
+            };
+            let form = match predicate {
+                None => m == ["eq", "u32"] && ops.len() == 3,
+                Some(_) => m == ["eq", "and", "u32"] && ops.len() == 4,
+            };
+            if i.opcode != "setp" || i.guard.is_some() || !form || !register(1, COUNTER) || !int(2, 0) {
+                return Err(uncounted());
+            }
+            self.end_leading_run();
+            self.budget.step = Step::Tested(predicate);
+            return Ok(true);
+        }
+        // The decrement.
+        if writes(COUNTER) {
+            let form =
+                i.opcode == "sub" && m == ["u32"] && ops.len() == 3 && register(1, COUNTER) && int(2, 1);
+            return match step {
+                Step::Left(g) if form && g == guard => {
+                    self.budget.step = Step::Counted(g);
+                    Ok(true)
+                }
+                _ => Err(uncounted()),
+            };
+        }
+        if i.opcode != "bra" {
+            return Ok(false);
+        }
+        if self.budget.past_exit {
+            return Err(uncounted());
+        }
+        let target = match ops.first().map(|o| &o.kind) {
+            Some(OperandKind::Symbol { name, offset: 0 }) => name.as_str(),
+            _ => return Ok(false),
+        };
+        // The way out for a spent budget.
+        if target == BUDGET_EXIT {
+            return match step {
+                Step::Tested(g) if guard == Some((false, SPENT.to_owned())) && m.is_empty() => {
+                    self.budget.step = Step::Left(g);
+                    Ok(true)
+                }
+                _ => Err(uncounted()),
+            };
+        }
+        // A backward branch: counted just before, under its own guard, with the budget loaded.
+        if self.budget.labels.contains(target) {
+            match step {
+                Step::Counted(g) if g == guard && self.budget.loaded => {}
+                _ => return Err(uncounted()),
+            }
+        }
+        Ok(false)
     }
 
     fn mask(&self, i: &Instruction, index: usize) -> Result<(), CheckFinding> {
@@ -893,7 +1074,7 @@ impl<'m> Entry<'m> {
                         && width <= align
                 })
             };
-            if address.offset != 0 && !matches!(fact, Some(Fact::Inside { .. })) {
+            if address.offset != 0 && !matches!(fact, Some(Fact::Inside { .. } | Fact::Flag)) {
                 return Err(unproven());
             }
             let ok = match space {
@@ -901,14 +1082,13 @@ impl<'m> Entry<'m> {
                     (Some(want), Some(Fact::Inside { win, reach, align })) => {
                         want == *win && within(*reach, *align)
                     }
+                    // One byte of the flag, set to 1: the flag's 4 bytes hold 3 reasons.
                     (Some(Win::Global), Some(Fact::Flag)) => {
                         let value = i.operands.get(1).map(|o| &o.kind);
-                        (op == "st"
-                            && m == ["global", "u32"]
-                            && matches!(value, Some(OperandKind::Immediate(Immediate::Int(1)))))
-                            || (op == "red"
-                                && m == ["global", "or", "b32"]
-                                && matches!(value, Some(OperandKind::Immediate(Immediate::Int(1 | 2)))))
+                        op == "st"
+                            && m == ["global", "u8"]
+                            && (0..=2).contains(&address.offset)
+                            && matches!(value, Some(OperandKind::Immediate(Immediate::Int(1))))
                     }
                     _ => false,
                 },

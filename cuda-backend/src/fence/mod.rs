@@ -93,17 +93,24 @@ mod rewrite;
 
 pub use check::{CheckFinding, CheckReport, FindingKind, check};
 
-/// The hidden parameters appended to each entry, in order: the fence's base address (`.u64`),
-/// its length in bytes (`.u64`), and the address of the 32-bit flag a thread sets (1) when one
-/// of its accesses was outside its window, or (2) when it reached a `trap`, `brkpt` or failed
-/// `assert` (`.u64`).
-pub const FENCE_PARAMS: [&str; 3] = ["__kargs_fence_base", "__kargs_fence_len", "__kargs_fence_flag"];
+/// The hidden parameters appended to each entry, in order, each a `.u64`: the fence's base
+/// address, its length in bytes, the address of the 32-bit flag a thread sets
+/// ([`FLAG_REACHED_OUT`], [`FLAG_TRAPPED`], [`FLAG_BUDGET`]), and the thread's budget: the most
+/// backward branches it may take (the kernel reads the low 32 bits).
+pub const FENCE_PARAMS: [&str; 4] =
+    ["__kargs_fence_base", "__kargs_fence_len", "__kargs_fence_flag", "__kargs_fence_budget"];
 
-/// The flag's bit (its value alone) for a thread that moved an access into its window.
+/// The flag's value (read as a little-endian `u32`) where a thread moved an access into its
+/// window: each reason is one byte of the flag, which a thread that has it sets to 1 with a
+/// plain byte store, so the flag is the sum of the reasons' values.
 pub const FLAG_REACHED_OUT: u32 = 1;
 
-/// The flag's bit for a thread that stopped at a `trap`, `brkpt` or failed `assert`.
-pub const FLAG_TRAPPED: u32 = 2;
+/// The flag's value where a thread stopped at a `trap`, `brkpt` or failed `assert` (byte 1).
+pub const FLAG_TRAPPED: u32 = 1 << 8;
+
+/// The flag's value where a thread stopped because it would have taken more backward branches
+/// than its budget ([`FENCE_PARAMS`]`[3]`) (byte 2).
+pub const FLAG_BUDGET: u32 = 1 << 16;
 
 /// The shortest fence a launcher may give: a clamp of the global window covers up to this many
 /// bytes (one access of up to 16, or a group of accesses through one register at constant

@@ -58,7 +58,8 @@ use kernel_args_ptx::{
 
 use super::isa::{self, Access, Class, Space};
 use super::{
-    FENCE_PARAMS, FLAG_REACHED_OUT, FLAG_TRAPPED, FenceError, FenceRefusal, MIN_FENCE_LEN, WINDOW_ALIGN,
+    FENCE_PARAMS, FLAG_BUDGET, FLAG_REACHED_OUT, FLAG_TRAPPED, FenceError, FenceRefusal, MIN_FENCE_LEN,
+    WINDOW_ALIGN,
 };
 
 /// The fence's names: its registers, its exit label, its padding variables.
@@ -83,6 +84,13 @@ pub(super) mod names {
     pub const V: &str = "%__kargs_v";
     /// Whether the thread reached a `trap`, `brkpt` or failed `assert` (entries with one only).
     pub const W: &str = "%__kargs_w";
+    /// The backward branches the thread may still take (entries with a backward branch only).
+    pub const B: &str = "%__kargs_b";
+    /// The budget's test: the branch would be taken, and the budget is spent.
+    pub const Q: &str = "%__kargs_q";
+    /// Where a thread that spent its budget leaves: the budget's byte of the flag set, then the
+    /// fence's exit.
+    pub const BUDGET: &str = "$__kargs_budget";
     /// The flag's address.
     pub const FLAG: &str = "%__kargs_flag";
     /// The dynamic shared memory's size.
@@ -447,8 +455,13 @@ impl<'m> EntryRewriter<'m> {
         let mut classes: Vec<Class> = Vec::new();
         let mut stats = EntryStats { clamped: 0, static_accesses: 0, widest: 0, const_pad: false };
         let mut traps = 0usize;
+        let mut loops = 0usize;
+        let mut labels_seen: BTreeSet<&str> = BTreeSet::new();
         let mut counter = 0usize;
         for item in &flat.items {
+            if let FlatItem::Label(l) = item {
+                labels_seen.insert(&l.name);
+            }
             let FlatItem::Instruction(instruction, _) = item else { continue };
             let class = isa::classify(instruction)
                 .map_err(|reason| refuse(instruction.span, one_line(instruction), reason))?;
@@ -476,6 +489,9 @@ impl<'m> EntryRewriter<'m> {
                     }
                 }
                 Class::Trap => traps = traps.saturating_add(1),
+                Class::Branch if backward(instruction, |l| labels_seen.contains(l)) => {
+                    loops = loops.saturating_add(1)
+                }
                 _ => {}
             }
             plans.push(plan);
@@ -533,10 +549,10 @@ impl<'m> EntryRewriter<'m> {
         let mut windows = std::mem::take(&mut self.windows);
         let groups = group(&flat, &mut plans, &classes, &min_len, &mut windows);
         self.windows = windows;
-        let fenced = stats.clamped > 0 || traps > 0;
+        let fenced = stats.clamped > 0 || traps > 0 || loops > 0;
         // The new body: the fence's declarations and windows, then the kernel's statements.
         let mut statements = Vec::new();
-        statements.extend(self.declarations(fenced, traps > 0, groups));
+        statements.extend(self.declarations(fenced, traps > 0, loops > 0, groups));
         let mut moved: Vec<Variable> = self.own.values().cloned().collect();
         moved.sort_by_key(|v| body_position(body, &v.name));
         let (prologue, pads, const_pad) = self.prologue(&referenced, &moved);
@@ -547,7 +563,10 @@ impl<'m> EntryRewriter<'m> {
             statements.push(op("mov", &["u32"], vec![reg(names::V), imm(0)]));
         }
         if traps > 0 {
-            statements.push(op("mov", &["u64"], vec![reg(names::W), imm(0)]));
+            statements.push(op("mov", &["u32"], vec![reg(names::W), imm(0)]));
+        }
+        if loops > 0 {
+            statements.push(op("ld", &["param", "u32"], vec![reg(names::B), param_address(FENCE_PARAMS[3])]));
         }
         statements.extend(prologue);
         let exit_labels = exit_labels(&body.statements);
@@ -562,8 +581,20 @@ impl<'m> EntryRewriter<'m> {
             local_window,
             exit_labels: &exit_labels,
             noted: false,
+            labels_seen: BTreeSet::new(),
         };
         statements.extend(context.block(&body.statements)?);
+        if loops > 0 {
+            // A thread that falls off the body's end leaves through the exit, not the budget's.
+            let falls_through = !matches!(statements.last(), Some(Statement::Instruction(i))
+                if i.guard.is_none() && matches!(i.opcode.as_str(), "bra" | "ret" | "exit"));
+            if falls_through {
+                statements.push(op("bra", &["uni"], vec![sym(names::EXIT, 0)]));
+            }
+            statements.push(label(names::BUDGET));
+            statements.push(load_flag());
+            statements.push(set_flag(None, FLAG_BUDGET));
+        }
         if fenced {
             statements.extend(exit_block(names::EXIT.to_owned(), traps > 0));
         }
@@ -594,45 +625,47 @@ fn exit_labels(statements: &[Statement]) -> BTreeSet<String> {
     out
 }
 
-/// An exit of a fenced entry, labelled `name`: the thread's flag bits written, then `ret`.
+/// Whether `instruction` (a `bra`) targets a label at or before it: one of `seen`, the labels
+/// passed so far in the body's order. Every cycle of a body's control flow has such a branch
+/// (text order only grows along the rest of its edges), so counting them bounds every loop.
+fn backward(instruction: &Instruction, seen: impl Fn(&str) -> bool) -> bool {
+    instruction.operands.iter().any(|o| matches!(&o.kind, OperandKind::Symbol { name, .. } if seen(name)))
+}
+
+fn label(name: &str) -> Statement {
+    Statement::Label(kernel_args_ptx::Label { span: Span::default(), name: name.to_owned() })
+}
+
+/// `ld.param.u64 %__kargs_flag, [__kargs_fence_flag]`.
+fn load_flag() -> Statement {
+    op("ld", &["param", "u64"], vec![reg(names::FLAG), param_address(FENCE_PARAMS[2])])
+}
+
+/// The store of the flag's byte for `bit` (one of the `FLAG_*` values, each a byte's 1): a
+/// plain byte store, so threads setting different reasons never race on one another's.
+fn set_flag(guard: Option<&Guard>, bit: u32) -> Statement {
+    let byte = i64::from(bit.trailing_zeros() / 8);
+    let address = Address { base: AddressBase::Register(names::FLAG.to_owned()), offset: byte };
+    guarded(guard, "st", &["global", "u8"], vec![Operand::new(OperandKind::Address(address)), imm(1)])
+}
+
+/// An exit of a fenced entry, labelled `name`: the thread's flag bytes written, then `ret`.
+/// `traps`: the entry has a `trap`'s byte to write as well as the moved access's.
 fn exit_block(name: String, traps: bool) -> Vec<Statement> {
-    let mut statements = Vec::new();
-    statements.push(Statement::Label(kernel_args_ptx::Label { span: Span::default(), name }));
-    statements.push(op(
-        "ld",
-        &["param", "u64"],
-        vec![
-            reg(names::FLAG),
-            Operand::new(OperandKind::Address(Address {
-                base: AddressBase::Symbol(FENCE_PARAMS[2].to_owned()),
-                offset: 0,
-            })),
-        ],
-    ));
+    let mut statements = vec![label(&name), load_flag()];
     statements.push(op("setp", &["eq", "u32"], vec![reg(names::P), reg(names::V), imm(0)]));
+    let none = Guard { span: Span::default(), negated: false, register: names::P.to_owned() };
     if traps {
-        // Two reasons, each its own bit, ORed in by every thread that has one.
-        let moved = Guard { span: Span::default(), negated: true, register: names::P.to_owned() };
-        statements.push(guarded(
-            Some(&moved),
-            "red",
-            &["global", "or", "b32"],
-            vec![at(names::FLAG), imm(FLAG_REACHED_OUT.into())],
-        ));
-        statements.push(op("setp", &["eq", "u64"], vec![reg(names::P), reg(names::W), imm(0)]));
-        statements.push(guarded(
-            Some(&moved),
-            "red",
-            &["global", "or", "b32"],
-            vec![at(names::FLAG), imm(FLAG_TRAPPED.into())],
-        ));
+        let moved = Guard { negated: true, ..none.clone() };
+        statements.push(set_flag(Some(&moved), FLAG_REACHED_OUT));
+        statements.push(op("setp", &["eq", "u32"], vec![reg(names::P), reg(names::W), imm(0)]));
+        statements.push(guarded(Some(&none), "ret", &[], vec![]));
+        statements.push(set_flag(None, FLAG_TRAPPED));
     } else {
-        let guard = Guard { span: Span::default(), negated: false, register: names::P.to_owned() };
-        statements.push(guarded(Some(&guard), "ret", &[], vec![]));
-        statements.push(op("st", &["global", "u32"], vec![at(names::FLAG), imm(FLAG_REACHED_OUT.into())]));
+        statements.push(guarded(Some(&none), "ret", &[], vec![]));
+        statements.push(set_flag(None, FLAG_REACHED_OUT));
     }
     statements.push(op("ret", &[], vec![]));
-
     statements
 }
 
@@ -724,7 +757,7 @@ impl EntryRewriter<'_> {
     }
 
     /// The fence's register declarations.
-    fn declarations(&self, fenced: bool, traps: bool, groups: usize) -> Vec<Statement> {
+    fn declarations(&self, fenced: bool, traps: bool, loops: bool, groups: usize) -> Vec<Statement> {
         let mut wide: Vec<String> = Vec::new();
         let mut narrow: Vec<String> =
             vec![names::N.to_owned(), names::LANE.to_owned(), names::MASK.to_owned()];
@@ -735,7 +768,10 @@ impl EntryRewriter<'_> {
             wide.extend((0..groups).map(|slot| format!("{}{slot}", names::GROUP)));
         }
         if traps {
-            wide.push(names::W.to_owned());
+            narrow.push(names::W.to_owned());
+        }
+        if loops {
+            narrow.push(names::B.to_owned());
         }
         for (window, widths) in &self.windows {
             wide.push(window.base());
@@ -765,7 +801,11 @@ impl EntryRewriter<'_> {
         }
         out.push(decl(Type::B32, narrow));
         if fenced {
-            out.push(decl(Type::Pred, vec![names::PS.to_owned(), names::PL.to_owned(), names::P.to_owned()]));
+            let mut predicates = vec![names::PS.to_owned(), names::PL.to_owned(), names::P.to_owned()];
+            if loops {
+                predicates.push(names::Q.to_owned());
+            }
+            out.push(decl(Type::Pred, predicates));
         }
         out
     }
@@ -1099,6 +1139,8 @@ struct Context<'p> {
     /// Whether the thread may have noted something for the flag by here: an access or a trap
     /// has been passed, or a label (which a later branch may reach).
     noted: bool,
+    /// The labels passed so far: a branch to one of them is backward, and counted.
+    labels_seen: BTreeSet<String>,
 }
 
 impl Context<'_> {
@@ -1113,8 +1155,9 @@ impl Context<'_> {
                 }
                 // Top-level variables were moved to the top; nested ones refused.
                 Statement::Variable(_) => {}
-                Statement::Label(_) => {
+                Statement::Label(l) => {
                     self.noted = true;
+                    self.labels_seen.insert(l.name.clone());
                     out.push(statement.clone());
                 }
                 other => out.push(other.clone()),
@@ -1145,6 +1188,10 @@ impl Context<'_> {
                 out.push(guarded(guard, "ret", &[], vec![]));
             }
             Class::Exit if self.fenced && !self.noted => out.push(Statement::Instruction(instruction.clone())),
+            Class::Branch if backward(instruction, |l| self.labels_seen.contains(l)) => {
+                self.count(guard, out);
+                out.push(Statement::Instruction(instruction.clone()));
+            }
             Class::Plain | Class::Branch => out.push(Statement::Instruction(instruction.clone())),
             Class::Exit if self.fenced => {
                 let modifiers: &[&str] = if guard.is_some() { &[] } else { &["uni"] };
@@ -1153,12 +1200,7 @@ impl Context<'_> {
             Class::Exit => out.push(Statement::Instruction(instruction.clone())),
             Class::Trap => {
                 self.noted = true;
-                out.push(guarded(
-                    guard,
-                    "or",
-                    &["b64"],
-                    vec![reg(names::W), reg(names::W), imm(FLAG_TRAPPED.into())],
-                ));
+                out.push(guarded(guard, "mov", &["u32"], vec![reg(names::W), imm(1)]));
                 out.push(guarded(guard, "bra", &[], vec![sym(names::EXIT, 0)]));
             }
             Class::WarpSync(mask) => {
@@ -1229,6 +1271,34 @@ impl Context<'_> {
             }
         }
         Ok(())
+    }
+
+    /// The budget's count before a backward branch under `guard`: a thread that would take it
+    /// with its budget spent leaves through the budget's exit; one that takes it spends one.
+    ///
+    /// ```text
+    /// setp.eq.and.u32  q, b, 0, g     // setp.eq.u32 q, b, 0 for an unguarded branch
+    /// @q bra           $__kargs_budget
+    /// @g sub.u32       b, b, 1
+    /// @g bra           L              // the kernel's own branch
+    /// ```
+    fn count(&self, guard: Option<&Guard>, out: &mut Vec<Statement>) {
+        let test = match guard {
+            None => op("setp", &["eq", "u32"], vec![reg(names::Q), reg(names::B), imm(0)]),
+            Some(g) => {
+                let register = kernel_args_ptx::Register::new(g.register.clone());
+                let predicate = Operand::new(if g.negated {
+                    OperandKind::Not(register)
+                } else {
+                    OperandKind::Register(register)
+                });
+                op("setp", &["eq", "and", "u32"], vec![reg(names::Q), reg(names::B), imm(0), predicate])
+            }
+        };
+        out.push(test);
+        let spent = Guard { span: Span::default(), negated: false, register: names::Q.to_owned() };
+        out.push(guarded(Some(&spent), "bra", &[], vec![sym(names::BUDGET, 0)]));
+        out.push(guarded(guard, "sub", &["u32"], vec![reg(names::B), reg(names::B), imm(1)]));
     }
 
     /// The instructions that put an access's effective address in a 64-bit register: which.

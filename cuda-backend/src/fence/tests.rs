@@ -259,18 +259,20 @@ fn named_variables_at_constant_offsets_inside_them_need_no_clamp() {
 fn traps_exits_and_member_masks() {
     let text = lines(&fenced("\t@%p1 trap;\n\tbrkpt;\n\t@%p2 ret;\n\tst.global.u32 [%rd1], %r1;\n"));
     for line in [
-        "mov.u64 %__kargs_w, 0;",
-        "@%p1 or.b64 %__kargs_w, %__kargs_w, 2;",
+        "mov.u32 %__kargs_w, 0;",
+        "@%p1 mov.u32 %__kargs_w, 1;",
         "@%p1 bra $__kargs_exit;",
-        "or.b64 %__kargs_w, %__kargs_w, 2;",
+        "mov.u32 %__kargs_w, 1;",
         "@%p2 bra $__kargs_exit;",
         "bra.uni $__kargs_exit;",
         "$__kargs_exit:",
         "ld.param.u64 %__kargs_flag, [__kargs_fence_flag];",
         "setp.eq.u32 %__kargs_p, %__kargs_v, 0;",
-        "@!%__kargs_p red.global.or.b32 [%__kargs_flag], 1;",
-        "setp.eq.u64 %__kargs_p, %__kargs_w, 0;",
-        "@!%__kargs_p red.global.or.b32 [%__kargs_flag], 2;",
+        // One byte of the flag per reason: the moved access's (0), the trap's (1).
+        "@!%__kargs_p st.global.u8 [%__kargs_flag], 1;",
+        "setp.eq.u32 %__kargs_p, %__kargs_w, 0;",
+        "@%__kargs_p ret;",
+        "st.global.u8 [%__kargs_flag+1], 1;",
     ] {
         assert!(text.iter().any(|l| l == line), "{line} in {text:#?}");
     }
@@ -417,11 +419,7 @@ fn an_assert_becomes_the_fence_exit_and_its_strings_go() {
     }
     // The trap's lowering: the flag, then the fence's exit.
     let at = text.iter().position(|l| l == "@%p1 bra $L_ok;").unwrap();
-    assert_eq!(
-        text[at + 1..at + 3],
-        ["or.b64 %__kargs_w, %__kargs_w, 2;", "bra $__kargs_exit;"],
-        "{text:#?}"
-    );
+    assert_eq!(text[at + 1..at + 3], ["mov.u32 %__kargs_w, 1;", "bra $__kargs_exit;"], "{text:#?}");
     // A call sequence that does anything else is not an assert's: the call is refused by name.
     for other in [
         ASSERT_CALL.replace("st.param.b32 [param2+0], %r2;", "st.global.b32 [%rd1], %r2;"),
@@ -440,7 +438,7 @@ fn an_assert_becomes_the_fence_exit_and_its_strings_go() {
     // A guarded call is a guarded trap.
     let guarded = fence_ptx(&assert_module(&ASSERT_CALL.replace("call.uni", "@%p1 call.uni"))).unwrap();
     let text = lines(&guarded);
-    assert!(text.iter().any(|l| l == "@%p1 or.b64 %__kargs_w, %__kargs_w, 2;"), "{text:#?}");
+    assert!(text.iter().any(|l| l == "@%p1 mov.u32 %__kargs_w, 1;"), "{text:#?}");
     assert!(text.iter().any(|l| l == "@%p1 bra $__kargs_exit;"), "{text:#?}");
     // `__assertfail` must be the runtime's (declared `.extern`, no body of the module's).
     let own = assert_module(ASSERT_CALL).replace(".extern .func __assertfail", ".func __assertfail");
@@ -671,7 +669,17 @@ fn the_checker_finds_what_a_rewriter_could_get_wrong() {
         ),
         (
             "another store through the flag",
-            text.replacen("st.global.u32\t[%__kargs_flag], 1;", "st.global.u32\t[%__kargs_flag], %r1;", 1),
+            text.replacen("st.global.u8\t[%__kargs_flag], 1;", "st.global.u8\t[%__kargs_flag], %r1;", 1),
+            FindingKind::Unproven,
+        ),
+        (
+            "a wider store through the flag",
+            text.replacen("st.global.u8\t[%__kargs_flag], 1;", "st.global.u32\t[%__kargs_flag], 1;", 1),
+            FindingKind::Unproven,
+        ),
+        (
+            "a store past the flag",
+            text.replacen("st.global.u8\t[%__kargs_flag], 1;", "st.global.u8\t[%__kargs_flag+4], 1;", 1),
             FindingKind::Unproven,
         ),
         (
@@ -748,7 +756,7 @@ fn the_fixtures_fenced_are_the_committed_files() {
             }
             let ptx = std::fs::read_to_string(&path).unwrap();
             let Ok(fenced) = fence_ptx(&ptx) else { continue };
-            // Each entry parses again: its own parameters, then the fence's three.
+            // Each entry parses again: its own parameters, then the fence's four.
             for entry in fenced.entries() {
                 let (mut plain, mut with_fence) =
                     (crate::KernelRegistry::new(), crate::KernelRegistry::new());
@@ -756,7 +764,7 @@ fn the_fixtures_fenced_are_the_committed_files() {
                 with_fence.register_undeclared(1, fenced.ptx(), entry).unwrap();
                 let sizes = |r: &crate::KernelRegistry| r.get(1).unwrap().signature().unwrap().param_sizes();
                 let mut want = sizes(&plain);
-                want.extend([8, 8, 8]);
+                want.extend([8; FENCE_PARAMS.len()]);
                 assert_eq!(sizes(&with_fence), want, "{entry}");
             }
             let golden = fenced_dir.join(path.file_name().unwrap());
@@ -811,5 +819,162 @@ fn the_attacks_are_refused_by_name_or_fenced() {
     ] {
         let module = fence_ptx(&read(file)).unwrap();
         assert_eq!(module.accesses(), clamped, "{file}");
+    }
+}
+
+/// A body with a loop of every guard: `$L_a` closed by an unguarded branch, `$L_b` by a guarded
+/// one, `$L_c` by a negated one, a self-loop, and a forward branch (not counted).
+const LOOPS: &str = "\tmov.u32 %r1, 0;\n$L_a:\n\tadd.u32 %r1, %r1, 1;\n\tsetp.lt.u32 %p1, %r1, 10;\n\
+    \t@%p1 bra $L_fwd;\n\tbra.uni $L_a;\n$L_fwd:\n$L_b:\n\tadd.u32 %r1, %r1, 1;\n\t@%p1 bra $L_b;\n\
+    $L_c:\n\tsetp.ge.u32 %p2, %r1, 20;\n\t@!%p2 bra $L_c;\n$L_self:\n\t@%p3 bra $L_self;\n";
+
+#[test]
+fn every_backward_branch_is_counted_against_the_budget_and_no_forward_one() {
+    let text = lines(&fenced(LOOPS));
+    // The budget's load, in the leading run, before the kernel's first instruction.
+    let load = text.iter().position(|l| l == "ld.param.u32 %__kargs_b, [__kargs_fence_budget];").unwrap();
+    assert!(load < text.iter().position(|l| l == "ld.param.u64 %rd1, [p];").unwrap(), "{text:#?}");
+    let before = |branch: &str| {
+        let at = text.iter().position(|l| l == branch).unwrap_or_else(|| panic!("{branch} in {text:#?}"));
+        text[at - 3..at].to_vec()
+    };
+    assert_eq!(
+        before("bra.uni $L_a;"),
+        [
+            "setp.eq.u32 %__kargs_q, %__kargs_b, 0;",
+            "@%__kargs_q bra $__kargs_budget;",
+            "sub.u32 %__kargs_b, %__kargs_b, 1;"
+        ]
+    );
+    assert_eq!(
+        before("@%p1 bra $L_b;"),
+        [
+            "setp.eq.and.u32 %__kargs_q, %__kargs_b, 0, %p1;",
+            "@%__kargs_q bra $__kargs_budget;",
+            "@%p1 sub.u32 %__kargs_b, %__kargs_b, 1;"
+        ]
+    );
+    assert_eq!(
+        before("@!%p2 bra $L_c;"),
+        [
+            "setp.eq.and.u32 %__kargs_q, %__kargs_b, 0, !%p2;",
+            "@%__kargs_q bra $__kargs_budget;",
+            "@!%p2 sub.u32 %__kargs_b, %__kargs_b, 1;"
+        ]
+    );
+    assert_eq!(before("@%p3 bra $L_self;")[2], "@%p3 sub.u32 %__kargs_b, %__kargs_b, 1;");
+    assert_eq!(
+        text.iter().filter(|l| l.starts_with("@%__kargs_q bra")).count(),
+        4,
+        "the forward branch is not counted"
+    );
+    // The budget's way out: its byte of the flag, then the fence's exit.
+    let out = text.iter().position(|l| l == "$__kargs_budget:").unwrap();
+    assert_eq!(
+        text[out + 1..out + 4],
+        [
+            "ld.param.u64 %__kargs_flag, [__kargs_fence_flag];",
+            "st.global.u8 [%__kargs_flag+2], 1;",
+            "$__kargs_exit:"
+        ]
+    );
+    // A body without a backward branch has no budget.
+    let straight = lines(&fenced("\tld.global.u32 %r1, [%rd1];\n"));
+    assert!(
+        !straight.iter().any(|l| l.contains("__kargs_b") || l.contains("__kargs_budget;")),
+        "{straight:#?}"
+    );
+}
+
+#[test]
+fn the_checker_finds_every_uncounted_backward_branch() {
+    let module = fenced(LOOPS);
+    let text = module.ptx().to_owned();
+    assert!(check(&text).is_ok());
+    let count_a = "\tsetp.eq.u32\t%__kargs_q, %__kargs_b, 0;\n\t@%__kargs_q bra\t$__kargs_budget;\n\tsub.u32\t%__kargs_b, %__kargs_b, 1;\n";
+    assert!(text.contains(count_a), "{text}");
+    let edits = [
+        ("a backward branch without its count", text.replacen(count_a, "", 1)),
+        ("the count without its test", text.replacen("\tsetp.eq.u32\t%__kargs_q, %__kargs_b, 0;\n", "", 1)),
+        (
+            "the count without its way out",
+            text.replacen("\t@%__kargs_q bra\t$__kargs_budget;\n\tsub.u32", "\tsub.u32", 1),
+        ),
+        (
+            "the count without its decrement",
+            text.replacen("\t@%p1 sub.u32\t%__kargs_b, %__kargs_b, 1;\n", "", 1),
+        ),
+        (
+            "a decrement under another guard than the branch's",
+            text.replacen(
+                "\t@%p1 sub.u32\t%__kargs_b, %__kargs_b, 1;",
+                "\t@%p2 sub.u32\t%__kargs_b, %__kargs_b, 1;",
+                1,
+            ),
+        ),
+        ("a test of the other polarity", text.replacen("%__kargs_b, 0, !%p2;", "%__kargs_b, 0, %p2;", 1)),
+        (
+            "a decrement of 0",
+            text.replacen(
+                "\tsub.u32\t%__kargs_b, %__kargs_b, 1;",
+                "\tsub.u32\t%__kargs_b, %__kargs_b, 0;",
+                1,
+            ),
+        ),
+        (
+            "a label between the count and its branch",
+            text.replacen(
+                "\tsub.u32\t%__kargs_b, %__kargs_b, 1;\n",
+                "\tsub.u32\t%__kargs_b, %__kargs_b, 1;\n$L_in:\n",
+                1,
+            ),
+        ),
+        (
+            "an instruction between the count and its branch",
+            text.replacen(
+                "\tsub.u32\t%__kargs_b, %__kargs_b, 1;\n",
+                "\tsub.u32\t%__kargs_b, %__kargs_b, 1;\n\tadd.u32\t%r1, %r1, 1;\n",
+                1,
+            ),
+        ),
+        (
+            "the budget refilled in the loop",
+            text.replacen("$L_b:\n", "$L_b:\n\tmov.u32\t%__kargs_b, 1000;\n", 1),
+        ),
+        (
+            "the budget loaded again in the loop",
+            text.replacen("$L_b:\n", "$L_b:\n\tld.param.u32\t%__kargs_b, [__kargs_fence_budget];\n", 1),
+        ),
+        (
+            "the budget never loaded",
+            text.replacen("\tld.param.u32\t%__kargs_b, [__kargs_fence_budget];\n", "", 1),
+        ),
+        (
+            "a branch after the budget's way out",
+            text.replacen("$__kargs_exit:\n", "$__kargs_exit:\n\tbra.uni\t$__kargs_budget;\n", 1),
+        ),
+        (
+            "the way out without the budget's byte",
+            text.replacen("\tst.global.u8\t[%__kargs_flag+2], 1;\n", "", 1),
+        ),
+        (
+            "the way out setting another reason's byte",
+            text.replacen(
+                "\tst.global.u8\t[%__kargs_flag+2], 1;\n",
+                "\tst.global.u8\t[%__kargs_flag+1], 1;\n",
+                1,
+            ),
+        ),
+        (
+            "the test written by the kernel",
+            text.replacen("$L_c:\n", "$L_c:\n\tsetp.eq.u32\t%__kargs_q, %r1, 0;\n", 1),
+        ),
+    ];
+    for (what, broken) in edits {
+        assert_ne!(broken, text, "{what}: the edit applies");
+        match check(&broken) {
+            Ok(_) => panic!("{what}: no finding in\n{broken}"),
+            Err(finding) => assert_eq!(finding.kind, FindingKind::Uncounted, "{what}: {finding}"),
+        }
     }
 }

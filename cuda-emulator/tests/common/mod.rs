@@ -244,3 +244,14 @@ pub fn layout(sizes: &[usize]) -> (Vec<usize>, usize) {
         .collect();
     (offsets, at.max(kernel_args_cuda::fence::MIN_FENCE_LEN as usize))
 }
+
+/// The fence's four hidden parameters: its base and length, the flag's address, and each
+/// thread's budget of backward branches (the launcher's default).
+pub fn fence_params(base: u64, len: u64, flag: u64) -> Vec<Vec<u8>> {
+    fence_params_with(base, len, flag, kernel_args::limits::DEFAULT_MAX_BACK_EDGES_PER_THREAD)
+}
+
+/// [`fence_params`] with a budget of `budget` backward branches per thread.
+pub fn fence_params_with(base: u64, len: u64, flag: u64, budget: u32) -> Vec<Vec<u8>> {
+    [base, len, flag, u64::from(budget)].map(|v| v.to_le_bytes().to_vec()).to_vec()
+}

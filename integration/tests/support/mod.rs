@@ -77,6 +77,18 @@ pub fn launch(
     args: &LaunchArgs,
     guest: &GuestMemory<'_>,
 ) -> Result<kernel_args::LaunchOutcome, kernel_args::HostError> {
+    launch_limited(launcher, kernel_id, shape, args, guest, kernel_args::LaunchLimits::DEFAULT)
+}
+
+/// [`launch`], with the request's `limits` (the quotas the launcher holds it to).
+pub fn launch_limited(
+    launcher: &mut kernel_args_cuda::CudaLauncher,
+    kernel_id: i64,
+    shape: kernel_args::LaunchShape,
+    args: &LaunchArgs,
+    guest: &GuestMemory<'_>,
+    limits: kernel_args::LaunchLimits,
+) -> Result<kernel_args::LaunchOutcome, kernel_args::HostError> {
     let request = kernel_args::LaunchRequest::check(
         launcher,
         kernel_id,
@@ -84,7 +96,8 @@ pub fn launch(
         args,
         guest,
         kernel_args::GuestTrust::Trusted,
-    )?;
+    )?
+    .with_limits(limits);
     kernel_args::Launcher::launch(launcher, &request)
 }
 
