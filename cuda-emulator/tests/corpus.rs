@@ -5,12 +5,14 @@
 //! arena that holds all its buffers (a staged launch's layout), and leaves the flag clear. What
 //! the fence refuses is listed by name, so a change in what it accepts changes this test. A
 //! failing device-side `assert` stops its thread and sets the flag; the launch succeeds and the
-//! context goes on. These are the emulator's results, not a GPU's.
+//! context goes on. Every entry runs with the default budget of backward branches, and the
+//! most any of its threads takes at these sizes is measured. These are the emulator's results,
+//! not a GPU's.
 
 mod common;
 
 use common::*;
-use kernel_args_cuda::fence::{FLAG_REACHED_OUT, FLAG_TRAPPED, FenceRefusal, fence_ptx};
+use kernel_args_cuda::fence::{FLAG_BUDGET, FLAG_REACHED_OUT, FLAG_TRAPPED, FenceRefusal, fence_ptx};
 use kernel_args_cuda_emulator::api::EmulatedDriver;
 use kernel_args_cuda_emulator::result::*;
 
@@ -311,6 +313,11 @@ fn run(case: &Case, ptx: &str, fenced: bool) -> (CuResult, Vec<u8>, u32) {
 
 /// [`run`], with the PTX instructions the launch executed.
 fn run_counted(case: &Case, ptx: &str, fenced: bool) -> (CuResult, Vec<u8>, u32, u64) {
+    run_with(case, ptx, fenced.then_some(kernel_args::limits::DEFAULT_MAX_BACK_EDGES_PER_THREAD))
+}
+
+/// [`run_counted`], fenced with a budget of `budget` backward branches a thread where given.
+fn run_with(case: &Case, ptx: &str, budget: Option<u32>) -> (CuResult, Vec<u8>, u32, u64) {
     let sizes: Vec<usize> = case.buffers.iter().map(Vec::len).collect();
     let (offsets, len) = layout(&sizes);
     let arena = alloc(len).unwrap();
@@ -331,8 +338,8 @@ fn run_counted(case: &Case, ptx: &str, fenced: bool) -> (CuResult, Vec<u8>, u32,
             P::F64(v) => v.to_le_bytes().to_vec(),
         })
         .collect();
-    if fenced {
-        params.extend(fence_params(arena, len as u64, flag));
+    if let Some(budget) = budget {
+        params.extend(fence_params_with(arena, len as u64, flag, budget));
     }
     let f = function(load(ptx), case.entry).unwrap();
     let result = launch_with(f, case.grid, case.block, case.shared, &mut params);
@@ -467,6 +474,68 @@ const EXECUTED: &[(&str, u64, u64)] = &[
     ("stencil5", 29888, 46688),
     ("scan_block", 21714, 53523),
     ("add_bias_2d", 25032, 41128),
+];
+
+/// The most backward branches one thread of each entry takes at the sizes these tests launch:
+/// the smallest budget it runs with, found by bisection (one less stops a thread, which sets
+/// the budget's byte of the flag). Every entry is far below the default budget.
+#[test]
+fn the_corpus_takes_far_less_than_the_default_budget() {
+    let _session = session();
+    let default = kernel_args::limits::DEFAULT_MAX_BACK_EDGES_PER_THREAD;
+    let mut needed = Vec::new();
+    for case in cases() {
+        let fenced = fence_ptx(module(case.module)).unwrap();
+        let spent = |budget: u32| {
+            let (result, _, flag, _) = run_with(&case, fenced.ptx(), Some(budget));
+            assert_eq!(result, CUDA_SUCCESS, "{}", case.entry);
+            flag & FLAG_BUDGET != 0
+        };
+        assert!(!spent(default), "{}: stopped by the default budget", case.entry);
+        let (mut low, mut high) = (0u32, 1u32 << 16);
+        assert!(!spent(high), "{}: more than 2^16", case.entry);
+        while low < high {
+            let middle = low + (high - low) / 2;
+            if spent(middle) { low = middle + 1 } else { high = middle }
+        }
+        needed.push((case.entry, low));
+    }
+    for (entry, budget) in &needed {
+        eprintln!("| `{entry}` | {budget} |");
+    }
+    assert_eq!(needed, NEEDED);
+    assert!(NEEDED.iter().all(|(_, b)| u64::from(*b) * 1000 < u64::from(default)));
+}
+
+/// What [`the_corpus_takes_far_less_than_the_default_budget`] measures.
+const NEEDED: &[(&str, u32)] = &[
+    ("vector_add", 0),
+    ("saxpy_grid_stride", 7),
+    ("scale_float4", 0),
+    ("relu_inplace", 0),
+    ("fill_u8", 0),
+    ("_Z5axpbyIfEvPKT_PS0_S0_S0_i", 0),
+    ("_Z5axpbyIdEvPKT_PS0_S0_S0_i", 0),
+    ("gather", 0),
+    ("scatter_add", 0),
+    ("spmv_csr", 2),
+    ("embedding_forward", 0),
+    ("bincount", 0),
+    ("block_reduce_sum", 7),
+    ("warp_reduce_atomic", 3),
+    ("count_positive_ballot", 0),
+    ("any_nan", 0),
+    ("histogram_shared", 7),
+    ("dot_product", 2),
+    ("max_int_atomic", 0),
+    ("clamp_to_int16", 0),
+    ("minmax_pairs", 0),
+    ("conv1d_const", 0),
+    ("matmul_tiled", 1),
+    ("transpose_padded", 0),
+    ("stencil5", 0),
+    ("scan_block", 5),
+    ("add_bias_2d", 0),
 ];
 
 #[test]
