@@ -416,6 +416,11 @@ enum kargs_quota
      * none): `detail[1]` is how long the launch had run when it was stopped.
      */
     KARGS_QUOTA_LAUNCH_TIME = 4,
+    /**
+     * Backward branches one thread of a fenced kernel takes (a Rust CUDA host's fence;
+     * `kargs_host_call`'s launches are the callback's): `detail[2]` is the budget.
+     */
+    KARGS_QUOTA_BACK_EDGES_PER_THREAD = 5,
 };
 #ifndef __cplusplus
 #if __STDC_VERSION__ >= 202311L
