@@ -31,7 +31,11 @@
 # past 48 KiB opted in up to the device's limit; (kargs's cuda_demo and `kargs demo`) the wasm
 # guest's vector_add through wasmtime and wasi_cuda_launch, every element checked; and
 # (tenants) 8 threads x 4 wasmtime stores x 10,000 launches on one shared device, every
-# element checked, with the launch rate printed. Without a device, the same binaries check the no-device path
+# element checked, with the launch rate printed; (budget) fenced kernels that never end, with
+# and without bar.sync, stopped at their guest's budget of backward branches with every
+# thread's count where the budget put it, the budget's exact edge, a block whose stopped
+# threads leave its barrier, and another tenant's launches beside; (watchdog) a kernel past the
+# deadline stopped by the context's reset. Without a device, the same binaries check the no-device path
 # (NotAvailable). The whole run takes seconds.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -68,7 +72,7 @@ bundle_tests() {
 # tenants in tenants.rs; the docs test reads the repository's files and stays here).
 bundle_tests -p kernel-args-cuda --features cuda --lib
 bundle_tests -p kernel-args-integration --features cuda --test cuda --test declarations --test emulator \
-    --test fault_matrix --test fence --test tenants --test watchdog
+    --test fault_matrix --test fence --test tenants --test budget --test watchdog
 # The wasm guest's vector_add through `kargs demo`'s host on the GPU, once kargs has its
 # `cuda` feature (only that test: kargs's other tests read files of the repository).
 if grep -qE '^cuda *=' cli/Cargo.toml 2>/dev/null && [ -f cli/tests/cuda_demo.rs ]; then
