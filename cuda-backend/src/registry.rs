@@ -86,15 +86,16 @@ impl KernelEntry {
     }
 
     /// The PTX text the driver loads, NUL-terminated as `cuModuleLoadData` wants it: for a
-    /// fenced kernel, the rewritten text, whose entries have the three hidden parameters of
+    /// fenced kernel, the rewritten text, whose entries have the four hidden parameters of
     /// [`FENCE_PARAMS`](crate::fence::FENCE_PARAMS) after their own.
     pub fn ptx(&self) -> &CStr {
         &self.ptx
     }
 
     /// Whether the kernel runs behind the fence (registered with
-    /// [`KernelRegistry::register`]): every launch hands it the fence's three hidden
-    /// parameters, and a launch in which it reached outside answers `LaunchFailed`.
+    /// [`KernelRegistry::register`]): every launch hands it the fence's four hidden
+    /// parameters, a launch in which it reached outside answers `LaunchFailed`, and one in
+    /// which a thread spent its budget `QuotaExceeded`.
     pub fn fenced(&self) -> bool {
         self.fenced
     }

@@ -110,7 +110,7 @@ pub enum KernelProblem {
     /// kernels trusted as the host is.
     Fence(FenceError),
     /// The driver's parameter list (`cuFuncGetParamInfo`) differs from the declaration (with
-    /// the fence's three hidden parameters after it, for a fenced kernel).
+    /// the fence's four hidden parameters after it, for a fenced kernel).
     DriverParams {
         /// Parameter sizes by the declaration.
         declared: Vec<usize>,

@@ -169,12 +169,12 @@ fn parse_and_fill_allocate_nothing() {
 }
 
 /// A launcher that records the allocation count at the moment it is called, then fills its
-/// parameter storage from the request, appends a fenced kernel's three hidden parameters (the
-/// guest memory's base and length, a flag's address) and makes its `void**` table exactly as
+/// parameter storage from the request, appends a fenced kernel's four hidden parameters (the
+/// guest memory's base and length, a flag's address, the budget) and makes its `void**` table exactly as
 /// the CUDA launcher does in direct mode before `cuLaunchKernel`, and records the count again.
 struct RecordingLauncher {
     kernels: KernelTable,
-    storage: Box<KernelParamStorage<{ MAX_KERNEL_ARGS + 3 }>>,
+    storage: Box<KernelParamStorage<{ MAX_KERNEL_ARGS + 4 }>>,
     at_call: Option<u64>,
     after_build: Option<u64>,
     args: usize,
@@ -192,11 +192,17 @@ impl Launcher for RecordingLauncher {
             Ok::<u64, HostError>(host.expose_provenance() as u64)
         })?;
         let base = request.memory.window(0, 0).and_then(|w| w.host_ptr_mut()).expect("exclusive memory");
-        self.storage.append(&[base.expose_provenance() as u64, request.memory.len(), 0x7f00_0000_0000])?;
+        let budget = u64::from(request.limits().max_back_edges_per_thread);
+        self.storage.append(&[
+            base.expose_provenance() as u64,
+            request.memory.len(),
+            0x7f00_0000_0000,
+            budget,
+        ])?;
         self.args = self.storage.with_params(|table| {
             black_box(table.as_mut_ptr());
             table.len()
-        }) - 3;
+        }) - 4;
         self.after_build = Some(allocations());
         Ok(LaunchOutcome::NO_DEVICE)
     }

@@ -16,6 +16,9 @@
 //! 3. **The windows are computed once, before anything else.** Window facts come only from the
 //!    entry's leading run of the fence's instructions (straight-line, before any label, branch
 //!    or instruction of the kernel's), and no later instruction may write their registers.
+//! 4. **Every backward branch is counted against the budget.** A branch to a label at or before
+//!    it follows its count with nothing between, the counter is written nowhere else, and no
+//!    branch follows the budget's exit (the rules are on `Budget`, below).
 //!
 //! The facts, and the forms that make them (`R` a reach: the bytes a clamp covers, from 1 to
 //! the window's shortest length; `A` an alignment of 2, 4, 8 or 16 bytes):

@@ -24,9 +24,9 @@
 //!
 //! ## What a fenced entry does
 //!
-//! Each `.entry` gets three hidden parameters after its own ([`FENCE_PARAMS`]): the fence's base
-//! address, its length in bytes, and the address of a 32-bit flag. Every access is clamped
-//! into the window of the state space it reaches:
+//! Each `.entry` gets four hidden parameters after its own ([`FENCE_PARAMS`]): the fence's base
+//! address, its length in bytes, the address of a 32-bit flag, and each thread's budget of
+//! backward branches. Every access is clamped into the window of the state space it reaches:
 //!
 //! - **global**: the fence, `[base, base + len)` (the guest's linear memory in direct mode, the
 //!   launch's staging arena in staged mode; the launcher gives at least [`MIN_FENCE_LEN`] and at
@@ -46,19 +46,34 @@
 //! bytes, rounded down to its width, is inside its window and aligned: nothing faults. A named
 //! variable accessed at a constant offset inside it needs no clamp. A thread notes whether
 //! any of its accesses was moved, judged on the address's low 32 bits as the clamp is (an
-//! address a whole number of 4 GiB from a place inside its window runs there unnoted); on exit, a thread that moved one sets bit 0 of the flag
-//! (value 1), which the launcher reads after the kernel. `trap` and `brkpt` leave through the
-//! same exit instead of stopping the device, and set bit 1 (value 2); in an entry with one,
-//! each thread ORs its bits in (`red.global.or.b32`), so the launcher can say which happened.
-//! A warp-synchronous instruction's member mask is given the executing thread (a mask without
-//! it is undefined behaviour). A failing device-side `assert` does what `trap` does: its
-//! message is not printed.
+//! address a whole number of 4 GiB from a place inside its window runs there unnoted); on
+//! exit, a thread that moved one sets byte 0 of the flag to 1 ([`FLAG_REACHED_OUT`]), which
+//! the launcher reads after the kernel. `trap` and `brkpt` leave through the same exit instead
+//! of stopping the device, and set byte 1 ([`FLAG_TRAPPED`]). Each reason has its own byte,
+//! written with a plain byte store, so the launcher can say which happened. A warp-synchronous
+//! instruction's member mask is given the executing thread (a mask without it is undefined
+//! behaviour). A failing device-side `assert` does what `trap` does: its message is not
+//! printed.
+//!
+//! **The budget.** Every cycle of an entry's control flow has a branch to a label at or before
+//! it in the text (along every other edge the text only moves on), so each such backward
+//! branch is counted: before it, a thread whose budget is spent and that would take it leaves
+//! through the budget's exit, which sets byte 2 of the flag ([`FLAG_BUDGET`]); otherwise a
+//! taken branch spends one. A thread takes at most its budget of backward branches, and so
+//! runs no loop for longer than its arguments and the budget allow. A thread that stops has
+//! exited: a `bar.sync` without a thread count waits only for the block's threads that have
+//! not exited (on sm_70 and later, and in the emulator), so the threads waiting there go on
+//! without it; each of them stops at its own budget if it loops on. A barrier with a thread
+//! count waits for that many arrivals, and only the watchdog bounds a block that never makes
+//! them. The launcher gives the guest's `LaunchLimits::max_back_edges_per_thread`.
 //!
 //! Per clamped access this costs eight PTX instructions, about six in sm_90 SASS (one or two
 //! more to form the address of a register with an offset or a 32-bit register, eleven more
-//! per window a generic access may reach); per thread, the windows' computation at the start and about four instructions to
-//! leave (the flag's test and store). An exit before the thread has passed any access, trap
-//! or label (nvcc's bounds check) is left a plain `ret`: it has nothing to report. What the fence refuses, by name: calls and device functions' bodies, textures and
+//! per window a generic access may reach); per backward branch, three PTX instructions and
+//! three in SASS (the test, the branch out, the decrement); per thread, the windows'
+//! computation at the start and about four instructions to leave (the flag's test and store).
+//! An exit before the thread has passed any access, trap or label (nvcc's bounds check) is
+//! left a plain `ret`: it has nothing to report. What the fence refuses, by name: calls and device functions' bodies, textures and
 //! surfaces, tensor-core and bulk copies (`wmma`, `ldmatrix`, `cp.async.bulk`, `mbarrier`),
 //! module-scope `.global` variables the module writes or whose address it passes on
 //! (`__device__` variables, `printf`'s format strings), indirect branches, barriers whose number is not a
