@@ -101,7 +101,8 @@ pub struct LaunchRequest<'a, 'm> {
     /// The registration the arguments were checked against.
     registration: u64,
     /// The limits the host checked the launch against; a launcher holds what only it can
-    /// measure to them ([`LaunchLimits::max_staging_bytes`](crate::LaunchLimits)).
+    /// measure to them ([`LaunchLimits::max_staging_bytes`](crate::LaunchLimits),
+    /// `max_back_edges_per_thread`).
     limits: crate::LaunchLimits,
 }
 
@@ -173,8 +174,8 @@ impl<'a, 'm> LaunchRequest<'a, 'm> {
     }
 
     /// The request with `limits` for the quotas its launcher measures
-    /// ([`LaunchLimits::max_staging_bytes`](crate::LaunchLimits)); [`check`](Self::check)
-    /// gives it the defaults.
+    /// ([`LaunchLimits::max_staging_bytes`](crate::LaunchLimits), `max_back_edges_per_thread`);
+    /// [`check`](Self::check) gives it the defaults.
     #[must_use]
     pub fn with_limits(mut self, limits: crate::LaunchLimits) -> Self {
         self.limits = limits;
