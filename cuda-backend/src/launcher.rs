@@ -7,8 +7,8 @@ use std::time::{Duration, Instant};
 
 use cust::sys::CUfunction_attribute;
 use kernel_args::{
-    AbiError, Bound, Detail, Dimension, HostError, LaunchOutcome, LaunchRequest, Launcher, ParamType,
-    PointerMode, Quota, QuotaError, Registered, ShapeError, SignatureCheck,
+    AbiError, Bound, Detail, Dimension, FenceReport, FenceSpan, HostError, LaunchOutcome, LaunchRequest,
+    Launcher, ParamType, PointerMode, Quota, QuotaError, Registered, ShapeError, SignatureCheck,
 };
 use kernel_args_core::{GuestRange, GuestWindow};
 
@@ -117,9 +117,9 @@ struct Fence<'b> {
 ///    `launch` returns, nothing on the device can touch guest memory any more. A fenced kernel
 ///    one of whose threads spent its budget (and stopped there, the others running on) answers
 ///    `QuotaExceeded` ([`Quota::BackEdgesPerThread`]). One that set its flag otherwise answers
-///    `LaunchFailed`, saying which of the two things it did: it reached outside its fence (and
-///    was redirected inside), or a thread stopped at a `trap`, `brkpt` or failed device-side
-///    `assert`. Its windows then hold whatever it wrote (staged windows are copied back).
+///    `LaunchFailed` with [`Detail::Fenced`], saying which of the two things it did: it reached
+///    outside its fence (and was redirected inside), or a thread stopped at a `trap`, `brkpt` or
+///    failed device-side `assert`. Its windows then hold whatever it wrote (staged windows are copied back).
 ///    Nothing outside the fence was touched, and the next launch runs as any other.
 ///
 /// GPU writes reach guest memory only through windows of memory borrowed with
@@ -320,33 +320,18 @@ impl Launch<'_> {
                 }
                 .into())
             }
-            Some(fence) if flagged != 0 => {
-                let window = match self.device.pointer_mode {
-                    PointerMode::Direct => "the guest's linear memory",
-                    PointerMode::Staged | PointerMode::None => "the launch's staging arena",
-                };
-                let mut what = Vec::new();
-                if flagged & FLAG_REACHED_OUT != 0 {
-                    what.push(format!(
-                        "reached outside its fence ({window}, {} bytes): those accesses were redirected inside it",
-                        fence.len
-                    ));
-                }
-                if flagged & FLAG_TRAPPED != 0 {
-                    what.push(
-                        "stopped at a trap, brkpt or failed device-side assert: each thread that reached one \
-                         stopped there, and the others ran on"
-                            .to_owned(),
-                    );
-                }
-                Err(HostError::msg(
-                    AbiError::LaunchFailed,
-                    format!(
-                        "kernel {} {}; what the kernel wrote is unspecified",
-                        request.kernel_id,
-                        what.join(", and ")
-                    ),
-                ))
+            // The flag's other bytes are never written (the checker allows the three reasons').
+            Some(fence) if flagged & (FLAG_REACHED_OUT | FLAG_TRAPPED) != 0 => {
+                Err(HostError::new(Detail::Fenced(FenceReport {
+                    kernel_id: request.kernel_id,
+                    reached_out: flagged & FLAG_REACHED_OUT != 0,
+                    trapped: flagged & FLAG_TRAPPED != 0,
+                    fence: match self.device.pointer_mode {
+                        PointerMode::Direct => FenceSpan::GuestMemory,
+                        PointerMode::Staged | PointerMode::None => FenceSpan::StagingArena,
+                    },
+                    fence_len: fence.len,
+                })))
             }
             _ => Ok(()),
         }

@@ -37,7 +37,7 @@ mod support;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use kernel_args::{AbiError, LaunchCall, LaunchHost};
+use kernel_args::{AbiError, Detail, FenceReport, FenceSpan, LaunchCall, LaunchHost, PointerMode};
 use kernel_args_core::ArgvBuilder;
 use kernel_args_cuda::{CudaDevice, CudaOptions, KernelRegistry, PointerModeChoice};
 use kernel_args_cuda_emulator::client::{DeviceConfig, Emulator};
@@ -532,6 +532,8 @@ fn correct_launch(host: &mut LaunchHost<kernel_args_cuda::CudaLauncher>) {
 struct Outcome {
     code: i32,
     message: Option<String>,
+    /// What the launcher read from the fence's flag, where the launch answered with it.
+    report: Option<FenceReport>,
     intact: bool,
     /// The guest's first word after the launch (what `ldu_read` copies there).
     first: u32,
@@ -554,9 +556,14 @@ fn run_broken(
     let code = memory.call(host, id, ([1, 1, 1], [kernel.threads, 1, 1]), &argv, kernel.argv_at);
     let intact = memory.guards_intact() && secret.iter().all(|&b| b == GUARD_BYTE);
     let first = u32::from_le_bytes(memory.guest()[..4].try_into().unwrap());
+    let report = match host.last_error().map(|e| e.detail()) {
+        Some(Detail::Fenced(report)) => Some(*report),
+        _ => None,
+    };
     Outcome {
         code,
         message: host.last_error_message(),
+        report,
         intact,
         first,
         crossings: emulated.map_or(0, |(emulator, ordinal)| emulator.crossings(ordinal)),
@@ -684,8 +691,22 @@ fn the_attacks_are_caught_and_the_next_launch_succeeds() {
             let outcome = run_broken(emulated, &mut host, kernel, i as i64 + 2);
             let what = format!("{mode:?} {}: {outcome:?}", kernel.entry);
             assert_eq!(outcome.code, AbiError::LaunchFailed.code(), "{what}");
-            // The message says which: a trap stopped threads, or accesses were redirected.
-            let said = if kernel.entry == "trap_on" {
+            // The detail says which: a trap stopped threads, or accesses were redirected; and
+            // what the fence was.
+            let trap = kernel.entry == "trap_on";
+            let report = outcome.report.unwrap_or_else(|| panic!("{what}: no fence report"));
+            assert_eq!(
+                (report.kernel_id, report.reached_out, report.trapped),
+                (i as i64 + 2, !trap, trap),
+                "{what}"
+            );
+            let span = if device.pointer_mode() == PointerMode::Direct {
+                FenceSpan::GuestMemory
+            } else {
+                FenceSpan::StagingArena
+            };
+            assert_eq!(report.fence, span, "{what}");
+            let said = if trap {
                 "stopped at a trap, brkpt or failed device-side assert"
             } else {
                 "reached outside its fence"

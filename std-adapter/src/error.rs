@@ -193,6 +193,9 @@ pub enum Detail {
     Shape(ShapeError),
     /// A quota would be exceeded: which, what the launch would take, the limit.
     Quota(QuotaError),
+    /// A fenced kernel reached outside its fence or stopped at a trap: what its launcher read
+    /// from the fence's flag after it ran.
+    Fenced(FenceReport),
     /// The wasi-cuda capability is disabled for this guest.
     CapabilityDisabled,
     /// The calling module exports no linear memory named `memory`, so no pointer can be
@@ -219,9 +222,70 @@ impl Detail {
             Detail::Region(_) | Detail::NoExportedMemory => AbiError::InvalidPointer,
             Detail::Shape(_) => AbiError::InvalidDimensions,
             Detail::Quota(_) => AbiError::QuotaExceeded,
+            Detail::Fenced(_) => AbiError::LaunchFailed,
             Detail::CapabilityDisabled | Detail::NoDevice => AbiError::NotAvailable,
             Detail::LauncherPanicked => AbiError::Internal,
         }
+    }
+}
+
+/// Where a fenced kernel's global accesses are clamped: its fence.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum FenceSpan {
+    /// The guest's whole linear memory (direct pointers).
+    GuestMemory,
+    /// The launch's staging arena, the one device buffer every staged window lies in.
+    StagingArena,
+}
+
+impl fmt::Display for FenceSpan {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            FenceSpan::GuestMemory => "the guest's linear memory",
+            FenceSpan::StagingArena => "the launch's staging arena",
+        })
+    }
+}
+
+/// What a fenced kernel did that its launch answers `LaunchFailed` for, as the launcher read it
+/// from the fence's flag after the kernel ran (at least one of the two). Nothing outside the
+/// fence was touched; what the kernel wrote inside it is unspecified.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct FenceReport {
+    /// The guest's kernel id.
+    pub kernel_id: i64,
+    /// A thread's access was outside its window, and was redirected inside it.
+    pub reached_out: bool,
+    /// A thread stopped at a `trap`, `brkpt` or failed device-side `assert`; the others ran on.
+    pub trapped: bool,
+    /// What the fence is.
+    pub fence: FenceSpan,
+    /// The fence's length in bytes.
+    pub fence_len: u64,
+}
+
+impl fmt::Display for FenceReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "kernel {} ", self.kernel_id)?;
+        if self.reached_out {
+            write!(
+                f,
+                "reached outside its fence ({}, {} bytes): those accesses were redirected inside it",
+                self.fence, self.fence_len
+            )?;
+        }
+        if self.reached_out && self.trapped {
+            f.write_str(", and ")?;
+        }
+        if self.trapped {
+            f.write_str(
+                "stopped at a trap, brkpt or failed device-side assert: each thread that reached one stopped \
+                 there, and the others ran on",
+            )?;
+        }
+        f.write_str("; what the kernel wrote is unspecified")
     }
 }
 
@@ -296,6 +360,7 @@ impl fmt::Display for Detail {
             Detail::Region(e) => write!(f, "{e}"),
             Detail::Shape(e) => write!(f, "{e}"),
             Detail::Quota(e) => write!(f, "{e}"),
+            Detail::Fenced(report) => write!(f, "{report}"),
             Detail::CapabilityDisabled => f.write_str("the wasi-cuda capability is disabled for this guest"),
             Detail::NoExportedMemory => f.write_str("the guest exports no linear memory named `memory`"),
             Detail::NoDevice => f.write_str("no CUDA device: dry run, the launch was recorded but not run"),
@@ -364,6 +429,37 @@ mod tests {
 
     use super::*;
     use crate::checks::{Bound, Dimension};
+
+    #[test]
+    fn a_fence_report_says_which_reasons_and_what_the_fence_was() {
+        let report = FenceReport {
+            kernel_id: 7,
+            reached_out: true,
+            trapped: false,
+            fence: FenceSpan::GuestMemory,
+            fence_len: 65_536,
+        };
+        let e = HostError::new(Detail::Fenced(report));
+        assert_eq!(e.code(), AbiError::LaunchFailed);
+        assert_eq!(
+            e.to_string(),
+            "LaunchFailed -5: kernel 7 reached outside its fence (the guest's linear memory, 65536 bytes): those \
+             accesses were redirected inside it; what the kernel wrote is unspecified"
+        );
+        let both = FenceReport { trapped: true, fence: FenceSpan::StagingArena, fence_len: 256, ..report };
+        assert_eq!(
+            Detail::Fenced(both).to_string(),
+            "kernel 7 reached outside its fence (the launch's staging arena, 256 bytes): those accesses were \
+             redirected inside it, and stopped at a trap, brkpt or failed device-side assert: each thread that \
+             reached one stopped there, and the others ran on; what the kernel wrote is unspecified"
+        );
+        let trapped = FenceReport { reached_out: false, trapped: true, ..report };
+        assert_eq!(
+            Detail::Fenced(trapped).to_string(),
+            "kernel 7 stopped at a trap, brkpt or failed device-side assert: each thread that reached one stopped \
+             there, and the others ran on; what the kernel wrote is unspecified"
+        );
+    }
 
     #[test]
     fn codes_names_and_round_trips() {
