@@ -14,7 +14,9 @@ use std::sync::Arc;
 use kernel_args::guest::{CAPACITY, THREADS_PER_BLOCK, VECTOR_ADD_KERNEL_ID};
 use kernel_args::{LaunchHost, PointerMode, SignatureCheck};
 use kernel_args_cli::guest::{GuestModule, Runtime};
-use kernel_args_cuda::{CudaDevice, CudaOptions, KernelRegistry, PointerModeChoice, SetupError, kernels};
+use kernel_args_cuda::{
+    CudaDevice, CudaOptions, KernelRegistry, PointerModeChoice, Sandbox, SetupError, kernels,
+};
 
 fn say(line: String) {
     kernel_args_testkit::device::say(&line);
@@ -27,7 +29,7 @@ fn registry() -> KernelRegistry {
             VECTOR_ADD_KERNEL_ID,
             kernels::VECTOR_ADD_PTX,
             kernels::VECTOR_ADD_ENTRY,
-            kernels::VECTOR_ADD_DECLARATION,
+            Sandbox::fenced(kernels::VECTOR_ADD_DECLARATION).unwrap(),
         )
         .unwrap();
     registry

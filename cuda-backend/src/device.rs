@@ -13,7 +13,7 @@ use kernel_args::{AbiError, HostError, PointerMode};
 use crate::cu_error::{Phase, is_sticky};
 use crate::driver::{CuError, Current, DRIVER_LIBRARY, Driver, PrimaryContext};
 use crate::modules::{KernelSlot, Kernels, abandon, load};
-use crate::registry::{KernelEntry, KernelRegistry};
+use crate::registry::{KernelEntry, KernelRegistry, Sandbox};
 use crate::setup::{KernelProblem, SetupError};
 
 /// The environment variable [`CudaOptions::from_env`] reads the driver library's path from.
@@ -132,17 +132,17 @@ static OPEN_CONTEXTS: Mutex<OpenContexts> = Mutex::new(Vec::new());
 ///
 /// ```no_run
 /// use kernel_args::{DryRunLauncher, LaunchHost, Launcher};
-/// use kernel_args_cuda::{CudaDevice, CudaOptions, KernelRegistry, kernels};
+/// use kernel_args_cuda::{CudaDevice, CudaOptions, KernelRegistry, Sandbox, kernels};
 ///
 /// let mut registry = KernelRegistry::new();
-/// registry.register(1, kernels::VECTOR_ADD_PTX, kernels::VECTOR_ADD_ENTRY, kernels::VECTOR_ADD_DECLARATION)?;
+/// registry.register(1, kernels::VECTOR_ADD_PTX, kernels::VECTOR_ADD_ENTRY, Sandbox::fenced(kernels::VECTOR_ADD_DECLARATION)?)?;
 /// // The driver library comes from KARGS_CUDA_DRIVER where it is set, else libcuda.so.1.
 /// let launcher: Box<dyn Launcher + Send> = match CudaDevice::open(registry, CudaOptions::from_env()) {
 ///     Ok(device) => Box::new(device.launcher()), // one per guest; `Send`, so any thread
 ///     Err(e) => { eprintln!("dry run: {e}"); Box::new(DryRunLauncher::new()) }
 /// };
 /// let host = LaunchHost::new(launcher);
-/// # Ok::<(), kernel_args_cuda::SetupError>(())
+/// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 ///
 /// [`CudaDevice::open`] loads the driver library (at run time; see [`CudaOptions`]), picks the
@@ -291,41 +291,15 @@ impl CudaDevice {
         self.context.overruns.load(Ordering::Acquire)
     }
 
-    /// Registers (or replaces) kernel `id` with its declaration
-    /// ([`KernelRegistry::register`]); a replaced kernel's module is unloaded once no launch uses
-    /// it, and a remembered failure is forgotten.
+    /// Registers (or replaces) kernel `id`, as [`KernelRegistry::register`] does, in the
+    /// device's registry; a replaced kernel's module is unloaded once no launch uses it, and a
+    /// remembered failure is forgotten.
     ///
     /// # Errors
     ///
     /// As [`KernelRegistry::register`].
-    pub fn register(&self, id: i64, ptx: &str, entry: &str, declaration: &str) -> Result<(), SetupError> {
-        self.replace(id, |registry| registry.register(id, ptx, entry, declaration))
-    }
-
-    /// Registers (or replaces) kernel `id` with its declaration but without the fence
-    /// ([`KernelRegistry::register_unfenced`]: for kernels trusted as the host is).
-    ///
-    /// # Errors
-    ///
-    /// As [`KernelRegistry::register_unfenced`].
-    pub fn register_unfenced(
-        &self,
-        id: i64,
-        ptx: &str,
-        entry: &str,
-        declaration: &str,
-    ) -> Result<(), SetupError> {
-        self.replace(id, |registry| registry.register_unfenced(id, ptx, entry, declaration))
-    }
-
-    /// Registers (or replaces) kernel `id` without a declaration
-    /// ([`KernelRegistry::register_undeclared`]: for trusted guests only).
-    ///
-    /// # Errors
-    ///
-    /// As [`KernelRegistry::register_undeclared`].
-    pub fn register_undeclared(&self, id: i64, ptx: &str, entry: &str) -> Result<(), SetupError> {
-        self.replace(id, |registry| registry.register_undeclared(id, ptx, entry))
+    pub fn register(&self, id: i64, ptx: &str, entry: &str, sandbox: Sandbox) -> Result<(), SetupError> {
+        self.replace(id, |registry| registry.register(id, ptx, entry, sandbox))
     }
 
     fn replace(

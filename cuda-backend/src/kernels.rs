@@ -2,12 +2,12 @@
 //! beside them), for hosts and tools that launch the demo guest's kernel.
 //!
 //! ```
-//! use kernel_args_cuda::{KernelRegistry, kernels};
+//! use kernel_args_cuda::{KernelRegistry, Sandbox, kernels};
 //!
 //! let mut registry = KernelRegistry::new();
-//! registry.register(1, kernels::VECTOR_ADD_PTX, kernels::VECTOR_ADD_ENTRY, kernels::VECTOR_ADD_DECLARATION)?;
+//! registry.register(1, kernels::VECTOR_ADD_PTX, kernels::VECTOR_ADD_ENTRY, Sandbox::fenced(kernels::VECTOR_ADD_DECLARATION)?)?;
 //! assert_eq!(registry.get(1).unwrap().signature().unwrap().param_sizes(), [8, 8, 8, 4]);
-//! # Ok::<(), kernel_args_cuda::SetupError>(())
+//! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
 /// `vector_add(const float *a, const float *b, float *out, unsigned n)`: `out[i] = a[i] + b[i]`

@@ -6,46 +6,50 @@
 //! Registration checks the declaration against the PTX's `.entry` parameter list (the count,
 //! each parameter's size and alignment): a disagreement is a [`SetupError`] naming both sides.
 //!
-//! [`KernelRegistry::register`] also fences the module ([`crate::fence`]): the PTX the driver
-//! loads is the rewritten text, made once here and kept with the entry, whose every global
-//! access is clamped into the launch's fence (the guest's linear memory in direct mode, the
-//! launch's staging arena in staged mode). A module the fence cannot cover (a call, a texture,
-//! a module `.global` variable) is refused with its line. Two registrations skip the fence,
-//! and both are for kernels the embedder trusts as it trusts itself:
+//! A kernel is registered once, with [`KernelRegistry::register`], and a [`Sandbox`]: fenced
+//! ([`Sandbox::Fenced`], what any guest may launch), the module is rewritten once here
+//! ([`crate::fence`]) and the driver loads the rewritten text, whose every global access is
+//! clamped into the launch's fence (the guest's linear memory in direct mode, the launch's
+//! staging arena in staged mode) and whose every loop counts against the thread's budget; a
+//! module the fence cannot cover (a call, a texture, a module `.global` variable) is refused
+//! with its line. The other two skip the fence, and both are for kernels the embedder trusts
+//! as it trusts itself:
 //!
-//! - [`KernelRegistry::register_unfenced`]: declared, so every launch is still checked against
-//!   the declaration, but a bug in the kernel (an index past its window) reaches whatever
-//!   memory the kernel can address;
-//! - [`KernelRegistry::register_undeclared`]: no declaration and no fence; launched only for a
-//!   guest the host trusts (`kernel_args::GuestTrust::Trusted`).
+//! - [`Sandbox::Unfenced`]: declared, so every launch is still checked against the
+//!   declaration, but a bug in the kernel (an index past its window) reaches whatever memory
+//!   the kernel can address;
+//! - [`Sandbox::Undeclared`]: no declaration and no fence; launched only for a guest the host
+//!   trusts (`kernel_args::GuestTrust::Trusted`).
 //!
 //! Built without a GPU; the CUDA launcher loads a registered kernel's module on its first
 //! launch, and checks the declaration against the driver's parameter list there too.
 //!
 //! ```
-//! use kernel_args_cuda::{KernelRegistry, kernels};
+//! use kernel_args_cuda::{KernelRegistry, Sandbox, kernels};
 //!
 //! let mut registry = KernelRegistry::new();
-//! registry.register(1, kernels::VECTOR_ADD_PTX, "vector_add", kernels::VECTOR_ADD_DECLARATION)?;
+//! let vector_add = Sandbox::fenced(kernels::VECTOR_ADD_DECLARATION)?;
+//! registry.register(1, kernels::VECTOR_ADD_PTX, "vector_add", vector_add)?;
 //! let kernel = registry.get(1).expect("registered");
 //! assert_eq!(kernel.declaration().expect("declared").name(), "vector_add");
 //! assert_eq!(kernel.signature().expect("parsed").param_sizes(), [8, 8, 8, 4]);
 //! assert!(kernel.fenced());
 //!
 //! // A declaration the PTX disagrees with is the embedder's error, named on both sides.
-//! let err = registry.register(2, kernels::VECTOR_ADD_PTX, "vector_add", "add(a: &[f32; n], n: u32)").unwrap_err();
+//! let add = Sandbox::fenced("add(a: &[f32; n], n: u32)")?;
+//! let err = registry.register(2, kernels::VECTOR_ADD_PTX, "vector_add", add).unwrap_err();
 //! assert_eq!(err.to_string(), "kernel 2: the declaration has 2 parameters, the PTX entry vector_add has 4");
 //!
 //! // A module the fence cannot cover is refused, with its line, unless registered unfenced.
 //! let calls = ".version 7.8\n.target sm_52\n.address_size 64\n\
 //!     .visible .entry k(.param .u64 p)\n{\n\t.reg .b64 %rd<2>;\n\
 //!     \tld.param.u64 %rd1, [p];\n\tcall.uni helper, (%rd1);\n\tret;\n}\n";
-//! let err = registry.register(3, calls, "k", "k(p: u64)").unwrap_err();
+//! let err = registry.register(3, calls, "k", Sandbox::fenced("k(p: u64)")?).unwrap_err();
 //! assert_eq!(err.to_string(), "kernel 3: the fence cannot cover it: PTX line 8: `call.uni helper, (%rd1)`: \
 //!     a call (the fence does not reach into the callee)");
-//! registry.register_unfenced(3, calls, "k", "k(p: u64)")?; // trusted kernels only
+//! registry.register(3, calls, "k", Sandbox::unfenced("k(p: u64)")?)?; // trusted kernels only
 //! assert!(!registry.get(3).expect("registered").fenced());
-//! # Ok::<(), kernel_args_cuda::SetupError>(())
+//! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
 use std::collections::HashMap;
@@ -53,7 +57,7 @@ use std::ffi::{CStr, CString};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use kernel_args::Declaration;
+use kernel_args::{Declaration, DeclarationError};
 
 use crate::fence::fence_ptx;
 use crate::setup::{KernelProblem, SetupError};
@@ -122,6 +126,48 @@ impl KernelEntry {
     }
 }
 
+/// How a registered kernel runs: what its launches are checked against, and whether it runs
+/// behind the fence. The one choice [`KernelRegistry::register`] takes.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Sandbox {
+    /// Behind the fence, every launch checked against the declaration: what any guest may
+    /// launch. Whatever the kernel does, it stays inside its guest's memory (direct) or its
+    /// launch's arena (staged), and its threads' loops inside their budget.
+    Fenced(Declaration),
+    /// Without the fence, every launch still checked against the declaration, so a correct
+    /// kernel reaches only the guest's windows; a kernel with a bug (an index past its window,
+    /// a pointer made from a scalar) reaches whatever memory it can address: host memory
+    /// outside the guest's in direct mode, other tenants' device buffers in staged mode. For
+    /// kernels the embedder trusts as it trusts itself: those the fence cannot cover (calls,
+    /// textures, tensor copies), or whose fence costs too much (`docs/performance.md`).
+    Unfenced(Declaration),
+    /// No declaration and no fence: only a host that trusts its guest
+    /// (`kernel_args::GuestTrust::Trusted`) launches it, its arguments checked against the
+    /// PTX's or the driver's parameter sizes where either gives them. A PTX whose parameter
+    /// lists the parser cannot read is accepted ([`KernelEntry::parse_error`] says why).
+    Undeclared,
+}
+
+impl Sandbox {
+    /// [`Sandbox::Fenced`] with `declaration` parsed (`docs/declarations.md`).
+    ///
+    /// # Errors
+    ///
+    /// The declaration's [`DeclarationError`].
+    pub fn fenced(declaration: &str) -> Result<Sandbox, DeclarationError> {
+        Declaration::parse(declaration).map(Sandbox::Fenced)
+    }
+
+    /// [`Sandbox::Unfenced`] with `declaration` parsed.
+    ///
+    /// # Errors
+    ///
+    /// The declaration's [`DeclarationError`].
+    pub fn unfenced(declaration: &str) -> Result<Sandbox, DeclarationError> {
+        Declaration::parse(declaration).map(Sandbox::Unfenced)
+    }
+}
+
 /// Kernel id → [`KernelEntry`].
 #[derive(Debug, Clone, Default)]
 pub struct KernelRegistry {
@@ -134,63 +180,32 @@ impl KernelRegistry {
         KernelRegistry::default()
     }
 
-    /// Registers (or replaces) kernel `id`, fenced: entry `entry` of the module whose PTX is
-    /// `ptx`, which does with its parameters what `declaration` says (`docs/declarations.md`).
-    /// The module is rewritten with its fence here, once ([`crate::fence::fence_ptx`]), and the
-    /// driver loads the rewritten text.
+    /// Registers (or replaces) kernel `id`: entry `entry` of the module whose PTX is `ptx`,
+    /// launched as `sandbox` says ([`Sandbox`]). A declared kernel's declaration is checked
+    /// against the entry's parameter list here; a fenced one's module is rewritten with its
+    /// fence here, once ([`crate::fence::fence_ptx`]), and the driver loads the rewritten text.
     ///
     /// # Errors
     ///
-    /// [`SetupError::Kernel`] when `ptx` contains a NUL byte, `entry` is empty or contains one,
-    /// the declaration does not parse, the PTX's parameter lists cannot be read or do not
-    /// declare `entry`, the declaration disagrees with the entry's parameter list (the count,
-    /// or a parameter's size or alignment), or the module uses what the fence cannot cover
-    /// ([`KernelProblem::Fence`], with the line).
-    pub fn register(&mut self, id: i64, ptx: &str, entry: &str, declaration: &str) -> Result<(), SetupError> {
-        self.register_declared(id, ptx, entry, declaration, true)
-    }
-
-    /// Registers (or replaces) kernel `id` with its declaration, as
-    /// [`register`](Self::register) does, but **without the fence**: the driver loads `ptx` as
-    /// it is. Every launch is still checked against the declaration, so a correct kernel
-    /// reaches only the guest's windows; a kernel with a bug (an index past its window, a
-    /// pointer made from a scalar) reaches whatever memory it can address: host memory outside
-    /// the guest's in direct mode, other tenants' device buffers in staged mode. For kernels
-    /// the embedder trusts as it trusts itself, or that only trusted guests launch: those the
-    /// fence cannot cover (calls, textures, tensor copies), or whose fence costs too much
-    /// (`docs/performance.md`).
-    ///
-    /// # Errors
-    ///
-    /// As [`register`](Self::register), less the fence's.
-    pub fn register_unfenced(
-        &mut self,
-        id: i64,
-        ptx: &str,
-        entry: &str,
-        declaration: &str,
-    ) -> Result<(), SetupError> {
-        self.register_declared(id, ptx, entry, declaration, false)
-    }
-
-    fn register_declared(
-        &mut self,
-        id: i64,
-        ptx: &str,
-        entry: &str,
-        declaration: &str,
-        fenced: bool,
-    ) -> Result<(), SetupError> {
+    /// [`SetupError::Kernel`] when `ptx` contains a NUL byte, `entry` is empty or contains one;
+    /// for a declared kernel, when the PTX's parameter lists cannot be read or do not declare
+    /// `entry`, or the declaration disagrees with the entry's parameter list (the count, or a
+    /// parameter's size or alignment); for a fenced one, when the module uses what the fence
+    /// cannot cover ([`KernelProblem::Fence`], with the line).
+    pub fn register(&mut self, id: i64, ptx: &str, entry: &str, sandbox: Sandbox) -> Result<(), SetupError> {
         let refuse = |problem| SetupError::Kernel { id, problem };
-        let declaration =
-            Declaration::parse(declaration).map_err(|e| refuse(KernelProblem::Declaration(e)))?;
-        let mut kernel = KernelEntry::new(id, ptx, entry, Some(declaration))?;
-        let signature = match (&kernel.signature, &kernel.parse_error) {
-            (Some(signature), _) => signature,
-            (None, Some(e)) => return Err(refuse(KernelProblem::PtxUnreadable(e.clone()))),
-            (None, None) => return Err(refuse(KernelProblem::NoEntry { entry: entry.to_owned() })),
+        let (declaration, fenced) = match sandbox {
+            Sandbox::Fenced(declaration) => (Some(declaration), true),
+            Sandbox::Unfenced(declaration) => (Some(declaration), false),
+            Sandbox::Undeclared => (None, false),
         };
+        let mut kernel = KernelEntry::new(id, ptx, entry, declaration)?;
         if let Some(declaration) = &kernel.declaration {
+            let signature = match (&kernel.signature, &kernel.parse_error) {
+                (Some(signature), _) => signature,
+                (None, Some(e)) => return Err(refuse(KernelProblem::PtxUnreadable(e.clone()))),
+                (None, None) => return Err(refuse(KernelProblem::NoEntry { entry: entry.to_owned() })),
+            };
             check_against_ptx(declaration, signature).map_err(refuse)?;
         }
         if fenced {
@@ -205,21 +220,6 @@ impl KernelRegistry {
             kernel.fenced = true;
         }
         self.kernels.insert(id, Arc::new(kernel));
-        Ok(())
-    }
-
-    /// Registers (or replaces) kernel `id` without a declaration and without the fence: only a
-    /// host that trusts its guest (`kernel_args::GuestTrust::Trusted`) launches it, its
-    /// arguments checked against the PTX's or the driver's parameter sizes where either gives
-    /// them. A PTX whose parameter lists the parser cannot read is accepted
-    /// ([`KernelEntry::parse_error`] says why).
-    ///
-    /// # Errors
-    ///
-    /// [`SetupError::Kernel`] when `ptx` contains a NUL byte, or `entry` is empty or contains
-    /// one.
-    pub fn register_undeclared(&mut self, id: i64, ptx: &str, entry: &str) -> Result<(), SetupError> {
-        self.kernels.insert(id, Arc::new(KernelEntry::new(id, ptx, entry, None)?));
         Ok(())
     }
 
@@ -318,8 +318,14 @@ mod tests {
     #[test]
     fn registration_checks_the_declaration_against_the_ptx() {
         let mut r = KernelRegistry::new();
-        r.register(1, VECTOR_ADD, "vector_add", VECTOR_ADD_DECLARATION).unwrap();
-        r.register(2, VECTOR_ADD, "_Z18vector_add_mangledPKfS0_Pfj", VECTOR_ADD_DECLARATION).unwrap();
+        r.register(1, VECTOR_ADD, "vector_add", Sandbox::fenced(VECTOR_ADD_DECLARATION).unwrap()).unwrap();
+        r.register(
+            2,
+            VECTOR_ADD,
+            "_Z18vector_add_mangledPKfS0_Pfj",
+            Sandbox::fenced(VECTOR_ADD_DECLARATION).unwrap(),
+        )
+        .unwrap();
         assert_eq!(r.len(), 2);
         assert_eq!(r.get(1).unwrap().signature().unwrap().param_sizes(), [8, 8, 8, 4]);
         assert_eq!(r.get(1).unwrap().declaration().unwrap().len(), 4);
@@ -329,7 +335,8 @@ mod tests {
                 3,
                 VECTOR_ADD,
                 "vector_add",
-                "vector_add(a: &[f32; n], b: &[f32; n], out: &mut [f32; n], n: u64)",
+                Sandbox::fenced("vector_add(a: &[f32; n], b: &[f32; n], out: &mut [f32; n], n: u64)")
+                    .unwrap(),
             )
             .unwrap_err();
         assert_eq!(
@@ -337,22 +344,22 @@ mod tests {
             "kernel 3: parameter 3 (n) is 8 bytes aligned to 8 by the declaration, 4 bytes aligned to 4 by \
              the PTX (vector_add_param_3)"
         );
-        let err = r.register(3, VECTOR_ADD, "no_such_entry", VECTOR_ADD_DECLARATION).unwrap_err();
+        let err = r
+            .register(3, VECTOR_ADD, "no_such_entry", Sandbox::fenced(VECTOR_ADD_DECLARATION).unwrap())
+            .unwrap_err();
         assert_eq!(problem(err), KernelProblem::NoEntry { entry: "no_such_entry".into() });
         let err = r
             .register(
                 3,
                 ".version 7.8\n.target sm_52\n.entry k(\n.param .v4 .f32 x\n)\n{ ret; }",
                 "k",
-                "k(x: f32)",
+                Sandbox::fenced("k(x: f32)").unwrap(),
             )
             .unwrap_err();
         assert!(matches!(problem(err), KernelProblem::PtxUnreadable(e) if e.line == 4));
-        let err = r.register(3, VECTOR_ADD, "vector_add", "vector_add(a: &[f32; m])").unwrap_err();
-        assert!(
-            err.to_string().starts_with("kernel 3: the declaration does not parse: column 22: "),
-            "{err}"
-        );
+        // A declaration that does not parse is refused before any registration.
+        let err = Sandbox::fenced("vector_add(a: &[f32; m])").unwrap_err();
+        assert!(err.to_string().starts_with("column 22: "), "{err}");
         assert!(r.get(3).is_none(), "nothing refused is registered");
     }
 
@@ -360,9 +367,9 @@ mod tests {
     fn registration_fences_unless_told_not_to() {
         use crate::fence::{FENCE_PARAMS, FenceRefusal};
         let mut r = KernelRegistry::new();
-        r.register(1, VECTOR_ADD, "vector_add", VECTOR_ADD_DECLARATION).unwrap();
-        r.register_unfenced(2, VECTOR_ADD, "vector_add", VECTOR_ADD_DECLARATION).unwrap();
-        r.register_undeclared(3, VECTOR_ADD, "vector_add").unwrap();
+        r.register(1, VECTOR_ADD, "vector_add", Sandbox::fenced(VECTOR_ADD_DECLARATION).unwrap()).unwrap();
+        r.register(2, VECTOR_ADD, "vector_add", Sandbox::unfenced(VECTOR_ADD_DECLARATION).unwrap()).unwrap();
+        r.register(3, VECTOR_ADD, "vector_add", Sandbox::Undeclared).unwrap();
         let fenced = r.get(1).unwrap();
         assert!(fenced.fenced());
         let module = crate::fence::fence_ptx(VECTOR_ADD).unwrap();
@@ -382,7 +389,10 @@ mod tests {
             .replacen(".address_size 64", ".address_size 64\n.global .u32 counter;", 1)
             .replacen("ret;", "st.global.u32 [counter], %r1;\n\tret;", 1);
         let line = global.lines().position(|l| l.starts_with(".global")).unwrap() + 1;
-        match problem(r.register(4, &global, "vector_add", VECTOR_ADD_DECLARATION).unwrap_err()) {
+        match problem(
+            r.register(4, &global, "vector_add", Sandbox::fenced(VECTOR_ADD_DECLARATION).unwrap())
+                .unwrap_err(),
+        ) {
             KernelProblem::Fence(e) => {
                 assert_eq!((e.line, &e.reason), (line, &FenceRefusal::ModuleGlobal));
                 assert!(e.to_string().contains(".global .u32 counter;"), "{e}");
@@ -390,21 +400,24 @@ mod tests {
             other => panic!("{other:?}"),
         }
         assert!(r.get(4).is_none());
-        r.register_unfenced(4, &global, "vector_add", VECTOR_ADD_DECLARATION).unwrap();
+        r.register(4, &global, "vector_add", Sandbox::unfenced(VECTOR_ADD_DECLARATION).unwrap()).unwrap();
         // The declaration is checked before the fence, unfenced too.
-        let err = r.register_unfenced(5, &global, "vector_add", "vector_add(n: u32)").unwrap_err();
+        let err = r
+            .register(5, &global, "vector_add", Sandbox::unfenced("vector_add(n: u32)").unwrap())
+            .unwrap_err();
         assert!(matches!(problem(err), KernelProblem::ParamCount { declared: 1, ptx: 4, .. }));
     }
 
     #[test]
     fn undeclared_kernels_need_no_readable_ptx() {
         let mut r = KernelRegistry::new();
-        r.register_undeclared(1, include_str!("../kernels/struct_param.ptx"), "affine").unwrap();
-        r.register_undeclared(2, VECTOR_ADD, "no_such_entry").unwrap();
-        r.register_undeclared(
+        r.register(1, include_str!("../kernels/struct_param.ptx"), "affine", Sandbox::Undeclared).unwrap();
+        r.register(2, VECTOR_ADD, "no_such_entry", Sandbox::Undeclared).unwrap();
+        r.register(
             3,
             ".version 7.8\n.target sm_52\n.entry k(\n.param .v4 .f32 x\n)\n{ ret; }",
             "k",
+            Sandbox::Undeclared,
         )
         .unwrap();
         assert_eq!(r.get(1).unwrap().signature().unwrap().param_sizes(), [24, 8, 8]);
@@ -419,11 +432,17 @@ mod tests {
     fn nul_bytes_are_refused() {
         let mut r = KernelRegistry::new();
         assert_eq!(
-            problem(r.register_undeclared(1, "a\0b", "k").unwrap_err()),
+            problem(r.register(1, "a\0b", "k", Sandbox::Undeclared).unwrap_err()),
             KernelProblem::NulInPtx { position: 1 }
         );
-        assert_eq!(problem(r.register_undeclared(1, "", "k\0").unwrap_err()), KernelProblem::NulInEntry);
-        assert_eq!(problem(r.register_undeclared(1, "", "").unwrap_err()), KernelProblem::EmptyEntry);
+        assert_eq!(
+            problem(r.register(1, "", "k\0", Sandbox::Undeclared).unwrap_err()),
+            KernelProblem::NulInEntry
+        );
+        assert_eq!(
+            problem(r.register(1, "", "", Sandbox::Undeclared).unwrap_err()),
+            KernelProblem::EmptyEntry
+        );
         assert!(r.is_empty());
     }
 }

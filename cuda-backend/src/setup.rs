@@ -5,8 +5,6 @@
 
 use std::fmt;
 
-use kernel_args::DeclarationError;
-
 use crate::fence::FenceError;
 use crate::signature::PtxParseError;
 
@@ -68,8 +66,6 @@ pub enum KernelProblem {
     EmptyEntry,
     /// The entry name has a NUL byte.
     NulInEntry,
-    /// The declaration does not parse.
-    Declaration(DeclarationError),
     /// The PTX's parameter lists cannot be read, so the declaration cannot be checked against
     /// them.
     PtxUnreadable(PtxParseError),
@@ -106,8 +102,7 @@ pub enum KernelProblem {
     Load(String),
     /// The PTX uses what the fence cannot cover (a call, a texture, a module `.global`
     /// variable, ...), named by its line; register it with
-    /// [`KernelRegistry::register_unfenced`](crate::KernelRegistry::register_unfenced) only for
-    /// kernels trusted as the host is.
+    /// [`Sandbox::Unfenced`](crate::Sandbox::Unfenced) only for kernels trusted as the host is.
     Fence(FenceError),
     /// The driver's parameter list (`cuFuncGetParamInfo`) differs from the declaration (with
     /// the fence's four hidden parameters after it, for a fenced kernel).
@@ -148,7 +143,6 @@ impl fmt::Display for KernelProblem {
             KernelProblem::NulInPtx { position } => write!(f, "PTX has a NUL byte at {position}"),
             KernelProblem::EmptyEntry => f.write_str("empty entry name"),
             KernelProblem::NulInEntry => f.write_str("entry name has a NUL byte"),
-            KernelProblem::Declaration(e) => write!(f, "the declaration does not parse: {e}"),
             KernelProblem::PtxUnreadable(e) => {
                 write!(f, "the PTX's parameter lists cannot be read to check the declaration: {e}")
             }

@@ -22,15 +22,15 @@
 //! [`Detail::ParamSize`], naming the argument index and both sizes.
 //!
 //! ```
-//! use kernel_args_cuda::KernelRegistry;
+//! use kernel_args_cuda::{KernelRegistry, Sandbox};
 //!
 //! let ptx = ".version 7.8\n.target sm_52\n.address_size 64\n\
 //!     .visible .entry scale(\n\t.param .u64 scale_param_0,\n\t.param .f32 scale_param_1\n)\n{ ret; }";
 //! let mut registry = KernelRegistry::new();
-//! registry.register(7, ptx, "scale", "scale(data: &mut [f32; 64], by: f32)")?;
+//! registry.register(7, ptx, "scale", Sandbox::fenced("scale(data: &mut [f32; 64], by: f32)")?)?;
 //! let signature = registry.get(7).and_then(|k| k.signature()).expect("declared");
 //! assert_eq!(signature.param_sizes(), vec![8, 4]);
-//! # Ok::<(), kernel_args_cuda::SetupError>(())
+//! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
 //! ## What is read

@@ -28,7 +28,7 @@ use std::sync::Arc;
 
 use kernel_args::{AbiError, Detail, LaunchCall, LaunchHost, LaunchLimits, Quota, QuotaError};
 use kernel_args_core::ArgvBuilder;
-use kernel_args_cuda::{CudaDevice, CudaLauncher, PointerModeChoice};
+use kernel_args_cuda::{CudaDevice, CudaLauncher, PointerModeChoice, Sandbox};
 use support::{VECTOR_ADD, registry};
 
 /// Four kernels over one block, each thread `t` writing `out[t]`:
@@ -163,7 +163,7 @@ fn loops_registry() -> kernel_args_cuda::KernelRegistry {
         [(SPIN, "spin"), (SPIN_SYNC, "spin_sync"), (COUNT_TO, "count_to"), (LOPSIDED, "lopsided")]
     {
         let declaration = format!("{entry}(out: &mut [u32; {THREADS}], x: u32)");
-        r.register(id, LOOPS_PTX, entry, &declaration).unwrap();
+        r.register(id, LOOPS_PTX, entry, Sandbox::fenced(&declaration).unwrap()).unwrap();
     }
     r
 }

@@ -33,7 +33,7 @@ use std::time::{Duration, Instant};
 
 use kernel_args::{GuestTrust, LaunchArgs, LaunchCall, LaunchHost, LaunchRequest, LaunchShape, Launcher};
 use kernel_args_core::{ArgvBuilder, GuestMemory};
-use kernel_args_cuda::{CudaDevice, KernelRegistry, PointerModeChoice};
+use kernel_args_cuda::{CudaDevice, KernelRegistry, PointerModeChoice, Sandbox};
 
 const MODES: [PointerModeChoice; 2] = [PointerModeChoice::Direct, PointerModeChoice::Staged];
 
@@ -52,9 +52,9 @@ const SIGNED: &str = "mark(out: &mut [u32; 1], n: i32)";
 /// Registers kernel 1 as the unsigned `0xA` or the signed `0xB`.
 fn register(device: &CudaDevice, signed: bool) {
     if signed {
-        device.register(1, &mark(0xB), "mark", SIGNED).unwrap();
+        device.register(1, &mark(0xB), "mark", Sandbox::fenced(SIGNED).unwrap()).unwrap();
     } else {
-        device.register(1, &mark(0xA), "mark", UNSIGNED).unwrap();
+        device.register(1, &mark(0xA), "mark", Sandbox::fenced(UNSIGNED).unwrap()).unwrap();
     }
 }
 
@@ -73,7 +73,7 @@ fn argv(signed: bool) -> Vec<u8> {
 
 fn device(test: &str, mode: PointerModeChoice) -> Option<Arc<CudaDevice>> {
     let mut registry = KernelRegistry::new();
-    registry.register(1, &mark(0xA), "mark", UNSIGNED).unwrap();
+    registry.register(1, &mark(0xA), "mark", Sandbox::fenced(UNSIGNED).unwrap()).unwrap();
     support::open_with(test, registry, support::options(mode))
 }
 

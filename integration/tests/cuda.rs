@@ -23,7 +23,9 @@ use kernel_args::{
     AbiError, Bound, Detail, Dimension, HostError, LaunchOutcome, LaunchShape, PointerMode, ShapeError,
 };
 use kernel_args_core::{ArgvBuilder, GuestMemory};
-use kernel_args_cuda::{CudaDevice, CudaLauncher, CudaOptions, KernelProblem, PointerModeChoice, SetupError};
+use kernel_args_cuda::{
+    CudaDevice, CudaLauncher, CudaOptions, KernelProblem, PointerModeChoice, Sandbox, SetupError,
+};
 use support::{
     AFFINE, EVERY_SCALAR, VECTOR_ADD, VECTOR_ADD_MANGLED, VECTOR_ADD_UNFENCED, options, registry, say,
 };
@@ -273,9 +275,14 @@ fn bad_ptx_and_unknown_kernels_in(mode: PointerModeChoice) {
     let test = "bad_ptx_and_unknown_kernels";
     let Some(device) = support::open(test, options(mode)) else { return };
     device
-        .register_undeclared(10, ".version 7.8\n.target sm_52\n.address_size 64\nthis is not ptx", "k")
+        .register(
+            10,
+            ".version 7.8\n.target sm_52\n.address_size 64\nthis is not ptx",
+            "k",
+            Sandbox::Undeclared,
+        )
         .unwrap();
-    device.register_undeclared(11, support::VECTOR_ADD_PTX, "no_such_entry").unwrap();
+    device.register(11, support::VECTOR_ADD_PTX, "no_such_entry", Sandbox::Undeclared).unwrap();
     let mut launcher = device.launcher();
     let mut memory = [0u8; 8];
     let guest = GuestMemory::exclusive(&mut memory);
@@ -303,7 +310,14 @@ fn bad_ptx_and_unknown_kernels_in(mode: PointerModeChoice) {
     assert_eq!(device.verify(12).unwrap_err().to_string(), "kernel 12: no kernel is registered with this id");
     device.verify(support::VECTOR_ADD).unwrap();
     // Registering the kernel again forgets the refusal.
-    device.register(10, support::VECTOR_ADD_PTX, "vector_add", support::VECTOR_ADD_DECLARATION).unwrap();
+    device
+        .register(
+            10,
+            support::VECTOR_ADD_PTX,
+            "vector_add",
+            Sandbox::fenced(support::VECTOR_ADD_DECLARATION).unwrap(),
+        )
+        .unwrap();
     device.verify(10).unwrap();
     let mut memory = vector_memory(4);
     launch_vector_add(&mut device.launcher(), 10, &mut memory, [0, 16, 32], 4).unwrap();
@@ -409,7 +423,14 @@ const TOUCH_PTX: &str = ".version 7.8\n.target sm_52\n.address_size 64\n.visible
 fn a_read_only_window_is_never_copied_back() {
     let test = "a_read_only_window_is_never_copied_back";
     let mut registry = kernel_args_cuda::KernelRegistry::new();
-    registry.register(1, TOUCH_PTX, "touch", "touch(src: &[u32; 8], dst: &mut [u32; 8])").unwrap();
+    registry
+        .register(
+            1,
+            TOUCH_PTX,
+            "touch",
+            Sandbox::fenced("touch(src: &[u32; 8], dst: &mut [u32; 8])").unwrap(),
+        )
+        .unwrap();
     let Some(device) = support::open_with(test, registry, options(PointerModeChoice::Staged)) else { return };
     let mut launcher = device.launcher();
     let shape = LaunchShape { grid: [1, 1, 1], block: [32, 1, 1], shared_mem_bytes: 0 };

@@ -31,7 +31,7 @@ use std::sync::Arc;
 
 use kernel_args::{AbiError, Detail, GuestTrust, LaunchCall, LaunchHost, MismatchKind};
 use kernel_args_core::ArgvBuilder;
-use kernel_args_cuda::{CudaDevice, CudaLauncher, CudaOptions, KernelRegistry, PointerModeChoice};
+use kernel_args_cuda::{CudaDevice, CudaLauncher, CudaOptions, KernelRegistry, PointerModeChoice, Sandbox};
 use kernel_args_cuda_emulator::client::DeviceConfig;
 use support::{VECTOR_ADD, VECTOR_ADD_DECLARATION, VECTOR_ADD_PTX};
 
@@ -70,8 +70,10 @@ fn device(test: &str, mode: PointerModeChoice) -> Option<Arc<CudaDevice>> {
     let (emulator, path) = support::emulator(test)?;
     let ordinal = emulator.add_device(DeviceConfig::default());
     let mut registry = KernelRegistry::new();
-    registry.register(VECTOR_ADD, VECTOR_ADD_PTX, "vector_add", VECTOR_ADD_DECLARATION).unwrap();
-    registry.register_undeclared(UNDECLARED, VECTOR_ADD_PTX, "vector_add").unwrap();
+    registry
+        .register(VECTOR_ADD, VECTOR_ADD_PTX, "vector_add", Sandbox::fenced(VECTOR_ADD_DECLARATION).unwrap())
+        .unwrap();
+    registry.register(UNDECLARED, VECTOR_ADD_PTX, "vector_add", Sandbox::Undeclared).unwrap();
     let options = CudaOptions {
         device_ordinal: ordinal,
         pointer_mode: mode,
@@ -242,7 +244,7 @@ fn a_kernel_nobody_can_describe_is_refused_and_reads_only_zeros_when_trusted() {
     let Some((_, path)) = support::emulator(test) else { return };
     for mode in MODES {
         let mut registry = KernelRegistry::new();
-        registry.register_undeclared(7, &affine_nobody_can_describe(), "affine").unwrap();
+        registry.register(7, &affine_nobody_can_describe(), "affine", Sandbox::Undeclared).unwrap();
         assert!(registry.get(7).unwrap().signature().is_none());
         // Device 0 of the CUDA 12.2 emulated driver, which has no cuFuncGetParamInfo.
         let options = CudaOptions {

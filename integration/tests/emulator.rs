@@ -25,7 +25,7 @@ use kernel_args::{
 };
 use kernel_args_core::{ArgvBuilder, GuestMemory};
 use kernel_args_cuda::{
-    CudaDevice, CudaLauncher, CudaOptions, KernelRegistry, PointerModeChoice, SetupError,
+    CudaDevice, CudaLauncher, CudaOptions, KernelRegistry, PointerModeChoice, Sandbox, SetupError,
 };
 use kernel_args_cuda_emulator::client::{DeviceConfig, Emulator, Live, Stat};
 use support::{VECTOR_ADD, VECTOR_ADD_PTX, registry, say};
@@ -126,7 +126,7 @@ const VECTOR_ADD_A_BYTES: i64 = 101;
 /// The fixture kernels, and vector_add once more without a declaration.
 fn registry_with_undeclared() -> KernelRegistry {
     let mut r = registry();
-    r.register_undeclared(VECTOR_ADD_UNDECLARED, VECTOR_ADD_PTX, "vector_add").unwrap();
+    r.register(VECTOR_ADD_UNDECLARED, VECTOR_ADD_PTX, "vector_add", Sandbox::Undeclared).unwrap();
     r
 }
 
@@ -231,7 +231,9 @@ fn the_signature_comes_from_the_driver_else_the_ptx_else_none() {
 
     // Neither knows: no check, and the padded table still gives the kernel its arguments.
     let mut unreadable = KernelRegistry::new();
-    unreadable.register_undeclared(VECTOR_ADD, &ptx_the_parser_cannot_read(), "vector_add").unwrap();
+    unreadable
+        .register(VECTOR_ADD, &ptx_the_parser_cannot_read(), "vector_add", Sandbox::Undeclared)
+        .unwrap();
     assert!(unreadable.get(VECTOR_ADD).unwrap().signature().is_none());
     let device = CudaDevice::open(unreadable, old).unwrap();
     assert_eq!(good_launch(&mut device.launcher(), 100).signature, SignatureCheck::Skipped);
@@ -313,7 +315,9 @@ fn a_ptx_newer_than_the_driver_is_not_available_and_not_kept() {
     let ordinal = emulator.add_device(DEFAULT);
     let newer = support::VECTOR_ADD_PTX.replacen(".version 7.8", ".version 9.2", 1);
     let mut registry = KernelRegistry::new();
-    registry.register(VECTOR_ADD, &newer, "vector_add", support::VECTOR_ADD_DECLARATION).unwrap();
+    registry
+        .register(VECTOR_ADD, &newer, "vector_add", Sandbox::fenced(support::VECTOR_ADD_DECLARATION).unwrap())
+        .unwrap();
     let options =
         CudaOptions { device_ordinal: ordinal, driver_library: Some(library), ..CudaOptions::default() };
     let device = CudaDevice::open(registry, options).unwrap();
@@ -389,7 +393,9 @@ fn a_misaligned_access_faults_as_on_a_gpu_and_the_next_launch_recovers() {
         // vector_add declared with `a` as bytes, so that a window two bytes into its buffer
         // passes the declaration's check.
         let bytes = "vector_add(a: &[u8; 4 * n], b: &[f32; n], out: &mut [f32; n], n: u32)";
-        registry.register(VECTOR_ADD_A_BYTES, VECTOR_ADD_PTX, "vector_add", bytes).unwrap();
+        registry
+            .register(VECTOR_ADD_A_BYTES, VECTOR_ADD_PTX, "vector_add", Sandbox::fenced(bytes).unwrap())
+            .unwrap();
         let device = CudaDevice::open(registry, CudaOptions { pointer_mode: mode, ..options }).unwrap();
         let mut launcher = device.launcher();
         good_launch(&mut launcher, 64);
@@ -521,7 +527,12 @@ fn a_refused_module_is_compiled_once() {
     let Some((emulator, _, options)) = fresh(test, DEFAULT) else { return };
     let device = open(options);
     device
-        .register_undeclared(9, ".version 7.8\n.target sm_52\n.address_size 64\nthis is not ptx", "k")
+        .register(
+            9,
+            ".version 7.8\n.target sm_52\n.address_size 64\nthis is not ptx",
+            "k",
+            Sandbox::Undeclared,
+        )
         .unwrap();
     let mut launcher = device.launcher();
     let mut memory = [0u8; 4];

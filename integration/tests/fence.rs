@@ -1,8 +1,8 @@
 //! Fenced kernels through the whole pipeline (`LaunchHost::call`, the declaration check,
 //! `CudaLauncher`) on the emulated driver (feature `cuda`), in both pointer modes:
 //!
-//! - every fixture kernel computes the same bytes fenced (`KernelRegistry::register`) and
-//!   unfenced (`register_unfenced`), on the emulated CUDA 12.8, 13.2 and 12.2 drivers (each
+//! - every fixture kernel computes the same bytes fenced (`Sandbox::Fenced`) and
+//!   unfenced (`Sandbox::Unfenced`), on the emulated CUDA 12.8, 13.2 and 12.2 drivers (each
 //!   counts the fenced entry's hidden parameters its own way);
 //! - the kernels broken on purpose (`cuda-backend/kernels/broken/`), each launched by an
 //!   untrusted guest with arguments its declaration accepts, are caught: the launch answers
@@ -39,7 +39,7 @@ use std::sync::Arc;
 
 use kernel_args::{AbiError, Detail, FenceReport, FenceSpan, LaunchCall, LaunchHost, PointerMode};
 use kernel_args_core::ArgvBuilder;
-use kernel_args_cuda::{CudaDevice, CudaOptions, KernelRegistry, PointerModeChoice};
+use kernel_args_cuda::{CudaDevice, CudaOptions, KernelRegistry, PointerModeChoice, Sandbox};
 use kernel_args_cuda_emulator::client::{DeviceConfig, Emulator};
 use support::{VECTOR_ADD_DECLARATION, VECTOR_ADD_PTX};
 
@@ -74,8 +74,8 @@ fn device(
 ) -> Option<(Emulated, Arc<CudaDevice>)> {
     let mut registry = KernelRegistry::new();
     for &(id, ptx, entry, declaration) in kernels {
-        registry.register(id, ptx, entry, declaration).unwrap();
-        registry.register_unfenced(id + UNFENCED, ptx, entry, declaration).unwrap();
+        registry.register(id, ptx, entry, Sandbox::fenced(declaration).unwrap()).unwrap();
+        registry.register(id + UNFENCED, ptx, entry, Sandbox::unfenced(declaration).unwrap()).unwrap();
         assert!(registry.get(id).unwrap().fenced(), "{entry}");
     }
     if !support::emulated() {
@@ -768,8 +768,14 @@ fn the_attacks_the_fence_cannot_cover_are_refused_at_registration() {
         ),
     ] {
         let mut registry = KernelRegistry::new();
-        let err =
-            registry.register(1, ptx, entry, &format!("{entry}(out: &mut [u32; 64], n: u32)")).unwrap_err();
+        let err = registry
+            .register(
+                1,
+                ptx,
+                entry,
+                Sandbox::fenced(&format!("{entry}(out: &mut [u32; 64], n: u32)")).unwrap(),
+            )
+            .unwrap_err();
         match err {
             kernel_args_cuda::SetupError::Kernel { problem: KernelProblem::Fence(e), .. } => {
                 assert_eq!(e.reason, reason, "{entry}: {e}");
@@ -785,7 +791,7 @@ fn the_attacks_the_fence_cannot_cover_are_refused_at_registration() {
             1,
             include_str!("../../cuda-backend/kernels/attacks/wmma_load.ptx"),
             "wmma_load",
-            "wmma_load(a: &[u16; 256], b: &[u16; 256], out: &mut [f32; 256])",
+            Sandbox::fenced("wmma_load(a: &[u16; 256], b: &[u16; 256], out: &mut [f32; 256])").unwrap(),
         )
         .unwrap_err();
     assert!(err.to_string().contains("a matrix load or store"), "{err}");

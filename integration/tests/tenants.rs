@@ -34,7 +34,7 @@ use kernel_args::{AbiError, GuestTrust, LaunchHost, PointerMode};
 use kernel_args_cli::guest::{Guest as _, WasmtimeGuest};
 use kernel_args_core::ArgvBuilder;
 use kernel_args_cuda::{
-    CudaDevice, CudaLauncher, CudaOptions, KernelRegistry, PointerModeChoice, SetupError, kernels,
+    CudaDevice, CudaLauncher, CudaOptions, KernelRegistry, PointerModeChoice, Sandbox, SetupError, kernels,
 };
 use kernel_args_cuda_emulator::client::{Emulator, Stat};
 
@@ -61,7 +61,7 @@ fn device(test: &str, mode: PointerMode) -> Option<Arc<CudaDevice>> {
             VECTOR_ADD_KERNEL_ID,
             kernels::VECTOR_ADD_PTX,
             kernels::VECTOR_ADD_ENTRY,
-            kernels::VECTOR_ADD_DECLARATION,
+            Sandbox::fenced(kernels::VECTOR_ADD_DECLARATION).unwrap(),
         )
         .unwrap();
     let pointer_mode =
@@ -223,7 +223,9 @@ fn many_tenants_on_many_threads_share_one_device() {
     let emulator = emulator();
     let live_before = emulator.map(|e| e.live_all(ordinal));
     let crossings_before = emulator.map(|e| e.crossings(ordinal));
-    direct.register_undeclared(FAULTY_KERNEL, kernels::VECTOR_ADD_PTX, kernels::VECTOR_ADD_ENTRY).unwrap();
+    direct
+        .register(FAULTY_KERNEL, kernels::VECTOR_ADD_PTX, kernels::VECTOR_ADD_ENTRY, Sandbox::Undeclared)
+        .unwrap();
     let mut faulty = Faulty::new(&direct);
 
     // The stores are made here and moved to the threads that run them.

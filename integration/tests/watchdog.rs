@@ -26,7 +26,7 @@ use std::time::{Duration, Instant};
 
 use kernel_args::{AbiError, Detail, HostError, LaunchLimits, LaunchShape, PointerMode, Quota, QuotaError};
 use kernel_args_core::{ArgvBuilder, GuestMemory};
-use kernel_args_cuda::{CudaDevice, CudaLauncher, CudaOptions, PointerModeChoice};
+use kernel_args_cuda::{CudaDevice, CudaLauncher, CudaOptions, PointerModeChoice, Sandbox};
 use kernel_args_cuda_emulator::client::{DeviceConfig, Emulator};
 use support::{VECTOR_ADD, VECTOR_ADD_UNFENCED, registry};
 
@@ -101,13 +101,15 @@ fn open(
     let ordinal = emulator.add_device(DeviceConfig::DEFAULT);
     let before = emulator.live_all(ordinal);
     let mut registry = registry();
-    registry.register(SPIN, SPIN_PTX, "spin", "spin(out: &mut [u32; 1], go: u32)").unwrap();
     registry
-        .register_unfenced(
+        .register(SPIN, SPIN_PTX, "spin", Sandbox::fenced("spin(out: &mut [u32; 1], go: u32)").unwrap())
+        .unwrap();
+    registry
+        .register(
             SPIN_SYNC_UNFENCED,
             SPIN_PTX,
             "spin_sync",
-            "spin_sync(out: &mut [u32; 1], go: u32)",
+            Sandbox::unfenced("spin_sync(out: &mut [u32; 1], go: u32)").unwrap(),
         )
         .unwrap();
     let options = CudaOptions {
@@ -185,7 +187,9 @@ fn a_kernel_past_the_deadline_is_stopped_on_any_device() {
     let _serial = SERIAL.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
     for mode in [PointerModeChoice::Staged, PointerModeChoice::Direct] {
         let mut registry = registry();
-        registry.register(SPIN, SPIN_PTX, "spin", "spin(out: &mut [u32; 1], go: u32)").unwrap();
+        registry
+            .register(SPIN, SPIN_PTX, "spin", Sandbox::fenced("spin(out: &mut [u32; 1], go: u32)").unwrap())
+            .unwrap();
         let options = CudaOptions { launch_deadline: Some(DEADLINE), ..support::options(mode) };
         let Some(device) = support::open_with(test, registry, options) else { continue };
         let mut launcher = device.launcher();

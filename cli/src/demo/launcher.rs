@@ -36,7 +36,7 @@ pub(super) fn choose_launcher() -> LauncherChoice {
 #[cfg(feature = "cuda")]
 pub(super) fn choose_launcher() -> LauncherChoice {
     use kernel_args::guest::{VECTOR_ADD_DECLARATION, VECTOR_ADD_KERNEL_ID};
-    use kernel_args_cuda::{CudaDevice, CudaOptions, DRIVER_ENV, KernelRegistry, kernels};
+    use kernel_args_cuda::{CudaDevice, CudaOptions, DRIVER_ENV, KernelRegistry, Sandbox, kernels};
 
     let options = CudaOptions::from_env();
     let library = match &options.driver_library {
@@ -44,14 +44,12 @@ pub(super) fn choose_launcher() -> LauncherChoice {
         None => String::new(),
     };
     let mut registry = KernelRegistry::new();
-    let device = registry
-        .register(
-            VECTOR_ADD_KERNEL_ID,
-            kernels::VECTOR_ADD_PTX,
-            kernels::VECTOR_ADD_ENTRY,
-            VECTOR_ADD_DECLARATION,
-        )
-        .and_then(|()| CudaDevice::open(registry, options));
+    let device = Sandbox::fenced(VECTOR_ADD_DECLARATION).map_err(|e| e.to_string()).and_then(|sandbox| {
+        registry
+            .register(VECTOR_ADD_KERNEL_ID, kernels::VECTOR_ADD_PTX, kernels::VECTOR_ADD_ENTRY, sandbox)
+            .and_then(|()| CudaDevice::open(registry, options))
+            .map_err(|e| e.to_string())
+    });
     match device {
         Ok(device) => {
             let info = device.info();

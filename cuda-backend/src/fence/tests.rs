@@ -760,8 +760,8 @@ fn the_fixtures_fenced_are_the_committed_files() {
             for entry in fenced.entries() {
                 let (mut plain, mut with_fence) =
                     (crate::KernelRegistry::new(), crate::KernelRegistry::new());
-                plain.register_undeclared(1, &ptx, entry).unwrap();
-                with_fence.register_undeclared(1, fenced.ptx(), entry).unwrap();
+                plain.register(1, &ptx, entry, crate::Sandbox::Undeclared).unwrap();
+                with_fence.register(1, fenced.ptx(), entry, crate::Sandbox::Undeclared).unwrap();
                 let sizes = |r: &crate::KernelRegistry| r.get(1).unwrap().signature().unwrap().param_sizes();
                 let mut want = sizes(&plain);
                 want.extend([8; FENCE_PARAMS.len()]);

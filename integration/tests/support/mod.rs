@@ -14,14 +14,16 @@ use std::sync::Arc;
 
 use kernel_args::{LaunchArgs, PointerMode};
 use kernel_args_core::{GuestMemory, parse_argv_into};
-use kernel_args_cuda::{CudaDevice, CudaOptions, DRIVER_ENV, KernelRegistry, PointerModeChoice, SetupError};
+use kernel_args_cuda::{
+    CudaDevice, CudaOptions, DRIVER_ENV, KernelRegistry, PointerModeChoice, Sandbox, SetupError,
+};
 use kernel_args_cuda_emulator::client::Emulator;
 
 pub const VECTOR_ADD: i64 = 1;
 pub const VECTOR_ADD_MANGLED: i64 = 2;
 pub const EVERY_SCALAR: i64 = 3;
 pub const AFFINE: i64 = 4;
-/// vector_add registered unfenced (`register_unfenced`), beside the fenced [`VECTOR_ADD`].
+/// vector_add registered unfenced (`Sandbox::Unfenced`), beside the fenced [`VECTOR_ADD`].
 pub const VECTOR_ADD_UNFENCED: i64 = 5;
 /// vector_add registered without a declaration (trusted guests only): a launch reaches the
 /// launcher's own checks of the parameter sizes with arguments no declaration accepts.
@@ -38,20 +40,37 @@ pub const EVERY_SCALAR_DECLARATION: &str =
 /// unfenced and once more undeclared.
 pub fn registry() -> KernelRegistry {
     let mut r = KernelRegistry::new();
-    r.register(VECTOR_ADD, VECTOR_ADD_PTX, "vector_add", VECTOR_ADD_DECLARATION).unwrap();
-    r.register(VECTOR_ADD_MANGLED, VECTOR_ADD_PTX, "_Z18vector_add_mangledPKfS0_Pfj", VECTOR_ADD_DECLARATION)
+    r.register(VECTOR_ADD, VECTOR_ADD_PTX, "vector_add", Sandbox::fenced(VECTOR_ADD_DECLARATION).unwrap())
         .unwrap();
+    r.register(
+        VECTOR_ADD_MANGLED,
+        VECTOR_ADD_PTX,
+        "_Z18vector_add_mangledPKfS0_Pfj",
+        Sandbox::fenced(VECTOR_ADD_DECLARATION).unwrap(),
+    )
+    .unwrap();
     r.register(
         EVERY_SCALAR,
         include_str!("../../../cuda-backend/kernels/scalars.ptx"),
         "every_scalar",
-        EVERY_SCALAR_DECLARATION,
+        Sandbox::fenced(EVERY_SCALAR_DECLARATION).unwrap(),
     )
     .unwrap();
-    r.register_undeclared(AFFINE, include_str!("../../../cuda-backend/kernels/struct_param.ptx"), "affine")
-        .unwrap();
-    r.register_unfenced(VECTOR_ADD_UNFENCED, VECTOR_ADD_PTX, "vector_add", VECTOR_ADD_DECLARATION).unwrap();
-    r.register_undeclared(VECTOR_ADD_UNDECLARED, VECTOR_ADD_PTX, "vector_add").unwrap();
+    r.register(
+        AFFINE,
+        include_str!("../../../cuda-backend/kernels/struct_param.ptx"),
+        "affine",
+        Sandbox::Undeclared,
+    )
+    .unwrap();
+    r.register(
+        VECTOR_ADD_UNFENCED,
+        VECTOR_ADD_PTX,
+        "vector_add",
+        Sandbox::unfenced(VECTOR_ADD_DECLARATION).unwrap(),
+    )
+    .unwrap();
+    r.register(VECTOR_ADD_UNDECLARED, VECTOR_ADD_PTX, "vector_add", Sandbox::Undeclared).unwrap();
     r
 }
 
