@@ -31,120 +31,6 @@ use kernel_args_core::ArgvBuilder;
 use kernel_args_cuda::{CudaDevice, CudaLauncher, PointerModeChoice, Sandbox};
 use support::{VECTOR_ADD, registry};
 
-/// Four kernels over one block, each thread `t` writing `out[t]`:
-///
-/// - `spin(out, go)`: counts turns into `out[t]` for as long as `go` is not zero;
-/// - `spin_sync(out, go)`: the same, the block meeting at `bar.sync` on every turn;
-/// - `count_to(out, n)`: `n` turns (`n - 1` backward branches), then `out[t] = n`;
-/// - `lopsided(out, k)`: `t * k` turns (as many backward branches), then `bar.sync`, then
-///   `out[t] = t * k`.
-const LOOPS_PTX: &str = "\
-.version 7.0
-.target sm_70
-.address_size 64
-
-.visible .entry spin(
-\t.param .u64 spin_param_0,
-\t.param .u32 spin_param_1
-)
-{
-\t.reg .pred %p<2>;
-\t.reg .b32 %r<5>;
-\t.reg .b64 %rd<5>;
-
-\tld.param.u64 %rd1, [spin_param_0];
-\tld.param.u32 %r1, [spin_param_1];
-\tcvta.to.global.u64 %rd2, %rd1;
-\tmov.u32 %r3, %tid.x;
-\tmul.wide.u32 %rd3, %r3, 4;
-\tadd.s64 %rd4, %rd2, %rd3;
-\tmov.u32 %r2, 0;
-$L__loop:
-\tadd.s32 %r2, %r2, 1;
-\tst.global.u32 [%rd4], %r2;
-\tsetp.ne.s32 %p1, %r1, 0;
-\t@%p1 bra $L__loop;
-\tret;
-}
-
-.visible .entry spin_sync(
-\t.param .u64 spin_sync_param_0,
-\t.param .u32 spin_sync_param_1
-)
-{
-\t.reg .pred %p<2>;
-\t.reg .b32 %r<5>;
-\t.reg .b64 %rd<5>;
-
-\tld.param.u64 %rd1, [spin_sync_param_0];
-\tld.param.u32 %r1, [spin_sync_param_1];
-\tcvta.to.global.u64 %rd2, %rd1;
-\tmov.u32 %r3, %tid.x;
-\tmul.wide.u32 %rd3, %r3, 4;
-\tadd.s64 %rd4, %rd2, %rd3;
-\tmov.u32 %r2, 0;
-$L__loop:
-\tadd.s32 %r2, %r2, 1;
-\tbar.sync 0;
-\tst.global.u32 [%rd4], %r2;
-\tsetp.ne.s32 %p1, %r1, 0;
-\t@%p1 bra $L__loop;
-\tret;
-}
-
-.visible .entry count_to(
-\t.param .u64 count_to_param_0,
-\t.param .u32 count_to_param_1
-)
-{
-\t.reg .pred %p<2>;
-\t.reg .b32 %r<5>;
-\t.reg .b64 %rd<5>;
-
-\tld.param.u64 %rd1, [count_to_param_0];
-\tld.param.u32 %r1, [count_to_param_1];
-\tcvta.to.global.u64 %rd2, %rd1;
-\tmov.u32 %r3, %tid.x;
-\tmul.wide.u32 %rd3, %r3, 4;
-\tadd.s64 %rd4, %rd2, %rd3;
-\tmov.u32 %r2, 0;
-$L__loop:
-\tadd.s32 %r2, %r2, 1;
-\tsetp.lt.u32 %p1, %r2, %r1;
-\t@%p1 bra $L__loop;
-\tst.global.u32 [%rd4], %r2;
-\tret;
-}
-
-.visible .entry lopsided(
-\t.param .u64 lopsided_param_0,
-\t.param .u32 lopsided_param_1
-)
-{
-\t.reg .pred %p<2>;
-\t.reg .b32 %r<5>;
-\t.reg .b64 %rd<5>;
-
-\tld.param.u64 %rd1, [lopsided_param_0];
-\tld.param.u32 %r1, [lopsided_param_1];
-\tcvta.to.global.u64 %rd2, %rd1;
-\tmov.u32 %r3, %tid.x;
-\tmul.wide.u32 %rd3, %r3, 4;
-\tadd.s64 %rd4, %rd2, %rd3;
-\tmul.lo.s32 %r4, %r3, %r1;
-\tmov.u32 %r2, 0;
-$L__loop:
-\tsetp.ge.u32 %p1, %r2, %r4;
-\t@%p1 bra $L__done;
-\tadd.s32 %r2, %r2, 1;
-\tbra $L__loop;
-$L__done:
-\tbar.sync 0;
-\tst.global.u32 [%rd4], %r2;
-\tret;
-}
-";
-
 const SPIN: i64 = 50;
 const SPIN_SYNC: i64 = 51;
 const COUNT_TO: i64 = 52;
@@ -156,14 +42,15 @@ const THREADS: usize = 64;
 /// Where the guest's argv lies in its memory (`out` is at 0).
 const ARGV_AT: usize = 1024;
 
-/// The fixture kernels and the four loops, each fenced and declared.
+/// The fixture kernels and the four loops of `support::loops_ptx`, each fenced and declared.
 fn loops_registry() -> kernel_args_cuda::KernelRegistry {
     let mut r = registry();
+    let ptx = support::loops_ptx();
     for (id, entry) in
         [(SPIN, "spin"), (SPIN_SYNC, "spin_sync"), (COUNT_TO, "count_to"), (LOPSIDED, "lopsided")]
     {
-        let declaration = format!("{entry}(out: &mut [u32; {THREADS}], x: u32)");
-        r.register(id, LOOPS_PTX, entry, Sandbox::fenced(&declaration).unwrap()).unwrap();
+        let sandbox = Sandbox::fenced(&support::loop_declaration(entry)).unwrap();
+        r.register(id, &ptx, entry, sandbox).unwrap();
     }
     r
 }

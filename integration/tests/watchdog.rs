@@ -30,58 +30,9 @@ use kernel_args_cuda::{CudaDevice, CudaLauncher, CudaOptions, PointerModeChoice,
 use kernel_args_cuda_emulator::client::{DeviceConfig, Emulator};
 use support::{VECTOR_ADD, VECTOR_ADD_UNFENCED, registry};
 
-/// Two kernels that run for as long as the guest's `go` is not zero, counting into `out`: one
-/// alone, one whose block meets at `bar.sync` on every turn.
-const SPIN_PTX: &str = "\
-.version 7.0
-.target sm_70
-.address_size 64
-
-.visible .entry spin(
-\t.param .u64 spin_param_0,
-\t.param .u32 spin_param_1
-)
-{
-\t.reg .pred %p<2>;
-\t.reg .b32 %r<4>;
-\t.reg .b64 %rd<3>;
-
-\tld.param.u64 %rd1, [spin_param_0];
-\tld.param.u32 %r1, [spin_param_1];
-\tcvta.to.global.u64 %rd2, %rd1;
-\tmov.u32 %r2, 0;
-$L__loop:
-\tadd.s32 %r2, %r2, 1;
-\tst.global.u32 [%rd2], %r2;
-\tsetp.ne.s32 %p1, %r1, 0;
-\t@%p1 bra $L__loop;
-\tret;
-}
-
-.visible .entry spin_sync(
-\t.param .u64 spin_sync_param_0,
-\t.param .u32 spin_sync_param_1
-)
-{
-\t.reg .pred %p<2>;
-\t.reg .b32 %r<4>;
-\t.reg .b64 %rd<3>;
-
-\tld.param.u64 %rd1, [spin_sync_param_0];
-\tld.param.u32 %r1, [spin_sync_param_1];
-\tcvta.to.global.u64 %rd2, %rd1;
-\tmov.u32 %r2, 0;
-$L__loop:
-\tadd.s32 %r2, %r2, 1;
-\tbar.sync 0;
-\tst.global.u32 [%rd2], %r2;
-\tsetp.ne.s32 %p1, %r1, 0;
-\t@%p1 bra $L__loop;
-\tret;
-}
-";
-
-/// `spin`, fenced; `spin_sync`, registered unfenced (the case only the watchdog bounds).
+/// `spin` of `support::loops_ptx` (64 threads counting turns for as long as the guest's `x`
+/// is not zero), fenced; `spin_sync` (the same, meeting at `bar.sync` on every turn),
+/// registered unfenced (the case only the watchdog bounds).
 const SPIN: i64 = 40;
 const SPIN_SYNC_UNFENCED: i64 = 41;
 
@@ -101,15 +52,16 @@ fn open(
     let ordinal = emulator.add_device(DeviceConfig::DEFAULT);
     let before = emulator.live_all(ordinal);
     let mut registry = registry();
+    let ptx = support::loops_ptx();
     registry
-        .register(SPIN, SPIN_PTX, "spin", Sandbox::fenced("spin(out: &mut [u32; 1], go: u32)").unwrap())
+        .register(SPIN, &ptx, "spin", Sandbox::fenced(&support::loop_declaration("spin")).unwrap())
         .unwrap();
     registry
         .register(
             SPIN_SYNC_UNFENCED,
-            SPIN_PTX,
+            &ptx,
             "spin_sync",
-            Sandbox::unfenced("spin_sync(out: &mut [u32; 1], go: u32)").unwrap(),
+            Sandbox::unfenced(&support::loop_declaration("spin_sync")).unwrap(),
         )
         .unwrap();
     let options = CudaOptions {
@@ -123,14 +75,14 @@ fn open(
     (ordinal, before, device)
 }
 
-/// Launches a spinning kernel (`go` = 1) over one block of 64 threads, with the largest budget
+/// Launches a spinning kernel (`x` = 1) over one block of 64 threads, with the largest budget
 /// a fenced kernel's thread can have (2³² − 1 backward branches), so that the watchdog, not the
 /// budget, stops it.
 fn spin(launcher: &mut CudaLauncher, kernel: i64) -> Result<kernel_args::LaunchOutcome, HostError> {
     let mut memory = vec![0u8; 4096];
     let mut buf = [0u8; 64];
     let mut argv = ArgvBuilder::new(&mut buf);
-    argv.ptr(0, 4).unwrap().u32(1).unwrap();
+    argv.ptr(0, 4 * 64).unwrap().u32(1).unwrap();
     let argv = argv.finish();
     let guest = GuestMemory::exclusive(&mut memory);
     let shape = LaunchShape { grid: [1, 1, 1], block: [64, 1, 1], shared_mem_bytes: 0 };
@@ -188,7 +140,12 @@ fn a_kernel_past_the_deadline_is_stopped_on_any_device() {
     for mode in [PointerModeChoice::Staged, PointerModeChoice::Direct] {
         let mut registry = registry();
         registry
-            .register(SPIN, SPIN_PTX, "spin", Sandbox::fenced("spin(out: &mut [u32; 1], go: u32)").unwrap())
+            .register(
+                SPIN,
+                &support::loops_ptx(),
+                "spin",
+                Sandbox::fenced(&support::loop_declaration("spin")).unwrap(),
+            )
             .unwrap();
         let options = CudaOptions { launch_deadline: Some(DEADLINE), ..support::options(mode) };
         let Some(device) = support::open_with(test, registry, options) else { continue };

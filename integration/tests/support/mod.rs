@@ -207,3 +207,44 @@ pub fn emulator_13_2(path: &std::path::Path) -> PathBuf {
 pub fn emulator_12_2(path: &std::path::Path) -> PathBuf {
     path.with_file_name(kernel_args_cuda_emulator::client::LIBRARY_12_2)
 }
+
+/// Kernels over one block, each thread `t` writing `out[t]` of `entry(out: &mut [u32; 64], x: u32)`:
+///
+/// - `spin`: counts turns into `out[t]` for as long as `x` is not zero;
+/// - `spin_sync`: the same, the block meeting at `bar.sync` on every turn;
+/// - `count_to`: `x` turns (`x - 1` backward branches), then `out[t] = x`;
+/// - `lopsided`: `t * x` turns (as many backward branches), then `bar.sync`, then
+///   `out[t] = t * x`.
+pub fn loops_ptx() -> String {
+    let turn = "$L__loop:\n\tadd.s32 %r2, %r2, 1;\n";
+    let again = "\tsetp.ne.s32 %p1, %r1, 0;\n\t@%p1 bra $L__loop;\n";
+    let store = "\tst.global.u32 [%rd4], %r2;\n";
+    let kernels = [
+        ("spin", format!("{turn}{store}{again}")),
+        ("spin_sync", format!("{turn}\tbar.sync 0;\n{store}{again}")),
+        ("count_to", format!("{turn}\tsetp.lt.u32 %p1, %r2, %r1;\n\t@%p1 bra $L__loop;\n{store}")),
+        (
+            "lopsided",
+            format!(
+                "\tmul.lo.s32 %r4, %r3, %r1;\n$L__loop:\n\tsetp.ge.u32 %p1, %r2, %r4;\n\t@%p1 bra $L__done;\n\
+                 \tadd.s32 %r2, %r2, 1;\n\tbra $L__loop;\n$L__done:\n\tbar.sync 0;\n{store}"
+            ),
+        ),
+    ];
+    let mut ptx = String::from(".version 7.0\n.target sm_70\n.address_size 64\n");
+    for (name, body) in kernels {
+        ptx.push_str(&format!(
+            "\n.visible .entry {name}(\n\t.param .u64 {name}_param_0,\n\t.param .u32 {name}_param_1\n)\n{{\n\
+             \t.reg .pred %p<2>;\n\t.reg .b32 %r<5>;\n\t.reg .b64 %rd<5>;\n\
+             \tld.param.u64 %rd1, [{name}_param_0];\n\tld.param.u32 %r1, [{name}_param_1];\n\
+             \tcvta.to.global.u64 %rd2, %rd1;\n\tmov.u32 %r3, %tid.x;\n\tmul.wide.u32 %rd3, %r3, 4;\n\
+             \tadd.s64 %rd4, %rd2, %rd3;\n\tmov.u32 %r2, 0;\n{body}\tret;\n}}\n"
+        ));
+    }
+    ptx
+}
+
+/// [`loops_ptx`]'s declaration of `entry`.
+pub fn loop_declaration(entry: &str) -> String {
+    format!("{entry}(out: &mut [u32; 64], x: u32)")
+}
