@@ -23,11 +23,12 @@ fn main() -> ExitCode {
         Ok(fenced) => {
             print!("{}", fenced.ptx());
             eprintln!(
-                "{path}: {} address operands clamped, {} proven by their declarations, {} asserts \
-                 made the fence's exit, {} read-only tables moved to constant memory, {} unnamed \
-                 module-scope items dropped",
+                "{path}: {} address operands clamped, {} proven by their declarations, {} backward \
+                 branches counted against the budget, {} asserts made the fence's exit, {} read-only \
+                 tables moved to constant memory, {} unnamed module-scope items dropped",
                 fenced.accesses(),
                 fenced.by_declaration(),
+                fenced.counted_branches(),
                 fenced.asserts(),
                 fenced.tables(),
                 fenced.dropped()

@@ -140,6 +140,8 @@ pub struct CheckReport {
     /// Address operands proven by their declarations (a named variable or parameter at a
     /// constant offset inside it).
     pub by_declaration: usize,
+    /// Backward branches proven counted against the budget.
+    pub counted: usize,
 }
 
 const PREFIX: &str = "__kargs_";
@@ -361,6 +363,8 @@ struct Budget {
     step: Step,
     /// `$__kargs_budget` was passed.
     past_exit: bool,
+    /// Backward branches found counted.
+    counted: usize,
     /// How many of the instructions that set the budget's byte, just after `$__kargs_budget`,
     /// are still to come (2, 1 or 0).
     at_exit: u8,
@@ -435,7 +439,9 @@ fn check_entry<'m>(
             _ => {}
         }
     }
-    entry.block(body, true, report)
+    entry.block(body, true, report)?;
+    report.counted = report.counted.saturating_add(entry.budget.counted);
+    Ok(())
 }
 
 impl<'m> Entry<'m> {
@@ -715,7 +721,9 @@ impl<'m> Entry<'m> {
         // A backward branch: counted just before, under its own guard, with the budget loaded.
         if self.budget.labels.contains(target) {
             match step {
-                Step::Counted(g) if g == guard && self.budget.loaded => {}
+                Step::Counted(g) if g == guard && self.budget.loaded => {
+                    self.budget.counted = self.budget.counted.saturating_add(1);
+                }
                 _ => return Err(uncounted()),
             }
         }

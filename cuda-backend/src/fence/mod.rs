@@ -149,6 +149,7 @@ pub struct FencedModule {
     accesses: usize,
     by_declaration: usize,
     widest: u64,
+    counted: usize,
     asserts: usize,
     dropped: usize,
     tables: usize,
@@ -179,6 +180,12 @@ impl FencedModule {
     /// The widest clamped access, in bytes (0 where there is none).
     pub fn widest_access(&self) -> u64 {
         self.widest
+    }
+
+    /// How many backward branches are counted against each thread's budget, over all entries
+    /// (the checker found each counted).
+    pub fn counted_branches(&self) -> usize {
+        self.counted
     }
 
     /// How many device-side `assert` call sequences (`call.uni __assertfail`) became the
@@ -338,10 +345,12 @@ pub fn fence_ptx(ptx: &str) -> Result<FencedModule, FenceError> {
         reason: FenceRefusal::Unchecked(finding.kind),
     };
     let report = check(&text).map_err(unchecked)?;
-    // The checker proved as many addresses as the rewriter fenced, entry for entry.
+    // The checker proved as many addresses as the rewriter fenced, entry for entry, and found
+    // as many backward branches counted.
     if report.entries != rewritten.entries
         || report.clamped != rewritten.clamped
         || report.by_declaration != rewritten.static_accesses
+        || report.counted != rewritten.counted
     {
         return Err(unchecked(CheckFinding {
             line: 0,
@@ -355,6 +364,7 @@ pub fn fence_ptx(ptx: &str) -> Result<FencedModule, FenceError> {
         accesses: rewritten.clamped,
         by_declaration: rewritten.static_accesses,
         widest: rewritten.widest,
+        counted: rewritten.counted,
         asserts: lowered.asserts,
         dropped: lowered.dropped,
         tables: lowered.tables,

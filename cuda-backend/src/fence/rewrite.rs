@@ -161,6 +161,8 @@ pub(super) struct Rewritten {
     pub(super) clamped: usize,
     pub(super) static_accesses: usize,
     pub(super) widest: u64,
+    /// Backward branches counted against the budget.
+    pub(super) counted: usize,
 }
 
 /// Whether a name is one the fence reserves.
@@ -279,6 +281,7 @@ pub(super) fn rewrite(mut module: Module) -> Result<Rewritten, FenceError> {
         clamped: 0,
         static_accesses: 0,
         widest: 0,
+        counted: 0,
     };
     let mut const_pad = false;
     for item in module.items {
@@ -290,6 +293,7 @@ pub(super) fn rewrite(mut module: Module) -> Result<Rewritten, FenceError> {
                 out.clamped = out.clamped.saturating_add(stats.clamped);
                 out.static_accesses = out.static_accesses.saturating_add(stats.static_accesses);
                 out.widest = out.widest.max(stats.widest);
+                out.counted = out.counted.saturating_add(stats.counted);
                 for name in FENCE_PARAMS {
                     f.params.push(Param {
                         span: Span::default(),
@@ -342,6 +346,7 @@ struct EntryStats {
     clamped: usize,
     static_accesses: usize,
     widest: u64,
+    counted: usize,
     const_pad: bool,
 }
 
@@ -453,7 +458,8 @@ impl<'m> EntryRewriter<'m> {
         // The windows each address needs, and the accesses proven by their names alone.
         let mut plans: Vec<Vec<Plan>> = Vec::new();
         let mut classes: Vec<Class> = Vec::new();
-        let mut stats = EntryStats { clamped: 0, static_accesses: 0, widest: 0, const_pad: false };
+        let mut stats =
+            EntryStats { clamped: 0, static_accesses: 0, widest: 0, counted: 0, const_pad: false };
         let mut traps = 0usize;
         let mut loops = 0usize;
         let mut labels_seen: BTreeSet<&str> = BTreeSet::new();
@@ -549,6 +555,7 @@ impl<'m> EntryRewriter<'m> {
         let mut windows = std::mem::take(&mut self.windows);
         let groups = group(&flat, &mut plans, &classes, &min_len, &mut windows);
         self.windows = windows;
+        stats.counted = loops;
         let fenced = stats.clamped > 0 || traps > 0 || loops > 0;
         // The new body: the fence's declarations and windows, then the kernel's statements.
         let mut statements = Vec::new();

@@ -830,7 +830,10 @@ const LOOPS: &str = "\tmov.u32 %r1, 0;\n$L_a:\n\tadd.u32 %r1, %r1, 1;\n\tsetp.lt
 
 #[test]
 fn every_backward_branch_is_counted_against_the_budget_and_no_forward_one() {
-    let text = lines(&fenced(LOOPS));
+    let module = fenced(LOOPS);
+    assert_eq!(module.counted_branches(), 4);
+    assert_eq!(check(module.ptx()).unwrap().counted, 4, "the checker finds each counted");
+    let text = lines(&module);
     // The budget's load, in the leading run, before the kernel's first instruction.
     let load = text.iter().position(|l| l == "ld.param.u32 %__kargs_b, [__kargs_fence_budget];").unwrap();
     assert!(load < text.iter().position(|l| l == "ld.param.u64 %rd1, [p];").unwrap(), "{text:#?}");
@@ -879,7 +882,9 @@ fn every_backward_branch_is_counted_against_the_budget_and_no_forward_one() {
         ]
     );
     // A body without a backward branch has no budget.
-    let straight = lines(&fenced("\tld.global.u32 %r1, [%rd1];\n"));
+    let straight = fenced("\tld.global.u32 %r1, [%rd1];\n");
+    assert_eq!(straight.counted_branches(), 0);
+    let straight = lines(&straight);
     assert!(
         !straight.iter().any(|l| l.contains("__kargs_b") || l.contains("__kargs_budget;")),
         "{straight:#?}"
