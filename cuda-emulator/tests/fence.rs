@@ -5,9 +5,10 @@
 //! buffer, an atomic past the end) writes nothing outside, does not fault, and sets the flag.
 //! The instructions each kernel executes, fenced and unfenced, are asserted: the fence's cost
 //! (docs/performance.md). The attack kernels (`cuda-backend/kernels/attacks/`: each a way an
-//! earlier fence let a kernel out) stay inside or are refused; and random kernels with loads and
+//! earlier fence let a kernel out) stay inside or are refused; random kernels with loads and
 //! stores in every state space at random addresses, straight-line and branching, never reach
-//! outside their windows or fault.
+//! outside their windows or fault; and random loop nests with a random budget stop each thread
+//! exactly where a model of the budget says.
 
 mod common;
 
@@ -701,6 +702,117 @@ mod property {
     /// Whether a form's instruction addresses generically (no state space).
     fn generic(op: &str) -> bool {
         ![".global.", ".shared.", ".local.", ".const."].iter().any(|space| op.contains(space))
+    }
+
+    /// A loop of a random nest: thread `t` runs it `base + (t % 3) * extra` times (at least
+    /// once, a do-while), each turn counting one unit of work and running its inner loops.
+    #[derive(Debug, Clone)]
+    struct Loop {
+        base: u32,
+        extra: u32,
+        inner: Vec<Loop>,
+    }
+
+    fn nest() -> impl Strategy<Value = Vec<Loop>> {
+        let leaf = (1u32..5, 0u32..3).prop_map(|(base, extra)| Loop { base, extra, inner: Vec::new() });
+        let nested = leaf.prop_recursive(2, 6, 3, |inner| {
+            (1u32..5, 0u32..3, prop::collection::vec(inner, 1..3)).prop_map(|(base, extra, inner)| Loop {
+                base,
+                extra,
+                inner,
+            })
+        });
+        prop::collection::vec(nested, 1..3)
+    }
+
+    /// The PTX of `loops`: each turn adds one to the thread's count and stores it to `out[t]`.
+    fn nest_kernel(loops: &[Loop]) -> String {
+        fn emit(loops: &[Loop], next: &mut usize, body: &mut String) {
+            for l in loops {
+                let j = *next;
+                *next += 1;
+                let (i, trips) = (10 + 2 * j, 11 + 2 * j);
+                body.push_str(&format!(
+                    "\tmul.lo.u32 %r{trips}, %r1, {};\n\tadd.u32 %r{trips}, %r{trips}, {};\n\tmov.u32 %r{i}, 0;\n\
+                     $L_{j}:\n\tadd.u32 %r2, %r2, 1;\n\tst.global.u32 [%rd3], %r2;\n",
+                    l.extra, l.base
+                ));
+                emit(&l.inner, next, body);
+                body.push_str(&format!(
+                    "\tadd.u32 %r{i}, %r{i}, 1;\n\tsetp.lt.u32 %p{j}, %r{i}, %r{trips};\n\t@%p{j} bra $L_{j};\n"
+                ));
+            }
+        }
+        let (mut next, mut body) = (0, String::new());
+        emit(loops, &mut next, &mut body);
+        format!(
+            ".version 7.8\n.target sm_70\n.address_size 64\n.visible .entry k(.param .u64 out)\n{{\n\
+             \t.reg .pred %p<{next}>;\n\t.reg .b32 %r<{}>;\n\t.reg .b64 %rd<4>;\n\
+             \tld.param.u64 %rd1, [out];\n\tcvta.to.global.u64 %rd1, %rd1;\n\tmov.u32 %r0, %tid.x;\n\
+             \tmul.wide.u32 %rd2, %r0, 4;\n\tadd.s64 %rd3, %rd1, %rd2;\n\trem.u32 %r1, %r0, 3;\n\
+             \tmov.u32 %r2, 0;\n{body}\tret;\n}}\n",
+            10 + 2 * next
+        )
+    }
+
+    /// What thread `t` counts running `loops` with `budget` backward branches, and whether it
+    /// was stopped: each turn counts one, and every turn but a loop's last takes a branch back.
+    fn model(loops: &[Loop], t: u32, budget: u64) -> (u32, bool) {
+        fn run(loops: &[Loop], t: u32, budget: u64, count: &mut u32, taken: &mut u64) -> bool {
+            for l in loops {
+                let trips = l.base + (t % 3) * l.extra;
+                for turn in 0..trips {
+                    *count += 1;
+                    if !run(&l.inner, t, budget, count, taken) {
+                        return false;
+                    }
+                    if turn + 1 < trips {
+                        if *taken == budget {
+                            return false;
+                        }
+                        *taken += 1;
+                    }
+                }
+            }
+            true
+        }
+        let (mut count, mut taken) = (0, 0);
+        let finished = run(loops, t, budget, &mut count, &mut taken);
+        (count, !finished)
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+
+        /// Random loop nests, fenced, with a random budget: every thread stops exactly when it
+        /// would take one backward branch past its budget (its count is the model's, turn for
+        /// turn), a thread within its budget finishes, and the flag's budget byte says whether
+        /// any thread stopped; nothing faults.
+        #[test]
+        fn a_thread_stops_exactly_at_its_budget(loops in nest(), budget in 0u32..200) {
+            let session = session();
+            let fenced = fence_ptx(&nest_kernel(&loops)).unwrap();
+            let f = function(load(fenced.ptx()), "k").unwrap();
+            let out = alloc(256).unwrap();
+            assert_eq!(upload(out, &[0; 256]), CUDA_SUCCESS);
+            let flag = alloc(4).unwrap();
+            assert_eq!(upload(flag, &[0; 4]), CUDA_SUCCESS);
+            let mut params = vec![out.to_le_bytes().to_vec()];
+            params.extend(fence_params_with(out, 256, flag, budget));
+            prop_assert_eq!(launch_with(f, [1, 1, 1], [THREADS, 1, 1], 0, &mut params), CUDA_SUCCESS);
+            prop_assert_eq!(control::sticky_error(session.ordinal), 0, "no fault");
+            let mut bytes = vec![0u8; 4 * THREADS as usize];
+            prop_assert_eq!(download(out, &mut bytes), CUDA_SUCCESS);
+            let mut stopped = false;
+            for t in 0..THREADS {
+                let (count, stop) = model(&loops, t, u64::from(budget));
+                stopped |= stop;
+                let got = u32::from_le_bytes(bytes[4 * t as usize..][..4].try_into().unwrap());
+                prop_assert_eq!(got, count, "thread {}", t);
+            }
+            let expected = if stopped { kernel_args_cuda::fence::FLAG_BUDGET } else { 0 };
+            prop_assert_eq!(read_u32(flag), expected);
+        }
     }
 
     proptest! {
