@@ -461,7 +461,8 @@ impl<'m> EntryRewriter<'m> {
         let mut stats =
             EntryStats { clamped: 0, static_accesses: 0, widest: 0, counted: 0, const_pad: false };
         let mut traps = 0usize;
-        let mut loops = 0usize;
+        // The backward branches, by instruction index: each is counted against the budget.
+        let mut backward_at: BTreeSet<usize> = BTreeSet::new();
         let mut labels_seen: BTreeSet<&str> = BTreeSet::new();
         let mut counter = 0usize;
         for item in &flat.items {
@@ -496,7 +497,7 @@ impl<'m> EntryRewriter<'m> {
                 }
                 Class::Trap => traps = traps.saturating_add(1),
                 Class::Branch if backward(instruction, |l| labels_seen.contains(l)) => {
-                    loops = loops.saturating_add(1)
+                    backward_at.insert(counter);
                 }
                 _ => {}
             }
@@ -555,11 +556,12 @@ impl<'m> EntryRewriter<'m> {
         let mut windows = std::mem::take(&mut self.windows);
         let groups = group(&flat, &mut plans, &classes, &min_len, &mut windows);
         self.windows = windows;
-        stats.counted = loops;
-        let fenced = stats.clamped > 0 || traps > 0 || loops > 0;
+        stats.counted = backward_at.len();
+        let loops = stats.counted > 0;
+        let fenced = stats.clamped > 0 || traps > 0 || loops;
         // The new body: the fence's declarations and windows, then the kernel's statements.
         let mut statements = Vec::new();
-        statements.extend(self.declarations(fenced, traps > 0, loops > 0, groups));
+        statements.extend(self.declarations(fenced, traps > 0, loops, groups));
         let mut moved: Vec<Variable> = self.own.values().cloned().collect();
         moved.sort_by_key(|v| body_position(body, &v.name));
         let (prologue, pads, const_pad) = self.prologue(&referenced, &moved);
@@ -572,7 +574,7 @@ impl<'m> EntryRewriter<'m> {
         if traps > 0 {
             statements.push(op("mov", &["u32"], vec![reg(names::W), imm(0)]));
         }
-        if loops > 0 {
+        if loops {
             statements.push(op("ld", &["param", "u32"], vec![reg(names::B), param_address(FENCE_PARAMS[3])]));
         }
         statements.extend(prologue);
@@ -588,10 +590,10 @@ impl<'m> EntryRewriter<'m> {
             local_window,
             exit_labels: &exit_labels,
             noted: false,
-            labels_seen: BTreeSet::new(),
+            backward_at: &backward_at,
         };
         statements.extend(context.block(&body.statements)?);
-        if loops > 0 {
+        if loops {
             // A thread that falls off the body's end leaves through the exit, not the budget's.
             let falls_through = !matches!(statements.last(), Some(Statement::Instruction(i))
                 if i.guard.is_none() && matches!(i.opcode.as_str(), "bra" | "ret" | "exit"));
@@ -1146,8 +1148,8 @@ struct Context<'p> {
     /// Whether the thread may have noted something for the flag by here: an access or a trap
     /// has been passed, or a label (which a later branch may reach).
     noted: bool,
-    /// The labels passed so far: a branch to one of them is backward, and counted.
-    labels_seen: BTreeSet<String>,
+    /// The backward branches, by instruction index: each is counted.
+    backward_at: &'p BTreeSet<usize>,
 }
 
 impl Context<'_> {
@@ -1162,9 +1164,8 @@ impl Context<'_> {
                 }
                 // Top-level variables were moved to the top; nested ones refused.
                 Statement::Variable(_) => {}
-                Statement::Label(l) => {
+                Statement::Label(_) => {
                     self.noted = true;
-                    self.labels_seen.insert(l.name.clone());
                     out.push(statement.clone());
                 }
                 other => out.push(other.clone()),
@@ -1195,7 +1196,7 @@ impl Context<'_> {
                 out.push(guarded(guard, "ret", &[], vec![]));
             }
             Class::Exit if self.fenced && !self.noted => out.push(Statement::Instruction(instruction.clone())),
-            Class::Branch if backward(instruction, |l| self.labels_seen.contains(l)) => {
+            Class::Branch if self.backward_at.contains(&index) => {
                 self.count(guard, out);
                 out.push(Statement::Instruction(instruction.clone()));
             }
