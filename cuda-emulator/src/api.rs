@@ -12,7 +12,8 @@
 //!
 //! `cuMemcpyHtoDAsync_v2`, `cuMemcpyDtoHAsync_v2` and `cuLaunchKernel` on a created stream check
 //! their arguments and queue the work, which the stream's worker runs after the call has
-//! returned (`src/stream.rs`); `cuStreamSynchronize` waits for it and reports a kernel
+//! returned (`src/stream.rs`), except that a copy into pageable host memory returns once it
+//! has run, as a GPU's does; `cuStreamSynchronize` waits for it and reports a kernel
 //! fault as the context's sticky error. On a default stream (0, 1, 2) the work runs before the
 //! call returns.
 //!
@@ -877,7 +878,10 @@ pub unsafe fn memcpy_htod_async(
 
 /// `CUresult cuMemcpyDtoHAsync(void *dstHost, CUdeviceptr srcDevice, size_t ByteCount,
 /// CUstream hStream)` (the `_v2` symbol): queued as [`memcpy_htod_async`] is, writing the host
-/// bytes when it runs.
+/// bytes when it runs. Into page-locked memory (a `cuMemHostAlloc` allocation) the call returns
+/// at once; into pageable memory it returns only once the copy has run, after everything queued
+/// before it (a kernel that never ends holds it for ever), as the CUDA driver API documents for
+/// this call and as a GPU does.
 ///
 /// # Safety
 ///
@@ -915,8 +919,18 @@ pub unsafe fn memcpy_dtoh_async(
                 )
             };
         };
+        let page_locked = state::memory().is_page_locked(dst, byte_count);
         match queue {
-            Some(queue) => queue.push(Box::new(copy)),
+            Some(queue) if page_locked => queue.push(Box::new(copy)),
+            Some(queue) => {
+                // Pageable: the call waits for the copy (run, or dropped with its stream).
+                let (done, ran) = std::sync::mpsc::channel::<()>();
+                queue.push(Box::new(move || {
+                    copy();
+                    let _ = done.send(());
+                }));
+                let _ = ran.recv();
+            }
             None => copy(),
         }
         Ok(())

@@ -367,6 +367,15 @@ impl DeviceMemory {
         Ok(addr)
     }
 
+    /// Whether the `len` host bytes at `addr` lie inside one live `cuMemHostAlloc` allocation
+    /// (page-locked memory): the only host memory an asynchronous copy leaves before it runs.
+    pub fn is_page_locked(&self, addr: usize, len: usize) -> bool {
+        let Some((&start, _)) = self.host.range(..=addr).next_back() else { return false };
+        self.allocations
+            .get(&start)
+            .is_some_and(|a| addr.checked_add(len).is_some_and(|end| end <= start.saturating_add(a.size)))
+    }
+
     /// The device address of the mapped host allocation that starts at `addr`: `addr`.
     ///
     /// # Errors

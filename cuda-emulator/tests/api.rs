@@ -802,7 +802,18 @@ fn stream_work_runs_after_the_call_and_a_fault_waits_for_the_synchronisation() {
     let f = function(load(VECTOR_ADD), "vector_add").unwrap();
     let d = alloc(64).unwrap();
     let source = floats((0..16).map(|i| i as f32));
-    let mut back = vec![0u8; 64];
+    // Page-locked host memory (`cuMemHostAlloc`), which a copy from the device leaves before
+    // it runs; into pageable memory the call waits for the copy (below).
+    let page_locked = |len: usize| {
+        let mut host: *mut c_void = ptr::null_mut();
+        // SAFETY: `host` is writable for one pointer.
+        assert_eq!(unsafe { api::mem_host_alloc(&mut host, len, 0) }, CUDA_SUCCESS);
+        // SAFETY: a live allocation of `len` bytes, freed only at the end of this test, which
+        // nothing else touches.
+        unsafe { std::slice::from_raw_parts_mut(host.cast::<u8>(), len) }
+    };
+    let back = page_locked(64);
+    back.fill(0);
     // A slow device: each queued operation waits 20 ms before it runs. (Library-wide: the
     // other tests of this file only wait longer.)
     control::set_delay(20_000);
@@ -814,12 +825,19 @@ fn stream_work_runs_after_the_call_and_a_fault_waits_for_the_synchronisation() {
     // The calls returned with the work queued: nothing was copied yet.
     assert_eq!(back, [0u8; 64]);
     assert_eq!(api::stream_synchronize(s), CUDA_SUCCESS);
-    assert_eq!(back, source);
+    assert_eq!(back, source.as_slice());
+    // Into pageable memory the copy has run when the call returns, as a GPU's does.
+    let mut pageable = vec![0u8; 64];
+    // SAFETY: `pageable` lives, unmoved, until the stream is synchronised below.
+    assert_eq!(unsafe { api::memcpy_dtoh_async(pageable.as_mut_ptr().cast(), d, 64, s) }, CUDA_SUCCESS);
+    assert_eq!(pageable, source);
+    assert_eq!(api::stream_synchronize(s), CUDA_SUCCESS);
     // A kernel that stores through a null pointer: the launch succeeds, the fault comes with
     // the synchronisation, and the copy queued after the kernel never runs.
     let mut params = vector_add_params(d, d, 0, 16);
     let mut table: Vec<*mut c_void> = params.iter_mut().map(|p| p.as_mut_ptr().cast()).collect();
-    let mut after = vec![0u8; 64];
+    let after = page_locked(64);
+    after.fill(0);
     // SAFETY: one pointer per parameter, of its size; `after` lives until the synchronisation.
     unsafe {
         let code = api::launch_kernel(f, 1, 1, 1, 16, 1, 1, 0, s, table.as_mut_ptr(), ptr::null_mut());
