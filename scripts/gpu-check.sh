@@ -14,8 +14,7 @@
 #       fails, or when a device is present but a test that needs one was skipped for a reason
 #       other than the device lacking pageable memory access (direct mode). The tests that
 #       need the emulated driver (integration/tests/emulator.rs, fault_matrix.rs, most of
-#       watchdog.rs, whose first test is the watchdog on the GPU) skip there: they
-#       run in CI.
+#       the stalled stream of deadline.rs) skip there: they run in CI.
 #
 # The test binaries embed the PTX (include_str!), so the .ptx files in the bundle are for
 # reference. What the tests check on a device: vector_add (the wasm guest's kernel, 3 pointers
@@ -34,8 +33,11 @@
 # element checked, with the launch rate printed; (budget) fenced kernels that never end, with
 # and without bar.sync, stopped at their guest's budget of backward branches with every
 # thread's count where the budget put it, the budget's exact edge, a block whose stopped
-# threads leave its barrier, and another tenant's launches beside; (watchdog) a kernel past the
-# deadline stopped by the context's reset. Without a device, the same binaries check the no-device path
+# threads leave its barrier, and another tenant's launches beside; (deadline) launches past their
+# deadline answered so with their results complete, and a kernel that never ends ended by its
+# budget on a device with a deadline; (gpu-probe, scripts/gpu-probe.c) whether the driver's
+# context reset or destroy stops a running kernel, whether killing the process does, and
+# whether a context recovers from a kernel's fault. Without a device, the same binaries check the no-device path
 # (NotAvailable). The whole run takes seconds.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -72,7 +74,7 @@ bundle_tests() {
 # tenants in tenants.rs; the docs test reads the repository's files and stays here).
 bundle_tests -p kernel-args-cuda --features cuda --lib
 bundle_tests -p kernel-args-integration --features cuda --test cuda --test declarations --test emulator \
-    --test fault_matrix --test fence --test tenants --test budget --test watchdog
+    --test fault_matrix --test fence --test tenants --test budget --test deadline
 # The wasm guest's vector_add through `kargs demo`'s host on the GPU, once kargs has its
 # `cuda` feature (only that test: kargs's other tests read files of the repository).
 if grep -qE '^cuda *=' cli/Cargo.toml 2>/dev/null && [ -f cli/tests/cuda_demo.rs ]; then
@@ -84,6 +86,10 @@ if grep -qE '^cuda *=' cli/Cargo.toml 2>/dev/null && [ -f cli/tests/cuda_demo.rs
     echo "bundled kargs <- ${kargs#"$root"/}"
 fi
 cp cuda-backend/kernels/*.ptx cuda-backend/kernels/*.cu "$bundle/kernels/"
+# The driver's own behaviour the backend relies on (stopping a kernel, going on after a fault):
+# scripts/gpu-probe.c, any C compiler, no CUDA headers.
+"${CC:-cc}" -O1 -Wall -Wextra -o "$bundle/gpu-probe" scripts/gpu-probe.c -ldl
+echo "bundled gpu-probe <- scripts/gpu-probe.c"
 
 cat > "$bundle/run.sh" <<'RUN'
 #!/usr/bin/env bash
@@ -100,6 +106,8 @@ for packed in "$here"/bin/*.gz; do
 done
 [ -f "$here/kargs.gz" ] && gunzip -c "$here/kargs.gz" > "$work/kargs"
 chmod +x "$work"/bin/* "$work"/kargs 2>/dev/null
+# cuda_demo runs this kargs (the path cargo gave it is on the machine that built it).
+export KARGS_BIN="$work/kargs"
 {
     echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
     echo "host: $(uname -srm)"
@@ -124,6 +132,13 @@ for bin in "$work"/bin/*; do
         "$log" >> "$results"
     [ "$rc" -eq 0 ] || { status=1; grep -E -A15 'panicked|FAILED' "$log" | head -60 >> "$results"; }
 done
+# What the driver does about a kernel that runs too long and a kernel's fault (informative: each
+# line says what happened; scripts/gpu-probe.c). Only where a GPU is present.
+if [ -x "$here/gpu-probe" ] && grep -q '^gpu: ' "$results" && ! grep -q 'nvidia-smi not found' "$results"; then
+    timeout 120 "$here/gpu-probe" > "$here/gpu-probe.log" 2>&1
+    echo "gpu-probe: exit $?" >> "$results"
+    grep '^probe ' "$here/gpu-probe.log" >> "$results"
+fi
 # `kargs demo` on the whole buffers: launched and checked on a device, a dry run without.
 if [ -x "$work/kargs" ]; then
     "$work/kargs" demo --n 4096 > "$here/kargs-demo.log" 2>&1

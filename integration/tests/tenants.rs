@@ -2,12 +2,14 @@
 //! many threads, launching through launchers that share one `CudaDevice`.
 //!
 //! - **Load:** 8 threads × 4 stores × 10,000 launches of the bundled guest's `vector_add`
-//!   through `wasi_cuda_launch`, half the threads on a device in direct mode and half staged.
+//!   through `wasi_cuda_launch`, half the threads on a device in direct mode and half staged (all
+//!   staged on a device without pageable memory access, such as an H200 without HMM).
 //!   Each store has its own element count and its own data in every launch, laid out by the
 //!   host in the guest's memory; every output element is checked, so a tenant that saw another's
 //!   arguments or data fails the test. The two devices share the ordinal's one context. A ninth
-//!   thread runs a tenant whose kernel faults (a store through a null pointer) 20 times during
-//!   the run: the others' launches may fail only while the context is being replaced (each such
+//!   thread (on the emulated driver only: on a GPU a kernel's fault ends CUDA for the whole
+//!   process, `docs/RISKS.md`) runs a tenant whose kernel faults (a store through a null
+//!   pointer) 20 times during the run: the others' launches may fail only while the context is being replaced (each such
 //!   failure names the fault, and is retried), and every output is still right. At the end every
 //!   launcher and the devices are dropped and the driver's live handles and allocations are back
 //!   where they were, and the emulated driver's record shows that no kernel store crossed an
@@ -54,7 +56,35 @@ fn say(line: String) {
     kernel_args_testkit::device::say(&line);
 }
 
+/// The device in `mode`; where direct pointers are asked for and the device cannot take them
+/// (a GPU without pageable memory access, such as an H200 without HMM), the device in staged
+/// mode, said so, so that the test still runs its launches on that device.
 fn device(test: &str, mode: PointerMode) -> Option<Arc<CudaDevice>> {
+    if mode == PointerMode::Direct {
+        match open(PointerMode::Direct) {
+            Err(e @ SetupError::DirectUnsupported { .. }) => {
+                say(format!("{test}: direct pointers: {e}; its direct tenants run staged"));
+            }
+            opened => return or_skip(test, opened),
+        }
+    }
+    or_skip(test, open(PointerMode::Staged))
+}
+
+/// Skips the test (`None`, said) where no device can be opened.
+fn or_skip(test: &str, opened: Result<Arc<CudaDevice>, SetupError>) -> Option<Arc<CudaDevice>> {
+    let no_device = |e: &SetupError| {
+        matches!(
+            e,
+            SetupError::Driver { .. } | SetupError::NoDevice { .. } | SetupError::DirectUnsupported { .. }
+        )
+    };
+    kernel_args_testkit::device::or_skip(test, opened, no_device)
+}
+
+/// A device with the bundled guest's fenced `vector_add`, in `mode`, on the driver the
+/// environment names.
+fn open(mode: PointerMode) -> Result<Arc<CudaDevice>, SetupError> {
     let mut registry = KernelRegistry::new();
     registry
         .register(
@@ -67,13 +97,7 @@ fn device(test: &str, mode: PointerMode) -> Option<Arc<CudaDevice>> {
     let pointer_mode =
         if mode == PointerMode::Direct { PointerModeChoice::Direct } else { PointerModeChoice::Staged };
     let options = CudaOptions { pointer_mode, ..CudaOptions::from_env() };
-    let no_device = |e: &SetupError| {
-        matches!(
-            e,
-            SetupError::Driver { .. } | SetupError::NoDevice { .. } | SetupError::DirectUnsupported { .. }
-        )
-    };
-    kernel_args_testkit::device::or_skip(test, CudaDevice::open(registry, options), no_device)
+    CudaDevice::open(registry, options)
 }
 
 /// The emulated driver, where `KARGS_CUDA_DRIVER` names it.
@@ -239,11 +263,18 @@ fn many_tenants_on_many_threads_share_one_device() {
     let total = (THREADS * STORES_PER_THREAD) as u64 * u64::from(LAUNCHES_PER_STORE);
     let done = Arc::new(AtomicU64::new(0));
     let started = Instant::now();
-    // The faulting tenant: one fault at every 1/FAULTS of the launches.
+    // The faulting tenant: one fault at every 1/FAULTS of the launches, on the emulated driver
+    // only. On a GPU a kernel's fault left the device lost for the whole process
+    // (cuDevicePrimaryCtxRetain answered 700 after the reset; docs/gpu-validation.md), so
+    // there the load runs without it.
+    let faults = if emulator.is_some() { FAULTS } else { 0 };
+    if faults == 0 {
+        say(format!("{test}: no faulting tenant: on this driver a kernel's fault is not recovered"));
+    }
     let faulting = {
         let done = Arc::clone(&done);
         std::thread::spawn(move || {
-            for k in 0..FAULTS {
+            for k in 0..faults {
                 while done.load(Ordering::Relaxed) < total * k / FAULTS + total / (2 * FAULTS) {
                     std::thread::sleep(Duration::from_micros(200));
                 }
@@ -284,10 +315,10 @@ fn many_tenants_on_many_threads_share_one_device() {
     // Each fault fails at most the launch each other thread had in flight.
     let failed: u64 = tenants.iter().map(|t| t.failed).sum();
     say(format!(
-        "{test}: {FAULTS} kernel faults by one tenant; {failed} launches of the others failed while the \
+        "{test}: {faults} kernel faults by one tenant; {failed} launches of the others failed while the \
          context was replaced (retried), every output right"
     ));
-    assert!(failed <= FAULTS * THREADS as u64, "{failed} failed launches for {FAULTS} faults");
+    assert!(failed <= faults * THREADS as u64, "{failed} failed launches for {faults} faults");
     samples.push((total, resident_bytes()));
     assert_eq!(done.load(Ordering::Relaxed), total);
     let rate = total as f64 / elapsed.as_secs_f64();
@@ -323,6 +354,9 @@ fn one_tenant_launch_rate_and_host_share() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     for mode in [PointerMode::Direct, PointerMode::Staged] {
         let Some(device) = device(test, mode) else { return };
+        if device.pointer_mode() != mode {
+            continue; // direct pointers unsupported: the staged turn measures this device
+        }
         let mut tenant = Tenant::new(&device, 7);
         tenant.launch(0);
         // The host's own cost: the emulated driver runs stream work on the calling thread, not
@@ -367,6 +401,7 @@ fn a_guest_in_an_async_store_launches_from_another_thread() {
     let test = "a_guest_in_an_async_store_launches_from_another_thread";
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let Some(device) = device(test, PointerMode::Direct) else { return };
+    let device_mode = device.pointer_mode();
     // wasmtime's `async` feature (on in kernel-args) lets every store run guests with
     // `call_async`; no `Config` switch is needed.
     let engine = wasmtime::Engine::default();
@@ -395,6 +430,6 @@ fn a_guest_in_an_async_store_launches_from_another_thread() {
         })
     });
     let outcome = worker.join().unwrap();
-    assert_eq!(outcome.pointer_mode, PointerMode::Direct);
+    assert_eq!(outcome.pointer_mode, device_mode);
     say(format!("{test}: 4 launches from an async store on a worker thread, every element checked"));
 }
