@@ -412,8 +412,8 @@ enum kargs_quota
      */
     KARGS_QUOTA_IN_FLIGHT_PER_DEVICE = 3,
     /**
-     * Milliseconds one launch may run (a Rust CUDA host's watchdog; `kargs_host_call` has
-     * none): `detail[1]` is how long the launch had run when it was stopped.
+     * Milliseconds one launch may run (a Rust CUDA host's deadline; `kargs_host_call` has
+     * none): `detail[1]` is how long the launch took; it ran to its end.
      */
     KARGS_QUOTA_LAUNCH_TIME = 4,
     /**

@@ -79,7 +79,7 @@ for other in libkargs_emulated_cuda_13_2.so libkargs_emulated_cuda_12_2.so; do
     echo "cuda: the launch tests against $other"
     KARGS_CUDA_DRIVER="$(dirname "$KARGS_CUDA_DRIVER")/$other" \
         cargo test -p kernel-args-integration --features cuda --test cuda --test declarations --test emulator \
-        --test tenants --test fence --test checked --test budget --test watchdog 2>&1 | tee -a "$log"
+        --test tenants --test fence --test checked --test budget --test deadline 2>&1 | tee -a "$log"
     KARGS_CUDA_DRIVER="$(dirname "$KARGS_CUDA_DRIVER")/$other" \
         cargo test -p kernel-args-cli --features cuda --test cuda_demo 2>&1 | tee -a "$log"
 done

@@ -3,7 +3,7 @@
 # into a C library, so the tests that drive the launcher into the emulated driver (the fault
 # matrix, the emulator's faults and recovery, the launch tests, the declarations' four holes and
 # the padded table of an unknown signature, the fenced launches with their flag's copies, the
-# budget's stopped threads, the watchdog's reset) run
+# budget's stopped threads, the launch deadline) run
 # with the launcher
 # instrumented. The emulated driver itself is the ordinary build of 40-cuda.sh; its
 # allocations go through the sanitizer's malloc all the same.
@@ -19,4 +19,4 @@ export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1"
 # --target keeps the sanitizer off build scripts and proc macros.
 RUSTFLAGS="-Zsanitizer=address" cargo "+$NIGHTLY" test -p kernel-args-integration --features cuda \
     --target "$host" --test fault_matrix --test emulator --test cuda --test declarations --test fence --test budget \
-    --test watchdog
+    --test deadline

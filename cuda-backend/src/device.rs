@@ -44,13 +44,16 @@ pub struct CudaOptions {
     /// (Jetson's `/usr/lib/aarch64-linux-gnu/tegra/libcuda.so.1`), or the emulated driver of
     /// `cuda-emulator/`. Each library is loaded once per process and never unloaded.
     pub driver_library: Option<PathBuf>,
-    /// The watchdog: the longest one launch may take, from the moment its launcher has the
-    /// context until its kernel and copies have finished. A launch still running then is
-    /// stopped by resetting the device's primary context, the only way CUDA can stop a kernel:
-    /// it answers `QuotaExceeded` ([`Quota::LaunchTime`](kernel_args::Quota::LaunchTime)), every
-    /// other launch in flight on the device fails, and the next launch on any launcher runs on
-    /// a fresh context (see `docs/RISKS.md`). `None` (the default): no deadline, a launch
-    /// takes as long as its kernel runs.
+    /// The longest one launch may take, from the moment its launcher has the context until its
+    /// kernel and copies have finished. A launch that ends later answers `QuotaExceeded`
+    /// ([`Quota::LaunchTime`](kernel_args::Quota::LaunchTime)) once it has ended, with what the
+    /// kernel wrote in guest memory; nothing else on the device is touched. **The deadline
+    /// does not stop a kernel:** CUDA has no call that does. On an H200 (driver 580),
+    /// `cuDevicePrimaryCtxReset` and `cuCtxDestroy` issued while a kernel ran returned only
+    /// when it had ended, and only the end of the process stopped it (`docs/gpu-validation.md`).
+    /// What ends a fenced kernel that never would is its threads' budget of backward branches
+    /// ([`LaunchLimits::max_back_edges_per_thread`](kernel_args::LaunchLimits)); nothing
+    /// ends an unfenced one (see `docs/RISKS.md`). `None` (the default): no deadline.
     pub launch_deadline: Option<Duration>,
 }
 
@@ -116,9 +119,7 @@ pub(crate) struct SharedContext {
     pub(crate) state: RwLock<ContextState>,
     /// The generation whose context met a sticky error (0: none).
     pub(crate) poisoned: AtomicU64,
-    /// The generation whose context the watchdog reset last (0: none).
-    pub(crate) overran: AtomicU64,
-    /// How many contexts the watchdog has reset.
+    /// How many launches ended past their device's deadline.
     pub(crate) overruns: AtomicU64,
 }
 
@@ -254,7 +255,6 @@ impl CudaDevice {
                 let context = Arc::new(SharedContext {
                     state: RwLock::new(ContextState { primary, generation: 1, lost: None }),
                     poisoned: AtomicU64::new(0),
-                    overran: AtomicU64::new(0),
                     overruns: AtomicU64::new(0),
                 });
                 open.push((key.0, key.1, Arc::downgrade(&context)));
@@ -284,9 +284,8 @@ impl CudaDevice {
         self.pointer_mode
     }
 
-    /// How many times the watchdog ([`CudaOptions::launch_deadline`]) has stopped a launch by
-    /// resetting the device's context, over every device sharing that context: each one failed
-    /// the launches then in flight on the device.
+    /// How many launches ended past their device's deadline ([`CudaOptions::launch_deadline`]),
+    /// over every device sharing this one's context: each answered the launch-time quota.
     pub fn overruns(&self) -> u64 {
         self.context.overruns.load(Ordering::Acquire)
     }

@@ -1,9 +1,8 @@
 //! The [`Launcher`] that runs registered PTX kernels on a [`CudaDevice`]: [`CudaLauncher`].
 
-use std::cell::Cell;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, PoisonError};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use cust::sys::CUfunction_attribute;
 use kernel_args::{
@@ -13,10 +12,10 @@ use kernel_args::{
 use kernel_args_core::{GuestRange, GuestWindow};
 
 use crate::cu_error::Phase;
+use crate::device::CudaDevice;
 #[cfg(doc)]
 use crate::device::PointerModeChoice;
-use crate::device::{CudaDevice, SharedContext};
-use crate::driver::{CuError, Current, Deadline, DeviceBuffer, Dims, Kernel, MappedFlag, Stream, Transfer};
+use crate::driver::{CuError, Current, DeviceBuffer, Dims, Kernel, MappedFlag, Stream, Transfer};
 use crate::fence::{FENCE_PARAMS, FLAG_BUDGET, FLAG_REACHED_OUT, FLAG_TRAPPED, MAX_FENCE_LEN, MIN_FENCE_LEN};
 use crate::modules::LoadedKernel;
 use crate::registry::KernelEntry;
@@ -213,43 +212,15 @@ struct Launch<'l> {
     current: &'l Current<'l>,
     stream: &'l Stream,
     kernel: &'l LoadedKernel,
-    /// When the launch began, and the watchdog's deadline for it
-    /// ([`CudaOptions::launch_deadline`](crate::CudaOptions::launch_deadline)).
+    /// When the launch began: a launch that ends past its device's
+    /// [`launch_deadline`](crate::CudaOptions::launch_deadline) answers the launch-time quota.
     started: Instant,
-    deadline: Option<Deadline<'l>>,
-    /// Set when this launch's scope reset the context at its deadline.
-    overran: &'l Cell<bool>,
-}
-
-/// Marks `generation`'s context as the one the watchdog resets, before it does, so that the
-/// launches it stops in flight can say why.
-fn overrun(context: &SharedContext, generation: u64) {
-    context.overran.store(generation, Ordering::Release);
-    context.overruns.fetch_add(1, Ordering::AcqRel);
 }
 
 impl Launch<'_> {
-    /// The host error for a driver failure, marking the context for recovery when sticky; a
-    /// scope that overran the deadline (and reset the context) is the launch-time quota.
+    /// The host error for a driver failure, marking the context for recovery when sticky.
     fn fail(&self, e: CuError) -> HostError {
-        let error = self.device.fail(self.generation, e, Phase::Launch);
-        let context = &self.device.context;
-        match self.device.launch_deadline {
-            Some(limit) if self.overran.get() => {
-                let millis = |d: Duration| u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
-                let requested = millis(self.started.elapsed());
-                QuotaError { quota: Quota::LaunchTime, requested, limit: millis(limit) }.into()
-            }
-            // In flight when another launch's overrun reset the context.
-            _ if context.overran.load(Ordering::Acquire) == self.generation => HostError::msg(
-                AbiError::LaunchFailed,
-                format!(
-                    "another launch on this device ran past the host's deadline, and resetting the device's \
-                     context to stop it stopped this launch too ({error}); the next launch runs on a fresh context"
-                ),
-            ),
-            _ => error,
-        }
+        self.device.fail(self.generation, e, Phase::Launch)
     }
 
     /// The one table helper of both pointer modes: the `void**` table of `storage` (the padded
@@ -299,10 +270,10 @@ impl Launch<'_> {
             // parameters are never left to a padded table's zeros.
             SignatureCheck::Skipped if flag.is_some() => return Err(unfenced(request.kernel_id)),
             SignatureCheck::Skipped => storage.with_padded_params(padding, |table| {
-                launch_and_copy_back((stream, current, self.deadline), kernel, &shape, table, copy_back)
+                launch_and_copy_back((stream, current), kernel, &shape, table, copy_back)
             }),
             SignatureCheck::Ptx | SignatureCheck::Driver => storage.with_params(|table| {
-                launch_and_copy_back((stream, current, self.deadline), kernel, &shape, table, copy_back)
+                launch_and_copy_back((stream, current), kernel, &shape, table, copy_back)
             }),
         }
         .map_err(|e| self.fail(e))?;
@@ -333,8 +304,24 @@ impl Launch<'_> {
                     fence_len: fence.len,
                 })))
             }
-            _ => Ok(()),
+            _ => self.within_deadline(),
         }
+    }
+
+    /// The launch-time quota where the device has a deadline and this launch ended past it
+    /// (counted in [`CudaDevice::overruns`]): the kernel ran to its end, and what it wrote is in
+    /// guest memory. `requested` is the time the launch took, in milliseconds rounded up.
+    fn within_deadline(&self) -> Result<(), HostError> {
+        let Some(limit) = self.device.launch_deadline else { return Ok(()) };
+        let took = self.started.elapsed();
+        if took <= limit {
+            return Ok(());
+        }
+        self.device.context.overruns.fetch_add(1, Ordering::AcqRel);
+        let millis = |micros: u128| u64::try_from(micros).unwrap_or(u64::MAX);
+        let (requested, limit) = (millis(took.as_micros().div_ceil(1000)), millis(limit.as_millis()));
+        Err(QuotaError { quota: Quota::LaunchTime, requested: requested.max(limit.saturating_add(1)), limit }
+            .into())
     }
 
     /// The flag of a fenced kernel, made on its first launch and kept.
@@ -463,7 +450,7 @@ impl Launch<'_> {
             let fresh = DeviceBuffer::alloc(self.current, arena_len).map_err(|e| self.fail(e))?;
             let zeros = vec![0u8; fresh.len()];
             self.stream
-                .scope(self.current, self.deadline, |queue| queue.upload_bytes(&zeros, &fresh, 0))
+                .scope(self.current, |queue| queue.upload_bytes(&zeros, &fresh, 0))
                 .map_err(|e| self.fail(e))?;
             *arena = Some(fresh);
         }
@@ -484,9 +471,7 @@ impl Launch<'_> {
                 // Every window checked before anything is copied; the scope waits for the copies.
                 transfers.iter().try_for_each(Transfer::check_upload).map_err(|e| self.fail(e))?;
                 self.stream
-                    .scope(self.current, self.deadline, |queue| {
-                        transfers.iter().try_for_each(|t| queue.upload(t))
-                    })
+                    .scope(self.current, |queue| transfers.iter().try_for_each(|t| queue.upload(t)))
                     .map_err(|e| self.fail(e))?;
                 let copy_back: Vec<Transfer<'_, '_>> =
                     back.iter().map(|(window, at)| Transfer { window, buffer, at: *at as usize }).collect();
@@ -513,13 +498,13 @@ impl Launch<'_> {
 /// each staged window's copy back, then a synchronisation (also after a failure), so that when
 /// this returns nothing on the device can touch guest memory any more.
 fn launch_and_copy_back(
-    (stream, current, deadline): (&Stream, &Current<'_>, Option<Deadline<'_>>),
+    (stream, current): (&Stream, &Current<'_>),
     kernel: &Kernel,
     dims: &Dims,
     params: &mut impl KernelParams,
     copy_back: &[Transfer<'_, '_>],
 ) -> Result<(), CuError> {
-    stream.scope(current, deadline, |queue| {
+    stream.scope(current, |queue| {
         queue.launch(kernel, dims, params)?;
         copy_back.iter().try_for_each(|t| queue.download(t))
     })
@@ -585,25 +570,7 @@ impl Launcher for CudaLauncher {
         let slot = device.kernel(&state, &current, request.kernel_id, &entry)?;
         let kernel = slot.as_ref().as_ref().map_err(|failure| failure.guest.clone())?;
         let Resources { stream, arena, flag, .. } = resources;
-        let overran = Cell::new(false);
-        let before_reset = || {
-            overran.set(true);
-            overrun(&device.context, generation);
-        };
-        let deadline = device
-            .launch_deadline
-            .and_then(|limit| started.checked_add(limit))
-            .map(|at| Deadline { at, before_reset: &before_reset });
-        let launch = Launch {
-            device,
-            generation,
-            current: &current,
-            stream,
-            kernel,
-            started,
-            deadline,
-            overran: &overran,
-        };
+        let launch = Launch { device, generation, current: &current, stream, kernel, started };
 
         let shared = request.shape.shared_mem_bytes;
         if shared > kernel.dynamic_shared_limit.load(Ordering::Acquire) {

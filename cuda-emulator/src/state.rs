@@ -355,8 +355,11 @@ impl State {
     /// Destroys `context` and everything in it.
     /// Its kernels still running stop first (they check at least every
     /// [`STOP_CHECK_INSTRUCTIONS`](crate::exec::STOP_CHECK_INSTRUCTIONS) instructions), and the
-    /// memory is freed once every running kernel has let it go: as a GPU tears down a context,
-    /// no kernel of it touches memory after this returns.
+    /// memory is freed once every running kernel has let it go, so no kernel of it touches
+    /// memory after this returns. **Not a GPU's behaviour for a healthy context:** on an H200
+    /// (driver 580) `cuDevicePrimaryCtxReset` and `cuCtxDestroy` waited for the running kernel
+    /// to end (`docs/gpu-validation.md`); a GPU stops a context's kernels only on a sticky
+    /// error, which is when the CUDA backend resets one.
     fn destroy_context(&mut self, context: usize) {
         let free = &mut self.free_handles;
         if let Some(destroyed) = self.contexts.remove(&context) {

@@ -81,7 +81,7 @@ fuzz_target!(|data: &[u8]| {
         let shape = LaunchShape { grid: [1, 1, 1], block: [32, 1, 1] };
         let outcome = program.run(shape, &KernelParams { buffer: &buffer, entry }, &view, 0);
         // Warp-synchronous instructions that never gather hang a GPU (the emulator ends the
-        // launch as a watchdog would): the fence bounds memory, not time (docs/RISKS.md).
+        // launch as a display GPU's driver watchdog would): the fence bounds memory, not time (docs/RISKS.md).
         assert!(
             matches!(outcome.fault, None | Some(Fault::Hang)),
             "a fenced kernel faulted: {}: {:?}",

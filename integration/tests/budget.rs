@@ -9,7 +9,7 @@
 //! `n - 2`); a block whose threads meet at `bar.sync` after loops of different lengths, some of
 //! which the budget stops (the others go on past the barrier without them); another tenant's
 //! launches, with correct results, while a guest's kernel spins through its budget. No
-//! watchdog is set on these devices, so nothing but the budget stops the kernels.
+//! deadline is set on these devices, and none would stop a kernel: only the budget does.
 //!
 //! The tests run on any device: the emulated driver in CI, and `scripts/gpu-check.sh` runs the
 //! first on a GPU.

@@ -54,9 +54,10 @@ pub enum Quota {
     InFlightPerGuest,
     /// Launches running at once on one device, over every guest.
     InFlightPerDevice,
-    /// Milliseconds one launch may run: the device's watchdog (a CUDA host's
-    /// `CudaOptions::launch_deadline`). Not checked before dispatch: a launch still running at
-    /// its deadline is stopped and refused with what it had run so far.
+    /// Milliseconds one launch may run: the device's deadline (a CUDA host's
+    /// `CudaOptions::launch_deadline`). Not checked before dispatch, and it stops nothing (CUDA
+    /// cannot stop a running kernel): a launch that ended past its deadline is refused after it
+    /// ran to its end, with `requested` the milliseconds it took.
     LaunchTime,
     /// Backward branches (loop iterations) one thread of a fenced kernel takes: its budget.
     /// Not checked before dispatch: a thread that would take one past the budget stops there

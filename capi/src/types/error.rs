@@ -286,8 +286,8 @@ pub enum KargsQuota {
     InFlightPerGuest = 2,
     /// Launches on one device at once: `kargs_host.in_flight_device`.
     InFlightPerDevice = 3,
-    /// Milliseconds one launch may run (a Rust CUDA host's watchdog; `kargs_host_call` has
-    /// none): `detail[1]` is how long the launch had run when it was stopped.
+    /// Milliseconds one launch may run (a Rust CUDA host's deadline; `kargs_host_call` has
+    /// none): `detail[1]` is how long the launch took; it ran to its end.
     LaunchTime = 4,
     /// Backward branches one thread of a fenced kernel takes (a Rust CUDA host's fence;
     /// `kargs_host_call`'s launches are the callback's): `detail[2]` is the budget.

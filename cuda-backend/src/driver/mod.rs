@@ -68,16 +68,13 @@ use std::marker::PhantomData;
 use std::mem::ManuallyDrop;
 use std::ptr;
 use std::sync::{Mutex, PoisonError};
-use std::time::{Duration, Instant};
 
 use cust::sys::{CUdevice, CUdevice_attribute, CUfunction_attribute};
 use kernel_args_core::GuestWindow;
 use libloading::Library;
 
 pub use self::result::CuError;
-use self::sys::{
-    Api, CUDA_ERROR_INVALID_CONTEXT, CUDA_ERROR_INVALID_VALUE, CUDA_ERROR_LAUNCH_TIMEOUT, Handle,
-};
+use self::sys::{Api, CUDA_ERROR_INVALID_CONTEXT, CUDA_ERROR_INVALID_VALUE, Handle};
 use crate::storage::KernelParams;
 
 /// The driver library's name on Linux.
@@ -451,28 +448,10 @@ pub struct Dims {
     pub shared_mem_bytes: u32,
 }
 
-/// When a [`Stream::scope`]'s work must have finished, and what to run just before the context
-/// is reset to stop work that has not.
-#[derive(Clone, Copy)]
-pub struct Deadline<'d> {
-    /// The instant.
-    pub at: Instant,
-    /// Runs once, before the reset, on the thread that resets.
-    pub before_reset: &'d dyn Fn(),
-}
-
-impl std::fmt::Debug for Deadline<'_> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Deadline").field("at", &self.at).finish_non_exhaustive()
-    }
-}
-
 /// A stream, destroyed on drop. Work is enqueued on it only inside [`Stream::scope`].
 #[derive(Debug)]
 pub struct Stream {
     driver: &'static Driver,
-    /// The device of its context: what a scope that overran its deadline resets.
-    device: CUdevice,
     made_in: MadeIn,
     stream: Handle,
 }
@@ -531,7 +510,7 @@ impl Stream {
     pub fn new(current: &Current<'_>) -> Result<Stream, CuError> {
         let driver = current.driver();
         let stream = result::stream_create(&driver.api)?;
-        Ok(Stream { driver, device: current.context.device.raw, made_in: current.made_in(), stream })
+        Ok(Stream { driver, made_in: current.made_in(), stream })
     }
 
     /// Runs `enqueue` with a [`Queue`] on this stream, then waits for the stream before
@@ -539,24 +518,20 @@ impl Stream {
     /// copy or kernel touches is borrowed for `'q`, which outlives this call, so nothing on the
     /// device can touch it once this returns.
     ///
-    /// Without a `deadline` the wait is `cuStreamSynchronize`. With one, the stream is polled
-    /// (`cuStreamQuery`) until its work has finished, then synchronised; work still running at
-    /// the deadline is stopped the only way CUDA has, by resetting the device's primary context
-    /// (`cuDevicePrimaryCtxReset`, right after the deadline's `before_reset`), which destroys everything made in it, whoever made it, and
-    /// the scope answers `CUDA_ERROR_LAUNCH_TIMEOUT` (sticky) for `cuStreamQuery`. Whoever
-    /// owns resources of that context must then give them up, not free them (the `abandon`
-    /// methods). Where the reset fails, the scope waits for the work as without a deadline.
+    /// The wait is `cuStreamSynchronize`. Nothing bounds it but the work itself: CUDA has no
+    /// call that stops a running kernel. On an H200 (driver 580), `cuDevicePrimaryCtxReset`
+    /// and `cuCtxDestroy` issued while a kernel ran returned only once it had ended
+    /// (`scripts/gpu-probe.c`, `docs/gpu-validation.md`).
     ///
     /// # Errors
     ///
     /// The first failed call: `enqueue`'s error, else the wait's (a kernel's fault is reported
-    /// there), or the overrun. Where `current` is not the stream's context, every call on the
+    /// there). Where `current` is not the stream's context, every call on the
     /// queue answers `CUDA_ERROR_INVALID_CONTEXT` without calling the driver, and nothing is
     /// waited for.
     pub fn scope<'q, T>(
         &'q self,
         current: &Current<'_>,
-        deadline: Option<Deadline<'_>>,
         enqueue: impl FnOnce(&Queue<'q>) -> Result<T, CuError>,
     ) -> Result<T, CuError> {
         let usable = current.made_in() == self.made_in;
@@ -574,46 +549,8 @@ impl Stream {
         let guard = Synchronise(self);
         let enqueued = enqueue(&queue);
         std::mem::forget(guard);
-        let waited = match deadline {
-            None => self.synchronize(),
-            Some(deadline) => self.wait_until(deadline),
-        };
+        let waited = self.synchronize();
         enqueued.and_then(|value| waited.map(|()| value))
-    }
-
-    /// Waits for the stream's work until `deadline` (see [`scope`](Self::scope)); resets the
-    /// context when it is still running then.
-    fn wait_until(&self, deadline: Deadline<'_>) -> Result<(), CuError> {
-        let Deadline { at: deadline, before_reset } = deadline;
-        let api = &self.driver.api;
-        let mut pause = Duration::from_micros(20);
-        loop {
-            // SAFETY: the stream is live (destroyed only by `Drop`, which `&self` excludes).
-            match unsafe { result::stream_query(api, self.stream) } {
-                Ok(true) => return self.synchronize(),
-                Ok(false) => {}
-                Err(e) => return self.synchronize().and(Err(e)),
-            }
-            let now = Instant::now();
-            if now >= deadline {
-                before_reset();
-                // SAFETY: the stream's work overran its deadline, and CUDA cannot stop one
-                // kernel: destroying its context is the only way, and it returns once nothing of
-                // the context runs. Nothing made in the context is used or freed afterwards: this
-                // answers CUDA_ERROR_LAUNCH_TIMEOUT, which is sticky, so the device marks this
-                // generation of its context poisoned, and every owner of something made in it
-                // (the module cache, each launcher's stream, arena and flag) abandons it rather
-                // than frees it; a call still in flight on another thread with a handle of the
-                // context gets the driver's error for a destroyed context (docs/RISKS.md).
-                return match unsafe { result::primary_ctx_reset(api, self.device) } {
-                    Ok(()) => Err(CuError { call: "cuStreamQuery", code: CUDA_ERROR_LAUNCH_TIMEOUT }),
-                    // Not stopped: wait for it, so that nothing runs once this returns.
-                    Err(e) => self.synchronize().and(Err(e)),
-                };
-            }
-            std::thread::sleep(pause.min(deadline.saturating_duration_since(now)));
-            pause = pause.saturating_mul(2).min(Duration::from_millis(1));
-        }
     }
 
     /// `cuStreamSynchronize`.

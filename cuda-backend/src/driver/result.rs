@@ -14,9 +14,7 @@ use std::ptr;
 
 use cust::sys::{CUdevice, CUjit_option};
 
-use super::sys::{
-    Api, CUDA_ERROR_NOT_READY, CUDA_SUCCESS, CuResult, Handle, MEMHOSTALLOC_DEVICEMAP, STREAM_NON_BLOCKING,
-};
+use super::sys::{Api, CUDA_SUCCESS, CuResult, Handle, MEMHOSTALLOC_DEVICEMAP, STREAM_NON_BLOCKING};
 
 /// A driver call that did not return `CUDA_SUCCESS`: which call, and the code it returned.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -274,20 +272,6 @@ pub(crate) unsafe fn stream_destroy(api: &Api, stream: Handle) -> Result<(), CuE
 pub(crate) unsafe fn stream_synchronize(api: &Api, stream: Handle) -> Result<(), CuError> {
     // SAFETY: the caller guarantees a live stream.
     check("cuStreamSynchronize", unsafe { (api.stream_synchronize)(stream.raw()) })
-}
-
-/// `cuStreamQuery`: `Ok(true)` once the stream's work has all finished, `Ok(false)` while it
-/// has not (`CUDA_ERROR_NOT_READY`).
-///
-/// # Safety
-///
-/// `stream` is live.
-pub(crate) unsafe fn stream_query(api: &Api, stream: Handle) -> Result<bool, CuError> {
-    // SAFETY: the caller guarantees a live stream.
-    match unsafe { (api.stream_query)(stream.raw()) } {
-        CUDA_ERROR_NOT_READY => Ok(false),
-        code => check("cuStreamQuery", code).map(|()| true),
-    }
 }
 
 /// `cuMemAlloc` of `len` bytes in the current context.

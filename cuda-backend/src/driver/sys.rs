@@ -23,12 +23,6 @@ pub(crate) const CUDA_ERROR_INVALID_VALUE: i32 = 1;
 pub(crate) const CUDA_ERROR_INVALID_CONTEXT: i32 = 201;
 /// `CUDA_ERROR_NOT_FOUND`: e.g. `cuModuleGetFunction` for an entry the module lacks.
 pub(crate) const CUDA_ERROR_NOT_FOUND: i32 = 500;
-/// `CUDA_ERROR_NOT_READY`: `cuStreamQuery` on a stream whose work has not all finished.
-pub(crate) const CUDA_ERROR_NOT_READY: i32 = 600;
-/// `CUDA_ERROR_LAUNCH_TIMEOUT` (sticky): a kernel ran too long. Also what a
-/// [`Stream::scope`](super::Stream::scope) answers, for `cuStreamQuery`, when its work overran
-/// its deadline and the context was reset to stop it.
-pub(crate) const CUDA_ERROR_LAUNCH_TIMEOUT: i32 = 702;
 
 /// `CU_MEMHOSTALLOC_DEVICEMAP`: host memory mapped into the device's address space.
 pub(crate) const MEMHOSTALLOC_DEVICEMAP: c_uint = 0x02;
@@ -118,7 +112,6 @@ driver_table! {
         stream_create = "cuStreamCreate": fn(*mut *mut c_void, c_uint);
         stream_destroy = "cuStreamDestroy_v2": fn(*mut c_void);
         stream_synchronize = "cuStreamSynchronize": fn(*mut c_void);
-        stream_query = "cuStreamQuery": fn(*mut c_void);
         // (dptr, bytesize)
         mem_alloc = "cuMemAlloc_v2": fn(*mut u64, usize);
         mem_free = "cuMemFree_v2": fn(u64);

@@ -51,12 +51,12 @@ fn a_stream_refuses_another_contexts_proof() {
     let current = primary.push().unwrap();
     let zeros = [0u8; 4];
     let buffer = DeviceBuffer::alloc(&current, zeros.len()).unwrap();
-    let err = stream.scope(&current, None, |queue| queue.upload_bytes(&zeros, &buffer, 0)).unwrap_err();
+    let err = stream.scope(&current, |queue| queue.upload_bytes(&zeros, &buffer, 0)).unwrap_err();
     assert_eq!((err.call, err.code), ("cuMemcpyHtoDAsync", CUDA_ERROR_INVALID_CONTEXT));
     let fresh = Stream::new(&current).unwrap();
-    assert_eq!(fresh.scope(&current, None, |queue| queue.upload_bytes(&zeros, &buffer, 0)), Ok(()));
+    assert_eq!(fresh.scope(&current, |queue| queue.upload_bytes(&zeros, &buffer, 0)), Ok(()));
     // A copy past the buffer's end is refused before the driver is called.
-    let err = fresh.scope(&current, None, |queue| queue.upload_bytes(&zeros, &buffer, 1)).unwrap_err();
+    let err = fresh.scope(&current, |queue| queue.upload_bytes(&zeros, &buffer, 1)).unwrap_err();
     assert_eq!((err.call, err.code), ("cuMemcpyHtoDAsync", CUDA_ERROR_INVALID_VALUE));
     drop(buffer);
     drop((fresh, current));

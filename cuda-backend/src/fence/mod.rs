@@ -64,8 +64,8 @@
 //! exited: a `bar.sync` without a thread count waits only for the block's threads that have
 //! not exited (on sm_70 and later, and in the emulator), so the threads waiting there go on
 //! without it; each of them stops at its own budget if it loops on. A barrier with a thread
-//! count waits for that many arrivals, and only the watchdog bounds a block that never makes
-//! them. The launcher gives the guest's `LaunchLimits::max_back_edges_per_thread`.
+//! count waits for that many arrivals, and nothing in the process bounds a block that never
+//! makes them (`docs/RISKS.md`, "Timing"). The launcher gives the guest's `LaunchLimits::max_back_edges_per_thread`.
 //!
 //! Per clamped access this costs eight PTX instructions, about six in sm_90 SASS (one or two
 //! more to form the address of a register with an offset or a 32-bit register, eleven more
