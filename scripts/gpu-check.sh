@@ -34,7 +34,9 @@
 # and without bar.sync, stopped at their guest's budget of backward branches with every
 # thread's count where the budget put it, the budget's exact edge, a block whose stopped
 # threads leave its barrier, and another tenant's launches beside; (deadline) launches past their
-# deadline answered so with their results complete, and a kernel that never ends ended by its
+# deadline answered so with their results complete, (corpus_driver) every fenced entry of the
+# kernel corpus computing the same bytes as unfenced, and a failing assert fenced setting the
+# flag, and a kernel that never ends ended by its
 # budget on a device with a deadline; (gpu-probe, scripts/gpu-probe.c) whether the driver's
 # context reset or destroy stops a running kernel, whether killing the process does, and
 # whether a context recovers from a kernel's fault. Without a device, the same binaries check the no-device path
@@ -73,6 +75,8 @@ bundle_tests() {
 # The backend's unit tests, and its launch tests (integration/tests/cuda.rs and the others, many
 # tenants in tenants.rs; the docs test reads the repository's files and stays here).
 bundle_tests -p kernel-args-cuda --features cuda --lib
+# The kernel corpus, fenced and unfenced, through the driver's C entry points.
+bundle_tests -p kernel-args-cuda-emulator --test corpus_driver
 bundle_tests -p kernel-args-integration --features cuda --test cuda --test declarations --test emulator \
     --test fault_matrix --test fence --test tenants --test budget --test deadline
 # The wasm guest's vector_add through `kargs demo`'s host on the GPU, once kargs has its
@@ -128,7 +132,7 @@ for bin in "$work"/bin/*; do
     echo "$name: exit $rc; ${summary:-no test summary}" >> "$results"
     # The tests write these lines past the harness's capture, so they may follow a
     # "test name ... " prefix on the same line.
-    grep -oE '(SKIPPED [a-z_0-9]+: .*|[a-z_0-9]+: (device|[0-9]+ elements|[0-9]+ launches|Direct:?|Staged:?|resident) .*|no_device_is_not_available: .*)' \
+    grep -oE '(SKIPPED [a-z_0-9]+: .*|[a-z_0-9]+: (device|[0-9]+ elements|[0-9]+ launches|[0-9]+ entries|a failing|Direct:?|Staged:?|resident) .*|no_device_is_not_available: .*)' \
         "$log" >> "$results"
     [ "$rc" -eq 0 ] || { status=1; grep -E -A15 'panicked|FAILED' "$log" | head -60 >> "$results"; }
 done

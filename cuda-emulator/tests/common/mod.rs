@@ -10,6 +10,8 @@ use kernel_args_cuda_emulator::api::{self, CUcontext, CUfunction, CUmodule, CUst
 use kernel_args_cuda_emulator::control;
 use kernel_args_cuda_emulator::result::*;
 
+pub mod corpus;
+
 pub const VECTOR_ADD: &str = include_str!("../../../cuda-backend/kernels/vector_add.ptx");
 pub const SCALARS: &str = include_str!("../../../cuda-backend/kernels/scalars.ptx");
 pub const STRUCT_PARAM: &str = include_str!("../../../cuda-backend/kernels/struct_param.ptx");

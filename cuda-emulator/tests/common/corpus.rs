@@ -1,0 +1,293 @@
+//! The kernel corpus (`cuda-backend/kernels/corpus/`) and the launches its tests make of each
+//! entry: what `tests/corpus.rs` runs on the emulator's API and `tests/corpus_driver.rs` on a
+//! driver library (a GPU's, or the emulated one).
+
+use super::floats;
+
+macro_rules! corpus {
+    ($($name:ident),*) => {
+        pub const CORPUS: &[(&str, &str)] = &[$((
+            stringify!($name),
+            include_str!(concat!("../../../cuda-backend/kernels/corpus/", stringify!($name), ".ptx")),
+        )),*];
+    };
+}
+corpus!(
+    assert,
+    cp_async,
+    device_variable,
+    elementwise,
+    gather,
+    lookup,
+    math,
+    noinline,
+    printf,
+    reduce,
+    std_headers,
+    tiled,
+    wmma
+);
+
+pub fn module(name: &str) -> &'static str {
+    CORPUS.iter().find(|(n, _)| *n == name).map(|(_, ptx)| *ptx).unwrap()
+}
+
+/// A kernel parameter: a buffer of the launch (by index) or a value.
+#[derive(Clone, Copy)]
+pub enum P {
+    Buf(usize),
+    U8(u8),
+    I32(i32),
+    I64(i64),
+    F32(f32),
+    F64(f64),
+}
+
+pub struct Case {
+    pub module: &'static str,
+    pub entry: &'static str,
+    pub grid: [u32; 3],
+    pub block: [u32; 3],
+    pub shared: u32,
+    pub buffers: Vec<Vec<u8>>,
+    pub params: Vec<P>,
+}
+
+pub fn case(
+    module: &'static str,
+    entry: &'static str,
+    grid: u32,
+    block: u32,
+    buffers: Vec<Vec<u8>>,
+    params: &[P],
+) -> Case {
+    Case {
+        module,
+        entry,
+        grid: [grid, 1, 1],
+        block: [block, 1, 1],
+        shared: 0,
+        buffers,
+        params: params.to_vec(),
+    }
+}
+
+pub fn ints(values: impl IntoIterator<Item = i32>) -> Vec<u8> {
+    values.into_iter().flat_map(i32::to_le_bytes).collect()
+}
+
+pub fn doubles(values: impl IntoIterator<Item = f64>) -> Vec<u8> {
+    values.into_iter().flat_map(f64::to_le_bytes).collect()
+}
+
+/// Floats with a repeating pattern of signs and sizes.
+pub fn data(n: usize) -> Vec<u8> {
+    floats((0..n).map(|i| ((i * 37 % 101) as f32 - 50.0) * 0.125))
+}
+
+pub fn cases() -> Vec<Case> {
+    use P::*;
+    let n = 300;
+    let mut cases = vec![
+        case(
+            "elementwise",
+            "vector_add",
+            2,
+            256,
+            vec![data(n), data(n), vec![0; 4 * n]],
+            &[Buf(0), Buf(1), Buf(2), I32(n as i32)],
+        ),
+        case(
+            "elementwise",
+            "saxpy_grid_stride",
+            2,
+            64,
+            vec![data(1000), data(1000)],
+            &[I32(1000), F32(1.5), Buf(0), Buf(1)],
+        ),
+        case(
+            "elementwise",
+            "scale_float4",
+            1,
+            128,
+            vec![data(400), vec![0; 1600]],
+            &[Buf(0), Buf(1), F32(-2.0), I32(100)],
+        ),
+        case("elementwise", "relu_inplace", 2, 256, vec![data(500)], &[Buf(0), I64(500)]),
+        case("elementwise", "fill_u8", 1, 256, vec![vec![1; 200]], &[Buf(0), U8(0xab), I64(150)]),
+        case(
+            "elementwise",
+            "_Z5axpbyIfEvPKT_PS0_S0_S0_i",
+            2,
+            128,
+            vec![data(n), data(n)],
+            &[Buf(0), Buf(1), F32(0.5), F32(2.0), I32(n as i32)],
+        ),
+        case(
+            "elementwise",
+            "_Z5axpbyIdEvPKT_PS0_S0_S0_i",
+            2,
+            128,
+            vec![doubles((0..n).map(|i| i as f64 * 0.5)), doubles((0..n).map(|i| 1.0 - i as f64))],
+            &[Buf(0), Buf(1), F64(0.25), F64(-1.0), I32(n as i32)],
+        ),
+        case(
+            "gather",
+            "gather",
+            1,
+            256,
+            vec![data(100), ints((0..200).map(|i| i * 7 % 100)), vec![0; 800]],
+            &[Buf(0), Buf(1), Buf(2), I32(200)],
+        ),
+        case(
+            "gather",
+            "scatter_add",
+            1,
+            256,
+            vec![data(200), ints((0..200).map(|i| i * 3 % 50)), vec![0; 200]],
+            &[Buf(0), Buf(1), Buf(2), I32(200)],
+        ),
+        case(
+            "gather",
+            "spmv_csr",
+            1,
+            64,
+            // 40 rows of 0 to 4 entries each.
+            vec![
+                ints((0..=40).map(|r: i32| (0..r).map(|k| k % 5).sum::<i32>())),
+                ints((0..40 * 4).map(|j| j * 11 % 40)),
+                data(160),
+                data(40),
+                vec![0; 160],
+            ],
+            &[I32(40), Buf(0), Buf(1), Buf(2), Buf(3), Buf(4)],
+        ),
+        case(
+            "gather",
+            "embedding_forward",
+            2,
+            128,
+            vec![vec![0; 4 * 4 * 8 * 6], ints((0..8).map(|i| i * 5 % 10)), data(10 * 6), data(4 * 6)],
+            &[Buf(0), Buf(1), Buf(2), Buf(3), I32(8), I32(4), I32(6)],
+        ),
+        case(
+            "gather",
+            "bincount",
+            1,
+            256,
+            vec![ints((0..250).map(|i| i % 23 - 3)), vec![0; 80]],
+            &[Buf(0), Buf(1), I32(250), I32(20)],
+        ),
+        case(
+            "reduce",
+            "block_reduce_sum",
+            4,
+            256,
+            vec![data(2000), vec![0; 16]],
+            &[Buf(0), Buf(1), I32(2000)],
+        ),
+        case(
+            "reduce",
+            "warp_reduce_atomic",
+            2,
+            128,
+            vec![floats((0..1000).map(|i| (i % 9) as f32)), vec![0; 4]],
+            &[Buf(0), Buf(1), I32(1000)],
+        ),
+        case(
+            "reduce",
+            "count_positive_ballot",
+            2,
+            128,
+            vec![data(250), vec![0; 4]],
+            &[Buf(0), Buf(1), I32(250)],
+        ),
+        case(
+            "reduce",
+            "any_nan",
+            1,
+            128,
+            vec![floats((0..100).map(|i| if i == 77 { f32::NAN } else { 1.0 })), vec![0; 4]],
+            &[Buf(0), Buf(1), I32(100)],
+        ),
+        case(
+            "reduce",
+            "histogram_shared",
+            4,
+            128,
+            vec![(0..3000u32).map(|i| (i * 37 % 251) as u8).collect(), vec![0; 1024]],
+            &[Buf(0), Buf(1), I32(3000)],
+        ),
+        case(
+            "reduce",
+            "dot_product",
+            2,
+            128,
+            vec![
+                floats((0..600).map(|i| (i % 5) as f32)),
+                floats((0..600).map(|i| (i % 3) as f32)),
+                vec![0; 4],
+            ],
+            &[Buf(0), Buf(1), Buf(2), I32(600)],
+        ),
+        case(
+            "reduce",
+            "max_int_atomic",
+            2,
+            128,
+            vec![ints((0..200).map(|i| i * 7919 % 1000 - 500)), ints([i32::MIN])],
+            &[Buf(0), Buf(1), I32(200)],
+        ),
+        case(
+            "std_headers",
+            "clamp_to_int16",
+            1,
+            128,
+            vec![ints((0..100).map(|i| (i - 50) * 1000)), vec![0; 200]],
+            &[Buf(0), Buf(1), I32(100)],
+        ),
+        case("std_headers", "minmax_pairs", 1, 64, vec![data(100), vec![0; 400]], &[Buf(0), Buf(1), I32(50)]),
+        case("tiled", "conv1d_const", 1, 128, vec![data(100), vec![0; 400]], &[Buf(0), Buf(1), I32(100)]),
+    ];
+    let mut matmul = case(
+        "tiled",
+        "matmul_tiled",
+        2,
+        16,
+        vec![data(20 * 24), data(24 * 30), vec![0; 4 * 20 * 30]],
+        &[Buf(0), Buf(1), Buf(2), I32(20), I32(30), I32(24)],
+    );
+    (matmul.grid, matmul.block) = ([2, 2, 1], [16, 16, 1]);
+    let mut transpose = case(
+        "tiled",
+        "transpose_padded",
+        1,
+        32,
+        vec![data(37 * 45), vec![0; 4 * 37 * 45]],
+        &[Buf(0), Buf(1), I32(37), I32(45)],
+    );
+    (transpose.grid, transpose.block) = ([2, 2, 1], [32, 8, 1]);
+    let mut stencil = case(
+        "tiled",
+        "stencil5",
+        1,
+        16,
+        vec![data(20 * 18), vec![0; 4 * 20 * 18]],
+        &[Buf(0), Buf(1), I32(20), I32(18)],
+    );
+    (stencil.grid, stencil.block) = ([2, 2, 1], [16, 16, 1]);
+    let mut scan =
+        case("tiled", "scan_block", 3, 64, vec![ints(0..150), vec![0; 600]], &[Buf(0), Buf(1), I32(150)]);
+    scan.shared = 64 * 4;
+    let mut bias = case(
+        "elementwise",
+        "add_bias_2d",
+        1,
+        32,
+        vec![data(20 * 32), data(30)],
+        &[Buf(0), Buf(1), I32(20), I32(30), I32(32)],
+    );
+    (bias.grid, bias.block) = ([1, 2, 1], [32, 16, 1]);
+    cases.extend([matmul, transpose, stencil, scan, bias]);
+    cases
+}

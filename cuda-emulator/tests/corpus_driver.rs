@@ -1,0 +1,301 @@
+//! The kernel corpus through a CUDA driver library: the one `KARGS_CUDA_DRIVER` names (the
+//! emulated driver in CI, `.ci/steps/40-cuda.sh`), else the system's `libcuda.so.1` (a GPU:
+//! `scripts/gpu-check.sh` bundles this test). Every fenced entry with a launch of its own
+//! (`common::corpus::cases`, and the entries below that the emulated driver cannot load as nvcc
+//! wrote them: `cp.async`, the math library's slow paths, a module table, a device-side
+//! `assert`) computes the same bytes fenced as unfenced, its buffers in one arena that is its
+//! fence (a staged launch's layout), and leaves the flag clear; a failing `assert`, fenced,
+//! stops its thread, sets the flag's trap byte and faults nothing. An entry whose unfenced
+//! module the driver does not load is named and not compared (on the emulated driver, the
+//! modules `corpus.rs` lists; on a GPU, none). Without a driver or a device the test skips.
+//!
+//! On a GPU this is where the fence meets ptxas and the hardware on kernels nvcc wrote; its
+//! results there are recorded in `docs/gpu-validation.md`.
+
+mod common;
+
+use std::ffi::{CString, c_char, c_int, c_uint, c_void};
+use std::ptr;
+
+use common::corpus::*;
+use common::{floats, layout};
+use kernel_args_cuda::fence::{FLAG_TRAPPED, fence_ptx};
+
+type CuResult = c_int;
+type Handle = *mut c_void;
+
+/// The driver entry points the test calls, from the library it opened (kept open for the
+/// process: a driver library is never unloaded).
+struct Driver {
+    init: unsafe extern "C" fn(c_uint) -> CuResult,
+    device_get: unsafe extern "C" fn(*mut c_int, c_int) -> CuResult,
+    retain: unsafe extern "C" fn(*mut Handle, c_int) -> CuResult,
+    push: unsafe extern "C" fn(Handle) -> CuResult,
+    load: unsafe extern "C" fn(*mut Handle, *const c_void, c_uint, *mut c_int, *mut *mut c_void) -> CuResult,
+    get_function: unsafe extern "C" fn(*mut Handle, Handle, *const c_char) -> CuResult,
+    unload: unsafe extern "C" fn(Handle) -> CuResult,
+    alloc: unsafe extern "C" fn(*mut u64, usize) -> CuResult,
+    free: unsafe extern "C" fn(u64) -> CuResult,
+    htod: unsafe extern "C" fn(u64, *const c_void, usize, Handle) -> CuResult,
+    dtoh: unsafe extern "C" fn(*mut c_void, u64, usize, Handle) -> CuResult,
+    launch: unsafe extern "C" fn(
+        Handle,
+        c_uint,
+        c_uint,
+        c_uint,
+        c_uint,
+        c_uint,
+        c_uint,
+        c_uint,
+        Handle,
+        *mut *mut c_void,
+        *mut *mut c_void,
+    ) -> CuResult,
+    synchronize: unsafe extern "C" fn(Handle) -> CuResult,
+}
+
+/// `name`'s address in `library`, as the function type `T`.
+///
+/// # Safety
+///
+/// `T` is a function pointer type matching the symbol's C signature.
+unsafe fn symbol<T: Copy>(library: *mut c_void, name: &str) -> Result<T, String> {
+    let c_name = CString::new(name).unwrap();
+    // SAFETY: a live library handle and a NUL-terminated name.
+    let address = unsafe { libc::dlsym(library, c_name.as_ptr()) };
+    if address.is_null() {
+        return Err(format!("the driver library has no {name}"));
+    }
+    assert_eq!(size_of::<T>(), size_of::<*mut c_void>());
+    // SAFETY: a function's address, as a function pointer of its signature (the contract).
+    Ok(unsafe { std::mem::transmute_copy::<*mut c_void, T>(&address) })
+}
+
+impl Driver {
+    /// Opens the driver library and makes device 0's primary context current on this thread.
+    fn open() -> Result<Driver, String> {
+        let path = std::env::var("KARGS_CUDA_DRIVER").ok().filter(|p| !p.is_empty());
+        let path = path.unwrap_or_else(|| "libcuda.so.1".to_owned());
+        let c_path = CString::new(path.clone()).unwrap();
+        // SAFETY: a NUL-terminated path; the library is kept loaded for the process.
+        let library = unsafe { libc::dlopen(c_path.as_ptr(), libc::RTLD_NOW) };
+        if library.is_null() {
+            return Err(format!("no driver library {path}"));
+        }
+        // SAFETY: each type is the entry point's signature in `cuda.h`.
+        let driver = unsafe {
+            Driver {
+                init: symbol(library, "cuInit")?,
+                device_get: symbol(library, "cuDeviceGet")?,
+                retain: symbol(library, "cuDevicePrimaryCtxRetain")?,
+                push: symbol(library, "cuCtxPushCurrent_v2")?,
+                load: symbol(library, "cuModuleLoadDataEx")?,
+                get_function: symbol(library, "cuModuleGetFunction")?,
+                unload: symbol(library, "cuModuleUnload")?,
+                alloc: symbol(library, "cuMemAlloc_v2")?,
+                free: symbol(library, "cuMemFree_v2")?,
+                htod: symbol(library, "cuMemcpyHtoDAsync_v2")?,
+                dtoh: symbol(library, "cuMemcpyDtoHAsync_v2")?,
+                launch: symbol(library, "cuLaunchKernel")?,
+                synchronize: symbol(library, "cuStreamSynchronize")?,
+            }
+        };
+        let (mut device, mut context) = (0, ptr::null_mut());
+        // SAFETY: the entry points as `cuda.h` declares them, with writable out-parameters.
+        unsafe {
+            match (driver.init)(0) {
+                0 => {}
+                code => return Err(format!("{path}: cuInit answered {code} (no device)")),
+            }
+            check("cuDeviceGet", (driver.device_get)(&mut device, 0))?;
+            check("cuDevicePrimaryCtxRetain", (driver.retain)(&mut context, device))?;
+            check("cuCtxPushCurrent", (driver.push)(context))?;
+        }
+        Ok(driver)
+    }
+
+    /// Loads `ptx`; `None` where the driver refuses the module.
+    fn module(&self, ptx: &str) -> Option<Handle> {
+        let image = CString::new(ptx).unwrap();
+        let mut module = ptr::null_mut();
+        // SAFETY: a NUL-terminated image and no options.
+        let code =
+            unsafe { (self.load)(&mut module, image.as_ptr().cast(), 0, ptr::null_mut(), ptr::null_mut()) };
+        (code == 0).then_some(module)
+    }
+
+    /// Runs `entry` of `module` on `case`'s buffers, laid out in one arena, with the fence's
+    /// hidden parameters when `fenced` (the arena is the fence; the default budget): the
+    /// launch's code, the arena's bytes afterwards and the flag.
+    fn run(&self, module: Handle, case: &Case, fenced: bool) -> (CuResult, Vec<u8>, u32) {
+        let name = CString::new(case.entry).unwrap();
+        let mut function = ptr::null_mut();
+        let sizes: Vec<usize> = case.buffers.iter().map(Vec::len).collect();
+        let (offsets, len) = layout(&sizes);
+        let (mut arena, mut flag) = (0u64, 0u64);
+        let mut bytes = vec![0u8; len];
+        let mut flag_bytes = [0u8; 4];
+        // SAFETY: the entry points as `cuda.h` declares them: writable out-parameters, host
+        // buffers as long as the copies, one parameter pointer per kernel parameter of its size
+        // (the corpus's cases and the fence's four hidden ones), the legacy stream (null),
+        // synchronised before the host buffers are read or dropped.
+        let result = unsafe {
+            let get = (self.get_function)(&mut function, module, name.as_ptr());
+            assert_eq!(get, 0, "{}: cuModuleGetFunction", case.entry);
+            assert_eq!((self.alloc)(&mut arena, len), 0);
+            assert_eq!((self.alloc)(&mut flag, 4), 0);
+            assert_eq!((self.htod)(arena, bytes.as_ptr().cast(), len, ptr::null_mut()), 0);
+            assert_eq!((self.htod)(flag, flag_bytes.as_ptr().cast(), 4, ptr::null_mut()), 0);
+            for (buffer, &offset) in case.buffers.iter().zip(&offsets) {
+                let copied =
+                    (self.htod)(arena + offset as u64, buffer.as_ptr().cast(), buffer.len(), ptr::null_mut());
+                assert_eq!(copied, 0);
+            }
+            let mut params: Vec<Vec<u8>> = case
+                .params
+                .iter()
+                .map(|p| match *p {
+                    P::Buf(i) => (arena + offsets[i] as u64).to_le_bytes().to_vec(),
+                    P::U8(v) => vec![v],
+                    P::I32(v) => v.to_le_bytes().to_vec(),
+                    P::I64(v) => v.to_le_bytes().to_vec(),
+                    P::F32(v) => v.to_le_bytes().to_vec(),
+                    P::F64(v) => v.to_le_bytes().to_vec(),
+                })
+                .collect();
+            if fenced {
+                let budget = u64::from(kernel_args::limits::DEFAULT_MAX_BACK_EDGES_PER_THREAD);
+                params.extend([arena, len as u64, flag, budget].map(|v| v.to_le_bytes().to_vec()));
+            }
+            let mut table: Vec<*mut c_void> = params.iter_mut().map(|p| p.as_mut_ptr().cast()).collect();
+            let [gx, gy, gz] = case.grid;
+            let [bx, by, bz] = case.block;
+            let launched = (self.launch)(
+                function,
+                gx,
+                gy,
+                gz,
+                bx,
+                by,
+                bz,
+                case.shared,
+                ptr::null_mut(),
+                table.as_mut_ptr(),
+                ptr::null_mut(),
+            );
+            let result = if launched == 0 { (self.synchronize)(ptr::null_mut()) } else { launched };
+            if result == 0 {
+                assert_eq!((self.dtoh)(bytes.as_mut_ptr().cast(), arena, len, ptr::null_mut()), 0);
+                assert_eq!((self.dtoh)(flag_bytes.as_mut_ptr().cast(), flag, 4, ptr::null_mut()), 0);
+                assert_eq!((self.synchronize)(ptr::null_mut()), 0);
+                assert_eq!((self.free)(arena), 0);
+                assert_eq!((self.free)(flag), 0);
+            }
+            result
+        };
+        (result, bytes, u32::from_le_bytes(flag_bytes))
+    }
+}
+
+/// `Ok` for `CUDA_SUCCESS`, else what `call` answered.
+fn check(call: &str, code: CuResult) -> Result<(), String> {
+    if code == 0 { Ok(()) } else { Err(format!("{call} answered {code}")) }
+}
+
+/// The launches of the entries the emulated driver does not load as nvcc wrote them.
+fn more_cases() -> Vec<Case> {
+    use P::*;
+    let n = 300;
+    let int4s =
+        |count: usize| (0..4 * count as i32).flat_map(|v| (v * 7 - 500).to_le_bytes()).collect::<Vec<u8>>();
+    vec![
+        case(
+            "cp_async",
+            "async_reverse",
+            2,
+            128,
+            vec![int4s(256), vec![0; 16 * 256]],
+            &[Buf(0), Buf(1), I32(250)],
+        ),
+        case("math", "gelu_precise", 2, 256, vec![data(n), vec![0; 4 * n]], &[Buf(0), Buf(1), I32(n as i32)]),
+        case("math", "trig_pow", 2, 256, vec![data(n), vec![0; 4 * n]], &[Buf(0), Buf(1), I32(n as i32)]),
+        case(
+            "lookup",
+            "popcount_bytes",
+            1,
+            256,
+            vec![(0..=255u8).collect(), vec![0; 256]],
+            &[Buf(0), Buf(1), I32(256)],
+        ),
+        case(
+            "lookup",
+            "weighted_window",
+            1,
+            64,
+            vec![floats((0..64).map(|i| (i % 7) as f32)), vec![0; 256]],
+            &[Buf(0), Buf(1), I32(64)],
+        ),
+        case("assert", "checked_copy", 1, 128, vec![ints(0..100), vec![0; 400]], &[Buf(0), Buf(1), I32(100)]),
+    ]
+}
+
+#[test]
+fn every_fenced_corpus_entry_computes_the_same_bytes_through_the_driver() {
+    let test = "every_fenced_corpus_entry_computes_the_same_bytes_through_the_driver";
+    let driver = match Driver::open() {
+        Ok(driver) => driver,
+        Err(reason) => return kernel_args_testkit::device::skip(test, &reason),
+    };
+    let mut cases = cases();
+    cases.extend(more_cases());
+    let (mut compared, mut not_loaded) = (Vec::new(), Vec::new());
+    for case in &cases {
+        let ptx = module(case.module);
+        let fenced = fence_ptx(ptx).unwrap();
+        let (Some(plain_module), Some(fenced_module)) = (driver.module(ptx), driver.module(fenced.ptx()))
+        else {
+            not_loaded.push(case.entry);
+            continue;
+        };
+        let (plain_result, plain, _) = driver.run(plain_module, case, false);
+        let (fenced_result, with_fence, flag) = driver.run(fenced_module, case, true);
+        assert_eq!((plain_result, fenced_result), (0, 0), "{}", case.entry);
+        assert!(plain == with_fence, "{}: fenced and unfenced differ", case.entry);
+        assert_eq!(flag, 0, "{}: nothing left the fence", case.entry);
+        // SAFETY: modules this test loaded, used by no launch any more.
+        unsafe {
+            assert_eq!((driver.unload)(plain_module), 0);
+            assert_eq!((driver.unload)(fenced_module), 0);
+        }
+        compared.push(case.entry);
+    }
+    // Every entry runs somewhere: the emulated driver loads the 27 of `cases()`, a GPU all.
+    assert!(compared.len() >= 27, "{compared:?}");
+    kernel_args_testkit::device::say(&format!(
+        "{test}: {} entries computed the same bytes fenced and unfenced; not loaded unfenced by this driver: {not_loaded:?}",
+        compared.len()
+    ));
+
+    // A failing assert, fenced: the thread stops, the flag's trap byte is set, nothing faults.
+    let Some(fenced_assert) = driver.module(fence_ptx(module("assert")).unwrap().ptx()) else {
+        return kernel_args_testkit::device::say(&format!("{test}: the fenced assert module does not load"));
+    };
+    let inputs: Vec<i32> = (0..100).map(|i| if i == 40 { -1 } else { i }).collect();
+    let failing = case(
+        "assert",
+        "checked_copy",
+        1,
+        128,
+        vec![ints(inputs), vec![0xee; 400]],
+        &[P::Buf(0), P::Buf(1), P::I32(100)],
+    );
+    let (result, bytes, flag) = driver.run(fenced_assert, &failing, true);
+    assert_eq!((result, flag), (0, FLAG_TRAPPED));
+    for (i, chunk) in bytes[512..912].chunks(4).enumerate() {
+        let expected = if i == 40 { [0xee; 4] } else { (i as i32).to_le_bytes() };
+        assert_eq!(chunk, expected, "element {i}");
+    }
+    kernel_args_testkit::device::say(&format!(
+        "{test}: a failing assert, fenced, set the trap byte and faulted nothing"
+    ));
+}
