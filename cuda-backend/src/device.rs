@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex, PoisonError, RwLock, RwLockReadGuard, Weak};
 use std::time::Duration;
 
 use cust::sys::CUdevice_attribute;
-use kernel_args::{AbiError, HostError, PointerMode};
+use kernel_args::{AbiError, Detail, DeviceLost, HostError, PointerMode};
 
 use crate::cu_error::{Phase, is_sticky};
 use crate::driver::{CuError, Current, DRIVER_LIBRARY, Driver, PrimaryContext};
@@ -383,12 +383,8 @@ impl CudaDevice {
         match state.primary.reset() {
             Ok(()) => state.generation = state.generation.saturating_add(1),
             Err(e) => {
-                let message = format!(
-                    "CUDA device {} ({}) is lost: a kernel fault left its context unusable and {} failed \
-                     with code {}",
-                    self.info.ordinal, self.info.name, e.call, e.code
-                );
-                state.lost = Some(HostError::msg(AbiError::LaunchFailed, message));
+                let lost = DeviceLost { ordinal: self.info.ordinal, call: e.call, code: e.code };
+                state.lost = Some(HostError::new(Detail::DeviceLost(lost)));
             }
         }
     }

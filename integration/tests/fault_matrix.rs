@@ -26,7 +26,7 @@ mod support;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
-use kernel_args::{AbiError, HostError, LaunchShape};
+use kernel_args::{AbiError, Detail, DeviceLost, HostError, LaunchShape};
 use kernel_args_core::{ArgvBuilder, GuestMemory};
 use kernel_args_cuda::{CudaDevice, CudaOptions, PointerModeChoice, SetupError};
 use kernel_args_cuda_emulator::client::{DeviceConfig, Emulator};
@@ -159,7 +159,7 @@ fn life(emulator: &Emulator, library: &Path, entry: &str, nth: u64, code: i32) -
         }
         Ok(device) => {
             let mut launcher = device.launcher();
-            for _ in 0..2 {
+            for turn in 0..2 {
                 let mut buf = [0u8; 64];
                 let mut argv = ArgvBuilder::new(&mut buf);
                 argv.ptr(0, 1024)
@@ -183,6 +183,12 @@ fn life(emulator: &Emulator, library: &Path, entry: &str, nth: u64, code: i32) -
                     )
                 };
                 check_memory(entry, &memory, &result);
+                // The reset after the first launch's fault refused: the device is lost, typed.
+                if entry == "cuDevicePrimaryCtxReset_v2" && turn == 1 {
+                    let e = result.as_ref().expect_err("a device whose reset failed");
+                    let lost = DeviceLost { ordinal, call: "cuDevicePrimaryCtxReset", code };
+                    assert_eq!(e.detail(), &Detail::DeviceLost(lost), "{e}");
+                }
                 steps.push(result.map(|_| ()).map_err(|e| e.code()));
             }
             drop(launcher);

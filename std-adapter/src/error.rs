@@ -196,6 +196,11 @@ pub enum Detail {
     /// A fenced kernel reached outside its fence or stopped at a trap: what its launcher read
     /// from the fence's flag after it ran.
     Fenced(FenceReport),
+    /// The device can run nothing more in this process: a kernel's fault left its driver
+    /// unusable, and the driver refused a fresh context. Every later launch on the device
+    /// answers this; only a new process runs kernels on it again (what a GPU does: see the
+    /// repository's `docs/RISKS.md`). An embedder that sees it restarts the process.
+    DeviceLost(DeviceLost),
     /// The wasi-cuda capability is disabled for this guest.
     CapabilityDisabled,
     /// The calling module exports no linear memory named `memory`, so no pointer can be
@@ -222,7 +227,7 @@ impl Detail {
             Detail::Region(_) | Detail::NoExportedMemory => AbiError::InvalidPointer,
             Detail::Shape(_) => AbiError::InvalidDimensions,
             Detail::Quota(_) => AbiError::QuotaExceeded,
-            Detail::Fenced(_) => AbiError::LaunchFailed,
+            Detail::Fenced(_) | Detail::DeviceLost(_) => AbiError::LaunchFailed,
             Detail::CapabilityDisabled | Detail::NoDevice => AbiError::NotAvailable,
             Detail::LauncherPanicked => AbiError::Internal,
         }
@@ -245,6 +250,31 @@ impl fmt::Display for FenceSpan {
             FenceSpan::GuestMemory => "the guest's linear memory",
             FenceSpan::StagingArena => "the launch's staging arena",
         })
+    }
+}
+
+/// A device lost for the process ([`Detail::DeviceLost`]): which, and the driver call that
+/// refused to go on, with its code.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct DeviceLost {
+    /// The device's ordinal.
+    pub ordinal: u32,
+    /// The driver function that failed while the device was being recovered, as the driver's
+    /// API names it (`cuDevicePrimaryCtxRetain`).
+    pub call: &'static str,
+    /// What it returned (for CUDA, the `CUresult`: 700 after an illegal address).
+    pub code: i32,
+}
+
+impl fmt::Display for DeviceLost {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "device {} is lost for this process: after a kernel's fault, {} failed with code {}; no launch on \
+             it succeeds until the process is restarted",
+            self.ordinal, self.call, self.code
+        )
     }
 }
 
@@ -361,6 +391,7 @@ impl fmt::Display for Detail {
             Detail::Shape(e) => write!(f, "{e}"),
             Detail::Quota(e) => write!(f, "{e}"),
             Detail::Fenced(report) => write!(f, "{report}"),
+            Detail::DeviceLost(lost) => write!(f, "{lost}"),
             Detail::CapabilityDisabled => f.write_str("the wasi-cuda capability is disabled for this guest"),
             Detail::NoExportedMemory => f.write_str("the guest exports no linear memory named `memory`"),
             Detail::NoDevice => f.write_str("no CUDA device: dry run, the launch was recorded but not run"),
@@ -429,6 +460,18 @@ mod tests {
 
     use super::*;
     use crate::checks::{Bound, Dimension};
+
+    #[test]
+    fn a_lost_device_is_launch_failed_and_says_to_restart_the_process() {
+        let lost = DeviceLost { ordinal: 3, call: "cuDevicePrimaryCtxRetain", code: 700 };
+        let e = HostError::new(Detail::DeviceLost(lost));
+        assert_eq!(e.code(), AbiError::LaunchFailed);
+        assert_eq!(
+            e.to_string(),
+            "LaunchFailed -5: device 3 is lost for this process: after a kernel's fault, \
+             cuDevicePrimaryCtxRetain failed with code 700; no launch on it succeeds until the process is restarted"
+        );
+    }
 
     #[test]
     fn a_fence_report_says_which_reasons_and_what_the_fence_was() {
