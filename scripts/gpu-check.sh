@@ -132,7 +132,7 @@ for bin in "$work"/bin/*; do
     echo "$name: exit $rc; ${summary:-no test summary}" >> "$results"
     # The tests write these lines past the harness's capture, so they may follow a
     # "test name ... " prefix on the same line.
-    grep -oE '(SKIPPED [a-z_0-9]+: .*|[a-z_0-9]+: (device|[0-9]+ elements|[0-9]+ launches|[0-9]+ entries|a failing|Direct:?|Staged:?|resident) .*|no_device_is_not_available: .*)' \
+    grep -oE '(SKIPPED [a-z_0-9]+: .*|[a-z_0-9]+: (device|[0-9]+ elements|[0-9]+ launches|[0-9]+ entries|a failing|\||this driver|Direct:?|Staged:?|resident) .*|no_device_is_not_available: .*)' \
         "$log" >> "$results"
     [ "$rc" -eq 0 ] || { status=1; grep -E -A15 'panicked|FAILED' "$log" | head -60 >> "$results"; }
 done

@@ -16,6 +16,7 @@ mod common;
 
 use std::ffi::{CString, c_char, c_int, c_uint, c_void};
 use std::ptr;
+use std::time::{Duration, Instant};
 
 use common::corpus::*;
 use common::{floats, layout};
@@ -128,6 +129,21 @@ impl Driver {
     /// hidden parameters when `fenced` (the arena is the fence; the default budget): the
     /// launch's code, the arena's bytes afterwards and the flag.
     fn run(&self, module: Handle, case: &Case, fenced: bool) -> (CuResult, Vec<u8>, u32) {
+        let (result, bytes, flag, _) = self.run_timed(module, case, fenced, 0);
+        (result, bytes, flag)
+    }
+
+    /// [`run`](Self::run), and where `repeats` is not 0, the launch repeated afterwards in 3
+    /// batches of `repeats` launches back to back, each batch timed from its first launch to the
+    /// synchronisation after its last: the fastest batch's time per launch (the bytes and the
+    /// flag are then those after every launch).
+    fn run_timed(
+        &self,
+        module: Handle,
+        case: &Case,
+        fenced: bool,
+        repeats: u32,
+    ) -> (CuResult, Vec<u8>, u32, Option<Duration>) {
         let name = CString::new(case.entry).unwrap();
         let mut function = ptr::null_mut();
         let sizes: Vec<usize> = case.buffers.iter().map(Vec::len).collect();
@@ -135,6 +151,7 @@ impl Driver {
         let (mut arena, mut flag) = (0u64, 0u64);
         let mut bytes = vec![0u8; len];
         let mut flag_bytes = [0u8; 4];
+        let mut fastest: Option<Duration> = None;
         // SAFETY: the entry points as `cuda.h` declares them: writable out-parameters, host
         // buffers as long as the copies, one parameter pointer per kernel parameter of its size
         // (the corpus's cases and the fence's four hidden ones), the legacy stream (null),
@@ -168,22 +185,45 @@ impl Driver {
                 params.extend([arena, len as u64, flag, budget].map(|v| v.to_le_bytes().to_vec()));
             }
             let mut table: Vec<*mut c_void> = params.iter_mut().map(|p| p.as_mut_ptr().cast()).collect();
+            let table = table.as_mut_ptr();
             let [gx, gy, gz] = case.grid;
             let [bx, by, bz] = case.block;
-            let launched = (self.launch)(
-                function,
-                gx,
-                gy,
-                gz,
-                bx,
-                by,
-                bz,
-                case.shared,
-                ptr::null_mut(),
-                table.as_mut_ptr(),
-                ptr::null_mut(),
-            );
-            let result = if launched == 0 { (self.synchronize)(ptr::null_mut()) } else { launched };
+            let launch = || {
+                (self.launch)(
+                    function,
+                    gx,
+                    gy,
+                    gz,
+                    bx,
+                    by,
+                    bz,
+                    case.shared,
+                    ptr::null_mut(),
+                    table,
+                    ptr::null_mut(),
+                )
+            };
+            let mut result = match launch() {
+                0 => (self.synchronize)(ptr::null_mut()),
+                launched => launched,
+            };
+            for _ in 0..if repeats == 0 { 0 } else { 3 } {
+                if result != 0 {
+                    break;
+                }
+                let started = Instant::now();
+                for _ in 0..repeats {
+                    result = launch();
+                    if result != 0 {
+                        break;
+                    }
+                }
+                if result == 0 {
+                    result = (self.synchronize)(ptr::null_mut());
+                }
+                let each = started.elapsed() / repeats;
+                fastest = Some(fastest.map_or(each, |f| f.min(each)));
+            }
             if result == 0 {
                 assert_eq!((self.dtoh)(bytes.as_mut_ptr().cast(), arena, len, ptr::null_mut()), 0);
                 assert_eq!((self.dtoh)(flag_bytes.as_mut_ptr().cast(), flag, 4, ptr::null_mut()), 0);
@@ -193,7 +233,7 @@ impl Driver {
             }
             result
         };
-        (result, bytes, u32::from_le_bytes(flag_bytes))
+        (result, bytes, u32::from_le_bytes(flag_bytes), fastest)
     }
 }
 
@@ -297,5 +337,195 @@ fn every_fenced_corpus_entry_computes_the_same_bytes_through_the_driver() {
     }
     kernel_args_testkit::device::say(&format!(
         "{test}: a failing assert, fenced, set the trap byte and faulted nothing"
+    ));
+}
+
+/// Launches at sizes worth timing: `scale` 1 for a GPU (16 Mi elements, 1024² and 4096²
+/// matrices), smaller on the emulated driver. Whether the result is the same bit for bit on
+/// every run: not where floats are summed by atomics in whatever order the threads come.
+fn large_cases(scale: usize) -> Vec<(Case, bool)> {
+    use P::*;
+    let n = (1 << 24) / scale;
+    let grid = |threads: usize, block: usize| u32::try_from(threads.div_ceil(block)).unwrap();
+    let pattern = |count: usize| floats((0..count).map(|i| ((i * 37 % 101) as f32 - 50.0) * 0.125));
+    let side = 4096 / scale.isqrt();
+    let m = 1024 / scale.isqrt();
+    let mut cases = vec![
+        (
+            case(
+                "elementwise",
+                "vector_add",
+                grid(n, 256),
+                256,
+                vec![pattern(n), pattern(n), vec![0; 4 * n]],
+                &[Buf(0), Buf(1), Buf(2), I32(n as i32)],
+            ),
+            true,
+        ),
+        (
+            case(
+                "elementwise",
+                "saxpy_grid_stride",
+                1056,
+                256,
+                vec![pattern(n), pattern(n)],
+                &[I32(n as i32), F32(1.5), Buf(0), Buf(1)],
+            ),
+            true,
+        ),
+        (
+            case(
+                "elementwise",
+                "scale_float4",
+                grid(n / 4, 256),
+                256,
+                vec![pattern(n), vec![0; 4 * n]],
+                &[Buf(0), Buf(1), F32(-2.0), I32((n / 4) as i32)],
+            ),
+            true,
+        ),
+        (
+            case(
+                "gather",
+                "gather",
+                grid(n, 256),
+                256,
+                vec![pattern(n / 16), ints((0..n).map(|i| (i * 7919 % (n / 16)) as i32)), vec![0; 4 * n]],
+                &[Buf(0), Buf(1), Buf(2), I32(n as i32)],
+            ),
+            true,
+        ),
+        (
+            case(
+                "reduce",
+                "block_reduce_sum",
+                grid(n, 512),
+                256,
+                vec![pattern(n), vec![0; 4 * n.div_ceil(512)]],
+                &[Buf(0), Buf(1), I32(n as i32)],
+            ),
+            true,
+        ),
+        (
+            case(
+                "reduce",
+                "dot_product",
+                1056,
+                256,
+                vec![pattern(n), pattern(n), vec![0; 4]],
+                &[Buf(0), Buf(1), Buf(2), I32(n as i32)],
+            ),
+            false,
+        ),
+        (
+            case(
+                "reduce",
+                "histogram_shared",
+                1056,
+                256,
+                vec![(0..4 * n).map(|i| (i * 37 % 251) as u8).collect(), vec![0; 1024]],
+                &[Buf(0), Buf(1), I32((4 * n) as i32)],
+            ),
+            true,
+        ),
+    ];
+    let mut matmul = case(
+        "tiled",
+        "matmul_tiled",
+        1,
+        16,
+        vec![pattern(m * m), pattern(m * m), vec![0; 4 * m * m]],
+        &[Buf(0), Buf(1), Buf(2), I32(m as i32), I32(m as i32), I32(m as i32)],
+    );
+    (matmul.grid, matmul.block) = ([grid(m, 16), grid(m, 16), 1], [16, 16, 1]);
+    let mut transpose = case(
+        "tiled",
+        "transpose_padded",
+        1,
+        32,
+        vec![pattern(side * side), vec![0; 4 * side * side]],
+        &[Buf(0), Buf(1), I32(side as i32), I32(side as i32)],
+    );
+    (transpose.grid, transpose.block) = ([grid(side, 32), grid(side, 32), 1], [32, 8, 1]);
+    let mut stencil = case(
+        "tiled",
+        "stencil5",
+        1,
+        16,
+        vec![pattern(side * side), vec![0; 4 * side * side]],
+        &[Buf(0), Buf(1), I32(side as i32), I32(side as i32)],
+    );
+    (stencil.grid, stencil.block) = ([grid(side, 16), grid(side, 16), 1], [16, 16, 1]);
+    let mut bias = case(
+        "elementwise",
+        "add_bias_2d",
+        1,
+        32,
+        vec![pattern(side * side), pattern(side)],
+        &[Buf(0), Buf(1), I32(side as i32), I32(side as i32), I32(side as i32)],
+    );
+    (bias.grid, bias.block) = ([grid(side, 32), grid(side, 16), 1], [32, 16, 1]);
+    cases.extend([(matmul, true), (transpose, true), (stencil, true), (bias, true)]);
+    cases
+}
+
+/// The fence's cost in time on launches large enough to time, fenced against unfenced: each
+/// launch 3 times in batches of 20 back to back on a GPU, the fastest batch's time per launch
+/// (the launches' own overhead amortised in the batch), printed as a table for
+/// `docs/performance.md`; and the same bytes fenced and unfenced where the kernel is
+/// deterministic. On the emulated driver the sizes are small and the times are a CPU's, not a
+/// GPU's: there it checks the bytes and that the measurement runs. A measurement, not a timed
+/// assertion: no time is asserted.
+#[test]
+fn the_fence_in_time_on_large_launches() {
+    let test = "the_fence_in_time_on_large_launches";
+    let driver = match Driver::open() {
+        Ok(driver) => driver,
+        Err(reason) => return kernel_args_testkit::device::skip(test, &reason),
+    };
+    let emulated = std::env::var("KARGS_CUDA_DRIVER").is_ok_and(|p| !p.is_empty());
+    let (scale, repeats) = if emulated { (1024, 1) } else { (1, 20) };
+    let say = |line: String| kernel_args_testkit::device::say(&line);
+    say(format!(
+        "{test}: {} | entry | threads | unfenced µs | fenced µs | fenced / unfenced |",
+        if emulated { "the emulated driver (a CPU's times, not a GPU's)" } else { "this driver's device" }
+    ));
+    let mut ratios = Vec::new();
+    for (case, deterministic) in large_cases(scale) {
+        let ptx = module(case.module);
+        let fenced = fence_ptx(ptx).unwrap();
+        let (Some(plain_module), Some(fenced_module)) = (driver.module(ptx), driver.module(fenced.ptx()))
+        else {
+            panic!("{}: the module does not load", case.entry);
+        };
+        let (plain_result, plain, _, plain_time) = driver.run_timed(plain_module, &case, false, repeats);
+        let (fenced_result, with_fence, flag, fenced_time) =
+            driver.run_timed(fenced_module, &case, true, repeats);
+        assert_eq!((plain_result, fenced_result, flag), (0, 0, 0), "{}", case.entry);
+        if deterministic {
+            assert!(plain == with_fence, "{}: fenced and unfenced differ", case.entry);
+        }
+        let (plain_time, fenced_time) = (plain_time.unwrap(), fenced_time.unwrap());
+        let ratio = fenced_time.as_secs_f64() / plain_time.as_secs_f64();
+        ratios.push(ratio);
+        let threads: u64 = case.grid.iter().chain(&case.block).map(|&d| u64::from(d)).product();
+        say(format!(
+            "{test}: | `{}` | {threads} | {:.1} | {:.1} | {ratio:.2} |",
+            case.entry,
+            plain_time.as_secs_f64() * 1e6,
+            fenced_time.as_secs_f64() * 1e6
+        ));
+        // SAFETY: modules this test loaded, used by no launch any more.
+        unsafe {
+            assert_eq!((driver.unload)(plain_module), 0);
+            assert_eq!((driver.unload)(fenced_module), 0);
+        }
+    }
+    ratios.sort_by(f64::total_cmp);
+    say(format!(
+        "{test}: {} entries: median {:.2}, worst {:.2}",
+        ratios.len(),
+        ratios[ratios.len() / 2],
+        ratios.last().copied().unwrap_or(0.0)
     ));
 }
