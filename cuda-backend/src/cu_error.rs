@@ -15,7 +15,7 @@
 //! driver: cust's `Display` for its error calls `cuGetErrorString`, which is exactly what must
 //! not run when the driver is missing or a stub.
 
-use kernel_args::{AbiError, HostError};
+use kernel_args::{AbiError, Detail, DriverFailure, HostError};
 
 use crate::driver::sys::{CUDA_ERROR_INVALID_VALUE, CUDA_ERROR_NOT_FOUND};
 use crate::driver::{CuError, LoadError};
@@ -191,17 +191,15 @@ pub fn abi_code(phase: Phase, code: i32) -> AbiError {
     }
 }
 
-/// The host error for driver result `code` of `call` in `phase`: the mapped ABI code and a
-/// message naming the call and the code (by this crate's table, never by asking the driver).
-pub fn driver_error(call: &str, code: i32, phase: Phase) -> HostError {
-    let mut message = match cu_error_name(code) {
-        Some(name) => format!("{call} failed: {name} ({code})"),
-        None => format!("{call} failed: CUDA error {code} (not in this host's table: a newer driver)"),
-    };
-    if phase == Phase::ModuleLoad && code == 222 {
-        message.push_str(" (the driver is older than the PTX's .version: update the driver, or register PTX of an older .version)");
-    }
-    HostError::msg(abi_code(phase, code), message)
+/// The host error for driver result `code` of `call` in `phase`: [`Detail::Driver`], with the
+/// mapped ABI code, the call, the code and its name (by this crate's table, never by asking the
+/// driver).
+pub fn driver_error(call: &'static str, code: i32, phase: Phase) -> HostError {
+    let hint = (phase == Phase::ModuleLoad && code == 222).then_some(
+        "the driver is older than the PTX's .version: update the driver, or register PTX of an older .version",
+    );
+    let failure = DriverFailure { abi: abi_code(phase, code), call, code, name: cu_error_name(code), hint };
+    HostError::new(Detail::Driver(failure))
 }
 
 #[cfg(test)]
@@ -224,6 +222,18 @@ mod tests {
     fn messages_name_the_call_and_the_code_without_the_driver() {
         let e = driver_error("cuModuleLoadDataEx", 218, Phase::ModuleLoad);
         assert_eq!(e.to_string(), "MalformedPtx -4: cuModuleLoadDataEx failed: CUDA_ERROR_INVALID_PTX (218)");
+        // Typed: the embedder can branch on the call and the driver's code.
+        let failure = DriverFailure {
+            abi: AbiError::MalformedPtx,
+            call: "cuModuleLoadDataEx",
+            code: 218,
+            name: Some("CUDA_ERROR_INVALID_PTX"),
+            hint: None,
+        };
+        assert_eq!(e.detail(), &Detail::Driver(failure));
+        let old = driver_error("cuModuleLoadDataEx", 222, Phase::ModuleLoad);
+        assert_eq!(old.code(), AbiError::NotAvailable);
+        assert!(old.to_string().ends_with("(222) (the driver is older than the PTX's .version: update the driver, or register PTX of an older .version)"), "{old}");
         // A code newer than any table: still an integer, still mapped, still printable.
         let e = driver_error("cuLaunchKernel", 4242, Phase::Launch);
         assert_eq!(e.code(), AbiError::LaunchFailed);

@@ -104,8 +104,8 @@ pub(crate) fn load(
         KernelLoadError::Module { error, log } => {
             let e = fail(error, Phase::ModuleLoad);
             LoadFailure::from(match e.detail() {
-                Detail::Message { text: m, .. } if !log.is_empty() => {
-                    HostError::msg(e.code(), format!("{m}; JIT log: {log}"))
+                Detail::Driver(failure) if !log.is_empty() => {
+                    HostError::msg(e.code(), format!("{failure}; JIT log: {log}"))
                 }
                 _ => e,
             })

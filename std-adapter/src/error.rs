@@ -201,6 +201,9 @@ pub enum Detail {
     /// answers this; only a new process runs kernels on it again (what a GPU does: see the
     /// repository's `docs/RISKS.md`). An embedder that sees it restarts the process.
     DeviceLost(DeviceLost),
+    /// A call into the device's driver failed: which call, the driver's own code (and its
+    /// name where the host knows it), and the ABI code the host answers it with.
+    Driver(DriverFailure),
     /// The wasi-cuda capability is disabled for this guest.
     CapabilityDisabled,
     /// The calling module exports no linear memory named `memory`, so no pointer can be
@@ -228,6 +231,7 @@ impl Detail {
             Detail::Shape(_) => AbiError::InvalidDimensions,
             Detail::Quota(_) => AbiError::QuotaExceeded,
             Detail::Fenced(_) | Detail::DeviceLost(_) => AbiError::LaunchFailed,
+            Detail::Driver(failure) => failure.abi,
             Detail::CapabilityDisabled | Detail::NoDevice => AbiError::NotAvailable,
             Detail::LauncherPanicked => AbiError::Internal,
         }
@@ -250,6 +254,43 @@ impl fmt::Display for FenceSpan {
             FenceSpan::GuestMemory => "the guest's linear memory",
             FenceSpan::StagingArena => "the launch's staging arena",
         })
+    }
+}
+
+/// A failed driver call ([`Detail::Driver`]), kept as integers: the code is the driver's own
+/// (for CUDA a `CUresult`, any `int`, newer ones included), never turned into an enum.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct DriverFailure {
+    /// The ABI code the host answers this failure with (it depends on what the call was for:
+    /// a module's load that the driver refuses as malformed is `MalformedPtx`, a launch's
+    /// failure `LaunchFailed`).
+    pub abi: AbiError,
+    /// The driver function, as the driver's API names it (`cuLaunchKernel`).
+    pub call: &'static str,
+    /// What it returned.
+    pub code: i32,
+    /// The code's name in the host's table (`CUDA_ERROR_ILLEGAL_ADDRESS`), where it has one;
+    /// `None` for a code newer than the table.
+    pub name: Option<&'static str>,
+    /// A sentence on what to do about it, where the host has one (a driver older than the PTX).
+    pub hint: Option<&'static str>,
+}
+
+impl fmt::Display for DriverFailure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.name {
+            Some(name) => write!(f, "{} failed: {name} ({})", self.call, self.code)?,
+            None => write!(
+                f,
+                "{} failed: CUDA error {} (not in this host's table: a newer driver)",
+                self.call, self.code
+            )?,
+        }
+        match self.hint {
+            Some(hint) => write!(f, " ({hint})"),
+            None => Ok(()),
+        }
     }
 }
 
@@ -392,6 +433,7 @@ impl fmt::Display for Detail {
             Detail::Quota(e) => write!(f, "{e}"),
             Detail::Fenced(report) => write!(f, "{report}"),
             Detail::DeviceLost(lost) => write!(f, "{lost}"),
+            Detail::Driver(failure) => write!(f, "{failure}"),
             Detail::CapabilityDisabled => f.write_str("the wasi-cuda capability is disabled for this guest"),
             Detail::NoExportedMemory => f.write_str("the guest exports no linear memory named `memory`"),
             Detail::NoDevice => f.write_str("no CUDA device: dry run, the launch was recorded but not run"),

@@ -157,7 +157,9 @@ pub use declaration::{
     PointerAccess, Problem, Scalar, Text,
 };
 pub use dry_run::DryRunLauncher;
-pub use error::{AbiError, Detail, DeviceLost, FenceReport, FenceSpan, HostError, UnknownAbiCode};
+pub use error::{
+    AbiError, Detail, DeviceLost, DriverFailure, FenceReport, FenceSpan, HostError, UnknownAbiCode,
+};
 pub use host::{
     GuestTrust, IMPORT_MODULE, LAUNCH_IMPORT, LaunchCall, LaunchHost, LaunchParams, LaunchRecord,
     MEMORY_EXPORT,
