@@ -165,9 +165,14 @@ static OPEN_CONTEXTS: Mutex<OpenContexts> = Mutex::new(Vec::new());
 /// answers `LaunchFailed`. The next launch on the device then recovers: it waits until no
 /// launch is in flight, gives up every module, stream and buffer of the old context, resets
 /// the primary context (`cuDevicePrimaryCtxReset`), and goes on in the fresh one, where the
-/// modules are loaded again on their next use. If the driver refuses the reset, the device is
-/// lost: every later launch answers `LaunchFailed` with the reason. (CUDA documents its sticky
-/// errors as needing a new process; the reset is what the driver offers short of that.)
+/// modules are loaded again on their next use. If the driver refuses the reset or the fresh
+/// context, the device is lost: every later launch answers `LaunchFailed` with
+/// [`Detail::DeviceLost`](kernel_args::Detail::DeviceLost). **On a GPU it is lost:** on an H200
+/// (driver 580) the reset succeeded and `cuDevicePrimaryCtxRetain` then answered the fault's
+/// 700, as CUDA documents for its sticky errors (only a new process runs kernels again;
+/// `docs/gpu-validation.md`). The recovery runs to its end on the emulated driver only. A host
+/// serving guests it does not trust registers their kernels fenced: a fenced kernel does not
+/// fault.
 ///
 /// The reset is process-wide, so devices opened on the same driver library and ordinal share
 /// one primary context: a fault through one fails the launches in flight on all of them, and
