@@ -40,18 +40,7 @@ fn run_with(case: &Case, ptx: &str, budget: Option<u32>) -> (CuResult, Vec<u8>, 
     for (buffer, &offset) in case.buffers.iter().zip(&offsets) {
         assert_eq!(upload(arena + offset as u64, buffer), CUDA_SUCCESS);
     }
-    let mut params: Vec<Vec<u8>> = case
-        .params
-        .iter()
-        .map(|p| match *p {
-            P::Buf(i) => (arena + offsets[i] as u64).to_le_bytes().to_vec(),
-            P::U8(v) => vec![v],
-            P::I32(v) => v.to_le_bytes().to_vec(),
-            P::I64(v) => v.to_le_bytes().to_vec(),
-            P::F32(v) => v.to_le_bytes().to_vec(),
-            P::F64(v) => v.to_le_bytes().to_vec(),
-        })
-        .collect();
+    let mut params: Vec<Vec<u8>> = case.params.iter().map(|p| p.bytes(arena, &offsets)).collect();
     if let Some(budget) = budget {
         params.extend(fence_params_with(arena, len as u64, flag, budget));
     }

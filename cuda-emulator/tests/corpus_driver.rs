@@ -168,18 +168,7 @@ impl Driver {
                     (self.htod)(arena + offset as u64, buffer.as_ptr().cast(), buffer.len(), ptr::null_mut());
                 assert_eq!(copied, 0);
             }
-            let mut params: Vec<Vec<u8>> = case
-                .params
-                .iter()
-                .map(|p| match *p {
-                    P::Buf(i) => (arena + offsets[i] as u64).to_le_bytes().to_vec(),
-                    P::U8(v) => vec![v],
-                    P::I32(v) => v.to_le_bytes().to_vec(),
-                    P::I64(v) => v.to_le_bytes().to_vec(),
-                    P::F32(v) => v.to_le_bytes().to_vec(),
-                    P::F64(v) => v.to_le_bytes().to_vec(),
-                })
-                .collect();
+            let mut params: Vec<Vec<u8>> = case.params.iter().map(|p| p.bytes(arena, &offsets)).collect();
             if fenced {
                 let budget = u64::from(kernel_args::limits::DEFAULT_MAX_BACK_EDGES_PER_THREAD);
                 params.extend([arena, len as u64, flag, budget].map(|v| v.to_le_bytes().to_vec()));

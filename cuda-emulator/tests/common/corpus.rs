@@ -43,6 +43,21 @@ pub enum P {
     F64(f64),
 }
 
+impl P {
+    /// The parameter's bytes, a buffer's being its address in an arena at `arena` whose
+    /// buffers start at `offsets`.
+    pub fn bytes(&self, arena: u64, offsets: &[usize]) -> Vec<u8> {
+        match *self {
+            P::Buf(i) => (arena + offsets[i] as u64).to_le_bytes().to_vec(),
+            P::U8(v) => vec![v],
+            P::I32(v) => v.to_le_bytes().to_vec(),
+            P::I64(v) => v.to_le_bytes().to_vec(),
+            P::F32(v) => v.to_le_bytes().to_vec(),
+            P::F64(v) => v.to_le_bytes().to_vec(),
+        }
+    }
+}
+
 pub struct Case {
     pub module: &'static str,
     pub entry: &'static str,
