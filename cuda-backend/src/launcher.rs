@@ -310,7 +310,8 @@ impl Launch<'_> {
 
     /// The launch-time quota where the device has a deadline and this launch ended past it
     /// (counted in [`CudaDevice::overruns`]): the kernel ran to its end, and what it wrote is in
-    /// guest memory. `requested` is the time the launch took, in milliseconds rounded up.
+    /// guest memory. `requested` is the time the launch took, in milliseconds rounded up: above
+    /// the limit's whole milliseconds, since it is above the limit.
     fn within_deadline(&self) -> Result<(), HostError> {
         let Some(limit) = self.device.launch_deadline else { return Ok(()) };
         let took = self.started.elapsed();
@@ -318,10 +319,10 @@ impl Launch<'_> {
             return Ok(());
         }
         self.device.context.overruns.fetch_add(1, Ordering::AcqRel);
-        let millis = |micros: u128| u64::try_from(micros).unwrap_or(u64::MAX);
-        let (requested, limit) = (millis(took.as_micros().div_ceil(1000)), millis(limit.as_millis()));
-        Err(QuotaError { quota: Quota::LaunchTime, requested: requested.max(limit.saturating_add(1)), limit }
-            .into())
+        let millis = |ms: u128| u64::try_from(ms).unwrap_or(u64::MAX);
+        // ⌈took⌉ ≥ took > limit ≥ ⌊limit⌋, in whole milliseconds: requested > limit.
+        let (requested, limit) = (millis(took.as_nanos().div_ceil(1_000_000)), millis(limit.as_millis()));
+        Err(QuotaError { quota: Quota::LaunchTime, requested, limit }.into())
     }
 
     /// The flag of a fenced kernel, made on its first launch and kept.

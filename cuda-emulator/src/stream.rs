@@ -5,9 +5,9 @@
 //! check their arguments and queue the work; the stream's worker runs it later, reading and
 //! writing host memory then (so a caller that touches its buffers before synchronising sees
 //! the race a GPU would show; a copy from the device into pageable host memory is the
-//! exception: its call returns once it has run, as a GPU's does), and a kernel's fault becomes its context's sticky error when the
-//! kernel runs, reported by the next call that checks the context (`cuStreamSynchronize`
-//! first). Work queued in a context that has a sticky error, or that is gone, is dropped
+//! exception: its call returns once it has run, as a GPU's does), and a kernel's fault becomes
+//! its context's sticky error when the kernel runs, reported by the next call that checks the
+//! context (`cuStreamSynchronize` first). Work queued in a context that has a sticky error, or that is gone, is dropped
 //! unrun, as a device drops it. The default streams (handles 0, 1 and 2) run their work at
 //! once, on the calling thread.
 //!

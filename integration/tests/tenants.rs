@@ -9,8 +9,8 @@
 //!   arguments or data fails the test. The two devices share the ordinal's one context. A ninth
 //!   thread (on the emulated driver only: on a GPU a kernel's fault ends CUDA for the whole
 //!   process, `docs/RISKS.md`) runs a tenant whose kernel faults (a store through a null
-//!   pointer) 20 times during the run: the others' launches may fail only while the context is being replaced (each such
-//!   failure names the fault, and is retried), and every output is still right. At the end every
+//!   pointer) 20 times during the run: the others' launches may fail only while the context is
+//!   being replaced (each such failure names the fault, and is retried), and every output is still right. At the end every
 //!   launcher and the devices are dropped and the driver's live handles and allocations are back
 //!   where they were, and the emulated driver's record shows that no kernel store crossed an
 //!   allocation (no tenant wrote into another's buffers); resident memory is sampled through
