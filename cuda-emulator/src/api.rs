@@ -506,7 +506,7 @@ pub unsafe fn module_load_data_ex(
                 .iter()
                 .map(|entry| exec::compile(&module, entry))
                 .collect::<Result<Vec<_>, _>>()
-                .map_err(|error| (CUDA_ERROR_NOT_SUPPORTED, error))?;
+                .map_err(|unsupported| (CUDA_ERROR_NOT_SUPPORTED, PtxError::from(unsupported)))?;
             Ok((module, programs))
         });
         let (ptx, programs) = match read {

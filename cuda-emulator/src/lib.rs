@@ -46,7 +46,8 @@
 //!   them, kernels of different streams at once; the slow-device and inline settings:
 //!   `src/stream.rs`;
 //! - the kernels: each `.entry`'s PTX, decoded when its module loads (an instruction the
-//!   interpreter does not run refuses the module, naming the line) and interpreted with
+//!   interpreter does not run refuses the module, naming the line and, typed, what of it:
+//!   [`exec::Unsupported`]) and interpreted with
 //!   separate parameter, global, shared, local and register state, `bar.sync`, warp shuffles
 //!   and votes (`shfl.sync`, `vote.sync`, executed by a warp's threads together) and real
 //!   atomics, each launch counting the instructions it executed: [`exec`];

@@ -13,7 +13,8 @@
 
 use kernel_args_ptx::{Operand as Src, OperandKind};
 
-use super::operands::{Names, operand, register, ty};
+use super::error::{DecodeError, Needed, Role};
+use super::operands::{Names, operand, refused, register, ty};
 use super::{Context, Operand, Registers, Ty, f32_bits, f64_bits, read};
 
 /// An integer operation of two operands.
@@ -233,14 +234,23 @@ pub enum AddressSpace {
 }
 
 /// Decodes an instruction of this family: `base` (`add`, ...), its `.`-modifiers, its operands.
-/// An empty error means "not an instruction this interpreter knows".
+/// An opcode this family does not know, or one without a type, is [`DecodeError::Instruction`].
 pub fn decode(
     base: &str,
     modifiers: &[&str],
     operands: &[Src],
     names: &mut Names,
-) -> Result<ArithOp, String> {
-    let ty = modifiers.iter().rev().find_map(|m| ty(m)).ok_or_else(String::new)?;
+) -> Result<ArithOp, DecodeError> {
+    let unknown = || DecodeError::Instruction { opcode: base.to_owned() };
+    // The opcodes of the arms below: another is refused as an instruction, before its modifiers.
+    const OPCODES: &[&str] = &[
+        "setp", "selp", "not", "neg", "abs", "popc", "clz", "fma", "mad", "mul", "add", "sub", "div", "rem",
+        "min", "max", "and", "or", "xor", "shl", "shr",
+    ];
+    if !OPCODES.contains(&base) {
+        return Err(unknown());
+    }
+    let ty = modifiers.iter().rev().find_map(|m| ty(m)).ok_or_else(unknown)?;
     let known = |m: &&str| {
         ty_of(m)
             || matches!(
@@ -251,22 +261,24 @@ pub fn decode(
             || (base == "setp" && matches!(*m, "and" | "or" | "xor"))
     };
     if let Some(m) = modifiers.iter().find(|m| !known(m)) {
-        return Err(format!("`{base}` with `.{m}`"));
+        return Err(DecodeError::Modifier { opcode: base.to_owned(), modifier: (*m).to_owned() });
     }
     let has = |m: &str| modifiers.contains(&m);
     let n = |count: usize| {
         if operands.len() == count {
             Ok(())
         } else {
-            Err(format!("`{base}` with {} operands", operands.len()))
+            Err(DecodeError::OperandCount { opcode: base.to_owned(), count: operands.len() })
         }
     };
     let float = matches!(ty, Ty::F32 | Ty::F64);
     let mut op = |i: usize, t: Ty| operand(&operands[i], t, names);
     match base {
         "setp" => {
-            let (cmp, unordered) =
-                modifiers.iter().find_map(|m| cmp(m)).ok_or("`setp` without a comparison")?;
+            let (cmp, unordered) = modifiers
+                .iter()
+                .find_map(|m| cmp(m))
+                .ok_or_else(|| DecodeError::Missing { opcode: base.to_owned(), what: Needed::Comparison })?;
             let bool_op = modifiers.iter().find_map(|m| match *m {
                 "and" => Some('&'),
                 "or" => Some('|'),
@@ -283,7 +295,7 @@ pub fn decode(
                 (Some(op), Some(OperandKind::Not(r))) if r.component.is_none() => {
                     Some(Combine { op, predicate: names.register(&r.name)?, negated: true })
                 }
-                (Some(_), _) => return Err("`setp`'s boolean operand is not a predicate register".to_owned()),
+                (Some(_), _) => return Err(refused(&operands[3], Role::SetpCombine)),
             };
             Ok(ArithOp::Setp { cmp, unordered, ty, dst: register(&operands[0], names)?, a, b, combine })
         }
@@ -296,7 +308,7 @@ pub fn decode(
         "not" | "neg" | "abs" | "popc" | "clz" => {
             n(2)?;
             if matches!(base, "popc" | "clz") && !matches!(ty, Ty::B(32 | 64)) {
-                return Err(format!("`{base}` of a type other than .b32 and .b64"));
+                return Err(DecodeError::BitCountType { opcode: base.to_owned() });
             }
             let a = op(1, ty)?;
             let kind = match base {
@@ -365,7 +377,7 @@ pub fn decode(
             let (a, b) = (op(1, ty)?, op(2, b_ty)?);
             Ok(ArithOp::Int { kind, ty, dst: register(&operands[0], names)?, a, b })
         }
-        _ => Err(String::new()),
+        _ => Err(unknown()),
     }
 }
 

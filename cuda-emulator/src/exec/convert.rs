@@ -13,6 +13,7 @@
 
 use kernel_args_ptx::Operand as Src;
 
+use super::error::DecodeError;
 use super::operands::{Names, operand, register, ty};
 use super::{Context, Operand, Registers, Ty, f32_bits, f64_bits, read};
 
@@ -74,16 +75,21 @@ pub fn decode(
     modifiers: &[&str],
     operands: &[Src],
     names: &mut Names,
-) -> Result<ConvertOp, String> {
+) -> Result<ConvertOp, DecodeError> {
     if operands.len() != 2 {
-        return Err(format!("`{base}` with {} operands", operands.len()));
+        return Err(DecodeError::OperandCount { opcode: base.to_owned(), count: operands.len() });
     }
+    let types_of = || DecodeError::Types {
+        opcode: base.to_owned(),
+        modifiers: modifiers.iter().map(|m| (*m).to_owned()).collect(),
+    };
+    let modifier = |m: &str| DecodeError::Modifier { opcode: base.to_owned(), modifier: m.to_owned() };
     let types: Vec<Ty> = modifiers.iter().filter_map(|m| ty(m)).collect();
     match base {
         "mov" => {
-            let [ty] = types[..] else { return Err(format!("`mov` with the types {modifiers:?}")) };
+            let [ty] = types[..] else { return Err(types_of()) };
             if let Some(m) = modifiers.iter().find(|m| ty_of(m).is_none()) {
-                return Err(format!("`mov` with `.{m}`"));
+                return Err(modifier(m));
             }
             let src = operand(&operands[1], ty, names)?;
             Ok(ConvertOp::Mov { ty, dst: register(&operands[0], names)?, src })
@@ -99,14 +105,14 @@ pub fn decode(
                 ["shared" | "shared::cta", "u32"] => (super::SHARED_WINDOW, 32),
                 ["local", "u64"] => (super::LOCAL_WINDOW, 64),
                 ["local", "u32"] => (super::LOCAL_WINDOW, 32),
-                _ => return Err(format!("`cvta.{}`", modifiers.join("."))),
+                _ => return Err(DecodeError::Form { instruction: format!("cvta.{}", modifiers.join(".")) }),
             };
             let add = if to { window.wrapping_neg() } else { window };
             let src = operand(&operands[1], Ty::U(64), names)?;
             Ok(ConvertOp::Cvta { dst: register(&operands[0], names)?, src, add, bits })
         }
         _ => {
-            let [to, from] = types[..] else { return Err(format!("`cvt` with the types {modifiers:?}")) };
+            let [to, from] = types[..] else { return Err(types_of()) };
             let mut round = Round::Zero;
             for m in modifiers.iter().filter(|m| ty_of(m).is_none()) {
                 round = match *m {
@@ -116,7 +122,7 @@ pub fn decode(
                     "rpi" => Round::Up,
                     // Rounding of a float result: to nearest (what Rust's conversions do).
                     "rn" | "ftz" | "sat" => round,
-                    other => return Err(format!("`cvt` with `.{other}`")),
+                    other => return Err(modifier(other)),
                 };
             }
             let src = operand(&operands[1], from, names)?;

@@ -7,7 +7,7 @@
 //! places (laid out as the PTX reader lays out shared memory, `.extern .shared` arrays at the
 //! dynamic shared memory after them), labels the index of the instruction after them, and each
 //! instruction is decoded by its family. An instruction (or a form of one) outside what this
-//! interpreter supports is refused with the line and what is not supported.
+//! interpreter supports is refused with the line and what is not supported: [`Unsupported`].
 
 use std::collections::HashMap;
 
@@ -17,10 +17,11 @@ use kernel_args_ptx::{
 
 use super::arith;
 use super::convert;
+use super::error::{DecodeError, Unsupported};
 use super::memory_ops;
-use super::operands::{DecodeError, Names, immediate_value, operand, register, ty};
+use super::operands::{Names, immediate_value, operand, register, ty};
 use super::{Inst, Op, Ty};
-use crate::ptx::{PtxEntry, PtxError, PtxModule};
+use crate::ptx::{PtxEntry, PtxModule};
 
 /// A kernel, decoded: what [`Program::run`](super::Program::run) interprets.
 #[derive(Debug, Clone, PartialEq)]
@@ -50,32 +51,32 @@ fn lay_out<'v>(
     variables: impl Iterator<Item = &'v Variable>,
     end: &mut u64,
     into: &mut HashMap<String, u64>,
-) -> Result<(), String> {
+) -> Result<(), DecodeError> {
     for v in variables {
-        let size = v.size().ok_or_else(|| format!("the variable `{}` has no size", v.name))?;
-        let at = end.checked_next_multiple_of(v.alignment().max(1)).ok_or("too much memory")?;
+        let size = v.size().ok_or_else(|| DecodeError::Unsized { name: v.name.clone() })?;
+        let at = end.checked_next_multiple_of(v.alignment().max(1)).ok_or(DecodeError::TooMuchMemory)?;
         into.insert(v.name.clone(), at);
-        *end = at.checked_add(size).ok_or("too much memory")?;
+        *end = at.checked_add(size).ok_or(DecodeError::TooMuchMemory)?;
     }
     Ok(())
 }
 
-/// Decodes kernel `entry` of `module`.
+/// Decodes kernel `entry` of `module` (an entry that [`read_ptx`](crate::ptx::read_ptx) read
+/// from it).
 ///
 /// # Errors
 ///
-/// A [`PtxError`] naming the line of the first statement this interpreter does not support
-/// (or cannot read), as the load's log says it.
-pub fn compile(module: &PtxModule, entry: &PtxEntry) -> Result<Program, PtxError> {
-    let unsupported = |line: u32, what: &str| PtxError {
-        line: Some(line as usize),
-        message: format!("the emulated driver does not run this: {what}"),
-    };
-    let function = module.module.entry(&entry.name).ok_or_else(|| PtxError {
+/// [`Unsupported`]: the line of the first statement this interpreter does not run (or cannot
+/// place), and what of it; [`DecodeError::NoBody`] for an entry `module` does not define.
+pub fn compile(module: &PtxModule, entry: &PtxEntry) -> Result<Program, Unsupported> {
+    let unsupported =
+        |line: u32, error: DecodeError| Unsupported { line: Some(line), statement: None, error };
+    let function = module.module.entry(&entry.name).ok_or_else(|| Unsupported {
         line: None,
-        message: format!("the emulated driver cannot find the body of `{}`", entry.name),
+        statement: None,
+        error: DecodeError::NoBody { entry: entry.name.clone() },
     })?;
-    let flat = flatten(function).map_err(|e| unsupported(e.line, &e.kind.to_string()))?;
+    let flat = flatten(function).map_err(|e| unsupported(e.line, DecodeError::Body(e)))?;
     let mut names = Names {
         slots: HashMap::new(),
         current: Vec::new(),
@@ -106,7 +107,7 @@ pub fn compile(module: &PtxModule, entry: &PtxEntry) -> Result<Program, PtxError
     let static_shared = |v: &&Variable| v.space == StateSpace::Shared && v.linkage != Some(Linkage::Extern);
     for v in &own {
         if !matches!(v.space, StateSpace::Shared | StateSpace::Local) {
-            return Err(unsupported(line_of(v), &format!("a .{} variable in a kernel", v.space.name())));
+            return Err(unsupported(line_of(v), DecodeError::VariableSpace { space: v.space.name() }));
         }
     }
     let module_vars: Vec<&Variable> = module.module.variables().collect();
@@ -115,7 +116,7 @@ pub fn compile(module: &PtxModule, entry: &PtxEntry) -> Result<Program, PtxError
         &mut shared_end,
         &mut names.shared,
     )
-    .map_err(|e| unsupported(function.span.line, &e))?;
+    .map_err(|e| unsupported(function.span.line, e))?;
     lay_out(
         own.iter()
             .copied()
@@ -124,11 +125,11 @@ pub fn compile(module: &PtxModule, entry: &PtxEntry) -> Result<Program, PtxError
         &mut local_end,
         &mut names.local,
     )
-    .map_err(|e| unsupported(function.span.line, &e))?;
+    .map_err(|e| unsupported(function.span.line, e))?;
     let constants: Vec<&Variable> =
         module_vars.iter().copied().filter(|v| v.space == StateSpace::Const).collect();
     lay_out(constants.iter().copied(), &mut constant_end, &mut names.constant)
-        .map_err(|e| unsupported(function.span.line, &e))?;
+        .map_err(|e| unsupported(function.span.line, e))?;
     let dynamic_at = shared_end.next_multiple_of(16);
     for v in own.iter().copied().filter(dynamic).chain(module_vars.iter().copied().filter(dynamic)) {
         names.shared.insert(v.name.clone(), dynamic_at);
@@ -138,15 +139,15 @@ pub fn compile(module: &PtxModule, entry: &PtxEntry) -> Result<Program, PtxError
         if let Some(init) = &v.init {
             let at = names.constant.get(&v.name).copied().unwrap_or(0) as usize;
             let element = v.ty.size().unwrap_or(1) as usize;
-            let ty = decl_ty(v).ok_or_else(|| unsupported(line_of(v), "a constant of this type"))?;
+            let ty = decl_ty(v).ok_or_else(|| unsupported(line_of(v), DecodeError::ConstantType))?;
             let mut values = Vec::new();
             flatten_init(init, &mut values);
             for (i, value) in values.iter().enumerate() {
-                let bits =
-                    immediate_value(value, ty).ok_or_else(|| unsupported(line_of(v), "an initializer"))?;
+                let bits = immediate_value(value, ty)
+                    .ok_or_else(|| unsupported(line_of(v), DecodeError::Initializer))?;
                 let start = at + i * element;
                 let Some(slot) = constant.get_mut(start..start + element) else {
-                    return Err(unsupported(line_of(v), "an initializer longer than its variable"));
+                    return Err(unsupported(line_of(v), DecodeError::InitializerTooLong));
                 };
                 slot.copy_from_slice(&bits.to_le_bytes()[..element]);
             }
@@ -169,7 +170,7 @@ pub fn compile(module: &PtxModule, entry: &PtxEntry) -> Result<Program, PtxError
         let FlatItem::Instruction(instruction, registers) = item else { continue };
         names.current = registers.iter().map(|(n, r)| ((*n).to_owned(), *r)).collect();
         let line = instruction.span.line;
-        let refuse = |e: String| unsupported(line, &format!("`{}` ({e})", one_line(instruction)));
+        let refuse = |error| Unsupported { line: Some(line), statement: Some(one_line(instruction)), error };
         let guard = match &instruction.guard {
             Some(g) => Some((names.register(&g.register).map_err(refuse)?, !g.negated)),
             None => None,
@@ -221,20 +222,18 @@ fn decode_instruction(i: &Instruction, names: &mut Names) -> Result<Op, DecodeEr
         "ret" | "exit" => Ok(Op::Exit),
         "trap" | "brkpt" if operands.is_empty() => Ok(Op::Trap),
         "bra" => match operands.first().map(|o| &o.kind) {
-            Some(OperandKind::Symbol { name, offset: 0 }) => {
-                names.labels.get(name).map(|&i| Op::Branch(i)).ok_or_else(|| format!("no label {name}"))
-            }
-            _ => Err("`bra` without a label".into()),
+            Some(OperandKind::Symbol { name, offset: 0 }) => names
+                .labels
+                .get(name)
+                .map(|&i| Op::Branch(i))
+                .ok_or_else(|| DecodeError::NoLabel { label: name.clone() }),
+            _ => Err(DecodeError::BranchTarget),
         },
         "bar" | "barrier" => {
             let whole_block = operands.len() == 1
                 && matches!(operands[0].kind, OperandKind::Immediate(Immediate::Int(0)))
                 && modifiers.iter().all(|m| matches!(*m, "sync" | "aligned"));
-            if whole_block {
-                Ok(Op::Barrier)
-            } else {
-                Err(format!("a barrier other than `bar.sync 0`: {}", one_line(i)))
-            }
+            if whole_block { Ok(Op::Barrier) } else { Err(DecodeError::Barrier { instruction: one_line(i) }) }
         }
         "shfl" | "vote" if modifiers.first() == Some(&"sync") => {
             super::warp::decode(base, &modifiers, operands, names).map(Op::Warp)
@@ -245,10 +244,14 @@ fn decode_instruction(i: &Instruction, names: &mut Names) -> Result<Op, DecodeEr
                 ["shared" | "shared::cta"] => arith::AddressSpace::Shared,
                 ["local"] => arith::AddressSpace::Local,
                 ["const" | "param"] => arith::AddressSpace::Other,
-                _ => return Err(format!("`isspacep.{}`", modifiers.join("."))),
+                _ => {
+                    return Err(DecodeError::Form {
+                        instruction: format!("isspacep.{}", modifiers.join(".")),
+                    });
+                }
             };
             if operands.len() != 2 {
-                return Err(format!("`isspacep` with {} operands", operands.len()));
+                return Err(DecodeError::OperandCount { opcode: base.to_owned(), count: operands.len() });
             }
             let dst = register(&operands[0], names)?;
             let a = operand(&operands[1], Ty::U(64), names)?;
@@ -259,8 +262,6 @@ fn decode_instruction(i: &Instruction, names: &mut Names) -> Result<Op, DecodeEr
         "ld" | "ldu" | "st" | "atom" | "red" => {
             memory_ops::decode(base, &modifiers, operands, names).map(Op::Memory)
         }
-        _ => arith::decode(base, &modifiers, operands, names)
-            .map(Op::Arith)
-            .map_err(|e| if e.is_empty() { format!("the instruction `{base}`") } else { e }),
+        _ => arith::decode(base, &modifiers, operands, names).map(Op::Arith),
     }
 }

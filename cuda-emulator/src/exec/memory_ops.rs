@@ -17,6 +17,7 @@
 
 use kernel_args_ptx::Operand as Src;
 
+use super::error::{DecodeError, Needed};
 use super::operands::{Names, address, lanes as vector_lanes, operand, register, ty};
 use super::{AddrBase, Context, Operand, Registers, Space, Ty, read};
 use crate::memory::Fault;
@@ -92,7 +93,10 @@ pub fn decode(
     modifiers: &[&str],
     operands: &[Src],
     names: &mut Names,
-) -> Result<MemoryOp, String> {
+) -> Result<MemoryOp, DecodeError> {
+    let form = || format!("{base}.{}", modifiers.join("."));
+    let count = || DecodeError::OperandCount { opcode: base.to_owned(), count: operands.len() };
+    let missing = |what| DecodeError::Missing { opcode: base.to_owned(), what };
     let mut space = Space::Generic;
     let mut ty_found = None;
     let mut lanes = 1usize;
@@ -118,19 +122,23 @@ pub fn decode(
             "xor" => kind = Some(AtomKind::Xor),
             m => match ty(m) {
                 Some(t) if ty_found.is_none() => ty_found = Some(t),
-                _ => return Err(format!("`{base}` with `.{m}`")),
+                _ => return Err(DecodeError::Modifier { opcode: base.to_owned(), modifier: m.to_owned() }),
             },
         }
     }
-    let ty = ty_found.ok_or_else(|| format!("`{base}` without a type"))?;
-    fn lanes_of<'s>(base: &str, lanes: usize, src: &'s Src) -> Result<Vec<&'s Src>, String> {
+    let ty = ty_found.ok_or_else(|| missing(Needed::Type))?;
+    fn lanes_of<'s>(base: &str, lanes: usize, src: &'s Src) -> Result<Vec<&'s Src>, DecodeError> {
         let items = vector_lanes(src);
-        if items.len() == lanes { Ok(items) } else { Err(format!("`{base}` with {lanes} lanes and `{src}`")) }
+        if items.len() == lanes {
+            Ok(items)
+        } else {
+            Err(DecodeError::Lanes { opcode: base.to_owned(), lanes, operand: src.to_string() })
+        }
     }
     match base {
         "ld" | "ldu" => {
             if operands.len() != 2 {
-                return Err(format!("`ld` with {} operands", operands.len()));
+                return Err(count());
             }
             let dst = lanes_of(base, lanes, &operands[0])?
                 .iter()
@@ -141,7 +149,7 @@ pub fn decode(
         }
         "st" => {
             if operands.len() != 2 || matches!(space, Space::Param | Space::Const) {
-                return Err(format!("`st.{}`", modifiers.join(".")));
+                return Err(DecodeError::Form { instruction: form() });
             }
             let addr = address(&operands[0], space, names)?;
             let src = lanes_of(base, lanes, &operands[1])?
@@ -151,25 +159,25 @@ pub fn decode(
             Ok(MemoryOp::St { space, ty, addr, src })
         }
         _ => {
-            let kind = kind.ok_or_else(|| format!("`{base}` without an operation"))?;
+            let kind = kind.ok_or_else(|| missing(Needed::Operation))?;
             if matches!(space, Space::Param | Space::Const | Space::Local)
                 || lanes != 1
                 || !matches!(ty.bytes(), 4 | 8)
             {
-                return Err(format!("`{base}.{}`", modifiers.join(".")));
+                return Err(DecodeError::Form { instruction: form() });
             }
             if matches!(ty, Ty::F32 | Ty::F64) && kind != AtomKind::Add && kind != AtomKind::Exch {
-                return Err(format!("`{base}.{}` on a float", modifiers.join(".")));
+                return Err(DecodeError::FloatAtomic { instruction: form() });
             }
             let (dst, rest) = if base == "atom" {
-                let dst = register(operands.first().ok_or("`atom` without operands")?, names)?;
+                let dst = register(operands.first().ok_or_else(|| missing(Needed::Operands))?, names)?;
                 (Some(dst), &operands[1..])
             } else {
                 (None, operands)
             };
             let want = if kind == AtomKind::Cas { 3 } else { 2 };
             if rest.len() != want {
-                return Err(format!("`{base}` with {} operands", operands.len()));
+                return Err(count());
             }
             let addr = address(&rest[0], space, names)?;
             let b = operand(&rest[1], ty, names)?;

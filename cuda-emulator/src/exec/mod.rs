@@ -42,6 +42,7 @@
 mod arith;
 mod convert;
 mod decode;
+mod error;
 mod memory_ops;
 mod operands;
 mod warp;
@@ -50,6 +51,7 @@ use crate::memory::{Fault, KernelMemory};
 use crate::ptx::PtxEntry;
 
 pub use decode::{Program, compile};
+pub use error::{DecodeError, Needed, Role, Unsupported};
 
 /// Where a block's shared memory is in the generic address space (a non-canonical address on
 /// x86-64: no host memory is there, and the device's reservation is not).
@@ -229,6 +231,20 @@ pub enum Space {
     Shared,
     /// `.local`: the thread's own memory (stack arrays).
     Local,
+}
+
+impl Space {
+    /// Its name as the refusals say it (`Shared`, ...).
+    pub fn name(self) -> &'static str {
+        match self {
+            Space::Param => "Param",
+            Space::Global => "Global",
+            Space::Generic => "Generic",
+            Space::Const => "Const",
+            Space::Shared => "Shared",
+            Space::Local => "Local",
+        }
+    }
 }
 
 /// One decoded instruction: its guard, what it does, and its line in the PTX.
@@ -609,7 +625,7 @@ impl Program {
 /// buffer) whose body is the test's instructions, run over one block.
 #[cfg(test)]
 pub(crate) mod testing {
-    use super::{LaunchShape, Outcome, Program, compile};
+    use super::{LaunchShape, Outcome, Program, Unsupported, compile};
     use crate::memory::DeviceMemory;
     use crate::ptx::read_ptx;
 
@@ -624,10 +640,10 @@ pub(crate) mod testing {
     }
 
     /// The kernel of [`module`]`(body)`, decoded.
-    pub fn program(body: &str) -> Result<Program, String> {
+    pub fn program(body: &str) -> Result<Program, Unsupported> {
         let text = module(body);
-        let ptx = read_ptx(&text).map_err(|e| e.to_string())?;
-        compile(&ptx, &ptx.entries[0]).map_err(|e| e.to_string())
+        let ptx = read_ptx(&text).unwrap();
+        compile(&ptx, &ptx.entries[0])
     }
 
     /// Runs `body` over `threads` threads of one block with `out` a fresh `out_len`-byte
@@ -670,6 +686,7 @@ pub(crate) mod testing {
 #[cfg(test)]
 mod tests {
     use super::testing::{program, run, words};
+    use super::{DecodeError, Role, Unsupported};
 
     #[test]
     fn branches_guards_and_barriers_run_as_written() {
@@ -691,11 +708,36 @@ mod tests {
     fn what_is_not_supported_is_refused_naming_its_line() {
         let err =
             program("\tmov.u32 %r1, 1;\n\ttex.1d.v4.f32.s32 {%f1, %f2, %f3, %f4}, [t, {%r1}];").unwrap_err();
-        assert!(err.contains("line 17") && err.contains("tex.1d.v4.f32.s32"), "{err}");
-        for body in
-            ["\tbar.sync 1;", "\tcvta.to.const.u64 %rd1, %out;", "\tbra $L_nowhere;", "\tadd.u32 %r1, %r2;"]
-        {
-            assert!(program(body).is_err(), "{body}");
-        }
+        assert_eq!(
+            err,
+            Unsupported {
+                line: Some(17),
+                statement: Some("tex.1d.v4.f32.s32 {%f1, %f2, %f3, %f4}, [t, {%r1}]".into()),
+                error: DecodeError::Instruction { opcode: "tex".into() },
+            }
+        );
+        assert_eq!(
+            err.to_string(),
+            "`tex.1d.v4.f32.s32 {%f1, %f2, %f3, %f4}, [t, {%r1}]` (the instruction `tex`)"
+        );
+        let refused = |body: &str| program(body).unwrap_err().error;
+        assert_eq!(refused("\tbar.sync 1;"), DecodeError::Barrier { instruction: "bar.sync 1".into() });
+        assert_eq!(
+            refused("\tcvta.to.const.u64 %rd1, %out;"),
+            DecodeError::Form { instruction: "cvta.to.const.u64".into() }
+        );
+        assert_eq!(refused("\tbra $L_nowhere;"), DecodeError::NoLabel { label: "$L_nowhere".into() });
+        assert_eq!(
+            refused("\tadd.u32 %r1, %r2;"),
+            DecodeError::OperandCount { opcode: "add".into(), count: 2 }
+        );
+        assert_eq!(
+            refused("\tmov.u32 %tid.x, 1;"),
+            DecodeError::Operand { operand: "%tid.x".into(), role: Role::RegisterWritten }
+        );
+        assert_eq!(
+            refused("\tatom.global.f32.max %f1, [%out], %f2;"),
+            DecodeError::FloatAtomic { instruction: "atom.global.f32.max".into() }
+        );
     }
 }

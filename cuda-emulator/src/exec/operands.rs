@@ -7,6 +7,7 @@ use std::collections::HashMap;
 
 use kernel_args_ptx::{AddressBase, Immediate, Operand as Src, OperandKind, RegisterId, Resolved};
 
+use super::error::{DecodeError, Role};
 use super::{AddrBase, Operand, Space, Special, Ty};
 
 /// What decoding one instruction needs: the slots, places and labels, and the resolution of
@@ -36,13 +37,10 @@ impl Names {
                 let next = self.slots.len();
                 Ok(*self.slots.entry(id).or_insert(next))
             }
-            _ => Err(format!("`{name}` where a register is used")),
+            _ => Err(DecodeError::Operand { operand: name.to_owned(), role: Role::RegisterRead }),
         }
     }
 }
-
-/// Why a statement cannot be decoded: the message for the load's log.
-pub type DecodeError = String;
 
 /// A type suffix (`u32`, `f64`, `pred`, ...).
 pub fn ty(suffix: &str) -> Option<Ty> {
@@ -75,7 +73,7 @@ pub fn operand(src: &Src, ty: Ty, names: &mut Names) -> Result<Operand, DecodeEr
                 return Ok(Operand::Special(special));
             }
             if r.component.is_some() {
-                return Err(format!("the operand `{src}`"));
+                return Err(value_operand(src));
             }
             Ok(Operand::Reg(names.register(&r.name)?))
         }
@@ -89,14 +87,24 @@ pub fn operand(src: &Src, ty: Ty, names: &mut Names) -> Result<Operand, DecodeEr
                 .or_else(|| names.local.get(name))
                 .or_else(|| names.constant.get(name))
                 .copied()
-                .ok_or_else(|| format!("the operand `{src}`"))?;
+                .ok_or_else(|| value_operand(src))?;
             Ok(Operand::Symbol(base.wrapping_add(*offset as u64)))
         }
         OperandKind::Immediate(value) => {
-            immediate_value(value, ty).map(Operand::Imm).ok_or_else(|| format!("the operand `{src}`"))
+            immediate_value(value, ty).map(Operand::Imm).ok_or_else(|| value_operand(src))
         }
-        _ => Err(format!("the operand `{src}`")),
+        _ => Err(value_operand(src)),
     }
+}
+
+/// `src` refused where a value is read.
+fn value_operand(src: &Src) -> DecodeError {
+    DecodeError::Operand { operand: src.to_string(), role: Role::Value }
+}
+
+/// `src` refused where its role says.
+pub fn refused(src: &Src, role: Role) -> DecodeError {
+    DecodeError::Operand { operand: src.to_string(), role }
 }
 
 /// A destination register.
@@ -105,7 +113,7 @@ pub fn register(src: &Src, names: &mut Names) -> Result<usize, DecodeError> {
         OperandKind::Register(r) if r.component.is_none() && special(&r.name, None).is_none() => {
             names.register(&r.name)
         }
-        _ => Err(format!("`{src}` where a register is written")),
+        _ => Err(refused(src, Role::RegisterWritten)),
     }
 }
 
@@ -160,7 +168,7 @@ pub fn immediate_value(value: &Immediate, ty: Ty) -> Option<u64> {
 
 /// An address operand `[base]`, `[base+off]` in state space `space`.
 pub fn address(src: &Src, space: Space, names: &mut Names) -> Result<(AddrBase, i64), DecodeError> {
-    let OperandKind::Address(a) = &src.kind else { return Err(format!("`{src}` where an address is read")) };
+    let OperandKind::Address(a) = &src.kind else { return Err(refused(src, Role::Address)) };
     match &a.base {
         AddressBase::Register(name) => Ok((AddrBase::Reg(names.register(name)?), a.offset)),
         AddressBase::Absolute => Ok((AddrBase::Imm(0), a.offset)),
@@ -172,7 +180,9 @@ pub fn address(src: &Src, space: Space, names: &mut Names) -> Result<(AddrBase, 
                 Space::Const => names.constant.get(name).map(|&o| AddrBase::Symbol(o)),
                 Space::Global | Space::Generic => None,
             };
-            found.map(|base| (base, a.offset)).ok_or_else(|| format!("no {space:?} variable {name}"))
+            found
+                .map(|base| (base, a.offset))
+                .ok_or_else(|| DecodeError::NoVariable { space: space.name(), name: name.clone() })
         }
     }
 }

@@ -14,7 +14,8 @@
 
 use kernel_args_ptx::{Operand as Src, OperandKind};
 
-use super::operands::{DecodeError, Names, immediate_value};
+use super::error::{DecodeError, Role};
+use super::operands::{Names, immediate_value, refused};
 use super::{Operand, Registers, Ty};
 
 /// `shfl.sync`'s modes.
@@ -84,9 +85,9 @@ fn value(src: &Src, names: &mut Names) -> Result<Operand, DecodeError> {
         // A special register is not one `names` resolves: refused there.
         OperandKind::Register(r) if r.component.is_none() => names.register(&r.name).map(Operand::Reg),
         OperandKind::Immediate(v) => {
-            immediate_value(v, Ty::U(32)).map(Operand::Imm).ok_or_else(|| format!("the operand `{src}`"))
+            immediate_value(v, Ty::U(32)).map(Operand::Imm).ok_or_else(|| refused(src, Role::Value))
         }
-        _ => Err(format!("the operand `{src}` of a warp-synchronous instruction")),
+        _ => Err(refused(src, Role::Warp)),
     }
 }
 
@@ -101,7 +102,7 @@ pub fn decode(
     operands: &[Src],
     names: &mut Names,
 ) -> Result<WarpOp, DecodeError> {
-    let unsupported = || format!("`{base}.{}`", modifiers.join("."));
+    let unsupported = || DecodeError::Form { instruction: format!("{base}.{}", modifiers.join(".")) };
     match (base, modifiers, operands) {
         ("shfl", ["sync", mode, "b32"], [d, a, b, c, mask]) => {
             let mode = match *mode {
@@ -116,7 +117,7 @@ pub fn decode(
                     (names.register(&d.name)?, Some(names.register(&p.name)?))
                 }
                 OperandKind::Register(d) if d.component.is_none() => (names.register(&d.name)?, None),
-                _ => return Err(format!("`{d}` where a register is written")),
+                _ => return Err(refused(d, Role::RegisterWritten)),
             };
             Ok(WarpOp::Shuffle {
                 mode,
@@ -137,12 +138,12 @@ pub fn decode(
                 _ => return Err(unsupported()),
             };
             let OperandKind::Register(d) = &d.kind else {
-                return Err(format!("`{d}` where a register is written"));
+                return Err(refused(d, Role::RegisterWritten));
             };
             let (a, negated) = match &a.kind {
                 OperandKind::Register(r) => (r, false),
                 OperandKind::Not(r) => (r, true),
-                _ => return Err(format!("the operand `{a}` of `vote`")),
+                _ => return Err(refused(a, Role::Vote)),
             };
             Ok(WarpOp::Vote {
                 mode,
