@@ -22,7 +22,7 @@
 //! - A null entry in `kernelParams` (for a parameter the kernel has) is
 //!   `CUDA_ERROR_INVALID_VALUE`; the driver would read through it and crash the process.
 //! - `cuLaunchKernel` with `extra` non-null is `CUDA_ERROR_INVALID_VALUE` (not supported).
-//! - `cuModuleLoadDataEx` takes PTX text only, read by [`ptx`]; it honours the
+//! - `cuModuleLoadDataEx` takes PTX text only, read by [`read_ptx`](crate::read_ptx) (`src/ptx.rs`); it honours the
 //!   error-log options and ignores the others. A `.version` newer than the emulated driver's
 //!   PTX ISA (8.2 for CUDA 12.2, 8.7 for 12.8, 9.2 for 13.2) is `CUDA_ERROR_UNSUPPORTED_PTX_VERSION`.
 
@@ -739,7 +739,7 @@ pub fn stream_query(h_stream: CUstream) -> CuResult {
 }
 
 /// `CUresult cuMemAlloc(CUdeviceptr *dptr, size_t bytesize)` (the `_v2` symbol): poisoned, not zeroed,
-/// 256-byte aligned device memory (see [`memory`](crate::memory)).
+/// 256-byte aligned device memory (see [`DeviceMemory`](crate::DeviceMemory)).
 ///
 /// # Safety
 ///
@@ -957,7 +957,7 @@ fn shape_fits(shape: LaunchShape) -> bool {
 /// (2³¹ − 1) × 65535 × 65535, `sharedMemBytes` over the function's
 /// `CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES` (48 KiB − static unless raised),
 /// `extra` non-null, `kernelParams` null for a kernel with parameters (or a null entry in it).
-/// The kernel is its PTX, interpreted ([`crate::exec`]).
+/// The kernel is its PTX, interpreted ([`Program::run`](crate::Program::run)).
 ///
 /// Then it copies exactly `size_i` bytes from each `kernelParams[i]` (the sizes of the
 /// `.entry` declaration; never more entries than the kernel has parameters) and runs the CPU
@@ -973,7 +973,7 @@ fn shape_fits(shape: LaunchShape) -> bool {
 ///
 /// `kernel_params` is null or holds one pointer per kernel parameter, each readable for the
 /// parameter's size; kernel pointer arguments to host memory are valid for what the kernel
-/// accesses (see [`memory`](crate::memory)).
+/// accesses (see [`DeviceMemory`](crate::DeviceMemory)).
 #[allow(clippy::too_many_arguments)]
 pub unsafe fn launch_kernel(
     f: CUfunction,

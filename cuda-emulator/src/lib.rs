@@ -26,31 +26,40 @@
 //!
 //! Each loaded library has its own state: devices, contexts, memory, counters.
 //!
+//! ## The public API
+//!
+//! The driver's entry points ([`api`]), its `CUresult` codes ([`result`]), the control API for
+//! tests ([`control`]), a client that loads a built library and calls that control API
+//! ([`client`]), [`export_driver_api!`], and at the root the interpreter for tests and fuzzers
+//! that run a kernel without the C ABI: [`read_ptx`], [`compile`] (refusing with a typed
+//! [`Unsupported`]), [`Program::run`] over a [`DeviceMemory`]'s [`KernelMemory`]. Everything else
+//! is the crate's own.
+//!
 //! ## Where to find what
 //!
 //! - the entry points' implementations, and where the emulator differs from the driver:
 //!   [`api`]; the `CUresult` codes: [`result`];
 //! - devices, primary contexts, handles (reused once freed, as a driver reuses them), the
 //!   sticky error (every code `cuda.h` documents as sticky, injected ones included:
-//!   [`result::STICKY`]): [`state`];
-//! - device memory and the checked accessor every kernel access goes through: [`memory`]
+//!   [`result::STICKY`]): `src/state.rs`;
+//! - device memory and the checked accessor every kernel access goes through: `src/memory.rs`
 //!   (small allocations share 2 MiB mappings, so an overrun into a neighbour does not fault,
 //!   as on a GPU, and is recorded as a crossing instead; new memory holds a poison pattern,
 //!   not zeros; freed addresses are handed out again; an access outside every mapping of the
 //!   context is the sticky `CUDA_ERROR_ILLEGAL_ADDRESS` (700), one at an address that is not a
 //!   multiple of its size the sticky `CUDA_ERROR_MISALIGNED_ADDRESS` (716), as on a GPU);
 //! - the PTX reader standing in for ptxas (what is malformed; `.maxntid` and `.reqntid`, which
-//!   bound a launch's block): [`ptx`]; a module whose `.target` is above the device's compute
-//!   capability is refused at load, as the JIT refuses it ([`api`]);
+//!   bound a launch's block): `src/ptx.rs`; a module whose `.target` is above the device's
+//!   compute capability is refused at load, as the JIT refuses it ([`api`]);
 //! - streams: a worker per stream runs its queued copies and kernels after the call that queued
 //!   them, kernels of different streams at once; the slow-device and inline settings:
 //!   `src/stream.rs`;
 //! - the kernels: each `.entry`'s PTX, decoded when its module loads (an instruction the
 //!   interpreter does not run refuses the module, naming the line and, typed, what of it:
-//!   [`exec::Unsupported`]) and interpreted with
-//!   separate parameter, global, shared, local and register state, `bar.sync`, warp shuffles
-//!   and votes (`shfl.sync`, `vote.sync`, executed by a warp's threads together) and real
-//!   atomics, each launch counting the instructions it executed: [`exec`];
+//!   [`Unsupported`], `src/exec/error.rs`) and interpreted with separate parameter, global,
+//!   shared, local and register state, `bar.sync`, warp shuffles and votes (`shfl.sync`,
+//!   `vote.sync`, executed by a warp's threads together) and real atomics, each launch counting
+//!   the instructions it executed: `src/exec/`;
 //! - the control API for tests (`kargs_emu_*`): [`control`]; per-thread fault injection, held
 //!   calls and call counts: `src/faults.rs`; a client that loads a built library and calls its
 //!   control API, for the launcher's tests: [`client`].
@@ -69,13 +78,20 @@
 pub mod api;
 pub mod client;
 pub mod control;
-pub mod exec;
+mod exec;
 mod faults;
-pub mod memory;
-pub mod ptx;
+mod memory;
+mod ptx;
 pub mod result;
-pub mod state;
+mod state;
 mod stream;
+
+pub use exec::{
+    DecodeError, KernelParams, LaunchShape, Needed, Outcome, Program, Role, Unsupported, compile,
+};
+pub use memory::{Crossing, DeviceMemory, Fault, KernelMemory, POISON};
+pub use ptx::{PtxEntry, PtxError, PtxModule, PtxParam, read_ptx};
+pub use state::DEVICE_NAME;
 
 /// Defines the exported C symbols of an emulated driver library, each forwarding to this
 /// crate: the driver entry points (`cuInit`, ..., `cuLaunchKernel`) and the control API

@@ -333,7 +333,7 @@ impl DeviceMemory {
     ///
     /// `CUDA_ERROR_INVALID_VALUE` when no live allocation of `context` starts there, or a host
     /// allocation does (freed by [`free_host`](Self::free_host) only).
-    pub fn free(&mut self, context: usize, addr: u64) -> Result<(), CuResult> {
+    pub(crate) fn free(&mut self, context: usize, addr: u64) -> Result<(), CuResult> {
         let addr = usize::try_from(addr).map_err(|_| CUDA_ERROR_INVALID_VALUE)?;
         if self.host.contains_key(&addr) {
             return Err(CUDA_ERROR_INVALID_VALUE);
@@ -361,7 +361,12 @@ impl DeviceMemory {
     /// # Errors
     ///
     /// As [`alloc`](Self::alloc).
-    pub fn alloc_host(&mut self, context: usize, size: usize, mapped: bool) -> Result<usize, CuResult> {
+    pub(crate) fn alloc_host(
+        &mut self,
+        context: usize,
+        size: usize,
+        mapped: bool,
+    ) -> Result<usize, CuResult> {
         let addr = self.alloc(context, size)?;
         self.host.insert(addr, mapped);
         Ok(addr)
@@ -369,7 +374,7 @@ impl DeviceMemory {
 
     /// Whether the `len` host bytes at `addr` lie inside one live `cuMemHostAlloc` allocation
     /// (page-locked memory): the only host memory an asynchronous copy leaves before it runs.
-    pub fn is_page_locked(&self, addr: usize, len: usize) -> bool {
+    pub(crate) fn is_page_locked(&self, addr: usize, len: usize) -> bool {
         let Some((&start, _)) = self.host.range(..=addr).next_back() else { return false };
         self.allocations
             .get(&start)
@@ -382,7 +387,7 @@ impl DeviceMemory {
     ///
     /// `CUDA_ERROR_INVALID_VALUE` where no live host allocation starts there, or it is not
     /// mapped.
-    pub fn host_device_pointer(&self, addr: usize) -> Result<u64, CuResult> {
+    pub(crate) fn host_device_pointer(&self, addr: usize) -> Result<u64, CuResult> {
         match self.host.get(&addr) {
             Some(true) => u64::try_from(addr).map_err(|_| CUDA_ERROR_INVALID_VALUE),
             _ => Err(CUDA_ERROR_INVALID_VALUE),
@@ -394,7 +399,7 @@ impl DeviceMemory {
     /// # Errors
     ///
     /// `CUDA_ERROR_INVALID_VALUE` where no live host allocation starts there.
-    pub fn free_host(&mut self, addr: usize) -> Result<(), CuResult> {
+    pub(crate) fn free_host(&mut self, addr: usize) -> Result<(), CuResult> {
         let context = match (self.host.contains_key(&addr), self.allocations.get(&addr)) {
             (true, Some(allocation)) => allocation.context,
             _ => return Err(CUDA_ERROR_INVALID_VALUE),
@@ -417,7 +422,7 @@ impl DeviceMemory {
     }
 
     /// How many allocations `context` has, and how many bytes they hold.
-    pub fn usage(&self, context: usize) -> (usize, usize) {
+    pub(crate) fn usage(&self, context: usize) -> (usize, usize) {
         self.allocations
             .values()
             .filter(|a| a.context == context)
@@ -444,7 +449,7 @@ impl DeviceMemory {
     /// # Errors
     ///
     /// `CUDA_ERROR_INVALID_VALUE` otherwise.
-    pub fn device_range(&self, context: usize, addr: u64, len: usize) -> Result<usize, CuResult> {
+    pub(crate) fn device_range(&self, context: usize, addr: u64, len: usize) -> Result<usize, CuResult> {
         let addr = usize::try_from(addr).map_err(|_| CUDA_ERROR_INVALID_VALUE)?;
         match self.holding(addr, len) {
             Some((_, allocation)) if allocation.context == context => Ok(addr),
@@ -462,7 +467,7 @@ impl DeviceMemory {
     /// # Safety
     ///
     /// `src` must be valid for reading `len` bytes.
-    pub unsafe fn copy_to_device(
+    pub(crate) unsafe fn copy_to_device(
         &self,
         context: usize,
         dst: u64,
@@ -487,7 +492,7 @@ impl DeviceMemory {
     /// # Safety
     ///
     /// `dst` must be valid for writing `len` bytes.
-    pub unsafe fn copy_from_device(
+    pub(crate) unsafe fn copy_from_device(
         &self,
         context: usize,
         dst: *mut u8,
@@ -561,13 +566,13 @@ const RECENT: usize = 4;
 impl KernelMemory<'_> {
     /// The view, with the kernel stopping ([`Fault::Stopped`]) once `stop` is set.
     #[must_use]
-    pub fn stopped_by(mut self, stop: Arc<AtomicBool>) -> Self {
+    pub(crate) fn stopped_by(mut self, stop: Arc<AtomicBool>) -> Self {
         self.stop = Some(stop);
         self
     }
 
     /// Whether the kernel's context was destroyed under it: it must stop.
-    pub fn stopped(&self) -> bool {
+    pub(crate) fn stopped(&self) -> bool {
         self.stop.as_ref().is_some_and(|stop| stop.load(Ordering::Acquire))
     }
 
@@ -637,7 +642,7 @@ impl KernelMemory<'_> {
     /// # Errors
     ///
     /// The [`Fault`] the device would raise for the access.
-    pub fn atomic_u32(
+    pub(crate) fn atomic_u32(
         &self,
         base: u64,
         offset: u64,
@@ -660,7 +665,7 @@ impl KernelMemory<'_> {
     /// # Errors
     ///
     /// The [`Fault`] the device would raise for the access.
-    pub fn atomic_u64(
+    pub(crate) fn atomic_u64(
         &self,
         base: u64,
         offset: u64,

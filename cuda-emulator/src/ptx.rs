@@ -11,7 +11,7 @@
 //! repeating it.
 //!
 //! ```
-//! use kernel_args_cuda_emulator::ptx::read_ptx;
+//! use kernel_args_cuda_emulator::read_ptx;
 //!
 //! let ptx = ".version 7.8\n.target sm_52\n.address_size 64\n\
 //!            .visible .entry scale(\n\t.param .u64 scale_param_0,\n\t.param .f32 scale_param_1\n)\n{\n\tret;\n}\n";

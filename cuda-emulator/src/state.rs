@@ -523,20 +523,6 @@ impl State {
         self.contexts.get(&context).is_some_and(|c| c.sticky_error == 0)
     }
 
-    /// Checks that `handle` is a stream of `context`: one it created, or a default stream
-    /// (0, 1, 2).
-    ///
-    /// # Errors
-    ///
-    /// `CUDA_ERROR_INVALID_HANDLE`.
-    pub fn check_stream(&self, context: usize, handle: usize) -> Result<(), CuResult> {
-        if handle < 3 || self.streams.get(&handle).is_some_and(|stream| stream.context == context) {
-            Ok(())
-        } else {
-            Err(CUDA_ERROR_INVALID_HANDLE)
-        }
-    }
-
     /// Destroys stream `handle` of `context` (not a default stream).
     ///
     /// # Errors

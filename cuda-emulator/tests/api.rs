@@ -6,13 +6,13 @@
 use std::ffi::{CString, c_int, c_void};
 use std::ptr;
 
+use kernel_args_cuda_emulator::DEVICE_NAME;
+use kernel_args_cuda_emulator::POISON;
 use kernel_args_cuda_emulator::api::{
     self, EmulatedDriver, device_attribute as dev_attr, function_attribute as fn_attr,
 };
 use kernel_args_cuda_emulator::control;
-use kernel_args_cuda_emulator::memory::POISON;
 use kernel_args_cuda_emulator::result::*;
-use kernel_args_cuda_emulator::state::DEVICE_NAME;
 
 mod common;
 

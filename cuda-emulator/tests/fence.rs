@@ -14,7 +14,7 @@ mod common;
 
 use common::*;
 use kernel_args_cuda::fence::{FLAG_REACHED_OUT, FLAG_TRAPPED, FencedModule, fence_ptx};
-use kernel_args_cuda_emulator::memory::POISON;
+use kernel_args_cuda_emulator::POISON;
 use kernel_args_cuda_emulator::result::*;
 use kernel_args_cuda_emulator::{api, control};
 

@@ -11,9 +11,7 @@
 #![no_main]
 
 use kernel_args_cuda::fence::{FENCE_PARAMS, FenceRefusal, check, fence_ptx};
-use kernel_args_cuda_emulator::exec::{KernelParams, LaunchShape, compile};
-use kernel_args_cuda_emulator::memory::{DeviceMemory, Fault, POISON};
-use kernel_args_cuda_emulator::ptx::read_ptx;
+use kernel_args_cuda_emulator::{DeviceMemory, Fault, KernelParams, LaunchShape, POISON, compile, read_ptx};
 use libfuzzer_sys::fuzz_target;
 
 /// The fence's length and the guards' on each side, in one allocation.

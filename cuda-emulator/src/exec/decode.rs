@@ -27,23 +27,23 @@ use crate::ptx::{PtxEntry, PtxModule};
 #[derive(Debug, Clone, PartialEq)]
 pub struct Program {
     /// The entry's name.
-    pub name: String,
+    pub(crate) name: String,
     /// The instructions, in order; a branch names an index.
-    pub insts: Vec<Inst>,
+    pub(crate) insts: Vec<Inst>,
     /// Registers per thread.
-    pub slots: usize,
+    pub(crate) slots: usize,
     /// Bytes of static shared memory.
-    pub shared_bytes: usize,
+    pub(crate) shared_bytes: usize,
     /// Where dynamic shared memory starts (`.extern .shared`): after the static declarations,
     /// 16-aligned.
-    pub dynamic_at: usize,
+    pub(crate) dynamic_at: usize,
     /// Bytes of local memory per thread (`.local` declarations).
-    pub local_bytes: usize,
+    pub(crate) local_bytes: usize,
     /// The module's constant memory (its `.const` variables with their initializers).
-    pub constant: Vec<u8>,
+    pub(crate) constant: Vec<u8>,
     /// Whether the kernel synchronises its block (`bar.sync`) or a warp (`shfl.sync`,
     /// `vote.sync`): its threads then run in turns.
-    pub has_barrier: bool,
+    pub(crate) has_barrier: bool,
 }
 
 /// Variables laid out one after another: each at the next multiple of its alignment.
