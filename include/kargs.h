@@ -126,6 +126,12 @@
 #define KARGS_DEFAULT_MAX_THREADS_PER_LAUNCH 4294967296ull
 
 /**
+ * Bytes of `kargs_error.text`: two names of at most 32 bytes and an expression of at most 64
+ * (kernel-args' `MAX_NAME_BYTES`, `MAX_EXTENT_BYTES`), each with its NUL, and padding.
+ */
+#define KARGS_ERROR_TEXT_MAX 136
+
+/**
  * Bytes of a `kargs_declaration`: room for any declaration kernel-args parses, on every
  * target.
  */
@@ -220,33 +226,37 @@ enum kargs_error_kind
     /**
      * `-9` InvalidArgs: the argv has not as many arguments as the declaration parameters.
      * `record_index`, `byte_offset`: the first record past the shorter list. `detail[0]`: the
-     * parameters, `detail[1]`: the arguments.
+     * parameters, `detail[1]`: the arguments. `text` is empty.
      */
     KARGS_ERROR_KIND_DECLARATION_COUNT = 80,
     /**
      * `-9` InvalidArgs: the record's type is not its parameter's. `detail[0]`: the parameter's
-     * index, `detail[1]`: the tag the parameter takes, `detail[2]`: the record's tag.
+     * index, `detail[1]`: the tag the parameter takes, `detail[2]`: the record's tag. `text`:
+     * the parameter's name, then its type as declared (`&[f32; n]`).
      */
     KARGS_ERROR_KIND_DECLARATION_TYPE = 81,
     /**
      * `-9` InvalidArgs: the window's guest offset is not a multiple of its element's size.
      * `detail[0]`: the parameter, `detail[1]`: the guest offset, `detail[2]`: the element's
-     * size.
+     * size. `text`: the parameter's name, then the element type's (`f32`).
      */
     KARGS_ERROR_KIND_DECLARATION_MISALIGNED = 82,
     /**
      * `-9` InvalidArgs: the window is shorter than the bytes the kernel may touch through it.
      * `detail[0]`: the parameter, `detail[1]`: the window's length, `detail[2]`: the bytes.
+     * `text`: the parameter's name, then the bytes as the declaration counts them (`n * 4`).
      */
     KARGS_ERROR_KIND_DECLARATION_WINDOW_TOO_SHORT = 83,
     /**
      * `-9` InvalidArgs: the bytes the kernel may touch are out of range for this launch (over
-     * 64 bits, below zero, a division by zero). `detail[0]`: the parameter.
+     * 64 bits, below zero, a division by zero). `detail[0]`: the parameter. `text`: its name,
+     * then the bytes as the declaration counts them.
      */
     KARGS_ERROR_KIND_DECLARATION_OUT_OF_RANGE = 84,
     /**
      * `-9` InvalidArgs: the extent counts with a signed parameter that is negative.
-     * `detail[0]`: the pointer parameter, `detail[1]`: the negative one.
+     * `detail[0]`: the pointer parameter, `detail[1]`: the negative one. `text`: the pointer
+     * parameter's name, the bytes as the declaration counts them, the negative one's name.
      */
     KARGS_ERROR_KIND_DECLARATION_NEGATIVE = 85,
     /**
@@ -493,7 +503,7 @@ typedef struct kargs_arg {
  *
  * `kargs_error_message` turns it into the same one-line message the Rust crates'
  * `Display` gives: everything it needs is in the struct, so the struct may be copied, kept
- * and formatted later. Layout: 40 bytes, no padding.
+ * and formatted later. Layout: 176 bytes, no padding.
  */
 typedef struct kargs_error {
     /**
@@ -519,6 +529,13 @@ typedef struct kargs_error {
      * values are stored in two's complement: read them as `(int64_t)detail[i]`.
      */
     uint64_t detail[3];
+    /**
+     * The declaration kinds (81 to 85): the names and expressions of the declaration the
+     * message quotes, in UTF-8, each followed by a NUL, as each `KARGS_ERROR_KIND_*` says
+     * (the first is a C string: `(const char *)err.text`); the bytes after the last NUL are 0.
+     * All 0 for every other kind.
+     */
+    uint8_t text[KARGS_ERROR_TEXT_MAX];
 } kargs_error;
 
 /**

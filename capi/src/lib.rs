@@ -72,9 +72,9 @@ pub use ffi::{
     kargs_declaration_parse, kargs_error_kind_name, kargs_error_message, kargs_host_call, kargs_parse,
 };
 pub use types::{
-    KARGS_DECLARATION_SIZE, KargsArg, KargsCall, KargsDeclaration, KargsDimension, KargsError,
-    KargsErrorKind, KargsFunction, KargsHost, KargsInFlight, KargsKernel, KargsLaunch, KargsLaunchFn,
-    KargsQuota,
+    KARGS_DECLARATION_SIZE, KARGS_ERROR_TEXT_MAX, KargsArg, KargsCall, KargsDeclaration, KargsDimension,
+    KargsError, KargsErrorKind, KargsFunction, KargsHost, KargsInFlight, KargsKernel, KargsLaunch,
+    KargsLaunchFn, KargsQuota,
 };
 
 /// Records per argv: `MAX_KERNEL_ARGS` (kernel-args-core). `kargs_parse` never writes more

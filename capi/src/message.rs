@@ -6,13 +6,13 @@ use core::fmt::{self, Write};
 use core::mem::MaybeUninit;
 
 use kernel_args::Detail;
-use kernel_args_core::ArgTag;
 
 use crate::types::{Decoded, KargsError, KargsErrorKind, write_null_message};
 
 /// Writes `err`'s message to `f`: the Rust crates' `Display` of the error it was made from
-/// (core's `ArgvError`, kernel-args' `RegionError` and `ShapeError`), this library's own words
-/// for a NULL argument, and a fixed text for no error or a struct this library did not write.
+/// (core's `ArgvError`, kernel-args' `RegionError`, `ShapeError`, `QuotaError` and a
+/// declaration's `Mismatch`), this library's own words for a NULL argument, and a fixed text
+/// for no error or a struct this library did not write.
 pub(crate) fn write_message(f: &mut dyn Write, err: Option<&KargsError>) -> fmt::Result {
     let Some(err) = err else {
         return f.write_str("kargs_error_message: err is NULL");
@@ -23,59 +23,22 @@ pub(crate) fn write_message(f: &mut dyn Write, err: Option<&KargsError>) -> fmt:
         Some(Decoded::Region(e)) => write!(f, "{e}"),
         Some(Decoded::Shape(e)) => write!(f, "{e}"),
         Some(Decoded::Quota(e)) => write!(f, "{e}"),
+        Some(Decoded::Mismatch(e)) => write!(f, "{e}"),
         Some(Decoded::Null { function, position, len }) => write_null_message(f, function, position, len),
-        Some(Decoded::Host { kind, record, offset, detail }) => {
-            write_host_message(f, kind, record, offset, detail)
-        }
+        Some(Decoded::Host { kind, detail, .. }) => write_host_message(f, kind, detail),
         None => write!(f, "invalid kargs_error: kind {}, abi_code {}", err.kind, err.abi_code),
     }
 }
 
-/// The message of a declaration's or the host call's kind, from its plain data: the Rust
-/// crates' `Display` where the data is all it needs (an unknown or undeclared kernel, a withheld
-/// capability, no memory, a count); for the other declaration kinds the same sentence with the
-/// parameter's index for its name and the bytes without their expression (the host call's and
-/// the check's `msg` carries the whole message).
-fn write_host_message(
-    f: &mut dyn Write,
-    kind: KargsErrorKind,
-    record: usize,
-    offset: usize,
-    [d0, d1, d2]: [u64; 3],
-) -> fmt::Result {
-    let at = |f: &mut dyn Write| write!(f, "record {record} at byte {offset}: parameter {d0}: ");
-    let tag = |byte: u64| u8::try_from(byte).ok().and_then(ArgTag::from_byte).map_or("?", ArgTag::name);
+/// The message of a kind of the host call or of this library's declarations, from its plain
+/// data: the Rust crates' `Display` where there is a Rust error (an unknown or undeclared kernel,
+/// a withheld capability, no memory), else this library's own words.
+fn write_host_message(f: &mut dyn Write, kind: KargsErrorKind, [d0, d1, _]: [u64; 3]) -> fmt::Result {
     match kind {
         KargsErrorKind::UnknownKernel => write!(f, "{}", Detail::UnknownKernel { kernel_id: d0 as i64 }),
         KargsErrorKind::UndeclaredKernel => write!(f, "{}", Detail::Undeclared { kernel_id: d0 as i64 }),
         KargsErrorKind::CapabilityDisabled => write!(f, "{}", Detail::CapabilityDisabled),
         KargsErrorKind::NoMemory => write!(f, "{}", Detail::NoExportedMemory),
-        KargsErrorKind::DeclarationCount => {
-            write!(f, "the kernel takes {d0} parameters, the argv has {d1} arguments")
-        }
-        KargsErrorKind::DeclarationType => {
-            at(f)?;
-            write!(f, "the kernel takes {}, the argv has {}", tag(d1), tag(d2))
-        }
-        KargsErrorKind::DeclarationMisaligned => {
-            at(f)?;
-            write!(f, "window at guest offset {d1} is not aligned for its {d2}-byte elements")
-        }
-        KargsErrorKind::DeclarationWindowTooShort => {
-            at(f)?;
-            write!(f, "{d1}-byte window, the kernel touches {d2} bytes")
-        }
-        KargsErrorKind::DeclarationOutOfRange => {
-            at(f)?;
-            f.write_str(
-                "the bytes the kernel touches are out of range for this launch (over 64 bits, below zero, or a \
-                 division by zero)",
-            )
-        }
-        KargsErrorKind::DeclarationNegative => {
-            at(f)?;
-            write!(f, "the kernel's extent counts with parameter {d1}, which is negative")
-        }
         KargsErrorKind::MemoryTooLarge => {
             write!(f, "kargs_host_call: memory_len {d0} is over 4 GiB, larger than any wasm32 memory")
         }

@@ -9,10 +9,11 @@
 use std::ffi::CStr;
 
 use kargs::{
-    KARGS_ERROR_MESSAGE_MAX, KargsArg, KargsError, KargsErrorKind, kargs_abi_error_name,
-    kargs_error_kind_name, kargs_error_message, kargs_parse,
+    KARGS_ERROR_MESSAGE_MAX, KARGS_ERROR_TEXT_MAX, KargsArg, KargsError, KargsErrorKind,
+    kargs_abi_error_name, kargs_error_kind_name, kargs_error_message, kargs_parse,
 };
 use kernel_args::AbiError;
+use kernel_args::limits::{MAX_EXTENT_BYTES, MAX_NAME_BYTES};
 use kernel_args_core::{ArgTag, ArgvError, ErrorKind, GuestMemory, LoweredArg, RecordReader, parse_argv};
 use serde_json::Value;
 
@@ -197,14 +198,23 @@ fn every_message_fits_the_documented_buffer() {
         KargsError::null_argument(kargs::KargsFunction::HostCall, 8, usize::MAX),
         KargsError { abi_code: i32::MIN, kind: u32::MAX, ..KargsError::default() },
     ];
-    // The kinds of the declarations and the host call, every detail at its widest.
+    // The kinds of the declarations and the host call, every detail and text at its widest.
+    let (name, extent) = ("n".repeat(MAX_NAME_BYTES), "9".repeat(MAX_EXTENT_BYTES));
     let host_kinds = KargsErrorKind::ALL_PUBLIC.iter().filter(|k| **k as u32 >= 64).map(|&kind| {
         let record = u64::from(u32::MAX);
+        let text = match kind {
+            KargsErrorKind::DeclarationType
+            | KargsErrorKind::DeclarationWindowTooShort
+            | KargsErrorKind::DeclarationOutOfRange => text_of(&[&name, &extent]),
+            KargsErrorKind::DeclarationMisaligned => text_of(&[&name, "f64"]),
+            KargsErrorKind::DeclarationNegative => text_of(&[&name, &extent, &name]),
+            _ => [0; KARGS_ERROR_TEXT_MAX],
+        };
         let detail = match kind {
             KargsErrorKind::DeclarationCount => [u64::MAX, u64::MAX - 1, 0],
             KargsErrorKind::DeclarationType => [record, 0x07, 0x06],
-            KargsErrorKind::DeclarationMisaligned => [record, u64::MAX, 1 << 63],
-            KargsErrorKind::DeclarationWindowTooShort => [record, u64::MAX - 1, u64::MAX],
+            KargsErrorKind::DeclarationMisaligned => [record, u64::from(u32::MAX), 8],
+            KargsErrorKind::DeclarationWindowTooShort => [record, u64::from(u32::MAX), u64::MAX],
             KargsErrorKind::DeclarationOutOfRange => [record, 0, 0],
             KargsErrorKind::DeclarationNegative => [record, u64::MAX, 0],
             KargsErrorKind::UnknownKernel
@@ -220,6 +230,7 @@ fn every_message_fits_the_documented_buffer() {
             record_index: u32::MAX,
             byte_offset: u32::MAX,
             detail,
+            text,
         }
     });
     let worst: Vec<KargsError> = worst.into_iter().chain(host_kinds).collect();
@@ -290,16 +301,32 @@ fn a_memory_over_4_gib_is_refused_with_its_own_kind() {
     assert_eq!((rc, out.len()), (0, 1));
 }
 
+/// `parts`, each followed by a NUL, in a zeroed `kargs_error.text`.
+fn text_of(parts: &[&str]) -> [u8; KARGS_ERROR_TEXT_MAX] {
+    let mut text = [0; KARGS_ERROR_TEXT_MAX];
+    let joined: Vec<u8> = parts.iter().flat_map(|p| p.bytes().chain([0])).collect();
+    text[..joined.len()].copy_from_slice(&joined);
+    text
+}
+
 #[test]
 fn a_struct_whose_details_contradict_its_kind_is_called_invalid() {
-    // A struct written by hand, with the kind's own ABI code.
+    // A struct written by hand, with the kind's own ABI code; a declaration kind's text names
+    // parameter `out` and its extent (`n * 4`) or element type.
     let text = |kind: KargsErrorKind, record: u32, detail: [u64; 3]| {
+        let text = match kind {
+            KargsErrorKind::DeclarationMisaligned => text_of(&["out", "f32"]),
+            KargsErrorKind::DeclarationNegative => text_of(&["out", "n * 4", "n"]),
+            k if (81..=85).contains(&(k as u32)) => text_of(&["out", "n * 4"]),
+            _ => [0; KARGS_ERROR_TEXT_MAX],
+        };
         message(&KargsError {
             abi_code: kind.abi_code(),
             kind: kind as u32,
             record_index: record,
             byte_offset: 0,
             detail,
+            text,
         })
     };
     let invalid = |kind: KargsErrorKind, record: u32, detail: [u64; 3]| {
@@ -341,6 +368,58 @@ fn a_struct_whose_details_contradict_its_kind_is_called_invalid() {
     );
     assert_eq!(
         text(K::DeclarationWindowTooShort, 1, [1, 16, 64]),
-        "record 1 at byte 0: parameter 1: 16-byte window, the kernel touches 64 bytes"
+        "record 1 at byte 0: out: 16-byte window, the kernel touches n * 4 = 64 bytes"
     );
+}
+
+#[test]
+fn a_declaration_kinds_text_is_read_strictly() {
+    let err = |kind: KargsErrorKind, detail: [u64; 3], text: [u8; KARGS_ERROR_TEXT_MAX]| {
+        message(&KargsError {
+            abi_code: kind.abi_code(),
+            kind: kind as u32,
+            record_index: 1,
+            byte_offset: 0,
+            detail,
+            text,
+        })
+    };
+    use KargsErrorKind as K;
+    let short = [1, 16, 64];
+    let invalid = |kind, detail, text| {
+        let m = err(kind, detail, text);
+        assert!(m.starts_with("invalid kargs_error: kind "), "{m}");
+    };
+    assert_eq!(
+        err(K::DeclarationWindowTooShort, short, text_of(&["out", "n * 4"])),
+        "record 1 at byte 0: out: 16-byte window, the kernel touches n * 4 = 64 bytes"
+    );
+    // Missing parts, a part past its cap, bytes after the last NUL, not UTF-8.
+    invalid(K::DeclarationWindowTooShort, short, [0; KARGS_ERROR_TEXT_MAX]);
+    invalid(K::DeclarationWindowTooShort, short, text_of(&["out"]));
+    invalid(K::DeclarationWindowTooShort, short, text_of(&[&"n".repeat(MAX_NAME_BYTES + 1), "n * 4"]));
+    invalid(K::DeclarationWindowTooShort, short, text_of(&["out", "n * 4", "x"]));
+    invalid(
+        K::DeclarationWindowTooShort,
+        short,
+        text_of(&["out", "n \u{e9}"]).map(|b| if b == 0xa9 { 0xff } else { b }),
+    );
+    // A text that ends without its NUL.
+    invalid(K::DeclarationWindowTooShort, short, [b'x'; KARGS_ERROR_TEXT_MAX]);
+    // An element type that is none, or not of the size in detail[2].
+    invalid(K::DeclarationMisaligned, [1, 66, 4], text_of(&["out", "f33"]));
+    invalid(K::DeclarationMisaligned, [1, 66, 4], text_of(&["out", "f64"]));
+    // A text on a kind that has none.
+    let mut unknown_tag = KargsError::from_argv(&ArgvError::new(ErrorKind::UnknownTag { tag: 0x42 }, 0, 0));
+    unknown_tag.text[0] = b'x';
+    assert!(message(&unknown_tag).starts_with("invalid kargs_error: kind "));
+    let mut count = KargsError {
+        abi_code: K::DeclarationCount.abi_code(),
+        kind: K::DeclarationCount as u32,
+        detail: [4, 3, 0],
+        ..KargsError::default()
+    };
+    assert_eq!(message(&count), "the kernel takes 4 parameters, the argv has 3 arguments");
+    count.text[0] = b'x';
+    assert!(message(&count).starts_with("invalid kargs_error: kind "));
 }

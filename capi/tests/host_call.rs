@@ -157,20 +157,22 @@ fn declarations_check_kargs_arg_arrays() {
     );
     assert_eq!(err.detail, [2, 16, 64]);
     assert_eq!(msg, "record 2 at byte 18: out: 16-byte window, the kernel touches n * 4 = 64 bytes");
-    assert_eq!(
-        message(&err),
-        "record 2 at byte 18: parameter 2: 16-byte window, the kernel touches 64 bytes"
-    );
+    // The struct alone gives the same message: it carries the name and the expression.
+    assert_eq!(message(&err), msg);
+    assert_eq!(&err.text[..10], b"out\0n * 4\0");
+    assert!(err.text[10..].iter().all(|&b| b == 0));
 
     let raw = [KargsArg { tag: 6, bits: 0xdead_0000, ..KargsArg::default() }, ok[1], ok[2], ok[3]];
     let (rc, err, msg) = check(&decl, &raw);
     assert_eq!((rc, err.kind, err.detail), (-9, KargsErrorKind::DeclarationType as u32, [0, 7, 6]));
     assert_eq!(msg, "record 0 at byte 0: a: the kernel takes &[f32; n], the argv has u64");
-    assert_eq!(message(&err), "record 0 at byte 0: parameter 0: the kernel takes ptr, the argv has u64");
+    assert_eq!(message(&err), msg);
 
     let odd = [window(0, 64), at(window(66, 64), 9), ok[2], ok[3]];
-    let (rc, err, _) = check(&decl, &odd);
+    let (rc, err, msg) = check(&decl, &odd);
     assert_eq!((rc, err.kind, err.detail), (-9, KargsErrorKind::DeclarationMisaligned as u32, [1, 66, 4]));
+    assert_eq!(msg, "record 1 at byte 9: b: window at guest offset 66 is not aligned for f32 (4 bytes)");
+    assert_eq!(message(&err), msg);
 
     let (rc, err, msg) = check(&decl, &ok[..3]);
     assert_eq!(
@@ -186,9 +188,15 @@ fn declarations_check_kargs_arg_arrays() {
     let (rc, err, msg) = check(&signed, &neg);
     assert_eq!((rc, err.kind, err.detail), (-9, KargsErrorKind::DeclarationNegative as u32, [0, 1, 0]));
     assert_eq!(msg, "record 0 at byte 0: a: the kernel touches n bytes, and n is negative");
+    assert_eq!(message(&err), msg);
     let shaped = parse_declaration("k(a: &[u8; grid.x * block.x - 300])").1;
-    let (rc, err, _) = check(&shaped, &[window(0, 8)]);
+    let (rc, err, msg) = check(&shaped, &[window(0, 8)]);
     assert_eq!((rc, err.kind), (-9, KargsErrorKind::DeclarationOutOfRange as u32));
+    assert!(
+        msg.starts_with("record 0 at byte 0: a: the kernel touches grid.x * block.x - 300 bytes"),
+        "{msg}"
+    );
+    assert_eq!(message(&err), msg);
 
     let bad = [window(0, 64), KargsArg { tag: 9, ..KargsArg::default() }];
     let (rc, err, _) = check(&decl, &bad);

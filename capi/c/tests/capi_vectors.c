@@ -41,7 +41,7 @@
 
 /* The sizes the header documents. */
 typedef char check_arg_size[sizeof(kargs_arg) == 32 ? 1 : -1];
-typedef char check_error_size[sizeof(kargs_error) == 40 ? 1 : -1];
+typedef char check_error_size[sizeof(kargs_error) == 176 ? 1 : -1];
 
 static void *xmalloc(size_t n)
 {

@@ -96,6 +96,16 @@ static void check_declarations(void)
           "out's window is short: rc %d, kind %s", rc, kargs_error_kind_name(err.kind));
     CHECK(strcmp(msg, "record 2 at byte 18: out: 16-byte window, the kernel touches n * 4 = 64 bytes") == 0,
           "msg: %s", msg);
+    /* The struct alone, copied, gives the same message: it holds the name and the expression. */
+    {
+        kargs_error copy = err;
+        char again[KARGS_ERROR_MESSAGE_MAX];
+        size_t len = kargs_error_message(&copy, again, sizeof again);
+        CHECK(len == strlen(msg) && strcmp(again, msg) == 0, "kargs_error_message: %s", again);
+        CHECK(strcmp((const char *)copy.text, "out") == 0 &&
+                  strcmp((const char *)copy.text + strlen("out") + 1, "n * 4") == 0,
+              "text: the parameter's name, then its extent");
+    }
     args[2].len = 64;
     rc = kargs_declaration_check(&decl, args, 4, grid, block, &err, msg, sizeof msg);
     CHECK(rc == 0 && err.abi_code == 0, "64-byte windows fit n = 16: %d", rc);

@@ -57,23 +57,27 @@ pub enum KargsErrorKind {
     UndeclaredKernel = 65,
     /// `-9` InvalidArgs: the argv has not as many arguments as the declaration parameters.
     /// `record_index`, `byte_offset`: the first record past the shorter list. `detail[0]`: the
-    /// parameters, `detail[1]`: the arguments.
+    /// parameters, `detail[1]`: the arguments. `text` is empty.
     DeclarationCount = 80,
     /// `-9` InvalidArgs: the record's type is not its parameter's. `detail[0]`: the parameter's
-    /// index, `detail[1]`: the tag the parameter takes, `detail[2]`: the record's tag.
+    /// index, `detail[1]`: the tag the parameter takes, `detail[2]`: the record's tag. `text`:
+    /// the parameter's name, then its type as declared (`&[f32; n]`).
     DeclarationType = 81,
     /// `-9` InvalidArgs: the window's guest offset is not a multiple of its element's size.
     /// `detail[0]`: the parameter, `detail[1]`: the guest offset, `detail[2]`: the element's
-    /// size.
+    /// size. `text`: the parameter's name, then the element type's (`f32`).
     DeclarationMisaligned = 82,
     /// `-9` InvalidArgs: the window is shorter than the bytes the kernel may touch through it.
     /// `detail[0]`: the parameter, `detail[1]`: the window's length, `detail[2]`: the bytes.
+    /// `text`: the parameter's name, then the bytes as the declaration counts them (`n * 4`).
     DeclarationWindowTooShort = 83,
     /// `-9` InvalidArgs: the bytes the kernel may touch are out of range for this launch (over
-    /// 64 bits, below zero, a division by zero). `detail[0]`: the parameter.
+    /// 64 bits, below zero, a division by zero). `detail[0]`: the parameter. `text`: its name,
+    /// then the bytes as the declaration counts them.
     DeclarationOutOfRange = 84,
     /// `-9` InvalidArgs: the extent counts with a signed parameter that is negative.
-    /// `detail[0]`: the pointer parameter, `detail[1]`: the negative one.
+    /// `detail[0]`: the pointer parameter, `detail[1]`: the negative one. `text`: the pointer
+    /// parameter's name, the bytes as the declaration counts them, the negative one's name.
     DeclarationNegative = 85,
     /// `-1` NotAvailable: the host's `enabled` is 0: the capability is withheld.
     CapabilityDisabled = 96,
@@ -392,7 +396,7 @@ impl KargsFunction {
 ///
 /// `kargs_error_message` turns it into the same one-line message the Rust crates'
 /// `Display` gives: everything it needs is in the struct, so the struct may be copied, kept
-/// and formatted later. Layout: 40 bytes, no padding.
+/// and formatted later. Layout: 176 bytes, no padding.
 #[repr(C)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct KargsError {
@@ -409,6 +413,52 @@ pub struct KargsError {
     /// The kind's details, as each `KARGS_ERROR_KIND_*` says; unused entries are 0. Signed
     /// values are stored in two's complement: read them as `(int64_t)detail[i]`.
     pub detail: [u64; 3],
+    /// The declaration kinds (81 to 85): the names and expressions of the declaration the
+    /// message quotes, in UTF-8, each followed by a NUL, as each `KARGS_ERROR_KIND_*` says
+    /// (the first is a C string: `(const char *)err.text`); the bytes after the last NUL are 0.
+    /// All 0 for every other kind.
+    pub text: [u8; KARGS_ERROR_TEXT_MAX],
+}
+
+/// Bytes of `kargs_error.text`: two names of at most 32 bytes and an expression of at most 64
+/// (kernel-args' `MAX_NAME_BYTES`, `MAX_EXTENT_BYTES`), each with its NUL, and padding.
+pub const KARGS_ERROR_TEXT_MAX: usize = 136;
+
+// Two names and an extent, each with its NUL (three NULs).
+const _: () = assert!(MAX_NAME_BYTES + MAX_EXTENT_BYTES + MAX_NAME_BYTES + 3 <= KARGS_ERROR_TEXT_MAX);
+
+/// `parts` one after the other, each followed by a NUL, in a zeroed text; a part that does not
+/// fit is cut (none does not: a name or an extent is at most its cap).
+fn text_of(parts: &[&str]) -> [u8; KARGS_ERROR_TEXT_MAX] {
+    let mut text = [0; KARGS_ERROR_TEXT_MAX];
+    let mut at = 0usize;
+    for part in parts {
+        for &byte in part.as_bytes() {
+            if let Some(slot) = text.get_mut(at) {
+                *slot = byte;
+            }
+            at = at.saturating_add(1);
+        }
+        at = at.saturating_add(1);
+    }
+    text
+}
+
+/// The `N` NUL-terminated parts of `text`: each UTF-8, not empty, none longer than its cap in
+/// `caps`, and nothing but zeros after the last; `None` otherwise.
+fn parts_of<const N: usize>(text: &[u8; KARGS_ERROR_TEXT_MAX], caps: [usize; N]) -> Option<[&str; N]> {
+    let mut parts = [""; N];
+    let mut rest: &[u8] = text;
+    for (part, cap) in parts.iter_mut().zip(caps) {
+        let end = rest.iter().position(|&b| b == 0)?;
+        let (bytes, after) = rest.split_at(end);
+        if bytes.is_empty() || bytes.len() > cap {
+            return None;
+        }
+        *part = core::str::from_utf8(bytes).ok()?;
+        rest = after.get(1..)?;
+    }
+    rest.iter().all(|&b| b == 0).then_some(parts)
 }
 
 impl Default for KargsError {
@@ -419,13 +469,15 @@ impl Default for KargsError {
 }
 
 /// A decoded `kargs_error`: the Rust error it was made from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Decoded {
     None,
     Argv(ArgvError),
     Region(RegionError),
     Shape(ShapeError),
     Quota(QuotaError),
+    /// A declaration's refusal of the arguments.
+    Mismatch(Mismatch),
     Null {
         function: KargsFunction,
         position: usize,
@@ -446,7 +498,7 @@ pub(crate) enum Decoded {
 /// a declaration's refusal names its own record as the parameter, ...): a struct whose details
 /// contradict its kind was not written here, and its message says so rather than state the
 /// contradiction as a fact.
-fn holds(decoded: &Decoded, record: u64) -> bool {
+fn holds(decoded: &Decoded) -> bool {
     use KargsErrorKind as K;
     match decoded {
         Decoded::None | Decoded::Null { .. } => true,
@@ -481,24 +533,20 @@ fn holds(decoded: &Decoded, record: u64) -> bool {
             Bound::AtLeast(bound) => i128::from(e.value) < i128::from(bound),
             Bound::AtMost(bound) => i128::from(e.value) > i128::from(bound),
         },
+        Decoded::Mismatch(m) => match &m.kind {
+            MismatchKind::Count { declared, got } => declared != got && m.param.is_empty(),
+            MismatchKind::Type { expected, got, .. } => expected != got,
+            MismatchKind::Misaligned { guest_offset, element } => {
+                guest_offset.checked_rem(element.size()).is_some_and(|rest| rest != 0)
+            }
+            MismatchKind::WindowTooShort { len, bytes, .. } => u64::from(*len) < *bytes,
+            MismatchKind::Overflow { .. } => true,
+            MismatchKind::Negative { scalar_index, .. } => *scalar_index != m.record,
+        },
         Decoded::Host { kind, detail: [d0, d1, d2], .. } => match kind {
             K::UnknownKernel | K::UndeclaredKernel | K::LaunchCallback => (*d1, *d2) == (0, 0),
             K::CapabilityDisabled | K::NoMemory => (*d0, *d1, *d2) == (0, 0, 0),
             K::MemoryTooLarge => *d0 > MAX_GUEST_MEMORY_BYTES && (*d1, *d2) == (0, 0),
-            K::DeclarationCount => d0 != d1 && *d2 == 0,
-            K::DeclarationType => {
-                let tag = |byte: u64| u8::try_from(byte).ok().and_then(ArgTag::from_byte);
-                *d0 == record && tag(*d1).is_some() && tag(*d2).is_some() && d1 != d2
-            }
-            K::DeclarationMisaligned => {
-                *d0 == record
-                    && d2.is_power_of_two()
-                    && *d2 > 1
-                    && d1.checked_rem(*d2).is_some_and(|rest| rest != 0)
-            }
-            K::DeclarationWindowTooShort => *d0 == record && d1 < d2,
-            K::DeclarationOutOfRange => *d0 == record && (*d1, *d2) == (0, 0),
-            K::DeclarationNegative => *d0 == record && *d2 == 0,
             _ => true,
         },
     }
@@ -527,11 +575,24 @@ fn to_i32(v: u64) -> Option<i32> {
 
 impl KargsError {
     /// No error.
-    pub(crate) const NONE: KargsError =
-        KargsError { abi_code: 0, kind: 0, record_index: 0, byte_offset: 0, detail: [0; 3] };
+    pub(crate) const NONE: KargsError = KargsError {
+        abi_code: 0,
+        kind: 0,
+        record_index: 0,
+        byte_offset: 0,
+        detail: [0; 3],
+        text: [0; KARGS_ERROR_TEXT_MAX],
+    };
 
     fn of(kind: KargsErrorKind, record_index: u32, byte_offset: u32, detail: [u64; 3]) -> KargsError {
-        KargsError { abi_code: kind.abi_code(), kind: kind as u32, record_index, byte_offset, detail }
+        KargsError {
+            abi_code: kind.abi_code(),
+            kind: kind as u32,
+            record_index,
+            byte_offset,
+            detail,
+            text: [0; KARGS_ERROR_TEXT_MAX],
+        }
     }
 
     /// The error for an argv the parser refused.
@@ -582,7 +643,7 @@ impl KargsError {
     /// The Rust error this struct was made from; `None` when it is not a struct this library
     /// wrote (an unknown kind, an ABI code that is not the kind's, details out of range).
     pub(crate) fn decode(&self) -> Option<Decoded> {
-        self.decode_fields().filter(|decoded| holds(decoded, u64::from(self.record_index)))
+        self.decode_fields().filter(holds)
     }
 
     /// The error the fields spell, each within its type's range, before [`holds`] checks that
@@ -612,6 +673,17 @@ impl KargsError {
         if !placed_kind && (self.record_index, self.byte_offset) != (0, 0) {
             return None;
         }
+        let texted_kind = matches!(
+            kind,
+            KargsErrorKind::DeclarationType
+                | KargsErrorKind::DeclarationMisaligned
+                | KargsErrorKind::DeclarationWindowTooShort
+                | KargsErrorKind::DeclarationOutOfRange
+                | KargsErrorKind::DeclarationNegative
+        );
+        if !texted_kind && self.text != [0; KARGS_ERROR_TEXT_MAX] {
+            return None;
+        }
         let index = usize::try_from(self.record_index).ok()?;
         let offset = usize::try_from(self.byte_offset).ok()?;
         let [d0, d1, d2] = self.detail;
@@ -620,6 +692,14 @@ impl KargsError {
         let region = |make: fn(i32, i32, u64) -> RegionError| {
             Some(Decoded::Region(make(to_i32(d0)?, to_i32(d1)?, d2)))
         };
+        // A refusal of parameter `d0`, which is the record's: its name first in the text.
+        let mismatch =
+            |kind| Some(Decoded::Mismatch(Mismatch { record: index, offset, param: Name::new(), kind }));
+        let named = |param: &str, kind| -> Option<Decoded> {
+            let param = Name::try_from(param).ok().filter(|_| d0 == u64::from(self.record_index))?;
+            Some(Decoded::Mismatch(Mismatch { record: index, offset, param, kind }))
+        };
+        let text = |s: &str| Text::try_from(s).ok();
         let shape = |bound: fn(u64) -> Bound| {
             Some(Decoded::Shape(ShapeError {
                 dimension: KargsDimension::dimension(d0)?,
@@ -682,14 +762,49 @@ impl KargsError {
             KargsErrorKind::BufferTooLong | KargsErrorKind::TooManyRecords | KargsErrorKind::UnknownTag => {
                 None
             }
+            KargsErrorKind::DeclarationCount if d2 == 0 => {
+                mismatch(MismatchKind::Count { declared: to_usize(d0)?, got: to_usize(d1)? })
+            }
+            KargsErrorKind::DeclarationType => {
+                let [param, declared] = parts_of(&self.text, [MAX_NAME_BYTES, MAX_EXTENT_BYTES])?;
+                let tag = |byte: u64| u8::try_from(byte).ok().and_then(ArgTag::from_byte);
+                let kind =
+                    MismatchKind::Type { declared: text(declared)?, expected: tag(d1)?, got: tag(d2)? };
+                named(param, kind)
+            }
+            KargsErrorKind::DeclarationMisaligned => {
+                let [param, element] = parts_of(&self.text, [MAX_NAME_BYTES, MAX_NAME_BYTES])?;
+                let element = Element::from_name(element).filter(|e| u64::from(e.size()) == d2)?;
+                named(param, MismatchKind::Misaligned { guest_offset: u32::try_from(d1).ok()?, element })
+            }
+            KargsErrorKind::DeclarationWindowTooShort => {
+                let [param, touches] = parts_of(&self.text, [MAX_NAME_BYTES, MAX_EXTENT_BYTES])?;
+                let kind = MismatchKind::WindowTooShort {
+                    len: u32::try_from(d1).ok()?,
+                    touches: text(touches)?,
+                    bytes: d2,
+                };
+                named(param, kind)
+            }
+            KargsErrorKind::DeclarationOutOfRange if (d1, d2) == (0, 0) => {
+                let [param, touches] = parts_of(&self.text, [MAX_NAME_BYTES, MAX_EXTENT_BYTES])?;
+                named(param, MismatchKind::Overflow { touches: text(touches)? })
+            }
+            KargsErrorKind::DeclarationNegative if d2 == 0 => {
+                let [param, touches, scalar] =
+                    parts_of(&self.text, [MAX_NAME_BYTES, MAX_EXTENT_BYTES, MAX_NAME_BYTES])?;
+                let kind = MismatchKind::Negative {
+                    touches: text(touches)?,
+                    scalar: Name::try_from(scalar).ok()?,
+                    scalar_index: to_usize(d1)?,
+                };
+                named(param, kind)
+            }
+            KargsErrorKind::DeclarationCount
+            | KargsErrorKind::DeclarationOutOfRange
+            | KargsErrorKind::DeclarationNegative => None,
             KargsErrorKind::UnknownKernel
             | KargsErrorKind::UndeclaredKernel
-            | KargsErrorKind::DeclarationCount
-            | KargsErrorKind::DeclarationType
-            | KargsErrorKind::DeclarationMisaligned
-            | KargsErrorKind::DeclarationWindowTooShort
-            | KargsErrorKind::DeclarationOutOfRange
-            | KargsErrorKind::DeclarationNegative
             | KargsErrorKind::CapabilityDisabled
             | KargsErrorKind::NoMemory
             | KargsErrorKind::MemoryTooLarge
@@ -739,30 +854,41 @@ impl KargsError {
         }
     }
 
-    /// The error of arguments a declaration refuses.
+    /// The error of arguments a declaration refuses: its numbers in `detail`, its names and
+    /// expressions in `text`, so that `kargs_error_message` gives `m`'s `Display`.
     pub(crate) fn from_mismatch(m: &Mismatch) -> KargsError {
         let (record, offset) = (narrow(m.record), narrow(m.offset));
         let param = wide(m.record);
-        let (kind, detail) = match &m.kind {
+        let name = m.param.as_str();
+        let (kind, detail, text) = match &m.kind {
             MismatchKind::Count { declared, got } => {
-                (KargsErrorKind::DeclarationCount, [wide(*declared), wide(*got), 0])
+                (KargsErrorKind::DeclarationCount, [wide(*declared), wide(*got), 0], text_of(&[]))
             }
-            MismatchKind::Type { expected, got, .. } => {
-                (KargsErrorKind::DeclarationType, [param, u64::from(expected.byte()), u64::from(got.byte())])
-            }
+            MismatchKind::Type { declared, expected, got } => (
+                KargsErrorKind::DeclarationType,
+                [param, u64::from(expected.byte()), u64::from(got.byte())],
+                text_of(&[name, declared]),
+            ),
             MismatchKind::Misaligned { guest_offset, element } => (
                 KargsErrorKind::DeclarationMisaligned,
                 [param, u64::from(*guest_offset), u64::from(element.size())],
+                text_of(&[name, element.name()]),
             ),
-            MismatchKind::WindowTooShort { len, bytes, .. } => {
-                (KargsErrorKind::DeclarationWindowTooShort, [param, u64::from(*len), *bytes])
+            MismatchKind::WindowTooShort { len, touches, bytes } => (
+                KargsErrorKind::DeclarationWindowTooShort,
+                [param, u64::from(*len), *bytes],
+                text_of(&[name, touches]),
+            ),
+            MismatchKind::Overflow { touches } => {
+                (KargsErrorKind::DeclarationOutOfRange, [param, 0, 0], text_of(&[name, touches]))
             }
-            MismatchKind::Overflow { .. } => (KargsErrorKind::DeclarationOutOfRange, [param, 0, 0]),
-            MismatchKind::Negative { scalar_index, .. } => {
-                (KargsErrorKind::DeclarationNegative, [param, wide(*scalar_index), 0])
-            }
+            MismatchKind::Negative { touches, scalar, scalar_index } => (
+                KargsErrorKind::DeclarationNegative,
+                [param, wide(*scalar_index), 0],
+                text_of(&[name, touches, scalar]),
+            ),
         };
-        KargsError::of(kind, record, offset, detail)
+        KargsError { text, ..KargsError::of(kind, record, offset, detail) }
     }
 
     /// An error of this library's own, with its details.

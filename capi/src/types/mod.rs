@@ -4,9 +4,10 @@
 //! structs (`kargs_host`, `kargs_call`, `kargs_kernel`, `kargs_launch`, `kargs_declaration`,
 //! `kargs_in_flight`). Safe code: the only `unsafe` of the crate is in `ffi`.
 
+use kernel_args::limits::{MAX_EXTENT_BYTES, MAX_NAME_BYTES};
 use kernel_args::{
-    AbiError, Bound, Detail, Dimension, HostError, Mismatch, MismatchKind, Quota, QuotaError, RegionError,
-    ShapeError,
+    AbiError, Bound, Detail, Dimension, Element, HostError, Mismatch, MismatchKind, Name, Quota, QuotaError,
+    RegionError, ShapeError, Text,
 };
 use kernel_args_core::{
     ArgTag, ArgvError, ErrorKind, LoweredArg, MAX_GUEST_MEMORY_BYTES, MAX_KERNEL_ARGS, MAX_KERNEL_ARGS_BYTES,
@@ -18,7 +19,9 @@ mod host;
 mod tests;
 
 pub(crate) use self::error::{Decoded, write_null_message};
-pub use self::error::{KargsDimension, KargsError, KargsErrorKind, KargsFunction, KargsQuota};
+pub use self::error::{
+    KARGS_ERROR_TEXT_MAX, KargsDimension, KargsError, KargsErrorKind, KargsFunction, KargsQuota,
+};
 pub use self::host::{
     KARGS_DECLARATION_SIZE, KargsCall, KargsDeclaration, KargsHost, KargsInFlight, KargsKernel, KargsLaunch,
     KargsLaunchFn,
@@ -121,7 +124,7 @@ impl Default for KargsArg {
 const _: () = assert!(usize::BITS >= 32, "kernel-args-capi needs a usize of at least 32 bits");
 
 // The sizes the header states, on every target this builds for (64-bit hosts, thumbv7em).
-const _: () = assert!(size_of::<KargsArg>() == 32 && size_of::<KargsError>() == 40);
+const _: () = assert!(size_of::<KargsArg>() == 32 && size_of::<KargsError>() == 176);
 
 #[inline]
 fn to_usize(v: u32) -> usize {

@@ -182,9 +182,9 @@ impl<'t> Parser<'t, '_> {
                 };
                 self.expect(b'[', "`[` (or `mut`, `out`)")?;
                 let element = match self.peek() {
-                    (Token::Word(w), _) if Element::ALL.iter().any(|e| e.name() == w) => {
+                    (Token::Word(w), _) if let Some(element) = Element::from_name(w) => {
                         self.advance(Token::Word(w));
-                        Element::ALL.into_iter().find(|e| e.name() == w).unwrap_or(Element::U8)
+                        element
                     }
                     (token, at) => return Err(self.error(at, "an element type (`u8` ... `f64`)", token)),
                 };

@@ -115,6 +115,11 @@ impl Element {
         Element::F64,
     ];
 
+    /// The element type named `name` (`"f32"`, ...), as a declaration writes it.
+    pub fn from_name(name: &str) -> Option<Element> {
+        Element::ALL.into_iter().find(|e| e.name() == name)
+    }
+
     /// The type's name (`"f32"`, ...).
     pub const fn name(self) -> &'static str {
         match self {
