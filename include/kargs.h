@@ -286,7 +286,13 @@ enum kargs_error_kind
     /**
      * `-7` Internal: a declaration does not parse (`kargs_declaration_parse`).
      * `byte_offset`: the 1-based byte column of the problem, minus one; `detail[0]`: the
-     * column.
+     * column; `detail[1]`: what is wrong there (kernel-args' `Problem`): 1 something else than
+     * the grammar allows (`detail[2]`: what it allows, kernel-args' `Expected::code`; `text`:
+     * what is there), 2 a second parameter of a name, 3 a name that is no parameter, 4 a name
+     * that is not an integer parameter, 5 a keyword for a name (2 to 5: `text`: the name), 6 a
+     * name too long, 7 an extent too long, 9 too many parameters, 10 too many extent operations
+     * (6, 7, 9, 10: `detail[2]`: the cap), 8 a constant of 2^32 or more, 11 a declaration over
+     * kernel-args' `MAX_DECLARATION_BYTES` (`detail[2]`: its length), 12 a byte that is not UTF-8.
      */
     KARGS_ERROR_KIND_DECLARATION_SYNTAX = 112,
     /**

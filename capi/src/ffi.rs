@@ -432,9 +432,7 @@ pub unsafe extern "C" fn kargs_declaration_parse(
             Err(e) => {
                 // SAFETY: NULL or valid for writes of `msg_cap` bytes.
                 unsafe { put_message(msg, msg_cap, &e) };
-                let column = u64::try_from(e.column).unwrap_or(u64::MAX);
-                let at = u32::try_from(e.column.saturating_sub(1)).unwrap_or(u32::MAX);
-                KargsError::own(KargsErrorKind::DeclarationSyntax, at, [column, 0, 0])
+                KargsError::from_declaration(&e)
             }
         }
     };

@@ -10,9 +10,9 @@ use kernel_args::Detail;
 use crate::types::{Decoded, KargsError, KargsErrorKind, write_null_message};
 
 /// Writes `err`'s message to `f`: the Rust crates' `Display` of the error it was made from
-/// (core's `ArgvError`, kernel-args' `RegionError`, `ShapeError`, `QuotaError` and a
-/// declaration's `Mismatch`), this library's own words for a NULL argument, and a fixed text
-/// for no error or a struct this library did not write.
+/// (core's `ArgvError`, kernel-args' `RegionError`, `ShapeError`, `QuotaError`, a
+/// declaration's `Mismatch` and `DeclarationError`), this library's own words for a NULL
+/// argument, and a fixed text for no error or a struct this library did not write.
 pub(crate) fn write_message(f: &mut dyn Write, err: Option<&KargsError>) -> fmt::Result {
     let Some(err) = err else {
         return f.write_str("kargs_error_message: err is NULL");
@@ -24,6 +24,7 @@ pub(crate) fn write_message(f: &mut dyn Write, err: Option<&KargsError>) -> fmt:
         Some(Decoded::Shape(e)) => write!(f, "{e}"),
         Some(Decoded::Quota(e)) => write!(f, "{e}"),
         Some(Decoded::Mismatch(e)) => write!(f, "{e}"),
+        Some(Decoded::Syntax(e)) => write!(f, "{e}"),
         Some(Decoded::Null { function, position, len }) => write_null_message(f, function, position, len),
         Some(Decoded::Host { kind, detail, .. }) => write_host_message(f, kind, detail),
         None => write!(f, "invalid kargs_error: kind {}, abi_code {}", err.kind, err.abi_code),
@@ -43,12 +44,6 @@ fn write_host_message(f: &mut dyn Write, kind: KargsErrorKind, [d0, d1, _]: [u64
             write!(f, "kargs_host_call: memory_len {d0} is over 4 GiB, larger than any wasm32 memory")
         }
         KargsErrorKind::LaunchCallback => write!(f, "the host's launch callback answered {}", d0 as i64),
-        KargsErrorKind::DeclarationSyntax => {
-            write!(
-                f,
-                "the declaration does not parse at column {d0} (kargs_declaration_parse's msg says why)"
-            )
-        }
         KargsErrorKind::InvalidDeclaration => {
             write!(f, "the kargs_declaration of kernel {d0} was not written by kargs_declaration_parse")
         }

@@ -208,6 +208,7 @@ fn every_message_fits_the_documented_buffer() {
             | KargsErrorKind::DeclarationOutOfRange => text_of(&[&name, &extent]),
             KargsErrorKind::DeclarationMisaligned => text_of(&[&name, "f64"]),
             KargsErrorKind::DeclarationNegative => text_of(&[&name, &extent, &name]),
+            KargsErrorKind::DeclarationSyntax => text_of(&[&name]),
             _ => [0; KARGS_ERROR_TEXT_MAX],
         };
         let detail = match kind {
@@ -222,12 +223,15 @@ fn every_message_fits_the_documented_buffer() {
             | KargsErrorKind::MemoryTooLarge
             | KargsErrorKind::LaunchCallback => [u64::MAX, 0, 0],
             KargsErrorKind::CapabilityDisabled | KargsErrorKind::NoMemory => [0; 3],
+            // The longest thing the grammar expects, at the last column.
+            KargsErrorKind::DeclarationSyntax => [u64::MAX, 1, u64::from(kernel_args::Expected::Type.code())],
             _ => [u64::MAX; 3],
         };
         KargsError {
             abi_code: kind.abi_code(),
             kind: kind as u32,
-            record_index: u32::MAX,
+            // A declaration's syntax error has a column, no record.
+            record_index: if kind == KargsErrorKind::DeclarationSyntax { 0 } else { u32::MAX },
             byte_offset: u32::MAX,
             detail,
             text,

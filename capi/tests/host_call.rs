@@ -58,10 +58,8 @@ fn declarations_parse_into_caller_storage() {
     assert_eq!((rc, err.kind), (-7, KargsErrorKind::DeclarationSyntax as u32));
     assert_eq!((err.byte_offset, err.detail[0]), (12, 13));
     assert_eq!(msg, "column 13: `m` is not a parameter of this kernel");
-    assert_eq!(
-        message(&err),
-        "the declaration does not parse at column 13 (kargs_declaration_parse's msg says why)"
-    );
+    assert_eq!(message(&err), msg);
+    assert_eq!(&err.text[..2], b"m\0");
     // The storage a failed parse leaves is refused, never read as a declaration.
     let (rc, err, _) = check(&decl, &[]);
     assert_eq!((rc, err.kind), (-7, KargsErrorKind::InvalidDeclaration as u32));
@@ -82,6 +80,7 @@ fn declarations_parse_into_caller_storage() {
         )
     };
     assert_eq!((rc, err.kind, err.detail[0]), (-7, KargsErrorKind::DeclarationSyntax as u32, 6));
+    assert_eq!(message(&err), kernel_args::Declaration::parse_bytes(bytes).unwrap_err().to_string());
     // SAFETY: NULL text with a length is refused before any read.
     let rc = unsafe { kargs_declaration_parse(null(), 3, &raw mut *out, &raw mut err, null_mut(), 0) };
     assert_eq!((rc, err.kind), (-7, KargsErrorKind::NullArgument as u32));
@@ -94,6 +93,47 @@ fn declarations_parse_into_caller_storage() {
         kargs_declaration_parse(b"e()".as_ptr().cast(), 3, null_mut(), &raw mut err, null_mut(), 0)
     };
     assert_eq!((rc, err.kind), (-7, KargsErrorKind::NullArgument as u32));
+}
+
+/// Every problem a declaration can have: the struct's message is `Declaration::parse`'s error's
+/// `Display`, and so is the parse's `msg`.
+#[test]
+fn a_syntax_errors_struct_gives_the_rust_message() {
+    let long_name = "n".repeat(33);
+    let deep = format!("k(a: &[u8; {}n{}], n: u32)", "(".repeat(40), ")".repeat(40));
+    let many: String = (0..129).map(|i| format!("p{i}: u32")).collect::<Vec<_>>().join(", ");
+    let ops = format!(
+        "k({})",
+        (0..20).map(|i| format!("a{i}: &[u8; n*n*n*n*n*n*n*n*n*n*n*n*n], ")).collect::<String>() + "n: u32"
+    );
+    let huge = format!("k(a: u32{})", " ".repeat(3000));
+    let cases: Vec<String> = [
+        "k(a: &[f32; n]",
+        "k(a: u32, a: u32)",
+        "k(a: &[f32; m])",
+        "k(a: &[f32; n], n: f32)",
+        "k(grid: u32)",
+        "k(a: &[u8; 4294967296])",
+        "k(a: &[u8; grid.w])",
+        "k(a: \u{0}u32)",
+        "k(a: &[u8; n], n: u32) x",
+        "(",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .chain([format!("k({long_name}: u32)"), deep, format!("k({many})"), ops, huge])
+    .collect();
+    let mut problems = std::collections::BTreeSet::new();
+    for text in &cases {
+        let expected = kernel_args::Declaration::parse(text).expect_err(text);
+        let (rc, _, err, msg) = parse_declaration(text);
+        assert_eq!((rc, err.kind), (-7, KargsErrorKind::DeclarationSyntax as u32), "{text}");
+        assert_eq!(msg, expected.to_string(), "{text}");
+        assert_eq!(message(&err), msg, "{text}");
+        problems.insert(err.detail[1]);
+    }
+    // Not UTF-8 (the parse of bytes).
+    assert_eq!(problems.len(), 11, "{problems:?}");
 }
 
 /// The C API reads declarations by docs/declarations.md's grammar, as `Declaration::parse` does:

@@ -153,7 +153,7 @@ pub use checks::{
     check_launch_shape,
 };
 pub use declaration::{
-    Declaration, DeclarationError, DeclaredParam, Element, Mismatch, MismatchKind, Name, ParamType,
+    Declaration, DeclarationError, DeclaredParam, Element, Expected, Mismatch, MismatchKind, Name, ParamType,
     PointerAccess, Problem, Scalar, Text,
 };
 pub use dry_run::DryRunLauncher;

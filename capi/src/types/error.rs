@@ -95,7 +95,13 @@ pub enum KargsErrorKind {
     Quota = 100,
     /// `-7` Internal: a declaration does not parse (`kargs_declaration_parse`).
     /// `byte_offset`: the 1-based byte column of the problem, minus one; `detail[0]`: the
-    /// column.
+    /// column; `detail[1]`: what is wrong there (kernel-args' `Problem`): 1 something else than
+    /// the grammar allows (`detail[2]`: what it allows, kernel-args' `Expected::code`; `text`:
+    /// what is there), 2 a second parameter of a name, 3 a name that is no parameter, 4 a name
+    /// that is not an integer parameter, 5 a keyword for a name (2 to 5: `text`: the name), 6 a
+    /// name too long, 7 an extent too long, 9 too many parameters, 10 too many extent operations
+    /// (6, 7, 9, 10: `detail[2]`: the cap), 8 a constant of 2^32 or more, 11 a declaration over
+    /// kernel-args' `MAX_DECLARATION_BYTES` (`detail[2]`: its length), 12 a byte that is not UTF-8.
     DeclarationSyntax = 112,
     /// `-7` Internal: a `kargs_declaration` that `kargs_declaration_parse` did not write.
     /// `detail[0]`: its kernel's index in the host's table (0 for `kargs_declaration_check`).
@@ -478,6 +484,8 @@ pub(crate) enum Decoded {
     Quota(QuotaError),
     /// A declaration's refusal of the arguments.
     Mismatch(Mismatch),
+    /// A declaration that does not parse.
+    Syntax(DeclarationError),
     Null {
         function: KargsFunction,
         position: usize,
@@ -533,6 +541,9 @@ fn holds(decoded: &Decoded) -> bool {
             Bound::AtLeast(bound) => i128::from(e.value) < i128::from(bound),
             Bound::AtMost(bound) => i128::from(e.value) > i128::from(bound),
         },
+        Decoded::Syntax(e) => {
+            e.column > 0 && !matches!(e.problem, Problem::TooLong { len, max } if len <= max)
+        }
         Decoded::Mismatch(m) => match &m.kind {
             MismatchKind::Count { declared, got } => declared != got && m.param.is_empty(),
             MismatchKind::Type { expected, got, .. } => expected != got,
@@ -675,7 +686,8 @@ impl KargsError {
         }
         let texted_kind = matches!(
             kind,
-            KargsErrorKind::DeclarationType
+            KargsErrorKind::DeclarationSyntax
+                | KargsErrorKind::DeclarationType
                 | KargsErrorKind::DeclarationMisaligned
                 | KargsErrorKind::DeclarationWindowTooShort
                 | KargsErrorKind::DeclarationOutOfRange
@@ -800,16 +812,43 @@ impl KargsError {
                 };
                 named(param, kind)
             }
+            KargsErrorKind::DeclarationSyntax
+                if index == 0
+                    && u64::from(self.byte_offset) == d0.saturating_sub(1).min(u64::from(u32::MAX)) =>
+            {
+                let name = || -> Option<Name> {
+                    let [name] = parts_of(&self.text, [MAX_NAME_BYTES])?;
+                    Name::try_from(name).ok()
+                };
+                let untexted = self.text == [0; KARGS_ERROR_TEXT_MAX];
+                let max = || to_usize(d2);
+                let problem = match d1 {
+                    1 => Problem::Expected { expected: Expected::from_code(d2)?, found: name()? },
+                    2 if d2 == 0 => Problem::DuplicateName(name()?),
+                    3 if d2 == 0 => Problem::UnknownName(name()?),
+                    4 if d2 == 0 => Problem::NotAnInteger(name()?),
+                    5 if d2 == 0 => Problem::Reserved(name()?),
+                    6 if untexted => Problem::NameTooLong { max: max()? },
+                    7 if untexted => Problem::ExtentTooLong { max: max()? },
+                    8 if untexted && d2 == 0 => Problem::ConstantTooLarge,
+                    9 if untexted => Problem::TooManyParams { max: max()? },
+                    10 if untexted => Problem::TooManyOps { max: max()? },
+                    11 if untexted => Problem::TooLong { len: to_usize(d2)?, max: MAX_DECLARATION_BYTES },
+                    12 if untexted && d2 == 0 => Problem::NotUtf8,
+                    _ => return None,
+                };
+                Some(Decoded::Syntax(DeclarationError { column: to_usize(d0)?, problem }))
+            }
             KargsErrorKind::DeclarationCount
             | KargsErrorKind::DeclarationOutOfRange
-            | KargsErrorKind::DeclarationNegative => None,
+            | KargsErrorKind::DeclarationNegative
+            | KargsErrorKind::DeclarationSyntax => None,
             KargsErrorKind::UnknownKernel
             | KargsErrorKind::UndeclaredKernel
             | KargsErrorKind::CapabilityDisabled
             | KargsErrorKind::NoMemory
             | KargsErrorKind::MemoryTooLarge
             | KargsErrorKind::LaunchCallback
-            | KargsErrorKind::DeclarationSyntax
             | KargsErrorKind::InvalidDeclaration
             | KargsErrorKind::InvalidEntry => {
                 Some(Decoded::Host { kind, record: index, offset, detail: self.detail })
@@ -889,6 +928,28 @@ impl KargsError {
             ),
         };
         KargsError { text, ..KargsError::of(kind, record, offset, detail) }
+    }
+
+    /// The error of a declaration that does not parse: the column, what is wrong there, and
+    /// the names it quotes in `text`, so that `kargs_error_message` gives `e`'s `Display`.
+    pub(crate) fn from_declaration(e: &DeclarationError) -> KargsError {
+        let (code, number, text) = match &e.problem {
+            Problem::Expected { expected, found } => (1, u64::from(expected.code()), text_of(&[found])),
+            Problem::DuplicateName(name) => (2, 0, text_of(&[name])),
+            Problem::UnknownName(name) => (3, 0, text_of(&[name])),
+            Problem::NotAnInteger(name) => (4, 0, text_of(&[name])),
+            Problem::Reserved(name) => (5, 0, text_of(&[name])),
+            Problem::NameTooLong { max } => (6, wide(*max), text_of(&[])),
+            Problem::ExtentTooLong { max } => (7, wide(*max), text_of(&[])),
+            Problem::ConstantTooLarge => (8, 0, text_of(&[])),
+            Problem::TooManyParams { max } => (9, wide(*max), text_of(&[])),
+            Problem::TooManyOps { max } => (10, wide(*max), text_of(&[])),
+            Problem::TooLong { len, .. } => (11, wide(*len), text_of(&[])),
+            Problem::NotUtf8 => (12, 0, text_of(&[])),
+        };
+        let column = wide(e.column);
+        let at = u32::try_from(e.column.saturating_sub(1)).unwrap_or(u32::MAX);
+        KargsError { text, ..KargsError::own(KargsErrorKind::DeclarationSyntax, at, [column, code, number]) }
     }
 
     /// An error of this library's own, with its details.

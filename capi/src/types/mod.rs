@@ -4,10 +4,10 @@
 //! structs (`kargs_host`, `kargs_call`, `kargs_kernel`, `kargs_launch`, `kargs_declaration`,
 //! `kargs_in_flight`). Safe code: the only `unsafe` of the crate is in `ffi`.
 
-use kernel_args::limits::{MAX_EXTENT_BYTES, MAX_NAME_BYTES};
+use kernel_args::limits::{MAX_DECLARATION_BYTES, MAX_EXTENT_BYTES, MAX_NAME_BYTES};
 use kernel_args::{
-    AbiError, Bound, Detail, Dimension, Element, HostError, Mismatch, MismatchKind, Name, Quota, QuotaError,
-    RegionError, ShapeError, Text,
+    AbiError, Bound, DeclarationError, Detail, Dimension, Element, Expected, HostError, Mismatch,
+    MismatchKind, Name, Problem, Quota, QuotaError, RegionError, ShapeError, Text,
 };
 use kernel_args_core::{
     ArgTag, ArgvError, ErrorKind, LoweredArg, MAX_GUEST_MEMORY_BYTES, MAX_KERNEL_ARGS, MAX_KERNEL_ARGS_BYTES,

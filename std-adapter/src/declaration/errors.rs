@@ -158,6 +158,102 @@ impl DeclarationError {
     }
 }
 
+/// What the grammar allows where a declaration goes wrong ([`Problem::Expected`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum Expected {
+    /// The kernel's name, first.
+    KernelName,
+    /// `(` after the kernel's name.
+    OpenParen,
+    /// `,` or `)` after a parameter.
+    CommaOrClose,
+    /// Nothing after the closing `)`.
+    End,
+    /// A parameter's name, or `)` for no (more) parameters.
+    ParamName,
+    /// `:` after a parameter's name.
+    Colon,
+    /// A parameter's type.
+    Type,
+    /// `[` after `&` (or after `&mut`, `&out`).
+    OpenBracket,
+    /// A pointer's element type.
+    ElementType,
+    /// `;` after the element type.
+    Semicolon,
+    /// `]`, or an operator continuing the extent.
+    CloseBracket,
+    /// A count in an extent.
+    Count,
+    /// `)` closing a parenthesised count, or an operator.
+    CloseParen,
+    /// `.` after `grid` or `block`.
+    Dot,
+    /// An axis after `grid.` or `block.`.
+    Axis,
+}
+
+impl Expected {
+    /// Every value, in the order of their codes ([`Expected::code`]).
+    pub const ALL: [Expected; 15] = [
+        Expected::KernelName,
+        Expected::OpenParen,
+        Expected::CommaOrClose,
+        Expected::End,
+        Expected::ParamName,
+        Expected::Colon,
+        Expected::Type,
+        Expected::OpenBracket,
+        Expected::ElementType,
+        Expected::Semicolon,
+        Expected::CloseBracket,
+        Expected::Count,
+        Expected::CloseParen,
+        Expected::Dot,
+        Expected::Axis,
+    ];
+
+    /// A stable number for it: its index in [`Expected::ALL`] (what the C API stores).
+    pub const fn code(self) -> u8 {
+        self as u8
+    }
+
+    /// The value of code `code`, if it is one.
+    pub fn from_code(code: u64) -> Option<Expected> {
+        Expected::ALL.into_iter().find(|e| u64::from(e.code()) == code)
+    }
+
+    /// What the messages say.
+    pub const fn text(self) -> &'static str {
+        match self {
+            Expected::KernelName => "the kernel's name",
+            Expected::OpenParen => "`(`",
+            Expected::CommaOrClose => "`,` or `)`",
+            Expected::End => "the end of the declaration",
+            Expected::ParamName => "a parameter's name or `)`",
+            Expected::Colon => "`:`",
+            Expected::Type => {
+                "a type (`i32`, `i64`, `f32`, `f64`, `u32`, `u64`, `&[T; n]`, `&mut [T; n]` or `&out [T; n]`)"
+            }
+            Expected::OpenBracket => "`[` (or `mut`, `out`)",
+            Expected::ElementType => "an element type (`u8` ... `f64`)",
+            Expected::Semicolon => "`;`",
+            Expected::CloseBracket => "`]` or an operator (`+`, `-`, `*`, `/`)",
+            Expected::Count => "a count: an integer, an integer parameter, `grid.x` ... `block.z`, or `(`",
+            Expected::CloseParen => "`)` or an operator",
+            Expected::Dot => "`.`",
+            Expected::Axis => "`x`, `y` or `z`",
+        }
+    }
+}
+
+impl fmt::Display for Expected {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.text())
+    }
+}
+
 /// What is wrong with a declaration.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
@@ -165,7 +261,7 @@ pub enum Problem {
     /// Something else than what the grammar allows there.
     Expected {
         /// What the grammar allows there.
-        expected: &'static str,
+        expected: Expected,
         /// What is there (a token, or `end of text`).
         found: Name,
     },

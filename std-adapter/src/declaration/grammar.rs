@@ -61,7 +61,7 @@ impl<'t> Parser<'t, '_> {
         self.last_end = self.pos;
     }
 
-    fn error(&self, at: usize, expected: &'static str, found: Token<'t>) -> DeclarationError {
+    fn error(&self, at: usize, expected: Expected, found: Token<'t>) -> DeclarationError {
         let found = match found {
             Token::Word(w) => {
                 let mut n: Name = truncated("`");
@@ -71,8 +71,16 @@ impl<'t> Parser<'t, '_> {
             }
             Token::Punct(_) => {
                 let c = self.text.get(at..).and_then(|r| r.chars().next()).unwrap_or('?');
-                let mut c_utf8 = [0u8; 4];
-                joined(&["`", c.encode_utf8(&mut c_utf8), "`"])
+                // A control character (a NUL, a tab) as `\u{0}`: a message and the C API's text
+                // hold no NUL.
+                let mut n: Name = truncated("`");
+                if c.is_control() {
+                    c.escape_unicode().for_each(|e| drop(n.push(e)));
+                } else {
+                    let _ = n.push(c);
+                }
+                let _ = n.push('`');
+                n
             }
             Token::End => truncated("the end of the declaration"),
         };
@@ -80,7 +88,7 @@ impl<'t> Parser<'t, '_> {
     }
 
     /// Consumes `byte`, or fails expecting `what`.
-    fn expect(&mut self, byte: u8, what: &'static str) -> Result<(), DeclarationError> {
+    fn expect(&mut self, byte: u8, what: Expected) -> Result<(), DeclarationError> {
         match self.peek() {
             (Token::Punct(b), _) if b == byte => {
                 self.advance(Token::Punct(b));
@@ -91,7 +99,7 @@ impl<'t> Parser<'t, '_> {
     }
 
     /// A name: not a keyword, at most [`MAX_NAME_BYTES`], starting with a letter or `_`.
-    fn name(&mut self, what: &'static str) -> Result<Span, DeclarationError> {
+    fn name(&mut self, what: Expected) -> Result<Span, DeclarationError> {
         match self.peek() {
             (Token::Word(w), at) if !w.starts_with(|c: char| c.is_ascii_digit()) => {
                 if KEYWORDS.contains(&w) {
@@ -112,8 +120,8 @@ impl<'t> Parser<'t, '_> {
 
     /// `declaration := name '(' [param {',' param} [',']] ')'`, then the end of the text.
     pub(super) fn declaration(&mut self) -> Result<(), DeclarationError> {
-        self.decl.name = self.name("the kernel's name")?;
-        self.expect(b'(', "`(`")?;
+        self.decl.name = self.name(Expected::KernelName)?;
+        self.expect(b'(', Expected::OpenParen)?;
         loop {
             match self.peek() {
                 (Token::Punct(b')'), _) => {
@@ -128,24 +136,24 @@ impl<'t> Parser<'t, '_> {
                     self.advance(Token::Punct(b')'));
                     break;
                 }
-                (token, at) => return Err(self.error(at, "`,` or `)`", token)),
+                (token, at) => return Err(self.error(at, Expected::CommaOrClose, token)),
             }
         }
         match self.peek() {
             (Token::End, _) => Ok(()),
-            (token, at) => Err(self.error(at, "the end of the declaration", token)),
+            (token, at) => Err(self.error(at, Expected::End, token)),
         }
     }
 
     /// `param := name ':' type`.
     fn param(&mut self) -> Result<(), DeclarationError> {
         let (_, at) = self.peek();
-        let name = self.name("a parameter's name or `)`")?;
+        let name = self.name(Expected::ParamName)?;
         let text = self.text.get(name.range()).unwrap_or_default();
         if self.decl.params.iter().any(|p| self.text.get(p.name.range()) == Some(text)) {
             return Err(DeclarationError::at(at.saturating_add(1), Problem::DuplicateName(truncated(text))));
         }
-        self.expect(b':', "`:`")?;
+        self.expect(b':', Expected::Colon)?;
         let param = self.ty(name)?;
         self.decl.params.push(param).map_err(|_| {
             DeclarationError::at(at.saturating_add(1), Problem::TooManyParams { max: MAX_KERNEL_ARGS })
@@ -154,8 +162,7 @@ impl<'t> Parser<'t, '_> {
 
     /// `type := scalar | '&' ['mut' | 'out'] '[' element ';' extent ']'`.
     fn ty(&mut self, name: Span) -> Result<Param, DeclarationError> {
-        const TYPE: &str =
-            "a type (`i32`, `i64`, `f32`, `f64`, `u32`, `u64`, `&[T; n]`, `&mut [T; n]` or `&out [T; n]`)";
+        const TYPE: Expected = Expected::Type;
         match self.peek() {
             (Token::Word(w), _) => match Scalar::ALL.into_iter().find(|s| s.name() == w) {
                 Some(scalar) => {
@@ -180,15 +187,15 @@ impl<'t> Parser<'t, '_> {
                     }
                     _ => PointerAccess::Read,
                 };
-                self.expect(b'[', "`[` (or `mut`, `out`)")?;
+                self.expect(b'[', Expected::OpenBracket)?;
                 let element = match self.peek() {
                     (Token::Word(w), _) if let Some(element) = Element::from_name(w) => {
                         self.advance(Token::Word(w));
                         element
                     }
-                    (token, at) => return Err(self.error(at, "an element type (`u8` ... `f64`)", token)),
+                    (token, at) => return Err(self.error(at, Expected::ElementType, token)),
                 };
-                self.expect(b';', "`;`")?;
+                self.expect(b';', Expected::Semicolon)?;
                 let (_, start) = self.peek();
                 let first_op = self.decl.ops.len();
                 self.depth = 0;
@@ -200,7 +207,7 @@ impl<'t> Parser<'t, '_> {
                         Problem::ExtentTooLong { max: MAX_EXTENT_BYTES },
                     ));
                 }
-                self.expect(b']', "`]` or an operator (`+`, `-`, `*`, `/`)")?;
+                self.expect(b']', Expected::CloseBracket)?;
                 let ops = (
                     u16::try_from(first_op).unwrap_or(u16::MAX),
                     u16::try_from(self.decl.ops.len().saturating_sub(first_op)).unwrap_or(0),
@@ -256,7 +263,7 @@ impl<'t> Parser<'t, '_> {
 
     /// `factor := integer | name | ('grid' | 'block') '.' ('x' | 'y' | 'z') | '(' sum ')'`.
     fn factor(&mut self) -> Result<(), DeclarationError> {
-        const FACTOR: &str = "a count: an integer, an integer parameter, `grid.x` ... `block.z`, or `(`";
+        const FACTOR: Expected = Expected::Count;
         match self.peek() {
             (Token::Punct(b'('), at) => {
                 self.depth = self.depth.saturating_add(1);
@@ -268,13 +275,13 @@ impl<'t> Parser<'t, '_> {
                 }
                 self.advance(Token::Punct(b'('));
                 self.sum()?;
-                self.expect(b')', "`)` or an operator")?;
+                self.expect(b')', Expected::CloseParen)?;
                 self.depth = self.depth.saturating_sub(1);
                 Ok(())
             }
             (Token::Word(w @ ("grid" | "block")), at) => {
                 self.advance(Token::Word(w));
-                self.expect(b'.', "`.`")?;
+                self.expect(b'.', Expected::Dot)?;
                 let axis = match self.peek() {
                     (Token::Word(a @ ("x" | "y" | "z")), _) => {
                         self.advance(Token::Word(a));
@@ -284,7 +291,7 @@ impl<'t> Parser<'t, '_> {
                             _ => 2,
                         }
                     }
-                    (token, at) => return Err(self.error(at, "`x`, `y` or `z`", token)),
+                    (token, at) => return Err(self.error(at, Expected::Axis, token)),
                 };
                 let axis = if w == "grid" { axis } else { axis | 4 };
                 self.emit(Op::Shape(axis), at)

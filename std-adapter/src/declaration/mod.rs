@@ -19,7 +19,7 @@ mod grammar;
 #[cfg(test)]
 mod tests;
 
-pub use self::errors::{DeclarationError, Mismatch, MismatchKind, Name, Problem, Text};
+pub use self::errors::{DeclarationError, Expected, Mismatch, MismatchKind, Name, Problem, Text};
 use self::errors::{joined, truncated};
 use self::grammar::Parser;
 
