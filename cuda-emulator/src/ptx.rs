@@ -134,16 +134,6 @@ impl fmt::Display for PtxError {
 
 impl std::error::Error for PtxError {}
 
-impl From<crate::exec::Unsupported> for PtxError {
-    /// The JIT log's line for a kernel the interpreter does not run.
-    fn from(unsupported: crate::exec::Unsupported) -> PtxError {
-        PtxError {
-            line: unsupported.line.map(|line| line as usize),
-            message: format!("the emulated driver does not run this: {unsupported}"),
-        }
-    }
-}
-
 /// Reads a PTX module (the text of `cuModuleLoadDataEx`'s image, without its NUL).
 ///
 /// # Errors

@@ -8,6 +8,8 @@ use core::fmt;
 
 use kernel_args_ptx::ParseError;
 
+use crate::ptx::PtxError;
+
 /// What of a statement this interpreter does not run (or cannot place).
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
@@ -213,7 +215,7 @@ impl std::error::Error for DecodeError {}
 
 /// A kernel this interpreter does not run: the first statement it cannot decode. What
 /// [`compile`](super::compile) answers; the module load writes it to the JIT log as a
-/// [`PtxError`](crate::ptx::PtxError) on `line`.
+/// [`PtxError`](crate::PtxError) on `line`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Unsupported {
     /// The statement's line in the module (1-based); `None` for [`DecodeError::NoBody`].
@@ -235,3 +237,13 @@ impl fmt::Display for Unsupported {
 }
 
 impl std::error::Error for Unsupported {}
+
+impl From<Unsupported> for PtxError {
+    /// The JIT log's line for a kernel the interpreter does not run.
+    fn from(unsupported: Unsupported) -> PtxError {
+        PtxError {
+            line: unsupported.line.map(|line| line as usize),
+            message: format!("the emulated driver does not run this: {unsupported}"),
+        }
+    }
+}
