@@ -10,7 +10,11 @@
 //!   launch shape; the model's text must parse, and `Declaration::check` must agree with the
 //!   model's check: both accept, or both refuse at the same record, byte offset and parameter,
 //!   for the same reason.
+//!
+//! In both modes a refusal, made into the C API's `kargs_error`, gives the same message through
+//! `kargs_error_message` as the Rust error's `Display`: the struct carries what it quotes.
 #![no_main]
+#![allow(unsafe_code)]
 
 use arbitrary::{Arbitrary, Result, Unstructured};
 use kernel_args::{Declaration, LaunchArgs, LaunchShape, MismatchKind};
@@ -18,6 +22,15 @@ use kernel_args_core::LoweredArgSnapshot;
 use kernel_args_fuzz::FuzzArg;
 use kernel_args_testkit::declarations::{ACCESSES, Decl, ELEMENTS, Expr, Param, Refusal, SCALARS};
 use libfuzzer_sys::fuzz_target;
+
+/// `kargs_error_message` of `err`: it must be `expected`.
+fn same_message_in_c(err: &kargs::KargsError, expected: &str) {
+    let mut buf = [0u8; kargs::KARGS_ERROR_MESSAGE_MAX as usize];
+    // SAFETY: `err` is a valid kargs_error; `buf` holds `buf.len()` writable bytes.
+    let n = unsafe { kargs::kargs_error_message(err, buf.as_mut_ptr().cast(), buf.len()) };
+    assert!(n < buf.len(), "a message of {n} bytes: {expected}");
+    assert_eq!(std::str::from_utf8(&buf[..n]), Ok(expected), "the C API's message");
+}
 
 fn expr(u: &mut Unstructured<'_>, ints: &[usize], depth: u32) -> Result<Expr> {
     Ok(match u.int_in_range(0..=if depth == 0 { 2 } else { 3 })? {
@@ -130,6 +143,7 @@ fn structured(u: &mut Unstructured<'_>) -> Result<()> {
             };
             assert!(same, "{text}: crate {m:?}, model {r:?}");
             assert!(!m.to_string().is_empty());
+            same_message_in_c(&kargs::KargsError::from_mismatch(&m), &m.to_string());
         }
         (got, want) => panic!("{text} {args:?}: crate {got:?}, model {want:?}"),
     }
@@ -137,7 +151,11 @@ fn structured(u: &mut Unstructured<'_>) -> Result<()> {
 }
 
 fn text(bytes: &[u8]) {
-    let Ok(text) = std::str::from_utf8(bytes) else { return };
+    let Ok(text) = std::str::from_utf8(bytes) else {
+        let e = Declaration::parse_bytes(bytes).expect_err("not UTF-8");
+        same_message_in_c(&kargs::KargsError::from_declaration(&e), &e.to_string());
+        return;
+    };
     match Declaration::parse(text) {
         Ok(d) => {
             assert_eq!(d.as_str(), text);
@@ -151,6 +169,7 @@ fn text(bytes: &[u8]) {
         Err(e) => {
             assert!(e.column >= 1 && e.column <= text.len() + 1, "{text}: column {}", e.column);
             assert!(!e.to_string().is_empty());
+            same_message_in_c(&kargs::KargsError::from_declaration(&e), &e.to_string());
         }
     }
 }

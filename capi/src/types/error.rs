@@ -895,7 +895,7 @@ impl KargsError {
 
     /// The error of arguments a declaration refuses: its numbers in `detail`, its names and
     /// expressions in `text`, so that `kargs_error_message` gives `m`'s `Display`.
-    pub(crate) fn from_mismatch(m: &Mismatch) -> KargsError {
+    pub fn from_mismatch(m: &Mismatch) -> KargsError {
         let (record, offset) = (narrow(m.record), narrow(m.offset));
         let param = wide(m.record);
         let name = m.param.as_str();
@@ -932,7 +932,7 @@ impl KargsError {
 
     /// The error of a declaration that does not parse: the column, what is wrong there, and
     /// the names it quotes in `text`, so that `kargs_error_message` gives `e`'s `Display`.
-    pub(crate) fn from_declaration(e: &DeclarationError) -> KargsError {
+    pub fn from_declaration(e: &DeclarationError) -> KargsError {
         let (code, number, text) = match &e.problem {
             Problem::Expected { expected, found } => (1, u64::from(expected.code()), text_of(&[found])),
             Problem::DuplicateName(name) => (2, 0, text_of(&[name])),
