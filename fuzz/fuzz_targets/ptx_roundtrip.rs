@@ -17,7 +17,8 @@ fuzz_target!(|data: &[u8]| {
         }
         Ok(module) => {
             let printed = module.to_string();
-            let again = parse(&printed).unwrap_or_else(|e| panic!("the printed module does not parse: {e}\n{printed}"));
+            let again = parse(&printed)
+                .unwrap_or_else(|e| panic!("the printed module does not parse: {e}\n{printed}"));
             assert_eq!(again, module, "the printed module parses to another module:\n{printed}");
             assert_eq!(again.to_string(), printed, "printing is a fixed point");
             for function in module.functions() {
