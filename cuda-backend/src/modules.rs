@@ -105,7 +105,7 @@ pub(crate) fn load(
             let e = fail(error, Phase::ModuleLoad);
             LoadFailure::from(match e.detail() {
                 Detail::Driver(failure) if !log.is_empty() => {
-                    HostError::msg(e.code(), format!("{failure}; JIT log: {log}"))
+                    HostError::new(Detail::JitRefused { failure: *failure, log })
                 }
                 _ => e,
             })

@@ -294,6 +294,13 @@ fn bad_ptx_and_unknown_kernels_in(mode: PointerModeChoice) {
     assert_eq!(err.code(), AbiError::MalformedPtx, "{err}");
     assert!(err.to_string().contains("cuModuleLoadDataEx failed"), "{err}");
     assert!(err.to_string().contains("JIT log: "), "the JIT's log names the line: {err}");
+    match err.detail() {
+        kernel_args::Detail::JitRefused { failure, log } => {
+            assert_eq!((failure.call, failure.abi), ("cuModuleLoadDataEx", AbiError::MalformedPtx), "{err}");
+            assert!(log.contains("line 4"), "the JIT's log names the line: {log}");
+        }
+        other => panic!("not the JIT's refusal: {other:?}"),
+    }
     say(format!("{test}: {err}"));
     // The refusal is remembered: the same answer, without compiling the PTX again.
     assert_eq!(launch(10), err);

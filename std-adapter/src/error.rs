@@ -204,6 +204,15 @@ pub enum Detail {
     /// A call into the device's driver failed: which call, the driver's own code (and its
     /// name where the host knows it), and the ABI code the host answers it with.
     Driver(DriverFailure),
+    /// The driver refused to load a kernel's module, and its JIT said why (feature `std`).
+    #[cfg(feature = "std")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "std")))]
+    JitRefused {
+        /// The load call that failed (`cuModuleLoadDataEx`) and its code.
+        failure: DriverFailure,
+        /// The JIT's error log, as the driver wrote it.
+        log: String,
+    },
     /// The wasi-cuda capability is disabled for this guest.
     CapabilityDisabled,
     /// The calling module exports no linear memory named `memory`, so no pointer can be
@@ -232,6 +241,8 @@ impl Detail {
             Detail::Quota(_) => AbiError::QuotaExceeded,
             Detail::Fenced(_) | Detail::DeviceLost(_) => AbiError::LaunchFailed,
             Detail::Driver(failure) => failure.abi,
+            #[cfg(feature = "std")]
+            Detail::JitRefused { failure, .. } => failure.abi,
             Detail::CapabilityDisabled | Detail::NoDevice => AbiError::NotAvailable,
             Detail::LauncherPanicked => AbiError::Internal,
         }
@@ -434,6 +445,8 @@ impl fmt::Display for Detail {
             Detail::Fenced(report) => write!(f, "{report}"),
             Detail::DeviceLost(lost) => write!(f, "{lost}"),
             Detail::Driver(failure) => write!(f, "{failure}"),
+            #[cfg(feature = "std")]
+            Detail::JitRefused { failure, log } => write!(f, "{failure}; JIT log: {log}"),
             Detail::CapabilityDisabled => f.write_str("the wasi-cuda capability is disabled for this guest"),
             Detail::NoExportedMemory => f.write_str("the guest exports no linear memory named `memory`"),
             Detail::NoDevice => f.write_str("no CUDA device: dry run, the launch was recorded but not run"),
