@@ -536,8 +536,9 @@ typedef struct kargs_error {
      */
     uint64_t detail[3];
     /**
-     * The declaration kinds (81 to 85): the names and expressions of the declaration the
-     * message quotes, in UTF-8, each followed by a NUL, as each `KARGS_ERROR_KIND_*` says
+     * The declaration kinds (81 to 85, 112): the names, expressions and tokens of the
+     * declaration the message quotes, in UTF-8, each followed by a NUL, as each
+     * `KARGS_ERROR_KIND_*` says
      * (the first is a C string: `(const char *)err.text`); the bytes after the last NUL are 0.
      * All 0 for every other kind.
      */

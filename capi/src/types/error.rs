@@ -419,8 +419,9 @@ pub struct KargsError {
     /// The kind's details, as each `KARGS_ERROR_KIND_*` says; unused entries are 0. Signed
     /// values are stored in two's complement: read them as `(int64_t)detail[i]`.
     pub detail: [u64; 3],
-    /// The declaration kinds (81 to 85): the names and expressions of the declaration the
-    /// message quotes, in UTF-8, each followed by a NUL, as each `KARGS_ERROR_KIND_*` says
+    /// The declaration kinds (81 to 85, 112): the names, expressions and tokens of the
+    /// declaration the message quotes, in UTF-8, each followed by a NUL, as each
+    /// `KARGS_ERROR_KIND_*` says
     /// (the first is a C string: `(const char *)err.text`); the bytes after the last NUL are 0.
     /// All 0 for every other kind.
     pub text: [u8; KARGS_ERROR_TEXT_MAX],
