@@ -78,6 +78,13 @@ static void check_declarations(void)
           "a bad declaration: rc %d, kind %u, column %llu", rc, err.kind,
           (unsigned long long)err.detail[0]);
     CHECK(strcmp(msg, "column 13: `m` is not a parameter of this kernel") == 0, "msg: %s", msg);
+    /* The struct alone gives the same message: the name is in its text. */
+    {
+        char again[KARGS_ERROR_MESSAGE_MAX];
+        size_t len = kargs_error_message(&err, again, sizeof again);
+        CHECK(len == strlen(msg) && strcmp(again, msg) == 0 && strcmp((const char *)err.text, "m") == 0,
+              "kargs_error_message of the syntax error: %s", again);
+    }
     rc = kargs_declaration_check(&decl, NULL, 0, grid, block, &err, NULL, 0);
     CHECK(rc == KARGS_ABI_INTERNAL && err.kind == KARGS_ERROR_KIND_INVALID_DECLARATION,
           "a failed parse leaves the storage refused: %d", rc);
