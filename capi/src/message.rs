@@ -26,7 +26,7 @@ pub(crate) fn write_message(f: &mut dyn Write, err: Option<&KargsError>) -> fmt:
         Some(Decoded::Mismatch(e)) => write!(f, "{e}"),
         Some(Decoded::Syntax(e)) => write!(f, "{e}"),
         Some(Decoded::Null { function, position, len }) => write_null_message(f, function, position, len),
-        Some(Decoded::Host { kind, detail, .. }) => write_host_message(f, kind, detail),
+        Some(Decoded::Host { kind, detail }) => write_host_message(f, kind, detail),
         None => write!(f, "invalid kargs_error: kind {}, abi_code {}", err.kind, err.abi_code),
     }
 }

@@ -434,8 +434,9 @@ pub const KARGS_ERROR_TEXT_MAX: usize = 136;
 // Two names and an extent, each with its NUL (three NULs).
 const _: () = assert!(MAX_NAME_BYTES + MAX_EXTENT_BYTES + MAX_NAME_BYTES + 3 <= KARGS_ERROR_TEXT_MAX);
 
-/// `parts` one after the other, each followed by a NUL, in a zeroed text; a part that does not
-/// fit is cut (none does not: a name or an extent is at most its cap).
+/// `parts` one after the other, each followed by a NUL, in a zeroed text. The parts always fit
+/// (a name or an extent is at most its cap: the assertion above); one that did not would be
+/// cut, and the text then read as invalid.
 fn text_of(parts: &[&str]) -> [u8; KARGS_ERROR_TEXT_MAX] {
     let mut text = [0; KARGS_ERROR_TEXT_MAX];
     let mut at = 0usize;
@@ -496,8 +497,6 @@ pub(crate) enum Decoded {
     /// (`message.rs`).
     Host {
         kind: KargsErrorKind,
-        record: usize,
-        offset: usize,
         detail: [u64; 3],
     },
 }
@@ -546,7 +545,7 @@ fn holds(decoded: &Decoded) -> bool {
             e.column > 0 && !matches!(e.problem, Problem::TooLong { len, max } if len <= max)
         }
         Decoded::Mismatch(m) => match &m.kind {
-            MismatchKind::Count { declared, got } => declared != got && m.param.is_empty(),
+            MismatchKind::Count { declared, got } => declared != got,
             MismatchKind::Type { expected, got, .. } => expected != got,
             MismatchKind::Misaligned { guest_offset, element } => {
                 guest_offset.checked_rem(element.size()).is_some_and(|rest| rest != 0)
@@ -851,9 +850,7 @@ impl KargsError {
             | KargsErrorKind::MemoryTooLarge
             | KargsErrorKind::LaunchCallback
             | KargsErrorKind::InvalidDeclaration
-            | KargsErrorKind::InvalidEntry => {
-                Some(Decoded::Host { kind, record: index, offset, detail: self.detail })
-            }
+            | KargsErrorKind::InvalidEntry => Some(Decoded::Host { kind, detail: self.detail }),
         }
     }
 

@@ -1,8 +1,9 @@
 //! What this interpreter refuses to decode, typed: [`DecodeError`] (what), [`Role`] (where an
 //! operand stood), [`Unsupported`] (the whole refusal, with its line and statement). A module
 //! load that meets one answers `CUDA_ERROR_NOT_SUPPORTED` (801) and writes its `Display` to
-//! the JIT log, after "the emulated driver does not run this: ". A GPU runs every one of these:
-//! each is a limit of the emulator, not of the kernel.
+//! the JIT log, after "the emulated driver does not run this: ". Most are limits of the emulator
+//! that a GPU runs; a few ([`DecodeError::Body`], [`DecodeError::NoBody`],
+//! [`DecodeError::TooMuchMemory`], [`DecodeError::Unsized`]) are modules a GPU's JIT refuses too.
 
 use core::fmt;
 
@@ -215,7 +216,7 @@ impl std::error::Error for DecodeError {}
 
 /// A kernel this interpreter does not run: the first statement it cannot decode. What
 /// [`compile`](super::compile) answers; the module load writes it to the JIT log as a
-/// [`PtxError`](crate::PtxError) on `line`.
+/// [`PtxError`] on `line`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Unsupported {
     /// The statement's line in the module (1-based); `None` for [`DecodeError::NoBody`].

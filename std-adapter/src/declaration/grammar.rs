@@ -75,7 +75,9 @@ impl<'t> Parser<'t, '_> {
                 // hold no NUL.
                 let mut n: Name = truncated("`");
                 if c.is_control() {
-                    c.escape_unicode().for_each(|e| drop(n.push(e)));
+                    for e in c.escape_unicode() {
+                        let _ = n.push(e);
+                    }
                 } else {
                     let _ = n.push(c);
                 }
