@@ -89,7 +89,8 @@ struct Fence<'b> {
 /// 4. places the pointer arguments where the device reads them, in the device's
 ///    [`PointerMode`], and fills its parameter storage from the arguments
 ///    ([`KernelParamStorage::fill`]), one path per mode:
-///    - **direct**: the kernel gets each window's host pointer into guest memory. `Auto` picks
+///    - **direct**: the kernel gets each window's host pointer into guest memory (a fenced
+///      kernel its offset in guest memory: the guest's own pointer). `Auto` picks
 ///      it where the device reads pageable memory through the host's page tables
 ///      (`CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS_USES_HOST_PAGE_TABLES`: ATS, as on Grace
 ///      Hopper). Under HMM (pageable access without the host's page tables) `Auto` stages: HMM
@@ -98,7 +99,8 @@ struct Fence<'b> {
 ///      still allows it there (see `docs/RISKS.md`);
 ///    - **staged**: each window is copied into device memory before the launch, the bytes of the
 ///      windows the declaration lets the kernel write (`&mut`, `&out`; every window of a kernel
-///      without a declaration) back after it, and the kernel gets the device addresses. All of a launch's windows lie in one
+///      without a declaration) back after it, and the kernel gets the device addresses (a
+///      fenced kernel each window's offset in the arena). All of a launch's windows lie in one
 ///      device buffer, the arena; overlapping (or touching) windows are staged as one region
 ///      of it (the crate's staging plan), so aliasing arguments alias on the device too. The
 ///      arena is kept by the launcher and reused (no `cuMemAlloc`/`cuMemFree` per launch),
@@ -106,7 +108,8 @@ struct Fence<'b> {
 ///      the request's staging quota ([`LaunchRequest::limits`], `max_staging_bytes`) is refused
 ///      with `QuotaExceeded` ([`Quota::StagingBytes`]) before anything is allocated or copied;
 /// 5. for a fenced kernel (registered with [`KernelRegistry::register`](crate::KernelRegistry::register)),
-///    appends the fence's hidden parameters (`crate::fence`): in direct mode the fence is the
+///    appends the fence's hidden parameters (`crate::fence`; the fence's base is the only
+///    address the kernel is given, and its code cannot name it): in direct mode the fence is the
 ///    guest's whole linear memory, in staged mode the launch's staging arena (every staged
 ///    window of the launch lies in that one device buffer), and each thread's budget, the
 ///    request's `max_back_edges_per_thread` ([`LaunchRequest::limits`]); the kernel's flag (a
@@ -345,10 +348,17 @@ impl Launch<'_> {
         flag: &mut Option<MappedFlag>,
         request: &LaunchRequest<'_, '_>,
     ) -> Result<(), HostError> {
-        // The device dereferences the addresses, so their provenance is exposed, not dropped.
-        // A `usize` address always fits `u64` on the hosts CUDA supports.
+        // A fenced kernel is given each window's offset in guest memory (the guest's own
+        // pointer), never a host address: the fence adds its hidden base to every access.
+        // Otherwise the device dereferences the addresses, so their provenance is exposed, not
+        // dropped. A `usize` address always fits `u64` on the hosts CUDA supports.
+        let fenced = self.kernel.fenced;
         storage.fill(request.args, |index, range| {
-            let host = request.window(range)?.host_ptr_mut().ok_or(StorageError::Unplaced { index })?;
+            let window = request.window(range)?;
+            if fenced {
+                return Ok::<u64, HostError>(u64::from(range.guest_offset));
+            }
+            let host = window.host_ptr_mut().ok_or(StorageError::Unplaced { index })?;
             Ok::<u64, HostError>(host.expose_provenance() as u64)
         })?;
         let fence = match self.flag(flag)? {
@@ -478,11 +488,14 @@ impl Launch<'_> {
                     back.iter().map(|(window, at)| Transfer { window, buffer, at: *at as usize }).collect();
                 let mut window = 0;
                 let fence = flag.map(|flag| Fence { base: buffer.address(), len: fence_len, flag });
+                // A fenced kernel is given each window's offset in the arena, never a device
+                // address: the fence adds its hidden base to every access.
+                let base = if fence.is_some() { 0 } else { buffer.address() };
                 storage
                     .fill(request.args, |index, _| {
                         let at = plan.in_arena(window).ok_or(StorageError::Unplaced { index })?;
                         window = window.saturating_add(1);
-                        Ok::<u64, HostError>(buffer.address().saturating_add(at))
+                        Ok::<u64, HostError>(base.saturating_add(at))
                     })
                     .and_then(|()| self.run(storage, padding, request, &copy_back, fence))
             }

@@ -13,7 +13,8 @@
 //! in use are written, and nothing of the capacity's size is zeroed or copied per launch (see
 //! `docs/performance.md`). A pointer argument's slot holds the device-visible address the launch
 //! will use, which `fill`'s caller gives for each window: its host pointer into guest memory in
-//! direct mode, the device buffer it was staged into in staged mode.
+//! direct mode, the device buffer it was staged into in staged mode; for a fenced kernel, the
+//! window's offset into its fence instead (`crate::fence`).
 //!
 //! The storage also keeps the `void**` array, as the addresses of its own slots (it holds no
 //! pointer, so it is `Send` and `Sync` and can be moved freely): [`KernelParamStorage::with_params`]
@@ -286,7 +287,8 @@ impl<const N: usize> KernelParamStorage<N> {
     /// Fills the slots in place from a launch's checked arguments: scalars in native byte order
     /// (floats as their exact bits), each pointer argument as the address `place` gives for its
     /// window (called with the argument's index and window, in argument order): the window's
-    /// host pointer in direct mode, the device address it was staged to in staged mode. Only the
+    /// host pointer in direct mode, the device address it was staged to in staged mode (a fenced
+    /// kernel's offset into its fence in either). Only the
     /// slots in use are written. On error the storage is left empty, so no parameter of an
     /// earlier launch survives.
     ///

@@ -168,7 +168,9 @@ impl Driver {
                     (self.htod)(arena + offset as u64, buffer.as_ptr().cast(), buffer.len(), ptr::null_mut());
                 assert_eq!(copied, 0);
             }
-            let mut params: Vec<Vec<u8>> = case.params.iter().map(|p| p.bytes(arena, &offsets)).collect();
+            // A fenced kernel's pointers are offsets into its fence (the arena).
+            let start = if fenced { 0 } else { arena };
+            let mut params: Vec<Vec<u8>> = case.params.iter().map(|p| p.bytes(start, &offsets)).collect();
             if fenced {
                 let budget = u64::from(kernel_args::limits::DEFAULT_MAX_BACK_EDGES_PER_THREAD);
                 params.extend([arena, len as u64, flag, budget].map(|v| v.to_le_bytes().to_vec()));

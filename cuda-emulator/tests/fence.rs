@@ -136,7 +136,9 @@ fn run(case: &Case, fenced: Option<&FencedModule>) -> (Vec<u8>, u32) {
     for (buffer, &offset) in case.buffers.iter().zip(&offsets) {
         assert_eq!(upload(arena + offset as u64, buffer), CUDA_SUCCESS);
     }
-    let addresses: Vec<u64> = offsets.iter().map(|&o| arena + o as u64).collect();
+    // A fenced kernel's pointers are offsets into its fence; an unfenced one's are addresses.
+    let start = if fenced.is_some() { 0 } else { arena };
+    let addresses: Vec<u64> = offsets.iter().map(|&o| start + o as u64).collect();
     let mut params = (case.params)(&addresses);
     let f = match fenced {
         Some(module) => {
@@ -183,16 +185,18 @@ fn accesses_outside_the_fence_land_inside_it_and_set_the_flag() {
     let out = arena + offsets[2] as u64;
     assert_eq!(upload(a, &floats((0..256).map(|i| i as f32))), CUDA_SUCCESS);
     assert_eq!(upload(b, &floats((0..256).map(|i| 2.0 * i as f32))), CUDA_SUCCESS);
+    // The pointers as the fenced kernel takes them: offsets into its fence.
+    let at = |address: u64| address.wrapping_sub(arena);
     let hostile = [
-        ("an index past the window", a, b, out, 1024u32),
-        ("a neighbour's buffer as out", a, b, neighbour, 256),
-        ("a pointer made from a number", a, b, 0x7000_0000_0000, 256),
-        ("a pointer below the fence", a - 4096, b, out, 256),
+        ("an index past the window", at(a), at(b), at(out), 1024u32),
+        ("a neighbour's buffer as out", at(a), at(b), at(neighbour), 256),
+        ("a pointer made from a number", at(a), at(b), 0x7000_0000_0000, 256),
+        ("a pointer below the fence", at(a).wrapping_sub(4096), at(b), at(out), 256),
     ];
     // Whether some thread's access of 4 bytes at `ptr + 4 i` (i below n) is moved.
     let moved = |ptr: u64, n: u32| {
         (0..u64::from(n)).any(|i| {
-            let offset = u64::from(ptr.wrapping_add(4 * i).wrapping_sub(arena) as u32);
+            let offset = u64::from(ptr.wrapping_add(4 * i) as u32);
             offset > len as u64 - 4 || offset % 4 != 0
         })
     };
@@ -218,7 +222,7 @@ fn accesses_outside_the_fence_land_inside_it_and_set_the_flag() {
     assert_eq!(upload(a, &floats((0..256).map(|i| i as f32))), CUDA_SUCCESS);
     assert_eq!(upload(b, &floats((0..256).map(|i| 2.0 * i as f32))), CUDA_SUCCESS);
     assert_eq!(upload(flag, &[0; 4]), CUDA_SUCCESS);
-    let mut params = vector_add_params(a, b, out, 256);
+    let mut params = vector_add_params(at(a), at(b), at(out), 256);
     params.extend(fence_params(arena, len as u64, flag));
     assert_eq!(launch_with(f, [1, 1, 1], [256, 1, 1], 0, &mut params), CUDA_SUCCESS);
     let mut bytes = vec![0u8; 1024];
@@ -245,8 +249,12 @@ fn an_atomic_past_the_end_stays_inside() {
     assert_eq!(upload(bins, &[0; 16]), CUDA_SUCCESS);
     // The fence ends 16 bytes past `bins`: the kernel's 256 bins do not fit.
     let fence_len = offsets[1] as u64 + 16;
-    let mut params =
-        vec![arena.to_le_bytes().to_vec(), bins.to_le_bytes().to_vec(), n.to_le_bytes().to_vec()];
+    // The fenced kernel's pointers are offsets into its fence: the data at 0, the bins after.
+    let mut params = vec![
+        0u64.to_le_bytes().to_vec(),
+        (offsets[1] as u64).to_le_bytes().to_vec(),
+        n.to_le_bytes().to_vec(),
+    ];
     params.extend(fence_params(arena, fence_len, flag));
     assert_eq!(launch_with(f, [n / 128, 1, 1], [128, 1, 1], 0, &mut params), CUDA_SUCCESS);
     assert_eq!(read_u32(flag), 1);
@@ -272,8 +280,9 @@ fn a_fence_around_host_memory_keeps_the_kernel_inside_it() {
     let flag = alloc(4).unwrap();
     assert_eq!(upload(flag, &[0; 4]), CUDA_SUCCESS);
     let base = host.as_mut_ptr() as u64 + PAGE as u64;
-    // a at 0, b at 1024, out just past the linear memory's end.
-    let (a, b, out) = (base, base + 1024, base + PAGE as u64);
+    // a at 0, b at 1024, out just past the linear memory's end: offsets in it, as a fenced
+    // kernel takes its pointers.
+    let (a, b, out) = (0, 1024, PAGE as u64);
     let mut params = vector_add_params(a, b, out, 256);
     params.extend(fence_params(base, PAGE as u64, flag));
     assert_eq!(launch_with(f, [1, 1, 1], [256, 1, 1], 0, &mut params), CUDA_SUCCESS);
@@ -380,13 +389,14 @@ fn random_kernel(accesses: &[Access], stride: i64) -> String {
 
 /// A kernel broken on purpose (`cuda-backend/kernels/broken/`, nvcc 11.8), launched so that its
 /// bug reaches past the fence: its entry, threads, the fence's length, and its parameters given
-/// the fence's base (which may also write what the kernel reads).
+/// the fence's base (where they may write what the kernel reads) and the fence's start as the
+/// kernel sees it (its base unfenced, 0 fenced: a fenced kernel's pointers are offsets).
 struct Broken {
     entry: &'static str,
     ptx: &'static str,
     threads: u32,
     fence_len: u64,
-    params: fn(u64) -> Vec<Vec<u8>>,
+    params: fn(u64, u64) -> Vec<Vec<u8>>,
 }
 
 fn broken() -> Vec<Broken> {
@@ -397,10 +407,10 @@ fn broken() -> Vec<Broken> {
             ptx: include_str!("../../cuda-backend/kernels/broken/index_past.ptx"),
             threads: 128,
             fence_len: 512,
-            params: |base| {
+            params: |_, seen| {
                 vec![
-                    base.to_le_bytes().to_vec(),
-                    (base + 256).to_le_bytes().to_vec(),
+                    seen.to_le_bytes().to_vec(),
+                    (seen + 256).to_le_bytes().to_vec(),
                     64u32.to_le_bytes().to_vec(),
                 ]
             },
@@ -411,7 +421,7 @@ fn broken() -> Vec<Broken> {
             ptx: include_str!("../../cuda-backend/kernels/broken/negative_index.ptx"),
             threads: 32,
             fence_len: 128,
-            params: |base| vec![base.to_le_bytes().to_vec(), 32i32.to_le_bytes().to_vec()],
+            params: |_, seen| vec![seen.to_le_bytes().to_vec(), 32i32.to_le_bytes().to_vec()],
         },
         // An address 16 bytes before the fence's end; threads 4 and up write past it.
         Broken {
@@ -419,7 +429,7 @@ fn broken() -> Vec<Broken> {
             ptx: include_str!("../../cuda-backend/kernels/broken/pointer_from_scalar.ptx"),
             threads: 32,
             fence_len: 64,
-            params: |base| vec![(base + 48).to_le_bytes().to_vec(), 1.5f32.to_le_bytes().to_vec()],
+            params: |_, seen| vec![(seen + 48).to_le_bytes().to_vec(), 1.5f32.to_le_bytes().to_vec()],
         },
         // A table of pointers in the fence: half into it, half below it (a generic store).
         Broken {
@@ -427,12 +437,15 @@ fn broken() -> Vec<Broken> {
             ptx: include_str!("../../cuda-backend/kernels/broken/generic_pointer.ptx"),
             threads: 32,
             fence_len: 512,
-            params: |base| {
+            params: |base, seen| {
                 let table: Vec<u8> = (0..32u64)
-                    .flat_map(|t| if t < 16 { base + 256 + 4 * t } else { base - 1024 + 4 * t }.to_le_bytes())
+                    .flat_map(|t| {
+                        if t < 16 { seen + 256 + 4 * t } else { seen.wrapping_sub(1024) + 4 * t }
+                            .to_le_bytes()
+                    })
                     .collect();
                 assert_eq!(upload(base, &table), CUDA_SUCCESS);
-                vec![base.to_le_bytes().to_vec(), 2.5f32.to_le_bytes().to_vec()]
+                vec![seen.to_le_bytes().to_vec(), 2.5f32.to_le_bytes().to_vec()]
             },
         },
         // Four counters at the fence's end, 16 bytes apart; threads 4 and up add past it.
@@ -441,7 +454,7 @@ fn broken() -> Vec<Broken> {
             ptx: include_str!("../../cuda-backend/kernels/broken/atomic_past_end.ptx"),
             threads: 32,
             fence_len: 128,
-            params: |base| vec![(base + 64).to_le_bytes().to_vec(), 4u32.to_le_bytes().to_vec()],
+            params: |_, seen| vec![(seen + 64).to_le_bytes().to_vec(), 4u32.to_le_bytes().to_vec()],
         },
         // A float4 store at bytes 64..80 of a fence 72 bytes long.
         Broken {
@@ -449,7 +462,7 @@ fn broken() -> Vec<Broken> {
             ptx: include_str!("../../cuda-backend/kernels/broken/vector_straddle.ptx"),
             threads: 1,
             fence_len: 72,
-            params: |base| vec![base.to_le_bytes().to_vec(), 4i32.to_le_bytes().to_vec()],
+            params: |_, seen| vec![seen.to_le_bytes().to_vec(), 4i32.to_le_bytes().to_vec()],
         },
     ]
 }
@@ -465,7 +478,7 @@ fn run_broken(ordinal: i32, kernel: &Broken, fenced: bool) -> (bool, u32, i32) {
     assert_eq!(upload(base, &vec![0; kernel.fence_len as usize]), CUDA_SUCCESS);
     let flag = alloc(4).unwrap();
     assert_eq!(upload(flag, &[0; 4]), CUDA_SUCCESS);
-    let mut params = (kernel.params)(base);
+    let mut params = (kernel.params)(base, if fenced { 0 } else { base });
     let ptx = if fenced {
         params.extend(fence_params(base, kernel.fence_len, flag));
         fence_ptx(kernel.ptx).unwrap().ptx().to_owned()
@@ -600,7 +613,9 @@ fn run_attack(ordinal: i32, attack: &Attack, fenced: bool) -> Attacked {
     assert_eq!(upload(secret_at, &SECRET.to_le_bytes()), CUDA_SUCCESS);
     let flag = alloc(4).unwrap();
     assert_eq!(upload(flag, &[0; 4]), CUDA_SUCCESS);
-    let mut params = vec![out.to_le_bytes().to_vec(), attack.n.to_le_bytes().to_vec()];
+    // Fenced, `out` is the fence's start: offset 0.
+    let seen = if fenced { 0 } else { out };
+    let mut params = vec![seen.to_le_bytes().to_vec(), attack.n.to_le_bytes().to_vec()];
     let ptx = if fenced {
         params.extend(fence_params(out, ATTACK_FENCE, flag));
         fence_ptx(attack.ptx).unwrap().ptx().to_owned()
@@ -797,7 +812,8 @@ mod property {
             assert_eq!(upload(out, &[0; 256]), CUDA_SUCCESS);
             let flag = alloc(4).unwrap();
             assert_eq!(upload(flag, &[0; 4]), CUDA_SUCCESS);
-            let mut params = vec![out.to_le_bytes().to_vec()];
+            // `out` is the fence's start: offset 0.
+            let mut params = vec![0u64.to_le_bytes().to_vec()];
             params.extend(fence_params_with(out, 256, flag, budget));
             prop_assert_eq!(launch_with(f, [1, 1, 1], [THREADS, 1, 1], 0, &mut params), CUDA_SUCCESS);
             prop_assert_eq!(control::sticky_error(session.ordinal), 0, "no fault");
@@ -840,7 +856,8 @@ mod property {
             let base = whole + GUARD as u64;
             let flag = alloc(4).unwrap();
             assert_eq!(upload(flag, &[0; 4]), CUDA_SUCCESS);
-            let mut params = vec![base.to_le_bytes().to_vec()];
+            // The parameter `g` is the fence's start: offset 0.
+            let mut params = vec![0u64.to_le_bytes().to_vec()];
             params.extend(fence_params(base, FENCE as u64, flag));
             prop_assert_eq!(launch_with(f, [1, 1, 1], [THREADS, 1, 1], 0, &mut params), CUDA_SUCCESS);
             prop_assert_eq!(control::sticky_error(session.ordinal), 0, "no fault");

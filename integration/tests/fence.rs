@@ -832,3 +832,58 @@ fn a_fenced_kernel_whose_driver_lacks_the_hidden_parameters_is_refused() {
     );
     support::say(format!("{test}: {message}"));
 }
+
+/// A kernel that writes its two pointer parameters, as it was given them, into `out`.
+const LEAK_PTX: &str = ".version 7.8\n.target sm_52\n.address_size 64\n\
+    .visible .entry leak(\n\t.param .u64 leak_param_0,\n\t.param .u64 leak_param_1\n)\n{\n\
+    \t.reg .b64 %rd<4>;\n\tld.param.u64 %rd1, [leak_param_0];\n\tld.param.u64 %rd2, [leak_param_1];\n\
+    \tcvta.to.global.u64 %rd3, %rd1;\n\tst.global.u64 [%rd3], %rd1;\n\tst.global.u64 [%rd3+8], %rd2;\n\tret;\n}\n";
+
+/// No fenced launch, in either mode, copies a host or device address into guest memory: a
+/// fenced kernel's pointer parameters are offsets (in direct mode the guest's own pointers, in
+/// staged mode offsets in the arena), and the fence's base, the one address it is given, is a
+/// parameter its code cannot name (`__kargs_*` is reserved: the fence refuses such a module,
+/// `fence::tests`). The same kernel registered unfenced (trusted by the embedder) writes the
+/// addresses it was given: in direct mode, where the guest's memory lies in the host process.
+#[test]
+fn no_fenced_launch_copies_a_host_address_into_guest_memory() {
+    let test = "no_fenced_launch_copies_a_host_address_into_guest_memory";
+    let kernels = [(1, LEAK_PTX, "leak", "leak(out: &mut [u64; 2], other: &[u8; 16])")];
+    let (out, other) = (64u32, 320u32);
+    for mode in MODES {
+        let Some((_, device)) = device(test, mode, &kernels, None) else { continue };
+        let pointer_mode = device.pointer_mode();
+        let mut host = LaunchHost::new(device.launcher());
+        let argv = argv(|a| _ = a.ptr(out, 16).unwrap().ptr(other, 16));
+        let written = |memory: &mut Memory| -> [u64; 2] {
+            let bytes = &memory.guest()[out as usize..out as usize + 16];
+            [0, 8].map(|at| u64::from_le_bytes(bytes[at..at + 8].try_into().unwrap()))
+        };
+        let mut memory = Memory::new(1024);
+        let code = memory.call(&mut host, 1, ([1, 1, 1], [1, 1, 1]), &argv, 512);
+        assert_eq!(code, 0, "{mode:?}: {:?}", host.last_error_message());
+        let fenced = written(&mut memory);
+        match pointer_mode {
+            // The guest's own pointers, as it wrote them in its argv.
+            PointerMode::Direct => assert_eq!(fenced, [u64::from(out), u64::from(other)], "{mode:?}"),
+            // Offsets in the arena, which for two 16-byte windows is far shorter than 64 KiB.
+            _ => assert!(
+                fenced.iter().all(|&at| at < 1 << 16) && fenced[0] != fenced[1],
+                "{mode:?}: {fenced:x?}"
+            ),
+        }
+        assert!(memory.guards_intact(), "{mode:?}");
+        // Unfenced, the kernel is given the addresses themselves.
+        let mut memory = Memory::new(1024);
+        let code = memory.call(&mut host, 1 + UNFENCED, ([1, 1, 1], [1, 1, 1]), &argv, 512);
+        assert_eq!(code, 0, "{mode:?}: {:?}", host.last_error_message());
+        let host_out = memory.guest()[out as usize..].as_ptr() as u64;
+        let unfenced = written(&mut memory);
+        match pointer_mode {
+            PointerMode::Direct => assert_eq!(unfenced[0], host_out, "{mode:?}: the host address of `out`"),
+            _ => {
+                assert!(unfenced.iter().all(|&at| at >= 1 << 16), "{mode:?}: device addresses {unfenced:x?}")
+            }
+        }
+    }
+}

@@ -30,7 +30,12 @@
 //!
 //! - **global**: the fence, `[base, base + len)` (the guest's linear memory in direct mode, the
 //!   launch's staging arena in staged mode; the launcher gives at least [`MIN_FENCE_LEN`] and at
-//!   most [`MAX_FENCE_LEN`] bytes, aligned to 16);
+//!   most [`MAX_FENCE_LEN`] bytes, aligned to 16). A fenced kernel's global address is an
+//!   **offset into the fence**: the launcher gives each pointer parameter as its window's offset
+//!   (in direct mode the guest's own pointer, in staged mode its place in the arena), and each
+//!   access adds the base to the clamped offset. The base is a hidden parameter the kernel's
+//!   code cannot name (the fence reserves `__kargs_` names), so no host or device address
+//!   reaches a register the kernel could store into guest memory;
 //! - **shared**: the block's shared window, from the lowest to the highest end of the entry's
 //!   shared variables (and the dynamic shared memory the launch gives, through
 //!   `%dynamic_smem_size`);
@@ -67,9 +72,10 @@
 //! count waits for that many arrivals, and nothing in the process bounds a block that never
 //! makes them (`docs/RISKS.md`, "Timing"). The launcher gives the guest's `LaunchLimits::max_back_edges_per_thread`.
 //!
-//! Per clamped access this costs eight PTX instructions, about six in sm_90 SASS (one or two
-//! more to form the address of a register with an offset or a 32-bit register, eleven more
-//! per window a generic access may reach); per backward branch, three PTX instructions and
+//! Per clamped access this costs seven PTX instructions in the global window (eight in another,
+//! which first subtracts the window's base), about five in sm_90 SASS (one or two more to form
+//! the address of a register with an offset or a 32-bit register, twelve more per window a
+//! generic access may reach); per backward branch, three PTX instructions and
 //! three in SASS (the test, the branch out, the decrement); per thread, the windows'
 //! computation at the start and about four instructions to leave (the flag's test and store).
 //! An exit before the thread has passed any access, trap or label (nvcc's bounds check) is

@@ -14,7 +14,8 @@
 //! addressed in 32 bits), with `lim` = `len - w` computed once per entry as a 32-bit register:
 //!
 //! ```text
-//! sub.u64      o, e, b        // the offset from the window's start (wrapping)
+//! sub.u64      o, e, b        // the offset from the window's start (wrapping); not in the
+//!                             // global window, where `e` is an offset already (o = e)
 //! cvt.u32.u64  u, o           // its low 32 bits
 //! min.u32      k, u, lim      // at most the last place an access of w bytes fits
 //! and.b32      k, k, -w       // aligned to w (w > 1)
@@ -24,13 +25,21 @@
 //! or.b32       v, v, d        // ...which the thread keeps (under the access's own guard)
 //! ```
 //!
+//! **A global address is an offset into the fence.** The launcher gives a fenced kernel each
+//! pointer parameter as its window's offset from the fence's start (in direct mode the guest's
+//! own pointer, in staged mode the window's place in the arena), and the fence's base only as a
+//! hidden parameter that the kernel's code cannot name; so no host or device address reaches a
+//! register the kernel can store. Every global access adds the base to the clamped offset. A
+//! `cvta` between generic and global leaves an address as it is (on a GPU and in the emulator),
+//! so nvcc's `cvta.to.global` of a pointer parameter still gives the offset.
+//!
 //! Whatever `e` is, `a` is in the window: the result is the base plus a clamped offset. Only
 //! the low 32 bits of `e` decide where the access lands and whether it is noted, so ptxas keeps
 //! the kernel's own address arithmetic in 32 bits. An address 4 GiB or more from the window is
 //! moved like any other; it is noted unless its low 32 bits already name an aligned place
 //! inside the window, in which case it runs there unnoted (inside the fence, like every access;
-//! see `docs/RISKS.md`). A generic access notes the low 32 bits of `a xor e`, since which
-//! window it took is known only from the address.
+//! see `docs/RISKS.md`). A generic access notes the clamp of the window its address resolved
+//! to: the global one's, replaced (under `isspacep`'s predicate) by the shared or local one's.
 //!
 //! **Groups.** Accesses through one register at constant offsets (`[%r+0]`, `[%r+4]`, ...,
 //! as nvcc writes an unrolled loop over a tile), into one window, unguarded, with no label,
@@ -1252,15 +1261,13 @@ impl Context<'_> {
                         }
                         Some(local) => {
                             self.clamp(Window::Global, *width, &effective, address, out);
+                            out.push(op("xor", &["b32"], vec![reg(names::D), reg(names::U), reg(names::K)]));
                             if self.shared_window {
                                 self.generic_path(Window::Shared, *width, &effective, address, out);
                             }
                             if self.local_window && *local {
                                 self.generic_path(Window::Local, *width, &effective, address, out);
                             }
-                            // The window the access took is known only from the address.
-                            out.push(op("xor", &["b64"], vec![reg(names::X), reg(address), reg(&effective)]));
-                            out.push(op("cvt", &["u32", "u64"], vec![reg(names::D), reg(names::X)]));
                         }
                     }
                     out.push(guarded(
@@ -1345,8 +1352,8 @@ impl Context<'_> {
     fn lead(&self, lead: &Lead, register: &str, out: &mut Vec<Statement>) {
         let effective = self.effective(lead.register.as_ref(), &lead.base, lead.offset, out);
         let base = lead.window.base();
-        out.push(op("sub", &["u64"], vec![reg(names::O), reg(&effective), reg(&base)]));
-        self.clamp_offset(lead.window, lead.span, lead.align, out);
+        let offset = self.offset(lead.window, &effective, out);
+        self.clamp_offset(lead.window, &offset, lead.span, lead.align, out);
         out.push(op("add", &["u64"], vec![reg(register), reg(names::C), reg(&base)]));
         out.push(op("xor", &["b32"], vec![reg(names::D), reg(names::U), reg(names::K)]));
         out.push(op("or", &["b32"], vec![reg(names::V), reg(names::V), reg(names::D)]));
@@ -1355,15 +1362,26 @@ impl Context<'_> {
     /// The clamp of `effective` into `window`, into register `address`.
     fn clamp(&self, window: Window, width: u64, effective: &str, address: &str, out: &mut Vec<Statement>) {
         let base = window.base();
-        out.push(op("sub", &["u64"], vec![reg(names::O), reg(effective), reg(&base)]));
-        self.clamp_offset(window, width, width, out);
+        let offset = self.offset(window, effective, out);
+        self.clamp_offset(window, &offset, width, width, out);
         out.push(op("add", &["u64"], vec![reg(address), reg(names::C), reg(&base)]));
     }
 
-    /// `%__kargs_o`, an offset from `window`'s base, clamped into `%__kargs_c` in 32 bits: at
-    /// most the last offset `reach` bytes fit at, rounded down to `align`.
-    fn clamp_offset(&self, window: Window, reach: u64, align: u64, out: &mut Vec<Statement>) {
-        out.push(op("cvt", &["u32", "u64"], vec![reg(names::U), reg(names::O)]));
+    /// The register that holds `effective`'s offset from `window`'s start: in the global
+    /// window the address is one already (a fenced kernel's global addresses are offsets into
+    /// the fence); in another window, `%__kargs_o`, the address less the window's base.
+    fn offset(&self, window: Window, effective: &str, out: &mut Vec<Statement>) -> String {
+        if window == Window::Global {
+            return effective.to_owned();
+        }
+        out.push(op("sub", &["u64"], vec![reg(names::O), reg(effective), reg(&window.base())]));
+        names::O.to_owned()
+    }
+
+    /// `offset`, an offset from `window`'s base, clamped into `%__kargs_c` in 32 bits: at most
+    /// the last offset `reach` bytes fit at, rounded down to `align`.
+    fn clamp_offset(&self, window: Window, offset: &str, reach: u64, align: u64, out: &mut Vec<Statement>) {
+        out.push(op("cvt", &["u32", "u64"], vec![reg(names::U), reg(offset)]));
         out.push(op("min", &["u32"], vec![reg(names::K), reg(names::U), reg(&window.limit(reach))]));
         if align > 1 {
             out.push(op(
@@ -1390,10 +1408,13 @@ impl Context<'_> {
         out.push(op("isspacep", &[space], vec![reg(predicate), reg(effective)]));
         out.push(op("cvta", &["to", space, "u64"], vec![reg(names::X), reg(effective)]));
         let base = window.base();
-        out.push(op("sub", &["u64"], vec![reg(names::O), reg(names::X), reg(&base)]));
-        self.clamp_offset(window, width, width, out);
+        let offset = self.offset(window, names::X, out);
+        self.clamp_offset(window, &offset, width, width, out);
         out.push(op("add", &["u64"], vec![reg(names::X), reg(names::C), reg(&base)]));
         out.push(op("cvta", &[space, "u64"], vec![reg(names::X), reg(names::X)]));
         out.push(op("selp", &["b64"], vec![reg(address), reg(names::X), reg(address), reg(predicate)]));
+        // Where the address is in this window, whether this clamp moved it.
+        let taken = Guard { span: Span::default(), negated: false, register: predicate.to_owned() };
+        out.push(guarded(Some(&taken), "xor", &["b32"], vec![reg(names::D), reg(names::U), reg(names::K)]));
     }
 }

@@ -81,16 +81,17 @@ fn a_generic_access_is_clamped_into_the_window_it_resolves_to() {
     let text = lines(&fenced("\t@%p1 st.u32 [%rd1+4], %r1;\n"));
     for line in [
         "add.s64 %__kargs_e, %rd1, 4;",
-        "sub.u64 %__kargs_o, %__kargs_e, %__kargs_gb;",
+        // A global address is an offset into the fence: no subtraction of the base.
+        "cvt.u32.u64 %__kargs_u, %__kargs_e;",
         "add.u64 %__kargs_a0, %__kargs_c, %__kargs_gb;",
-        "xor.b64 %__kargs_x, %__kargs_a0, %__kargs_e;",
-        "cvt.u32.u64 %__kargs_d, %__kargs_x;",
+        "xor.b32 %__kargs_d, %__kargs_u, %__kargs_k;",
         "@%p1 or.b32 %__kargs_v, %__kargs_v, %__kargs_d;",
         "@%p1 st.u32 [%__kargs_a0], %r1;",
     ] {
         assert!(text.iter().any(|l| l == line), "{line} in {text:#?}");
     }
     assert!(!text.iter().any(|l| l.starts_with("isspacep")), "no window to resolve to");
+    assert!(!text.iter().any(|l| l.starts_with("sub.u64 %__kargs_o")), "no base subtracted: {text:#?}");
     // With shared and local variables: through each window where isspacep says so.
     let text = lines(&fenced(
         "\t.shared .align 4 .b8 tile[64];\n\t.local .align 8 .b8 depot[32];\n\tld.u32 %r1, [%rd1];\n\tatom.add.u32 %r2, [%rd1], 1;\n",
@@ -100,8 +101,11 @@ fn a_generic_access_is_clamped_into_the_window_it_resolves_to() {
         "cvta.to.shared.u64 %__kargs_x, %rd1;",
         "cvta.shared.u64 %__kargs_x, %__kargs_x;",
         "selp.b64 %__kargs_a0, %__kargs_x, %__kargs_a0, %__kargs_ps;",
+        "sub.u64 %__kargs_o, %__kargs_x, %__kargs_sb;",
+        "@%__kargs_ps xor.b32 %__kargs_d, %__kargs_u, %__kargs_k;",
         "isspacep.local %__kargs_pl, %rd1;",
         "selp.b64 %__kargs_a0, %__kargs_x, %__kargs_a0, %__kargs_pl;",
+        "@%__kargs_pl xor.b32 %__kargs_d, %__kargs_u, %__kargs_k;",
         ".shared .align 16 .b8 tile[64];",
         ".local .align 16 .b8 depot[32];",
     ] {

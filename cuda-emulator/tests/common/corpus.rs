@@ -45,7 +45,8 @@ pub enum P {
 
 impl P {
     /// The parameter's bytes, a buffer's being its address in an arena at `arena` whose
-    /// buffers start at `offsets`.
+    /// buffers start at `offsets` (`arena` 0 for a fenced kernel, whose pointers are offsets
+    /// into its fence).
     pub fn bytes(&self, arena: u64, offsets: &[usize]) -> Vec<u8> {
         match *self {
             P::Buf(i) => (arena + offsets[i] as u64).to_le_bytes().to_vec(),
