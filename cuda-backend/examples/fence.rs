@@ -24,12 +24,14 @@ fn main() -> ExitCode {
             print!("{}", fenced.ptx());
             eprintln!(
                 "{path}: {} address operands clamped, {} proven by their declarations, {} backward \
-                 branches counted against the budget, {} asserts made the fence's exit, {} read-only \
-                 tables moved to constant memory, {} unnamed module-scope items dropped",
+                 branches counted against the budget, {} asserts made the fence's exit, {} calls \
+                 inlined, {} read-only tables moved to constant memory, {} unnamed module-scope items \
+                 dropped",
                 fenced.accesses(),
                 fenced.by_declaration(),
                 fenced.counted_branches(),
                 fenced.asserts(),
+                fenced.inlined(),
                 fenced.tables(),
                 fenced.dropped()
             );

@@ -138,8 +138,8 @@ pub enum Sandbox {
     /// kernel reaches only the guest's windows; a kernel with a bug (an index past its window,
     /// a pointer made from a scalar) reaches whatever memory it can address: host memory
     /// outside the guest's in direct mode, other tenants' device buffers in staged mode. For
-    /// kernels the embedder trusts as it trusts itself: those the fence cannot cover (calls,
-    /// textures, tensor copies), or whose fence costs too much (`docs/performance.md`).
+    /// kernels the embedder trusts as it trusts itself: those the fence cannot cover (calls it
+    /// does not inline, textures, tensor copies), or whose fence costs too much (`docs/performance.md`).
     Unfenced(Declaration),
     /// No declaration and no fence: only a host that trusts its guest
     /// (`kernel_args::GuestTrust::Trusted`) launches it, its arguments checked against the

@@ -106,7 +106,7 @@ fn what_the_fence_accepts_and_refuses_by_name() {
             ("gather", Ok(5)),
             ("lookup", Ok(2)),
             ("math", Ok(2)),
-            ("noinline", Err(FenceRefusal::DeviceFunction)),
+            ("noinline", Ok(1)),
             ("printf", Err(FenceRefusal::ModuleGlobal)),
             ("reduce", Ok(7)),
             ("std_headers", Ok(2)),
@@ -332,6 +332,43 @@ fn a_table_moved_to_constant_memory_reads_what_the_source_says() {
         let expected: f32 = (0..8).map(|k| weights[k] * values[i + k]).sum();
         assert!((out[i] - expected).abs() < 1e-5, "element {i}: {} against {expected}", out[i]);
     }
+}
+
+/// The `__noinline__` device function, inlined by the fence into its caller, computes what its
+/// source says: each element smoothed with its neighbours (the emulated driver does not load the
+/// module as nvcc wrote it, with its call, so the bytes are held to the source's arithmetic);
+/// and an `n` past the windows reaches outside, is redirected inside and sets the flag.
+#[test]
+fn a_device_function_inlined_by_the_fence_computes_what_the_source_says() {
+    let _session = session();
+    let fenced = fence_ptx(module("noinline")).unwrap();
+    assert_eq!((fenced.inlined(), fenced.dropped()), (1, 1), "the call inlined, the .func dropped");
+    assert!(!fenced.ptx().contains("call") && !fenced.ptx().contains(".func"));
+    let n = 300usize;
+    let values: Vec<f32> = (0..n).map(|i| ((i * 37) % 101) as f32 * 0.5).collect();
+    let smooth = case(
+        "noinline",
+        "smooth_noinline",
+        2,
+        256,
+        vec![floats(values.clone()), vec![0; 4 * n]],
+        &[P::Buf(0), P::Buf(1), P::I32(n as i32)],
+    );
+    let (result, bytes, flag) = run(&smooth, fenced.ptx(), true);
+    assert_eq!((result, flag), (CUDA_SUCCESS, 0));
+    let at = (4 * n).next_multiple_of(256); // `out`, after `in` (common::layout)
+    let out = f32s(&bytes[at..at + 4 * n]);
+    for i in 0..n {
+        let left = if i > 0 { values[i - 1] } else { values[i] };
+        let right = if i + 1 < n { values[i + 1] } else { values[i] };
+        let expected = 0.25f32 * left + 0.5 * values[i] + 0.25 * right;
+        assert_eq!(out[i], expected, "element {i}");
+    }
+    let mut past = smooth;
+    past.params = vec![P::Buf(0), P::Buf(1), P::I32(4 * n as i32)];
+    past.grid = [5, 1, 1];
+    let (result, _, flag) = run(&past, fenced.ptx(), true);
+    assert_eq!((result, flag), (CUDA_SUCCESS, FLAG_REACHED_OUT));
 }
 
 /// The reductions through warp shuffles and votes compute what their source says (the

@@ -3,7 +3,7 @@
 //! `scripts/gpu-check.sh` bundles this test). Every fenced entry with a launch of its own
 //! (`common::corpus::cases`, and the entries below that the emulated driver cannot load as nvcc
 //! wrote them: `cp.async`, the math library's slow paths, a module table, a device-side
-//! `assert`) computes the same bytes fenced as unfenced, its buffers in one arena that is its
+//! `assert`, a `__noinline__` device function's call, which the fence inlines) computes the same bytes fenced as unfenced, its buffers in one arena that is its
 //! fence (a staged launch's layout), and leaves the flag clear; a failing `assert`, fenced,
 //! stops its thread, sets the flag's trap byte and faults nothing. An entry whose unfenced
 //! module the driver does not load is named and not compared (on the emulated driver, the
@@ -267,6 +267,14 @@ fn more_cases() -> Vec<Case> {
             &[Buf(0), Buf(1), I32(64)],
         ),
         case("assert", "checked_copy", 1, 128, vec![ints(0..100), vec![0; 400]], &[Buf(0), Buf(1), I32(100)]),
+        case(
+            "noinline",
+            "smooth_noinline",
+            2,
+            256,
+            vec![data(n), vec![0; 4 * n]],
+            &[Buf(0), Buf(1), I32(n as i32)],
+        ),
     ]
 }
 

@@ -23,9 +23,12 @@
 //!   another. Anything else (a store, an atomic, `cvta` to a generic pointer, an address passed
 //!   on) leaves every table of the module where it was, for the rewriter to refuse by name. The
 //!   constant space's 64 KiB is respected.
-//! - **Module-scope variables and declarations nothing names.** A `.global` or `.const`
-//!   variable (not a texture, sampler or surface handle: those are refused by name), or a `.func` declaration without a body, that no instruction of the module names
-//!   is dropped: a kernel cannot reach a variable it does not name (PTX initializers hold
+//! - **Calls of the module's own device functions** are inlined first (`inline.rs`): the call
+//!   sequence becomes the callee's body, renamed, in the caller.
+//! - **Module-scope variables and functions nothing names.** A `.global` or `.const`
+//!   variable (not a texture, sampler or surface handle: those are refused by name), or a
+//!   `.func` (a declaration, or a body no call is left to run), that no instruction of the
+//!   module names is dropped: a kernel cannot reach a variable it does not name (PTX initializers hold
 //!   numbers only), so nothing is lost, and the strings of lowered asserts and the tables the
 //!   CUDA headers leave in every module (libcu++'s `cuda::std::ignore`, for one) go with them.
 //!
@@ -47,6 +50,8 @@ const ASSERT_FAIL: &str = "__assertfail";
 /// What [`lower`] did to a module.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub(super) struct Lowered {
+    /// Calls of the module's own `.func` bodies inlined (`inline.rs`).
+    pub inlined: usize,
     /// Assert call sequences replaced by `trap`.
     pub asserts: usize,
     /// Module-scope variables and function declarations dropped.
@@ -57,7 +62,7 @@ pub(super) struct Lowered {
 
 /// Lowers `module` in place (see the module's documentation).
 pub(super) fn lower(module: &mut Module) -> Lowered {
-    let mut lowered = Lowered::default();
+    let mut lowered = Lowered { inlined: super::inline::inline_calls(module), ..Lowered::default() };
     let assert_declared = module.items.iter().any(|item| {
         matches!(item, Item::Function(f)
             if f.name == ASSERT_FAIL && f.kind == FunctionKind::Func && f.body.is_none()
@@ -76,30 +81,38 @@ pub(super) fn lower(module: &mut Module) -> Lowered {
             }
         }
     }
-    // Every symbol an instruction names, in every function.
-    let mut named = BTreeSet::new();
-    for item in &module.items {
-        if let Item::Function(f) = item
-            && let Some(body) = &f.body
-        {
-            for_each_instruction(body, &mut |i| {
-                for operand in &i.operands {
-                    named.extend(operand.symbols().into_iter().map(str::to_owned));
-                }
-            });
+    // Every symbol an instruction names, in every function; to a fixed point, since a `.func`
+    // dropped here may have named another.
+    let before = module.items.len();
+    loop {
+        let mut named = BTreeSet::new();
+        for item in &module.items {
+            if let Item::Function(f) = item
+                && let Some(body) = &f.body
+            {
+                for_each_instruction(body, &mut |i| {
+                    for operand in &i.operands {
+                        named.extend(operand.symbols().into_iter().map(str::to_owned));
+                    }
+                });
+            }
+        }
+        let count = module.items.len();
+        module.items.retain(|item| match item {
+            // Texture, sampler and surface handles stay, for the rewriter to refuse by name.
+            Item::Variable(v) => {
+                !matches!(v.space, StateSpace::Global | StateSpace::Const)
+                    || matches!(v.ty, Type::TexRef | Type::SamplerRef | Type::SurfRef)
+                    || named.contains(&v.name)
+            }
+            // A `.func` (a body or a declaration) no instruction names: no call can run it.
+            Item::Function(f) => f.kind != FunctionKind::Func || named.contains(&f.name),
+            Item::Pragma(_) => true,
+        });
+        if module.items.len() == count {
+            break;
         }
     }
-    let before = module.items.len();
-    module.items.retain(|item| match item {
-        // Texture, sampler and surface handles stay, for the rewriter to refuse by name.
-        Item::Variable(v) => {
-            !matches!(v.space, StateSpace::Global | StateSpace::Const)
-                || matches!(v.ty, Type::TexRef | Type::SamplerRef | Type::SurfRef)
-                || named.contains(&v.name)
-        }
-        Item::Function(f) => f.body.is_some() || f.kind != FunctionKind::Func || named.contains(&f.name),
-        Item::Pragma(_) => true,
-    });
     lowered.dropped = before.saturating_sub(module.items.len());
     lowered.tables = place_read_only_tables(module);
     lowered

@@ -79,7 +79,11 @@
 //! three in SASS (the test, the branch out, the decrement); per thread, the windows'
 //! computation at the start and about four instructions to leave (the flag's test and store).
 //! An exit before the thread has passed any access, trap or label (nvcc's bounds check) is
-//! left a plain `ret`: it has nothing to report. What the fence refuses, by name: calls and device functions' bodies, textures and
+//! left a plain `ret`: it has nothing to report. A call of one of the module's own device
+//! functions is inlined before anything else (`src/fence/inline.rs`), so its body is fenced as
+//! the caller's own. What the fence refuses, by name: calls it does not inline (of a function
+//! without a body in the module, such as `vprintf`; recursion; forms other than nvcc's call
+//! sequence) and the device functions' bodies they leave, textures and
 //! surfaces, tensor-core and bulk copies (`wmma`, `ldmatrix`, `cp.async.bulk`, `mbarrier`),
 //! module-scope `.global` variables the module writes or whose address it passes on
 //! (`__device__` variables, `printf`'s format strings), indirect branches, barriers whose number is not a
@@ -108,6 +112,7 @@ use std::fmt;
 use kernel_args_ptx::{ParseErrorKind, parse};
 
 mod check;
+mod inline;
 mod isa;
 mod lower;
 mod rewrite;
@@ -159,6 +164,7 @@ pub struct FencedModule {
     asserts: usize,
     dropped: usize,
     tables: usize,
+    inlined: usize,
 }
 
 impl FencedModule {
@@ -206,8 +212,16 @@ impl FencedModule {
         self.tables
     }
 
-    /// How many module-scope `.global` and `.const` variables and `.func` declarations no
-    /// instruction names were dropped (the strings of lowered asserts, headers' unused tables).
+    /// How many calls of the module's own device functions were inlined into the entries that
+    /// make them (a call in an inlined body counts too), so that the fence covers the callee
+    /// with the caller's windows.
+    pub fn inlined(&self) -> usize {
+        self.inlined
+    }
+
+    /// How many module-scope `.global` and `.const` variables and `.func`s (declarations, and
+    /// bodies no call is left to run) no instruction names were dropped (the strings of
+    /// lowered asserts, headers' unused tables, inlined device functions).
     pub fn dropped(&self) -> usize {
         self.dropped
     }
@@ -233,10 +247,11 @@ pub enum FenceRefusal {
     Unreadable(ParseErrorKind),
     /// The module is not 64-bit (`.address_size 64`).
     AddressSize,
-    /// A call: the fence's registers do not reach into the callee (nvcc inlines device
-    /// functions unless told not to).
+    /// A call the fence does not inline: of a function without a body in the module, past the
+    /// deepest nesting (recursion), or not in nvcc's call sequence form (`src/fence/inline.rs`);
+    /// the fence's registers do not reach into a callee.
     Call,
-    /// A device function's body (`.func`), which only a call would run.
+    /// A device function's body (`.func`) that a call the fence does not inline still runs.
     DeviceFunction,
     /// The address of a function (an indirect call's target).
     FunctionAddress,
@@ -374,6 +389,7 @@ pub fn fence_ptx(ptx: &str) -> Result<FencedModule, FenceError> {
         asserts: lowered.asserts,
         dropped: lowered.dropped,
         tables: lowered.tables,
+        inlined: lowered.inlined,
     })
 }
 

@@ -408,6 +408,14 @@ impl<'m> EntryRewriter<'m> {
             statement: String::new(),
             reason: FenceRefusal::Unreadable(e.kind),
         })?;
+        // A call the fence did not inline (`inline.rs`) is refused as the call, before the
+        // stores of its call sequence are.
+        if let Some(call) = flat.items.iter().find_map(|item| match item {
+            FlatItem::Instruction(i, _) if i.opcode == "call" => Some(i),
+            _ => None,
+        }) {
+            return Err(refuse(call.span, one_line(call), FenceRefusal::Call));
+        }
         // Every name the body uses, checked; the register types of every instruction, by the
         // instruction's place in the flat order.
         let mut types: Vec<HashMap<String, u64>> = Vec::new();

@@ -378,8 +378,9 @@ fn module_scope_refusals() {
     assert!(!module.ptx().contains("counter") && !module.ptx().contains("helper"), "{}", module.ptx());
     let e = fence_ptx(&format!("{HEADER}.global .texref t;\n")).unwrap_err();
     assert_eq!(e.reason, FenceRefusal::TextureOrSurface);
-    let e = fence_ptx(&format!("{HEADER}.func f()\n{{\n\tret;\n}}\n")).unwrap_err();
-    assert_eq!((e.line, e.reason), (4, FenceRefusal::DeviceFunction));
+    // A device function no call is left to run goes too.
+    let module = fence_ptx(&format!("{HEADER}.func f()\n{{\n\tret;\n}}\n")).unwrap();
+    assert_eq!((module.dropped(), module.ptx().contains(".func")), (1, false));
     let e = fence_ptx(".version 7.8\n.target sm_52\n.address_size 32\n").unwrap_err();
     assert_eq!(e.reason, FenceRefusal::AddressSize);
     let e = fence_ptx(&format!("{HEADER}/* open")).unwrap_err();
@@ -985,5 +986,83 @@ fn the_checker_finds_every_uncounted_backward_branch() {
             Ok(_) => panic!("{what}: no finding in\n{broken}"),
             Err(finding) => assert_eq!(finding.kind, FindingKind::Uncounted, "{what}: {finding}"),
         }
+    }
+}
+
+/// A module whose entry calls `scale` twice (nvcc's call sequence), `scale` calling `twice`:
+/// a `.local` array, a guarded `ret`, labels, a parameter of each size.
+const CALLS: &str = ".version 7.8\n.target sm_52\n.address_size 64\n\
+    .func (.param .b32 twice_ret) twice(.param .b32 twice_x)\n{\n\t.reg .b32 %r<3>;\n\
+    \tld.param.b32 %r1, [twice_x];\n\tadd.s32 %r2, %r1, %r1;\n\tst.param.b32 [twice_ret+0], %r2;\n\tret;\n}\n\
+    .func (.param .b32 scale_ret) scale(.param .b64 scale_p, .param .b32 scale_i, .param .b16 scale_h)\n{\n\
+    \t.local .align 4 .b8 depot[16];\n\t.reg .pred %p<2>;\n\t.reg .b16 %h<2>;\n\t.reg .b32 %r<6>;\n\t.reg .b64 %rd<5>;\n\
+    \tld.param.u64 %rd1, [scale_p];\n\tld.param.u32 %r1, [scale_i];\n\tld.param.u16 %h1, [scale_h];\n\
+    \tmov.u32 %r5, 0;\n\tsetp.lt.s32 %p1, %r1, 0;\n\t@%p1 bra $L_neg;\n\
+    \tmul.wide.s32 %rd2, %r1, 4;\n\tadd.s64 %rd3, %rd1, %rd2;\n\tld.global.u32 %r2, [%rd3];\n\
+    \tst.local.u32 [depot], %r2;\n\tld.local.u32 %r3, [depot];\n\
+    \t{\n\t.param .b32 param0;\n\tst.param.b32 [param0+0], %r3;\n\t.param .b32 retval0;\n\
+    \tcall.uni (retval0), twice, (param0);\n\tld.param.b32 %r5, [retval0+0];\n\t}\n\
+    \tst.param.b32 [scale_ret+0], %r5;\n\t@%p1 ret;\n\
+    $L_neg:\n\tst.param.b32 [scale_ret+0], %r5;\n\tret;\n}\n\
+    .visible .entry k(.param .u64 k_p)\n{\n\t.reg .b16 %h<2>;\n\t.reg .b32 %r<4>;\n\t.reg .b64 %rd<3>;\n\
+    \tld.param.u64 %rd1, [k_p];\n\tmov.u32 %r1, %tid.x;\n\tmov.u16 %h1, 3;\n\
+    CALL\tmov.u32 %r1, 1;\n\
+    CALL\tld.global.u32 %r3, [%rd1];\n\tadd.s32 %r3, %r3, %r2;\n\tst.global.u32 [%rd1], %r3;\n\tret;\n}\n";
+
+const CALL_SEQUENCE: &str = "\t{\n\t.reg .b32 temp_param_reg;\n\t.param .b64 param0;\n\tst.param.b64 [param0+0], %rd1;\n\
+    \t.param .b32 param1;\n\tst.param.b32 [param1+0], %r1;\n\t.param .b16 param2;\n\tst.param.b16 [param2+0], %h1;\n\
+    \t.param .b32 retval0;\n\tcall.uni (retval0),\n\tscale,\n\t(\n\tparam0,\n\tparam1,\n\tparam2\n\t);\n\
+    \tld.param.b32 %r2, [retval0+0];\n\t}\n";
+
+#[test]
+fn calls_of_the_modules_own_device_functions_are_inlined_and_fenced() {
+    let module = fence_ptx(&CALLS.replace("CALL", CALL_SEQUENCE)).unwrap();
+    // Two calls of `scale`, each with its call of `twice`; both functions gone.
+    assert_eq!((module.inlined(), module.dropped()), (4, 2), "{}", module.ptx());
+    let text = lines(&module);
+    assert!(!text.iter().any(|l| l.starts_with("call") || l.contains(".func")), "{text:#?}");
+    // Every copy has its own names: two `.local` depots at the entry's top, four return labels.
+    let depots: Vec<&String> = text.iter().filter(|l| l.starts_with(".local")).collect();
+    assert_eq!(depots.len(), 2, "{text:#?}");
+    assert_ne!(depots[0], depots[1]);
+    let returns: std::collections::BTreeSet<&String> =
+        text.iter().filter(|l| l.ends_with("return:")).collect();
+    assert_eq!(returns.len(), 4, "{text:#?}");
+    // The arguments and results move through registers; the callee's accesses are fenced
+    // (one global load per copy of `scale`, and the entry's own two) and its local ones too.
+    for line in [
+        "mov.b64 %_kinl0g_a0, %rd1;",
+        "mov.b16 %_kinl0g_a2, %h1;",
+        "mov.b64 %_kinl0r_rd1, %_kinl0g_a0;",
+        "@%_kinl0r_p1 bra $_kinl0l_$L_neg;",
+        "mov.b32 %r2, %_kinl0g_v0;",
+    ] {
+        assert!(text.iter().any(|l| l == line), "{line} in {text:#?}");
+    }
+    assert_eq!(module.accesses(), 4, "{text:#?}");
+    assert!(module.by_declaration() >= 4, "the depot's accesses: {text:#?}");
+}
+
+#[test]
+fn a_call_the_fence_cannot_inline_is_refused_by_name() {
+    // Recursion: inlined to the deepest nesting, and the call left is refused.
+    let recursive = ".version 7.8\n.target sm_52\n.address_size 64\n\
+        .func f()\n{\n\t{\n\tcall.uni f, ();\n\t}\n\tret;\n}\n\
+        .visible .entry k()\n{\n\t{\n\tcall.uni f, ();\n\t}\n\tret;\n}\n";
+    let e = fence_ptx(recursive).unwrap_err();
+    assert!(matches!(e.reason, FenceRefusal::Call | FenceRefusal::DeviceFunction), "{e}");
+    // A callee that takes its parameter's address, or a call of a declaration without a body.
+    for module in [
+        CALLS.replace("CALL", CALL_SEQUENCE).replace("ld.param.u32 %r1, [scale_i];", "mov.u64 %rd4, scale_i;"),
+        CALLS.replace("CALL", CALL_SEQUENCE).replace(
+            ".func (.param .b32 scale_ret) scale(.param .b64 scale_p, .param .b32 scale_i, .param .b16 scale_h)\n{",
+            ".extern .func (.param .b32 scale_ret) scale(.param .b64 scale_p, .param .b32 scale_i, .param .b16 scale_h);\n\
+             .func (.param .b32 unused_ret) unused(.param .b64 scale_p, .param .b32 scale_i, .param .b16 scale_h)\n{",
+        ),
+    ] {
+        // The first thing refused in the module's order: a device function's body the call
+        // left in place still runs, or the call.
+        let e = fence_ptx(&module).unwrap_err();
+        assert!(matches!(e.reason, FenceRefusal::Call | FenceRefusal::DeviceFunction), "{e}");
     }
 }
