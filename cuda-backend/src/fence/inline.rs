@@ -5,24 +5,26 @@
 //! sequence this undoes.
 //!
 //! A call site is inlined when it is exactly nvcc's call sequence: a nested block of register
-//! and `.param` declarations (scalars of 2, 4 or 8 bytes), one unguarded `st.param` into each
-//! argument at offset 0, one unguarded `call` (`.uni` at most) of a `.func` of the module that
-//! has a body, and unguarded `ld.param` loads of its return values at offset 0. The callee
-//! qualifies when its parameters and its return value are such scalars, it declares no
-//! variable but `.local` ones at its top, and it names its parameters only in `ld.param` loads
-//! and its return value only in `st.param` stores, each at offset 0 and of the parameter's
-//! size. The call sequence becomes a block of its own:
+//! and `.param` declarations, unguarded `st.param` stores into those parameters (inside each),
+//! one unguarded `call` (`.uni` at most) of a `.func` of the module that has a body, naming
+//! only those parameters, and unguarded `ld.param` loads of its return values (inside each).
+//! The callee qualifies when its parameters and return values are `.param`s of a known size,
+//! it declares no variable but `.local` ones at its top, and it names its parameters and
+//! return values only as the address of an `ld.param` or `st.param` (inside each). Each
+//! parameter and return value becomes a `.local` variable of its size and alignment at the
+//! entry's top, and each `ld.param`/`st.param` of one the same access of the `.local`
+//! variable, at the same offset, so any shape passes (scalars, vectors, structures by value).
+//! The call sequence becomes a block of its own:
 //!
 //! ```text
 //! {
-//! .reg .b64 %_kinl0g_a0;                // one register per argument and return value
-//! mov.b64 %_kinl0g_a0, %rd1;            // the caller's st.param
+//! st.local.b64 [_kinl0g_p0+0], %rd1;    // the caller's st.param, into parameter 0's copy
 //! ...the callee's body, its registers, labels and .local variables renamed (%r1 is
-//!    %_kinl0r_r1, $L__BB0_2 is $_kinl0l_$L__BB0_2); ld.param of parameter k: mov from
-//!    %_kinl0g_ak; st.param of the return value: mov to %_kinl0g_v0; ret: a branch to
-//!    the end label...
+//!    %_kinl0r_r1, $L__BB0_2 is $_kinl0l_$L__BB0_2, depot is _kinl0v_depot); ld.param of
+//!    parameter k: ld.local of _kinl0g_pk; st.param of return value k: st.local of
+//!    _kinl0g_rk; ret: a branch to the end label...
 //! $_kinl0g_return:
-//! mov.b32 %f1, %_kinl0g_v0;             // the caller's ld.param
+//! ld.local.f32 %f1, [_kinl0g_r0+0];     // the caller's ld.param
 //! }
 //! ```
 //!
@@ -105,26 +107,20 @@ fn statements(block: &Block) -> usize {
         .fold(0usize, usize::saturating_add)
 }
 
-/// A scalar's size in bytes when it is one an inlined call passes in a register: 2, 4 or 8.
-fn scalar(ty: Type, vector: Option<u32>, dims: bool) -> Option<u64> {
-    let size = ty.size()?;
-    (vector.is_none() && !dims && matches!(size, 2 | 4 | 8)).then_some(size)
-}
-
 /// Whether `f`'s signature and variables are ones this inlines.
 fn qualifies(f: &Function) -> bool {
     let params_ok = f
         .params
         .iter()
         .chain(&f.returns)
-        .all(|p| p.space == StateSpace::Param && scalar(p.ty, p.vector, !p.dims.is_empty()).is_some());
+        .all(|p| p.space == StateSpace::Param && p.size().is_some_and(|n| n > 0));
     let variables_ok = f.body.as_ref().is_some_and(|body| {
         body.statements.iter().all(|s| match s {
             Statement::Variable(v) => v.space == StateSpace::Local && v.init.is_none() && v.size().is_some(),
             _ => true,
         })
     });
-    params_ok && f.returns.len() <= 1 && variables_ok
+    params_ok && variables_ok
 }
 
 /// Every name the module spells (registers, labels, variables, functions), so that the
@@ -226,45 +222,34 @@ fn inline_block(
 struct CallSite<'b> {
     /// The callee's name.
     callee: &'b str,
-    /// Each argument's value (the operand stored into its `.param`) and size, in order.
-    arguments: Vec<(&'b Operand, u64)>,
-    /// Each return value's load: its guard, the destination and the size.
-    returns: Vec<(Option<&'b Guard>, &'b Operand, u64)>,
-    /// How many return values the call names.
-    named_returns: usize,
+    /// The sequence's `.param` declarations, by name.
+    params: BTreeMap<&'b str, &'b Variable>,
+    /// The arguments and the return values the call names, in order.
+    arguments: Vec<&'b str>,
+    returns: Vec<&'b str>,
+    /// The stores of the arguments, before the call, and the loads of the return values, after.
+    stores: Vec<&'b Instruction>,
+    loads: Vec<&'b Instruction>,
     span: Span,
 }
 
 /// `block` as a call sequence (see the module's documentation), or `None`.
 fn call_site(block: &Block) -> Option<CallSite<'_>> {
-    let mut params: BTreeMap<&str, u64> = BTreeMap::new();
-    let mut stored: BTreeMap<&str, &Operand> = BTreeMap::new();
+    let mut params: BTreeMap<&str, &Variable> = BTreeMap::new();
+    let mut stores = Vec::new();
+    let mut loads = Vec::new();
     let mut call: Option<(&str, Vec<&str>, Vec<&str>, Span)> = None;
-    let mut loaded: BTreeMap<&str, (Option<&Guard>, &Operand)> = BTreeMap::new();
-    let own = |o: &Operand, params: &BTreeMap<&str, u64>| -> Option<String> {
-        match &o.kind {
-            OperandKind::Address(Address { base: AddressBase::Symbol(s), offset: 0 })
-                if params.contains_key(s.as_str()) =>
-            {
-                Some(s.clone())
-            }
-            _ => None,
-        }
-    };
     for statement in &block.statements {
         match statement {
             Statement::Registers(_) if call.is_none() => {}
             Statement::Variable(v) if call.is_none() && v.space == StateSpace::Param && v.init.is_none() => {
-                let size = scalar(v.ty, v.vector, !v.dims.is_empty())?;
-                params.insert(v.name.as_str(), size);
+                v.size().filter(|n| *n > 0)?;
+                params.insert(v.name.as_str(), v);
             }
             Statement::Instruction(i) if call.is_none() && i.opcode == "st" && i.guard.is_none() => {
-                let [address, value] = i.operands.as_slice() else { return None };
-                let name = own(address, &params)?;
-                let (&key, &size) = params.get_key_value(name.as_str())?;
-                if !i.has("param") || access_size(i) != Some(size) || stored.insert(key, value).is_some() {
-                    return None;
-                }
+                let [address, _] = i.operands.as_slice() else { return None };
+                inside(i, address, &params)?;
+                stores.push(i);
             }
             Statement::Instruction(i) if call.is_none() && i.opcode == "call" && i.guard.is_none() => {
                 if i.modifiers.iter().any(|m| m != "uni") {
@@ -279,31 +264,56 @@ fn call_site(block: &Block) -> Option<CallSite<'_>> {
                 };
                 call = Some((name, returns, arguments, i.span));
             }
-            Statement::Instruction(i) if call.is_some() && i.opcode == "ld" && i.has("param") => {
-                let [destination, address] = i.operands.as_slice() else { return None };
-                let name = own(address, &params)?;
-                let (&key, &size) = params.get_key_value(name.as_str())?;
-                if access_size(i) != Some(size)
-                    || loaded.insert(key, (i.guard.as_ref(), destination)).is_some()
-                {
-                    return None;
-                }
+            Statement::Instruction(i) if call.is_some() && i.opcode == "ld" && i.guard.is_none() => {
+                let [_, address] = i.operands.as_slice() else { return None };
+                inside(i, address, &params)?;
+                loads.push(i);
             }
             _ => return None,
         }
     }
     let (callee, returns, arguments, span) = call?;
-    let arguments =
-        arguments.iter().map(|a| Some((*stored.get(a)?, *params.get(a)?))).collect::<Option<Vec<_>>>()?;
-    // Every argument stored is passed, once; every load is of a return value.
-    if stored.len() != arguments.len() || loaded.keys().any(|l| !returns.contains(l)) {
+    // The call names only the sequence's parameters, each once; the stores are into its
+    // arguments and the loads from its return values.
+    let named: BTreeSet<&str> = arguments.iter().chain(&returns).copied().collect();
+    let store_ok = |i: &&Instruction| {
+        i.operands.first().and_then(|o| address_symbol(o)).is_some_and(|p| arguments.contains(&p))
+    };
+    let load_ok = |i: &&Instruction| {
+        i.operands.get(1).and_then(|o| address_symbol(o)).is_some_and(|p| returns.contains(&p))
+    };
+    if named.len() != arguments.len().saturating_add(returns.len())
+        || named.iter().any(|n| !params.contains_key(n))
+        || !stores.iter().all(store_ok)
+        || !loads.iter().all(load_ok)
+    {
         return None;
     }
-    let loads = returns
-        .iter()
-        .filter_map(|r| loaded.get(r).map(|(guard, d)| params.get(r).map(|size| (*guard, *d, *size))))
-        .collect::<Option<Vec<_>>>()?;
-    Some(CallSite { callee, arguments, named_returns: returns.len(), returns: loads, span })
+    Some(CallSite { callee, params, arguments, returns, stores, loads, span })
+}
+
+/// The `.param` an `ld.param`/`st.param` reaches through `address`, where the access is inside
+/// it: `[P+K]`, `K` and the access's size within `P`'s size.
+fn inside<'p>(
+    i: &Instruction,
+    address: &Operand,
+    params: &BTreeMap<&'p str, &'p Variable>,
+) -> Option<&'p str> {
+    let OperandKind::Address(Address { base: AddressBase::Symbol(name), offset }) = &address.kind else {
+        return None;
+    };
+    let (&key, variable) = params.get_key_value(name.as_str())?;
+    let offset = u64::try_from(*offset).ok()?;
+    let end = offset.checked_add(access_bytes(i)?)?;
+    (i.has("param") && end <= variable.size()?).then_some(key)
+}
+
+/// The symbol an address operand is based on.
+fn address_symbol(o: &Operand) -> Option<&str> {
+    match &o.kind {
+        OperandKind::Address(Address { base: AddressBase::Symbol(s), .. }) => Some(s.as_str()),
+        _ => None,
+    }
 }
 
 /// A symbol at offset 0: its name.
@@ -320,20 +330,39 @@ fn list(o: &Operand) -> Option<Vec<&str>> {
     items.iter().map(symbol).collect()
 }
 
-/// `[name+0]`: the name.
-fn param_at(o: &Operand) -> Option<&str> {
-    match &o.kind {
-        OperandKind::Address(Address { base: AddressBase::Symbol(s), offset: 0 }) => Some(s.as_str()),
-        _ => None,
-    }
+/// The bytes an `ld` or `st` moves: its type's size times its vector length.
+fn access_bytes(i: &Instruction) -> Option<u64> {
+    let lanes = if i.has("v8") {
+        8
+    } else if i.has("v4") {
+        4
+    } else if i.has("v2") {
+        2
+    } else {
+        1
+    };
+    i.modifiers.iter().rev().find_map(|m| Type::from_name(m)).and_then(Type::size).and_then(|n| n.checked_mul(lanes))
 }
 
-/// The size of a scalar `ld` or `st`: its type's (`None` for a vector access).
-fn access_size(i: &Instruction) -> Option<u64> {
-    if i.modifiers.iter().any(|m| matches!(m.as_str(), "v2" | "v4" | "v8")) {
-        return None;
+/// `i`, an `ld.param` or `st.param`, as the same access of a `.local` variable: the modifier
+/// `param` made `local`, the address's symbol `name`.
+fn to_local(
+    i: &Instruction,
+    guard: Option<Guard>,
+    name: &str,
+    operands: Vec<Operand>,
+    at: usize,
+) -> Statement {
+    let mut local = Instruction { guard, operands, ..i.clone() };
+    for m in &mut local.modifiers {
+        if m == "param" {
+            *m = "local".to_owned();
+        }
     }
-    i.modifiers.iter().rev().find_map(|m| Type::from_name(m)).and_then(Type::size)
+    if let Some(OperandKind::Address(a)) = local.operands.get_mut(at).map(|o| &mut o.kind) {
+        a.base = AddressBase::Symbol(name.to_owned());
+    }
+    Statement::Instruction(local)
 }
 
 /// An instruction of the inliner's, unguarded or under `guard`.
@@ -347,20 +376,6 @@ fn instruction(guard: Option<Guard>, opcode: &str, modifiers: &[&str], operands:
     })
 }
 
-fn register(name: &str) -> Operand {
-    Operand::new(OperandKind::Register(Register::new(name)))
-}
-
-/// `mov.bN destination, source`, the move of a value of `size` bytes.
-fn mov(guard: Option<Guard>, size: u64, destination: Operand, source: Operand) -> Statement {
-    let ty = match size {
-        2 => "b16",
-        4 => "b32",
-        _ => "b64",
-    };
-    instruction(guard, "mov", &[ty], vec![destination, source])
-}
-
 /// The names of the callee the copy renames.
 struct Renames {
     prefix: String,
@@ -369,9 +384,8 @@ struct Renames {
     ranges: Vec<(String, u32)>,
     labels: BTreeSet<String>,
     locals: BTreeSet<String>,
-    /// The callee's parameters (index, size) and its return value's name and size.
-    params: BTreeMap<String, (usize, u64)>,
-    ret: Option<(String, u64)>,
+    /// The callee's parameters and return values: each one's `.local` copy.
+    copies: BTreeMap<String, String>,
 }
 
 impl Renames {
@@ -408,12 +422,14 @@ impl Renames {
         format!("${}g_return", self.prefix)
     }
 
-    fn argument(&self, k: usize) -> String {
-        format!("%{}g_a{k}", self.prefix)
+    /// The `.local` copy of parameter `k`.
+    fn parameter(&self, k: usize) -> String {
+        format!("{}g_p{k}", self.prefix)
     }
 
-    fn value(&self) -> String {
-        format!("%{}g_v0", self.prefix)
+    /// The `.local` copy of return value `k`.
+    fn returned(&self, k: usize) -> String {
+        format!("{}g_r{k}", self.prefix)
     }
 
     /// `operand` renamed, or `None` where it names a parameter or the return value other than
@@ -454,7 +470,7 @@ impl Renames {
     }
 
     fn symbol(&self, name: &str) -> Option<String> {
-        if self.params.contains_key(name) || self.ret.as_ref().is_some_and(|(r, _)| r == name) {
+        if self.copies.contains_key(name) {
             return None;
         }
         Some(if self.labels.contains(name) {
@@ -492,6 +508,15 @@ impl Renames {
                     out.push(Statement::Label(Label { name: self.label(&l.name), ..l.clone() }))
                 }
                 Statement::Pragma(p) => out.push(Statement::Pragma(p.clone())),
+                // A nested block that declares a `.param` of a parameter's name (shadowing it)
+                // is not one this renames.
+                Statement::Block(b)
+                    if b.statements.iter().any(
+                        |s| matches!(s, Statement::Variable(v) if self.copies.contains_key(&v.name)),
+                    ) =>
+                {
+                    return None;
+                }
                 Statement::Block(b) => out.push(Statement::Block(Block {
                     span: b.span,
                     statements: self.block(b, false, locals)?,
@@ -504,47 +529,39 @@ impl Renames {
 
     fn instruction(&self, i: &Instruction) -> Option<Statement> {
         let guard = self.guard(&i.guard);
-        match (i.opcode.as_str(), i.operands.as_slice()) {
-            ("ld", [destination, address]) if i.has("param") => {
-                if let Some(&(k, size)) = param_at(address).and_then(|p| self.params.get(p)) {
-                    if access_size(i) != Some(size) {
-                        return None;
-                    }
-                    return Some(mov(guard, size, self.operand(destination)?, register(&self.argument(k))));
-                }
-            }
-            ("st", [address, value]) if i.has("param") => {
-                if let Some((name, size)) = &self.ret
-                    && param_at(address) == Some(name.as_str())
-                {
-                    if access_size(i) != Some(*size) {
-                        return None;
-                    }
-                    return Some(mov(guard, *size, register(&self.value()), self.operand(value)?));
-                }
-            }
-            ("ret", []) => {
-                let modifiers: &[&str] = if guard.is_none() { &["uni"] } else { &[] };
-                let end = Operand::new(OperandKind::Symbol { name: self.end(), offset: 0 });
-                return Some(instruction(guard, "bra", modifiers, vec![end]));
-            }
-            _ => {}
+        let at = match i.opcode.as_str() {
+            "ld" => 1,
+            "st" => 0,
+            _ => usize::MAX,
+        };
+        // An ld.param or st.param of a parameter or return value: the same access of its copy.
+        if i.has("param")
+            && let Some(copy) = i.operands.get(at).and_then(address_symbol).and_then(|p| self.copies.get(p))
+        {
+            let operands = i
+                .operands
+                .iter()
+                .enumerate()
+                .map(|(n, o)| if n == at { Some(o.clone()) } else { self.operand(o) })
+                .collect::<Option<Vec<_>>>()?;
+            return Some(to_local(i, guard, copy, operands, at));
+        }
+        if i.opcode == "ret" && i.operands.is_empty() {
+            let modifiers: &[&str] = if guard.is_none() { &["uni"] } else { &[] };
+            let end = Operand::new(OperandKind::Symbol { name: self.end(), offset: 0 });
+            return Some(instruction(guard, "bra", modifiers, vec![end]));
         }
         let operands = i.operands.iter().map(|o| self.operand(o)).collect::<Option<Vec<_>>>()?;
         Some(Statement::Instruction(Instruction { guard, operands, ..i.clone() }))
     }
 }
 
-/// The call `site` of `callee` as a block with the callee's body inlined, and the callee's
-/// `.local` variables renamed for the entry's top; `None` where the callee or the site is not
-/// one this inlines.
+/// The call `site` of `callee` as a block with the callee's body inlined, and the `.local`
+/// variables for the entry's top (the parameters' and return values' copies, the callee's own,
+/// renamed); `None` where the callee or the site is not one this inlines.
 fn expand(site: &CallSite<'_>, callee: &Function, prefix: String) -> Option<(Block, Vec<Variable>)> {
     let body = callee.body.as_ref()?;
-    if site.arguments.len() != callee.params.len()
-        || site.named_returns != callee.returns.len()
-        || site.arguments.iter().zip(&callee.params).any(|((_, size), p)| p.size() != Some(*size))
-        || site.returns.iter().zip(&callee.returns).any(|((_, _, size), r)| r.size() != Some(*size))
-    {
+    if site.arguments.len() != callee.params.len() || site.returns.len() != callee.returns.len() {
         return None;
     }
     let mut renames = Renames {
@@ -553,44 +570,58 @@ fn expand(site: &CallSite<'_>, callee: &Function, prefix: String) -> Option<(Blo
         ranges: Vec::new(),
         labels: BTreeSet::new(),
         locals: BTreeSet::new(),
-        params: callee
-            .params
-            .iter()
-            .enumerate()
-            .filter_map(|(k, p)| Some((p.name.clone(), (k, p.size()?))))
-            .collect(),
-        ret: callee.returns.first().and_then(|r| Some((r.name.clone(), r.size()?))),
+        copies: BTreeMap::new(),
     };
-    collect(body, &mut renames);
+    // Each parameter and return value's copy: the callee's size (the caller's must match), the
+    // larger of the two alignments.
     let mut locals = Vec::new();
-    let inlined = renames.block(body, true, &mut locals)?;
-    let mut statements = Vec::new();
-    let declare = |name: String, size: u64| {
-        let ty = match size {
-            2 => Type::B16,
-            4 => Type::B32,
-            _ => Type::B64,
-        };
-        Statement::Registers(RegisterDecl {
+    let mut copy_of: BTreeMap<&str, String> = BTreeMap::new();
+    let pairs = site
+        .arguments
+        .iter()
+        .zip(&callee.params)
+        .enumerate()
+        .map(|(k, (a, p))| (a, p, renames.parameter(k)))
+        .chain(
+            site.returns
+                .iter()
+                .zip(&callee.returns)
+                .enumerate()
+                .map(|(k, (r, p))| (r, p, renames.returned(k))),
+        )
+        .collect::<Vec<_>>();
+    for (caller, param, copy) in pairs {
+        let variable = site.params.get(caller)?;
+        let size = param.size()?;
+        if variable.size() != Some(size) {
+            return None;
+        }
+        let align = param.alignment().max(variable.alignment()).max(1);
+        locals.push(Variable {
             span: Span::default(),
+            linkage: None,
+            space: StateSpace::Local,
+            align: u32::try_from(align).ok(),
             vector: None,
-            ty,
-            names: vec![RegisterName { name, count: None }],
-        })
+            ty: Type::B8,
+            name: copy.clone(),
+            dims: vec![Some(size)],
+            init: None,
+        });
+        renames.copies.insert(param.name.clone(), copy.clone());
+        copy_of.insert(caller, copy);
+    }
+    collect(body, &mut renames);
+    let inlined = renames.block(body, true, &mut locals)?;
+    let local = |i: &Instruction, at: usize| -> Option<Statement> {
+        let copy = i.operands.get(at).and_then(address_symbol).and_then(|p| copy_of.get(p))?;
+        Some(to_local(i, i.guard.clone(), copy, i.operands.clone(), at))
     };
-    for (k, (_, size)) in site.arguments.iter().enumerate() {
-        statements.push(declare(renames.argument(k), *size));
-    }
-    if let Some((_, size)) = &renames.ret {
-        statements.push(declare(renames.value(), *size));
-    }
-    for (k, (value, size)) in site.arguments.iter().enumerate() {
-        statements.push(mov(None, *size, register(&renames.argument(k)), (*value).clone()));
-    }
+    let mut statements = site.stores.iter().map(|i| local(i, 0)).collect::<Option<Vec<_>>>()?;
     statements.extend(inlined);
     statements.push(Statement::Label(Label { span: Span::default(), name: renames.end() }));
-    for (guard, destination, size) in &site.returns {
-        statements.push(mov((*guard).cloned(), *size, (*destination).clone(), register(&renames.value())));
+    for i in &site.loads {
+        statements.push(local(i, 1)?);
     }
     Some((Block { span: site.span, statements }, locals))
 }

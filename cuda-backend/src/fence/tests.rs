@@ -1021,26 +1021,31 @@ fn calls_of_the_modules_own_device_functions_are_inlined_and_fenced() {
     assert_eq!((module.inlined(), module.dropped()), (4, 2), "{}", module.ptx());
     let text = lines(&module);
     assert!(!text.iter().any(|l| l.starts_with("call") || l.contains(".func")), "{text:#?}");
-    // Every copy has its own names: two `.local` depots at the entry's top, four return labels.
-    let depots: Vec<&String> = text.iter().filter(|l| l.starts_with(".local")).collect();
-    assert_eq!(depots.len(), 2, "{text:#?}");
-    assert_ne!(depots[0], depots[1]);
+    // Every copy has its own names: at the entry's top, each call of `scale` gets its depot and
+    // a `.local` copy of each of its three parameters and its return value, each call of
+    // `twice` two; four return labels.
+    let locals: Vec<&String> = text.iter().filter(|l| l.starts_with(".local")).collect();
+    assert_eq!(locals.len(), 2 * 5 + 2 * 2, "{text:#?}");
+    assert!(text.contains(&".local .align 16 .b8 _kinl0v_depot[16];".to_owned()), "{text:#?}");
+    assert!(text.contains(&".local .align 16 .b8 _kinl1v_depot[16];".to_owned()), "{text:#?}");
     let returns: std::collections::BTreeSet<&String> =
         text.iter().filter(|l| l.ends_with("return:")).collect();
     assert_eq!(returns.len(), 4, "{text:#?}");
-    // The arguments and results move through registers; the callee's accesses are fenced
-    // (one global load per copy of `scale`, and the entry's own two) and its local ones too.
+    // The arguments and results pass through their `.local` copies at the same offsets; the
+    // callee's registers and labels are renamed; its global access is fenced (one per copy of
+    // `scale`, and the entry's own two), and its `.local` accesses need no clamp.
     for line in [
-        "mov.b64 %_kinl0g_a0, %rd1;",
-        "mov.b16 %_kinl0g_a2, %h1;",
-        "mov.b64 %_kinl0r_rd1, %_kinl0g_a0;",
+        "st.local.b64 [_kinl0g_p0], %rd1;",
+        "st.local.b16 [_kinl0g_p2], %h1;",
+        "ld.local.u64 %_kinl0r_rd1, [_kinl0g_p0];",
         "@%_kinl0r_p1 bra $_kinl0l_$L_neg;",
-        "mov.b32 %r2, %_kinl0g_v0;",
+        "@%_kinl0r_p1 bra $_kinl0g_return;",
+        "ld.local.b32 %r2, [_kinl0g_r0];",
     ] {
         assert!(text.iter().any(|l| l == line), "{line} in {text:#?}");
     }
     assert_eq!(module.accesses(), 4, "{text:#?}");
-    assert!(module.by_declaration() >= 4, "the depot's accesses: {text:#?}");
+    assert!(module.by_declaration() >= 4 * 2 + 2 * 4, "the copies' and depots' accesses: {text:#?}");
 }
 
 #[test]
@@ -1065,4 +1070,37 @@ fn a_call_the_fence_cannot_inline_is_refused_by_name() {
         let e = fence_ptx(&module).unwrap_err();
         assert!(matches!(e.reason, FenceRefusal::Call | FenceRefusal::DeviceFunction), "{e}");
     }
+}
+
+/// A device function that takes a `float4` and returns a structure of two floats, by value, as
+/// nvcc passes them: `.param` byte arrays, vector stores and loads at offsets.
+const AGGREGATE: &str = ".version 7.8\n.target sm_52\n.address_size 64\n\
+    .func (.param .align 8 .b8 pair_ret[8]) pair(.param .align 16 .b8 pair_v[16])\n{\n\t.reg .f32 %f<7>;\n\
+    \tld.param.v4.f32 {%f1, %f2, %f3, %f4}, [pair_v];\n\tadd.f32 %f5, %f1, %f2;\n\tadd.f32 %f6, %f3, %f4;\n\
+    \tst.param.f32 [pair_ret+0], %f5;\n\tst.param.f32 [pair_ret+4], %f6;\n\tret;\n}\n\
+    .visible .entry k(.param .u64 k_p)\n{\n\t.reg .f32 %f<7>;\n\t.reg .b64 %rd<2>;\n\
+    \tld.param.u64 %rd1, [k_p];\n\tld.global.v4.f32 {%f1, %f2, %f3, %f4}, [%rd1];\n\
+    \t{\n\t.param .align 16 .b8 param0[16];\n\tst.param.v4.f32 [param0+0], {%f1, %f2, %f3, %f4};\n\
+    \t.param .align 8 .b8 retval0[8];\n\tcall.uni (retval0), pair, (param0);\n\
+    \tld.param.f32 %f5, [retval0+0];\n\tld.param.f32 %f6, [retval0+OFFSET];\n\t}\n\
+    \tst.global.v2.f32 [%rd1], {%f5, %f6};\n\tret;\n}\n";
+
+#[test]
+fn arguments_and_results_of_any_shape_pass_through_local_copies() {
+    let module = fence_ptx(&AGGREGATE.replace("OFFSET", "4")).unwrap();
+    assert_eq!((module.inlined(), module.dropped()), (1, 1), "{}", module.ptx());
+    let text = lines(&module);
+    for line in [
+        ".local .align 16 .b8 _kinl0g_p0[16];",
+        ".local .align 16 .b8 _kinl0g_r0[8];",
+        "st.local.v4.f32 [_kinl0g_p0], {%f1, %f2, %f3, %f4};",
+        "ld.local.v4.f32 {%_kinl0r_f1, %_kinl0r_f2, %_kinl0r_f3, %_kinl0r_f4}, [_kinl0g_p0];",
+        "st.local.f32 [_kinl0g_r0+4], %_kinl0r_f6;",
+        "ld.local.f32 %f6, [_kinl0g_r0+4];",
+    ] {
+        assert!(text.iter().any(|l| l == line), "{line} in {text:#?}");
+    }
+    // Past the return value's 8 bytes: not a call sequence this inlines, so the call is refused.
+    let e = fence_ptx(&AGGREGATE.replace("OFFSET", "8")).unwrap_err();
+    assert!(matches!(e.reason, FenceRefusal::Call | FenceRefusal::DeviceFunction), "{e}");
 }
