@@ -30,8 +30,9 @@
 //!
 //! The callee's `.local` variables move to the entry's top (one copy per call site). A call in
 //! an inlined body is inlined in turn, up to [`MAX_DEPTH`] levels, [`MAX_SITES`] call sites and
-//! [`MAX_STATEMENTS`] inlined statements a module, so recursion stops there. A call that is not inlined stays, for the rewriter to
-//! refuse by name ([`FenceRefusal::Call`](super::FenceRefusal::Call)); a `.func` that no
+//! [`MAX_STATEMENTS`] inlined statements a module, so recursion stops there. A call that is not
+//! inlined stays, for the rewriter to refuse by name
+//! ([`FenceRefusal::Call`](super::FenceRefusal::Call)); a `.func` that no
 //! instruction names any more is dropped with the module's other unnamed items (`lower.rs`).
 //! Nothing here is trusted: the rewriter fences and the checker proves the inlined text as
 //! they do the entry's own.
