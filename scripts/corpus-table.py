@@ -6,7 +6,8 @@ entry, what the fence did with its module and what it costs in sm_90 SASS.
 
 FENCE is the built `fence` example of kernel-args-cuda (prints a module fenced and checked, or
 why not, exit 1). For each module, ptxas 12.9 (`-v -arch=sm_90`) assembles the PTX as nvcc
-wrote it and, where the fence accepts it, as the fence printed it; NVIDIA's disassembler lists
+wrote it and, where the fence accepts it, as the fence printed it in each of its two forms (the
+clamped one, and the aligned one of `fence --aligned`); NVIDIA's disassembler lists
 each cubin (`nvdisasm -c`) and every non-`NOP` instruction of an entry's section is counted,
 with the registers `ptxas -v` reports. Prints the table on stdout, then one summary line per
 measure (accepted entries, median and worst SASS ratio, median register growth, entries pushed
@@ -73,9 +74,13 @@ def main():
     ptxas, nvdisasm, fence, work = sys.argv[1:5]
     modules = sys.argv[5:]
     os.makedirs(work, exist_ok=True)
-    print("| module | entry | fence | static SASS unfenced | fenced | fenced / unfenced | registers unfenced → fenced |")
-    print("|---|---|---|---:|---:|---:|---|")
-    total, ratios, growth, crossed, refused = 0, [], [], [], {}
+    print(
+        "| module | entry | fence | static SASS unfenced | fenced | fenced / unfenced | aligned | aligned / unfenced "
+        "| registers unfenced → fenced → aligned |"
+    )
+    print("|---|---|---|---:|---:|---:|---:|---:|---|")
+    total, refused = 0, {}
+    forms = {"fenced": ([], [], []), "aligned": ([], [], [])}  # ratios, register growth, crossed
     for ptx in modules:
         name = os.path.splitext(os.path.basename(ptx))[0]
         plain_sass, plain_regs = assemble(ptxas, nvdisasm, ptx, os.path.join(work, name + ".cubin"))
@@ -85,9 +90,16 @@ def main():
             with open(fenced_ptx, "w", encoding="ascii") as f:
                 f.write(run.stdout)
             fenced_sass, fenced_regs = assemble(ptxas, nvdisasm, fenced_ptx, os.path.join(work, name + ".fenced.cubin"))
+            aligned_ptx = os.path.join(work, name + ".aligned.ptx")
+            aligned = subprocess.run([fence, "--aligned", ptx], capture_output=True, text=True, check=True)
+            with open(aligned_ptx, "w", encoding="ascii") as f:
+                f.write(aligned.stdout)
+            aligned_sass, aligned_regs = assemble(
+                ptxas, nvdisasm, aligned_ptx, os.path.join(work, name + ".aligned.cubin")
+            )
             verdict = "fenced"
         elif run.returncode == 1:
-            fenced_sass, fenced_regs = {}, {}
+            fenced_sass, fenced_regs, aligned_sass, aligned_regs = {}, {}, {}, {}
             # "PATH: PTX line N: `statement`: reason": the reason, after the last "`: ".
             message = run.stderr.strip().splitlines()[-1]
             reason = message.rsplit("`: ", 1)[-1] if "`: " in message else message.split(": ", 1)[-1]
@@ -101,25 +113,31 @@ def main():
             if before is None:
                 sys.exit(f"corpus-table: {ptx}: {entry} is not in the SASS listing")
             if entry in fenced_sass:
-                after, after_regs = fenced_sass[entry], fenced_regs.get(entry, 0)
-                ratio = after / before
-                ratios.append(ratio)
-                growth.append(after_regs - before_regs)
-                if step_crossed(before_regs, after_regs):
-                    crossed.append(entry)
-                print(f"| `{name}` | `{entry}` | {verdict} | {before} | {after} | {ratio:.2f} | {before_regs} → {after_regs} |")
+                cells, regs = [], [str(before_regs)]
+                for form, sass, form_regs in (("fenced", fenced_sass, fenced_regs), ("aligned", aligned_sass, aligned_regs)):
+                    after, after_regs = sass[entry], form_regs.get(entry, 0)
+                    ratio = after / before
+                    ratios, growth, crossed = forms[form]
+                    ratios.append(ratio)
+                    growth.append(after_regs - before_regs)
+                    if step_crossed(before_regs, after_regs):
+                        crossed.append(entry)
+                    cells.append(f"{after} | {ratio:.2f}")
+                    regs.append(str(after_regs))
+                print(f"| `{name}` | `{entry}` | {verdict} | {before} | {' | '.join(cells)} | {' → '.join(regs)} |")
             else:
-                print(f"| `{name}` | `{entry}` | {verdict} | {before} | | | {before_regs} |")
+                print(f"| `{name}` | `{entry}` | {verdict} | {before} | | | | | {before_regs} |")
     print()
-    print(f"Fenced: {len(ratios)} of {total} entries, {len(modules) - len(refused)} of {len(modules)} modules.")
-    if ratios:
-        print(
-            f"Static SASS fenced / unfenced: median {statistics.median(ratios):.2f}, "
-            f"worst {max(ratios):.2f}; registers: median growth {statistics.median(growth):g}, "
-            f"entries pushed across an occupancy step (32, 64, 128 registers): {len(crossed)}"
-            + (f" ({', '.join(crossed)})" if crossed else "")
-            + "."
-        )
+    print(f"Fenced: {len(forms['fenced'][0])} of {total} entries, {len(modules) - len(refused)} of {len(modules)} modules.")
+    for form, (ratios, growth, crossed) in forms.items():
+        if ratios:
+            print(
+                f"Static SASS {form} / unfenced: median {statistics.median(ratios):.2f}, "
+                f"worst {max(ratios):.2f}; registers: median growth {statistics.median(growth):g}, "
+                f"entries pushed across an occupancy step (32, 64, 128 registers): {len(crossed)}"
+                + (f" ({', '.join(crossed)})" if crossed else "")
+                + "."
+            )
 
 
 if __name__ == "__main__":

@@ -1,5 +1,6 @@
 //! Prints a PTX module with its fence (`kernel_args_cuda::fence`), checked, or why it cannot
-//! have one: `cargo run -p kernel-args-cuda --example fence -- kernels/vector_add.ptx`. On
+//! have one: `cargo run -p kernel-args-cuda --example fence -- kernels/vector_add.ptx`; with
+//! `--aligned` before the file, the fence's aligned form (`FencedModule::aligned_ptx`). On
 //! stderr: how many address operands are clamped and how many are proven by their declarations.
 
 use std::process::ExitCode;
@@ -8,9 +9,13 @@ use kernel_args_cuda::fence::fence_ptx;
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let [path] = args.as_slice() else {
-        eprintln!("usage: fence FILE.ptx");
-        return ExitCode::from(2);
+    let (aligned, path) = match args.as_slice() {
+        [flag, path] if flag == "--aligned" => (true, path),
+        [path] => (false, path),
+        _ => {
+            eprintln!("usage: fence [--aligned] FILE.ptx");
+            return ExitCode::from(2);
+        }
     };
     let ptx = match std::fs::read_to_string(path) {
         Ok(ptx) => ptx,
@@ -21,7 +26,7 @@ fn main() -> ExitCode {
     };
     match fence_ptx(&ptx) {
         Ok(fenced) => {
-            print!("{}", fenced.ptx());
+            print!("{}", if aligned { fenced.aligned_ptx() } else { fenced.ptx() });
             eprintln!(
                 "{path}: {} address operands clamped, {} proven by their declarations, {} backward \
                  branches counted against the budget, {} asserts made the fence's exit, {} calls \

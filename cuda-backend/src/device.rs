@@ -55,6 +55,16 @@ pub struct CudaOptions {
     /// ([`LaunchLimits::max_back_edges_per_thread`](kernel_args::LaunchLimits)); nothing
     /// ends an unfenced one (see `docs/RISKS.md`). `None` (the default): no deadline.
     pub launch_deadline: Option<Duration>,
+    /// Staged mode only (ignored in direct mode): fenced kernels load the fence's **aligned
+    /// form** ([`FencedModule::aligned_ptx`](crate::fence::FencedModule::aligned_ptx)), and
+    /// each staged launch's fence is its arena's length rounded up to a power of two, at an
+    /// address aligned to that length (the arena allocated twice as long). A global access
+    /// then costs one `and` and an `or` where the clamp takes a `min`, an `and` and a 64-bit
+    /// add (on the kernel corpus, docs/performance.md). The price is coarser reports: an access
+    /// past its window but inside the rounded fence lands there, neither moved nor reported,
+    /// where the default fence (the arena, no longer) reports it as reaching outside; and the
+    /// arena takes up to four times the bytes staged. `false` (the default): the clamped form.
+    pub aligned_fence: bool,
 }
 
 impl CudaOptions {
@@ -183,6 +193,8 @@ static OPEN_CONTEXTS: Mutex<OpenContexts> = Mutex::new(Vec::new());
 pub struct CudaDevice {
     pub(crate) info: DeviceInfo,
     pub(crate) pointer_mode: PointerMode,
+    /// [`CudaOptions::aligned_fence`], in staged mode.
+    pub(crate) aligned_fence: bool,
     /// [`CudaOptions::launch_deadline`].
     pub(crate) launch_deadline: Option<Duration>,
     registry: RwLock<KernelRegistry>,
@@ -271,6 +283,7 @@ impl CudaDevice {
         Ok(Arc::new(CudaDevice {
             info,
             pointer_mode,
+            aligned_fence: options.aligned_fence && pointer_mode != PointerMode::Direct,
             launch_deadline: options.launch_deadline,
             registry: RwLock::new(registry),
             registrations: AtomicU64::new(0),
@@ -419,7 +432,8 @@ impl CudaDevice {
         if let Some(slot) = kernels.get(&key) {
             return Ok(Arc::clone(slot));
         }
-        let slot = load(|e, phase| self.fail(state.generation, e, phase), current, id, entry);
+        let slot =
+            load(|e, phase| self.fail(state.generation, e, phase), current, id, entry, self.aligned_fence);
         if let Err(failure) = &slot
             && !matches!(failure.guest.code(), AbiError::MalformedPtx | AbiError::InvalidKernel)
         {

@@ -447,14 +447,33 @@ impl Launch<'_> {
             back.push((region_window(request, start, end)?, offset));
         }
         let flag = self.flag(flag)?;
-        // A fenced kernel gets an arena of at least the shortest fence, windows or not.
+        // A fenced kernel gets an arena of at least the shortest fence, windows or not. With
+        // the aligned fence (`CudaOptions::aligned_fence`, the aligned form it loaded masks into
+        // it), that rounded up to a power of two, at an address in the arena aligned to its
+        // length; the arena is made twice that long, so that such an address is in it wherever
+        // the driver puts it.
+        let aligned = flag.is_some() && self.device.aligned_fence;
         let fence_len = match flag {
+            Some(_) if aligned => plan.arena_len().max(MIN_FENCE_LEN).next_power_of_two(),
             Some(_) => plan.arena_len().max(MIN_FENCE_LEN),
             None => plan.arena_len(),
         };
-        let arena_len = usize::try_from(fence_len).unwrap_or(usize::MAX);
+        // The fence's start in `buffer`: with the aligned fence, its address rounded up to the
+        // fence's length.
+        let shift = |buffer: &DeviceBuffer| -> u64 {
+            if aligned {
+                buffer.address().next_multiple_of(fence_len).saturating_sub(buffer.address())
+            } else {
+                0
+            }
+        };
+        let fits = |buffer: &DeviceBuffer| {
+            u64::try_from(buffer.len()).is_ok_and(|len| len >= shift(buffer).saturating_add(fence_len))
+        };
+        let alloc_len = if aligned { fence_len.saturating_mul(2) } else { fence_len };
+        let arena_len = usize::try_from(alloc_len).unwrap_or(usize::MAX);
         let needed = flag.is_some() || !plan.regions().is_empty();
-        if needed && arena.as_ref().is_none_or(|kept| kept.len() < arena_len) {
+        if needed && arena.as_ref().is_none_or(|kept| !fits(kept)) {
             // The kept one (too short) is freed first. The new one is zeroed: the bytes between
             // regions are inside the fence, and fresh device memory may hold another tenant's.
             *arena = None;
@@ -474,10 +493,12 @@ impl Launch<'_> {
                 self.run(storage, padding, request, &[], None)
             }
             Some(buffer) => {
+                let shift = shift(buffer);
+                let in_buffer = |at: u64| usize::try_from(shift.saturating_add(at)).unwrap_or(usize::MAX);
                 let transfers: Vec<Transfer<'_, '_>> = regions
                     .iter()
                     .enumerate()
-                    .map(|(r, window)| Transfer { window, buffer, at: plan.region_at(r) as usize })
+                    .map(|(r, window)| Transfer { window, buffer, at: in_buffer(plan.region_at(r)) })
                     .collect();
                 // Every window checked before anything is copied; the scope waits for the copies.
                 transfers.iter().try_for_each(Transfer::check_upload).map_err(|e| self.fail(e))?;
@@ -485,9 +506,13 @@ impl Launch<'_> {
                     .scope(self.current, |queue| transfers.iter().try_for_each(|t| queue.upload(t)))
                     .map_err(|e| self.fail(e))?;
                 let copy_back: Vec<Transfer<'_, '_>> =
-                    back.iter().map(|(window, at)| Transfer { window, buffer, at: *at as usize }).collect();
+                    back.iter().map(|(window, at)| Transfer { window, buffer, at: in_buffer(*at) }).collect();
                 let mut window = 0;
-                let fence = flag.map(|flag| Fence { base: buffer.address(), len: fence_len, flag });
+                let fence = flag.map(|flag| Fence {
+                    base: buffer.address().saturating_add(shift),
+                    len: fence_len,
+                    flag,
+                });
                 // A fenced kernel is given each window's offset in the arena, never a device
                 // address: the fence adds its hidden base to every access.
                 let base = if fence.is_some() { 0 } else { buffer.address() };

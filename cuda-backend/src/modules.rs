@@ -91,16 +91,20 @@ pub(crate) fn abandon(slots: HashMap<(i64, u64), Arc<KernelSlot>>) {
 
 /// Loads kernel `id`'s module from `entry` in the current context, and learns what a launch
 /// needs of it: its parameter sizes (the driver's, checked against the declaration, or the
-/// PTX's), its shared memory, whether it is fenced. `fail` maps a driver failure (and marks the
-/// context for recovery when it is sticky).
+/// PTX's), its shared memory, whether it is fenced. `aligned`: the launcher's fences are aligned
+/// (staged mode's arena), so a fenced kernel loads its aligned form
+/// ([`KernelEntry::aligned_ptx`]). `fail` maps a driver failure (and marks the context for
+/// recovery when it is sticky).
 #[expect(clippy::result_large_err, reason = "a kernel's one load result, kept in an Arc in the kernel table")]
 pub(crate) fn load(
     fail: impl Fn(CuError, Phase) -> HostError,
     current: &Current<'_>,
     id: i64,
     entry: &KernelEntry,
+    aligned: bool,
 ) -> KernelSlot {
-    let kernel = Kernel::load(current, entry.ptx(), entry.entry()).map_err(|e| match e {
+    let text = if aligned { entry.aligned_ptx() } else { entry.ptx() };
+    let kernel = Kernel::load(current, text, entry.entry()).map_err(|e| match e {
         KernelLoadError::Module { error, log } => {
             let e = fail(error, Phase::ModuleLoad);
             LoadFailure::from(match e.detail() {
@@ -132,8 +136,7 @@ pub(crate) fn load(
             // A driver without parameter info (CUDA 12.2): a fenced entry's list is the
             // loaded text's, which must end in the fence's parameters.
             None if entry.fenced() => {
-                let loaded = entry
-                    .ptx()
+                let loaded = text
                     .to_str()
                     .ok()
                     .and_then(|ptx| find_entry(ptx, &entry.entry().to_string_lossy()).ok().flatten());

@@ -70,6 +70,8 @@ use crate::signature::{KernelSignature, PtxParseError, find_entry};
 pub struct KernelEntry {
     registration: u64,
     ptx: CString,
+    /// A fenced kernel's module in the fence's aligned form (staged launches).
+    aligned_ptx: Option<CString>,
     entry: CString,
     declaration: Option<Declaration>,
     signature: Option<KernelSignature>,
@@ -94,6 +96,15 @@ impl KernelEntry {
     /// [`FENCE_PARAMS`](crate::fence::FENCE_PARAMS) after their own.
     pub fn ptx(&self) -> &CStr {
         &self.ptx
+    }
+
+    /// The text a launcher whose fences are aligned loads (a staged launch's arena, whose
+    /// length is a power of two and whose base is aligned to it): for a fenced kernel, the
+    /// module in the fence's aligned form
+    /// ([`FencedModule::aligned_ptx`](crate::fence::FencedModule::aligned_ptx)), whose global
+    /// accesses are masked rather than clamped; for any other kernel, [`ptx`](Self::ptx).
+    pub fn aligned_ptx(&self) -> &CStr {
+        self.aligned_ptx.as_deref().unwrap_or(&self.ptx)
     }
 
     /// Whether the kernel runs behind the fence (registered with
@@ -217,6 +228,10 @@ impl KernelRegistry {
             // The rewriter only adds text, so no NUL byte appears in it.
             kernel.ptx = CString::new(module.ptx())
                 .map_err(|e| refuse(KernelProblem::NulInPtx { position: e.nul_position() }))?;
+            kernel.aligned_ptx = Some(
+                CString::new(module.aligned_ptx())
+                    .map_err(|e| refuse(KernelProblem::NulInPtx { position: e.nul_position() }))?,
+            );
             kernel.fenced = true;
         }
         self.kernels.insert(id, Arc::new(kernel));
@@ -267,6 +282,7 @@ impl KernelEntry {
         Ok(KernelEntry {
             registration,
             ptx: ptx_c,
+            aligned_ptx: None,
             entry: entry_c,
             declaration,
             signature,
@@ -374,6 +390,7 @@ mod tests {
         assert!(fenced.fenced());
         let module = crate::fence::fence_ptx(VECTOR_ADD).unwrap();
         assert_eq!(fenced.ptx().to_str().unwrap(), module.ptx());
+        assert_eq!(fenced.aligned_ptx().to_str().unwrap(), module.aligned_ptx());
         // Both entries of the module are fenced: three clamped accesses each.
         assert_eq!(module.accesses(), 6);
         assert!(FENCE_PARAMS.iter().all(|p| fenced.ptx().to_str().unwrap().contains(p)));
@@ -383,6 +400,7 @@ mod tests {
             let unfenced = r.get(id).unwrap();
             assert!(!unfenced.fenced());
             assert_eq!(unfenced.ptx().to_str().unwrap(), VECTOR_ADD);
+            assert_eq!(unfenced.aligned_ptx(), unfenced.ptx());
         }
         // A module global a kernel writes is refused fenced, with its line, and accepted unfenced.
         let global = VECTOR_ADD

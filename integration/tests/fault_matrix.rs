@@ -143,6 +143,7 @@ fn life(emulator: &Emulator, library: &Path, entry: &str, nth: u64, code: i32) -
         driver_library: Some(library.to_owned()),
         // A deadline no launch here comes near: each launch measures itself against it.
         launch_deadline: Some(std::time::Duration::from_secs(600)),
+        aligned_fence: false,
     };
     let mut steps = Vec::new();
     let mut open = Ok(());

@@ -72,6 +72,17 @@ fn device(
     kernels: &[(i64, &str, &str, &str)],
     library: Option<Beside>,
 ) -> Option<(Emulated, Arc<CudaDevice>)> {
+    device_with(test, mode, kernels, library, false)
+}
+
+/// [`device`], with [`CudaOptions::aligned_fence`] as `aligned`.
+fn device_with(
+    test: &str,
+    mode: PointerModeChoice,
+    kernels: &[(i64, &str, &str, &str)],
+    library: Option<Beside>,
+    aligned: bool,
+) -> Option<(Emulated, Arc<CudaDevice>)> {
     let mut registry = KernelRegistry::new();
     for &(id, ptx, entry, declaration) in kernels {
         registry.register(id, ptx, entry, Sandbox::fenced(declaration).unwrap()).unwrap();
@@ -80,7 +91,8 @@ fn device(
     }
     if !support::emulated() {
         assert!(library.is_none(), "{test}: another emulated driver, without the emulator");
-        return support::open_with(test, registry, support::options(mode)).map(|device| (None, device));
+        let options = CudaOptions { aligned_fence: aligned, ..support::options(mode) };
+        return support::open_with(test, registry, options).map(|device| (None, device));
     }
     let (_, path) = support::emulator(test)?;
     let path = library.map_or(path.clone(), |other| other(&path));
@@ -102,6 +114,7 @@ fn device(
         device_ordinal: ordinal,
         pointer_mode: mode,
         driver_library: Some(path),
+        aligned_fence: aligned,
         ..CudaOptions::default()
     };
     Some((Some((emulator, ordinal)), CudaDevice::open(registry, options).unwrap()))
@@ -886,4 +899,62 @@ fn no_fenced_launch_copies_a_host_address_into_guest_memory() {
             }
         }
     }
+}
+
+/// With [`CudaOptions::aligned_fence`] (staged mode: the fence's aligned form, each fence its
+/// arena rounded up to a power of two at an aligned address): the fixtures compute the same
+/// bytes as unfenced; each broken kernel and attack stays inside (host memory as it was, no
+/// crossing, no fault) and the next launch succeeds; an access past the rounded fence (every
+/// attack's, a trap aside) is reported as before, while a broken kernel whose bug stays inside
+/// the rounded fence (`index_past`'s one element past its window) is not.
+#[test]
+fn with_the_aligned_fence_the_same_bytes_and_every_kernel_inside() {
+    let test = "with_the_aligned_fence_the_same_bytes_and_every_kernel_inside";
+    let fixtures = fixtures();
+    let kernels: Vec<(i64, &str, &str, &str)> =
+        fixtures.iter().enumerate().map(|(i, f)| (i as i64 + 1, f.ptx, f.entry, f.declaration)).collect();
+    let Some((emulated, device)) = device_with(test, PointerModeChoice::Staged, &kernels, None, true) else {
+        return;
+    };
+    let mut host = LaunchHost::new(device.launcher());
+    for (i, fixture) in fixtures.iter().enumerate() {
+        let id = i as i64 + 1;
+        let fenced = run_fixture(&mut host, fixture, id);
+        let unfenced = run_fixture(&mut host, fixture, id + UNFENCED);
+        assert!(fenced == unfenced, "{}: fenced and unfenced bytes differ", fixture.entry);
+        if let Some((emulator, ordinal)) = emulated {
+            assert_eq!(emulator.crossings(ordinal), 0, "{}", fixture.entry);
+        }
+    }
+    let (broken, attacks) = (broken(), attacks());
+    let mut kernels: Vec<(i64, &str, &str, &str)> =
+        vec![(1, VECTOR_ADD_PTX, "vector_add", VECTOR_ADD_DECLARATION)];
+    kernels.extend(
+        broken.iter().chain(&attacks).enumerate().map(|(i, b)| (i as i64 + 2, b.ptx, b.entry, b.declaration)),
+    );
+    let Some((emulated, device)) = device_with(test, PointerModeChoice::Staged, &kernels, None, true) else {
+        return;
+    };
+    let mut host = LaunchHost::new(device.launcher());
+    let mut unreported = Vec::new();
+    for (i, kernel) in broken.iter().chain(&attacks).enumerate() {
+        let outcome = run_broken(emulated, &mut host, kernel, i as i64 + 2);
+        let what = format!("{}: {outcome:?}", kernel.entry);
+        assert!(outcome.intact, "{what}: host memory outside the guest's changed");
+        assert_eq!((outcome.crossings, outcome.sticky), (0, 0), "{what}");
+        match outcome.code {
+            0 => unreported.push(kernel.entry),
+            code => assert_eq!(code, AbiError::LaunchFailed.code(), "{what}"),
+        }
+        correct_launch(&mut host);
+    }
+    assert!(unreported.contains(&"index_past"), "{unreported:?}");
+    assert!(
+        unreported.iter().all(|entry| broken.iter().any(|b| b.entry == *entry)),
+        "every attack reported: {unreported:?}"
+    );
+    support::say(format!(
+        "{test}: 6 fixtures the same bytes; {} broken kernels and attacks inside, not reported (inside the rounded fence): {unreported:?}",
+        broken.len() + attacks.len()
+    ));
 }

@@ -35,7 +35,9 @@
 //! | 32-bit limit `R` | `cvt.u32.u64 r, limit R` | the same, exact: every window is shorter than 4 GiB (below) |
 //! | below | `min.u64 r, x, limit R`; 32-bit: `min.u32 r, x, 32-bit limit R` | at most the limit |
 //! | offset | `and.b64 r, below, -A` (a below alone is an offset aligned to 1); 32-bit: `and.b32` of a 32-bit below; `cvt.u64.u32` of a 32-bit offset or below | at most the limit, a multiple of `A` |
-//! | inside | `add.u64 r, offset, b` with the window's base `b` (the fence base for the global window) | `[r, r + R)` inside the window, aligned to `A` |
+//! | rounded limit `R` | `and.b32 r, 32-bit limit R, -R` (`R` 1, 2, 4, 8 or 16) | at most the limit, a multiple of `R`: the aligned form's mask |
+//! | 32-bit offset, masked | `and.b32 r, x, rounded limit R` | at most the limit, a multiple of `R` (its bits are the mask's) |
+//! | inside | `add.u64 r, offset, b` with the window's base `b` (the fence base for the global window); `or.b64 r, offset, fence base` (between `b` and `b + offset`) | `[r, r + R)` inside the window, aligned to `A` |
 //! | generic | `cvta.shared.u64`/`cvta.local.u64` of an inside; `selp.b64` of two generics or global insides | a generic address inside one of the windows named |
 //! | flag | `ld.param.u64 r, [__kargs_fence_flag]` | the flag (the only unclamped stores: `st.global.u8 [r+k], 1`, `k` 0, 1 or 2: one byte per reason) |
 //! | mask | `or.b32 r, lane, x`, with `lane` from `mov.u32 lane, %lanemask_eq` | a member mask that holds the executing thread |
@@ -228,6 +230,13 @@ enum Fact {
         align: u64,
         base: Option<String>,
     },
+    /// A 32-bit limit for `reach` bytes rounded down to `reach` (a power of two): the aligned
+    /// form's mask.
+    Rounded32 {
+        win: Win,
+        reach: u64,
+        base: Option<String>,
+    },
     /// `[r, r + reach)` inside the window, `r` aligned to `align`.
     Inside {
         win: Win,
@@ -253,7 +262,8 @@ impl Fact {
             | Fact::Offset { base, .. }
             | Fact::Limit32 { base, .. }
             | Fact::Below32 { base, .. }
-            | Fact::Offset32 { base, .. } => base.as_deref(),
+            | Fact::Offset32 { base, .. }
+            | Fact::Rounded32 { base, .. } => base.as_deref(),
             _ => None,
         }
     }
@@ -520,7 +530,8 @@ impl<'m> Entry<'m> {
         self.frozen = true;
         let mut keep: HashMap<String, Fact> = HashMap::new();
         for (name, fact) in &self.window {
-            if let Fact::Limit { .. } | Fact::Limit32 { .. } | Fact::FenceBase = fact {
+            if let Fact::Limit { .. } | Fact::Limit32 { .. } | Fact::Rounded32 { .. } | Fact::FenceBase = fact
+            {
                 keep.insert(name.clone(), fact.clone());
                 if let Some(base) = fact.base()
                     && let Some(b) = self.window.get(base)
@@ -823,12 +834,39 @@ impl<'m> Entry<'m> {
                 | (Some(Fact::Limit32 { win, reach, base }), _) => Some(Fact::Below32 { win, reach, base }),
                 _ => None,
             },
-            ("and", ["b32"], 3) if narrow => match (f(1), int(2)) {
-                (Some(Fact::Below32 { win, reach, base }), Some(mask))
+            ("and", ["b32"], 3) if narrow => match (f(1), f(2), int(2)) {
+                (Some(Fact::Below32 { win, reach, base }), _, Some(mask))
                     if align_ok(mask.unsigned_abs() as u64) && mask < 0 =>
                 {
                     Some(Fact::Offset32 { win, reach, align: mask.unsigned_abs() as u64, base })
                 }
+                // The limit rounded down to its reach, a power of two: a mask whose every set
+                // bit is at or above the reach's, at most the limit.
+                (Some(Fact::Limit32 { win, reach, base }), _, Some(mask))
+                    if (reach == 1 || align_ok(reach)) && mask == i128::from(reach).wrapping_neg() =>
+                {
+                    Some(Fact::Rounded32 { win, reach, base })
+                }
+                // Anything and such a mask: at most the mask (so the limit), and a multiple of
+                // the reach (its bits are the mask's).
+                (_, Some(Fact::Rounded32 { win, reach, base }), _)
+                | (Some(Fact::Rounded32 { win, reach, base }), _, _) => {
+                    Some(Fact::Offset32 { win, reach, align: reach, base })
+                }
+                _ => None,
+            },
+            // `b | k` for the fence base `b` and an offset `k`: between `b` and `b + k` (an `or`
+            // adds no bit the sum lacks), so inside as `b + k` is; aligned as `k` is, `b` being
+            // aligned to 16. The aligned form's join.
+            ("or", ["b64"], 3) if wide => match (f(1), f(2)) {
+                (
+                    Some(Fact::Offset { win: Win::Global, reach, align, base: None }),
+                    Some(Fact::FenceBase),
+                )
+                | (
+                    Some(Fact::FenceBase),
+                    Some(Fact::Offset { win: Win::Global, reach, align, base: None }),
+                ) => Some(Fact::Inside { win: Win::Global, reach, align }),
                 _ => None,
             },
             ("or", ["b32"], 3) if narrow => {

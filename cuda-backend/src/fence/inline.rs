@@ -342,7 +342,12 @@ fn access_bytes(i: &Instruction) -> Option<u64> {
     } else {
         1
     };
-    i.modifiers.iter().rev().find_map(|m| Type::from_name(m)).and_then(Type::size).and_then(|n| n.checked_mul(lanes))
+    i.modifiers
+        .iter()
+        .rev()
+        .find_map(|m| Type::from_name(m))
+        .and_then(Type::size)
+        .and_then(|n| n.checked_mul(lanes))
 }
 
 /// `i`, an `ld.param` or `st.param`, as the same access of a `.local` variable: the modifier

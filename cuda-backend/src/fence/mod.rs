@@ -72,6 +72,14 @@
 //! count waits for that many arrivals, and nothing in the process bounds a block that never
 //! makes them (`docs/RISKS.md`, "Timing"). The launcher gives the guest's `LaunchLimits::max_back_edges_per_thread`.
 //!
+//! **Two forms.** [`FencedModule::ptx`] clamps, for any fence the launcher gives;
+//! [`FencedModule::aligned_ptx`], the aligned form, masks each global access of `w` bytes
+//! instead (the offset `and` the fence's length less `w` rounded down to `w`, joined to the base
+//! with `or`), for a fence whose length is a power of two and whose base is aligned to it (a
+//! staged launch's arena, where the embedder asks for it: `CudaOptions::aligned_fence`). Both
+//! are rewritten from the same lowered module and each is checked; the aligned form is inside
+//! on any fence, and leaves a correct kernel's offsets as they are on the fence it is made for.
+//!
 //! Per clamped access this costs seven PTX instructions in the global window (eight in another,
 //! which first subtracts the window's base), about five in sm_90 SASS (one or two more to form
 //! the address of a register with an offset or a 32-bit register, twelve more per window a
@@ -156,6 +164,7 @@ const WINDOW_ALIGN: u32 = 16;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FencedModule {
     ptx: String,
+    aligned_ptx: String,
     entries: Vec<String>,
     accesses: usize,
     by_declaration: usize,
@@ -168,9 +177,26 @@ pub struct FencedModule {
 }
 
 impl FencedModule {
-    /// The rewritten PTX, printed from the checked module.
+    /// The rewritten PTX, printed from the checked module: for any fence the launcher gives
+    /// (at least [`MIN_FENCE_LEN`] and at most [`MAX_FENCE_LEN`] bytes, its base aligned to 16).
+    /// Each global access is clamped: the offset's low 32 bits at most the fence's length less
+    /// the access's width, rounded down to the width, added to the base.
     pub fn ptx(&self) -> &str {
         &self.ptx
+    }
+
+    /// The same module in its **aligned form**, printed from its own checked rewrite: for a
+    /// fence whose length is a power of two and whose base is aligned to its length (what
+    /// `CudaLauncher` makes a staged launch's arena). A global access of `w` bytes is masked,
+    /// not clamped: its offset's low 32 bits `and` the fence's length less `w` rounded down to
+    /// `w` (one `and` where the clamp takes a `min` and an `and`), joined to the base with `or`
+    /// (which ptxas merges with the mask, where an `add` of a 64-bit base takes two
+    /// instructions). Inside the fence whatever the fence is: the mask keeps the offset at most
+    /// the length less `w`, and `b | k` lies between `b` and `b + k`. On the fence it is made
+    /// for, an offset inside the fence is left as it is, so a correct kernel computes the same
+    /// as in [`ptx`](Self::ptx); on another, such an offset may be moved (still inside).
+    pub fn aligned_ptx(&self) -> &str {
+        &self.aligned_ptx
     }
 
     /// The entries that were fenced, in the module's order: every entry of the module.
@@ -358,7 +384,40 @@ pub fn fence_ptx(ptx: &str) -> Result<FencedModule, FenceError> {
         reason: FenceRefusal::Unreadable(e.kind),
     })?;
     let lowered = lower::lower(&mut module);
-    let rewritten = rewrite::rewrite(module)?;
+    let (text, rewritten) = rewritten_and_checked(module.clone(), false)?;
+    let (aligned_ptx, aligned) = rewritten_and_checked(module, true)?;
+    // The two forms differ only in how a global access is clamped.
+    if (aligned.clamped, aligned.static_accesses, aligned.counted)
+        != (rewritten.clamped, rewritten.static_accesses, rewritten.counted)
+    {
+        return Err(FenceError {
+            line: 0,
+            statement: String::new(),
+            reason: FenceRefusal::Unchecked(FindingKind::Unproven),
+        });
+    }
+    Ok(FencedModule {
+        ptx: text,
+        aligned_ptx,
+        entries: rewritten.entries,
+        accesses: rewritten.clamped,
+        by_declaration: rewritten.static_accesses,
+        widest: rewritten.widest,
+        counted: rewritten.counted,
+        asserts: lowered.asserts,
+        dropped: lowered.dropped,
+        tables: lowered.tables,
+        inlined: lowered.inlined,
+    })
+}
+
+/// `module` rewritten in one form (`aligned`: see [`FencedModule::aligned_ptx`]), printed, and
+/// checked.
+fn rewritten_and_checked(
+    module: kernel_args_ptx::Module,
+    aligned: bool,
+) -> Result<(String, rewrite::Rewritten), FenceError> {
+    let rewritten = rewrite::rewrite(module, aligned)?;
     let text = rewritten.module.to_string();
     let unchecked = |finding: CheckFinding| FenceError {
         line: finding.line,
@@ -379,18 +438,7 @@ pub fn fence_ptx(ptx: &str) -> Result<FencedModule, FenceError> {
             kind: FindingKind::Unproven,
         }));
     }
-    Ok(FencedModule {
-        ptx: text,
-        entries: rewritten.entries,
-        accesses: rewritten.clamped,
-        by_declaration: rewritten.static_accesses,
-        widest: rewritten.widest,
-        counted: rewritten.counted,
-        asserts: lowered.asserts,
-        dropped: lowered.dropped,
-        tables: lowered.tables,
-        inlined: lowered.inlined,
-    })
+    Ok((text, rewritten))
 }
 
 // Not under Miri: the fence has no `unsafe` for Miri to find, and its tests (hundreds of rewrites

@@ -153,6 +153,12 @@ impl Window {
         format!("%__kargs_{}{width}", self.prefix())
     }
 
+    /// The aligned form's mask for an access of `width` bytes: the limit rounded down to the
+    /// width (`%__kargs_gm{w}`, global window only).
+    fn mask(self, width: u64) -> String {
+        format!("%__kargs_{}m{width}", self.prefix())
+    }
+
     fn space(self) -> StateSpace {
         match self {
             Window::Global => StateSpace::Global,
@@ -229,7 +235,7 @@ struct ModuleScope {
 }
 
 /// Rewrites every entry of `module`.
-pub(super) fn rewrite(mut module: Module) -> Result<Rewritten, FenceError> {
+pub(super) fn rewrite(mut module: Module, aligned: bool) -> Result<Rewritten, FenceError> {
     if module.address_size != Some(64) {
         return Err(refuse(Span::default(), "", FenceRefusal::AddressSize));
     }
@@ -296,7 +302,7 @@ pub(super) fn rewrite(mut module: Module) -> Result<Rewritten, FenceError> {
     for item in module.items {
         match item {
             Item::Function(mut f) if f.kind == FunctionKind::Entry => {
-                let entry = EntryRewriter::new(&f, &scope)?;
+                let entry = EntryRewriter::new(&f, &scope, aligned)?;
                 let (body, stats) = entry.rewrite(&f)?;
                 const_pad |= stats.const_pad;
                 out.clamped = out.clamped.saturating_add(stats.clamped);
@@ -368,10 +374,13 @@ struct EntryRewriter<'m> {
     windows: BTreeMap<Window, BTreeSet<u64>>,
     /// Register types by name at each instruction: resolved per instruction in `rewrite`.
     params: HashMap<String, u64>,
+    /// The aligned form: a fence whose length is a power of two and whose base is aligned to
+    /// it, so a global access is masked into it (see the module's documentation).
+    aligned: bool,
 }
 
 impl<'m> EntryRewriter<'m> {
-    fn new(f: &Function, module: &'m ModuleScope) -> Result<EntryRewriter<'m>, FenceError> {
+    fn new(f: &Function, module: &'m ModuleScope, aligned: bool) -> Result<EntryRewriter<'m>, FenceError> {
         let mut params = HashMap::new();
         for p in &f.params {
             if reserved(&p.name) {
@@ -391,7 +400,7 @@ impl<'m> EntryRewriter<'m> {
                 }
             }
         }
-        Ok(EntryRewriter { module, own, windows: BTreeMap::new(), params })
+        Ok(EntryRewriter { module, own, windows: BTreeMap::new(), params, aligned })
     }
 
     fn variable(&self, name: &str) -> Option<&Variable> {
@@ -602,6 +611,7 @@ impl<'m> EntryRewriter<'m> {
             types: &types,
             next: 0,
             fenced,
+            aligned: self.aligned,
             windows: &self.windows,
             shared_window,
             local_window,
@@ -809,6 +819,9 @@ impl EntryRewriter<'_> {
                 }
             }
             narrow.extend(widths.iter().map(|w| window.limit(*w)));
+            if self.aligned && *window == Window::Global {
+                narrow.extend(widths.iter().filter(|w| masked(**w)).map(|w| window.mask(*w)));
+            }
         }
         let decl = |ty: Type, names: Vec<String>| {
             Statement::Registers(kernel_args_ptx::RegisterDecl {
@@ -931,10 +944,27 @@ impl EntryRewriter<'_> {
             for width in widths {
                 out.push(op("sub", &["u64"], vec![reg(names::T), reg(&len), imm(i128::from(*width))]));
                 out.push(op("cvt", &["u32", "u64"], vec![reg(&window.limit(*width)), reg(names::T)]));
+                if self.aligned && *window == Window::Global && masked(*width) {
+                    out.push(op(
+                        "and",
+                        &["b32"],
+                        vec![
+                            reg(&window.mask(*width)),
+                            reg(&window.limit(*width)),
+                            imm(i128::from(*width).wrapping_neg()),
+                        ],
+                    ));
+                }
             }
         }
         (out, pads, const_pad)
     }
+}
+
+/// Whether the aligned form masks a single access of `width` bytes (a power of two up to 16;
+/// a group's span, which may be neither, is clamped).
+fn masked(width: u64) -> bool {
+    width.is_power_of_two() && width <= u64::from(WINDOW_ALIGN)
 }
 
 fn param_address(name: &str) -> Operand {
@@ -1157,6 +1187,8 @@ struct Context<'p> {
     types: &'p [HashMap<String, u64>],
     next: usize,
     fenced: bool,
+    /// The aligned form (`EntryRewriter::aligned`).
+    aligned: bool,
     windows: &'p BTreeMap<Window, BTreeSet<u64>>,
     shared_window: bool,
     local_window: bool,
@@ -1361,8 +1393,18 @@ impl Context<'_> {
         let effective = self.effective(lead.register.as_ref(), &lead.base, lead.offset, out);
         let base = lead.window.base();
         let offset = self.offset(lead.window, &effective, out);
-        self.clamp_offset(lead.window, &offset, lead.span, lead.align, out);
-        out.push(op("add", &["u64"], vec![reg(register), reg(names::C), reg(&base)]));
+        if self.aligned && lead.window == Window::Global && lead.span == lead.align && masked(lead.span) {
+            // Accesses of one width at one address: masked as one access is.
+            self.mask(lead.span, &offset, register, out);
+        } else {
+            self.clamp_offset(lead.window, &offset, lead.span, lead.align, out);
+            let join = self.join(lead.window);
+            out.push(op(
+                join,
+                &[self.join_type(lead.window)],
+                vec![reg(register), reg(names::C), reg(&base)],
+            ));
+        }
         out.push(op("xor", &["b32"], vec![reg(names::D), reg(names::U), reg(names::K)]));
         out.push(op("or", &["b32"], vec![reg(names::V), reg(names::V), reg(names::D)]));
     }
@@ -1371,8 +1413,36 @@ impl Context<'_> {
     fn clamp(&self, window: Window, width: u64, effective: &str, address: &str, out: &mut Vec<Statement>) {
         let base = window.base();
         let offset = self.offset(window, effective, out);
+        if self.aligned && window == Window::Global && masked(width) {
+            self.mask(width, &offset, address, out);
+            return;
+        }
         self.clamp_offset(window, &offset, width, width, out);
-        out.push(op("add", &["u64"], vec![reg(address), reg(names::C), reg(&base)]));
+        out.push(op(
+            self.join(window),
+            &[self.join_type(window)],
+            vec![reg(address), reg(names::C), reg(&base)],
+        ));
+    }
+
+    /// The aligned form's global access of `width` bytes at `offset`, into register `address`:
+    /// the offset's low 32 bits masked into the fence, and the base's bits added.
+    fn mask(&self, width: u64, offset: &str, address: &str, out: &mut Vec<Statement>) {
+        let window = Window::Global;
+        out.push(op("cvt", &["u32", "u64"], vec![reg(names::U), reg(offset)]));
+        out.push(op("and", &["b32"], vec![reg(names::K), reg(names::U), reg(&window.mask(width))]));
+        out.push(op("cvt", &["u64", "u32"], vec![reg(names::C), reg(names::K)]));
+        out.push(op("or", &["b64"], vec![reg(address), reg(names::C), reg(&window.base())]));
+    }
+
+    /// How a clamped offset joins its window's base: `or` in the aligned form's global window
+    /// (the base's low bits are zero there), `add` otherwise.
+    fn join(&self, window: Window) -> &'static str {
+        if self.aligned && window == Window::Global { "or" } else { "add" }
+    }
+
+    fn join_type(&self, window: Window) -> &'static str {
+        if self.aligned && window == Window::Global { "b64" } else { "u64" }
     }
 
     /// The register that holds `effective`'s offset from `window`'s start: in the global
