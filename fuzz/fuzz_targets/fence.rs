@@ -2,7 +2,8 @@
 //! rewriter, the printer and the checker) on any text, and what it accepts run on the emulated
 //! driver. It never panics; a refusal names a line and says why; a fenced module parses again
 //! to the module that was printed, passes the checker again, carries the hidden parameters and
-//! cannot be fenced twice (its names are reserved). Each fenced entry the emulator runs (only
+//! cannot be fenced twice (its names are reserved); its aligned form passes the checker too.
+//! Each fenced entry the emulator runs, in both forms (only
 //! instructions the emulator interprets) is launched on one block of 32 threads with parameters
 //! from the input's bytes, its fence between two guards and a budget of [`BUDGET`] backward
 //! branches a thread, so that every loop ends: it never faults (a hang of warp instructions
@@ -50,7 +51,19 @@ fuzz_target!(|data: &[u8]| {
         let again = fence_ptx(text).map_err(|e| e.reason);
         assert_eq!(again, Err(FenceRefusal::ReservedName), "a fenced module is not fenced twice");
     }
-    // On the emulated driver: what the checker accepted stays inside its fence.
+    let aligned = fenced.aligned_ptx();
+    let report = check(aligned).expect("the aligned form passes the checker");
+    assert_eq!(report.clamped, fenced.accesses());
+    // On the emulated driver: what the checker accepted stays inside its fence, in both forms
+    // (the aligned form on a fence it is not made for too: it is inside on any fence).
+    for text in [text, aligned] {
+        run(data, text);
+    }
+});
+
+/// Runs each entry of the fenced module `text` the emulator interprets on one block of 32
+/// threads, its fence between two guards: no fault, no guard byte changed, no crossing.
+fn run(data: &[u8], text: &str) {
     let Ok(loaded) = read_ptx(text) else { return };
     let mut memory = DeviceMemory::new();
     for entry in &loaded.entries {
@@ -96,4 +109,4 @@ fuzz_target!(|data: &[u8]| {
         assert!(view.crossings().is_empty(), "a store crossed the fence's allocation");
         memory.free_context(1);
     }
-});
+}
