@@ -6,8 +6,9 @@ use std::time::Instant;
 
 use cust::sys::CUfunction_attribute;
 use kernel_args::{
-    AbiError, Bound, Detail, Dimension, FenceReport, FenceSpan, HostError, LaunchOutcome, LaunchRequest,
-    Launcher, ParamType, PointerMode, Quota, QuotaError, Registered, ShapeError, SignatureCheck,
+    AbiError, Bound, Detail, Dimension, FenceProblem, FenceReport, FenceSpan, FenceUnavailable, HostError,
+    LaunchOutcome, LaunchRequest, Launcher, ParamType, PointerMode, Quota, QuotaError, Registered,
+    ShapeError, SignatureCheck,
 };
 use kernel_args_core::{GuestRange, GuestWindow};
 
@@ -35,6 +36,12 @@ const STORAGE_CAPACITY: usize = kernel_args_core::MAX_KERNEL_ARGS + FENCE_PARAMS
 
 /// The alignment a fence's base needs in direct mode: the widest access the fence clamps.
 const FENCE_ALIGN: usize = 16;
+
+/// A fenced launch refused before anything was launched: its fence is not one the fence
+/// clamps into.
+fn unavailable(kernel_id: i64, problem: FenceProblem) -> HostError {
+    HostError::new(Detail::FenceUnavailable(FenceUnavailable { kernel_id, problem }))
+}
 
 /// A launcher's own driver resources, made in one generation of the device's context.
 #[derive(Debug)]
@@ -247,13 +254,9 @@ impl Launch<'_> {
             (true, Some(fence)) => {
                 // The fence's limits are 32-bit registers: a longer fence would not clamp.
                 if !(MIN_FENCE_LEN..=MAX_FENCE_LEN).contains(&fence.len) {
-                    return Err(HostError::msg(
-                        AbiError::LaunchFailed,
-                        format!(
-                            "kernel {} is fenced, and its fence of {} bytes is not between the shortest \
-                             fence, {MIN_FENCE_LEN} bytes, and the longest, {MAX_FENCE_LEN} bytes",
-                            request.kernel_id, fence.len
-                        ),
+                    return Err(unavailable(
+                        request.kernel_id,
+                        FenceProblem::OutOfBounds { len: fence.len, min: MIN_FENCE_LEN, max: MAX_FENCE_LEN },
                     ));
                 }
                 let budget = u64::from(request.limits().max_back_edges_per_thread);
@@ -374,24 +377,12 @@ impl Launch<'_> {
                 // The fence clamps each access to a multiple of its width from the base: the base
                 // must be aligned to the widest access (16 bytes). A wasm memory starts on a page.
                 if base.addr() % FENCE_ALIGN != 0 {
-                    return Err(HostError::msg(
-                        AbiError::LaunchFailed,
-                        format!(
-                            "kernel {} is fenced, and the guest's memory starts at a host address not \
-                             aligned to {FENCE_ALIGN} bytes",
-                            request.kernel_id
-                        ),
-                    ));
+                    let align = FENCE_ALIGN as u64;
+                    return Err(unavailable(request.kernel_id, FenceProblem::MisalignedMemory { align }));
                 }
                 if len < MIN_FENCE_LEN {
-                    return Err(HostError::msg(
-                        AbiError::LaunchFailed,
-                        format!(
-                            "kernel {} is fenced, and the guest's memory of {len} bytes is shorter than the \
-                             shortest fence, {MIN_FENCE_LEN} bytes",
-                            request.kernel_id
-                        ),
-                    ));
+                    let problem = FenceProblem::MemoryTooShort { len, min: MIN_FENCE_LEN };
+                    return Err(unavailable(request.kernel_id, problem));
                 }
                 Some(Fence { base: base.expose_provenance() as u64, len, flag })
             }

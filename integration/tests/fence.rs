@@ -673,6 +673,19 @@ fn a_fenced_launch_needs_the_shortest_fence_of_guest_memory_aligned_to_sixteen()
             // The fence is guest memory: shorter than the shortest fence (the most one clamp
             // covers), or not aligned to the widest access.
             PointerModeChoice::Direct => {
+                // Typed, for an embedder to branch on; and said as the Display says it.
+                let typed = |e: &kernel_args::HostError| match e.detail() {
+                    Detail::FenceUnavailable(u) => Some((u.kernel_id, u.problem)),
+                    _ => None,
+                };
+                assert_eq!(
+                    short.as_ref().err().and_then(typed),
+                    Some((1, kernel_args::FenceProblem::MemoryTooShort { len: 255, min: 256 }))
+                );
+                assert_eq!(
+                    misaligned.as_ref().err().and_then(typed),
+                    Some((1, kernel_args::FenceProblem::MisalignedMemory { align: 16 }))
+                );
                 assert_eq!(
                     short.unwrap_err().to_string(),
                     "LaunchFailed -5: kernel 1 is fenced, and the guest's memory of 255 bytes is shorter than \

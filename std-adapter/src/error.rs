@@ -196,6 +196,9 @@ pub enum Detail {
     /// A fenced kernel reached outside its fence or stopped at a trap: what its launcher read
     /// from the fence's flag after it ran.
     Fenced(FenceReport),
+    /// A fenced kernel was not launched: the fence it would have had is not one the fence
+    /// clamps into (conditions on the embedder's side, such as a guest memory too short).
+    FenceUnavailable(FenceUnavailable),
     /// The device can run nothing more in this process: a kernel's fault left its driver
     /// unusable, and the driver refused a fresh context. Every later launch on the device
     /// answers this; only a new process runs kernels on it again (what a GPU does: see the
@@ -239,7 +242,7 @@ impl Detail {
             Detail::Region(_) | Detail::NoExportedMemory => AbiError::InvalidPointer,
             Detail::Shape(_) => AbiError::InvalidDimensions,
             Detail::Quota(_) => AbiError::QuotaExceeded,
-            Detail::Fenced(_) | Detail::DeviceLost(_) => AbiError::LaunchFailed,
+            Detail::Fenced(_) | Detail::FenceUnavailable(_) | Detail::DeviceLost(_) => AbiError::LaunchFailed,
             Detail::Driver(failure) => failure.abi,
             #[cfg(feature = "std")]
             Detail::JitRefused { failure, .. } => failure.abi,
@@ -371,6 +374,66 @@ impl fmt::Display for FenceReport {
     }
 }
 
+/// Why a fenced kernel was not launched ([`Detail::FenceUnavailable`]): the fence it would have
+/// had (the guest's memory in direct mode, the staging arena in staged mode) is not one the
+/// fence clamps into. Nothing was launched.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct FenceUnavailable {
+    /// The guest's kernel id.
+    pub kernel_id: i64,
+    /// What is wrong with the fence.
+    pub problem: FenceProblem,
+}
+
+/// What is wrong with a fence ([`FenceUnavailable`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[non_exhaustive]
+pub enum FenceProblem {
+    /// The guest's memory starts at a host address not aligned to `align` bytes (direct mode:
+    /// the fence clamps each access to a multiple of its width from the base).
+    MisalignedMemory {
+        /// The alignment the fence needs.
+        align: u64,
+    },
+    /// The guest's memory is shorter than the shortest fence (direct mode).
+    MemoryTooShort {
+        /// The memory's length in bytes.
+        len: u64,
+        /// The shortest fence, in bytes.
+        min: u64,
+    },
+    /// The fence's length is outside the fence's bounds (its limits are 32-bit registers).
+    OutOfBounds {
+        /// The fence's length in bytes.
+        len: u64,
+        /// The shortest fence, in bytes.
+        min: u64,
+        /// The longest fence, in bytes.
+        max: u64,
+    },
+}
+
+impl fmt::Display for FenceUnavailable {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "kernel {} is fenced, and ", self.kernel_id)?;
+        match self.problem {
+            FenceProblem::MisalignedMemory { align } => {
+                write!(f, "the guest's memory starts at a host address not aligned to {align} bytes")
+            }
+            FenceProblem::MemoryTooShort { len, min } => {
+                write!(f, "the guest's memory of {len} bytes is shorter than the shortest fence, {min} bytes")
+            }
+            FenceProblem::OutOfBounds { len, min, max } => write!(
+                f,
+                "its fence of {len} bytes is not between the shortest fence, {min} bytes, and the longest, {max} \
+                 bytes"
+            ),
+        }
+    }
+}
+
 /// An error from a host call: the [`Detail`] the host keeps for logs and tools, and the
 /// [`AbiError`] code the guest sees, which the detail decides ([`Detail::code`]), so the two
 /// can never disagree. `source()` yields the typed cause where there is one: the core's
@@ -443,6 +506,7 @@ impl fmt::Display for Detail {
             Detail::Shape(e) => write!(f, "{e}"),
             Detail::Quota(e) => write!(f, "{e}"),
             Detail::Fenced(report) => write!(f, "{report}"),
+            Detail::FenceUnavailable(e) => write!(f, "{e}"),
             Detail::DeviceLost(lost) => write!(f, "{lost}"),
             Detail::Driver(failure) => write!(f, "{failure}"),
             #[cfg(feature = "std")]
@@ -526,6 +590,30 @@ mod tests {
             "LaunchFailed -5: device 3 is lost for this process: after a kernel's fault, \
              cuDevicePrimaryCtxRetain failed with code 700; no launch on it succeeds until the process is restarted"
         );
+    }
+
+    #[test]
+    fn an_unavailable_fence_is_launch_failed_and_says_what_is_wrong() {
+        let cases = [
+            (
+                FenceProblem::MisalignedMemory { align: 16 },
+                "the guest's memory starts at a host address not aligned to 16 bytes",
+            ),
+            (
+                FenceProblem::MemoryTooShort { len: 255, min: 256 },
+                "the guest's memory of 255 bytes is shorter than the shortest fence, 256 bytes",
+            ),
+            (
+                FenceProblem::OutOfBounds { len: 1 << 33, min: 256, max: 1 << 32 },
+                "its fence of 8589934592 bytes is not between the shortest fence, 256 bytes, and the longest, \
+                 4294967296 bytes",
+            ),
+        ];
+        for (problem, said) in cases {
+            let e = HostError::new(Detail::FenceUnavailable(FenceUnavailable { kernel_id: 3, problem }));
+            assert_eq!(e.code(), AbiError::LaunchFailed);
+            assert_eq!(e.detail().to_string(), format!("kernel 3 is fenced, and {said}"));
+        }
     }
 
     #[test]

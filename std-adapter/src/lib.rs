@@ -158,7 +158,8 @@ pub use declaration::{
 };
 pub use dry_run::DryRunLauncher;
 pub use error::{
-    AbiError, Detail, DeviceLost, DriverFailure, FenceReport, FenceSpan, HostError, UnknownAbiCode,
+    AbiError, Detail, DeviceLost, DriverFailure, FenceProblem, FenceReport, FenceSpan, FenceUnavailable,
+    HostError, UnknownAbiCode,
 };
 pub use host::{
     GuestTrust, IMPORT_MODULE, LAUNCH_IMPORT, LaunchCall, LaunchHost, LaunchParams, LaunchRecord,
