@@ -197,7 +197,10 @@ pub enum Detail {
     /// from the fence's flag after it ran.
     Fenced(FenceReport),
     /// A fenced kernel was not launched: the fence it would have had is not one the fence
-    /// clamps into (conditions on the embedder's side, such as a guest memory too short).
+    /// clamps into (conditions on the embedder's side, such as a guest memory too short)
+    /// (feature `std`, as the CUDA launcher that answers it is).
+    #[cfg(feature = "std")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "std")))]
     FenceUnavailable(FenceUnavailable),
     /// The device can run nothing more in this process: a kernel's fault left its driver
     /// unusable, and the driver refused a fresh context. Every later launch on the device
@@ -242,7 +245,9 @@ impl Detail {
             Detail::Region(_) | Detail::NoExportedMemory => AbiError::InvalidPointer,
             Detail::Shape(_) => AbiError::InvalidDimensions,
             Detail::Quota(_) => AbiError::QuotaExceeded,
-            Detail::Fenced(_) | Detail::FenceUnavailable(_) | Detail::DeviceLost(_) => AbiError::LaunchFailed,
+            Detail::Fenced(_) | Detail::DeviceLost(_) => AbiError::LaunchFailed,
+            #[cfg(feature = "std")]
+            Detail::FenceUnavailable(_) => AbiError::LaunchFailed,
             Detail::Driver(failure) => failure.abi,
             #[cfg(feature = "std")]
             Detail::JitRefused { failure, .. } => failure.abi,
@@ -506,6 +511,7 @@ impl fmt::Display for Detail {
             Detail::Shape(e) => write!(f, "{e}"),
             Detail::Quota(e) => write!(f, "{e}"),
             Detail::Fenced(report) => write!(f, "{report}"),
+            #[cfg(feature = "std")]
             Detail::FenceUnavailable(e) => write!(f, "{e}"),
             Detail::DeviceLost(lost) => write!(f, "{lost}"),
             Detail::Driver(failure) => write!(f, "{failure}"),
@@ -592,6 +598,7 @@ mod tests {
         );
     }
 
+    #[cfg(feature = "std")]
     #[test]
     fn an_unavailable_fence_is_launch_failed_and_says_what_is_wrong() {
         let cases = [
