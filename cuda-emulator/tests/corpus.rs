@@ -32,9 +32,21 @@ fn run_counted(case: &Case, ptx: &str, fenced: bool) -> (CuResult, Vec<u8>, u32,
 
 /// [`run_counted`], fenced with a budget of `budget` backward branches a thread where given.
 fn run_with(case: &Case, ptx: &str, budget: Option<u32>) -> (CuResult, Vec<u8>, u32, u64) {
+    run_in(case, ptx, budget, false)
+}
+
+/// Runs `case` from `ptx`, fenced with a budget of `budget` where given: around its arena, or
+/// with `aligned` as a launcher with `CudaOptions::aligned_fence` runs the aligned form, the
+/// arena's length rounded up to a power of two, at an address aligned to it inside an
+/// allocation twice as long. The arena's bytes afterwards (its buffers' length), the flag and
+/// the instructions executed.
+fn run_in(case: &Case, ptx: &str, budget: Option<u32>, aligned: bool) -> (CuResult, Vec<u8>, u32, u64) {
     let sizes: Vec<usize> = case.buffers.iter().map(Vec::len).collect();
     let (offsets, len) = layout(&sizes);
-    let arena = alloc(len).unwrap();
+    let fence = if aligned { len.max(256).next_power_of_two() } else { len };
+    // Fresh either way (the emulator's poison between the buffers).
+    let whole = alloc(if aligned { 2 * fence } else { len }).unwrap();
+    let arena = if aligned { whole.next_multiple_of(fence as u64) } else { whole };
     let flag = alloc(4).unwrap();
     assert_eq!(upload(flag, &[0; 4]), CUDA_SUCCESS);
     for (buffer, &offset) in case.buffers.iter().zip(&offsets) {
@@ -45,7 +57,7 @@ fn run_with(case: &Case, ptx: &str, budget: Option<u32>) -> (CuResult, Vec<u8>, 
     let start = if budget.is_some() { 0 } else { arena };
     let mut params: Vec<Vec<u8>> = case.params.iter().map(|p| p.bytes(start, &offsets)).collect();
     if let Some(budget) = budget {
-        params.extend(fence_params_with(arena, len as u64, flag, budget));
+        params.extend(fence_params_with(arena, fence as u64, flag, budget));
     }
     let f = function(load(ptx), case.entry).unwrap();
     let result = launch_with(f, case.grid, case.block, case.shared, &mut params);
@@ -150,33 +162,6 @@ fn every_entry_the_emulator_runs_computes_the_same_bytes_fenced() {
     assert_eq!(counts, EXECUTED);
 }
 
-/// Runs `case` from a module's aligned form (`FencedModule::aligned_ptx`) as a launcher with
-/// `CudaOptions::aligned_fence` runs it: its arena's length rounded up to a power of two, at an
-/// address aligned to it inside an allocation twice as long. The arena's bytes afterwards (its
-/// windows' length, as [`run`] gives them), the flag and the instructions executed.
-fn run_aligned(case: &Case, ptx: &str) -> (CuResult, Vec<u8>, u32, u64) {
-    let sizes: Vec<usize> = case.buffers.iter().map(Vec::len).collect();
-    let (offsets, len) = layout(&sizes);
-    let fence = len.max(256).next_power_of_two();
-    let whole = alloc(2 * fence).unwrap();
-    // Fresh, as `run`'s arena is (the emulator's poison between the buffers).
-    let base = whole.next_multiple_of(fence as u64);
-    let flag = alloc(4).unwrap();
-    assert_eq!(upload(flag, &[0; 4]), CUDA_SUCCESS);
-    for (buffer, &offset) in case.buffers.iter().zip(&offsets) {
-        assert_eq!(upload(base + offset as u64, buffer), CUDA_SUCCESS);
-    }
-    let mut params: Vec<Vec<u8>> = case.params.iter().map(|p| p.bytes(0, &offsets)).collect();
-    params.extend(fence_params(base, fence as u64, flag));
-    let f = function(load(ptx), case.entry).unwrap();
-    let result = launch_with(f, case.grid, case.block, case.shared, &mut params);
-    let mut bytes = vec![0u8; len];
-    assert_eq!(download(base, &mut bytes), CUDA_SUCCESS);
-    let mut flag_bytes = [0u8; 4];
-    assert_eq!(download(flag, &mut flag_bytes), CUDA_SUCCESS);
-    (result, bytes, u32::from_le_bytes(flag_bytes), instructions(f))
-}
-
 /// Every entry the emulated driver runs computes the same bytes in the fence's aligned form as
 /// unfenced, with the flag clear and no store across an allocation (the PTX instructions
 /// executed in each form are printed).
@@ -188,7 +173,8 @@ fn every_entry_computes_the_same_bytes_in_the_aligned_form() {
         let fenced = fence_ptx(ptx).unwrap();
         let (plain_result, plain, _, _) = run_counted(case, ptx, false);
         let (_, _, _, clamped_count) = run_counted(case, fenced.ptx(), true);
-        let (result, aligned, flag, aligned_count) = run_aligned(case, fenced.aligned_ptx());
+        let budget = Some(kernel_args::limits::DEFAULT_MAX_BACK_EDGES_PER_THREAD);
+        let (result, aligned, flag, aligned_count) = run_in(case, fenced.aligned_ptx(), budget, true);
         assert_eq!((plain_result, result), (CUDA_SUCCESS, CUDA_SUCCESS), "{}", case.entry);
         assert!(plain == aligned, "{}: aligned and unfenced differ", case.entry);
         assert_eq!(flag, 0, "{}: nothing left the fence", case.entry);
