@@ -230,6 +230,8 @@ struct CallSite<'b> {
     returns: Vec<&'b str>,
     /// The stores of the arguments, before the call, and the loads of the return values, after.
     stores: Vec<&'b Instruction>,
+    /// The sequence's register declarations (nvcc's `temp_param_reg`), kept in the block.
+    registers: Vec<&'b RegisterDecl>,
     loads: Vec<&'b Instruction>,
     span: Span,
 }
@@ -239,10 +241,11 @@ fn call_site(block: &Block) -> Option<CallSite<'_>> {
     let mut params: BTreeMap<&str, &Variable> = BTreeMap::new();
     let mut stores = Vec::new();
     let mut loads = Vec::new();
+    let mut registers = Vec::new();
     let mut call: Option<(&str, Vec<&str>, Vec<&str>, Span)> = None;
     for statement in &block.statements {
         match statement {
-            Statement::Registers(_) if call.is_none() => {}
+            Statement::Registers(r) if call.is_none() => registers.push(r),
             Statement::Variable(v) if call.is_none() && v.space == StateSpace::Param && v.init.is_none() => {
                 v.size().filter(|n| *n > 0)?;
                 params.insert(v.name.as_str(), v);
@@ -290,7 +293,7 @@ fn call_site(block: &Block) -> Option<CallSite<'_>> {
     {
         return None;
     }
-    Some(CallSite { callee, params, arguments, returns, stores, loads, span })
+    Some(CallSite { callee, params, arguments, returns, stores, registers, loads, span })
 }
 
 /// The `.param` an `ld.param`/`st.param` reaches through `address`, where the access is inside
@@ -623,7 +626,11 @@ fn expand(site: &CallSite<'_>, callee: &Function, prefix: String) -> Option<(Blo
         let copy = i.operands.get(at).and_then(address_symbol).and_then(|p| copy_of.get(p))?;
         Some(to_local(i, i.guard.clone(), copy, i.operands.clone(), at))
     };
-    let mut statements = site.stores.iter().map(|i| local(i, 0)).collect::<Option<Vec<_>>>()?;
+    let mut statements: Vec<Statement> =
+        site.registers.iter().map(|r| Statement::Registers((*r).clone())).collect();
+    for i in &site.stores {
+        statements.push(local(i, 0)?);
+    }
     statements.extend(inlined);
     statements.push(Statement::Label(Label { span: Span::default(), name: renames.end() }));
     for i in &site.loads {
