@@ -379,9 +379,9 @@ impl fmt::Display for FenceReport {
     }
 }
 
-/// Why a fenced kernel was not launched ([`Detail::FenceUnavailable`]): the fence it would have
-/// had (the guest's memory in direct mode, the staging arena in staged mode) is not one the
-/// fence clamps into. Nothing was launched.
+/// Why a fenced kernel was not launched (`Detail::FenceUnavailable`, feature `std`): the fence
+/// it would have had (the guest's memory in direct mode, the staging arena in staged mode) is
+/// not one the fence clamps into. Nothing was launched.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct FenceUnavailable {
