@@ -81,9 +81,10 @@
 //! on any fence, and leaves a correct kernel's offsets as they are on the fence it is made for.
 //!
 //! Per clamped access this costs seven PTX instructions in the global window (eight in another,
-//! which first subtracts the window's base), about five in sm_90 SASS (one or two more to form
-//! the address of a register with an offset or a 32-bit register, twelve more per window a
-//! generic access may reach); per backward branch, three PTX instructions and
+//! which first subtracts the window's base), about five in sm_90 SASS (about three in the
+//! aligned form: the mask and the base's low half in one `LOP3`, its high half moved, the
+//! flag's note; one or two more to form the address of a register with an offset or a 32-bit
+//! register, twelve more per window a generic access may reach); per backward branch, three PTX instructions and
 //! three in SASS (the test, the branch out, the decrement); per thread, the windows'
 //! computation at the start and about four instructions to leave (the flag's test and store).
 //! An exit before the thread has passed any access, trap or label (nvcc's bounds check) is
