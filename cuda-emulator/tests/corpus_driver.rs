@@ -3,8 +3,10 @@
 //! `scripts/gpu-check.sh` bundles this test). Every fenced entry with a launch of its own
 //! (`common::corpus::cases`, and the entries below that the emulated driver cannot load as nvcc
 //! wrote them: `cp.async`, the math library's slow paths, a module table, a device-side
-//! `assert`, a `__noinline__` device function's call, which the fence inlines) computes the same bytes fenced as unfenced, its buffers in one arena that is its
-//! fence (a staged launch's layout), and leaves the flag clear; a failing `assert`, fenced,
+//! `assert`, a `__noinline__` device function's call, which the fence inlines) computes the
+//! same bytes fenced as unfenced, in both of the fence's forms: clamped, its buffers in one arena
+//! that is its fence (a staged launch's layout), and aligned, that arena rounded up to a power of
+//! two at an aligned address (`CudaOptions::aligned_fence`); and leaves the flag clear; a failing `assert`, fenced,
 //! stops its thread, sets the flag's trap byte and faults nothing. An entry whose unfenced
 //! module the driver does not load is named and not compared (on the emulated driver, the
 //! modules `corpus.rs` lists; on a GPU, none). Without a driver or a device the test skips.
@@ -129,7 +131,8 @@ impl Driver {
     /// hidden parameters when `fenced` (the arena is the fence; the default budget): the
     /// launch's code, the arena's bytes afterwards and the flag.
     fn run(&self, module: Handle, case: &Case, fenced: bool) -> (CuResult, Vec<u8>, u32) {
-        let (result, bytes, flag, _) = self.run_timed(module, case, fenced, 0);
+        let form = if fenced { Form::Clamped } else { Form::Unfenced };
+        let (result, bytes, flag, _) = self.run_timed(module, case, form, 0);
         (result, bytes, flag)
     }
 
@@ -141,14 +144,19 @@ impl Driver {
         &self,
         module: Handle,
         case: &Case,
-        fenced: bool,
+        form: Form,
         repeats: u32,
     ) -> (CuResult, Vec<u8>, u32, Option<Duration>) {
+        let fenced = form != Form::Unfenced;
         let name = CString::new(case.entry).unwrap();
         let mut function = ptr::null_mut();
         let sizes: Vec<usize> = case.buffers.iter().map(Vec::len).collect();
         let (offsets, len) = layout(&sizes);
-        let (mut arena, mut flag) = (0u64, 0u64);
+        // The fence: the arena, or (aligned) its length rounded up to a power of two at an
+        // address aligned to it, in an allocation twice as long, as `CudaLauncher` makes it.
+        let fence_len = if form == Form::Aligned { len.max(256).next_power_of_two() } else { len };
+        let whole_len = if form == Form::Aligned { 2 * fence_len } else { len };
+        let (mut whole, mut flag) = (0u64, 0u64);
         let mut bytes = vec![0u8; len];
         let mut flag_bytes = [0u8; 4];
         let mut fastest: Option<Duration> = None;
@@ -159,7 +167,8 @@ impl Driver {
         let result = unsafe {
             let get = (self.get_function)(&mut function, module, name.as_ptr());
             assert_eq!(get, 0, "{}: cuModuleGetFunction", case.entry);
-            assert_eq!((self.alloc)(&mut arena, len), 0);
+            assert_eq!((self.alloc)(&mut whole, whole_len), 0);
+            let arena = if form == Form::Aligned { whole.next_multiple_of(fence_len as u64) } else { whole };
             assert_eq!((self.alloc)(&mut flag, 4), 0);
             assert_eq!((self.htod)(arena, bytes.as_ptr().cast(), len, ptr::null_mut()), 0);
             assert_eq!((self.htod)(flag, flag_bytes.as_ptr().cast(), 4, ptr::null_mut()), 0);
@@ -173,7 +182,7 @@ impl Driver {
             let mut params: Vec<Vec<u8>> = case.params.iter().map(|p| p.bytes(start, &offsets)).collect();
             if fenced {
                 let budget = u64::from(kernel_args::limits::DEFAULT_MAX_BACK_EDGES_PER_THREAD);
-                params.extend([arena, len as u64, flag, budget].map(|v| v.to_le_bytes().to_vec()));
+                params.extend([arena, fence_len as u64, flag, budget].map(|v| v.to_le_bytes().to_vec()));
             }
             let mut table: Vec<*mut c_void> = params.iter_mut().map(|p| p.as_mut_ptr().cast()).collect();
             let table = table.as_mut_ptr();
@@ -219,13 +228,22 @@ impl Driver {
                 assert_eq!((self.dtoh)(bytes.as_mut_ptr().cast(), arena, len, ptr::null_mut()), 0);
                 assert_eq!((self.dtoh)(flag_bytes.as_mut_ptr().cast(), flag, 4, ptr::null_mut()), 0);
                 assert_eq!((self.synchronize)(ptr::null_mut()), 0);
-                assert_eq!((self.free)(arena), 0);
+                assert_eq!((self.free)(whole), 0);
                 assert_eq!((self.free)(flag), 0);
             }
             result
         };
         (result, bytes, u32::from_le_bytes(flag_bytes), fastest)
     }
+}
+
+/// How a launch is fenced: not at all, with the clamped form around its arena, or with the
+/// aligned form around its arena rounded up to a power of two (`CudaOptions::aligned_fence`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Form {
+    Unfenced,
+    Clamped,
+    Aligned,
 }
 
 /// `Ok` for `CUDA_SUCCESS`, else what `call` answered.
@@ -291,27 +309,32 @@ fn every_fenced_corpus_entry_computes_the_same_bytes_through_the_driver() {
     for case in &cases {
         let ptx = module(case.module);
         let fenced = fence_ptx(ptx).unwrap();
-        let (Some(plain_module), Some(fenced_module)) = (driver.module(ptx), driver.module(fenced.ptx()))
+        let (Some(plain_module), Some(fenced_module), Some(aligned_module)) =
+            (driver.module(ptx), driver.module(fenced.ptx()), driver.module(fenced.aligned_ptx()))
         else {
             not_loaded.push(case.entry);
             continue;
         };
         let (plain_result, plain, _) = driver.run(plain_module, case, false);
         let (fenced_result, with_fence, flag) = driver.run(fenced_module, case, true);
-        assert_eq!((plain_result, fenced_result), (0, 0), "{}", case.entry);
+        let (aligned_result, aligned, aligned_flag, _) =
+            driver.run_timed(aligned_module, case, Form::Aligned, 0);
+        assert_eq!((plain_result, fenced_result, aligned_result), (0, 0, 0), "{}", case.entry);
         assert!(plain == with_fence, "{}: fenced and unfenced differ", case.entry);
-        assert_eq!(flag, 0, "{}: nothing left the fence", case.entry);
+        assert!(plain == aligned, "{}: aligned and unfenced differ", case.entry);
+        assert_eq!((flag, aligned_flag), (0, 0), "{}: nothing left the fence", case.entry);
         // SAFETY: modules this test loaded, used by no launch any more.
         unsafe {
             assert_eq!((driver.unload)(plain_module), 0);
             assert_eq!((driver.unload)(fenced_module), 0);
+            assert_eq!((driver.unload)(aligned_module), 0);
         }
         compared.push(case.entry);
     }
     // Every entry runs somewhere: the emulated driver loads the 27 of `cases()`, a GPU all.
     assert!(compared.len() >= 27, "{compared:?}");
     kernel_args_testkit::device::say(&format!(
-        "{test}: {} entries computed the same bytes fenced and unfenced; not loaded unfenced by this driver: {not_loaded:?}",
+        "{test}: {} entries computed the same bytes fenced (both forms) and unfenced; not loaded unfenced by this driver: {not_loaded:?}",
         compared.len()
     ));
 
@@ -468,7 +491,8 @@ fn large_cases(scale: usize) -> Vec<(Case, bool)> {
     cases
 }
 
-/// The fence's cost in time on launches large enough to time, fenced against unfenced: each
+/// The fence's cost in time on launches large enough to time, fenced (clamped, and aligned as
+/// `CudaOptions::aligned_fence` runs it) against unfenced: each
 /// launch 3 times in batches of 20 back to back on a GPU, the fastest batch's time per launch
 /// (the launches' own overhead amortised in the batch), printed as a table for
 /// `docs/performance.md`; and the same bytes fenced and unfenced where the kernel is
@@ -486,45 +510,58 @@ fn the_fence_in_time_on_large_launches() {
     let (scale, repeats) = if emulated { (1024, 1) } else { (1, 20) };
     let say = |line: String| kernel_args_testkit::device::say(&line);
     say(format!(
-        "{test}: {} | entry | threads | unfenced µs | fenced µs | fenced / unfenced |",
+        "{test}: {} | entry | threads | unfenced µs | fenced µs | fenced / unfenced | aligned µs | aligned / unfenced |",
         if emulated { "the emulated driver (a CPU's times, not a GPU's)" } else { "this driver's device" }
     ));
-    let mut ratios = Vec::new();
+    let (mut ratios, mut aligned_ratios) = (Vec::new(), Vec::new());
     for (case, deterministic) in large_cases(scale) {
         let ptx = module(case.module);
         let fenced = fence_ptx(ptx).unwrap();
-        let (Some(plain_module), Some(fenced_module)) = (driver.module(ptx), driver.module(fenced.ptx()))
+        let (Some(plain_module), Some(fenced_module), Some(aligned_module)) =
+            (driver.module(ptx), driver.module(fenced.ptx()), driver.module(fenced.aligned_ptx()))
         else {
             panic!("{}: the module does not load", case.entry);
         };
-        let (plain_result, plain, _, plain_time) = driver.run_timed(plain_module, &case, false, repeats);
+        let (plain_result, plain, _, plain_time) =
+            driver.run_timed(plain_module, &case, Form::Unfenced, repeats);
         let (fenced_result, with_fence, flag, fenced_time) =
-            driver.run_timed(fenced_module, &case, true, repeats);
+            driver.run_timed(fenced_module, &case, Form::Clamped, repeats);
+        let (aligned_result, aligned, aligned_flag, aligned_time) =
+            driver.run_timed(aligned_module, &case, Form::Aligned, repeats);
         assert_eq!((plain_result, fenced_result, flag), (0, 0, 0), "{}", case.entry);
+        assert_eq!((aligned_result, aligned_flag), (0, 0), "{}: aligned", case.entry);
         if deterministic {
             assert!(plain == with_fence, "{}: fenced and unfenced differ", case.entry);
+            assert!(plain == aligned, "{}: aligned and unfenced differ", case.entry);
         }
-        let (plain_time, fenced_time) = (plain_time.unwrap(), fenced_time.unwrap());
+        let (plain_time, fenced_time, aligned_time) =
+            (plain_time.unwrap(), fenced_time.unwrap(), aligned_time.unwrap());
         let ratio = fenced_time.as_secs_f64() / plain_time.as_secs_f64();
+        let aligned_ratio = aligned_time.as_secs_f64() / plain_time.as_secs_f64();
         ratios.push(ratio);
+        aligned_ratios.push(aligned_ratio);
         let threads: u64 = case.grid.iter().chain(&case.block).map(|&d| u64::from(d)).product();
         say(format!(
-            "{test}: | `{}` | {threads} | {:.1} | {:.1} | {ratio:.2} |",
+            "{test}: | `{}` | {threads} | {:.1} | {:.1} | {ratio:.2} | {:.1} | {aligned_ratio:.2} |",
             case.entry,
             plain_time.as_secs_f64() * 1e6,
-            fenced_time.as_secs_f64() * 1e6
+            fenced_time.as_secs_f64() * 1e6,
+            aligned_time.as_secs_f64() * 1e6
         ));
         // SAFETY: modules this test loaded, used by no launch any more.
         unsafe {
             assert_eq!((driver.unload)(plain_module), 0);
             assert_eq!((driver.unload)(fenced_module), 0);
+            assert_eq!((driver.unload)(aligned_module), 0);
         }
     }
-    ratios.sort_by(f64::total_cmp);
-    say(format!(
-        "{test}: {} entries: median {:.2}, worst {:.2}",
-        ratios.len(),
-        ratios[ratios.len() / 2],
-        ratios.last().copied().unwrap_or(0.0)
-    ));
+    for (form, mut ratios) in [("fenced", ratios), ("aligned", aligned_ratios)] {
+        ratios.sort_by(f64::total_cmp);
+        say(format!(
+            "{test}: {} entries, {form} / unfenced: median {:.2}, worst {:.2}",
+            ratios.len(),
+            ratios[ratios.len() / 2],
+            ratios.last().copied().unwrap_or(0.0)
+        ));
+    }
 }
