@@ -31,14 +31,15 @@ fn main() -> ExitCode {
                 "{path}: {} address operands clamped, {} proven by their declarations, {} backward \
                  branches counted against the budget, {} asserts made the fence's exit, {} calls \
                  inlined, {} read-only tables moved to constant memory, {} unnamed module-scope items \
-                 dropped",
+                 dropped, {} bytes of module variables at the fence's start",
                 fenced.accesses(),
                 fenced.by_declaration(),
                 fenced.counted_branches(),
                 fenced.asserts(),
                 fenced.inlined(),
                 fenced.tables(),
-                fenced.dropped()
+                fenced.dropped(),
+                fenced.variables().len()
             );
             ExitCode::SUCCESS
         }

@@ -1,5 +1,6 @@
 //! The [`Launcher`] that runs registered PTX kernels on a [`CudaDevice`]: [`CudaLauncher`].
 
+use std::collections::HashMap;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, PoisonError};
 use std::time::Instant;
@@ -10,7 +11,7 @@ use kernel_args::{
     LaunchOutcome, LaunchRequest, Launcher, ParamType, PointerMode, Quota, QuotaError, Registered,
     ShapeError, SignatureCheck,
 };
-use kernel_args_core::{GuestRange, GuestWindow};
+use kernel_args_core::{GuestMemory, GuestRange, GuestWindow};
 
 use crate::cu_error::Phase;
 use crate::device::CudaDevice;
@@ -113,7 +114,14 @@ struct Fence<'b> {
 ///      arena is kept by the launcher and reused (no `cuMemAlloc`/`cuMemFree` per launch),
 ///      except one over [`MAX_KEPT_STAGING_BYTES`], freed after its launch. An arena longer than
 ///      the request's staging quota ([`LaunchRequest::limits`], `max_staging_bytes`) is refused
-///      with `QuotaExceeded` ([`Quota::StagingBytes`]) before anything is allocated or copied;
+///      with `QuotaExceeded` ([`Quota::StagingBytes`]) before anything is allocated or copied.
+///      A fenced module's variables (its `__device__` variables, `KernelEntry::variables`)
+///      take the arena's first bytes, the windows after them: the launcher keeps their bytes
+///      per kernel (and registration: a kernel registered again starts from its PTX's
+///      initializers), copies them in with the windows and back after the kernel, so they
+///      persist from one of this launcher's launches to the next and no other launcher sees
+///      them. In direct mode, whose fence is the guest's own memory, such a kernel is refused
+///      with `LaunchFailed` ([`FenceProblem::ModuleVariables`]) before anything runs;
 /// 5. for a fenced kernel (registered with [`KernelRegistry::register`](crate::KernelRegistry::register)),
 ///    appends the fence's hidden parameters (`crate::fence`; the fence's base is the only
 ///    address the kernel is given, and its code cannot name it): in direct mode the fence is the
@@ -152,6 +160,9 @@ pub struct CudaLauncher {
     /// The entry the last [`Launcher::registered`] answered from: what the launch of a request
     /// checked against it runs, even if the kernel has been registered again since.
     checked: Option<(i64, Arc<KernelEntry>)>,
+    /// Each fenced kernel's module variables as its last launch left them, with the
+    /// registration they belong to (`KernelEntry::variables`).
+    variables: HashMap<i64, (u64, Vec<u8>)>,
 }
 
 impl CudaDevice {
@@ -171,6 +182,7 @@ impl CudaLauncher {
             padding: PaddingScratch::default(),
             entry: None,
             checked: None,
+            variables: HashMap::new(),
         }
     }
 
@@ -400,10 +412,12 @@ impl Launch<'_> {
         padding: &mut PaddingScratch,
         (arena, flag): (&mut Option<DeviceBuffer>, &mut Option<MappedFlag>),
         request: &LaunchRequest<'_, '_>,
-        writes: &[bool],
+        (writes, variables): (&[bool], Option<&mut Vec<u8>>),
     ) -> Result<(), HostError> {
         let windows: Vec<GuestRange> = request.args.pointers().map(|(_, window)| window).collect();
-        let plan = StagingPlan::new(&windows);
+        // A fenced module's variables take the arena's first bytes; the windows follow.
+        let reserved = variables.as_ref().map_or(0, |v| v.len() as u64);
+        let plan = StagingPlan::after(reserved, &windows);
         // The staging quota, before anything is allocated or copied.
         let limit = request.limits().max_staging_bytes;
         if plan.arena_len() > limit {
@@ -486,18 +500,26 @@ impl Launch<'_> {
             Some(buffer) => {
                 let shift = shift(buffer);
                 let in_buffer = |at: u64| usize::try_from(shift.saturating_add(at)).unwrap_or(usize::MAX);
+                // The module's variables, copied in at the fence's start and back after the kernel.
+                let memory = variables.map(|v| GuestMemory::exclusive(v.as_mut_slice()));
+                let image = memory.as_ref().and_then(|m| m.window(0, u32::try_from(m.len()).ok()?));
+                let image = image.as_ref().map(|window| Transfer { window, buffer, at: in_buffer(0) });
                 let transfers: Vec<Transfer<'_, '_>> = regions
                     .iter()
                     .enumerate()
                     .map(|(r, window)| Transfer { window, buffer, at: in_buffer(plan.region_at(r)) })
+                    .chain(image)
                     .collect();
                 // Every window checked before anything is copied; the scope waits for the copies.
                 transfers.iter().try_for_each(Transfer::check_upload).map_err(|e| self.fail(e))?;
                 self.stream
                     .scope(self.current, |queue| transfers.iter().try_for_each(|t| queue.upload(t)))
                     .map_err(|e| self.fail(e))?;
-                let copy_back: Vec<Transfer<'_, '_>> =
-                    back.iter().map(|(window, at)| Transfer { window, buffer, at: in_buffer(*at) }).collect();
+                let copy_back: Vec<Transfer<'_, '_>> = back
+                    .iter()
+                    .map(|(window, at)| Transfer { window, buffer, at: in_buffer(*at) })
+                    .chain(image)
+                    .collect();
                 let mut window = 0;
                 let fence = flag.map(|flag| Fence {
                     base: buffer.address().saturating_add(shift),
@@ -577,6 +599,22 @@ impl Launcher for CudaLauncher {
                 .collect(),
             _ => Vec::new(),
         };
+        // A fenced module's variables: as the last launch of this registration left them.
+        let variables = entry.variables();
+        if !variables.is_empty() && self.device.pointer_mode == PointerMode::Direct {
+            let problem = FenceProblem::ModuleVariables { len: variables.len() as u64 };
+            return Err(unavailable(request.kernel_id, problem));
+        }
+        let variables = (!variables.is_empty()).then(|| {
+            let kept = self
+                .variables
+                .entry(request.kernel_id)
+                .or_insert_with(|| (entry.registration(), variables.to_vec()));
+            if kept.0 != entry.registration() {
+                *kept = (entry.registration(), variables.to_vec());
+            }
+            &mut kept.1
+        });
         let device = &*self.device;
         let state = device.usable_context()?;
         let started = Instant::now();
@@ -627,7 +665,7 @@ impl Launcher for CudaLauncher {
         match device.pointer_mode {
             PointerMode::Direct => launch.direct(storage, padding, flag, request)?,
             PointerMode::Staged | PointerMode::None => {
-                launch.staged(storage, padding, (arena, flag), request, &writes)?
+                launch.staged(storage, padding, (arena, flag), request, (&writes, variables))?
             }
         }
         drop(current);

@@ -11,7 +11,7 @@
 //! ([`crate::fence`]) and the driver loads the rewritten text, whose every global access is
 //! clamped into the launch's fence (the guest's linear memory in direct mode, the launch's
 //! staging arena in staged mode) and whose every loop counts against the thread's budget; a
-//! module the fence cannot cover (a call, a texture, a module `.global` variable) is refused
+//! module the fence cannot cover (a call, a texture, a tensor-core load) is refused
 //! with its line. The other two skip the fence, and both are for kernels the embedder trusts
 //! as it trusts itself:
 //!
@@ -77,6 +77,8 @@ pub struct KernelEntry {
     signature: Option<KernelSignature>,
     parse_error: Option<PtxParseError>,
     fenced: bool,
+    /// A fenced module's variables at the start of its fence (empty where it has none).
+    variables: Arc<[u8]>,
 }
 
 /// The registrations made in this process: each entry's identity.
@@ -113,6 +115,14 @@ impl KernelEntry {
     /// which a thread spent its budget `QuotaExceeded`.
     pub fn fenced(&self) -> bool {
         self.fenced
+    }
+
+    /// A fenced kernel's module variables as a launch of a new registration finds them
+    /// ([`FencedModule::variables`](crate::fence::FencedModule::variables)): the bytes at the
+    /// start of its fence, which a staged launch copies in and back. Empty for a module without
+    /// `.global` variables and for a kernel that is not fenced.
+    pub fn variables(&self) -> &Arc<[u8]> {
+        &self.variables
     }
 
     /// The entry point's name.
@@ -233,6 +243,7 @@ impl KernelRegistry {
                     .map_err(|e| refuse(KernelProblem::NulInPtx { position: e.nul_position() }))?,
             );
             kernel.fenced = true;
+            kernel.variables = Arc::from(module.variables());
         }
         self.kernels.insert(id, Arc::new(kernel));
         Ok(())
@@ -288,6 +299,7 @@ impl KernelEntry {
             signature,
             parse_error,
             fenced: false,
+            variables: Arc::from(Vec::new()),
         })
     }
 }
@@ -402,10 +414,17 @@ mod tests {
             assert_eq!(unfenced.ptx().to_str().unwrap(), VECTOR_ADD);
             assert_eq!(unfenced.aligned_ptx(), unfenced.ptx());
         }
-        // A module global a kernel writes is refused fenced, with its line, and accepted unfenced.
-        let global = VECTOR_ADD
-            .replacen(".address_size 64", ".address_size 64\n.global .u32 counter;", 1)
+        // A module variable a kernel writes is placed at the start of the fence, its bytes
+        // kept by the entry; one too large to copy in and out at every launch is refused fenced,
+        // with its line, and accepted unfenced.
+        let counter = VECTOR_ADD
+            .replacen(".address_size 64", ".address_size 64\n.global .u32 counter = 7;", 1)
             .replacen("ret;", "st.global.u32 [counter], %r1;\n\tret;", 1);
+        r.register(6, &counter, "vector_add", Sandbox::fenced(VECTOR_ADD_DECLARATION).unwrap()).unwrap();
+        let placed = r.get(6).unwrap();
+        assert_eq!(&placed.variables()[..], &[7, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]);
+        assert!(!placed.ptx().to_str().unwrap().contains("counter"));
+        let global = counter.replacen(".u32 counter = 7;", ".u32 counter[524288];", 1);
         let line = global.lines().position(|l| l.starts_with(".global")).unwrap() + 1;
         match problem(
             r.register(4, &global, "vector_add", Sandbox::fenced(VECTOR_ADD_DECLARATION).unwrap())
@@ -413,7 +432,7 @@ mod tests {
         ) {
             KernelProblem::Fence(e) => {
                 assert_eq!((e.line, &e.reason), (line, &FenceRefusal::ModuleGlobal));
-                assert!(e.to_string().contains(".global .u32 counter;"), "{e}");
+                assert!(e.to_string().contains(".global .u32 counter[524288];"), "{e}");
             }
             other => panic!("{other:?}"),
         }

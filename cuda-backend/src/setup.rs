@@ -100,8 +100,8 @@ pub enum KernelProblem {
     NotRegistered,
     /// The driver refused the kernel's module or entry, or the device cannot load it now.
     Load(String),
-    /// The PTX uses what the fence cannot cover (a call, a texture, a module `.global`
-    /// variable, ...), named by its line; register it with
+    /// The PTX uses what the fence cannot cover (a call, a texture, a tensor-core load, ...),
+    /// named by its line; register it with
     /// [`Sandbox::Unfenced`](crate::Sandbox::Unfenced) only for kernels trusted as the host is.
     Fence(FenceError),
     /// The driver's parameter list (`cuFuncGetParamInfo`) differs from the declaration (with

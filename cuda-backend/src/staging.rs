@@ -42,11 +42,20 @@ pub struct StagingPlan {
     placements: Vec<(usize, u64)>,
     /// Where each region's first byte lies in the arena.
     region_at: Vec<u64>,
+    /// The bytes at the arena's start that no window takes (a fenced module's variables).
+    reserved: u64,
 }
 
 impl StagingPlan {
     /// Plans the regions for `windows` (the pointer arguments' windows, in argument order).
     pub fn new(windows: &[GuestRange]) -> StagingPlan {
+        StagingPlan::after(0, windows)
+    }
+
+    /// Plans the regions for `windows` after the arena's first `reserved` bytes, which no
+    /// window takes (a fenced module's variables, `crate::fence::FencedModule::variables`):
+    /// the first region starts at the first [`STAGING_ALIGN`] boundary at or after them.
+    pub fn after(reserved: u64, windows: &[GuestRange]) -> StagingPlan {
         let mut order: Vec<usize> = (0..windows.len()).collect();
         order.sort_by_key(|&i| windows.get(i).map(|w| w.guest_offset));
         let mut regions: Vec<(u64, u64)> = Vec::new();
@@ -75,13 +84,13 @@ impl StagingPlan {
         // Each region from the next STAGING_ALIGN boundary after the one before, plus its
         // start's distance past a boundary.
         let mut region_at = Vec::with_capacity(regions.len());
-        let mut free = 0u64;
+        let mut free = reserved.next_multiple_of(STAGING_ALIGN);
         for &(start, end) in &regions {
             let at = free.saturating_add(start % STAGING_ALIGN);
             region_at.push(at);
             free = at.saturating_add(end.saturating_sub(start)).next_multiple_of(STAGING_ALIGN);
         }
-        StagingPlan { regions, placements, region_at }
+        StagingPlan { regions, placements, region_at, reserved }
     }
 
     /// The regions' `[start, end)` guest offsets, in increasing order.
@@ -103,11 +112,12 @@ impl StagingPlan {
         self.region_at.get(r).copied().unwrap_or(0)
     }
 
-    /// The bytes the arena needs: up to the last region's end (0 without regions).
+    /// The bytes the arena needs: up to the last region's end, and at least the reserved
+    /// bytes (0 without either).
     pub fn arena_len(&self) -> u64 {
         match (self.regions.last(), self.region_at.last()) {
             (Some(&(start, end)), Some(&at)) => at.saturating_add(end.saturating_sub(start)),
-            _ => 0,
+            _ => self.reserved,
         }
     }
 
@@ -190,6 +200,19 @@ mod tests {
         assert_eq!(plan.regions(), &[(0, 50), (100, 150), (200, 208)]);
         assert_eq!(plan.placements(), &[(1, 0), (0, 0), (0, 40), (1, 20), (1, 0), (0, 10), (2, 0), (1, 50)]);
         check_invariants(&windows, &plan);
+    }
+
+    #[test]
+    fn reserved_bytes_come_first_and_windows_keep_their_alignment() {
+        let windows = [w(4, 4), w(300, 8)];
+        let plan = StagingPlan::after(16, &windows);
+        // After the 16 reserved bytes: the next boundary, 256, plus 4; then 512 plus 44.
+        assert_eq!((plan.in_arena(0), plan.in_arena(1)), (Some(260), Some(556)));
+        assert_eq!(plan.arena_len(), 564);
+        check_invariants(&windows, &plan);
+        // No window: the reserved bytes alone.
+        assert_eq!(StagingPlan::after(16, &[]).arena_len(), 16);
+        assert_eq!(StagingPlan::after(0, &windows), StagingPlan::new(&windows));
     }
 
     #[test]

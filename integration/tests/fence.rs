@@ -971,3 +971,72 @@ fn with_the_aligned_fence_the_same_bytes_and_every_kernel_inside() {
         broken.len() + attacks.len()
     ));
 }
+
+/// The corpus's `__device__` variable: `count_launch` returns `launches_seen` and adds one.
+const DEVICE_VARIABLE_PTX: &str = include_str!("../../cuda-backend/kernels/corpus/device_variable.ptx");
+const DEVICE_VARIABLE_DECLARATION: &str = "count_launch(out: &mut [u64; 1])";
+
+/// A fenced module's `__device__` variable lives at the start of the staged fence, in both
+/// forms of the fence: the launcher copies it in and back at each launch, so it persists from
+/// one launch to the next as on a GPU, and each launcher (each guest) and each registration
+/// has its own. In direct mode, whose fence is the guest's own memory, the launch is refused
+/// by name and nothing runs.
+#[test]
+fn a_device_variable_lives_in_the_fence_and_persists_per_launcher() {
+    let test = "a_device_variable_lives_in_the_fence_and_persists_per_launcher";
+    let kernels = [(1, DEVICE_VARIABLE_PTX, "count_launch", DEVICE_VARIABLE_DECLARATION)];
+    let cases = [
+        (PointerModeChoice::Staged, false),
+        (PointerModeChoice::Staged, true),
+        (PointerModeChoice::Direct, false),
+    ];
+    for (mode, aligned) in cases {
+        let Some((_, device)) = device_with(test, mode, &kernels, None, aligned) else { continue };
+        // Each launch (two blocks of 32 threads; one thread adds) into a fresh guest memory.
+        let launches = |host: &mut LaunchHost<kernel_args_cuda::CudaLauncher>, n: usize| -> Vec<u64> {
+            (0..n)
+                .map(|_| {
+                    let mut memory = Memory::new(512);
+                    memory.put(0, &u64::MAX.to_le_bytes());
+                    let code = memory.call(host, 1, ([2, 1, 1], [32, 1, 1]), &argv(|a| _ = a.ptr(0, 8)), 256);
+                    assert_eq!(code, 0, "{mode:?} aligned {aligned}: {:?}", host.last_error_message());
+                    assert!(memory.guards_intact());
+                    u64::from_le_bytes(memory.guest()[..8].try_into().unwrap())
+                })
+                .collect()
+        };
+        let mut first = LaunchHost::new(device.launcher());
+        if device.pointer_mode() == PointerMode::Direct {
+            let mut memory = Memory::new(512);
+            let code = memory.call(&mut first, 1, ([1, 1, 1], [1, 1, 1]), &argv(|a| _ = a.ptr(0, 8)), 256);
+            assert_eq!(code, AbiError::LaunchFailed.code());
+            let refused = first.last_error().unwrap();
+            assert!(
+                matches!(refused.detail(), Detail::FenceUnavailable(u)
+                    if u.kernel_id == 1 && u.problem == kernel_args::FenceProblem::ModuleVariables { len: 16 }),
+                "{refused}"
+            );
+            assert_eq!(
+                refused.to_string(),
+                "LaunchFailed -5: kernel 1 is fenced, and its module's 16 bytes of .global variables need a \
+                 staged launch (in direct mode the fence is the guest's own memory)"
+            );
+            assert!(memory.guest()[..8] == [0; 8] && memory.guards_intact(), "nothing ran");
+            continue;
+        }
+        assert_eq!(launches(&mut first, 3), [0, 1, 2], "aligned {aligned}");
+        let mut second = LaunchHost::new(device.launcher());
+        assert_eq!(launches(&mut second, 2), [0, 1], "another launcher's own");
+        assert_eq!(launches(&mut first, 1), [3], "aligned {aligned}");
+        // Registered again: a new module, its variable as the PTX has it.
+        device
+            .register(
+                1,
+                DEVICE_VARIABLE_PTX,
+                "count_launch",
+                Sandbox::fenced(DEVICE_VARIABLE_DECLARATION).unwrap(),
+            )
+            .unwrap();
+        assert_eq!(launches(&mut first, 2), [0, 1], "aligned {aligned}");
+    }
+}

@@ -21,8 +21,24 @@
 //!   moves and by `add`/`sub` of an offset to another such register; and such a register is
 //!   used only as the address of an `ld.global` (or `ldu.global`), in a comparison, or to form
 //!   another. Anything else (a store, an atomic, `cvta` to a generic pointer, an address passed
-//!   on) leaves every table of the module where it was, for the rewriter to refuse by name. The
-//!   constant space's 64 KiB is respected.
+//!   on) leaves every table of the module in global memory, for the next step. The constant
+//!   space's 64 KiB is respected.
+//! - **The module's variables at the start of the fence.** The `.global` variables left (the
+//!   `__device__` variables a kernel writes, or whose address it takes or passes on) are laid
+//!   out at the start of the fence, in the module's order, each aligned to 16 (at least its
+//!   own alignment), their initializers written into the bytes a launch begins with
+//!   ([`FencedModule::variables`](super::FencedModule::variables)); each name becomes its
+//!   offset there, as every global address of a fenced kernel is an offset into its fence:
+//!   `mov.u64 %r, v+k` and `cvta.global.u64 %r, v+k` become `mov.u64 %r, offset`, and an access
+//!   at `[v+k]` (global or generic) one at `[offset]`, which the rewriter clamps as any other.
+//!   So a variable is inside the fence by construction, and its address tells a guest nothing
+//!   of the host. All of them or none: a variable declared `.extern`, the variables past 1 MiB
+//!   together ([`MAX_MODULE_VARIABLES`]), an initializer this does not write (a decimal float,
+//!   an integer for a float type), or a name used in another form (a 32-bit `mov`, another
+//!   state space) leaves them all in global memory, for the rewriter to refuse by name
+//!   ([`FenceRefusal::ModuleGlobal`](super::FenceRefusal::ModuleGlobal)). The launcher keeps
+//!   each guest's copy of those bytes, per kernel and registration, and copies it into the
+//!   start of a staged launch's arena and back after the kernel (`crate::launcher`).
 //! - **Calls of the module's own device functions** are inlined first (`inline.rs`): the call
 //!   sequence becomes the callee's body, renamed, in the caller.
 //! - **Module-scope variables and functions nothing names.** A `.global` or `.const`
@@ -32,23 +48,21 @@
 //!   numbers only), so nothing is lost, and the strings of lowered asserts and the tables the
 //!   CUDA headers leave in every module (libcu++'s `cuda::std::ignore`, for one) go with them.
 //!
-//! Whatever remains is the rewriter's to accept or refuse by name: a used `__device__` variable
-//! is still [`FenceRefusal::ModuleGlobal`](super::FenceRefusal::ModuleGlobal), a call to
-//! anything but `__assertfail` (`vprintf` among them) still
-//! [`FenceRefusal::Call`](super::FenceRefusal::Call).
+//! Whatever remains is the rewriter's to accept or refuse by name: a call to anything but
+//! `__assertfail` (`vprintf` among them) is still [`FenceRefusal::Call`](super::FenceRefusal::Call).
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use kernel_args_ptx::{
-    AddressBase, Block, FunctionKind, Instruction, Item, Linkage, Module, Operand, OperandKind, StateSpace,
-    Statement, Type,
+    Address, AddressBase, Block, FunctionKind, Immediate, Initializer, Instruction, Item, Linkage, Module,
+    Operand, OperandKind, StateSpace, Statement, Type,
 };
 
 /// The CUDA runtime's assertion handler, which nvcc calls for a failing `assert`.
 const ASSERT_FAIL: &str = "__assertfail";
 
 /// What [`lower`] did to a module.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(super) struct Lowered {
     /// Calls of the module's own `.func` bodies inlined (`inline.rs`).
     pub inlined: usize,
@@ -58,6 +72,9 @@ pub(super) struct Lowered {
     pub dropped: usize,
     /// Read-only `.global` tables moved to `.const`.
     pub tables: usize,
+    /// The bytes of the module-scope `.global` variables placed at the start of the fence, as a
+    /// launch begins (empty where there are none).
+    pub variables: Vec<u8>,
 }
 
 /// Lowers `module` in place (see the module's documentation).
@@ -115,6 +132,7 @@ pub(super) fn lower(module: &mut Module) -> Lowered {
     }
     lowered.dropped = before.saturating_sub(module.items.len());
     lowered.tables = place_read_only_tables(module);
+    lowered.variables = place_module_variables(module).unwrap_or_default();
     lowered
 }
 
@@ -441,4 +459,146 @@ fn for_each_instruction_mut(block: &mut Block, f: &mut dyn FnMut(&mut Instructio
             _ => {}
         }
     }
+}
+
+/// The most bytes a module's variables may take at the start of the fence: every staged launch
+/// of its kernels copies them in and out.
+pub(super) const MAX_MODULE_VARIABLES: u64 = 1 << 20;
+
+/// Places the module's remaining `.global` variables (those it writes, or whose address it
+/// takes: `__device__` variables) at the start of the fence (see the module's documentation):
+/// their bytes at launch, initializers written in, or `None` where the module has none or any
+/// of them cannot be placed, in which case the module is left as it was.
+fn place_module_variables(module: &mut Module) -> Option<Vec<u8>> {
+    // Each variable's offset, in the module's order.
+    let mut at = BTreeMap::new();
+    let mut image: Vec<u8> = Vec::new();
+    for item in &module.items {
+        let Item::Variable(v) = item else { continue };
+        if v.space != StateSpace::Global {
+            continue;
+        }
+        if v.linkage == Some(Linkage::Extern)
+            || matches!(v.ty, Type::TexRef | Type::SamplerRef | Type::SurfRef)
+        {
+            return None;
+        }
+        let size = usize::try_from(v.size()?).ok()?;
+        let align = usize::try_from(v.align.unwrap_or(1).max(super::WINDOW_ALIGN)).ok()?;
+        let offset = image.len().next_multiple_of(align);
+        let end = offset.checked_add(size)?;
+        if u64::try_from(end).ok()? > MAX_MODULE_VARIABLES {
+            return None;
+        }
+        image.resize(end, 0);
+        if let Some(init) = &v.init {
+            let element = usize::try_from(v.ty.size()?).ok()?;
+            let mut values = Vec::new();
+            flatten_initializer(init, &mut values);
+            let bytes = image.get_mut(offset..end)?;
+            let mut chunks = bytes.chunks_exact_mut(element);
+            for value in values {
+                encode(value, v.ty, chunks.next()?)?;
+            }
+        }
+        at.insert(v.name.clone(), i64::try_from(offset).ok()?);
+    }
+    if at.is_empty() {
+        return None;
+    }
+    image.resize(image.len().next_multiple_of(super::WINDOW_ALIGN as usize), 0);
+    // Every instruction that names one is a form this places; then each is placed.
+    let mut placeable = true;
+    for item in &module.items {
+        if let Item::Function(f) = item
+            && let Some(body) = &f.body
+        {
+            for_each_instruction(body, &mut |i| placeable &= place_variables_in(&mut i.clone(), &at));
+        }
+    }
+    if !placeable {
+        return None;
+    }
+    for item in &mut module.items {
+        if let Item::Function(f) = item
+            && let Some(body) = &mut f.body
+        {
+            for_each_instruction_mut(body, &mut |i| {
+                place_variables_in(i, &at);
+            });
+        }
+    }
+    module.items.retain(|item| !matches!(item, Item::Variable(v) if at.contains_key(&v.name)));
+    Some(image)
+}
+
+/// Rewrites the names of `at`'s variables in `i` as offsets into the fence: `mov.u64 %r, v+k`
+/// (and `cvta.global.u64 %r, v+k`, the same offset) become a move of the offset, and an address
+/// `[v+k]` of a global or generic access becomes `[offset]`. Whether every name of one in `i`
+/// was one of those forms (where not, `i` may be left half rewritten: call it on a copy first).
+fn place_variables_in(i: &mut Instruction, at: &BTreeMap<String, i64>) -> bool {
+    let names_one = |o: &Operand| o.symbols().iter().any(|s| at.contains_key(*s));
+    if !i.operands.iter().any(names_one) {
+        return true;
+    }
+    let wide = i.modifiers.iter().any(|m| matches!(m.as_str(), "u64" | "s64" | "b64"));
+    let cvta_global = i.opcode == "cvta" && i.modifiers.iter().map(String::as_str).eq(["global", "u64"]);
+    if (i.opcode == "mov" && wide) || cvta_global {
+        let [dest, source] = i.operands.as_mut_slice() else { return false };
+        if names_one(dest) {
+            return false;
+        }
+        let OperandKind::Symbol { name, offset } = &source.kind else { return false };
+        let Some(placed) = at.get(name).and_then(|&p| p.checked_add(*offset)) else { return false };
+        source.kind = OperandKind::Immediate(Immediate::Int(i128::from(placed)));
+        if cvta_global {
+            i.opcode = "mov".to_owned();
+            i.modifiers = vec!["u64".to_owned()];
+        }
+        return true;
+    }
+    // A global or generic access (no other state space written) naming one as its address.
+    let other_space =
+        i.modifiers.iter().any(|m| matches!(m.as_str(), "shared" | "local" | "const" | "param" | "tex"));
+    if other_space {
+        return false;
+    }
+    for operand in &mut i.operands {
+        if !matches!(operand.kind, OperandKind::Address(_)) {
+            if names_one(operand) {
+                return false;
+            }
+            continue;
+        }
+        if let OperandKind::Address(a) = &mut operand.kind
+            && let AddressBase::Symbol(name) = &a.base
+            && let Some(&placed) = at.get(name)
+        {
+            let Some(offset) = placed.checked_add(a.offset) else { return false };
+            *a = Address { base: AddressBase::Absolute, offset };
+        }
+    }
+    true
+}
+
+/// The numbers of an initializer, in order (a list's elements, nested lists flattened).
+fn flatten_initializer<'i>(init: &'i Initializer, out: &mut Vec<&'i Immediate>) {
+    match init {
+        Initializer::Value(value) => out.push(value),
+        Initializer::List(items) => items.iter().for_each(|item| flatten_initializer(item, out)),
+    }
+}
+
+/// `value` as a `ty` in little-endian `bytes` (its size), or `None` where it is not one this
+/// writes: an integer for an integer or bit type, a float's bits for a float type of its width.
+fn encode(value: &Immediate, ty: Type, bytes: &mut [u8]) -> Option<()> {
+    let float = matches!(ty, Type::F16 | Type::F16x2 | Type::BF16 | Type::BF16x2 | Type::F32 | Type::F64);
+    let le: [u8; 16] = match (value, ty) {
+        (Immediate::Int(v), _) if !float => v.to_le_bytes(),
+        (Immediate::F32(bits), Type::F32) => u128::from(*bits).to_le_bytes(),
+        (Immediate::F64(bits), Type::F64) => u128::from(*bits).to_le_bytes(),
+        _ => return None,
+    };
+    bytes.copy_from_slice(le.get(..bytes.len())?);
+    Some(())
 }

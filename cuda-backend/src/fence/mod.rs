@@ -8,7 +8,8 @@
 //!    ([`kernel_args_ptx::parse`]): what it does not read is refused with its line.
 //! 2. **Lower** what nvcc emits for ordinary CUDA code into forms the rewriter fences
 //!    (`src/fence/lower.rs`): a device-side `assert`'s call of `__assertfail` becomes `trap`,
-//!    `.global` tables the module only reads move to constant memory, and module-scope
+//!    `.global` tables the module only reads move to constant memory, the `.global` variables
+//!    left (`__device__` variables) are placed at the start of the fence, and module-scope
 //!    variables and declarations no instruction names are dropped.
 //! 3. **Rewrite** the parsed module (`src/fence/rewrite.rs`), instruction by instruction from an
 //!    allowlist (`src/fence/isa.rs`) that knows each accepted instruction's memory semantics:
@@ -94,8 +95,8 @@
 //! without a body in the module, such as `vprintf`; recursion; forms other than nvcc's call
 //! sequence) and the device functions' bodies they leave, textures and
 //! surfaces, tensor-core and bulk copies (`wmma`, `ldmatrix`, `cp.async.bulk`, `mbarrier`),
-//! module-scope `.global` variables the module writes or whose address it passes on
-//! (`__device__` variables, `printf`'s format strings), indirect branches, barriers whose number is not a
+//! module-scope `.global` variables it cannot place at the start of the fence (see
+//! [`FenceRefusal::ModuleGlobal`]), indirect branches, barriers whose number is not a
 //! constant, pragmas other than `nounroll`, and every instruction or modifier outside the
 //! allowlist.
 //!
@@ -175,6 +176,7 @@ pub struct FencedModule {
     dropped: usize,
     tables: usize,
     inlined: usize,
+    variables: Vec<u8>,
 }
 
 impl FencedModule {
@@ -246,6 +248,21 @@ impl FencedModule {
         self.inlined
     }
 
+    /// The module's variables: the bytes of its module-scope `.global` variables (`__device__`
+    /// variables, which it writes), initializers written in, that every fenced launch finds
+    /// at the start of its fence. The fence places each variable there, at its offset from
+    /// the fence's start (aligned to 16), and the kernel names it by that offset as it names
+    /// any global address; nothing else of the fence changes. Empty where the module has none.
+    ///
+    /// The launcher keeps these bytes per kernel and registration: a staged launch copies them
+    /// into the start of its arena and back after the kernel, so they persist from one launch
+    /// to the next, as a `__device__` variable does, without any other tenant's launches
+    /// seeing them. A direct launch's fence is the guest's own memory, which has no room for
+    /// them: such a kernel is refused there (`kernel_args::FenceProblem::ModuleVariables`).
+    pub fn variables(&self) -> &[u8] {
+        &self.variables
+    }
+
     /// How many module-scope `.global` and `.const` variables and `.func`s (declarations, and
     /// bodies no call is left to run) no instruction names were dropped (the strings of
     /// lowered asserts, headers' unused tables, inlined device functions).
@@ -292,9 +309,13 @@ pub enum FenceRefusal {
     /// A tensor-core or matrix load or store (`wmma`, `ldmatrix`, `stmatrix`, `wgmma`): it
     /// reaches a whole fragment from one address.
     MatrixMemory,
-    /// A module-scope `.global` variable the module writes or whose address it passes on:
-    /// memory outside any guest's fence, shared by every launch of the module (a table it only
-    /// reads moves to constant memory instead, and one it never names is dropped).
+    /// A module-scope `.global` variable the fence cannot place at the start of the fence
+    /// ([`FencedModule::variables`]): declared `.extern`, the module's variables over 1 MiB
+    /// together, an initializer other than integers and float bits of the variable's type, or
+    /// named other than by a 64-bit `mov` of its address, a `cvta.global.u64` of it or the
+    /// address of a global or generic access (a table the module only reads moves to constant
+    /// memory instead, and one it never names is dropped). Left in global memory it would lie
+    /// outside every guest's fence, shared by every launch of the module.
     ModuleGlobal,
     /// An access wider than 16 bytes.
     TooWide,
@@ -336,7 +357,7 @@ impl fmt::Display for FenceRefusal {
                 f.write_str("a matrix load or store (wmma, ldmatrix, stmatrix, wgmma)")
             }
             FenceRefusal::ModuleGlobal => {
-                f.write_str("a module-scope .global variable (memory outside every fence)")
+                f.write_str("a module-scope .global variable the fence cannot place in the fence")
             }
             FenceRefusal::TooWide => f.write_str("an access wider than 16 bytes"),
             FenceRefusal::Barrier => f.write_str("a barrier whose number or thread count is not a constant"),
@@ -409,6 +430,7 @@ pub fn fence_ptx(ptx: &str) -> Result<FencedModule, FenceError> {
         dropped: lowered.dropped,
         tables: lowered.tables,
         inlined: lowered.inlined,
+        variables: lowered.variables,
     })
 }
 

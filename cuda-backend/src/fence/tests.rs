@@ -359,16 +359,19 @@ fn what_cannot_be_fenced_is_refused_by_name_with_its_line() {
 
 #[test]
 fn module_scope_refusals() {
-    let named = "\tst.global.u32 [counter], %r1;\n";
-    let e = fence_ptx(&entry(named).replace(HEADER, &format!("{HEADER}.global .align 4 .u32 counter;\n")))
-        .unwrap_err();
-    assert_eq!((e.line, e.reason), (4, FenceRefusal::ModuleGlobal));
-    let e = fence_ptx(
-        &entry("\tatom.global.add.u32 %r1, [seeds+4], 1;\n")
-            .replace(HEADER, &format!("{HEADER}\n.global .align 4 .u32 seeds[2] = {{1, 2}};\n")),
-    )
-    .unwrap_err();
-    assert_eq!((e.line, e.reason), (5, FenceRefusal::ModuleGlobal), "with an initializer");
+    // A `.global` variable the fence cannot place at the start of the fence: declared
+    // elsewhere, too large to copy in and out at every launch, or named in a form it does not
+    // rewrite (a 32-bit move of its address; an address in another state space).
+    for (variable, named) in [
+        (".extern .global .align 4 .u32 counter;", "\tst.global.u32 [counter], %r1;\n"),
+        (".global .align 4 .u32 counter[262145];", "\tst.global.u32 [counter], %r1;\n"),
+        (".global .align 4 .u32 counter;", "\tmov.u32 %r2, counter;\n\tst.global.u32 [%rd1], %r2;\n"),
+        (".global .align 4 .u32 counter;", "\tst.shared.u32 [counter], %r1;\n"),
+        (".global .align 4 .f32 counter = 1.5;", "\tst.global.f32 [counter], %f1;\n"),
+    ] {
+        let e = fence_ptx(&entry(named).replace(HEADER, &format!("{HEADER}{variable}\n"))).unwrap_err();
+        assert_eq!((e.line, e.reason), (4, FenceRefusal::ModuleGlobal), "{variable} {named}");
+    }
     // What no instruction names is dropped, whatever its space: a kernel cannot reach it.
     let module = fence_ptx(&format!(
         "{HEADER}.global .align 4 .u32 counter;\n.const .align 1 .b8 ignore[1];\n.extern .func helper;\n"
@@ -471,7 +474,8 @@ fn a_table_the_module_only_reads_moves_to_constant_memory() {
     assert!(text.iter().any(|l| l.starts_with("ld.const.u32 %r2, [%__kargs_a")), "{text:#?}");
     assert!(text.iter().any(|l| l == "ld.const.u32 %r3, [lut+8];"), "{text:#?}");
     assert!(!text.iter().any(|l| l.contains(".global") && l.contains("lut")), "{text:#?}");
-    // Any use that is not a read leaves the table where it is, refused by name.
+    // Any use that is not a read leaves the table in global memory, where the fence places it
+    // as a variable of the module, at the start of the fence (its bytes the initializer's).
     for extra in [
         "\tst.global.u32 [%rd4], %r2;\n",
         "\tatom.global.add.u32 %r3, [%rd2], 1;\n",
@@ -482,12 +486,51 @@ fn a_table_the_module_only_reads_moves_to_constant_memory() {
         "\t@%p1 mov.u64 %rd4, %rd1;\n\tld.global.u32 %r3, [%rd4];\n",
         "\tld.global.u64 %rd2, [%rd1];\n",
     ] {
-        let e = fence_ptx(&table_module(table, extra)).unwrap_err();
-        assert_eq!((e.line, &e.reason), (4, &FenceRefusal::ModuleGlobal), "{extra}");
+        let module = fence_ptx(&table_module(table, extra)).unwrap();
+        assert_eq!(module.tables(), 0, "{extra}");
+        assert_eq!(module.variables(), [1, 0, 0, 0, 2, 0, 0, 0, 3, 0, 0, 0, 4, 0, 0, 0], "{extra}");
+        let text = lines(&module);
+        assert!(!text.iter().any(|l| l.contains("lut")), "{text:#?}");
+        assert!(text.iter().any(|l| l == "mov.u64 %rd2, 0;"), "{text:#?}");
     }
-    // Past the constant space's 64 KiB it stays too.
+    // Past the constant space's 64 KiB it stays in global memory too.
     let huge = ".global .align 4 .b8 lut[65537];";
-    assert_eq!(fence_ptx(&table_module(huge, "")).unwrap_err().reason, FenceRefusal::ModuleGlobal);
+    assert_eq!(fence_ptx(&table_module(huge, "")).unwrap().variables().len(), 65552);
+}
+
+/// The module's `.global` variables it writes (`__device__` variables) are placed at the start
+/// of the fence, each aligned to 16, with their initializers' bytes; each name becomes its
+/// offset there, which the kernel's global accesses are clamped with as any other offset.
+#[test]
+fn a_device_variable_is_placed_at_the_start_of_the_fence() {
+    let variables = ".global .align 4 .u32 seeds[2] = {1, -2};\n.global .align 8 .f64 scale = 0d3FF0000000000000;\n\
+        .global .align 8 .u64 seen;\n.global .align 4 .u32 unused;\n";
+    let body = "\tmov.u64 %rd2, seeds;\n\tcvta.global.u64 %rd3, seeds+8;\n\tatom.global.add.u32 %r1, [seeds+4], 1;\n\
+        \tld.global.u64 %rd4, [scale];\n\tst.global.u64 [%rd1], %rd2;\n\tst.u64 [%rd3], %rd4;\n\tst.u64 [seen], %rd4;\n";
+    let module = fence_ptx(&entry(body).replace(HEADER, &format!("{HEADER}{variables}"))).unwrap();
+    let mut expected = vec![0u8; 48];
+    expected[..8].copy_from_slice(&[1, 0, 0, 0, 0xfe, 0xff, 0xff, 0xff]);
+    expected[16..24].copy_from_slice(&1.0f64.to_le_bytes());
+    assert_eq!(module.variables(), expected);
+    assert_eq!(module.dropped(), 1, "the unused one");
+    let text = lines(&module);
+    for line in [
+        "mov.u64 %rd2, 0;",
+        "mov.u64 %rd3, 8;",
+        "mov.u64 %__kargs_e, 4;",
+        "mov.u64 %__kargs_e, 16;",
+        "mov.u64 %__kargs_e, 32;",
+    ] {
+        assert!(text.iter().any(|l| l == line), "{line}: {text:#?}");
+    }
+    assert!(
+        !text.iter().any(|l| l.contains("seeds") || l.contains("scale") || l.contains("seen")),
+        "{text:#?}"
+    );
+    // Every access through one of them is clamped into the fence, like any global access.
+    assert_eq!(module.accesses(), 5);
+    // A module without one has none.
+    assert!(fenced("\tst.global.u32 [%rd1], %r1;\n").variables().is_empty());
 }
 
 /// The forms a text scanner misread, each as ptxas reads it (checked with ptxas 12.9): every
