@@ -1,6 +1,6 @@
 //! The [`Launcher`] that runs registered PTX kernels on a [`CudaDevice`]: [`CudaLauncher`].
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, PoisonError};
 use std::time::Instant;
@@ -18,6 +18,7 @@ use crate::device::CudaDevice;
 #[cfg(doc)]
 use crate::device::PointerModeChoice;
 use crate::driver::{CuError, Current, DeviceBuffer, Dims, Kernel, MappedFlag, Stream, Transfer};
+use crate::fence::printf::Printed;
 use crate::fence::{FENCE_PARAMS, FLAG_BUDGET, FLAG_REACHED_OUT, FLAG_TRAPPED, MAX_FENCE_LEN, MIN_FENCE_LEN};
 use crate::modules::LoadedKernel;
 use crate::registry::KernelEntry;
@@ -30,6 +31,9 @@ use crate::storage::{KernelParamStorage, KernelParams, PaddingScratch, StorageEr
 pub const MAX_KEPT_STAGING_BYTES: usize = 64 << 20;
 
 pub use crate::staging::STAGING_ALIGN;
+
+/// The most launches whose printed text a launcher keeps until [`CudaLauncher::take_printed`].
+pub const MAX_KEPT_PRINTS: usize = 64;
 
 /// The parameter storage's capacity: the most arguments a guest sends, and the fence's hidden
 /// parameters after them.
@@ -121,7 +125,9 @@ struct Fence<'b> {
 ///      initializers), copies them in with the windows and back after the kernel, so they
 ///      persist from one of this launcher's launches to the next and no other launcher sees
 ///      them. In direct mode, whose fence is the guest's own memory, such a kernel is refused
-///      with `LaunchFailed` ([`FenceProblem::ModuleVariables`]) before anything runs;
+///      with `LaunchFailed` ([`FenceProblem::ModuleVariables`]) before anything runs. A
+///      device-side `printf`'s print buffer is one of them, emptied before each launch; what
+///      the launch printed is formatted after it, for [`CudaLauncher::take_printed`];
 /// 5. for a fenced kernel (registered with [`KernelRegistry::register`](crate::KernelRegistry::register)),
 ///    appends the fence's hidden parameters (`crate::fence`; the fence's base is the only
 ///    address the kernel is given, and its code cannot name it): in direct mode the fence is the
@@ -163,6 +169,8 @@ pub struct CudaLauncher {
     /// Each fenced kernel's module variables as its last launch left them, with the
     /// registration they belong to (`KernelEntry::variables`).
     variables: HashMap<i64, (u64, Vec<u8>)>,
+    /// What the last launches' device-side `printf`s printed, oldest first, until taken.
+    printed: VecDeque<(i64, Printed)>,
 }
 
 impl CudaDevice {
@@ -174,6 +182,15 @@ impl CudaDevice {
 }
 
 impl CudaLauncher {
+    /// What fenced kernels' device-side `printf`s printed in this launcher's launches since the
+    /// last call, oldest first: each launch that printed, with its kernel id (the last
+    /// [`MAX_KEPT_PRINTS`] of them; older ones are dropped). A launch prints into a buffer of
+    /// its own inside its fence ([`crate::fence::printf`]), which the launcher reads after the
+    /// kernel; what did not fit is said ([`Printed::truncated`]).
+    pub fn take_printed(&mut self) -> Vec<(i64, Printed)> {
+        self.printed.drain(..).collect()
+    }
+
     fn new(device: Arc<CudaDevice>) -> CudaLauncher {
         CudaLauncher {
             device,
@@ -183,6 +200,7 @@ impl CudaLauncher {
             entry: None,
             checked: None,
             variables: HashMap::new(),
+            printed: VecDeque::new(),
         }
     }
 
@@ -605,7 +623,7 @@ impl Launcher for CudaLauncher {
             let problem = FenceProblem::ModuleVariables { len: variables.len() as u64 };
             return Err(unavailable(request.kernel_id, problem));
         }
-        let variables = (!variables.is_empty()).then(|| {
+        let mut variables = (!variables.is_empty()).then(|| {
             let kept = self
                 .variables
                 .entry(request.kernel_id)
@@ -615,6 +633,11 @@ impl Launcher for CudaLauncher {
             }
             &mut kept.1
         });
+        // Its print buffer is per launch: empty as the kernel starts.
+        let print = entry.print_buffer();
+        if let (Some(print), Some(variables)) = (print, variables.as_deref_mut()) {
+            print.reset(variables);
+        }
         let device = &*self.device;
         let state = device.usable_context()?;
         let started = Instant::now();
@@ -662,12 +685,24 @@ impl Launcher for CudaLauncher {
         }
 
         let (storage, padding) = (&mut *self.storage, &mut self.padding);
-        match device.pointer_mode {
-            PointerMode::Direct => launch.direct(storage, padding, flag, request)?,
+        let launched = match device.pointer_mode {
+            PointerMode::Direct => launch.direct(storage, padding, flag, request),
             PointerMode::Staged | PointerMode::None => {
-                launch.staged(storage, padding, (arena, flag), request, (&writes, variables))?
+                launch.staged(storage, padding, (arena, flag), request, (&writes, variables.as_deref_mut()))
+            }
+        };
+        // What the kernel printed (copied back with its variables, whether or not the launch
+        // then reported its fence), kept for the embedder.
+        if let (Some(print), Some(variables)) = (print, variables.as_deref()) {
+            let printed = print.text(variables);
+            if !printed.text.is_empty() || printed.truncated {
+                if self.printed.len() == MAX_KEPT_PRINTS {
+                    self.printed.pop_front();
+                }
+                self.printed.push_back((request.kernel_id, printed));
             }
         }
+        launched?;
         drop(current);
         drop(state);
         Ok(LaunchOutcome { pointer_mode: device.pointer_mode, signature: kernel.signature })

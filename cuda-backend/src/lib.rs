@@ -106,7 +106,7 @@ pub use device::{CudaDevice, CudaOptions, DRIVER_ENV, DeviceInfo, PointerModeCho
 pub use driver::DRIVER_LIBRARY;
 #[cfg(feature = "cuda")]
 #[cfg_attr(docsrs, doc(cfg(feature = "cuda")))]
-pub use launcher::{CudaLauncher, MAX_KEPT_STAGING_BYTES, STAGING_ALIGN};
+pub use launcher::{CudaLauncher, MAX_KEPT_PRINTS, MAX_KEPT_STAGING_BYTES, STAGING_ALIGN};
 pub use registry::{KernelEntry, KernelRegistry, Sandbox};
 pub use setup::{KernelProblem, SetupError};
 pub use signature::{KernelSignature, PtxParam, PtxParseError, PtxType, check_param_sizes};

@@ -60,6 +60,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use kernel_args::{Declaration, DeclarationError};
 
 use crate::fence::fence_ptx;
+use crate::fence::printf::PrintBuffer;
 use crate::setup::{KernelProblem, SetupError};
 use crate::signature::{KernelSignature, PtxParseError, find_entry};
 
@@ -79,6 +80,8 @@ pub struct KernelEntry {
     fenced: bool,
     /// A fenced module's variables at the start of its fence (empty where it has none).
     variables: Arc<[u8]>,
+    /// The print buffer among them, where the module's `printf`s were rewritten.
+    print: Option<Arc<PrintBuffer>>,
 }
 
 /// The registrations made in this process: each entry's identity.
@@ -123,6 +126,14 @@ impl KernelEntry {
     /// `.global` variables and for a kernel that is not fenced.
     pub fn variables(&self) -> &Arc<[u8]> {
         &self.variables
+    }
+
+    /// Where a fenced kernel's device-side `printf`s write their records among its
+    /// [variables](Self::variables)
+    /// ([`FencedModule::print_buffer`](crate::fence::FencedModule::print_buffer)); `None` for a
+    /// module without `printf` and for a kernel that is not fenced.
+    pub fn print_buffer(&self) -> Option<&Arc<PrintBuffer>> {
+        self.print.as_ref()
     }
 
     /// The entry point's name.
@@ -244,6 +255,7 @@ impl KernelRegistry {
             );
             kernel.fenced = true;
             kernel.variables = Arc::from(module.variables());
+            kernel.print = module.print_buffer().cloned().map(Arc::new);
         }
         self.kernels.insert(id, Arc::new(kernel));
         Ok(())
@@ -300,6 +312,7 @@ impl KernelEntry {
             parse_error,
             fenced: false,
             variables: Arc::from(Vec::new()),
+            print: None,
         })
     }
 }

@@ -1040,3 +1040,59 @@ fn a_device_variable_lives_in_the_fence_and_persists_per_launcher() {
         assert_eq!(launches(&mut first, 2), [0, 1], "aligned {aligned}");
     }
 }
+
+/// The corpus's device-side `printf`: thread 0 prints `first element %f of %d\n`.
+const PRINTF_PTX: &str = include_str!("../../cuda-backend/kernels/corpus/printf.ptx");
+const PRINTF_DECLARATION: &str = "report_first(input: &[f32; n], n: i32)";
+
+/// A fenced kernel's `printf` writes into its launch's print buffer, inside the fence, and
+/// the launcher hands the embedder the text, formatted as C's `printf` formats it: once per
+/// launch (the buffer is the launch's own), nothing where the kernel printed nothing.
+#[test]
+fn a_fenced_printf_reaches_the_embedder() {
+    let test = "a_fenced_printf_reaches_the_embedder";
+    let kernels = [(1, PRINTF_PTX, "report_first", PRINTF_DECLARATION)];
+    for aligned in [false, true] {
+        let Some((_, device)) = device_with(test, PointerModeChoice::Staged, &kernels, None, aligned) else {
+            continue;
+        };
+        let mut host = LaunchHost::new(device.launcher());
+        let run = |host: &mut LaunchHost<kernel_args_cuda::CudaLauncher>, first: f32, n: i32| {
+            let mut memory = Memory::new(512);
+            memory.put(0, &floats([first, 2.0, 3.0, 4.0].into_iter()));
+            let argv = argv(|a| _ = a.ptr(0, 4 * n.max(0) as u32).unwrap().i32(n));
+            let code = memory.call(host, 1, ([2, 1, 1], [64, 1, 1]), &argv, 256);
+            assert_eq!(code, 0, "{:?}", host.last_error_message());
+            assert!(memory.guards_intact());
+        };
+        run(&mut host, 1.5, 4);
+        run(&mut host, -0.25, 3);
+        run(&mut host, 7.0, 0); // n = 0: nothing printed
+        let printed = host.launcher_mut().take_printed();
+        let texts: Vec<(i64, &str, bool)> =
+            printed.iter().map(|(id, p)| (*id, p.text.as_str(), p.truncated)).collect();
+        assert_eq!(
+            texts,
+            [(1, "first element 1.500000 of 4\n", false), (1, "first element -0.250000 of 3\n", false)],
+            "aligned {aligned}"
+        );
+        assert!(host.launcher_mut().take_printed().is_empty(), "taken");
+    }
+    // Every thread printing: 1,280 records of 16 bytes, of which the 16 KiB buffer holds
+    // 1,024; the rest is said to be lost, and nothing left the fence.
+    let every_thread = PRINTF_PTX.replacen("@%p3 bra", "// @%p3 bra", 1);
+    assert_ne!(every_thread, PRINTF_PTX);
+    let kernels = [(1, every_thread.as_str(), "report_first", PRINTF_DECLARATION)];
+    let Some((_, device)) = device(test, PointerModeChoice::Staged, &kernels, None) else { return };
+    let mut host = LaunchHost::new(device.launcher());
+    let mut memory = Memory::new(512);
+    memory.put(0, &floats([0.5f32].into_iter()));
+    let argv = argv(|a| _ = a.ptr(0, 4).unwrap().i32(1));
+    let code = memory.call(&mut host, 1, ([2, 1, 1], [640, 1, 1]), &argv, 256);
+    assert_eq!(code, 0, "{:?}", host.last_error_message());
+    let printed = host.launcher_mut().take_printed();
+    let [(1, printed)] = printed.as_slice() else { panic!("{printed:?}") };
+    assert!(printed.truncated);
+    assert_eq!(printed.text.lines().count(), 1024);
+    assert!(printed.text.lines().all(|l| l == "first element 0.500000 of 1"));
+}

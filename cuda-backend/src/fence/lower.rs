@@ -41,6 +41,11 @@
 //!   start of a staged launch's arena and back after the kernel (`crate::launcher`).
 //! - **Calls of the module's own device functions** are inlined first (`inline.rs`): the call
 //!   sequence becomes the callee's body, renamed, in the caller.
+//! - **Device-side `printf`.** Each call sequence of `vprintf` whose format is a string of the
+//!   module that `printf.rs` reads becomes the writing of a record into the launch's print
+//!   buffer, a variable the fence adds (`printf.rs`); the strings and the runtime's declaration
+//!   then go with the other names nothing uses. Where the module's variables cannot be placed
+//!   (below), nothing of this is done, and the calls are refused as calls.
 //! - **Module-scope variables and functions nothing names.** A `.global` or `.const`
 //!   variable (not a texture, sampler or surface handle: those are refused by name), or a
 //!   `.func` (a declaration, or a body no call is left to run), that no instruction of the
@@ -49,9 +54,12 @@
 //!   CUDA headers leave in every module (libcu++'s `cuda::std::ignore`, for one) go with them.
 //!
 //! Whatever remains is the rewriter's to accept or refuse by name: a call to anything but
-//! `__assertfail` (`vprintf` among them) is still [`FenceRefusal::Call`](super::FenceRefusal::Call).
+//! `__assertfail`, and of `vprintf` with a format `printf.rs` does not read, is still
+//! [`FenceRefusal::Call`](super::FenceRefusal::Call).
 
 use std::collections::{BTreeMap, BTreeSet};
+
+use super::printf::PrintBuffer;
 
 use kernel_args_ptx::{
     Address, AddressBase, Block, FunctionKind, Immediate, Initializer, Instruction, Item, Linkage, Module,
@@ -75,11 +83,28 @@ pub(super) struct Lowered {
     /// The bytes of the module-scope `.global` variables placed at the start of the fence, as a
     /// launch begins (empty where there are none).
     pub variables: Vec<u8>,
+    /// The print buffer among them, where `printf` calls were rewritten (`printf.rs`).
+    pub print: Option<PrintBuffer>,
 }
 
 /// Lowers `module` in place (see the module's documentation).
 pub(super) fn lower(module: &mut Module) -> Lowered {
+    let original = module.clone();
+    let lowered = lower_with(module, true);
+    // Where the module's variables could not be placed, its `printf`s are not rewritten either
+    // (their print buffer is one of those variables): the module as the rewriter will refuse it.
+    let unplaced =
+        module.items.iter().any(|item| matches!(item, Item::Variable(v) if v.space == StateSpace::Global));
+    if lowered.print.is_some() && unplaced {
+        *module = original;
+        return lower_with(module, false);
+    }
+    lowered
+}
+
+fn lower_with(module: &mut Module, printf: bool) -> Lowered {
     let mut lowered = Lowered { inlined: super::inline::inline_calls(module), ..Lowered::default() };
+    let formats = if printf { super::printf::lower_printf(module) } else { None };
     let assert_declared = module.items.iter().any(|item| {
         matches!(item, Item::Function(f)
             if f.name == ASSERT_FAIL && f.kind == FunctionKind::Func && f.body.is_none()
@@ -132,7 +157,12 @@ pub(super) fn lower(module: &mut Module) -> Lowered {
     }
     lowered.dropped = before.saturating_sub(module.items.len());
     lowered.tables = place_read_only_tables(module);
-    lowered.variables = place_module_variables(module).unwrap_or_default();
+    if let Some((variables, at)) = place_module_variables(module) {
+        lowered.variables = variables;
+        lowered.print = formats
+            .zip(at.get(super::printf::PRINT_VARIABLE))
+            .map(|(formats, &at)| PrintBuffer { at: usize::try_from(at).unwrap_or(usize::MAX), formats });
+    }
     lowered
 }
 
@@ -200,7 +230,7 @@ fn assert_call(block: &Block) -> Option<&Instruction> {
 
 /// Removes, to a fixed point, each `mov` or `cvta` whose destination (one register) no
 /// instruction of `body` reads.
-fn remove_dead_moves(body: &mut Block) {
+pub(super) fn remove_dead_moves(body: &mut Block) {
     loop {
         let mut read = BTreeSet::new();
         for_each_instruction(body, &mut |i| {
@@ -469,7 +499,7 @@ pub(super) const MAX_MODULE_VARIABLES: u64 = 1 << 20;
 /// takes: `__device__` variables) at the start of the fence (see the module's documentation):
 /// their bytes at launch, initializers written in, or `None` where the module has none or any
 /// of them cannot be placed, in which case the module is left as it was.
-fn place_module_variables(module: &mut Module) -> Option<Vec<u8>> {
+fn place_module_variables(module: &mut Module) -> Option<(Vec<u8>, BTreeMap<String, i64>)> {
     // Each variable's offset, in the module's order.
     let mut at = BTreeMap::new();
     let mut image: Vec<u8> = Vec::new();
@@ -529,7 +559,7 @@ fn place_module_variables(module: &mut Module) -> Option<Vec<u8>> {
         }
     }
     module.items.retain(|item| !matches!(item, Item::Variable(v) if at.contains_key(&v.name)));
-    Some(image)
+    Some((image, at))
 }
 
 /// Rewrites the names of `at`'s variables in `i` as offsets into the fence: `mov.u64 %r, v+k`

@@ -8,8 +8,10 @@
 //!    ([`kernel_args_ptx::parse`]): what it does not read is refused with its line.
 //! 2. **Lower** what nvcc emits for ordinary CUDA code into forms the rewriter fences
 //!    (`src/fence/lower.rs`): a device-side `assert`'s call of `__assertfail` becomes `trap`,
-//!    `.global` tables the module only reads move to constant memory, the `.global` variables
-//!    left (`__device__` variables) are placed at the start of the fence, and module-scope
+//!    a device-side `printf`'s call of `vprintf` becomes a record written into the launch's
+//!    print buffer ([`printf`]), `.global` tables the module only reads move to constant
+//!    memory, the `.global` variables left (`__device__` variables, the print buffer) are
+//!    placed at the start of the fence, and module-scope
 //!    variables and declarations no instruction names are dropped.
 //! 3. **Rewrite** the parsed module (`src/fence/rewrite.rs`), instruction by instruction from an
 //!    allowlist (`src/fence/isa.rs`) that knows each accepted instruction's memory semantics:
@@ -91,9 +93,10 @@
 //! An exit before the thread has passed any access, trap or label (nvcc's bounds check) is
 //! left a plain `ret`: it has nothing to report. A call of one of the module's own device
 //! functions is inlined before anything else (`src/fence/inline.rs`), so its body is fenced as
-//! the caller's own. What the fence refuses, by name: calls it does not inline (of a function
-//! without a body in the module, such as `vprintf`; recursion; forms other than nvcc's call
-//! sequence) and the device functions' bodies they leave, textures and
+//! the caller's own, and a `printf` writes a record into the launch's print buffer, which the
+//! launcher formats ([`printf`]). What the fence refuses, by name: calls it does not inline (of
+//! a function without a body in the module, such as `vprintf` with a format [`printf`] does not
+//! rewrite; recursion; forms other than nvcc's call sequence) and the device functions' bodies they leave, textures and
 //! surfaces, tensor-core and bulk copies (`wmma`, `ldmatrix`, `cp.async.bulk`, `mbarrier`),
 //! module-scope `.global` variables it cannot place at the start of the fence (see
 //! [`FenceRefusal::ModuleGlobal`]), indirect branches, barriers whose number is not a
@@ -125,6 +128,7 @@ mod check;
 mod inline;
 mod isa;
 mod lower;
+pub mod printf;
 mod rewrite;
 
 pub use check::{CheckFinding, CheckReport, FindingKind, check};
@@ -177,6 +181,7 @@ pub struct FencedModule {
     tables: usize,
     inlined: usize,
     variables: Vec<u8>,
+    print: Option<printf::PrintBuffer>,
 }
 
 impl FencedModule {
@@ -261,6 +266,13 @@ impl FencedModule {
     /// them: such a kernel is refused there (`kernel_args::FenceProblem::ModuleVariables`).
     pub fn variables(&self) -> &[u8] {
         &self.variables
+    }
+
+    /// The print buffer among the [module's variables](Self::variables), where the module's
+    /// device-side `printf` calls were rewritten to write records into it ([`printf`]); `None`
+    /// where the module has none.
+    pub fn print_buffer(&self) -> Option<&printf::PrintBuffer> {
+        self.print.as_ref()
     }
 
     /// How many module-scope `.global` and `.const` variables and `.func`s (declarations, and
@@ -405,7 +417,8 @@ pub fn fence_ptx(ptx: &str) -> Result<FencedModule, FenceError> {
         statement: String::new(),
         reason: FenceRefusal::Unreadable(e.kind),
     })?;
-    let lowered = lower::lower(&mut module);
+    let mut lowered = lower::lower(&mut module);
+    let print = lowered.print.take();
     let (text, rewritten) = rewritten_and_checked(module.clone(), false)?;
     let (aligned_ptx, aligned) = rewritten_and_checked(module, true)?;
     // The two forms differ only in how a global access is clamped.
@@ -431,6 +444,7 @@ pub fn fence_ptx(ptx: &str) -> Result<FencedModule, FenceError> {
         tables: lowered.tables,
         inlined: lowered.inlined,
         variables: lowered.variables,
+        print,
     })
 }
 

@@ -1215,3 +1215,64 @@ fn the_aligned_form_masks_each_global_access_and_the_checker_proves_it() {
         assert_eq!(check(&edit).map(|_| ()).map_err(|f| f.kind), Err(kind), "{what}");
     }
 }
+
+/// nvcc's `printf` (`corpus/printf.ptx`): its `vprintf` call sequence becomes a record written
+/// into the print buffer, the first of the module's variables; the format string and the
+/// runtime's declaration go. A format the fence does not read leaves the call, refused by name.
+#[test]
+fn a_printf_becomes_a_record_in_the_print_buffer() {
+    let ptx = include_str!("../../kernels/corpus/printf.ptx");
+    let module = fence_ptx(ptx).unwrap();
+    let print = module.print_buffer().unwrap();
+    assert_eq!(print.range(), 0..16 + 16 * 1024 + 512);
+    assert_eq!(module.variables().len(), print.range().end, "the format string is not among them");
+    let [format] = print.formats() else { panic!("{:?}", print.formats()) };
+    assert_eq!((format.args(), format.args_len()), (2, 12));
+    let text = lines(&module);
+    for gone in ["vprintf", "$str", "call", "st.param", "ld.param.b32", "isspacep"] {
+        assert!(!text.iter().any(|l| l.contains(gone)), "{gone} in {text:#?}");
+    }
+    // The place reserved (past the buffer where the record does not fit), then the format's
+    // number and the three words of arguments, read from the local depot by name, stored
+    // there through one clamp.
+    let at = text
+        .iter()
+        .position(|l| l == "atom.global.add.u64 %_kpf0_p, [%__kargs_a0], 16;")
+        .expect("the atomic");
+    assert_eq!(
+        text[at + 1..at + 6],
+        [
+            "setp.le.u64 %_kpf0_ok, %_kpf0_p, 16368;",
+            "selp.b64 %_kpf0_p, %_kpf0_p, 16384, %_kpf0_ok;",
+            "mov.u64 %_kpf0_b, 0;",
+            "add.u64 %_kpf0_a, %_kpf0_p, %_kpf0_b;",
+            "mov.u32 %_kpf0_w, 0;",
+        ],
+        "{text:#?}"
+    );
+    let end =
+        text.iter().position(|l| l == "st.global.u32 [%__kargs_r0+12], %_kpf0_w;").expect("the last store");
+    assert_eq!(
+        text[end - 5..end],
+        [
+            "ld.local.u32 %_kpf0_w, [__local_depot0];",
+            "st.global.u32 [%__kargs_r0+4], %_kpf0_w;",
+            "ld.local.u32 %_kpf0_w, [__local_depot0+4];",
+            "st.global.u32 [%__kargs_r0+8], %_kpf0_w;",
+            "ld.local.u32 %_kpf0_w, [__local_depot0+8];",
+        ],
+        "{text:#?}"
+    );
+    // The atomic and the record's group: two clamps, and the argument loads proven.
+    assert_eq!((module.accesses(), module.by_declaration()), (8, 5));
+    // Where the kernel reads printf's result, it is the number of arguments converted.
+    let reads_result = ptx.replacen("} // callseq 0", "} // callseq 0\n\tst.global.u32 [%rd2], %r7;", 1);
+    let text = lines(&fence_ptx(&reads_result).unwrap());
+    assert!(text.iter().any(|l| l == "mov.b32 %r7, 2;"), "{text:#?}");
+    // `%s` (a pointer the host would read from the device) is not rewritten: the call stays.
+    let with_string = ptx.replacen("37, 102, 32", "37, 115, 32", 1);
+    assert_ne!(with_string, ptx);
+    let e = fence_ptx(&with_string).unwrap_err();
+    assert_eq!(e.reason, FenceRefusal::Call, "{e}");
+    assert!(e.statement.contains("vprintf"), "{e}");
+}
