@@ -1041,7 +1041,8 @@ fn a_device_variable_lives_in_the_fence_and_persists_per_launcher() {
     }
 }
 
-/// The corpus's device-side `printf`: thread 0 prints `first element %f of %d\n`.
+/// The corpus's device-side `printf`: thread 0 prints `first element %f of %d\n`, then a line
+/// with a string literal, an unsigned, a hexadecimal, a long, a char and a double.
 const PRINTF_PTX: &str = include_str!("../../cuda-backend/kernels/corpus/printf.ptx");
 const PRINTF_DECLARATION: &str = "report_first(input: &[f32; n], n: i32)";
 
@@ -1073,13 +1074,20 @@ fn a_fenced_printf_reaches_the_embedder() {
             printed.iter().map(|(id, p)| (*id, p.text.as_str(), p.truncated)).collect();
         assert_eq!(
             texts,
-            [(1, "first element 1.500000 of 4\n", false), (1, "first element -0.250000 of 3\n", false)],
+            [
+                (1, "first element 1.500000 of 4\nreport_first: n=4 (0x4), 16 bytes, 'e', 4.00e+00\n", false),
+                (
+                    1,
+                    "first element -0.250000 of 3\nreport_first: n=3 (0x3), 12 bytes, 'd', 3.00e+00\n",
+                    false
+                )
+            ],
             "aligned {aligned}"
         );
         assert!(host.launcher_mut().take_printed().is_empty(), "taken");
     }
-    // Every thread printing: 1,280 records of 16 bytes, of which the 16 KiB buffer holds
-    // 1,024; the rest is said to be lost, and nothing left the fence.
+    // Every thread printing: 1,280 records of 16 bytes and 1,280 of 44, of which the 16 KiB
+    // buffer holds what fits; the rest is said to be lost, and nothing left the fence.
     let every_thread = PRINTF_PTX.replacen("@%p3 bra", "// @%p3 bra", 1);
     assert_ne!(every_thread, PRINTF_PTX);
     let kernels = [(1, every_thread.as_str(), "report_first", PRINTF_DECLARATION)];
@@ -1093,6 +1101,8 @@ fn a_fenced_printf_reaches_the_embedder() {
     let printed = host.launcher_mut().take_printed();
     let [(1, printed)] = printed.as_slice() else { panic!("{printed:?}") };
     assert!(printed.truncated);
-    assert_eq!(printed.text.lines().count(), 1024);
-    assert!(printed.text.lines().all(|l| l == "first element 0.500000 of 1"));
+    let (first, second) = ("first element 0.500000 of 1", "report_first: n=1 (0x1), 4 bytes, 'b', 5.00e-01");
+    assert!(printed.text.lines().all(|l| l == first || l == second), "{}", printed.text);
+    let bytes: usize = printed.text.lines().map(|l| if l == first { 16 } else { 44 }).sum();
+    assert!((16 * 1024 - 44..=16 * 1024).contains(&bytes), "{bytes} bytes of records kept");
 }

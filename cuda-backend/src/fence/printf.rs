@@ -19,11 +19,13 @@
 //! of arguments.
 //!
 //! What a format may hold: literal text, `%%`, and the conversions `d i u x X o c f F e E g G
-//! p` with the flags `- + space # 0`, a width and a precision of at most [`MAX_FIELD`] written
+//! p s` with the flags `- + space # 0`, a width and a precision of at most [`MAX_FIELD`] written
 //! as digits, and the length modifiers `hh h l ll z j t`; its record at most [`MAX_RECORD`]
-//! bytes. Anything else (`%s`, whose argument is a pointer to bytes the host would have to read
-//! from the device; `%n`; `*` widths; `%a`; `L`; a format that is not a string of the module)
-//! leaves the call in place, for the rewriter to refuse by name. The kernel's own code can
+//! bytes. A `%s` prints a string of the module (a literal: its address is an offset into the
+//! fence, where the module's variables lie), read back with them; any other string, which the
+//! host does not read, prints as its offset ([`Format::print`]). Anything else (`%n`; `*`
+//! widths; `%a`; `L`; `%ls`; a format that is not a string of the module) leaves the call in
+//! place, for the rewriter to refuse by name. The kernel's own code can
 //! write anywhere in its fence, the print buffer too: the host reads what it finds there as
 //! untrusted bytes, stops at a record that names no format, and prints at most
 //! [`MAX_PRINTED_BYTES`] per launch.
@@ -169,7 +171,7 @@ impl Format {
                 b'd' | b'i' | b'u' | b'x' | b'X' | b'o' => {}
                 b'c' if c.size == 4 && c.truncate.is_none() => {}
                 b'f' | b'F' | b'e' | b'E' | b'g' | b'G' if c.truncate.is_none() => c.size = 8,
-                b'p' if c.size == 4 && c.truncate.is_none() => c.size = 8,
+                b'p' | b's' if c.size == 4 && c.truncate.is_none() => c.size = 8,
                 _ => return None,
             }
             if !text.is_empty() {
@@ -198,8 +200,12 @@ impl Format {
 
     /// The text of the format with the arguments in `args` (an argument buffer of at least
     /// [`args_len`](Self::args_len) bytes; missing bytes read as zeros), as C's `printf` makes
-    /// it; bytes that are not UTF-8 become U+FFFD.
-    pub fn print(&self, args: &[u8]) -> String {
+    /// it; bytes that are not UTF-8 become U+FFFD. A `%s` argument is an offset into the fence:
+    /// its string is read from `strings`, the module's variables as the launch left them (a
+    /// string of the module, such as a literal, lies there), up to its NUL or the variables'
+    /// end; an offset past them prints as `(string at offset N)`, since the host does not read
+    /// the rest of the fence.
+    pub fn print(&self, args: &[u8], strings: &[u8]) -> String {
         let mut out: Vec<u8> = Vec::new();
         for piece in &self.pieces {
             match piece {
@@ -209,12 +215,31 @@ impl Format {
                     for (i, r) in raw.iter_mut().enumerate().take(c.size) {
                         *r = args.get(c.at.saturating_add(i)).copied().unwrap_or(0);
                     }
-                    convert(c, u64::from_le_bytes(raw), &mut out);
+                    let bits = u64::from_le_bytes(raw);
+                    if c.conversion == b's' {
+                        string(c, bits, strings, &mut out);
+                    } else {
+                        convert(c, bits, &mut out);
+                    }
                 }
             }
         }
         String::from_utf8_lossy(&out).into_owned()
     }
+}
+
+/// `%s` of the string at fence offset `at`, read from `strings` (see [`Format::print`]): at
+/// most its precision of bytes, padded to its width.
+fn string(c: &Conversion, at: u64, strings: &[u8], out: &mut Vec<u8>) {
+    let text: Vec<u8> = match usize::try_from(at).ok().and_then(|at| strings.get(at..)) {
+        Some(rest) if !rest.is_empty() => {
+            let end = rest.iter().position(|&b| b == 0).unwrap_or(rest.len());
+            rest.get(..end).unwrap_or_default().to_vec()
+        }
+        _ => format!("(string at offset {at})").into_bytes(),
+    };
+    let shown = c.precision.map_or(text.len(), |p| p.min(text.len()));
+    pad(c, &[], text.get(..shown).unwrap_or_default(), false, out);
 }
 
 /// One conversion of `bits` (the argument's bytes, zero-extended), appended to `out`.
@@ -432,10 +457,12 @@ impl PrintBuffer {
         &self.formats
     }
 
-    /// Empties the buffer in `variables` (the module's variables, as a launch will find them).
+    /// Empties the buffer in `variables` (the module's variables, as a launch will find them):
+    /// its count and its records zero, so that the bytes a record reserved and did not write
+    /// (one that did not fit, at the end) read as no record.
     pub fn reset(&self, variables: &mut [u8]) {
-        if let Some(count) = variables.get_mut(self.at..self.at.saturating_add(8)) {
-            count.fill(0);
+        if let Some(buffer) = variables.get_mut(self.range()) {
+            buffer.fill(0);
         }
     }
 
@@ -462,7 +489,10 @@ impl PrintBuffer {
                 printed.truncated = true;
                 break;
             }
-            let format = word(records.saturating_add(at)).and_then(|id| self.formats.get(id as usize));
+            // A record names its format by number plus one: 0 is bytes no record was written to.
+            let format = word(records.saturating_add(at))
+                .and_then(|id| id.checked_sub(1))
+                .and_then(|id| self.formats.get(id as usize));
             let Some(format) = format else {
                 printed.truncated = true;
                 break;
@@ -470,7 +500,7 @@ impl PrintBuffer {
             let args = records.saturating_add(at).saturating_add(4);
             let len = record_len(format) as usize;
             let bytes = variables.get(args..args.saturating_add(format.args_len)).unwrap_or_default();
-            printed.text.push_str(&format.print(bytes));
+            printed.text.push_str(&format.print(bytes, variables));
             at = at.saturating_add(len);
         }
         if printed.text.len() > MAX_PRINTED_BYTES {
@@ -485,7 +515,8 @@ impl PrintBuffer {
     }
 }
 
-/// A record's bytes: the format's number, then its argument buffer rounded up to 4 bytes.
+/// A record's bytes: the format's number plus one (so that 0 is no record), then its argument
+/// buffer rounded up to 4 bytes.
 pub(super) fn record_len(format: &Format) -> u32 {
     let args = u32::try_from(format.args_len.next_multiple_of(4)).unwrap_or(u32::MAX);
     args.saturating_add(4)
@@ -837,7 +868,7 @@ fn record(format: &Format, id: usize, arguments: &Arguments, result: Option<&Ope
             vec![reg(&b), Operand::new(OperandKind::Symbol { name: PRINT_VARIABLE.to_owned(), offset: 0 })],
         ),
         op("add", &["u64"], vec![reg(&a), reg(&p), reg(&b)]),
-        op("mov", &["u32"], vec![reg(&w), imm(id as i128)]),
+        op("mov", &["u32"], vec![reg(&w), imm((id as i128).saturating_add(1))]),
         op("st", &["global", "u32"], vec![at(AddressBase::Register(a.clone()), i64::from(HEADER)), reg(&w)]),
     ];
     let words = format.args_len.div_ceil(4);
@@ -895,7 +926,7 @@ mod tests {
         }
         assert_eq!(f.args_len(), 56);
         assert_eq!(
-            f.print(&buffer),
+            f.print(&buffer, &[]),
             "[-42|   42|42   |-0042|+42| 42|007|ff|0xff|FF|10|010|4294967295|A|%]\n"
         );
 
@@ -909,7 +940,10 @@ mod tests {
         ]);
         buffer[32..36].copy_from_slice(&(-3i32).to_le_bytes());
         buffer[36..40].copy_from_slice(&(-7i32).to_le_bytes());
-        assert_eq!(f.print(&buffer), "[-5000000000|123456789012|18446744073709551615|deadbeefcafe|-3|-7]\n");
+        assert_eq!(
+            f.print(&buffer, &[]),
+            "[-5000000000|123456789012|18446744073709551615|deadbeefcafe|-3|-7]\n"
+        );
 
         let f =
             Format::parse(b"[%f|%.2f|%10.3f|%-10.1f|%+f|%e|%.3E|%g|%g|%g|%g|%#g|%G|%.0f|%.0e]\n").unwrap();
@@ -920,7 +954,7 @@ mod tests {
         let buffer =
             args(&doubles.iter().enumerate().map(|(i, v)| (i * 8, f64::to_bits(*v))).collect::<Vec<_>>());
         assert_eq!(
-            f.print(&buffer),
+            f.print(&buffer, &[]),
             "[3.141590|2.00|    -1.500|2.2       |+1.000000|1.234568e+05|1.230E-04|100000|1e+06|0.0001|1e-05|1.00000|1E-10|2|2e+04]\n"
         );
 
@@ -929,12 +963,23 @@ mod tests {
             [f64::INFINITY, f64::NEG_INFINITY, -f64::NAN, f64::INFINITY, -0.0, -3.14159, 0.0, 1.0 / 3.0];
         let buffer =
             args(&doubles.iter().enumerate().map(|(i, v)| (i * 8, f64::to_bits(*v))).collect::<Vec<_>>());
-        assert_eq!(f.print(&buffer), "[inf|-inf|-nan|INF| -0.0|-003.142|0|0.3333333333]\n");
+        assert_eq!(f.print(&buffer, &[]), "[inf|-inf|-nan|INF| -0.0|-003.142|0|0.3333333333]\n");
 
         let f = Format::parse(b"[%p|%#.0x|%.0d|%5.3x]\n").unwrap();
         let mut buffer = args(&[(0, 0x1234)]);
         buffer[16..20].copy_from_slice(&10u32.to_le_bytes());
-        assert_eq!(f.print(&buffer), "[0x1234|||  00a]\n");
+        assert_eq!(f.print(&buffer, &[]), "[0x1234|||  00a]\n");
+    }
+
+    /// A `%s` argument is an offset into the fence, read from the module's variables.
+    #[test]
+    fn a_string_is_read_from_the_modules_variables() {
+        let f = Format::parse(b"[%s|%5s|%-5s|%.2s|%s|%s]").unwrap();
+        assert_eq!(f.args_len(), 48);
+        let strings = b"hi\0hello\0tail";
+        let buffer = args(&[(0, 0), (8, 0), (16, 0), (24, 3), (32, 9), (40, 64)]);
+        // glibc prints the first four so; the fifth runs to the variables' end.
+        assert_eq!(f.print(&buffer, strings), "[hi|   hi|hi   |he|tail|(string at offset 64)]");
     }
 
     #[test]
@@ -944,19 +989,19 @@ mod tests {
         assert_eq!((f.args_len(), f.args()), (12, 2));
         let mut buffer = args(&[(0, 1.5f64.to_bits())]);
         buffer[8..12].copy_from_slice(&7i32.to_le_bytes());
-        assert_eq!(f.print(&buffer), "first element 1.500000 of 7\n");
+        assert_eq!(f.print(&buffer, &[]), "first element 1.500000 of 7\n");
         // An int then a double: the double aligned to 8.
         let f = Format::parse(b"%d %g").unwrap();
         assert_eq!(f.args_len(), 16);
         // Missing bytes read as zeros.
-        assert_eq!(f.print(&[]), "0 0");
+        assert_eq!(f.print(&[], &[]), "0 0");
         assert_eq!(Format::parse(b"no conversion").unwrap().args_len(), 0);
     }
 
     #[test]
     fn what_a_format_may_not_hold() {
         for format in [
-            &b"%s"[..],
+            &b"%ls"[..],
             b"%n",
             b"%*d",
             b"%.*f",
@@ -983,9 +1028,9 @@ mod tests {
         let mut variables = vec![0u8; 16 + BUFFER_BYTES as usize];
         let records = 16 + HEADER as usize;
         // Two records: format 0 with 5, format 1 without arguments.
-        variables[records..records + 4].copy_from_slice(&0u32.to_le_bytes());
+        variables[records..records + 4].copy_from_slice(&1u32.to_le_bytes());
         variables[records + 4..records + 8].copy_from_slice(&5i32.to_le_bytes());
-        variables[records + 8..records + 12].copy_from_slice(&1u32.to_le_bytes());
+        variables[records + 8..records + 12].copy_from_slice(&2u32.to_le_bytes());
         variables[16..24].copy_from_slice(&12u64.to_le_bytes());
         assert_eq!(buffer.text(&variables), Printed { text: "a=5\nb\n".to_owned(), truncated: false });
         // More reserved than the buffer holds: what fitted, and the loss said.
@@ -1001,7 +1046,9 @@ mod tests {
         // However its records are written, a launch prints at most MAX_PRINTED_BYTES.
         let wide = PrintBuffer { at: 16, formats: vec![Format::parse(b"%512d").unwrap()] };
         variables[16..24].copy_from_slice(&u64::from(PRINT_BUFFER_BYTES).to_le_bytes());
-        variables[records..].fill(0);
+        for record in variables[records..records + PRINT_BUFFER_BYTES as usize].chunks_exact_mut(8) {
+            record[..4].copy_from_slice(&1u32.to_le_bytes());
+        }
         let printed = wide.text(&variables);
         assert!(printed.truncated && printed.text.len() == MAX_PRINTED_BYTES, "{}", printed.text.len());
         assert_eq!(buffer.range(), 16..16 + BUFFER_BYTES as usize);

@@ -1216,25 +1216,30 @@ fn the_aligned_form_masks_each_global_access_and_the_checker_proves_it() {
     }
 }
 
-/// nvcc's `printf` (`corpus/printf.ptx`): its `vprintf` call sequence becomes a record written
-/// into the print buffer, the first of the module's variables; the format string and the
-/// runtime's declaration go. A format the fence does not read leaves the call, refused by name.
+/// nvcc's `printf` (`corpus/printf.ptx`: two calls, the second with a string literal, an
+/// unsigned, a hexadecimal, a long, a char and a double): each `vprintf` call sequence becomes a
+/// record written into the print buffer, one of the module's variables; the format strings and
+/// the runtime's declaration go. A format the fence does not read leaves the call, refused by
+/// name.
 #[test]
 fn a_printf_becomes_a_record_in_the_print_buffer() {
     let ptx = include_str!("../../kernels/corpus/printf.ptx");
     let module = fence_ptx(ptx).unwrap();
     let print = module.print_buffer().unwrap();
-    assert_eq!(print.range(), 0..16 + 16 * 1024 + 512);
-    assert_eq!(module.variables().len(), print.range().end, "the format string is not among them");
-    let [format] = print.formats() else { panic!("{:?}", print.formats()) };
-    assert_eq!((format.args(), format.args_len()), (2, 12));
+    // The string literal `%s` prints is a variable at 0; the print buffer follows at 16.
+    assert_eq!(print.range(), 16..16 + 16 + 16 * 1024 + 512);
+    assert_eq!(&module.variables()[..13], b"report_first\0");
+    assert_eq!(module.variables().len(), print.range().end, "the format strings are not among them");
+    let [first, second] = print.formats() else { panic!("{:?}", print.formats()) };
+    assert_eq!((first.args(), first.args_len()), (2, 12));
+    assert_eq!((second.args(), second.args_len()), (6, 40), "as nvcc packed them in the local depot");
     let text = lines(&module);
-    for gone in ["vprintf", "$str", "call", "st.param", "ld.param.b32", "isspacep"] {
+    for gone in ["vprintf", "$str;", "$str$1", "call", "st.param", "ld.param.b32", "isspacep"] {
         assert!(!text.iter().any(|l| l.contains(gone)), "{gone} in {text:#?}");
     }
     // The place reserved (past the buffer where the record does not fit), then the format's
-    // number and the three words of arguments, read from the local depot by name, stored
-    // there through one clamp.
+    // number plus one and the three words of arguments, read from the local depot by name,
+    // stored there through one clamp.
     let at = text
         .iter()
         .position(|l| l == "atom.global.add.u64 %_kpf0_p, [%__kargs_a0], 16;")
@@ -1244,9 +1249,9 @@ fn a_printf_becomes_a_record_in_the_print_buffer() {
         [
             "setp.le.u64 %_kpf0_ok, %_kpf0_p, 16368;",
             "selp.b64 %_kpf0_p, %_kpf0_p, 16384, %_kpf0_ok;",
-            "mov.u64 %_kpf0_b, 0;",
+            "mov.u64 %_kpf0_b, 16;",
             "add.u64 %_kpf0_a, %_kpf0_p, %_kpf0_b;",
-            "mov.u32 %_kpf0_w, 0;",
+            "mov.u32 %_kpf0_w, 1;",
         ],
         "{text:#?}"
     );
@@ -1263,14 +1268,17 @@ fn a_printf_becomes_a_record_in_the_print_buffer() {
         ],
         "{text:#?}"
     );
-    // The atomic and the record's group: two clamps, and the argument loads proven.
-    assert_eq!((module.accesses(), module.by_declaration()), (8, 5));
+    // The second call's record: 4 bytes and the 40 of its arguments, read by name.
+    assert!(text.iter().any(|l| l == "atom.global.add.u64 %_kpf1_p, [%__kargs_a0], 44;"), "{text:#?}");
+    assert!(text.iter().any(|l| l == "mov.u32 %_kpf1_w, 2;"), "{text:#?}");
+    assert!(text.iter().any(|l| l == "ld.local.u32 %_kpf1_w, [__local_depot0+36];"), "{text:#?}");
     // Where the kernel reads printf's result, it is the number of arguments converted.
-    let reads_result = ptx.replacen("} // callseq 0", "} // callseq 0\n\tst.global.u32 [%rd2], %r7;", 1);
+    let reads_result = ptx.replacen("} // callseq 1", "} // callseq 1\n\tst.global.u32 [%rd2], %r16;", 1);
+    assert_ne!(reads_result, ptx);
     let text = lines(&fence_ptx(&reads_result).unwrap());
-    assert!(text.iter().any(|l| l == "mov.b32 %r7, 2;"), "{text:#?}");
-    // `%s` (a pointer the host would read from the device) is not rewritten: the call stays.
-    let with_string = ptx.replacen("37, 102, 32", "37, 115, 32", 1);
+    assert!(text.iter().any(|l| l == "mov.b32 %r16, 6;"), "{text:#?}");
+    // `%n` (a store through the argument) is not rewritten: the call stays.
+    let with_string = ptx.replacen("37, 102, 32", "37, 110, 32", 1);
     assert_ne!(with_string, ptx);
     let e = fence_ptx(&with_string).unwrap_err();
     assert_eq!(e.reason, FenceRefusal::Call, "{e}");
