@@ -1021,6 +1021,32 @@ mod tests {
         assert!(Format::parse(b"%512d %.512f").is_some());
     }
 
+    /// Whatever the kernel left in its print buffer (it can write anywhere in its fence), the
+    /// host reads it without a panic and prints at most `MAX_PRINTED_BYTES`.
+    #[test]
+    fn any_bytes_in_the_buffer_read_safely() {
+        let formats = ["%d %s %f\n", "%512d", "%c%c%c%c", "%.512e|%#o|%-9lx|%p", "x"];
+        let buffer = PrintBuffer {
+            at: 8,
+            formats: formats.iter().map(|f| Format::parse(f.as_bytes()).unwrap()).collect(),
+        };
+        let mut state = 0x2545_f491_4f6c_dd1du64;
+        for round in 0..64 {
+            let mut variables = vec![0u8; 8 + BUFFER_BYTES as usize];
+            for b in &mut variables {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                // Mostly small words, so that records name formats.
+                *b = if state.is_multiple_of(4) { (state >> 8) as u8 } else { (state % 6) as u8 };
+            }
+            let count = [0u64, 12, u64::from(PRINT_BUFFER_BYTES), u64::MAX][round % 4];
+            variables[8..16].copy_from_slice(&count.to_le_bytes());
+            let printed = buffer.text(&variables);
+            assert!(printed.text.len() <= MAX_PRINTED_BYTES);
+        }
+    }
+
     #[test]
     fn a_buffer_reads_its_records_and_says_what_was_lost() {
         let formats = vec![Format::parse(b"a=%d\n").unwrap(), Format::parse(b"b\n").unwrap()];
