@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicU32;
 
 use cust::sys::CUfunction_attribute;
-use kernel_args::{AbiError, Detail, HostError, SignatureCheck};
+use kernel_args::{Detail, DriverParams, HostError, SignatureCheck};
 
 use crate::cu_error::Phase;
 use crate::driver::{CuError, Current, Kernel, KernelLoadError};
@@ -124,9 +124,9 @@ pub(crate) fn load(
         let mut declared: Vec<usize> = declaration.params().map(|p| p.ty.size()).collect();
         declared.extend(std::iter::repeat_n(FENCE_PARAM_SIZE, hidden));
         let refuse = |driver: Vec<usize>| {
-            let problem = KernelProblem::DriverParams { declared: declared.clone(), driver };
-            let guest = HostError::msg(AbiError::InvalidKernel, format!("kernel {id}: {problem}"));
-            LoadFailure { guest, problem }
+            let params = DriverParams { declared: declared.clone(), driver };
+            let guest = HostError::new(Detail::DriverParams { kernel_id: id, params: params.clone() });
+            LoadFailure { guest, problem: KernelProblem::DriverParams(params) }
         };
         match &driver_sizes {
             // The driver's list, counted or asked for until refused: the whole of it.

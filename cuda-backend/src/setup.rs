@@ -5,6 +5,8 @@
 
 use std::fmt;
 
+use kernel_args::DriverParams;
+
 use crate::fence::FenceError;
 use crate::signature::PtxParseError;
 
@@ -106,12 +108,7 @@ pub enum KernelProblem {
     Fence(FenceError),
     /// The driver's parameter list (`cuFuncGetParamInfo`) differs from the declaration (with
     /// the fence's four hidden parameters after it, for a fenced kernel).
-    DriverParams {
-        /// Parameter sizes by the declaration.
-        declared: Vec<usize>,
-        /// Parameter sizes by the driver.
-        driver: Vec<usize>,
-    },
+    DriverParams(DriverParams),
 }
 
 impl fmt::Display for SetupError {
@@ -159,10 +156,7 @@ impl fmt::Display for KernelProblem {
             KernelProblem::Fence(e) => write!(f, "the fence cannot cover it: {e}"),
             KernelProblem::NotRegistered => f.write_str("no kernel is registered with this id"),
             KernelProblem::Load(reason) => write!(f, "its module cannot be loaded: {reason}"),
-            KernelProblem::DriverParams { declared, driver } => write!(
-                f,
-                "the driver's parameter sizes {driver:?} differ from the declaration's {declared:?}"
-            ),
+            KernelProblem::DriverParams(params) => write!(f, "{params}"),
         }
     }
 }

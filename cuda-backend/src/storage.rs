@@ -140,13 +140,10 @@ impl std::error::Error for StorageError {}
 
 impl From<StorageError> for HostError {
     fn from(e: StorageError) -> HostError {
-        let code = match e {
-            // The host's cap, like the parser's record cap.
-            StorageError::TooManyArgs { .. } => AbiError::KernelArgsUnsupported,
-            // A host-side mistake, not the guest's.
-            StorageError::Unplaced { .. } => AbiError::Internal,
-        };
-        HostError::msg(code, e.to_string())
+        // Both are the host's own mistakes, never the guest's: the launcher's storage holds the
+        // parser's record cap and the fence's hidden parameters, and it places every window
+        // before it fills the storage. Nothing in them is for a guest to branch on.
+        HostError::msg(AbiError::Internal, e.to_string())
     }
 }
 
@@ -769,7 +766,7 @@ mod tests {
         let mut two = KernelParamStorage::<2>::new();
         let err = two.fill(&la(&argv), staged(&[])).unwrap_err();
         assert_eq!(err, StorageError::TooManyArgs { capacity: 2, got: 3 });
-        assert_eq!(HostError::from(err).code(), AbiError::KernelArgsUnsupported);
+        assert_eq!(HostError::from(err).code(), AbiError::Internal);
         assert!(two.is_empty());
         assert!(KernelParamStorage::<3>::new().fill(&la(&argv), staged(&[])).is_ok());
     }

@@ -269,6 +269,8 @@ fn a_driver_that_cannot_describe_the_kernel_does_not_override_the_ptx() {
         let err = fenced.unwrap_err();
         assert_eq!(err.code(), AbiError::InvalidKernel, "{err}");
         assert!(err.to_string().contains("the driver's parameter sizes [8, 8] differ"), "{err}");
+        let Detail::DriverParams { params, .. } = err.detail() else { panic!("{err:?}") };
+        assert_eq!(params.driver, [8, 8], "{err}");
     } else {
         // A driver without cuFuncGetParamInfo (CUDA 12.2) is never asked: the loaded text's
         // list, which ends in the fence's four, is what the launch is checked against.
@@ -527,6 +529,7 @@ fn a_refused_module_is_compiled_once() {
     let Some((emulator, _, options)) = fresh(test, DEFAULT) else { return };
     let device = open(options);
     device
+        .registry()
         .register(
             9,
             ".version 7.8\n.target sm_52\n.address_size 64\nthis is not ptx",

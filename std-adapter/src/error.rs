@@ -210,6 +210,16 @@ pub enum Detail {
     /// A call into the device's driver failed: which call, the driver's own code (and its
     /// name where the host knows it), and the ABI code the host answers it with.
     Driver(DriverFailure),
+    /// The driver's parameter list for the kernel differs from its declaration, so it is not
+    /// launched (feature `std`).
+    #[cfg(feature = "std")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "std")))]
+    DriverParams {
+        /// The guest's kernel id.
+        kernel_id: i64,
+        /// The two lists.
+        params: DriverParams,
+    },
     /// The driver refused to load a kernel's module, and its JIT said why (feature `std`).
     #[cfg(feature = "std")]
     #[cfg_attr(docsrs, doc(cfg(feature = "std")))]
@@ -248,6 +258,8 @@ impl Detail {
             Detail::Fenced(_) | Detail::DeviceLost(_) => AbiError::LaunchFailed,
             #[cfg(feature = "std")]
             Detail::FenceUnavailable(_) => AbiError::LaunchFailed,
+            #[cfg(feature = "std")]
+            Detail::DriverParams { .. } => AbiError::InvalidKernel,
             Detail::Driver(failure) => failure.abi,
             #[cfg(feature = "std")]
             Detail::JitRefused { failure, .. } => failure.abi,
@@ -376,6 +388,30 @@ impl fmt::Display for FenceReport {
             )?;
         }
         f.write_str("; what the kernel wrote is unspecified")
+    }
+}
+
+/// A kernel's parameter sizes as the driver reports them (`cuFuncGetParamInfo`, or the loaded
+/// PTX where the driver cannot say) against its declaration's, with a fenced kernel's hidden
+/// parameters after the declared ones (`Detail::DriverParams`, feature `std`).
+#[cfg(feature = "std")]
+#[cfg_attr(docsrs, doc(cfg(feature = "std")))]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct DriverParams {
+    /// Parameter sizes in bytes by the declaration.
+    pub declared: Vec<usize>,
+    /// Parameter sizes in bytes by the driver.
+    pub driver: Vec<usize>,
+}
+
+#[cfg(feature = "std")]
+impl fmt::Display for DriverParams {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "the driver's parameter sizes {:?} differ from the declaration's {:?}",
+            self.driver, self.declared
+        )
     }
 }
 
@@ -525,6 +561,8 @@ impl fmt::Display for Detail {
             Detail::Fenced(report) => write!(f, "{report}"),
             #[cfg(feature = "std")]
             Detail::FenceUnavailable(e) => write!(f, "{e}"),
+            #[cfg(feature = "std")]
+            Detail::DriverParams { kernel_id, params } => write!(f, "kernel {kernel_id}: {params}"),
             Detail::DeviceLost(lost) => write!(f, "{lost}"),
             Detail::Driver(failure) => write!(f, "{failure}"),
             #[cfg(feature = "std")]

@@ -157,6 +157,8 @@ pub use declaration::{
     PointerAccess, Problem, Scalar, Text,
 };
 pub use dry_run::DryRunLauncher;
+#[cfg(feature = "std")]
+pub use error::DriverParams;
 pub use error::{
     AbiError, Detail, DeviceLost, DriverFailure, FenceProblem, FenceReport, FenceSpan, FenceUnavailable,
     HostError, UnknownAbiCode,
