@@ -2,9 +2,10 @@
 
 use std::collections::HashMap;
 use std::ffi::OsStr;
+use std::ops::{Deref, DerefMut};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, PoisonError, RwLock, RwLockReadGuard, Weak};
+use std::sync::{Arc, Mutex, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard, Weak};
 use std::time::Duration;
 
 use cust::sys::CUdevice_attribute;
@@ -13,7 +14,7 @@ use kernel_args::{AbiError, Detail, DeviceLost, HostError, PointerMode};
 use crate::cu_error::{Phase, is_sticky};
 use crate::driver::{CuError, Current, DRIVER_LIBRARY, Driver, PrimaryContext};
 use crate::modules::{KernelSlot, Kernels, abandon, load};
-use crate::registry::{KernelEntry, KernelRegistry, Sandbox};
+use crate::registry::{KernelEntry, KernelRegistry};
 use crate::setup::{KernelProblem, SetupError};
 
 /// The environment variable [`CudaOptions::from_env`] reads the driver library's path from.
@@ -308,37 +309,40 @@ impl CudaDevice {
         self.context.overruns.load(Ordering::Acquire)
     }
 
-    /// Registers (or replaces) kernel `id`, as [`KernelRegistry::register`] does, in the
-    /// device's registry; a replaced kernel's module is unloaded once no launch uses it, and a
-    /// remembered failure is forgotten.
-    ///
-    /// # Errors
-    ///
-    /// As [`KernelRegistry::register`].
-    pub fn register(&self, id: i64, ptx: &str, entry: &str, sandbox: Sandbox) -> Result<(), SetupError> {
-        self.replace(id, |registry| registry.register(id, ptx, entry, sandbox))
+    /// The device's registry, held for writing until the handle is dropped: kernels are
+    /// registered and replaced through it with [`KernelRegistry::register`]
+    /// (`device.registry().register(id, ptx, entry, sandbox)`), and read with its other methods.
+    /// When a handle that was written through is dropped, every launcher looks its kernels up
+    /// again, and a replaced kernel's module (or the failure remembered for it) is dropped: it
+    /// unloads once no launch uses it. Launches wait while a handle is held, so hold it for the
+    /// registrations only.
+    pub fn registry(&self) -> DeviceRegistry<'_> {
+        let registry = self.registry.write().unwrap_or_else(PoisonError::into_inner);
+        DeviceRegistry {
+            device: self,
+            registry: Some(registry),
+            written: false,
+            spare: KernelRegistry::new(),
+        }
     }
 
-    fn replace(
-        &self,
-        id: i64,
-        register: impl FnOnce(&mut KernelRegistry) -> Result<(), SetupError>,
-    ) -> Result<(), SetupError> {
-        register(&mut self.registry.write().unwrap_or_else(PoisonError::into_inner))?;
+    /// Drops the loaded modules (and remembered failures) of registrations the registry no
+    /// longer holds, after the registry changed.
+    fn evict(&self, current: &HashMap<i64, u64>) {
         self.registrations.fetch_add(1, Ordering::AcqRel);
         // After the registry changed, so a module loaded from the old entry meanwhile goes too.
         let state = self.context.state.read().unwrap_or_else(PoisonError::into_inner);
         let evicted: Vec<Arc<KernelSlot>> = {
             let mut kernels = self.kernels.lock().unwrap_or_else(PoisonError::into_inner);
             let slots = kernels.of(state.generation);
-            let keys: Vec<(i64, u64)> = slots.keys().filter(|(k, _)| *k == id).copied().collect();
-            keys.iter().filter_map(|key| slots.remove(key)).collect()
+            let gone: Vec<(i64, u64)> =
+                slots.keys().filter(|(id, r)| current.get(id) != Some(r)).copied().collect();
+            gone.iter().filter_map(|key| slots.remove(key)).collect()
         };
         // Unloaded here (its `Drop` makes the context current), while the context cannot be
         // reset under it; a launch still running with one keeps it until it ends.
         drop(evicted);
         drop(state);
-        Ok(())
     }
 
     /// Kernel `id` as registered now, shared.
@@ -447,6 +451,53 @@ impl CudaDevice {
             kernels.insert(key, Arc::clone(&slot));
         }
         Ok(slot)
+    }
+}
+
+/// A [`CudaDevice`]'s kernel registry, held for writing ([`CudaDevice::registry`]): it derefs
+/// to the [`KernelRegistry`], and when it was written through, dropping it makes the device's
+/// launchers look their kernels up again and drops the modules of the kernels it replaced.
+#[derive(Debug)]
+pub struct DeviceRegistry<'a> {
+    device: &'a CudaDevice,
+    /// `Some` until the handle is dropped.
+    registry: Option<RwLockWriteGuard<'a, KernelRegistry>>,
+    /// Whether the registry was borrowed mutably (a registration may have changed it).
+    written: bool,
+    /// What the handle derefs to where `registry` is `None`, which it is only inside `drop`: an
+    /// empty registry (it allocates nothing), so that no deref can panic.
+    spare: KernelRegistry,
+}
+
+impl Deref for DeviceRegistry<'_> {
+    type Target = KernelRegistry;
+
+    fn deref(&self) -> &KernelRegistry {
+        self.registry.as_deref().unwrap_or(&self.spare)
+    }
+}
+
+impl DerefMut for DeviceRegistry<'_> {
+    fn deref_mut(&mut self) -> &mut KernelRegistry {
+        self.written = true;
+        match &mut self.registry {
+            Some(registry) => registry,
+            None => &mut self.spare,
+        }
+    }
+}
+
+impl Drop for DeviceRegistry<'_> {
+    fn drop(&mut self) {
+        let Some(registry) = self.registry.take() else { return };
+        if !self.written {
+            return;
+        }
+        let current = registry.registrations();
+        // The write lock is released before the module cache is locked: a launch takes the
+        // registry's read lock, then the cache's.
+        drop(registry);
+        self.device.evict(&current);
     }
 }
 

@@ -100,7 +100,7 @@ mod storage;
 
 #[cfg(feature = "cuda")]
 #[cfg_attr(docsrs, doc(cfg(feature = "cuda")))]
-pub use device::{CudaDevice, CudaOptions, DRIVER_ENV, DeviceInfo, PointerModeChoice};
+pub use device::{CudaDevice, CudaOptions, DRIVER_ENV, DeviceInfo, DeviceRegistry, PointerModeChoice};
 #[cfg(feature = "cuda")]
 #[cfg_attr(docsrs, doc(cfg(feature = "cuda")))]
 pub use driver::DRIVER_LIBRARY;

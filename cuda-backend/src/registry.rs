@@ -272,6 +272,12 @@ impl KernelRegistry {
         self.kernels.get(&id).cloned()
     }
 
+    /// Each registered kernel's id and registration ([`KernelEntry::registration`]).
+    #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+    pub(crate) fn registrations(&self) -> HashMap<i64, u64> {
+        self.kernels.iter().map(|(&id, entry)| (id, entry.registration)).collect()
+    }
+
     /// Number of registered kernels.
     pub fn len(&self) -> usize {
         self.kernels.len()

@@ -52,9 +52,9 @@ const SIGNED: &str = "mark(out: &mut [u32; 1], n: i32)";
 /// Registers kernel 1 as the unsigned `0xA` or the signed `0xB`.
 fn register(device: &CudaDevice, signed: bool) {
     if signed {
-        device.register(1, &mark(0xB), "mark", Sandbox::fenced(SIGNED).unwrap()).unwrap();
+        device.registry().register(1, &mark(0xB), "mark", Sandbox::fenced(SIGNED).unwrap()).unwrap();
     } else {
-        device.register(1, &mark(0xA), "mark", Sandbox::fenced(UNSIGNED).unwrap()).unwrap();
+        device.registry().register(1, &mark(0xA), "mark", Sandbox::fenced(UNSIGNED).unwrap()).unwrap();
     }
 }
 

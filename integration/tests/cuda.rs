@@ -275,6 +275,7 @@ fn bad_ptx_and_unknown_kernels_in(mode: PointerModeChoice) {
     let test = "bad_ptx_and_unknown_kernels";
     let Some(device) = support::open(test, options(mode)) else { return };
     device
+        .registry()
         .register(
             10,
             ".version 7.8\n.target sm_52\n.address_size 64\nthis is not ptx",
@@ -282,7 +283,7 @@ fn bad_ptx_and_unknown_kernels_in(mode: PointerModeChoice) {
             Sandbox::Undeclared,
         )
         .unwrap();
-    device.register(11, support::VECTOR_ADD_PTX, "no_such_entry", Sandbox::Undeclared).unwrap();
+    device.registry().register(11, support::VECTOR_ADD_PTX, "no_such_entry", Sandbox::Undeclared).unwrap();
     let mut launcher = device.launcher();
     let mut memory = [0u8; 8];
     let guest = GuestMemory::exclusive(&mut memory);
@@ -318,6 +319,7 @@ fn bad_ptx_and_unknown_kernels_in(mode: PointerModeChoice) {
     device.verify(support::VECTOR_ADD).unwrap();
     // Registering the kernel again forgets the refusal.
     device
+        .registry()
         .register(
             10,
             support::VECTOR_ADD_PTX,
@@ -325,6 +327,8 @@ fn bad_ptx_and_unknown_kernels_in(mode: PointerModeChoice) {
             Sandbox::fenced(support::VECTOR_ADD_DECLARATION).unwrap(),
         )
         .unwrap();
+    // The handle reads the registry too: kernel 10 is the fenced vector_add now.
+    assert!(device.registry().get(10).is_some_and(|entry| entry.fenced()));
     device.verify(10).unwrap();
     let mut memory = vector_memory(4);
     launch_vector_add(&mut device.launcher(), 10, &mut memory, [0, 16, 32], 4).unwrap();

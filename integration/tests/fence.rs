@@ -1030,6 +1030,7 @@ fn a_device_variable_lives_in_the_fence_and_persists_per_launcher() {
         assert_eq!(launches(&mut first, 1), [3], "aligned {aligned}");
         // Registered again: a new module, its variable as the PTX has it.
         device
+            .registry()
             .register(
                 1,
                 DEVICE_VARIABLE_PTX,

@@ -248,6 +248,7 @@ fn many_tenants_on_many_threads_share_one_device() {
     let live_before = emulator.map(|e| e.live_all(ordinal));
     let crossings_before = emulator.map(|e| e.crossings(ordinal));
     direct
+        .registry()
         .register(FAULTY_KERNEL, kernels::VECTOR_ADD_PTX, kernels::VECTOR_ADD_ENTRY, Sandbox::Undeclared)
         .unwrap();
     let mut faulty = Faulty::new(&direct);
