@@ -15,7 +15,7 @@ ccbin=()
 if command -v clang-14 >/dev/null && ! gcc --version 2>/dev/null | grep -E ' ([5-9]|10|11)\.' >/dev/null; then
     ccbin=(-ccbin clang-14)
 fi
-# broken/: kernels wrong on purpose, which the fence's tests launch (cuda-emulator/tests/fence.rs);
+# broken/: kernels wrong on purpose, which the fence's tests launch (integration/tests/fence_emulated.rs);
 # attacks/: kernels hostile on purpose (the .cu ones; the .ptx files without a .cu beside them are
 # written by hand). wmma_load needs tensor cores: compute_70.
 # corpus/: kernels written the way CUDA users write them, compiled for the H200 (sm_90), as a

@@ -75,10 +75,9 @@ bundle_tests() {
 # The backend's unit tests, and its launch tests (integration/tests/cuda.rs and the others, many
 # tenants in tenants.rs; the docs test reads the repository's files and stays here).
 bundle_tests -p kernel-args-cuda --features cuda --lib
-# The kernel corpus, fenced and unfenced, through the driver's C entry points.
-bundle_tests -p kernel-args-cuda-emulator --test corpus_driver
+# The kernel corpus, fenced and unfenced, through the driver's C entry points (corpus_driver).
 bundle_tests -p kernel-args-integration --features cuda --test cuda --test declarations --test emulator \
-    --test fault_matrix --test fence --test tenants --test budget --test deadline
+    --test fault_matrix --test fence --test tenants --test budget --test deadline --test corpus_driver
 # The wasm guest's vector_add through `kargs demo`'s host on the GPU, once kargs has its
 # `cuda` feature (only that test: kargs's other tests read files of the repository).
 if grep -qE '^cuda *=' cli/Cargo.toml 2>/dev/null && [ -f cli/tests/cuda_demo.rs ]; then

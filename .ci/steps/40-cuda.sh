@@ -68,14 +68,13 @@ export KARGS_CUDA_REQUIRE_DEVICE=1
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 cargo clippy -p kernel-args-cuda -p kernel-args-integration --features cuda --all-targets -- -D warnings
-# The backend's unit tests and its launch tests (integration/), many tenants on one device among them.
+# The backend's unit tests and its launch tests (integration/), many tenants on one device among
+# them, and the kernel corpus fenced and unfenced through the driver library's C entry points
+# (integration/tests/corpus_driver.rs, the test scripts/gpu-check.sh runs on a GPU).
 cargo test -p kernel-args-cuda -p kernel-args-integration --features cuda 2>&1 | tee "$log"
 cargo clippy -p kernel-args-cli --features cuda --all-targets -- -D warnings
 # The wasm guest through the CUDA launcher.
 cargo test -p kernel-args-cli --features cuda --test cuda_demo 2>&1 | tee -a "$log"
-# The kernel corpus fenced and unfenced through the driver library's C entry points (the test
-# scripts/gpu-check.sh runs on a GPU).
-cargo test -p kernel-args-cuda-emulator --test corpus_driver 2>&1 | tee -a "$log"
 # The launch tests against the other drivers as they ship: 13.2 (the parameter count from the
 # driver) and 12.2 (no parameter info: the PTX's signature).
 for other in libkargs_emulated_cuda_13_2.so libkargs_emulated_cuda_12_2.so; do

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The PTX fence (cuda-backend/src/fence/): its unit and golden-file tests, the checker's, and the
-# emulator's fenced runs (cuda-emulator/tests/fence.rs) run in 10-test.sh's `cargo test
+# emulator's fenced runs (integration/tests/fence_emulated.rs) run in 10-test.sh's `cargo test
 # --workspace`; here NVIDIA's ptxas (CUDA 12.9, from its PyPI wheel) assembles every fixture,
 # broken and attack kernel, fenced and unfenced, for sm_52 and sm_90, so the rewritten PTX is
 # known to be valid for real hardware, and NVIDIA's disassembler lists each fenced module's

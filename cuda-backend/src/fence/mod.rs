@@ -119,6 +119,15 @@
 //!     not reach into the callee)");
 //! # Ok::<(), kernel_args_cuda::fence::FenceError>(())
 //! ```
+//!
+//! ## Where its tests are
+//!
+//! The pipeline's own, on its private parts: `src/fence/tests.rs` (the rewriter, its refusals,
+//! the checker against broken rewrites, the golden files). Everything that runs a fenced kernel
+//! is in `integration/tests/`: `fence_emulated.rs` and `corpus.rs` on the emulated driver's API
+//! (the fixtures, the attacks, random kernels, the kernel corpus), `corpus_driver.rs` through a
+//! driver library's C entry points (the emulated one, or a GPU's), and `fence.rs` through the
+//! whole launch path (`LaunchHost::call`, `CudaLauncher`).
 
 use std::fmt;
 

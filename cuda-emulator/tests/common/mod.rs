@@ -1,5 +1,6 @@
 //! What the emulator's API tests share: a device of the test's own with its context current,
-//! loading the fixture kernels, device memory, and launching with a parameter table.
+//! loading the fixture kernels, device memory, and launching with a parameter table. The
+//! fence's tests on the emulator's API (`integration/tests/common/`) include it as it is.
 
 #![allow(dead_code)] // each test file uses its own part
 
@@ -9,8 +10,6 @@ use std::ptr;
 use kernel_args_cuda_emulator::api::{self, CUcontext, CUfunction, CUmodule, CUstream, EmulatedDriver};
 use kernel_args_cuda_emulator::control;
 use kernel_args_cuda_emulator::result::*;
-
-pub mod corpus;
 
 pub const VECTOR_ADD: &str = include_str!("../../../cuda-backend/kernels/vector_add.ptx");
 pub const SCALARS: &str = include_str!("../../../cuda-backend/kernels/scalars.ptx");
@@ -230,30 +229,4 @@ pub fn u32s(bytes: &[u8]) -> Vec<u32> {
 /// The instructions `f`'s launches executed so far.
 pub fn instructions(f: CUfunction) -> u64 {
     control::function_instructions(f)
-}
-
-/// Where each buffer of a launch lies in its arena: 256-byte aligned, back to back; and the
-/// arena's length (at least the shortest fence).
-pub fn layout(sizes: &[usize]) -> (Vec<usize>, usize) {
-    let mut at = 0;
-    let offsets = sizes
-        .iter()
-        .map(|&size| {
-            let offset = at;
-            at += size.next_multiple_of(256);
-            offset
-        })
-        .collect();
-    (offsets, at.max(kernel_args_cuda::fence::MIN_FENCE_LEN as usize))
-}
-
-/// The fence's four hidden parameters: its base and length, the flag's address, and each
-/// thread's budget of backward branches (the launcher's default).
-pub fn fence_params(base: u64, len: u64, flag: u64) -> Vec<Vec<u8>> {
-    fence_params_with(base, len, flag, kernel_args::limits::DEFAULT_MAX_BACK_EDGES_PER_THREAD)
-}
-
-/// [`fence_params`] with a budget of `budget` backward branches per thread.
-pub fn fence_params_with(base: u64, len: u64, flag: u64, budget: u32) -> Vec<Vec<u8>> {
-    [base, len, flag, u64::from(budget)].map(|v| v.to_le_bytes().to_vec()).to_vec()
 }

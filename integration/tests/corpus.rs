@@ -10,6 +10,8 @@
 //! not a GPU's; `corpus_driver.rs` runs the same launches through a driver library, a GPU's
 //! included. The cases live in `common/corpus.rs`, which both share.
 
+#![allow(unsafe_code)] // the emulated driver's C entry points, each call with its `// SAFETY:`
+
 mod common;
 
 use common::corpus::*;

@@ -14,6 +14,8 @@
 //! On a GPU this is where the fence meets ptxas and the hardware on kernels nvcc wrote; its
 //! results there are recorded in `docs/gpu-validation.md`.
 
+#![allow(unsafe_code)] // the emulated driver's C entry points, each call with its `// SAFETY:`
+
 mod common;
 
 use std::ffi::{CString, c_char, c_int, c_uint, c_void};

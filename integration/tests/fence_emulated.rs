@@ -10,6 +10,8 @@
 //! outside their windows or fault; and random loop nests with a random budget stop each thread
 //! exactly where a model of the budget says.
 
+#![allow(unsafe_code)] // the emulated driver's C entry points, each call with its `// SAFETY:`
+
 mod common;
 
 use common::*;
