@@ -21,11 +21,11 @@
 # 5. The C guest capi/c/examples/vector_add.c for wasm32-unknown-unknown, as C99 and as
 #    C++17, at -O2 and -O0 (-nostdlib: wasm-ld refuses any undefined symbol), warnings as
 #    errors.
-# 6. cli/tests/guest_e2e.rs (the end-to-end expectations, for every runtime and every
+# 6. demo/tests/guest_e2e.rs (the end-to-end expectations, for every runtime and every
 #    guest) with the C build, the C++ build and the -O0 build as the C guest, each on the
 #    wasmtime host and on the wasmi host (KARGS_REQUIRE_C_GUEST=1: a missing module fails
 #    instead of skipping; the Rust guest runs beside it). It is built with the workspace's
-#    features (wasmi among them, through kernel-args-cli's `demo`), so it reuses 10-test's
+#    features (wasmi among them, through kernel-args-demo), so it reuses 10-test's
 #    build of wasmtime and wasmi in target/.
 set -euo pipefail
 cd "$(dirname "$0")/.."

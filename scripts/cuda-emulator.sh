@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the emulated CUDA driver (cuda-emulator/) and prints the KARGS_CUDA_DRIVER to export:
 #
-#   eval "$(scripts/cuda-emulator.sh)"   # then the CUDA tests and `kargs demo` use it
+#   eval "$(scripts/cuda-emulator.sh)"   # then the CUDA tests and `kargs-demo` use it
 #
 # Three libraries are built into ${CARGO_TARGET_DIR:-target}/debug: libkargs_emulated_cuda.so
 # (a CUDA 12.8 driver, the one exported: cuFuncGetParamInfo without cuFuncGetParamCount, as GPU

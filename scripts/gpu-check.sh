@@ -4,12 +4,12 @@
 #   scripts/gpu-check.sh [BUNDLE_DIR]
 #       Here (x86-64 Linux with Rust; no GPU or CUDA needed): builds the link stub and the
 #       `cuda`-feature test binaries (kernel-args-cuda's unit tests, the launch tests of
-#       kernel-args-integration, kargs's cuda_demo), and puts them in BUNDLE_DIR (default: $CARGO_TARGET_DIR or target, then
+#       kernel-args-integration, kernel-args-demo's cuda_demo), and puts them in BUNDLE_DIR (default: $CARGO_TARGET_DIR or target, then
 #       /gpu-check) with the PTX fixtures and run.sh. Prints how to run the bundle.
 #
 #   bash BUNDLE_DIR/run.sh
 #       On the GPU machine: needs only the CUDA driver (libcuda.so.1) and bash; no Rust. Runs
-#       every test binary and `kargs demo --n 4096`, then prints the GPU and driver, each binary's result and every
+#       every test binary and `kargs-demo --n 4096`, then prints the GPU and driver, each binary's result and every
 #       SKIPPED line, and writes the same to BUNDLE_DIR/results.txt. Exits non-zero when a test
 #       fails, or when a device is present but a test that needs one was skipped for a reason
 #       other than the device lacking pageable memory access (direct mode). The tests that
@@ -27,7 +27,7 @@
 # unchanged, no fault, the next launch right); aliasing windows staged as one buffer; every scalar type bit-exact on
 # the device; signature mismatches (size, count, by-value struct) refused with guest memory
 # untouched; malformed PTX and unknown entries mapped to their codes; dynamic shared memory
-# past 48 KiB opted in up to the device's limit; (kargs's cuda_demo and `kargs demo`) the wasm
+# past 48 KiB opted in up to the device's limit; (kernel-args-demo's cuda_demo and `kargs-demo`) the wasm
 # guest's vector_add through wasmtime and wasi_cuda_launch, every element checked; and
 # (tenants) 8 threads x 4 wasmtime stores x 10,000 launches on one shared device, every
 # element checked, with the launch rate printed; (budget) fenced kernels that never end, with
@@ -78,15 +78,15 @@ bundle_tests -p kernel-args-cuda --features cuda --lib
 # The kernel corpus, fenced and unfenced, through the driver's C entry points (corpus_driver).
 bundle_tests -p kernel-args-integration --features cuda --test cuda --test declarations --test emulator \
     --test fault_matrix --test fence --test tenants --test budget --test deadline --test corpus_driver
-# The wasm guest's vector_add through `kargs demo`'s host on the GPU, once kargs has its
-# `cuda` feature (only that test: kargs's other tests read files of the repository).
-if grep -qE '^cuda *=' cli/Cargo.toml 2>/dev/null && [ -f cli/tests/cuda_demo.rs ]; then
-    bundle_tests -p kernel-args-cli --features cuda --test cuda_demo
-    # And the kargs binary itself, for `kargs demo` on the device (run.sh runs it).
-    kargs="$(cargo build -p kernel-args-cli --features cuda --message-format=json \
-        | grep '"reason":"compiler-artifact"' | grep -o '"executable":"[^"]*/kargs"' | cut -d'"' -f4 | tail -1)"
-    pack "$kargs" "$bundle/kargs"
-    echo "bundled kargs <- ${kargs#"$root"/}"
+# The wasm guest's vector_add through kargs-demo's host on the GPU (only that test of
+# kernel-args-demo: its other tests read files of the repository).
+if grep -qE '^cuda *=' demo/Cargo.toml 2>/dev/null && [ -f demo/tests/cuda_demo.rs ]; then
+    bundle_tests -p kernel-args-demo --features cuda --test cuda_demo
+    # And the kargs-demo binary itself, for the demo on the device (run.sh runs it).
+    kargs="$(cargo build -p kernel-args-demo --features cuda --message-format=json \
+        | grep '"reason":"compiler-artifact"' | grep -o '"executable":"[^"]*/kargs-demo"' | cut -d'"' -f4 | tail -1)"
+    pack "$kargs" "$bundle/kargs-demo"
+    echo "bundled kargs-demo <- ${kargs#"$root"/}"
 fi
 cp cuda-backend/kernels/*.ptx cuda-backend/kernels/*.cu "$bundle/kernels/"
 # The driver's own behaviour the backend relies on (stopping a kernel, going on after a fault):
@@ -107,10 +107,10 @@ mkdir -p "$work/bin"
 for packed in "$here"/bin/*.gz; do
     gunzip -c "$packed" > "$work/bin/$(basename "$packed" .gz)"
 done
-[ -f "$here/kargs.gz" ] && gunzip -c "$here/kargs.gz" > "$work/kargs"
-chmod +x "$work"/bin/* "$work"/kargs 2>/dev/null
-# cuda_demo runs this kargs (the path cargo gave it is on the machine that built it).
-export KARGS_BIN="$work/kargs"
+[ -f "$here/kargs-demo.gz" ] && gunzip -c "$here/kargs-demo.gz" > "$work/kargs-demo"
+chmod +x "$work"/bin/* "$work"/kargs-demo 2>/dev/null
+# cuda_demo runs this kargs-demo (the path cargo gave it is on the machine that built it).
+export KARGS_DEMO_BIN="$work/kargs-demo"
 {
     echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
     echo "host: $(uname -srm)"
@@ -142,16 +142,16 @@ if [ -x "$here/gpu-probe" ] && grep -q '^gpu: ' "$results" && ! grep -q 'nvidia-
     echo "gpu-probe: exit $?" >> "$results"
     grep '^probe ' "$here/gpu-probe.log" >> "$results"
 fi
-# `kargs demo` on the whole buffers: launched and checked on a device, a dry run without.
-if [ -x "$work/kargs" ]; then
-    "$work/kargs" demo --n 4096 > "$here/kargs-demo.log" 2>&1
+# `kargs-demo` on the whole buffers: launched and checked on a device, a dry run without.
+if [ -x "$work/kargs-demo" ]; then
+    "$work/kargs-demo" --n 4096 > "$here/kargs-demo.log" 2>&1
     rc=$?
-    echo "kargs demo --n 4096: exit $rc" >> "$results"
+    echo "kargs-demo --n 4096: exit $rc" >> "$results"
     grep -E '^(launcher:|outcome:|host:|         pointers )' "$here/kargs-demo.log" >> "$results"
     [ "$rc" -eq 0 ] || status=1
     if grep -q '^gpu: ' "$results" && ! grep -q 'nvidia-smi not found' "$results" \
         && ! grep -q '^outcome: launched; out' "$here/kargs-demo.log"; then
-        echo "FAIL: kargs demo did not launch on a machine with a GPU" >> "$results"
+        echo "FAIL: kargs-demo did not launch on a machine with a GPU" >> "$results"
         status=1
     fi
 fi

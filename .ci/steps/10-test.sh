@@ -4,6 +4,6 @@ set -euo pipefail
 cargo test --workspace
 cargo fmt --all --check
 cargo clippy --workspace --all-targets -- -D warnings
-# kargs as `cargo run -p kernel-args-cli` builds it (wasmi only, without the wasmtime feature
-# the workspace turns on): the demo on wasmi, and `--runtime wasmtime` naming its feature.
-cargo test -p kernel-args-cli --test cli
+# kargs-demo as `cargo run -p kernel-args-demo` builds it (wasmi only, without the wasmtime
+# feature the workspace turns on): the demo on wasmi, and `--runtime wasmtime` naming its feature.
+cargo test -p kernel-args-demo --test cli

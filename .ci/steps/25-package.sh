@@ -9,7 +9,7 @@
 #    features, because with them kernel-args and the CLI would build wasmtime once more (a
 #    package is verified outside the workspace, so its dependencies' features differ from
 #    10-test's and wasmtime's whole tree would be compiled again: 1.5 minutes on 2 cores);
-# 2. the same packages with their default features (wasmtime, the bundled guest, `kargs demo`):
+# 2. the same packages with the features the workspace turns on (wasmtime, the bundled guest):
 #    built from the unpacked packages, put in place of their crates in a copy of the workspace,
 #    so that every dependency is resolved with exactly the features and profile of 10-test's
 #    `cargo test --workspace` and is already built in the shared target directory (no second

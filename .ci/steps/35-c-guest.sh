@@ -3,7 +3,7 @@
 # and C++17 with gcc and clang under AddressSanitizer and UBSan, freestanding, and the C
 # vector_add guest (capi/c/examples/vector_add.c) built for wasm32 and run on the wasmtime host
 # and on the wasmi host with the Rust guest's end-to-end expectations
-# (cli/tests/guest_e2e.rs, KARGS_REQUIRE_C_GUEST=1: it must not skip; the script checks
+# (demo/tests/guest_e2e.rs, KARGS_REQUIRE_C_GUEST=1: it must not skip; the script checks
 # that both runtimes ran it). Installs clang, lld and clang's sanitizer runtimes with apt when
 # missing. Shares target/ with 10-test.sh: the e2e test is built with the workspace's features,
 # so neither runtime is compiled again; only the test itself is.

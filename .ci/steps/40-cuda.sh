@@ -9,7 +9,7 @@
 #   cannot launch fail instead of skipping;
 # - Debian's libcuda1 (the NVIDIA driver library, non-free) so that the real driver is loaded
 #   at run time too and `cuInit` really answers "no device" (the no-device tests, and
-#   `kargs demo` falling back to the dry run);
+#   `kargs-demo` falling back to the dry run);
 # - the link stub (scripts/cuda-link-stub.sh, from a committed C file) that cust's build
 #   script and `-lcuda` need in place of a CUDA installation.
 #
@@ -72,9 +72,9 @@ cargo clippy -p kernel-args-cuda -p kernel-args-integration --features cuda --al
 # them, and the kernel corpus fenced and unfenced through the driver library's C entry points
 # (integration/tests/corpus_driver.rs, the test scripts/gpu-check.sh runs on a GPU).
 cargo test -p kernel-args-cuda -p kernel-args-integration --features cuda 2>&1 | tee "$log"
-cargo clippy -p kernel-args-cli --features cuda --all-targets -- -D warnings
+cargo clippy -p kernel-args-demo --features cuda --all-targets -- -D warnings
 # The wasm guest through the CUDA launcher.
-cargo test -p kernel-args-cli --features cuda --test cuda_demo 2>&1 | tee -a "$log"
+cargo test -p kernel-args-demo --features cuda --test cuda_demo 2>&1 | tee -a "$log"
 # The launch tests against the other drivers as they ship: 13.2 (the parameter count from the
 # driver) and 12.2 (no parameter info: the PTX's signature).
 for other in libkargs_emulated_cuda_13_2.so libkargs_emulated_cuda_12_2.so; do
@@ -83,28 +83,28 @@ for other in libkargs_emulated_cuda_13_2.so libkargs_emulated_cuda_12_2.so; do
         cargo test -p kernel-args-integration --features cuda --test cuda --test declarations --test emulator \
         --test tenants --test fence --test checked --test budget --test deadline 2>&1 | tee -a "$log"
     KARGS_CUDA_DRIVER="$(dirname "$KARGS_CUDA_DRIVER")/$other" \
-        cargo test -p kernel-args-cli --features cuda --test cuda_demo 2>&1 | tee -a "$log"
+        cargo test -p kernel-args-demo --features cuda --test cuda_demo 2>&1 | tee -a "$log"
 done
 if grep -q 'SKIPPED' "$log"; then
     echo "error: a CUDA test skipped against the emulated driver" >&2
     exit 1
 fi
 
-# README.md's demo line as written, then kargs demo on the emulated device checking every
+# README.md's demo line as written, then kargs-demo on the emulated device checking every
 # element, on both runtimes...
-cargo run -p kernel-args-cli --features cuda -- demo | tee /tmp/kargs-demo.txt
+cargo run -p kernel-args-demo --features cuda | tee /tmp/kargs-demo.txt
 grep -q '^outcome: launched; out\[i\] == a\[i\] + b\[i\] for all .* elements' /tmp/kargs-demo.txt
 for runtime in wasmtime wasmi; do
-    cargo run -q -p kernel-args-cli --features cuda -- demo --n 4096 --runtime "$runtime" | tee /tmp/kargs-demo.txt
-    grep -q "^kargs demo: the bundled vector_add guest (.*) on $runtime\$" /tmp/kargs-demo.txt
+    cargo run -q -p kernel-args-demo --features cuda -- --n 4096 --runtime "$runtime" | tee /tmp/kargs-demo.txt
+    grep -q "^kargs-demo: the bundled vector_add guest (.*) on $runtime\$" /tmp/kargs-demo.txt
     grep -q '^launcher: CUDA device 0 kernel-args emulated CUDA device (CPU, not a GPU)' /tmp/kargs-demo.txt
     grep -q '^outcome: launched; out\[i\] == a\[i\] + b\[i\] for all 4096 elements' /tmp/kargs-demo.txt
 done
 # ...and with the system's driver and no GPU it falls back to the dry run with the reason.
 for runtime in wasmtime wasmi; do
-    KARGS_CUDA_DRIVER= cargo run -q -p kernel-args-cli --features cuda -- demo --n 64 --runtime "$runtime" \
+    KARGS_CUDA_DRIVER= cargo run -q -p kernel-args-demo --features cuda -- --n 64 --runtime "$runtime" \
         | tee /tmp/kargs-demo.txt
-    grep -q '^launcher: dry run: this machine has no CUDA device kargs can use (the CUDA driver library .* cannot be used' /tmp/kargs-demo.txt
+    grep -q '^launcher: dry run: this machine has no CUDA device kargs-demo can use (the CUDA driver library .* cannot be used' /tmp/kargs-demo.txt
 done
 
 # The cuda-feature binaries must not depend on the driver library at load time (it is

@@ -1,5 +1,6 @@
 //! The JSON shapes `kargs decode --json` prints; the conformance vectors use the same shapes,
-//! and `kargs demo --json` uses its argument and error shapes.
+//! and `kargs-demo --json` (demo/, which compiles this file too) uses its argument and error
+//! shapes.
 //!
 //! ```text
 //! {"ok":true,"args":[{"index":0,"offset":0,"type":"i32","value":-7}, ...]}
@@ -128,7 +129,7 @@ pub(crate) enum JsonValue {
 
 /// An error: the ABI `code`, its `name` and a `message` for people. An argv error (`kargs
 /// decode`) also says what kind it is and where: `kind` (`ErrorKind::name`), `index` and
-/// `offset`; an error with no argv error behind it (`kargs demo`'s launch outcome) leaves those
+/// `offset`; an error with no argv error behind it (`kargs-demo`'s launch outcome) leaves those
 /// three out. `name` is `null` for a code that is not one of the ABI's.
 #[derive(Debug, Serialize)]
 pub(crate) struct JsonError {
@@ -178,10 +179,10 @@ impl From<&ArgvError> for JsonError {
     }
 }
 
-#[cfg(feature = "demo")]
 impl JsonError {
     /// An ABI `code` (named where it is one of the ABI's) with the host's `message`, and no argv
-    /// error behind it.
+    /// error behind it: how `kargs-demo` (demo/, which compiles this file too) reports a launch.
+    #[allow(dead_code)] // in kargs itself, only its test
     pub(crate) fn abi(code: i32, message: &str) -> JsonError {
         JsonError {
             code,
@@ -268,7 +269,6 @@ mod tests {
     }
 
     #[test]
-    #[cfg(feature = "demo")]
     fn an_abi_error_has_its_code_name_and_message_only() {
         assert_eq!(
             serde_json::to_string(&JsonError::abi(-3, "no kernel")).unwrap(),

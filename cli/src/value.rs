@@ -1,5 +1,5 @@
 //! How an argument's value is spelled: one spelling per value, for `kargs decode`'s table,
-//! `kargs demo`'s argv table and, for floats, the `value` and `bits` of `kargs decode --json`.
+//! `kargs-demo`'s argv table (demo/ compiles this file too) and, for floats, the `value` and `bits` of `kargs decode --json`.
 //!
 //! ```text
 //! -7                            i32, i64, u32, u64: decimal

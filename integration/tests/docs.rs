@@ -3,8 +3,7 @@
 //! - The `kargs` commands: every line of a `sh` block in README.md and cli/README.md that runs
 //!   `kargs` (or `cargo run -p kernel-args-cli -- ...`, which runs the same binary) goes through
 //!   `sh` with `kargs` as the workspace's binary (`kernel_args_testkit::kargs`), and must exit 0
-//!   and print something, unless that build of kargs says it lacks the feature the line needs
-//!   (`demo`, or `wasmtime` for `--runtime wasmtime`; `cargo test --workspace` builds both).
+//!   and print something.
 //! - Every other command of a `sh` block in README.md, docs/*.md and the crates' READMEs must be
 //!   one that CI runs as written (the same text, spaces aside, in `.ci/` or in `scripts/`, which
 //!   CI's steps run), or the doc must say why CI does not run it: on its line, a comment that
@@ -40,12 +39,6 @@ fn kargs_lines(markdown: &str) -> Vec<String> {
     lines
 }
 
-/// Whether a command's failure is only that this build of kargs lacks the feature it needs
-/// (`demo`, or `wasmtime` for `--runtime wasmtime`), which kargs says on stderr.
-fn lacks_a_feature(stderr: &str) -> bool {
-    stderr.contains("is not in this build")
-}
-
 #[test]
 fn the_readmes_kargs_commands_run_as_written() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
@@ -63,9 +56,6 @@ fn the_readmes_kargs_commands_run_as_written() {
                 .output()
                 .unwrap();
             let stdout = String::from_utf8_lossy(&out.stdout);
-            if out.status.code() == Some(2) && lacks_a_feature(&String::from_utf8_lossy(&out.stderr)) {
-                continue;
-            }
             assert!(
                 out.status.success() && !stdout.trim().is_empty(),
                 "{file}: `{command}` exited {:?}\n--- stdout\n{stdout}\n--- stderr\n{}",

@@ -123,7 +123,7 @@ fn the_layered_crates_have_no_module_cycle() {
         ("cuda-backend/src/driver", "super::"),
         ("cuda-emulator/src", "crate::"),
         ("cuda-emulator/src/exec", "super::"),
-        ("cli/src/guest", "super::"),
+        ("demo/src/guest", "super::"),
     ];
     let mut cycles = Vec::new();
     for (dir, prefix) in dirs {

@@ -33,12 +33,12 @@ use kernel_args::MEMORY_EXPORT;
 use kernel_args::guest::{CAPACITY, GUEST_WASM, VECTOR_ADD_KERNEL_ID, exports};
 use kernel_args::wasmtime_host::{add_to_linker, wasmtime};
 use kernel_args::{AbiError, GuestTrust, LaunchHost, PointerMode};
-use kernel_args_cli::guest::{Guest as _, WasmtimeGuest};
 use kernel_args_core::ArgvBuilder;
 use kernel_args_cuda::{
     CudaDevice, CudaLauncher, CudaOptions, KernelRegistry, PointerModeChoice, Sandbox, SetupError, kernels,
 };
 use kernel_args_cuda_emulator::client::{Emulator, Stat};
+use kernel_args_demo::guest::{Guest as _, WasmtimeGuest};
 
 const THREADS: usize = 8;
 const STORES_PER_THREAD: usize = 4;

@@ -111,7 +111,7 @@
 //! - `demo-guest`: the `no_std` vector_add guest's module (`guest::GUEST_WASM`, built
 //!   from `guest/` for `wasm32-unknown-unknown` by `scripts/build-guest.sh`; CI checks the
 //!   committed module against a fresh build) and its interface (kernel id, exports). The runner
-//!   that drives it on either runtime is `kernel-args-cli`'s.
+//!   that drives it on either runtime is the repository's `kernel-args-demo` (not published).
 
 #![cfg_attr(not(any(feature = "std", test)), no_std)]
 #![forbid(unsafe_code)]

@@ -1,6 +1,6 @@
 /*
  * guest_e2e.c: a C host (kargs_host_call behind a wasm runtime's import binding) held to the
- * expectations cli/tests/guest_e2e.rs holds the wasmtime and wasmi hosts to, test by test, with
+ * expectations demo/tests/guest_e2e.rs holds the wasmtime and wasmi hosts to, test by test, with
  * the C vector_add guest (capi/c/examples/vector_add.c). The runtime is the one it is linked
  * with (capi/c/examples/runtime.h): wasm3/runtime.c (wasm3) or wamr/runtime.c (WAMR). Prints
  * each check and exits with status 1 if any failed.

@@ -10,8 +10,9 @@
 //! one good launch, one deliberately bad launch per host check, and accessors to read the
 //! buffers back.
 //!
-//! The runner that drives it the same way on wasmtime and on wasmi (`kargs demo --runtime`,
-//! and the end-to-end tests of both bindings) is `kernel-args-cli`'s; by hand, on wasmtime:
+//! The runner that drives it the same way on wasmtime and on wasmi (`kargs-demo --runtime`,
+//! and the end-to-end tests of both bindings) is the repository's `kernel-args-demo` (not
+//! published); by hand, on wasmtime:
 //!
 //! ```
 //! # #[cfg(feature = "wasmtime")]

@@ -1,4 +1,4 @@
-//! `kargs demo`: run the bundled wasm guest on wasmi (or on wasmtime, `--runtime wasmtime`, in a
+//! `kargs-demo`: run the bundled wasm guest on wasmi (or on wasmtime, `--runtime wasmtime`, in a
 //! build with the `wasmtime` feature) through the real `wasi_cuda_launch` host function, and show
 //! what the host lowered and what came of the launch.
 //!
@@ -10,9 +10,9 @@
 //! picked:
 //!
 //! ```text
-//! kargs demo: the bundled vector_add guest (3088 bytes of wasm32) on wasmi
+//! kargs-demo: the bundled vector_add guest (3088 bytes of wasm32) on wasmi
 //! guest: run_vector_add(1024): out[i] = a[i] + b[i] with a[i] = i, b[i] = 2i + 1
-//! launcher: dry run: this kargs is built without the `cuda` feature, so it launches on no machine (from a clone: eval "$(scripts/cuda-link-stub.sh)" && cargo install --path cli --locked --features cuda)
+//! launcher: dry run: this kargs-demo is built without the `cuda` feature, so it launches on no machine (from a clone: eval "$(scripts/cuda-link-stub.sh)" && cargo run -p kernel-args-demo --features cuda)
 //!
 //! wasi_cuda_launch(kernel 1, grid [4, 1, 1], block [256, 1, 1], shared memory 0 bytes, argv 32 bytes)
 //!
@@ -32,28 +32,50 @@
 //! the outcome with its ABI code); see [`render::JsonDemo`].
 //!
 //! Both runtimes serve the guest with the same host function (`kernel_args::LaunchHost::call`
-//! behind each binding) and run it through the same runner (`kernel_args::guest::Guest`), so
+//! behind each binding) and run it through the same runner (`kernel_args_demo::guest::Guest`), so
 //! the launch, its table and its outcome are the same on either; only the runtime's name in the
 //! first line (and in the JSON) differs.
 //!
 //! Exit status: 0 when the kernel ran and every `out[i]` is right, or on a dry run; 1 when the
 //! launch was refused or the result is wrong; 2 when the guest could not be run at all.
 //!
-//! One module per step: [`launcher`] picks the launcher, [`guest`] runs the guest into a
-//! [`guest::Report`], and [`render`] prints it as text or JSON.
+//! One module per step: [`launcher`] picks the launcher, [`report`] runs the guest into a
+//! [`report::Report`], and [`render`] prints it as text or JSON. The argv's JSON and text forms
+//! and how the binary ends are `kargs`'s own files (`cli/src/`), compiled here too.
 
-mod guest;
 mod launcher;
 mod render;
+mod report;
 
-use clap::{Args, ValueEnum};
+// kargs's: an argument's JSON form and its value as text (most of each is kargs decode's).
+#[path = "../../cli/src/json.rs"]
+#[allow(dead_code)]
+mod json;
+#[path = "../../cli/src/number.rs"]
+#[allow(dead_code)]
+mod number;
+#[path = "../../cli/src/output.rs"]
+#[allow(dead_code)]
+mod output;
+#[path = "../../cli/src/value.rs"]
+#[allow(dead_code)]
+mod value;
+
+use std::process::ExitCode;
+
+use clap::{Parser, ValueEnum};
 use kernel_args::guest::CAPACITY;
-use kernel_args_cli::guest::Runtime;
+use kernel_args_demo::guest::Runtime;
+use output::{Output, Status};
 
-use crate::{Output, Status};
-
-/// `kargs demo [--elements N] [--runtime wasmi|wasmtime] [--json]`
-#[derive(Debug, Args)]
+/// Run the bundled wasm guest's vector_add launch through the wasi_cuda_launch host function
+/// and show what the host lowered and the launch's outcome (a dry run without a CUDA device).
+#[derive(Debug, Parser)]
+#[command(
+    name = "kargs-demo",
+    version,
+    after_help = "Exit status: 0 the kernel ran right (or a dry run), 1 refused or wrong, 2 usage error."
+)]
 pub(crate) struct DemoArgs {
     /// Elements in each vector (0 to 4096, the guest's buffer capacity; decimal or 0x hex).
     #[arg(long = "elements", short = 'n', visible_alias = "n", value_name = "N", default_value_t = 1024,
@@ -75,7 +97,7 @@ fn parse_elements(text: &str) -> Result<i32, String> {
     i32::try_from(n).map_err(|_| format!("{n} is not in 0..={CAPACITY}"))
 }
 
-/// `--runtime`: the runtimes kargs runs the guest on (kernel-args's [`Runtime`]).
+/// `--runtime`: the runtimes the demo runs the guest on (kernel-args's [`Runtime`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub(crate) enum DemoRuntime {
     /// wasmi, an interpreter (the runtime of firmware-style hosts).
@@ -93,17 +115,21 @@ impl From<DemoRuntime> for Runtime {
     }
 }
 
-/// Runs `kargs demo`.
+fn main() -> ExitCode {
+    output::main(|args: DemoArgs| run(&args))
+}
+
+/// Runs the demo.
 pub(crate) fn run(args: &DemoArgs) -> Output {
     if args.runtime == DemoRuntime::Wasmtime && !cfg!(feature = "wasmtime") {
         return Output::usage(
             "`--runtime wasmtime` is not in this build: it needs the `wasmtime` feature \
-             (from a clone: cargo install --path cli --locked --features wasmtime); without it the demo \
+             (from a clone: cargo run -p kernel-args-demo --features wasmtime); without it the demo \
              runs on wasmi",
         );
     }
     let launcher::LauncherChoice { launcher, description } = launcher::choose_launcher();
-    match guest::run(args.runtime.into(), args.n, launcher, &description) {
+    match report::run(args.runtime.into(), args.n, launcher, &description) {
         Ok(report) => {
             let stdout = if args.json { render::json(&report) } else { render::text(&report) };
             Output::stdout(stdout, report.status())

@@ -79,7 +79,7 @@ impl std::error::Error for GuestError {}
 
 /// A guest with the demo interface ([`exports`]: the bundled Rust guest, the C guest of
 /// `capi/c/examples/vector_add.c`) instantiated on some [`Runtime`], its store's data a
-/// [`LaunchHost`]: what `kargs demo` and the end-to-end tests drive, the same way on every
+/// [`LaunchHost`]: what `kargs-demo` and the end-to-end tests drive, the same way on every
 /// runtime. Any [`Launcher`] plugs in.
 ///
 /// Made by [`GuestModule::instantiate`](super::GuestModule::instantiate) (as a `Box<dyn Guest<L>>`), or directly as a

@@ -1,4 +1,4 @@
-//! The launcher `kargs demo` runs the guest with: the dry run, or with kargs's `cuda` feature
+//! The launcher `kargs-demo` runs the guest with: the dry run, or with its `cuda` feature
 //! the CUDA device that `CudaOptions::from_env()` finds, falling back to the dry run (with the
 //! reason) where there is none.
 
@@ -14,7 +14,7 @@ pub(super) struct LauncherChoice {
 
 /// The dry run, with the guest's kernel declared as the CUDA launcher registers it.
 fn dry_run() -> Box<dyn Launcher> {
-    Box::new(kernel_args_cli::guest::demo_dry_run())
+    Box::new(kernel_args_demo::guest::demo_dry_run())
 }
 
 /// Without the `cuda` feature: the dry run.
@@ -22,10 +22,11 @@ fn dry_run() -> Box<dyn Launcher> {
 pub(super) fn choose_launcher() -> LauncherChoice {
     LauncherChoice {
         launcher: dry_run(),
-        description: "dry run: this kargs is built without the `cuda` feature, so it launches on no machine \
+        description:
+            "dry run: this kargs-demo is built without the `cuda` feature, so it launches on no machine \
                       (from a clone: eval \"$(scripts/cuda-link-stub.sh)\" && \
-                      cargo install --path cli --locked --features cuda)"
-            .to_owned(),
+                      cargo run -p kernel-args-demo --features cuda)"
+                .to_owned(),
     }
 }
 
@@ -66,7 +67,7 @@ pub(super) fn choose_launcher() -> LauncherChoice {
         }
         Err(e) => LauncherChoice {
             launcher: dry_run(),
-            description: format!("dry run: this machine has no CUDA device kargs can use ({e})"),
+            description: format!("dry run: this machine has no CUDA device kargs-demo can use ({e})"),
         },
     }
 }

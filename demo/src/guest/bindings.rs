@@ -22,7 +22,7 @@ macro_rules! binding {
             "as its store's data. Driven through the [`Guest`] trait, or with [`call`](", stringify!($name),
             "::call) for an export of any signature.\n\n",
             "```\n",
-            "use kernel_args_cli::guest::{Guest, ", stringify!($name), ", demo_dry_run};\n",
+            "use kernel_args_demo::guest::{Guest, ", stringify!($name), ", demo_dry_run};\n",
             "use kernel_args::{AbiError, LaunchHost};\n\n",
             "let mut guest = ", stringify!($name), "::new(LaunchHost::new(demo_dry_run()))?;\n",
             "assert_eq!(guest.run_vector_add(100)?, AbiError::NotAvailable.code());\n",

@@ -1,4 +1,4 @@
-//! The runner `kargs demo` and the end-to-end tests drive a guest with: the bundled demo guest
+//! The runner `kargs-demo` and the end-to-end tests drive a guest with: the bundled demo guest
 //! (`kernel_args::guest::GUEST_WASM`), or any module with its interface
 //! (`kernel_args::guest::exports`, such as the C guest), the same way on wasmtime and on wasmi.
 //!
@@ -7,9 +7,7 @@
 //! `WasmtimeGuest` (with the `wasmtime` feature) and [`WasmiGuest`] are its two implementations,
 //! for a host that wants its runtime's own typed calls too, written once (`bindings.rs`). The
 //! modules go one way: `runner.rs` (the trait, the runtime, the error) knows no runtime's API,
-//! `bindings.rs` implements the trait on each, and `module.rs` compiles and instantiates. This is the demo's and the tests' harness, not a stable API:
-//! it lives in the CLI's library so that both reach it, and so that the published `kernel-args`
-//! carries the host function alone.
+//! `bindings.rs` implements the trait on each, and `module.rs` compiles and instantiates.
 
 mod bindings;
 mod module;

@@ -18,7 +18,7 @@ use super::runner::{Guest, GuestError, Runtime};
 /// times (compiling is the slow part on wasmtime). Cheap to clone.
 ///
 /// ```
-/// use kernel_args_cli::guest::{Guest, GuestModule, Runtime, demo_dry_run};
+/// use kernel_args_demo::guest::{Guest, GuestModule, Runtime, demo_dry_run};
 /// use kernel_args::{AbiError, LaunchHost};
 ///
 /// for &runtime in Runtime::ALL {
@@ -29,7 +29,7 @@ use super::runner::{Guest, GuestError, Runtime};
 ///     assert_eq!(guest.first_mismatch(100)?, Some(0), "nothing ran");
 ///     assert!(guest.first_mismatch(-1).is_err());
 /// }
-/// # Ok::<(), kernel_args_cli::guest::GuestError>(())
+/// # Ok::<(), kernel_args_demo::guest::GuestError>(())
 /// ```
 #[derive(Clone)]
 pub struct GuestModule {
@@ -64,8 +64,8 @@ impl GuestModule {
             Runtime::Wasmtime => {
                 return Err(GuestError::new(
                     runtime,
-                    "this build has no wasmtime: it needs kernel-args-cli's `wasmtime` feature \
-                     (from a clone: cargo install --path cli --locked --features wasmtime)",
+                    "this build has no wasmtime: it needs kernel-args-demo's `wasmtime` feature \
+                     (from a clone: cargo run -p kernel-args-demo --features wasmtime)",
                 ));
             }
             Runtime::Wasmi => {

@@ -1,4 +1,4 @@
-//! The wasm guest's vector_add through the CUDA launcher (kargs feature `cuda`): wasmtime and
+//! The wasm guest's vector_add through the CUDA launcher (kernel-args-demo's feature `cuda`): wasmtime and
 //! wasmi each run the bundled no_std guest, whose `wasi_cuda_launch` goes through the host
 //! function's checks and the parser to the CUDA launcher, in the staged and in the direct
 //! pointer mode; every element the kernel wrote is compared with the CPU's `a[i] + b[i]`, in the
@@ -13,10 +13,10 @@ use std::sync::Arc;
 
 use kernel_args::guest::{CAPACITY, THREADS_PER_BLOCK, VECTOR_ADD_KERNEL_ID};
 use kernel_args::{LaunchHost, PointerMode, SignatureCheck};
-use kernel_args_cli::guest::{GuestModule, Runtime};
 use kernel_args_cuda::{
     CudaDevice, CudaOptions, KernelRegistry, PointerModeChoice, Sandbox, SetupError, kernels,
 };
+use kernel_args_demo::guest::{GuestModule, Runtime};
 
 fn say(line: String) {
     kernel_args_testkit::device::say(&line);
@@ -96,20 +96,21 @@ fn guest_vector_add_direct() {
     vector_add_from_the_guest("guest_vector_add_direct", PointerMode::Direct);
 }
 
-/// `kargs demo --json` on each runtime, through the CUDA launcher: the same launch, launched,
+/// `kargs-demo --json` on each runtime, through the CUDA launcher: the same launch, launched,
 /// every element right (the demo checks them; exit 0), only the runtime differs.
 #[test]
-fn kargs_demo_launches_the_same_on_both_runtimes() {
-    let test = "kargs_demo_launches_the_same_on_both_runtimes";
+fn the_demo_launches_the_same_on_both_runtimes() {
+    let test = "the_demo_launches_the_same_on_both_runtimes";
     if gpu(test, PointerMode::Staged).is_none() {
         return;
     }
     let demo = |runtime: Runtime| {
-        // The kargs that cargo built, or the one `KARGS_BIN` names (the GPU bundle's, on a
-        // machine where cargo's path does not exist).
-        let kargs = std::env::var_os("KARGS_BIN").unwrap_or_else(|| env!("CARGO_BIN_EXE_kargs").into());
-        let out = std::process::Command::new(kargs)
-            .args(["demo", "--json", "--n", "4096", "--runtime", runtime.name()])
+        // The kargs-demo that cargo built, or the one `KARGS_DEMO_BIN` names (the GPU bundle's,
+        // on a machine where cargo's path does not exist).
+        let demo =
+            std::env::var_os("KARGS_DEMO_BIN").unwrap_or_else(|| env!("CARGO_BIN_EXE_kargs-demo").into());
+        let out = std::process::Command::new(demo)
+            .args(["--json", "--n", "4096", "--runtime", runtime.name()])
             .output()
             .unwrap();
         let stderr = String::from_utf8_lossy(&out.stderr);
@@ -124,7 +125,7 @@ fn kargs_demo_launches_the_same_on_both_runtimes() {
     wasmtime["runtime"] = serde_json::Value::Null;
     wasmi["runtime"] = serde_json::Value::Null;
     assert_eq!(wasmtime, wasmi);
-    say(format!("{test}: kargs demo launched 4096 elements on wasmtime and on wasmi, the same"));
+    say(format!("{test}: kargs-demo launched 4096 elements on wasmtime and on wasmi, the same"));
 }
 
 /// The guest's declaration of its kernel and the CUDA backend's bundled one are one text: the

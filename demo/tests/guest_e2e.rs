@@ -16,7 +16,6 @@
 //! The two guests are also held to each other (the same launches, windows of the same
 //! lengths, argvs of the same length) and each guest's runs on the runtimes to each other (the
 //! same records, bytes and messages).
-#![cfg(feature = "demo")]
 
 use std::io::Write as _;
 use std::sync::OnceLock;
@@ -29,10 +28,10 @@ use kernel_args::{
     LaunchArgs, LaunchCall, LaunchHost, LaunchOutcome, LaunchRequest, LaunchShape, Launcher, MEMORY_EXPORT,
     PointerMode, RegionError, Registered, SignatureCheck,
 };
-use kernel_args_cli::guest::{Guest, GuestModule, Runtime, demo_dry_run, demo_kernels};
 use kernel_args_core::{
     ErrorKind, GuestMemory, GuestRange, LoweredArgSnapshot, ParsedArgv, encode_argv, parse_argv,
 };
+use kernel_args_demo::guest::{Guest, GuestModule, Runtime, demo_dry_run, demo_kernels};
 
 /// Which guest a case runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

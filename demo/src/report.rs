@@ -2,7 +2,7 @@
 //! what the host lowered and how the launch ended; printing it is [`super::render`]'s.
 
 use kernel_args::{AbiError, LaunchHost, LaunchOutcome, LaunchRecord, Launcher};
-use kernel_args_cli::guest::{GuestError, GuestModule, Runtime};
+use kernel_args_demo::guest::{GuestError, GuestModule, Runtime};
 
 use crate::Status;
 
@@ -81,10 +81,10 @@ impl Report {
 #[cfg(test)]
 mod tests {
     use kernel_args::{HostError, KernelTable, LaunchRequest, PointerMode, Registered, SignatureCheck};
-    use kernel_args_cli::guest::demo_kernels;
+    use kernel_args_demo::guest::demo_kernels;
 
-    use super::super::{parse_json_line, render};
     use super::*;
+    use crate::{parse_json_line, render};
 
     #[test]
     fn a_launcher_that_fails_is_reported() {

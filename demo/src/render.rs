@@ -8,8 +8,8 @@ use kernel_args::{AbiError, LaunchRecord, LaunchSnapshot, PointerMode, Signature
 use kernel_args_core::F32Bits;
 use serde::Serialize;
 
-use super::guest::{Outcome, Report};
 use crate::json::{JsonArg, JsonError};
+use crate::report::{Outcome, Report};
 use crate::value;
 
 /// The table and the outcome, for people.
@@ -18,7 +18,7 @@ pub(super) fn text(report: &Report) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "kargs demo: the bundled vector_add guest ({} bytes of wasm32) on {}",
+        "kargs-demo: the bundled vector_add guest ({} bytes of wasm32) on {}",
         GUEST_WASM.len(),
         report.runtime
     );
@@ -161,7 +161,7 @@ pub(super) fn json(report: &Report) -> String {
     line
 }
 
-/// `kargs demo --json`: one object.
+/// `kargs-demo --json`: one object.
 ///
 /// ```text
 /// {"runtime":"wasmtime","guest":{"wasm_bytes":3088,"n":16},"launcher":"dry run: ...",
@@ -216,13 +216,13 @@ enum JsonOutcome {
 mod tests {
     use kernel_args::LaunchOutcome;
 
-    use super::super::parse_json_line;
     use super::*;
+    use crate::parse_json_line;
 
     #[test]
     fn json_of_a_refused_call_has_no_launch() {
         let report = Report {
-            runtime: kernel_args_cli::guest::Runtime::Wasmi,
+            runtime: kernel_args_demo::guest::Runtime::Wasmi,
             n: 4,
             launcher: "dry run".to_owned(),
             launch: None,
@@ -239,7 +239,7 @@ mod tests {
         );
         let text = text(&report);
         assert!(text.contains("refused by the host before any launch: InvalidDimensions -8"), "{text}");
-        assert!(text.starts_with("kargs demo: the bundled vector_add guest ("), "{text}");
+        assert!(text.starts_with("kargs-demo: the bundled vector_add guest ("), "{text}");
         assert!(text.lines().next().unwrap().ends_with(") on wasmi"), "{text}");
     }
 
@@ -248,7 +248,7 @@ mod tests {
         // The launched outcome needs a device; its rendering does not.
         let outcome = LaunchOutcome { pointer_mode: PointerMode::Staged, signature: SignatureCheck::Ptx };
         let report = Report {
-            runtime: kernel_args_cli::guest::Runtime::Wasmtime,
+            runtime: kernel_args_demo::guest::Runtime::Wasmtime,
             n: 16,
             launcher: "CUDA device 0".to_owned(),
             launch: None,

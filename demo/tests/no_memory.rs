@@ -1,11 +1,10 @@
 //! A module that imports `wasi_cuda_launch` but exports no memory gets an ABI code, not a
 //! trap, on wasmtime and on wasmi: through each binding's `add_to_linker`, as
 //! `GuestModule::instantiate` registers it.
-#![cfg(feature = "demo")]
 
 use kernel_args::{AbiError, Detail, DryRunLauncher, LaunchHost};
 use kernel_args::{IMPORT_MODULE, LAUNCH_IMPORT};
-use kernel_args_cli::guest::{Guest, GuestModule, Runtime, demo_dry_run};
+use kernel_args_demo::guest::{Guest, GuestModule, Runtime, demo_dry_run};
 use wasm_encoder::{
     CodeSection, EntityType, ExportKind, ExportSection, Function, FunctionSection, ImportSection, Module,
     TypeSection, ValType,
