@@ -212,7 +212,11 @@ pub struct LaunchHost<L> {
 }
 
 impl<L: Launcher> LaunchHost<L> {
-    /// An enabled host with the default [`LaunchLimits`].
+    /// An enabled host with the default [`LaunchLimits`]. What is fixed for the host's life is
+    /// given by a builder ([`with_limits`](LaunchHost::with_limits),
+    /// `with_in_flight`); what an embedder may change between calls by a setter
+    /// ([`set_trust`](LaunchHost::set_trust), [`set_enabled`](LaunchHost::set_enabled)): one
+    /// way for each.
     pub fn new(launcher: L) -> LaunchHost<L> {
         LaunchHost {
             launcher,

@@ -89,13 +89,18 @@ pub(super) struct Lowered {
 
 /// Lowers `module` in place (see the module's documentation).
 pub(super) fn lower(module: &mut Module) -> Lowered {
-    let original = module.clone();
+    // Only a module whose `printf`s may be rewritten can be lowered a second time (below): the
+    // copy that takes is kept for it alone.
+    let original = super::printf::declares_vprintf(module).then(|| module.clone());
     let lowered = lower_with(module, true);
     // Where the module's variables could not be placed, its `printf`s are not rewritten either
     // (their print buffer is one of those variables): the module as the rewriter will refuse it.
     let unplaced =
         module.items.iter().any(|item| matches!(item, Item::Variable(v) if v.space == StateSpace::Global));
-    if lowered.print.is_some() && unplaced {
+    if let Some(original) = original
+        && lowered.print.is_some()
+        && unplaced
+    {
         *module = original;
         return lower_with(module, false);
     }

@@ -242,6 +242,20 @@ fn string(c: &Conversion, at: u64, strings: &[u8], out: &mut Vec<u8>) {
     pad(c, &[], text.get(..shown).unwrap_or_default(), false, out);
 }
 
+/// The sign a signed conversion prints: `-` for a negative value, else `+` or a space where the
+/// flags ask for one.
+fn sign(c: &Conversion, negative: bool) -> &'static str {
+    if negative {
+        "-"
+    } else if c.plus {
+        "+"
+    } else if c.space {
+        " "
+    } else {
+        ""
+    }
+}
+
 /// One conversion of `bits` (the argument's bytes, zero-extended), appended to `out`.
 fn convert(c: &Conversion, bits: u64, out: &mut Vec<u8>) {
     let (sign, prefix, digits, numeric): (&str, &str, String, bool) = match c.conversion {
@@ -252,16 +266,7 @@ fn convert(c: &Conversion, bits: u64, out: &mut Vec<u8>) {
                 (None, 4) => i64::from(bits as u32 as i32),
                 _ => bits as i64,
             };
-            let sign = if value < 0 {
-                "-"
-            } else if c.plus {
-                "+"
-            } else if c.space {
-                " "
-            } else {
-                ""
-            };
-            (sign, "", integer_digits(value.unsigned_abs(), 10, false, c.precision), true)
+            (sign(c, value < 0), "", integer_digits(value.unsigned_abs(), 10, false, c.precision), true)
         }
         b'u' | b'x' | b'X' | b'o' => {
             let value: u64 = match (c.truncate, c.size) {
@@ -292,15 +297,7 @@ fn convert(c: &Conversion, bits: u64, out: &mut Vec<u8>) {
         b'p' => ("", "0x", format!("{bits:x}"), false),
         _ => {
             let value = f64::from_bits(bits);
-            let sign = if value.is_sign_negative() {
-                "-"
-            } else if c.plus {
-                "+"
-            } else if c.space {
-                " "
-            } else {
-                ""
-            };
+            let sign = sign(c, value.is_sign_negative());
             let upper = c.conversion.is_ascii_uppercase();
             let digits = if value.is_nan() {
                 "nan".to_owned()
@@ -532,16 +529,22 @@ pub(super) const PRINT_VARIABLE: &str = "__kargs_print";
 /// The CUDA runtime's `printf`, which nvcc calls.
 const VPRINTF: &str = "vprintf";
 
+/// Whether `module` declares CUDA's `vprintf` (`.extern .func vprintf` without a body): what a
+/// `printf` in its source compiles to a call of, and what [`lower_printf`] rewrites.
+pub(super) fn declares_vprintf(module: &Module) -> bool {
+    module.items.iter().any(|item| {
+        matches!(item, Item::Function(f)
+            if f.name == VPRINTF && f.kind == FunctionKind::Func && f.body.is_none()
+                && f.linkage == Some(Linkage::Extern))
+    })
+}
+
 /// Replaces each `vprintf` call sequence of `module` whose format this reads with the writing
 /// of its record (see the module's documentation), and adds the print buffer's variable: the
 /// formats, by number, or `None` where no call was replaced. A call this does not replace stays,
 /// for the rewriter to refuse by name.
 pub(super) fn lower_printf(module: &mut Module) -> Option<Vec<Format>> {
-    let declared = module.items.iter().any(|item| {
-        matches!(item, Item::Function(f)
-            if f.name == VPRINTF && f.kind == FunctionKind::Func && f.body.is_none()
-                && f.linkage == Some(Linkage::Extern))
-    });
+    let declared = declares_vprintf(module);
     let taken = module.items.iter().any(|item| match item {
         Item::Variable(v) => v.name == PRINT_VARIABLE,
         Item::Function(f) => f.name == PRINT_VARIABLE,
