@@ -60,11 +60,12 @@ pub struct CudaOptions {
     /// form** ([`FencedModule::aligned_ptx`](crate::fence::FencedModule::aligned_ptx)), and
     /// each staged launch's fence is its arena's length rounded up to a power of two, at an
     /// address aligned to that length (the arena allocated twice as long). A global access
-    /// then costs one `and` and an `or` where the clamp takes a `min`, an `and` and a 64-bit
-    /// add (on the kernel corpus, docs/performance.md). The price is coarser reports: an access
-    /// past its window but inside the rounded fence lands there, neither moved nor reported,
-    /// where the default fence (the arena, no longer) reports it as reaching outside; and the
-    /// arena takes up to four times the bytes staged. `false` (the default): the clamped form.
+    /// then costs one `and` and an `or` where the clamp takes a `min`, an `and`, a 64-bit add
+    /// and the flag's note (on the kernel corpus, docs/performance.md). The price is the
+    /// reports: a stray access of the global state space is masked inside the fence and not
+    /// reported, where the default fence reports it as reaching outside (shared, local and
+    /// generic accesses, traps and the budget are reported either way); and the arena takes up
+    /// to four times the bytes staged. `false` (the default): the clamped form.
     pub aligned_fence: bool,
 }
 

@@ -82,11 +82,13 @@
 //! staged launch's arena, where the embedder asks for it: `CudaOptions::aligned_fence`). Both
 //! are rewritten from the same lowered module and each is checked; the aligned form is inside
 //! on any fence, and leaves a correct kernel's offsets as they are on the fence it is made for.
+//! The aligned form notes no global access for the flag: a stray one is masked inside without
+//! a report (shared, local and generic accesses are noted in both forms).
 //!
 //! Per clamped access this costs seven PTX instructions in the global window (eight in another,
-//! which first subtracts the window's base), about five in sm_90 SASS (about three in the
-//! aligned form: the mask and the base's low half in one `LOP3`, its high half moved, the
-//! flag's note; one or two more to form the address of a register with an offset or a 32-bit
+//! which first subtracts the window's base), about five in sm_90 SASS (about two in the
+//! aligned form: the mask and the base's low half in one `LOP3`, its high half moved, and no
+//! note; one or two more to form the address of a register with an offset or a 32-bit
 //! register, twelve more per window a generic access may reach); per backward branch, three PTX instructions and
 //! three in SASS (the test, the branch out, the decrement); per thread, the windows'
 //! computation at the start and about four instructions to leave (the flag's test and store).
@@ -211,7 +213,9 @@ impl FencedModule {
     /// instructions). Inside the fence whatever the fence is: the mask keeps the offset at most
     /// the length less `w`, and `b | k` lies between `b` and `b + k`. On the fence it is made
     /// for, an offset inside the fence is left as it is, so a correct kernel computes the same
-    /// as in [`ptx`](Self::ptx); on another, such an offset may be moved (still inside).
+    /// as in [`ptx`](Self::ptx); on another, such an offset may be moved (still inside). A
+    /// global access the mask moved is not noted for the flag ([`FLAG_REACHED_OUT`]): the form
+    /// confines without reporting there, so no global access pays for the note.
     pub fn aligned_ptx(&self) -> &str {
         &self.aligned_ptx
     }
