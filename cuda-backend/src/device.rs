@@ -62,10 +62,9 @@ pub struct CudaOptions {
     /// address aligned to that length (the arena allocated twice as long). A global access
     /// then costs one `and` and an `or` where the clamp takes a `min`, an `and`, a 64-bit add
     /// and the flag's note (on the kernel corpus, docs/performance.md). The price is the
-    /// reports: a stray access of the global state space is masked inside the fence and not
-    /// reported, where the default fence reports it as reaching outside (shared, local and
-    /// generic accesses, traps and the budget are reported either way); and the arena takes up
-    /// to four times the bytes staged. `false` (the default): the clamped form.
+    /// reports: a stray access lands inside and is not reported, where the default fence
+    /// reports it as reaching outside (traps and the budget are reported either way); and the
+    /// arena takes up to four times the bytes staged. `false` (the default): the clamped form.
     pub aligned_fence: bool,
 }
 

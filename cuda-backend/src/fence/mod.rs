@@ -82,8 +82,8 @@
 //! staged launch's arena, where the embedder asks for it: `CudaOptions::aligned_fence`). Both
 //! are rewritten from the same lowered module and each is checked; the aligned form is inside
 //! on any fence, and leaves a correct kernel's offsets as they are on the fence it is made for.
-//! The aligned form notes no global access for the flag: a stray one is masked inside without
-//! a report (shared, local and generic accesses are noted in both forms).
+//! The aligned form notes no access for the flag: a stray one lands inside without a report
+//! (its flag reports traps and the budget).
 //!
 //! Per clamped access this costs seven PTX instructions in the global window (eight in another,
 //! which first subtracts the window's base), about five in sm_90 SASS (about two in the
@@ -213,9 +213,10 @@ impl FencedModule {
     /// instructions). Inside the fence whatever the fence is: the mask keeps the offset at most
     /// the length less `w`, and `b | k` lies between `b` and `b + k`. On the fence it is made
     /// for, an offset inside the fence is left as it is, so a correct kernel computes the same
-    /// as in [`ptx`](Self::ptx); on another, such an offset may be moved (still inside). A
-    /// global access the mask moved is not noted for the flag ([`FLAG_REACHED_OUT`]): the form
-    /// confines without reporting there, so no global access pays for the note.
+    /// as in [`ptx`](Self::ptx); on another, such an offset may be moved (still inside). No
+    /// access the form moved (global, shared, local or generic) is noted for the flag
+    /// ([`FLAG_REACHED_OUT`]): it confines without reporting, so no access pays for the note;
+    /// traps and the budget are reported as in the clamped form.
     pub fn aligned_ptx(&self) -> &str {
         &self.aligned_ptx
     }

@@ -1294,35 +1294,27 @@ impl Context<'_> {
                     let address = names::ADDRESS.get(slot).copied().unwrap_or(names::ADDRESS[0]);
                     slot = slot.saturating_add(1);
                     let effective = self.effective(register.as_ref(), base, *offset, out);
-                    match generic {
-                        None if !self.notes(*window) => {
-                            self.clamp(*window, *width, &effective, address, out);
-                            if let Some(operand) = rewritten.operands.get_mut(access.operand) {
-                                *operand = at(address);
-                            }
-                            continue;
+                    let window = if generic.is_some() { Window::Global } else { *window };
+                    self.clamp(window, *width, &effective, address, out);
+                    if self.notes() {
+                        out.push(op("xor", &["b32"], vec![reg(names::D), reg(names::U), reg(names::K)]));
+                    }
+                    if let Some(local) = generic {
+                        if self.shared_window {
+                            self.generic_path(Window::Shared, *width, &effective, address, out);
                         }
-                        None => {
-                            self.clamp(*window, *width, &effective, address, out);
-                            out.push(op("xor", &["b32"], vec![reg(names::D), reg(names::U), reg(names::K)]));
-                        }
-                        Some(local) => {
-                            self.clamp(Window::Global, *width, &effective, address, out);
-                            out.push(op("xor", &["b32"], vec![reg(names::D), reg(names::U), reg(names::K)]));
-                            if self.shared_window {
-                                self.generic_path(Window::Shared, *width, &effective, address, out);
-                            }
-                            if self.local_window && *local {
-                                self.generic_path(Window::Local, *width, &effective, address, out);
-                            }
+                        if self.local_window && *local {
+                            self.generic_path(Window::Local, *width, &effective, address, out);
                         }
                     }
-                    out.push(guarded(
-                        guard,
-                        "or",
-                        &["b32"],
-                        vec![reg(names::V), reg(names::V), reg(names::D)],
-                    ));
+                    if self.notes() {
+                        out.push(guarded(
+                            guard,
+                            "or",
+                            &["b32"],
+                            vec![reg(names::V), reg(names::V), reg(names::D)],
+                        ));
+                    }
                     if let Some(operand) = rewritten.operands.get_mut(access.operand) {
                         *operand = at(address);
                     }
@@ -1412,17 +1404,17 @@ impl Context<'_> {
                 vec![reg(register), reg(names::C), reg(&base)],
             ));
         }
-        if self.notes(lead.window) {
+        if self.notes() {
             out.push(op("xor", &["b32"], vec![reg(names::D), reg(names::U), reg(names::K)]));
             out.push(op("or", &["b32"], vec![reg(names::V), reg(names::V), reg(names::D)]));
         }
     }
 
-    /// Whether an access of `window` that the fence moved is noted for the flag: everywhere but
-    /// in the aligned form's global window, whose mask keeps a stray access inside without a
-    /// word (as a wasm engine's bounds mask does), so that no access there pays for the note.
-    fn notes(&self, window: Window) -> bool {
-        !(self.aligned && window == Window::Global)
+    /// Whether an access the fence moved is noted for the flag: in the clamped form. The
+    /// aligned form confines every access without a word (as a wasm engine's bounds mask
+    /// does), so that no access pays for the note; its flag reports traps and the budget.
+    fn notes(&self) -> bool {
+        !self.aligned
     }
 
     /// The clamp of `effective` into `window`, into register `address`.
@@ -1508,7 +1500,14 @@ impl Context<'_> {
         out.push(op("cvta", &[space, "u64"], vec![reg(names::X), reg(names::X)]));
         out.push(op("selp", &["b64"], vec![reg(address), reg(names::X), reg(address), reg(predicate)]));
         // Where the address is in this window, whether this clamp moved it.
-        let taken = Guard { span: Span::default(), negated: false, register: predicate.to_owned() };
-        out.push(guarded(Some(&taken), "xor", &["b32"], vec![reg(names::D), reg(names::U), reg(names::K)]));
+        if self.notes() {
+            let taken = Guard { span: Span::default(), negated: false, register: predicate.to_owned() };
+            out.push(guarded(
+                Some(&taken),
+                "xor",
+                &["b32"],
+                vec![reg(names::D), reg(names::U), reg(names::K)],
+            ));
+        }
     }
 }
