@@ -74,6 +74,8 @@ struct Fence<'b> {
     base: u64,
     len: u64,
     flag: &'b MappedFlag,
+    /// What the fence is: the guest's memory (direct) or the launch's arena (staged).
+    span: FenceSpan,
 }
 
 /// The [`Launcher`] that runs registered PTX kernels on a [`CudaDevice`]: [`CudaLauncher`], one
@@ -124,9 +126,9 @@ struct Fence<'b> {
 ///      per kernel (and registration: a kernel registered again starts from its PTX's
 ///      initializers), copies them in with the windows and back after the kernel, so they
 ///      persist from one of this launcher's launches to the next and no other launcher sees
-///      them. In direct mode, whose fence is the guest's own memory, such a kernel is refused
-///      with `LaunchFailed` ([`FenceProblem::ModuleVariables`]) before anything runs. A
-///      device-side `printf`'s print buffer is one of them, emptied before each launch; what
+///      them. Such a kernel is staged on a direct-mode device too (its fence, the guest's own
+///      memory there, has no room of the host's for them; [`LaunchOutcome::pointer_mode`]
+///      says `Staged`). A device-side `printf`'s print buffer is one of them, emptied before each launch; what
 ///      the launch printed is formatted after it, for [`CudaLauncher::take_printed`];
 /// 5. for a fenced kernel (registered with [`KernelRegistry::register`](crate::KernelRegistry::register)),
 ///    appends the fence's hidden parameters (`crate::fence`; the fence's base is the only
@@ -333,10 +335,7 @@ impl Launch<'_> {
                     kernel_id: request.kernel_id,
                     reached_out: flagged & FLAG_REACHED_OUT != 0,
                     trapped: flagged & FLAG_TRAPPED != 0,
-                    fence: match self.device.pointer_mode {
-                        PointerMode::Direct => FenceSpan::GuestMemory,
-                        PointerMode::Staged | PointerMode::None => FenceSpan::StagingArena,
-                    },
+                    fence: fence.span,
                     fence_len: fence.len,
                 })))
             }
@@ -414,7 +413,7 @@ impl Launch<'_> {
                     let problem = FenceProblem::MemoryTooShort { len, min: MIN_FENCE_LEN };
                     return Err(unavailable(request.kernel_id, problem));
                 }
-                Some(Fence { base: base.expose_provenance() as u64, len, flag })
+                Some(Fence { base: base.expose_provenance() as u64, len, flag, span: FenceSpan::GuestMemory })
             }
         };
         self.run(storage, padding, request, &[], fence)
@@ -543,6 +542,7 @@ impl Launch<'_> {
                     base: buffer.address().saturating_add(shift),
                     len: fence_len,
                     flag,
+                    span: FenceSpan::StagingArena,
                 });
                 // A fenced kernel is given each window's offset in the arena, never a device
                 // address: the fence adds its hidden base to every access.
@@ -604,9 +604,13 @@ impl Launcher for CudaLauncher {
     /// ([`LaunchRequest::registration`]), never a fresh lookup of its id.
     fn launch(&mut self, request: &LaunchRequest<'_, '_>) -> Result<LaunchOutcome, HostError> {
         let entry = self.checked_entry(request)?;
+        // A fenced module's variables live at the start of its fence, which in direct mode is
+        // the guest's own memory: such a kernel is staged on every device.
+        let variables = entry.variables();
+        let mode = if variables.is_empty() { self.device.pointer_mode } else { PointerMode::Staged };
         // Which windows the kernel may write, by its declaration (every one without): what a
         // staged launch copies back.
-        let staged = self.device.pointer_mode != PointerMode::Direct;
+        let staged = mode != PointerMode::Direct;
         let writes: Vec<bool> = match entry.declaration() {
             Some(declaration) if staged => declaration
                 .params()
@@ -618,11 +622,6 @@ impl Launcher for CudaLauncher {
             _ => Vec::new(),
         };
         // A fenced module's variables: as the last launch of this registration left them.
-        let variables = entry.variables();
-        if !variables.is_empty() && self.device.pointer_mode == PointerMode::Direct {
-            let problem = FenceProblem::ModuleVariables { len: variables.len() as u64 };
-            return Err(unavailable(request.kernel_id, problem));
-        }
         let mut variables = (!variables.is_empty()).then(|| {
             let kept = self
                 .variables
@@ -685,7 +684,7 @@ impl Launcher for CudaLauncher {
         }
 
         let (storage, padding) = (&mut *self.storage, &mut self.padding);
-        let launched = match device.pointer_mode {
+        let launched = match mode {
             PointerMode::Direct => launch.direct(storage, padding, flag, request),
             PointerMode::Staged | PointerMode::None => {
                 launch.staged(storage, padding, (arena, flag), request, (&writes, variables.as_deref_mut()))
@@ -705,7 +704,7 @@ impl Launcher for CudaLauncher {
         launched?;
         drop(current);
         drop(state);
-        Ok(LaunchOutcome { pointer_mode: device.pointer_mode, signature: kernel.signature })
+        Ok(LaunchOutcome { pointer_mode: mode, signature: kernel.signature })
     }
 }
 

@@ -454,13 +454,6 @@ pub enum FenceProblem {
         /// The longest fence, in bytes.
         max: u64,
     },
-    /// The kernel's module has `.global` variables (`__device__` variables), which the fence
-    /// places at the start of its fence, and the launch is in direct mode, whose fence is the
-    /// guest's own memory: they launch in staged mode only.
-    ModuleVariables {
-        /// The bytes the module's variables take.
-        len: u64,
-    },
 }
 
 impl fmt::Display for FenceUnavailable {
@@ -477,11 +470,6 @@ impl fmt::Display for FenceUnavailable {
                 f,
                 "its fence of {len} bytes is not between the shortest fence, {min} bytes, and the longest, {max} \
                  bytes"
-            ),
-            FenceProblem::ModuleVariables { len } => write!(
-                f,
-                "its module's {len} bytes of .global variables need a staged launch (in direct mode the fence is \
-                 the guest's own memory)"
             ),
         }
     }
@@ -664,11 +652,6 @@ mod tests {
                 FenceProblem::OutOfBounds { len: 1 << 33, min: 256, max: 1 << 32 },
                 "its fence of 8589934592 bytes is not between the shortest fence, 256 bytes, and the longest, \
                  4294967296 bytes",
-            ),
-            (
-                FenceProblem::ModuleVariables { len: 16 },
-                "its module's 16 bytes of .global variables need a staged launch (in direct mode the fence is the \
-                 guest's own memory)",
             ),
         ];
         for (problem, said) in cases {

@@ -277,7 +277,7 @@ impl FencedModule {
     /// into the start of its arena and back after the kernel, so they persist from one launch
     /// to the next, as a `__device__` variable does, without any other tenant's launches
     /// seeing them. A direct launch's fence is the guest's own memory, which has no room for
-    /// them: such a kernel is refused there (`kernel_args::FenceProblem::ModuleVariables`).
+    /// them: such a kernel is staged on a direct-mode device too.
     pub fn variables(&self) -> &[u8] {
         &self.variables
     }
