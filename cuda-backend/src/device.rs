@@ -314,8 +314,10 @@ impl CudaDevice {
     /// (`device.registry().register(id, ptx, entry, sandbox)`), and read with its other methods.
     /// When a handle that was written through is dropped, every launcher looks its kernels up
     /// again, and a replaced kernel's module (or the failure remembered for it) is dropped: it
-    /// unloads once no launch uses it. Launches wait while a handle is held, so hold it for the
-    /// registrations only.
+    /// unloads once no launch uses it. Launches and [`verify`](Self::verify) wait while a
+    /// handle is held (on the thread that holds it, they would wait forever), so hold it for
+    /// the registrations only: `device.registry().register(...)` drops it at the statement's
+    /// end.
     pub fn registry(&self) -> DeviceRegistry<'_> {
         let registry = self.registry.write().unwrap_or_else(PoisonError::into_inner);
         DeviceRegistry {
