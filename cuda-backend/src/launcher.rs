@@ -128,8 +128,9 @@ struct Fence<'b> {
 ///      persist from one of this launcher's launches to the next and no other launcher sees
 ///      them. Such a kernel is staged on a direct-mode device too (its fence, the guest's own
 ///      memory there, has no room of the host's for them; [`LaunchOutcome::pointer_mode`]
-///      says `Staged`). A device-side `printf`'s print buffer is one of them, emptied before each launch; what
-///      the launch printed is formatted after it, for [`CudaLauncher::take_printed`];
+///      says `Staged`). A device-side `printf`'s print buffer is one of them, emptied before
+///      each launch; what the launch printed is formatted after it, for
+///      [`CudaLauncher::take_printed`];
 /// 5. for a fenced kernel (registered with [`KernelRegistry::register`](crate::KernelRegistry::register)),
 ///    appends the fence's hidden parameters (`crate::fence`; the fence's base is the only
 ///    address the kernel is given, and its code cannot name it): in direct mode the fence is the
