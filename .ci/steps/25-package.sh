@@ -35,10 +35,21 @@ pkgid="$(cargo pkgid -p kernel-args-core)"
 version="${pkgid##*[@#]}"
 
 # 1. Package and verify (no default features).
+# Cargo verifies through a local registry (package/tmp-registry in its target directory) and
+# unpacks each package into $CARGO_HOME/registry/src/-<hash of that path>/<name>-<version>/,
+# which it never unpacks again once there: a package of the same version made earlier from other
+# sources (an earlier commit, in the same directory) would be built in place of this one. Remove
+# those, and verify in a target directory of its own, made afresh (cargo rebuilds a registry
+# package by its name and version, not by its content).
+home="${CARGO_HOME:-$HOME/.cargo}"
+for crate in "${published[@]}"; do rm -rf "$home"/registry/src/-*/"$crate-$version"; done
+verify_target="$target/package-verify"
+rm -rf "$verify_target"
 select=()
 for crate in "${published[@]}"; do select+=(-p "$crate"); done
 mkdir -p "$target"
-cargo package "${select[@]}" --allow-dirty --no-default-features 2>&1 | tee "$target/package.log"
+CARGO_TARGET_DIR="$verify_target" cargo package "${select[@]}" --allow-dirty --no-default-features 2>&1 \
+    | tee "$target/package.log"
 if grep -q '^warning' "$target/package.log"; then
     echo "error: cargo package warned (above)" >&2
     exit 1
@@ -57,7 +68,7 @@ for i in "${!published[@]}"; do
     dir="$copy/${dirs[$i]}"
     rm -rf "$dir"
     mkdir -p "$dir"
-    tar -xzf "$target/package/$crate-$version.crate" -C "$dir" --strip-components=1
+    tar -xzf "$verify_target/package/$crate-$version.crate" -C "$dir" --strip-components=1
     # A package's dependencies on the others are registry dependencies now: point them at the
     # unpacked packages (nothing depends on the CLI).
     if [ "$crate" != kernel-args-cli ]; then
