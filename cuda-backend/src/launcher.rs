@@ -39,7 +39,8 @@ pub const MAX_KEPT_PRINTS: usize = 64;
 /// parameters after them.
 const STORAGE_CAPACITY: usize = kernel_args_core::MAX_KERNEL_ARGS + FENCE_PARAMS.len();
 
-/// The alignment a fence's base needs in direct mode: the widest access the fence clamps.
+/// The alignment a fence's base needs in direct mode (the widest access the fence clamps), and
+/// what every fence's length is a multiple of.
 const FENCE_ALIGN: usize = 16;
 
 /// A fenced launch refused before anything was launched: its fence is not one the fence
@@ -292,6 +293,15 @@ impl Launch<'_> {
                         FenceProblem::OutOfBounds { len: fence.len, min: MIN_FENCE_LEN, max: MAX_FENCE_LEN },
                     ));
                 }
+                // The fence's length less an access's width (up to 16) is a multiple of the
+                // width: the aligned form's mask aligns as it confines (`fence::check`).
+                let multiple = FENCE_ALIGN as u64;
+                if !fence.len.is_multiple_of(multiple) {
+                    return Err(unavailable(
+                        request.kernel_id,
+                        FenceProblem::NotMultiple { len: fence.len, multiple },
+                    ));
+                }
                 let budget = u64::from(request.limits().max_back_edges_per_thread);
                 storage.append(&[fence.base, fence.len, fence.flag.address(), budget])?;
                 Some(fence.flag)
@@ -470,15 +480,15 @@ impl Launch<'_> {
             back.push((region_window(request, start, end)?, offset));
         }
         let flag = self.flag(flag)?;
-        // A fenced kernel gets an arena of at least the shortest fence, windows or not. With
-        // the aligned fence (`CudaOptions::aligned_fence`, the aligned form it loaded masks into
-        // it), that rounded up to a power of two, at an address in the arena aligned to its
-        // length; the arena is made twice that long, so that such an address is in it wherever
-        // the driver puts it.
+        // A fenced kernel gets an arena of at least the shortest fence, windows or not, a
+        // multiple of 16 bytes long. With the aligned fence (`CudaOptions::aligned_fence`, the
+        // aligned form it loaded masks into it), that rounded up to a power of two, at an
+        // address in the arena aligned to its length; the arena is made twice that long, so that
+        // such an address is in it wherever the driver puts it.
         let aligned = flag.is_some() && self.device.aligned_fence;
         let fence_len = match flag {
             Some(_) if aligned => plan.arena_len().max(MIN_FENCE_LEN).next_power_of_two(),
-            Some(_) => plan.arena_len().max(MIN_FENCE_LEN),
+            Some(_) => plan.arena_len().max(MIN_FENCE_LEN).next_multiple_of(FENCE_ALIGN as u64),
             None => plan.arena_len(),
         };
         // The fence's start in `buffer`: with the aligned fence, its address rounded up to the

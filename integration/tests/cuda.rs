@@ -47,9 +47,11 @@ fn f32_at(memory: &[u8], offset: usize, i: usize) -> f32 {
 
 /// Guest memory with `a` at 0, `b` after it and `out` after that (each `n` floats); `a` and
 /// `b` filled with values whose sums are exact in f32, `out` with a sentinel.
-/// (At least the shortest fence: in direct mode a fenced kernel's fence is the guest memory.)
+/// (At least the shortest fence and a multiple of 16 bytes, as a wasm memory is: in direct mode
+/// a fenced kernel's fence is the guest memory.)
 fn vector_memory(n: usize) -> Vec<u8> {
-    let mut memory = vec![0u8; (3 * 4 * n).max(kernel_args_cuda::fence::MIN_FENCE_LEN as usize)];
+    let mut memory =
+        vec![0u8; (3 * 4 * n).max(kernel_args_cuda::fence::MIN_FENCE_LEN as usize).next_multiple_of(16)];
     for i in 0..n {
         let a = i as f32 * 0.5 - 1000.0;
         let b = (i % 977) as f32 * 0.25;

@@ -414,15 +414,17 @@ fn broken() -> Vec<Broken> {
             argv_at: 0,
             setup: |_, _| argv(|a| _ = a.ptr(256, 64).unwrap().u32(4)),
         },
-        // A float4 store at bytes 64..80 of an 18-float window that ends guest memory.
+        // A float4 store at bytes 64..80 of an 18-float window that ends guest memory. The
+        // memory is a multiple of 16 bytes long (as a fence must be), so the window starts 8
+        // bytes past a multiple of 16 and the store, which straddles the end, is misaligned too.
         Broken {
             entry: "vector_straddle",
             ptx: include_str!("../../cuda-backend/kernels/broken/vector_straddle.ptx"),
             declaration: "vector_straddle(out: &mut [f32; 18], index: i32)",
             threads: 1,
-            memory: ARGV_BYTES + 200,
+            memory: ARGV_BYTES + 208,
             argv_at: 0,
-            setup: |_, _| argv(|a| _ = a.ptr(192, 72).unwrap().i32(4)),
+            setup: |_, _| argv(|a| _ = a.ptr(200, 72).unwrap().i32(4)),
         },
     ]
 }
@@ -649,6 +651,7 @@ struct Aligned([u8; 512]);
 #[test]
 fn a_fenced_launch_needs_the_shortest_fence_of_guest_memory_aligned_to_sixteen() {
     let test = "a_fenced_launch_needs_the_shortest_fence_of_guest_memory_aligned_to_sixteen";
+    // ... and a multiple of 16 bytes long.
     let kernels = [(1, VECTOR_ADD_PTX, "vector_add", VECTOR_ADD_DECLARATION)];
     for mode in MODES {
         let Some((_, device)) = device(test, mode, &kernels, None) else { continue };
@@ -667,7 +670,7 @@ fn a_fenced_launch_needs_the_shortest_fence_of_guest_memory_aligned_to_sixteen()
             let result = support::launch(&mut launcher, 1, shape, &args, &guest).map(|_| ());
             result.map(|()| f32::from_le_bytes(host.0[at + 8..at + 12].try_into().unwrap()))
         };
-        let (short, misaligned, right) = (run(0, 255), run(4, 256), run(16, 256));
+        let (short, misaligned, ragged, right) = (run(0, 255), run(4, 256), run(16, 264), run(16, 256));
         assert_eq!(right, Ok(3.0), "{mode:?}");
         match mode {
             // The fence is guest memory: shorter than the shortest fence (the most one clamp
@@ -687,6 +690,14 @@ fn a_fenced_launch_needs_the_shortest_fence_of_guest_memory_aligned_to_sixteen()
                     Some((1, kernel_args::FenceProblem::MisalignedMemory { align: 16 }))
                 );
                 assert_eq!(
+                    ragged.as_ref().err().and_then(typed),
+                    Some((1, kernel_args::FenceProblem::NotMultiple { len: 264, multiple: 16 }))
+                );
+                assert_eq!(
+                    ragged.unwrap_err().to_string(),
+                    "LaunchFailed -5: kernel 1 is fenced, and its fence of 264 bytes is not a multiple of 16 bytes"
+                );
+                assert_eq!(
                     short.unwrap_err().to_string(),
                     "LaunchFailed -5: kernel 1 is fenced, and the guest's memory of 255 bytes is shorter than \
                      the shortest fence, 256 bytes"
@@ -698,7 +709,7 @@ fn a_fenced_launch_needs_the_shortest_fence_of_guest_memory_aligned_to_sixteen()
                 );
             }
             // The arena is made long enough, and aligned.
-            _ => assert_eq!((short, misaligned), (Ok(3.0), Ok(3.0))),
+            _ => assert_eq!((short, misaligned, ragged), (Ok(3.0), Ok(3.0), Ok(3.0))),
         }
     }
 }

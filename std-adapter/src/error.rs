@@ -454,6 +454,15 @@ pub enum FenceProblem {
         /// The longest fence, in bytes.
         max: u64,
     },
+    /// The fence's length is not a multiple of `multiple` bytes (the aligned form's masks and
+    /// the clamps' alignment rest on it). In direct mode the fence is the guest's memory; a wasm
+    /// memory is a whole number of 64 KiB pages.
+    NotMultiple {
+        /// The fence's length in bytes.
+        len: u64,
+        /// What it must be a multiple of, in bytes.
+        multiple: u64,
+    },
 }
 
 impl fmt::Display for FenceUnavailable {
@@ -471,6 +480,9 @@ impl fmt::Display for FenceUnavailable {
                 "its fence of {len} bytes is not between the shortest fence, {min} bytes, and the longest, {max} \
                  bytes"
             ),
+            FenceProblem::NotMultiple { len, multiple } => {
+                write!(f, "its fence of {len} bytes is not a multiple of {multiple} bytes")
+            }
         }
     }
 }
@@ -652,6 +664,10 @@ mod tests {
                 FenceProblem::OutOfBounds { len: 1 << 33, min: 256, max: 1 << 32 },
                 "its fence of 8589934592 bytes is not between the shortest fence, 256 bytes, and the longest, \
                  4294967296 bytes",
+            ),
+            (
+                FenceProblem::NotMultiple { len: 65540, multiple: 16 },
+                "its fence of 65540 bytes is not a multiple of 16 bytes",
             ),
         ];
         for (problem, said) in cases {

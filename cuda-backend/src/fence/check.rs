@@ -26,7 +26,7 @@
 //! | fact | made by | means |
 //! |---|---|---|
 //! | fence base | `ld.param.u64 r, [__kargs_fence_base]` | the global window's start (the launcher aligns it to 16) |
-//! | fence length | `ld.param.u64 r, [__kargs_fence_len]` | its length (the launcher gives at least [`MIN_FENCE_LEN`]) |
+//! | fence length | `ld.param.u64 r, [__kargs_fence_len]` | its length (the launcher gives at least [`MIN_FENCE_LEN`], a multiple of 16) |
 //! | address of `V` | `mov.u64 r, V`, `V` a `.shared`, `.local` or `.const` variable aligned to 16 | in that space's allocation |
 //! | low | `min.u64` of addresses and lows of one space | one of its variables' start: in the allocation, aligned to 16 |
 //! | high | `add.u64 r, address of V, K` (`K` ≤ `V`'s size); the address of an `.extern .shared` plus `%dynamic_smem_size` (`mov.u32`, `cvt.u64.u32`); `max.u64` of highs | at most the allocation's end |
@@ -35,8 +35,7 @@
 //! | 32-bit limit `R` | `cvt.u32.u64 r, limit R` | the same, exact: every window is shorter than 4 GiB (below) |
 //! | below | `min.u64 r, x, limit R`; 32-bit: `min.u32 r, x, 32-bit limit R` | at most the limit |
 //! | offset | `and.b64 r, below, -A` (a below alone is an offset aligned to 1); 32-bit: `and.b32` of a 32-bit below; `cvt.u64.u32` of a 32-bit offset or below | at most the limit, a multiple of `A` |
-//! | rounded limit `R` | `and.b32 r, 32-bit limit R, -R` (`R` 1, 2, 4, 8 or 16) | at most the limit, a multiple of `R`: the aligned form's mask |
-//! | 32-bit offset, masked | `and.b32 r, x, rounded limit R` | at most the limit, a multiple of `R` (its bits are the mask's) |
+//! | 32-bit offset, masked | `and.b32 r, x, 32-bit limit R` of the fence length (`R` 1, 2, 4, 8 or 16) | at most the limit, a multiple of `R` (its bits are the limit's, and the fence length less `R` is a multiple of `R`): the aligned form's mask |
 //! | inside | `add.u64 r, offset, b` with the window's base `b` (the fence base for the global window); `or.b64 r, offset, fence base` (between `b` and `b + offset`) | `[r, r + R)` inside the window, aligned to `A` |
 //! | generic | `cvta.shared.u64`/`cvta.local.u64` of an inside; `selp.b64` of two generics or global insides | a generic address inside one of the windows named |
 //! | flag | `ld.param.u64 r, [__kargs_fence_flag]` | the flag (the only unclamped stores: `st.global.u8 [r+k], 1`, `k` 0, 1 or 2: one byte per reason) |
@@ -230,13 +229,6 @@ enum Fact {
         align: u64,
         base: Option<String>,
     },
-    /// A 32-bit limit for `reach` bytes rounded down to `reach` (a power of two): the aligned
-    /// form's mask.
-    Rounded32 {
-        win: Win,
-        reach: u64,
-        base: Option<String>,
-    },
     /// `[r, r + reach)` inside the window, `r` aligned to `align`.
     Inside {
         win: Win,
@@ -262,8 +254,7 @@ impl Fact {
             | Fact::Offset { base, .. }
             | Fact::Limit32 { base, .. }
             | Fact::Below32 { base, .. }
-            | Fact::Offset32 { base, .. }
-            | Fact::Rounded32 { base, .. } => base.as_deref(),
+            | Fact::Offset32 { base, .. } => base.as_deref(),
             _ => None,
         }
     }
@@ -530,8 +521,7 @@ impl<'m> Entry<'m> {
         self.frozen = true;
         let mut keep: HashMap<String, Fact> = HashMap::new();
         for (name, fact) in &self.window {
-            if let Fact::Limit { .. } | Fact::Limit32 { .. } | Fact::Rounded32 { .. } | Fact::FenceBase = fact
-            {
+            if let Fact::Limit { .. } | Fact::Limit32 { .. } | Fact::FenceBase = fact {
                 keep.insert(name.clone(), fact.clone());
                 if let Some(base) = fact.base()
                     && let Some(b) = self.window.get(base)
@@ -840,18 +830,15 @@ impl<'m> Entry<'m> {
                 {
                     Some(Fact::Offset32 { win, reach, align: mask.unsigned_abs() as u64, base })
                 }
-                // The limit rounded down to its reach, a power of two: a mask whose every set
-                // bit is at or above the reach's, at most the limit.
-                (Some(Fact::Limit32 { win, reach, base }), _, Some(mask))
-                    if (reach == 1 || align_ok(reach)) && mask == i128::from(reach).wrapping_neg() =>
+                // Anything and the fence's 32-bit limit for `reach` bytes (1, 2, 4, 8 or 16): at
+                // most the limit, and a multiple of the reach, its bits being the limit's: the
+                // fence's length less the reach, a multiple of the reach, as the launcher gives a
+                // fence a multiple of 16 bytes long. The aligned form's mask.
+                (_, Some(Fact::Limit32 { win: Win::Global, reach, base: None }), _)
+                | (Some(Fact::Limit32 { win: Win::Global, reach, base: None }), _, _)
+                    if reach == 1 || align_ok(reach) =>
                 {
-                    Some(Fact::Rounded32 { win, reach, base })
-                }
-                // Anything and such a mask: at most the mask (so the limit), and a multiple of
-                // the reach (its bits are the mask's).
-                (_, Some(Fact::Rounded32 { win, reach, base }), _)
-                | (Some(Fact::Rounded32 { win, reach, base }), _, _) => {
-                    Some(Fact::Offset32 { win, reach, align: reach, base })
+                    Some(Fact::Offset32 { win: Win::Global, reach, align: reach, base: None })
                 }
                 _ => None,
             },

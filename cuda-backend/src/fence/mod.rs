@@ -33,12 +33,12 @@
 //!
 //! - **global**: the fence, `[base, base + len)` (the guest's linear memory in direct mode, the
 //!   launch's staging arena in staged mode; the launcher gives at least [`MIN_FENCE_LEN`] and at
-//!   most [`MAX_FENCE_LEN`] bytes, aligned to 16). A fenced kernel's global address is an
-//!   **offset into the fence**: the launcher gives each pointer parameter as its window's offset
-//!   (in direct mode the guest's own pointer, in staged mode its place in the arena), and each
-//!   access adds the base to the clamped offset. The base is a hidden parameter the kernel's
-//!   code cannot name (the fence reserves `__kargs_` names), so no host or device address
-//!   reaches a register the kernel could store into guest memory;
+//!   most [`MAX_FENCE_LEN`] bytes, a multiple of 16, its base aligned to 16). A fenced kernel's
+//!   global address is an **offset into the fence**: the launcher gives each pointer parameter
+//!   as its window's offset (in direct mode the guest's own pointer, in staged mode its place in
+//!   the arena), and each access adds the base to the clamped offset. The base is a hidden
+//!   parameter the kernel's code cannot name (the fence reserves `__kargs_` names), so no host
+//!   or device address reaches a register the kernel could store into guest memory;
 //! - **shared**: the block's shared window, from the lowest to the highest end of the entry's
 //!   shared variables (and the dynamic shared memory the launch gives, through
 //!   `%dynamic_smem_size`);
@@ -77,7 +77,7 @@
 //!
 //! **Two forms.** [`FencedModule::ptx`] clamps, for any fence the launcher gives;
 //! [`FencedModule::aligned_ptx`], the aligned form, masks each global access of `w` bytes
-//! instead (the offset `and` the fence's length less `w` rounded down to `w`, joined to the base
+//! instead (the offset `and` the fence's length less `w`, a multiple of `w`, joined to the base
 //! with `or`), for a fence whose length is a power of two and whose base is aligned to it (a
 //! staged launch's arena, where the embedder asks for it: `CudaOptions::aligned_fence`). Both
 //! are rewritten from the same lowered module and each is checked; the aligned form is inside
@@ -197,7 +197,8 @@ pub struct FencedModule {
 
 impl FencedModule {
     /// The rewritten PTX, printed from the checked module: for any fence the launcher gives
-    /// (at least [`MIN_FENCE_LEN`] and at most [`MAX_FENCE_LEN`] bytes, its base aligned to 16).
+    /// (at least [`MIN_FENCE_LEN`] and at most [`MAX_FENCE_LEN`] bytes, a multiple of 16, its
+    /// base aligned to 16).
     /// Each global access is clamped: the offset's low 32 bits at most the fence's length less
     /// the access's width, rounded down to the width, added to the base.
     pub fn ptx(&self) -> &str {
@@ -207,10 +208,10 @@ impl FencedModule {
     /// The same module in its **aligned form**, printed from its own checked rewrite: for a
     /// fence whose length is a power of two and whose base is aligned to its length (what
     /// `CudaLauncher` makes a staged launch's arena). A global access of `w` bytes is masked,
-    /// not clamped: its offset's low 32 bits `and` the fence's length less `w` rounded down to
-    /// `w` (one `and` where the clamp takes a `min` and an `and`), joined to the base with `or`
-    /// (which ptxas merges with the mask, where an `add` of a 64-bit base takes two
-    /// instructions). Inside the fence whatever the fence is: the mask keeps the offset at most
+    /// not clamped: its offset's low 32 bits `and` the fence's length less `w`, which is a
+    /// multiple of `w` (one `and` where the clamp takes a `min` and an `and`), joined to the
+    /// base with `or` (which ptxas merges with the mask, where an `add` of a 64-bit base takes
+    /// two instructions). Inside the fence whatever the fence is: the mask keeps the offset at most
     /// the length less `w`, and `b | k` lies between `b` and `b + k`. On the fence it is made
     /// for, an offset inside the fence is left as it is, so a correct kernel computes the same
     /// as in [`ptx`](Self::ptx); on another, such an offset may be moved (still inside). No

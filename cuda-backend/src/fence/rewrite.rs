@@ -153,12 +153,6 @@ impl Window {
         format!("%__kargs_{}{width}", self.prefix())
     }
 
-    /// The aligned form's mask for an access of `width` bytes: the limit rounded down to the
-    /// width (`%__kargs_gm{w}`, global window only).
-    fn mask(self, width: u64) -> String {
-        format!("%__kargs_{}m{width}", self.prefix())
-    }
-
     fn space(self) -> StateSpace {
         match self {
             Window::Global => StateSpace::Global,
@@ -819,9 +813,6 @@ impl EntryRewriter<'_> {
                 }
             }
             narrow.extend(widths.iter().map(|w| window.limit(*w)));
-            if self.aligned && *window == Window::Global {
-                narrow.extend(widths.iter().filter(|w| masked(**w)).map(|w| window.mask(*w)));
-            }
         }
         let decl = |ty: Type, names: Vec<String>| {
             Statement::Registers(kernel_args_ptx::RegisterDecl {
@@ -944,17 +935,6 @@ impl EntryRewriter<'_> {
             for width in widths {
                 out.push(op("sub", &["u64"], vec![reg(names::T), reg(&len), imm(i128::from(*width))]));
                 out.push(op("cvt", &["u32", "u64"], vec![reg(&window.limit(*width)), reg(names::T)]));
-                if self.aligned && *window == Window::Global && masked(*width) {
-                    out.push(op(
-                        "and",
-                        &["b32"],
-                        vec![
-                            reg(&window.mask(*width)),
-                            reg(&window.limit(*width)),
-                            imm(i128::from(*width).wrapping_neg()),
-                        ],
-                    ));
-                }
             }
         }
         (out, pads, const_pad)
@@ -1434,11 +1414,13 @@ impl Context<'_> {
     }
 
     /// The aligned form's global access of `width` bytes at `offset`, into register `address`:
-    /// the offset's low 32 bits masked into the fence, and the base's bits added.
+    /// the offset's low 32 bits masked with the fence's limit for `width` bytes (its length
+    /// less `width`: a multiple of `width`, the launcher giving a fence a multiple of 16 bytes
+    /// long, so the mask also aligns), and the base's bits added.
     fn mask(&self, width: u64, offset: &str, address: &str, out: &mut Vec<Statement>) {
         let window = Window::Global;
         out.push(op("cvt", &["u32", "u64"], vec![reg(names::U), reg(offset)]));
-        out.push(op("and", &["b32"], vec![reg(names::K), reg(names::U), reg(&window.mask(width))]));
+        out.push(op("and", &["b32"], vec![reg(names::K), reg(names::U), reg(&window.limit(width))]));
         out.push(op("cvt", &["u64", "u32"], vec![reg(names::C), reg(names::K)]));
         out.push(op("or", &["b64"], vec![reg(address), reg(names::C), reg(&window.base())]));
     }
