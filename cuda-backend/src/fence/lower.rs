@@ -432,7 +432,7 @@ fn classify<'i>(i: &'i Instruction, pure: &BTreeSet<String>, tables: &BTreeSet<S
 
 /// The registers an instruction writes, where its operand 0 is a destination: a register, a
 /// vector of them or a pair (`%p|%q`). An address (a store's) is not.
-fn defines(i: &Instruction) -> Vec<&str> {
+pub(super) fn defines(i: &Instruction) -> Vec<&str> {
     match i.operands.first().map(|o| &o.kind) {
         Some(OperandKind::Register(_) | OperandKind::Vector(_) | OperandKind::Pair(..)) => {
             i.operands.first().map(Operand::registers).unwrap_or_default()

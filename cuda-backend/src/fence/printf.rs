@@ -38,6 +38,8 @@ use kernel_args_ptx::{
     Operand, OperandKind, Register, RegisterDecl, RegisterName, Span, StateSpace, Statement, Type, Variable,
 };
 
+use super::lower::defines;
+
 /// The bytes of records a launch's print buffer holds, after its header.
 pub const PRINT_BUFFER_BYTES: u32 = 16 * 1024;
 
@@ -767,12 +769,10 @@ fn call(
     Some((format, arguments, result))
 }
 
-/// The one unguarded definition of register `r` in `function`, where it has exactly one.
+/// The one unguarded definition of register `r` in `function`, where it has exactly one (a
+/// write of `r` as part of a vector or a pair counts: [`defines`]).
 fn definition<'f>(r: &str, function: &'f [Instruction]) -> Option<&'f Instruction> {
-    let mut defs = function.iter().filter(|i| {
-        i.operands.first().and_then(Operand::register).is_some_and(|d| d.name == r && d.component.is_none())
-            && !matches!(i.opcode.as_str(), "st" | "red")
-    });
+    let mut defs = function.iter().filter(|i| defines(i).contains(&r));
     let first = defs.next()?;
     (defs.next().is_none() && first.guard.is_none()).then_some(first)
 }

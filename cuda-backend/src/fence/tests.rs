@@ -1289,4 +1289,16 @@ fn a_printf_becomes_a_record_in_the_print_buffer() {
     let e = fence_ptx(&with_string).unwrap_err();
     assert_eq!(e.reason, FenceRefusal::Call, "{e}");
     assert!(e.statement.contains("vprintf"), "{e}");
+    // An argument buffer register written again, as one of a vector's registers, no longer
+    // holds the local depot's address: the record reads the arguments through the register (a
+    // generic load), as `vprintf` would, not from the depot by name.
+    let overwritten = ptx.replacen(
+        "\tadd.u64 \t%rd4, %SPL, 0;\n",
+        "\tadd.u64 \t%rd4, %SPL, 0;\n\tld.global.v2.u64 {%rd3, %rd4}, [%rd1];\n",
+        1,
+    );
+    assert_ne!(overwritten, ptx);
+    let text = lines(&fence_ptx(&overwritten).unwrap());
+    assert!(!text.iter().any(|l| l.starts_with("ld.local.u32 %_kpf")), "read by name");
+    assert!(text.iter().any(|l| l == "ld.u32 %_kpf0_w, [%__kargs_a0];"), "read through the register");
 }
