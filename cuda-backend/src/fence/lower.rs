@@ -46,6 +46,16 @@
 //!   buffer, a variable the fence adds (`printf.rs`); the strings and the runtime's declaration
 //!   then go with the other names nothing uses. Where the module's variables cannot be placed
 //!   (below), nothing of this is done, and the calls are refused as calls.
+//! - **Local accesses through the frame pointer.** nvcc addresses a thread's local variables
+//!   (its `__local_depotN`) through registers: `mov.u64 %SPL, __local_depot0;`, then
+//!   `add.u64 %rd4, %SPL, 8;` and `st.local.u32 [%rd4+4], %r1;`. Where each register of such a
+//!   chain has one definition in the function, unguarded (a `mov` of the variable's address or
+//!   of another such register, an `add` of a constant to one; a write as part of a vector or a
+//!   pair counts as a definition), a `.local` load or store through it names the variable
+//!   instead: `st.local.u32 [__local_depot0+12], %r1;`. The rewriter leaves a named access that
+//!   lies inside its variable as it is and clamps any other, and the checker proves either, so
+//!   the naming only spares the clamp (a use of such a register before its definition reads an
+//!   undefined value in the kernel as written; named, it reads the variable).
 //! - **Module-scope variables and functions nothing names.** A `.global` or `.const`
 //!   variable (not a texture, sampler or surface handle: those are refused by name), or a
 //!   `.func` (a declaration, or a body no call is left to run), that no instruction of the
@@ -76,6 +86,8 @@ pub(super) struct Lowered {
     pub inlined: usize,
     /// Assert call sequences replaced by `trap`.
     pub asserts: usize,
+    /// `.local` loads and stores through the frame pointer that now name the frame.
+    pub named: usize,
     /// Module-scope variables and function declarations dropped.
     pub dropped: usize,
     /// Read-only `.global` tables moved to `.const`.
@@ -126,6 +138,13 @@ fn lower_with(module: &mut Module, printf: bool) -> Lowered {
                     remove_dead_moves(body);
                 }
             }
+        }
+    }
+    for item in &mut module.items {
+        if let Item::Function(f) = item
+            && let Some(body) = &mut f.body
+        {
+            lowered.named = lowered.named.saturating_add(name_frame_accesses(body));
         }
     }
     // Every symbol an instruction names, in every function; to a fixed point, since a `.func`
@@ -483,6 +502,83 @@ fn table_registers(instructions: &[Instruction], tables: &BTreeSet<String>) -> O
         }
     }
     Some(pure)
+}
+
+/// Makes each `.local` load or store of `body` through a register that holds a constant place
+/// in one of the body's `.local` variables name that variable (see the module's
+/// documentation): how many.
+fn name_frame_accesses(body: &mut Block) -> usize {
+    // The body's own `.local` variables (nvcc's frame), declared at its top level.
+    let locals: BTreeSet<String> = body
+        .statements
+        .iter()
+        .filter_map(|s| match s {
+            Statement::Variable(v) if v.space == StateSpace::Local => Some(v.name.clone()),
+            _ => None,
+        })
+        .collect();
+    if locals.is_empty() {
+        return 0;
+    }
+    let mut all = Vec::new();
+    for_each_instruction(body, &mut |i| all.push(i.clone()));
+    let mut defs: BTreeMap<&str, Vec<&Instruction>> = BTreeMap::new();
+    for i in &all {
+        for r in defines(i) {
+            defs.entry(r).or_default().push(i);
+        }
+    }
+    let wide = |i: &Instruction| i.modifiers.iter().any(|m| matches!(m.as_str(), "u64" | "s64" | "b64"));
+    // Register -> (variable, offset), grown to a fixed point from the moves of a variable's address.
+    let mut frame: BTreeMap<String, (String, i64)> = BTreeMap::new();
+    loop {
+        let before = frame.len();
+        for (r, d) in &defs {
+            let [i] = d.as_slice() else { continue };
+            if frame.contains_key(*r) || i.guard.is_some() || !wide(i) {
+                continue;
+            }
+            let found = match (i.opcode.as_str(), i.operands.as_slice()) {
+                ("mov", [_, source]) => match &source.kind {
+                    OperandKind::Symbol { name, offset } if locals.contains(name) => {
+                        Some((name.clone(), *offset))
+                    }
+                    OperandKind::Register(s) if s.component.is_none() => frame.get(&s.name).cloned(),
+                    _ => None,
+                },
+                ("add", [_, a, b]) => match (a.register(), &b.kind) {
+                    (Some(s), OperandKind::Immediate(Immediate::Int(k))) if s.component.is_none() => frame
+                        .get(&s.name)
+                        .and_then(|(v, o)| Some((v.clone(), o.checked_add(i64::try_from(*k).ok()?)?))),
+                    _ => None,
+                },
+                _ => None,
+            };
+            if let Some(place) = found {
+                frame.insert((*r).to_owned(), place);
+            }
+        }
+        if frame.len() == before {
+            break;
+        }
+    }
+    let mut named = 0usize;
+    for_each_instruction_mut(body, &mut |i| {
+        if !matches!(i.opcode.as_str(), "ld" | "st") || !i.has("local") {
+            return;
+        }
+        for operand in &mut i.operands {
+            if let OperandKind::Address(address) = &mut operand.kind
+                && let AddressBase::Register(r) = &address.base
+                && let Some((variable, k)) = frame.get(r)
+                && let Some(offset) = k.checked_add(address.offset)
+            {
+                *address = Address { base: AddressBase::Symbol(variable.clone()), offset };
+                named = named.saturating_add(1);
+            }
+        }
+    });
+    named
 }
 
 /// Calls `f` on every instruction of `block`, at any depth, mutably.

@@ -11,7 +11,8 @@
 //!    a device-side `printf`'s call of `vprintf` becomes a record written into the launch's
 //!    print buffer ([`printf`]), `.global` tables the module only reads move to constant
 //!    memory, the `.global` variables left (`__device__` variables, the print buffer) are
-//!    placed at the start of the fence, and module-scope
+//!    placed at the start of the fence, `.local` accesses at constant places in a thread's
+//!    frame, through nvcc's frame pointer, name the frame (no clamp), and module-scope
 //!    variables and declarations no instruction names are dropped.
 //! 3. **Rewrite** the parsed module (`src/fence/rewrite.rs`), instruction by instruction from an
 //!    allowlist (`src/fence/isa.rs`) that knows each accepted instruction's memory semantics:
