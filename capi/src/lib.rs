@@ -47,17 +47,9 @@
 
 #![no_std]
 #![deny(missing_docs)]
-// Tests may unwrap and index: a panic there is a failing test, not a broken contract.
-#![cfg_attr(
-    test,
-    allow(
-        clippy::unwrap_used,
-        clippy::expect_used,
-        clippy::panic,
-        clippy::indexing_slicing,
-        clippy::arithmetic_side_effects
-    )
-)]
+// Tests may compute without checks (clippy.toml lets them unwrap, panic and index): a panic
+// there is a failing test, not a broken contract.
+#![cfg_attr(test, allow(clippy::arithmetic_side_effects))]
 
 #[cfg(any(feature = "std", test, not(target_os = "none")))]
 extern crate std;

@@ -61,17 +61,9 @@
 //! AddressSanitizer in CI (`.ci/steps/55-cuda-asan.sh`).
 
 #![cfg_attr(docsrs, feature(doc_cfg))]
-// Tests may unwrap and index: a panic there is a failing test, not a broken contract.
-#![cfg_attr(
-    test,
-    allow(
-        clippy::unwrap_used,
-        clippy::expect_used,
-        clippy::panic,
-        clippy::indexing_slicing,
-        clippy::arithmetic_side_effects
-    )
-)]
+// Tests may compute without checks (clippy.toml lets them unwrap, panic and index): a panic
+// there is a failing test, not a broken contract.
+#![cfg_attr(test, allow(clippy::arithmetic_side_effects))]
 
 #[cfg(feature = "cuda")]
 mod cu_error;

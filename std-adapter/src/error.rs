@@ -625,7 +625,8 @@ impl From<ShapeError> for HostError {
     }
 }
 
-#[cfg(all(test, feature = "std"))]
+#[cfg(test)]
+#[cfg(feature = "std")]
 mod tests {
     use core::fmt::Write as _;
 

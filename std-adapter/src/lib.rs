@@ -115,17 +115,9 @@
 
 #![cfg_attr(not(any(feature = "std", test)), no_std)]
 #![forbid(unsafe_code)]
-// Tests may unwrap and index: a panic there is a failing test, not a broken contract.
-#![cfg_attr(
-    test,
-    allow(
-        clippy::unwrap_used,
-        clippy::expect_used,
-        clippy::panic,
-        clippy::indexing_slicing,
-        clippy::arithmetic_side_effects
-    )
-)]
+// Tests may compute without checks (clippy.toml lets them unwrap, panic and index): a panic
+// there is a failing test, not a broken contract.
+#![cfg_attr(test, allow(clippy::arithmetic_side_effects))]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod args;

@@ -496,5 +496,6 @@ fn rewritten_and_checked(
 
 // Not under Miri: the fence has no `unsafe` for Miri to find, and its tests (hundreds of rewrites
 // and checks) would take Miri minutes; CI runs them natively in every test step.
-#[cfg(all(test, not(miri)))]
+#[cfg(test)]
+#[cfg(not(miri))]
 mod tests;
