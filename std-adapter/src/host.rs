@@ -10,7 +10,7 @@ use crate::checks::{LaunchLimits, check_args_region, check_launch_shape};
 #[cfg(doc)]
 use crate::declaration::Declaration;
 use crate::error::{AbiError, Detail, HostError};
-use crate::launcher::{LaunchOutcome, LaunchRequest, LaunchSnapshot, Launcher, check_registered};
+use crate::launcher::{GuestTrust, LaunchOutcome, LaunchRequest, LaunchSnapshot, Launcher, check_registered};
 #[cfg(feature = "std")]
 use crate::quota::InFlight;
 use crate::quota::check_threads_per_launch;
@@ -132,21 +132,6 @@ impl LaunchRecord {
     pub fn result(&self) -> Result<LaunchOutcome, AbiError> {
         self.result
     }
-}
-
-/// Whether a host trusts its guest with kernels registered without a declaration.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
-#[cfg_attr(feature = "defmt", derive(defmt::Format))]
-pub enum GuestTrust {
-    /// The default: a kernel without a declaration is refused (`InvalidKernel`), so the guest
-    /// reaches only what declared kernels declare.
-    #[default]
-    Untrusted,
-    /// For guests the embedder trusts as it trusts itself: a kernel registered without a
-    /// declaration launches, its arguments checked only against the wire format and the
-    /// kernel's parameter sizes, so such a guest can make a kernel read or write any memory the
-    /// kernel can address. Declared kernels are checked against their declarations all the same.
-    Trusted,
 }
 
 /// Per-guest host state for `wasi_cuda_launch`: capability, limits, launcher, last call.

@@ -133,7 +133,7 @@ impl<'a, 'm> LaunchRequest<'a, 'm> {
     /// [`LaunchLimits`](crate::LaunchLimits)), every window inside `memory`, the kernel
     /// registered with `launcher` ([`Launcher::registered`]), and `args` against its
     /// declaration ([`Declaration::check`]); a kernel without a declaration only when `trust`
-    /// is [`GuestTrust::Trusted`](crate::GuestTrust::Trusted). The request names the
+    /// is [`GuestTrust::Trusted`](GuestTrust::Trusted). The request names the
     /// registration it was checked against, which `launcher` then launches.
     ///
     /// # Errors
@@ -147,7 +147,7 @@ impl<'a, 'm> LaunchRequest<'a, 'm> {
         shape: LaunchShape,
         args: &'a LaunchArgs,
         memory: &'a GuestMemory<'m>,
-        trust: crate::GuestTrust,
+        trust: GuestTrust,
     ) -> Result<Self, HostError> {
         let signed = |v: u32| i32::try_from(v).unwrap_or(i32::MAX);
         crate::check_launch_shape(
@@ -300,6 +300,21 @@ pub trait Launcher {
     fn launch(&mut self, request: &LaunchRequest<'_, '_>) -> Result<LaunchOutcome, HostError>;
 }
 
+/// Whether a host trusts its guest with kernels registered without a declaration.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum GuestTrust {
+    /// The default: a kernel without a declaration is refused (`InvalidKernel`), so the guest
+    /// reaches only what declared kernels declare.
+    #[default]
+    Untrusted,
+    /// For guests the embedder trusts as it trusts itself: a kernel registered without a
+    /// declaration launches, its arguments checked only against the wire format and the
+    /// kernel's parameter sizes, so such a guest can make a kernel read or write any memory the
+    /// kernel can address. Declared kernels are checked against their declarations all the same.
+    Trusted,
+}
+
 /// The checks of a kernel's registration that the host function and [`LaunchRequest::check`]
 /// share: the kernel registered, and `args` against its declaration (an undeclared kernel only
 /// for a trusted guest). The registration checked.
@@ -308,14 +323,14 @@ pub(crate) fn check_registered<L: Launcher + ?Sized>(
     kernel_id: i64,
     args: &LaunchArgs,
     shape: &LaunchShape,
-    trust: crate::GuestTrust,
+    trust: GuestTrust,
 ) -> Result<u64, HostError> {
     let registered = launcher
         .registered(kernel_id)
         .ok_or(HostError::new(crate::error::Detail::UnknownKernel { kernel_id }))?;
     match registered.declaration() {
         Some(declaration) => declaration.check(args, shape)?,
-        None if trust == crate::GuestTrust::Trusted => {}
+        None if trust == GuestTrust::Trusted => {}
         None => return Err(HostError::new(crate::error::Detail::Undeclared { kernel_id })),
     }
     Ok(registered.registration())
@@ -337,7 +352,7 @@ impl<'a> Registered<'a> {
     }
 
     /// A kernel registered without a declaration: only a host that trusts its guest launches it
-    /// ([`GuestTrust::Trusted`](crate::GuestTrust::Trusted)); any other answers `InvalidKernel`.
+    /// ([`GuestTrust::Trusted`](GuestTrust::Trusted)); any other answers `InvalidKernel`.
     pub const fn undeclared(registration: u64) -> Self {
         Registered { declaration: None, registration }
     }
@@ -417,7 +432,7 @@ impl<const N: usize> KernelTable<N> {
     }
 
     /// Registers (or replaces) kernel `id` without a declaration: launchable only by a guest the
-    /// host trusts ([`GuestTrust::Trusted`](crate::GuestTrust::Trusted)).
+    /// host trusts ([`GuestTrust::Trusted`](GuestTrust::Trusted)).
     ///
     /// # Errors
     ///

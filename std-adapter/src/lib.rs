@@ -74,7 +74,8 @@
 //! - the quotas (threads and staging bytes per launch, launches in flight per guest and per
 //!   device), their defaults and the shared in-flight count: [`Quota`], [`InFlight`]
 //!   (`src/quota.rs`);
-//! - the launcher seam: [`Launcher`], [`LaunchRequest`], [`KernelTable`] (`src/launcher.rs`);
+//! - the launcher seam: [`Launcher`], [`LaunchRequest`], [`KernelTable`], and whether a kernel
+//!   without a declaration launches, [`GuestTrust`] (`src/launcher.rs`);
 //!   the dry run: [`DryRunLauncher`];
 //! - the wasmtime host function (feature `wasmtime`): `wasmtime_host::add_to_linker`; the wasmi
 //!   one (feature `wasmi`, with or without std): `wasmi_host::add_to_linker`; both register the
@@ -156,11 +157,10 @@ pub use error::{
     HostError, UnknownAbiCode,
 };
 pub use host::{
-    GuestTrust, IMPORT_MODULE, LAUNCH_IMPORT, LaunchCall, LaunchHost, LaunchParams, LaunchRecord,
-    MEMORY_EXPORT,
+    IMPORT_MODULE, LAUNCH_IMPORT, LaunchCall, LaunchHost, LaunchParams, LaunchRecord, MEMORY_EXPORT,
 };
 pub use launcher::{
-    KernelTable, LaunchOutcome, LaunchRequest, LaunchSnapshot, Launcher, PointerMode, Registered,
+    GuestTrust, KernelTable, LaunchOutcome, LaunchRequest, LaunchSnapshot, Launcher, PointerMode, Registered,
     SignatureCheck, TableFull,
 };
 pub use quota::{InFlight, InFlightSlot, Quota, QuotaError, check_threads_per_launch};
