@@ -69,6 +69,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use super::body::{defines, destination, for_each_instruction, for_each_instruction_mut, remove_dead_moves};
 use super::printf::PrintBuffer;
 
 use kernel_args_ptx::{
@@ -252,62 +253,6 @@ fn assert_call(block: &Block) -> Option<&Instruction> {
     call
 }
 
-/// Removes, to a fixed point, each `mov` or `cvta` whose destination (one register) no
-/// instruction of `body` reads.
-pub(super) fn remove_dead_moves(body: &mut Block) {
-    loop {
-        let mut read = BTreeSet::new();
-        for_each_instruction(body, &mut |i| {
-            if let Some(guard) = &i.guard {
-                read.insert(guard.register.clone());
-            }
-            let skip_first = is_move(i);
-            for (index, operand) in i.operands.iter().enumerate() {
-                if !(skip_first && index == 0) {
-                    read.extend(operand.registers().into_iter().map(str::to_owned));
-                }
-            }
-        });
-        if !retain_instructions(body, &|i| !is_move(i) || destination(i).is_none_or(|d| read.contains(d))) {
-            return;
-        }
-    }
-}
-
-/// Whether `i` is a `mov` or a `cvta` to one register: a pure definition of it.
-fn is_move(i: &Instruction) -> bool {
-    matches!(i.opcode.as_str(), "mov" | "cvta") && destination(i).is_some()
-}
-
-/// The register operand 0 names, where it is one whole register.
-fn destination(i: &Instruction) -> Option<&str> {
-    i.operands.first()?.register().filter(|r| r.component.is_none()).map(|r| r.name.as_str())
-}
-
-/// Keeps the instructions of `block` (at any depth) that `keep` approves: whether any went.
-fn retain_instructions(block: &mut Block, keep: &dyn Fn(&Instruction) -> bool) -> bool {
-    let before = block.statements.len();
-    block.statements.retain(|s| !matches!(s, Statement::Instruction(i) if !keep(i)));
-    let mut removed = block.statements.len() != before;
-    for statement in &mut block.statements {
-        if let Statement::Block(inner) = statement {
-            removed |= retain_instructions(inner, keep);
-        }
-    }
-    removed
-}
-
-/// Calls `f` on every instruction of `block`, at any depth.
-fn for_each_instruction(block: &Block, f: &mut dyn FnMut(&Instruction)) {
-    for statement in &block.statements {
-        match statement {
-            Statement::Instruction(i) => f(i),
-            Statement::Block(inner) => for_each_instruction(inner, f),
-            _ => {}
-        }
-    }
-}
-
 /// The constant space a module may declare (the driver's limit for one module's `.const`).
 const CONST_SPACE: u64 = 64 * 1024;
 
@@ -449,17 +394,6 @@ fn classify<'i>(i: &'i Instruction, pure: &BTreeSet<String>, tables: &BTreeSet<S
     }
 }
 
-/// The registers an instruction writes, where its operand 0 is a destination: a register, a
-/// vector of them or a pair (`%p|%q`). An address (a store's) is not.
-pub(super) fn defines(i: &Instruction) -> Vec<&str> {
-    match i.operands.first().map(|o| &o.kind) {
-        Some(OperandKind::Register(_) | OperandKind::Vector(_) | OperandKind::Pair(..)) => {
-            i.operands.first().map(Operand::registers).unwrap_or_default()
-        }
-        _ => Vec::new(),
-    }
-}
-
 /// The registers of a function (its instructions, in order) that hold only addresses of
 /// `tables`, or `None` where a table or such a register is used in any other way.
 fn table_registers(instructions: &[Instruction], tables: &BTreeSet<String>) -> Option<BTreeSet<String>> {
@@ -579,17 +513,6 @@ fn name_frame_accesses(body: &mut Block) -> usize {
         }
     });
     named
-}
-
-/// Calls `f` on every instruction of `block`, at any depth, mutably.
-fn for_each_instruction_mut(block: &mut Block, f: &mut dyn FnMut(&mut Instruction)) {
-    for statement in &mut block.statements {
-        match statement {
-            Statement::Instruction(i) => f(i),
-            Statement::Block(inner) => for_each_instruction_mut(inner, f),
-            _ => {}
-        }
-    }
 }
 
 /// The most bytes a module's variables may take at the start of the fence: every staged launch

@@ -13,7 +13,8 @@
 //!    memory, the `.global` variables left (`__device__` variables, the print buffer) are
 //!    placed at the start of the fence, `.local` accesses at constant places in a thread's
 //!    frame, through nvcc's frame pointer, name the frame (no clamp), and module-scope
-//!    variables and declarations no instruction names are dropped.
+//!    variables and declarations no instruction names are dropped. The walks and edits of a
+//!    body these passes share (what an instruction writes, dead moves) are `src/fence/body.rs`.
 //! 3. **Rewrite** the parsed module (`src/fence/rewrite.rs`), instruction by instruction from an
 //!    allowlist (`src/fence/isa.rs`) that knows each accepted instruction's memory semantics:
 //!    which operand is an address, the state space it reaches (the one a modifier names, or
@@ -136,6 +137,7 @@ use std::fmt;
 
 use kernel_args_ptx::{ParseErrorKind, parse};
 
+mod body;
 mod check;
 mod inline;
 mod isa;

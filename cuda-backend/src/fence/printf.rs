@@ -38,7 +38,7 @@ use kernel_args_ptx::{
     Operand, OperandKind, Register, RegisterDecl, RegisterName, Span, StateSpace, Statement, Type, Variable,
 };
 
-use super::lower::defines;
+use super::body::{defines, remove_dead_moves};
 
 /// The bytes of records a launch's print buffer holds, after its header.
 pub const PRINT_BUFFER_BYTES: u32 = 16 * 1024;
@@ -596,7 +596,7 @@ pub(super) fn lower_printf(module: &mut Module) -> Option<Vec<Format>> {
         let before = site;
         replace_calls(body, &function, &strings, &mut formats, &mut site);
         if site != before {
-            super::lower::remove_dead_moves(body);
+            remove_dead_moves(body);
         }
     }
     if formats.is_empty() {
