@@ -45,6 +45,7 @@ fuzz_target!(|data: &[u8]| {
     let report = check(text).expect("a fenced module passes the checker");
     assert_eq!(report.clamped, fenced.accesses());
     assert_eq!(report.counted, fenced.counted_branches());
+    assert_eq!(report.leaving, fenced.leaving_branches());
     assert!(fenced.entries().iter().all(|e| module.entry(e).is_some()));
     if !fenced.entries().is_empty() {
         assert!(FENCE_PARAMS.iter().all(|p| text.contains(p)));

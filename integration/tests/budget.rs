@@ -6,7 +6,7 @@
 //! Covered, in both pointer modes, through `LaunchHost::call` (the host function): kernels that
 //! never end (their loop's exit is a value the guest wrote), with and without `bar.sync`; the
 //! budget's edge (a loop of `n` turns runs with a budget of `n - 1` branches and stops at
-//! `n - 2`); a block whose threads meet at `bar.sync` after loops of different lengths, some of
+//! `n - 2`, leaving the kernel, or leaving the loop where a warp's shuffle follows it); a block whose threads meet at `bar.sync` after loops of different lengths, some of
 //! which the budget stops (the others go on past the barrier without them); another tenant's
 //! launches, with correct results, while a guest's kernel spins through its budget. No
 //! deadline is set on these devices, and none would stop a kernel: only the budget does.
@@ -35,6 +35,7 @@ const SPIN: i64 = 50;
 const SPIN_SYNC: i64 = 51;
 const COUNT_TO: i64 = 52;
 const LOPSIDED: i64 = 53;
+const COUNT_THEN_SHUFFLE: i64 = 54;
 
 /// Threads in the one block each kernel runs.
 const THREADS: usize = 64;
@@ -42,13 +43,17 @@ const THREADS: usize = 64;
 /// Where the guest's argv lies in its memory (`out` is at 0).
 const ARGV_AT: usize = 1024;
 
-/// The fixture kernels and the four loops of `support::loops_ptx`, each fenced and declared.
+/// The fixture kernels and the five loops of `support::loops_ptx`, each fenced and declared.
 fn loops_registry() -> kernel_args_cuda::KernelRegistry {
     let mut r = registry();
     let ptx = support::loops_ptx();
-    for (id, entry) in
-        [(SPIN, "spin"), (SPIN_SYNC, "spin_sync"), (COUNT_TO, "count_to"), (LOPSIDED, "lopsided")]
-    {
+    for (id, entry) in [
+        (SPIN, "spin"),
+        (SPIN_SYNC, "spin_sync"),
+        (COUNT_TO, "count_to"),
+        (LOPSIDED, "lopsided"),
+        (COUNT_THEN_SHUFFLE, "count_then_shuffle"),
+    ] {
         let sandbox = Sandbox::fenced(&support::loop_declaration(entry)).unwrap();
         r.register(id, &ptx, entry, sandbox).unwrap();
     }
@@ -163,7 +168,9 @@ fn a_kernel_that_never_ends_stops_at_its_budget_and_the_device_goes_on() {
 }
 
 /// A loop of `n` turns takes `n - 1` branches back: a budget of `n - 1` runs it, `n - 2` stops
-/// it with every thread one turn short.
+/// it with every thread one turn short. Where a warp's shuffle follows the loop (which waits for
+/// no other thread), a thread whose budget ran out leaves the loop rather than the kernel, and
+/// runs on: it shuffles with the others and stores what it counted.
 #[test]
 fn the_budget_allows_exactly_its_backward_branches() {
     let test = "the_budget_allows_exactly_its_backward_branches";
@@ -184,7 +191,11 @@ fn the_budget_allows_exactly_its_backward_branches() {
                 assert_spent(&what, &short, code, n - 2);
                 // Stopped before its store: `out` is as the guest left it.
                 assert_eq!(out, vec![0; THREADS], "{what}");
+                let (code, out) = call(&mut short, COUNT_THEN_SHUFFLE, n);
+                assert_spent(&what, &short, code, n - 2);
+                assert_eq!(out, vec![n - 1; THREADS], "{what}: left the loop, then stored");
             }
+            assert_eq!(call(&mut enough, COUNT_THEN_SHUFFLE, n), (0, vec![n; THREADS]), "{what}");
         }
     }
 }

@@ -727,23 +727,29 @@ mod property {
     struct Loop {
         base: u32,
         extra: u32,
+        /// Its body holds an instruction that waits for other threads (a shuffle whose member
+        /// mask is the thread alone), so a spent budget leaves the kernel there, not the loop.
+        waits: bool,
         inner: Vec<Loop>,
     }
 
     fn nest() -> impl Strategy<Value = Vec<Loop>> {
-        let leaf = (1u32..5, 0u32..3).prop_map(|(base, extra)| Loop { base, extra, inner: Vec::new() });
+        let leaf = (1u32..5, 0u32..3, any::<bool>()).prop_map(|(base, extra, waits)| Loop {
+            base,
+            extra,
+            waits,
+            inner: Vec::new(),
+        });
         let nested = leaf.prop_recursive(2, 6, 3, |inner| {
-            (1u32..5, 0u32..3, prop::collection::vec(inner, 1..3)).prop_map(|(base, extra, inner)| Loop {
-                base,
-                extra,
-                inner,
-            })
+            (1u32..5, 0u32..3, any::<bool>(), prop::collection::vec(inner, 1..3))
+                .prop_map(|(base, extra, waits, inner)| Loop { base, extra, waits, inner })
         });
         prop::collection::vec(nested, 1..3)
     }
 
-    /// The PTX of `loops`: each turn adds one to the thread's count and stores it to `out[t]`.
-    fn nest_kernel(loops: &[Loop]) -> String {
+    /// The PTX of `loops`: each turn adds one to the thread's count and stores it to `out[t]`
+    /// (and, in a loop that waits, shuffles with the thread alone as its member).
+    fn nest_kernel(loops: &[Loop], tail: bool) -> String {
         fn emit(loops: &[Loop], next: &mut usize, body: &mut String) {
             for l in loops {
                 let j = *next;
@@ -751,8 +757,10 @@ mod property {
                 let (i, trips) = (10 + 2 * j, 11 + 2 * j);
                 body.push_str(&format!(
                     "\tmul.lo.u32 %r{trips}, %r1, {};\n\tadd.u32 %r{trips}, %r{trips}, {};\n\tmov.u32 %r{i}, 0;\n\
-                     $L_{j}:\n\tadd.u32 %r2, %r2, 1;\n\tst.global.u32 [%rd3], %r2;\n",
-                    l.extra, l.base
+                     $L_{j}:\n\tadd.u32 %r2, %r2, 1;\n\tst.global.u32 [%rd3], %r2;\n{}",
+                    l.extra,
+                    l.base,
+                    if l.waits { "\tshfl.sync.idx.b32 %r8, %r2, 0, 31, %r9;\n" } else { "" }
                 ));
                 emit(&l.inner, next, body);
                 body.push_str(&format!(
@@ -762,53 +770,105 @@ mod property {
         }
         let (mut next, mut body) = (0, String::new());
         emit(loops, &mut next, &mut body);
+        if tail {
+            body.push_str("\tshfl.sync.idx.b32 %r8, %r2, 0, 31, %r9;\n");
+        }
         format!(
             ".version 7.8\n.target sm_70\n.address_size 64\n.visible .entry k(.param .u64 out)\n{{\n\
              \t.reg .pred %p<{next}>;\n\t.reg .b32 %r<{}>;\n\t.reg .b64 %rd<4>;\n\
              \tld.param.u64 %rd1, [out];\n\tcvta.to.global.u64 %rd1, %rd1;\n\tmov.u32 %r0, %tid.x;\n\
              \tmul.wide.u32 %rd2, %r0, 4;\n\tadd.s64 %rd3, %rd1, %rd2;\n\trem.u32 %r1, %r0, 3;\n\
-             \tmov.u32 %r2, 0;\n{body}\tret;\n}}\n",
+             \tmov.u32 %r2, 0;\n\tmov.u32 %r9, %lanemask_eq;\n{body}\tret;\n}}\n",
             10 + 2 * next
         )
     }
 
-    /// What thread `t` counts running `loops` with `budget` backward branches, and whether it
-    /// was stopped: each turn counts one, and every turn but a loop's last takes a branch back.
-    fn model(loops: &[Loop], t: u32, budget: u64) -> (u32, bool) {
-        fn run(loops: &[Loop], t: u32, budget: u64, count: &mut u32, taken: &mut u64) -> bool {
+    /// Whether `l` or a loop inside it waits for other threads.
+    fn waits(l: &Loop) -> bool {
+        l.waits || l.inner.iter().any(waits)
+    }
+
+    /// How many loops `l` is, its inner loops included.
+    fn size(l: &Loop) -> usize {
+        1 + l.inner.iter().map(size).sum::<usize>()
+    }
+
+    /// Whether each loop, in the order `nest_kernel` writes them, leaves the loop rather than
+    /// the kernel on a spent budget: it waits for no other thread (its inner loops included),
+    /// and a warp-synchronous instruction follows its branch (a later loop's shuffle, or the
+    /// tail's), where the exit's divergence would cost.
+    fn leaves(loops: &[Loop], tail: bool) -> Vec<bool> {
+        fn walk(loops: &[Loop], out: &mut Vec<(bool, bool, usize)>) {
             for l in loops {
-                let trips = l.base + (t % 3) * l.extra;
+                let at = out.len();
+                out.push((l.waits, waits(l), 0));
+                walk(&l.inner, out);
+                out[at].2 = out.len();
+            }
+        }
+        let mut all = Vec::new();
+        walk(loops, &mut all);
+        all.iter().map(|&(_, waits, end)| !waits && (tail || all[end..].iter().any(|x| x.0))).collect()
+    }
+
+    /// What thread `t` counts running `loops` with `budget` backward branches, and whether its
+    /// budget ran out: each turn counts one, and every turn but a loop's last takes a branch
+    /// back. A branch it would take with its budget spent leaves the kernel where the loop (its
+    /// inner loops included) waits for other threads, and otherwise leaves the loop: the thread
+    /// runs on after it.
+    fn model(loops: &[Loop], leaves: &[bool], t: u32, budget: u64) -> (u32, bool) {
+        struct Thread<'a> {
+            t: u32,
+            budget: u64,
+            leaves: &'a [bool],
+            count: u32,
+            taken: u64,
+            spent: bool,
+        }
+        /// `loops` from the `first`-th loop on: false where the thread left the kernel.
+        fn run(loops: &[Loop], first: usize, th: &mut Thread) -> bool {
+            let mut j = first;
+            for l in loops {
+                let trips = l.base + (th.t % 3) * l.extra;
                 for turn in 0..trips {
-                    *count += 1;
-                    if !run(&l.inner, t, budget, count, taken) {
+                    th.count += 1;
+                    if !run(&l.inner, j + 1, th) {
                         return false;
                     }
                     if turn + 1 < trips {
-                        if *taken == budget {
-                            return false;
+                        if th.taken == th.budget {
+                            th.spent = true;
+                            if !th.leaves[j] {
+                                return false;
+                            }
+                            break;
                         }
-                        *taken += 1;
+                        th.taken += 1;
                     }
                 }
+                j += size(l);
             }
             true
         }
-        let (mut count, mut taken) = (0, 0);
-        let finished = run(loops, t, budget, &mut count, &mut taken);
-        (count, !finished)
+        let mut th = Thread { t, budget, leaves, count: 0, taken: 0, spent: false };
+        run(loops, 0, &mut th);
+        (th.count, th.spent)
     }
 
     proptest! {
         #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
 
-        /// Random loop nests, fenced, with a random budget: every thread stops exactly when it
-        /// would take one backward branch past its budget (its count is the model's, turn for
-        /// turn), a thread within its budget finishes, and the flag's budget byte says whether
-        /// any thread stopped; nothing faults.
+        /// Random loop nests, some waiting for other threads, fenced, with a random budget:
+        /// every thread's count is the model's, turn for turn (a thread that would take one
+        /// backward branch past its budget leaves the kernel there if the loop waits, and the
+        /// loop if not), a thread within its budget finishes, and the flag's budget byte says
+        /// whether any thread ran out; nothing faults.
         #[test]
-        fn a_thread_stops_exactly_at_its_budget(loops in nest(), budget in 0u32..200) {
+        fn a_thread_stops_exactly_at_its_budget(loops in nest(), tail in any::<bool>(), budget in 0u32..200) {
             let session = session();
-            let fenced = fence_ptx(&nest_kernel(&loops)).unwrap();
+            let fenced = fence_ptx(&nest_kernel(&loops, tail)).unwrap();
+            let leaves = leaves(&loops, tail);
+            prop_assert_eq!(fenced.leaving_branches(), leaves.iter().filter(|&&l| l).count());
             let f = function(load(fenced.ptx()), "k").unwrap();
             let out = alloc(256).unwrap();
             assert_eq!(upload(out, &[0; 256]), CUDA_SUCCESS);
@@ -823,7 +883,7 @@ mod property {
             prop_assert_eq!(download(out, &mut bytes), CUDA_SUCCESS);
             let mut stopped = false;
             for t in 0..THREADS {
-                let (count, stop) = model(&loops, t, u64::from(budget));
+                let (count, stop) = model(&loops, &leaves, t, u64::from(budget));
                 stopped |= stop;
                 let got = u32::from_le_bytes(bytes[4 * t as usize..][..4].try_into().unwrap());
                 prop_assert_eq!(got, count, "thread {}", t);

@@ -98,7 +98,8 @@ pub enum FindingKind {
     /// A `ret` or `exit` before the fence's exit, where it has one: the flag would not be set.
     Exit,
     /// A backward branch not counted against the thread's budget, a write of the budget's
-    /// registers outside its forms, or a branch after the budget's exit.
+    /// registers outside its forms, a branch after the budget's exit, or a branch that leaves
+    /// its loop on a spent budget without setting the budget's byte after it.
     Uncounted,
 }
 
@@ -143,6 +144,9 @@ pub struct CheckReport {
     pub by_declaration: usize,
     /// Backward branches proven counted against the budget.
     pub counted: usize,
+    /// Those of them counted in the form that leaves the loop, not the kernel, on a spent
+    /// budget.
+    pub leaving: usize,
 }
 
 const PREFIX: &str = "__kargs_";
@@ -332,6 +336,7 @@ struct Entry<'m> {
 /// The registers and label of the budget's count (see [`Budget`]).
 const COUNTER: &str = "%__kargs_b";
 const SPENT: &str = "%__kargs_q";
+const GO: &str = "%__kargs_go";
 const BUDGET_EXIT: &str = "$__kargs_budget";
 const FLAG: &str = "%__kargs_flag";
 
@@ -349,8 +354,24 @@ type GuardOf = Option<(bool, String)>;
 /// [@g] sub.u32    %__kargs_b, %__kargs_b, 1
 /// ```
 ///
+/// or, for a guarded branch that leaves its loop on a spent budget instead of the kernel, be
+/// `@%__kargs_go bra L` (never `.uni`), with nothing between:
+///
+/// ```text
+/// setp.ne.and.u32 %__kargs_go, %__kargs_b, 0, g  // setp.ne.u32 %__kargs_go, %__kargs_b, 0 unguarded
+/// @%__kargs_go sub.u32 %__kargs_b, %__kargs_b, 1
+/// @%__kargs_go bra L
+/// setp.eq.and.u32 %__kargs_q, %__kargs_b, 0, g   // the same test as above: g held, budget spent
+/// ld.param.u64 %__kargs_flag, [__kargs_fence_flag]
+/// @%__kargs_q st.global.u8 [%__kargs_flag+2], 1
+/// ```
+///
+/// where the last three follow the branch at once (no label, no other instruction): a thread
+/// that falls through with its budget spent sets the budget's byte of the flag. Either way a
+/// backward branch is taken only while `%__kargs_b` is not 0, and taking it spends one.
+///
 /// `%__kargs_b` is written only there and by `ld.param.u32 %__kargs_b, [__kargs_fence_budget]`
-/// in the leading run; `%__kargs_q` only by that `setp`. After the label `$__kargs_budget`, whose
+/// in the leading run; `%__kargs_q` only by those `setp`s. After the label `$__kargs_budget`, whose
 /// first two instructions must set the budget's byte of the flag (`ld.param.u64 %__kargs_flag,
 /// [__kargs_fence_flag]`, `st.global.u8 [%__kargs_flag+2], 1`), no branch at all: a thread
 /// there only runs forward, to a `ret`.
@@ -369,6 +390,12 @@ struct Budget {
     /// How many of the instructions that set the budget's byte, just after `$__kargs_budget`,
     /// are still to come (2, 1 or 0).
     at_exit: u8,
+    /// How many of the instructions that set the budget's byte after a leaving branch are
+    /// still to come (3, 2, 1 or 0), and that branch's guard.
+    after: u8,
+    after_guard: GuardOf,
+    /// Backward branches found counted in the leaving form.
+    leaving: usize,
 }
 
 /// How far the count before a backward branch has come.
@@ -382,6 +409,10 @@ enum Step {
     Left(GuardOf),
     /// `sub.u32 %__kargs_b` under the same guard followed: the branch may come.
     Counted(GuardOf),
+    /// `setp.ne` made `%__kargs_go` for a leaving branch under this guard.
+    Going(GuardOf),
+    /// `@%__kargs_go sub.u32 %__kargs_b` followed: the branch may come, under `%__kargs_go`.
+    GoCounted(GuardOf),
 }
 
 fn finding(instruction: &Instruction, kind: FindingKind) -> CheckFinding {
@@ -441,7 +472,15 @@ fn check_entry<'m>(
         }
     }
     entry.block(body, true, report)?;
+    if entry.budget.after > 0 {
+        return Err(CheckFinding {
+            line: body.span.line as usize,
+            statement: f.name.clone(),
+            kind: FindingKind::Uncounted,
+        });
+    }
     report.counted = report.counted.saturating_add(entry.budget.counted);
+    report.leaving = report.leaving.saturating_add(entry.budget.leaving);
     Ok(())
 }
 
@@ -461,6 +500,13 @@ impl<'m> Entry<'m> {
         for statement in &block.statements {
             match statement {
                 Statement::Label(l) => {
+                    if self.budget.after > 0 {
+                        return Err(CheckFinding {
+                            line: l.span.line as usize,
+                            statement: l.name.clone(),
+                            kind: FindingKind::Uncounted,
+                        });
+                    }
                     self.end_leading_run();
                     self.local.clear();
                     self.noted = true;
@@ -475,6 +521,13 @@ impl<'m> Entry<'m> {
                     }
                 }
                 Statement::Block(b) => {
+                    if self.budget.after > 0 {
+                        return Err(CheckFinding {
+                            line: b.span.line as usize,
+                            statement: "{".to_owned(),
+                            kind: FindingKind::Uncounted,
+                        });
+                    }
                     self.end_leading_run();
                     self.budget.step = Step::None;
                     self.block(b, false, report)?;
@@ -654,6 +707,69 @@ impl<'m> Entry<'m> {
         self.budget.at_exit = self.budget.at_exit.saturating_sub(1);
         let step = std::mem::take(&mut self.budget.step);
         let writes = |name: &str| register(0, name);
+        // A budget test, `setp.<cmp>[.and].u32 <dest>, %__kargs_b, 0[, g]` (g: a kernel's
+        // predicate): its guard `g`, where `i` is one.
+        let test = |dest: &str, cmp: &str| -> Option<GuardOf> {
+            let predicate = match ops.get(3).map(|o| &o.kind) {
+                None => None,
+                Some(OperandKind::Register(r)) if r.component.is_none() && !fence_name(&r.name) => {
+                    Some((false, r.name.clone()))
+                }
+                Some(OperandKind::Not(r)) if r.component.is_none() && !fence_name(&r.name) => {
+                    Some((true, r.name.clone()))
+                }
+                Some(_) => return None,
+            };
+            let form = match predicate {
+                None => m == [cmp, "u32"] && ops.len() == 3,
+                Some(_) => m == [cmp, "and", "u32"] && ops.len() == 4,
+            };
+            let ok = i.opcode == "setp"
+                && i.guard.is_none()
+                && form
+                && writes(dest)
+                && register(1, COUNTER)
+                && int(2, 0);
+            ok.then_some(predicate)
+        };
+        // After a leaving branch: the budget's byte set where the thread fell through spent.
+        if self.budget.after > 0 {
+            let ok = match self.budget.after {
+                3 => test(SPENT, "eq").is_some_and(|g| g == self.budget.after_guard),
+                2 => {
+                    i.opcode == "ld"
+                        && i.guard.is_none()
+                        && m == ["param", "u64"]
+                        && ops.len() == 2
+                        && register(0, FLAG)
+                        && matches!(ops.get(1).and_then(Operand::address),
+                            Some(a) if a.offset == 0 && matches!(&a.base, AddressBase::Symbol(s) if s == FENCE_PARAMS[2]))
+                }
+                _ => {
+                    let byte = i64::from(super::FLAG_BUDGET.trailing_zeros() / 8);
+                    i.opcode == "st"
+                        && guard == Some((false, SPENT.to_owned()))
+                        && m == ["global", "u8"]
+                        && matches!(ops.first().and_then(Operand::address),
+                            Some(a) if a.offset == byte && matches!(&a.base, AddressBase::Register(r) if r == FLAG))
+                        && int(1, 1)
+                }
+            };
+            if !ok {
+                return Err(uncounted());
+            }
+            self.budget.after = self.budget.after.saturating_sub(1);
+            // The test is the count's own; the flag's load and store go on to the rules of any
+            // instruction (`memory` proves the store).
+            return Ok(self.budget.after == 2);
+        }
+        // The leaving form's test.
+        if writes(GO) {
+            let Some(predicate) = test(GO, "ne") else { return Err(uncounted()) };
+            self.end_leading_run();
+            self.budget.step = Step::Going(predicate);
+            return Ok(true);
+        }
         // The counter's load, in the leading run.
         if writes(COUNTER) && i.opcode == "ld" {
             let from_budget = matches!(ops.get(1).and_then(Operand::address),
@@ -666,23 +782,7 @@ impl<'m> Entry<'m> {
         }
         // The test.
         if writes(SPENT) {
-            let predicate = match ops.get(3).map(|o| &o.kind) {
-                None => None,
-                Some(OperandKind::Register(r)) if r.component.is_none() && !fence_name(&r.name) => {
-                    Some((false, r.name.clone()))
-                }
-                Some(OperandKind::Not(r)) if r.component.is_none() && !fence_name(&r.name) => {
-                    Some((true, r.name.clone()))
-                }
-                Some(_) => return Err(uncounted()),
-            };
-            let form = match predicate {
-                None => m == ["eq", "u32"] && ops.len() == 3,
-                Some(_) => m == ["eq", "and", "u32"] && ops.len() == 4,
-            };
-            if i.opcode != "setp" || i.guard.is_some() || !form || !register(1, COUNTER) || !int(2, 0) {
-                return Err(uncounted());
-            }
+            let Some(predicate) = test(SPENT, "eq") else { return Err(uncounted()) };
             self.end_leading_run();
             self.budget.step = Step::Tested(predicate);
             return Ok(true);
@@ -694,6 +794,10 @@ impl<'m> Entry<'m> {
             return match step {
                 Step::Left(g) if form && g == guard => {
                     self.budget.step = Step::Counted(g);
+                    Ok(true)
+                }
+                Step::Going(g) if form && guard == Some((false, GO.to_owned())) => {
+                    self.budget.step = Step::GoCounted(g);
                     Ok(true)
                 }
                 _ => Err(uncounted()),
@@ -724,6 +828,14 @@ impl<'m> Entry<'m> {
             match step {
                 Step::Counted(g) if g == guard && self.budget.loaded => {
                     self.budget.counted = self.budget.counted.saturating_add(1);
+                }
+                Step::GoCounted(g)
+                    if guard == Some((false, GO.to_owned())) && m.is_empty() && self.budget.loaded =>
+                {
+                    self.budget.counted = self.budget.counted.saturating_add(1);
+                    self.budget.leaving = self.budget.leaving.saturating_add(1);
+                    self.budget.after = 3;
+                    self.budget.after_guard = g;
                 }
                 _ => return Err(uncounted()),
             }

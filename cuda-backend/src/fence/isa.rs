@@ -185,6 +185,23 @@ pub(super) fn full_mask(kind: &OperandKind) -> bool {
     matches!(kind, OperandKind::Immediate(Immediate::Int(-1 | 0xffff_ffff)))
 }
 
+/// Whether `instruction` may wait for other threads: a CTA barrier (`bar`, `barrier`, any of
+/// their forms) or a warp-synchronous one (`.sync` or `.aligned`: `shfl.sync`, `vote.sync`,
+/// `bar.warp.sync`, `mma.sync.aligned`, ...). A thread in a loop without one never waits for
+/// a thread that left the loop (the budget's leaving form, `rewrite.rs`).
+pub(super) fn waits(instruction: &Instruction) -> bool {
+    matches!(instruction.opcode.as_str(), "bar" | "barrier")
+        || instruction.modifiers.iter().any(|m| m == "sync" || m == "aligned")
+}
+
+/// Whether `instruction` waits for other threads of its warp: one of [`waits`] but for the CTA
+/// barriers (`bar.warp.sync` is one).
+pub(super) fn waits_for_warp(instruction: &Instruction) -> bool {
+    let cta_barrier = matches!(instruction.opcode.as_str(), "bar" | "barrier")
+        && !instruction.modifiers.iter().any(|m| m == "warp");
+    waits(instruction) && !cta_barrier
+}
+
 /// What `instruction` is to the fence, or why it is refused.
 pub(super) fn classify(instruction: &Instruction) -> Result<Class, FenceRefusal> {
     let op = instruction.opcode.as_str();

@@ -67,15 +67,23 @@
 //!
 //! **The budget.** Every cycle of an entry's control flow has a branch to a label at or before
 //! it in the text (along every other edge the text only moves on), so each such backward
-//! branch is counted: before it, a thread whose budget is spent and that would take it leaves
-//! through the budget's exit, which sets byte 2 of the flag ([`FLAG_BUDGET`]); otherwise a
-//! taken branch spends one. A thread takes at most its budget of backward branches, and so
-//! runs no loop for longer than its arguments and the budget allow. A thread that stops has
-//! exited: a `bar.sync` without a thread count waits only for the block's threads that have
-//! not exited (on sm_70 and later, and in the emulator), so the threads waiting there go on
-//! without it; each of them stops at its own budget if it loops on. A barrier with a thread
-//! count waits for that many arrivals, and nothing in the process bounds a block that never
-//! makes them (`docs/RISKS.md`, "Timing"). The launcher gives the guest's `LaunchLimits::max_back_edges_per_thread`.
+//! branch is counted: a taken branch spends one, and a thread whose budget is spent and that
+//! would take it sets byte 2 of the flag ([`FLAG_BUDGET`]) and does not take it. Where it goes
+//! then depends on the loop. In the common case it leaves the kernel through the budget's
+//! exit. A thread that stops so has exited: a `bar.sync` without a thread count waits only for
+//! the block's threads that have not exited (on sm_70 and later, and in the emulator), so the
+//! threads waiting there go on without it; each of them stops at its own budget if it loops
+//! on. Where the branch is guarded, its loop holds no instruction that waits for other threads
+//! (a barrier, or a `.sync` one) and a warp-synchronous instruction follows the loop, the
+//! thread leaves the loop instead and runs on after it, as one that ended the loop would: an
+//! exit there would split its warp before the `shfl.sync` after the loop, and ptxas would give
+//! every such instruction a divergent path (`docs/performance.md`). No thread in such a loop
+//! waits for another, and each leaves it within its own budget, so one that left early holds
+//! none up (`rewrite.rs`, `leaving_branches`). Either way a thread takes at most its budget of
+//! backward branches, and so runs no loop for longer than its arguments and the budget allow,
+//! and the launch answers that the budget ran out. A barrier with a thread count waits for that
+//! many arrivals, and nothing in the process bounds a block that never makes them
+//! (`docs/RISKS.md`, "Timing"). The launcher gives the guest's `LaunchLimits::max_back_edges_per_thread`.
 //!
 //! **Two forms.** [`FencedModule::ptx`] clamps, for any fence the launcher gives;
 //! [`FencedModule::aligned_ptx`], the aligned form, masks each global access of `w` bytes
@@ -190,6 +198,7 @@ pub struct FencedModule {
     by_declaration: usize,
     widest: u64,
     counted: usize,
+    leaving: usize,
     asserts: usize,
     dropped: usize,
     tables: usize,
@@ -250,6 +259,13 @@ impl FencedModule {
     /// (the checker found each counted).
     pub fn counted_branches(&self) -> usize {
         self.counted
+    }
+
+    /// How many of the counted backward branches leave their loop on a spent budget, rather
+    /// than the kernel: those whose loop holds no instruction that waits for other threads (the
+    /// module's documentation, "The budget"; the checker found each one's count).
+    pub fn leaving_branches(&self) -> usize {
+        self.leaving
     }
 
     /// How many device-side `assert` call sequences (`call.uni __assertfail`) became the
@@ -440,8 +456,8 @@ pub fn fence_ptx(ptx: &str) -> Result<FencedModule, FenceError> {
     let (text, rewritten) = rewritten_and_checked(module.clone(), false)?;
     let (aligned_ptx, aligned) = rewritten_and_checked(module, true)?;
     // The two forms differ only in how a global access is clamped.
-    if (aligned.clamped, aligned.static_accesses, aligned.counted)
-        != (rewritten.clamped, rewritten.static_accesses, rewritten.counted)
+    if (aligned.clamped, aligned.static_accesses, aligned.counted, aligned.leaving)
+        != (rewritten.clamped, rewritten.static_accesses, rewritten.counted, rewritten.leaving)
     {
         return Err(FenceError {
             line: 0,
@@ -457,6 +473,7 @@ pub fn fence_ptx(ptx: &str) -> Result<FencedModule, FenceError> {
         by_declaration: rewritten.static_accesses,
         widest: rewritten.widest,
         counted: rewritten.counted,
+        leaving: rewritten.leaving,
         asserts: lowered.asserts,
         dropped: lowered.dropped,
         tables: lowered.tables,
@@ -486,6 +503,7 @@ fn rewritten_and_checked(
         || report.clamped != rewritten.clamped
         || report.by_declaration != rewritten.static_accesses
         || report.counted != rewritten.counted
+        || report.leaving != rewritten.leaving
     {
         return Err(unchecked(CheckFinding {
             line: 0,

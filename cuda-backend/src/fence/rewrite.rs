@@ -100,6 +100,9 @@ pub(super) mod names {
     /// Where a thread that spent its budget leaves: the budget's byte of the flag set, then the
     /// fence's exit.
     pub const BUDGET: &str = "$__kargs_budget";
+    /// A counted branch that leaves its loop on a spent budget goes: the kernel's guard holds,
+    /// and the budget is not spent.
+    pub const GO: &str = "%__kargs_go";
     /// The flag's address.
     pub const FLAG: &str = "%__kargs_flag";
     /// The dynamic shared memory's size.
@@ -172,6 +175,8 @@ pub(super) struct Rewritten {
     pub(super) widest: u64,
     /// Backward branches counted against the budget.
     pub(super) counted: usize,
+    /// Those of them that leave their loop, not the kernel, on a spent budget.
+    pub(super) leaving: usize,
 }
 
 /// Whether a name is one the fence reserves.
@@ -291,6 +296,7 @@ pub(super) fn rewrite(mut module: Module, aligned: bool) -> Result<Rewritten, Fe
         static_accesses: 0,
         widest: 0,
         counted: 0,
+        leaving: 0,
     };
     let mut const_pad = false;
     for item in module.items {
@@ -303,6 +309,7 @@ pub(super) fn rewrite(mut module: Module, aligned: bool) -> Result<Rewritten, Fe
                 out.static_accesses = out.static_accesses.saturating_add(stats.static_accesses);
                 out.widest = out.widest.max(stats.widest);
                 out.counted = out.counted.saturating_add(stats.counted);
+                out.leaving = out.leaving.saturating_add(stats.leaving);
                 for name in FENCE_PARAMS {
                     f.params.push(Param {
                         span: Span::default(),
@@ -356,6 +363,7 @@ struct EntryStats {
     static_accesses: usize,
     widest: u64,
     counted: usize,
+    leaving: usize,
     const_pad: bool,
 }
 
@@ -478,18 +486,33 @@ impl<'m> EntryRewriter<'m> {
         // The windows each address needs, and the accesses proven by their names alone.
         let mut plans: Vec<Vec<Plan>> = Vec::new();
         let mut classes: Vec<Class> = Vec::new();
-        let mut stats =
-            EntryStats { clamped: 0, static_accesses: 0, widest: 0, counted: 0, const_pad: false };
+        let mut stats = EntryStats {
+            clamped: 0,
+            static_accesses: 0,
+            widest: 0,
+            counted: 0,
+            leaving: 0,
+            const_pad: false,
+        };
         let mut traps = 0usize;
         // The backward branches, by instruction index: each is counted against the budget.
         let mut backward_at: BTreeSet<usize> = BTreeSet::new();
         let mut labels_seen: BTreeSet<&str> = BTreeSet::new();
+        // Where each label stands (the index of the instruction after it), which instructions
+        // wait for other threads, and each backward branch's target: the loops' regions.
+        let mut label_at: BTreeMap<&str, usize> = BTreeMap::new();
+        let mut waits: Vec<bool> = Vec::new();
+        let mut warp_waits: Vec<bool> = Vec::new();
+        let mut back_edges: Vec<(usize, usize, bool)> = Vec::new();
         let mut counter = 0usize;
         for item in &flat.items {
             if let FlatItem::Label(l) = item {
                 labels_seen.insert(&l.name);
+                label_at.insert(&l.name, counter);
             }
             let FlatItem::Instruction(instruction, _) = item else { continue };
+            waits.push(isa::waits(instruction));
+            warp_waits.push(isa::waits_for_warp(instruction));
             let class = isa::classify(instruction)
                 .map_err(|reason| refuse(instruction.span, one_line(instruction), reason))?;
             if instruction
@@ -518,6 +541,13 @@ impl<'m> EntryRewriter<'m> {
                 Class::Trap => traps = traps.saturating_add(1),
                 Class::Branch if backward(instruction, |l| labels_seen.contains(l)) => {
                     backward_at.insert(counter);
+                    let target = instruction.operands.iter().find_map(|o| match &o.kind {
+                        OperandKind::Symbol { name, .. } => label_at.get(name.as_str()).copied(),
+                        _ => None,
+                    });
+                    if let Some(target) = target {
+                        back_edges.push((target, counter, instruction.guard.is_some()));
+                    }
                 }
                 _ => {}
             }
@@ -577,11 +607,14 @@ impl<'m> EntryRewriter<'m> {
         let groups = group(&flat, &mut plans, &classes, &min_len, &mut windows);
         self.windows = windows;
         stats.counted = backward_at.len();
+        let leave_at = leaving_branches(&back_edges, &waits, &warp_waits);
+        stats.leaving = leave_at.len();
         let loops = stats.counted > 0;
+        let exits_on_budget = backward_at.len() > leave_at.len();
         let fenced = stats.clamped > 0 || traps > 0 || loops;
         // The new body: the fence's declarations and windows, then the kernel's statements.
         let mut statements = Vec::new();
-        statements.extend(self.declarations(fenced, traps > 0, loops, groups));
+        statements.extend(self.declarations(fenced, traps > 0, loops, !leave_at.is_empty(), groups));
         let mut moved: Vec<Variable> = self.own.values().cloned().collect();
         moved.sort_by_key(|v| body_position(body, &v.name));
         let (prologue, pads, const_pad) = self.prologue(&referenced, &moved);
@@ -612,9 +645,10 @@ impl<'m> EntryRewriter<'m> {
             exit_labels: &exit_labels,
             noted: false,
             backward_at: &backward_at,
+            leave_at: &leave_at,
         };
         statements.extend(context.block(&body.statements)?);
-        if loops {
+        if exits_on_budget {
             // A thread that falls off the body's end leaves through the exit, not the budget's.
             let falls_through = !matches!(statements.last(), Some(Statement::Instruction(i))
                 if i.guard.is_none() && matches!(i.opcode.as_str(), "bra" | "ret" | "exit"));
@@ -653,6 +687,47 @@ fn exit_labels(statements: &[Statement]) -> BTreeSet<String> {
     let mut out = BTreeSet::new();
     walk(statements, &mut Vec::new(), &mut out);
     out
+}
+
+/// The backward branches (`back_edges`: each one's target and its own instruction index, and
+/// whether it is guarded) that leave their loop when the thread's budget is spent, instead of
+/// leaving the kernel: the guarded ones whose loop's region holds no instruction that waits for
+/// other threads (`waits`, by instruction index). A loop's region is the text from its head to
+/// its branch, grown over every other backward branch whose span crosses one of its ends (one
+/// end inside, one outside), until none does: what a thread runs from entering the loop to
+/// leaving it lies there (an enclosing loop's span holds the region whole, and is not part of
+/// it). A thread still in such a loop waits for no other, and leaves it within its own budget,
+/// so one that left early can hold none of them up; it runs on after the loop as a thread that
+/// ended the loop would. An unguarded backward branch has no path out of its loop to fall
+/// through to, and keeps the budget's exit.
+fn leaving_branches(
+    back_edges: &[(usize, usize, bool)],
+    waits: &[bool],
+    warp_waits: &[bool],
+) -> BTreeSet<usize> {
+    back_edges
+        .iter()
+        .filter(|(_, _, guarded)| *guarded)
+        .filter(|&&(head, at, _)| {
+            let (mut start, mut end) = (head, at);
+            loop {
+                let (before, after) = (start, end);
+                for &(h, a, _) in back_edges {
+                    let crosses = h <= end && a >= start && !(h <= start && a >= end);
+                    if crosses {
+                        start = start.min(h);
+                        end = end.max(a);
+                    }
+                }
+                if (start, end) == (before, after) {
+                    break;
+                }
+            }
+            !waits.get(start..=end).is_none_or(|w| w.iter().any(|&x| x))
+                && warp_waits.get(end..).is_some_and(|w| w.iter().any(|&x| x))
+        })
+        .map(|&(_, at, _)| at)
+        .collect()
 }
 
 /// Whether `instruction` (a `bra`) targets a label at or before it: one of `seen`, the labels
@@ -787,7 +862,14 @@ impl EntryRewriter<'_> {
     }
 
     /// The fence's register declarations.
-    fn declarations(&self, fenced: bool, traps: bool, loops: bool, groups: usize) -> Vec<Statement> {
+    fn declarations(
+        &self,
+        fenced: bool,
+        traps: bool,
+        loops: bool,
+        leaving: bool,
+        groups: usize,
+    ) -> Vec<Statement> {
         let mut wide: Vec<String> = Vec::new();
         let mut narrow: Vec<String> =
             vec![names::N.to_owned(), names::LANE.to_owned(), names::MASK.to_owned()];
@@ -834,6 +916,9 @@ impl EntryRewriter<'_> {
             let mut predicates = vec![names::PS.to_owned(), names::PL.to_owned(), names::P.to_owned()];
             if loops {
                 predicates.push(names::Q.to_owned());
+            }
+            if leaving {
+                predicates.push(names::GO.to_owned());
             }
             out.push(decl(Type::Pred, predicates));
         }
@@ -1179,6 +1264,8 @@ struct Context<'p> {
     noted: bool,
     /// The backward branches, by instruction index: each is counted.
     backward_at: &'p BTreeSet<usize>,
+    /// Those of them that leave their loop on a spent budget (see [`leaving_branches`]).
+    leave_at: &'p BTreeSet<usize>,
 }
 
 impl Context<'_> {
@@ -1225,6 +1312,7 @@ impl Context<'_> {
                 out.push(guarded(guard, "ret", &[], vec![]));
             }
             Class::Exit if self.fenced && !self.noted => out.push(Statement::Instruction(instruction.clone())),
+            Class::Branch if self.leave_at.contains(&index) => self.count_leaving(instruction, out),
             Class::Branch if self.backward_at.contains(&index) => {
                 self.count(guard, out);
                 out.push(Statement::Instruction(instruction.clone()));
@@ -1333,6 +1421,41 @@ impl Context<'_> {
         let spent = Guard { span: Span::default(), negated: false, register: names::Q.to_owned() };
         out.push(guarded(Some(&spent), "bra", &[], vec![sym(names::BUDGET, 0)]));
         out.push(guarded(guard, "sub", &["u32"], vec![reg(names::B), reg(names::B), imm(1)]));
+    }
+
+    /// The budget's count before a backward branch `@g bra L` that leaves its loop on a spent
+    /// budget (see [`leaving_branches`]): the branch goes only while the budget lasts, and a
+    /// thread that would take it with its budget spent falls through, out of the loop, with the
+    /// budget's byte of the flag set.
+    ///
+    /// ```text
+    /// setp.ne.and.u32  go, b, 0, g
+    /// @go sub.u32      b, b, 1
+    /// @go bra          L              // the kernel's branch, under `go` (never `.uni`)
+    /// setp.eq.and.u32  q, b, 0, g     // fell through: g held and the budget is spent
+    /// ld.param.u64     flag, [__kargs_fence_flag]
+    /// @q st.global.u8  [flag+2], 1
+    /// ```
+    fn count_leaving(&self, branch: &Instruction, out: &mut Vec<Statement>) {
+        let predicate = |g: &Guard| {
+            let register = kernel_args_ptx::Register::new(g.register.clone());
+            Operand::new(if g.negated { OperandKind::Not(register) } else { OperandKind::Register(register) })
+        };
+        let test = |dest: &str, cmp: &str| match &branch.guard {
+            None => op("setp", &[cmp, "u32"], vec![reg(dest), reg(names::B), imm(0)]),
+            Some(g) => op("setp", &[cmp, "and", "u32"], vec![reg(dest), reg(names::B), imm(0), predicate(g)]),
+        };
+        let go = Guard { span: Span::default(), negated: false, register: names::GO.to_owned() };
+        out.push(test(names::GO, "ne"));
+        out.push(guarded(Some(&go), "sub", &["u32"], vec![reg(names::B), reg(names::B), imm(1)]));
+        let mut taken = branch.clone();
+        taken.guard = Some(go);
+        taken.modifiers.retain(|m| m != "uni");
+        out.push(Statement::Instruction(taken));
+        out.push(test(names::Q, "eq"));
+        out.push(load_flag());
+        let spent = Guard { span: Span::default(), negated: false, register: names::Q.to_owned() };
+        out.push(set_flag(Some(&spent), FLAG_BUDGET));
     }
 
     /// The instructions that put an access's effective address in a 64-bit register: which.

@@ -872,24 +872,32 @@ fn the_attacks_are_refused_by_name_or_fenced() {
 }
 
 /// A body with a loop of every guard: `$L_a` closed by an unguarded branch, `$L_b` by a guarded
-/// one, `$L_c` by a negated one, a self-loop, and a forward branch (not counted).
+/// one, `$L_c` by a negated one, a self-loop, and a forward branch (not counted); `$L_w`, whose
+/// loop waits at `bar.sync` around an inner loop `$L_wi` that does not wait; `$L_v`, whose loop
+/// waits at `vote.sync`.
 const LOOPS: &str = "\tmov.u32 %r1, 0;\n$L_a:\n\tadd.u32 %r1, %r1, 1;\n\tsetp.lt.u32 %p1, %r1, 10;\n\
     \t@%p1 bra $L_fwd;\n\tbra.uni $L_a;\n$L_fwd:\n$L_b:\n\tadd.u32 %r1, %r1, 1;\n\t@%p1 bra $L_b;\n\
-    $L_c:\n\tsetp.ge.u32 %p2, %r1, 20;\n\t@!%p2 bra $L_c;\n$L_self:\n\t@%p3 bra $L_self;\n";
+    $L_c:\n\tsetp.ge.u32 %p2, %r1, 20;\n\t@!%p2 bra $L_c;\n$L_self:\n\t@%p3 bra $L_self;\n\
+    $L_w:\n\tbar.sync 0;\n$L_wi:\n\tadd.u32 %r2, %r2, 1;\n\t@%p1 bra $L_wi;\n\t@%p2 bra $L_w;\n\
+    $L_v:\n\tvote.sync.any.pred %p3, %p1, -1;\n\t@%p3 bra $L_v;\n";
 
 #[test]
 fn every_backward_branch_is_counted_against_the_budget_and_no_forward_one() {
     let module = fenced(LOOPS);
-    assert_eq!(module.counted_branches(), 4);
-    assert_eq!(check(module.ptx()).unwrap().counted, 4, "the checker finds each counted");
+    assert_eq!(module.counted_branches(), 7);
+    assert_eq!(module.leaving_branches(), 4);
+    let report = check(module.ptx()).unwrap();
+    assert_eq!((report.counted, report.leaving), (7, 4), "the checker finds each counted");
     let text = lines(&module);
     // The budget's load, in the leading run, before the kernel's first instruction.
     let load = text.iter().position(|l| l == "ld.param.u32 %__kargs_b, [__kargs_fence_budget];").unwrap();
     assert!(load < text.iter().position(|l| l == "ld.param.u64 %rd1, [p];").unwrap(), "{text:#?}");
-    let before = |branch: &str| {
-        let at = text.iter().position(|l| l == branch).unwrap_or_else(|| panic!("{branch} in {text:#?}"));
-        text[at - 3..at].to_vec()
+    let at = |branch: &str| {
+        text.iter().position(|l| l == branch).unwrap_or_else(|| panic!("{branch} in {text:#?}"))
     };
+    let before = |branch: &str| text[at(branch) - 3..at(branch)].to_vec();
+    // Where the loop waits for other threads, or the branch is unguarded, a thread that would
+    // take it with its budget spent leaves the kernel through the budget's way out.
     assert_eq!(
         before("bra.uni $L_a;"),
         [
@@ -899,25 +907,38 @@ fn every_backward_branch_is_counted_against_the_budget_and_no_forward_one() {
         ]
     );
     assert_eq!(
-        before("@%p1 bra $L_b;"),
+        before("@%p2 bra $L_w;"),
         [
-            "setp.eq.and.u32 %__kargs_q, %__kargs_b, 0, %p1;",
+            "setp.eq.and.u32 %__kargs_q, %__kargs_b, 0, %p2;",
             "@%__kargs_q bra $__kargs_budget;",
-            "@%p1 sub.u32 %__kargs_b, %__kargs_b, 1;"
+            "@%p2 sub.u32 %__kargs_b, %__kargs_b, 1;"
         ]
     );
-    assert_eq!(
-        before("@!%p2 bra $L_c;"),
-        [
-            "setp.eq.and.u32 %__kargs_q, %__kargs_b, 0, !%p2;",
-            "@%__kargs_q bra $__kargs_budget;",
-            "@!%p2 sub.u32 %__kargs_b, %__kargs_b, 1;"
-        ]
-    );
-    assert_eq!(before("@%p3 bra $L_self;")[2], "@%p3 sub.u32 %__kargs_b, %__kargs_b, 1;");
+    assert_eq!(before("@%p3 bra $L_v;")[2], "@%p3 sub.u32 %__kargs_b, %__kargs_b, 1;");
+    // Elsewhere the branch goes only while the budget lasts, and a thread that falls through
+    // spent sets the budget's byte and runs on after the loop.
+    let leaves = |branch: &str, guard: &str| {
+        let i = at(branch);
+        assert_eq!(
+            text[i - 2..i + 4],
+            [
+                format!("setp.ne.and.u32 %__kargs_go, %__kargs_b, 0, {guard};"),
+                "@%__kargs_go sub.u32 %__kargs_b, %__kargs_b, 1;".to_owned(),
+                branch.to_owned(),
+                format!("setp.eq.and.u32 %__kargs_q, %__kargs_b, 0, {guard};"),
+                "ld.param.u64 %__kargs_flag, [__kargs_fence_flag];".to_owned(),
+                "@%__kargs_q st.global.u8 [%__kargs_flag+2], 1;".to_owned(),
+            ],
+            "{branch}"
+        );
+    };
+    leaves("@%__kargs_go bra $L_b;", "%p1");
+    leaves("@%__kargs_go bra $L_c;", "!%p2");
+    leaves("@%__kargs_go bra $L_self;", "%p3");
+    leaves("@%__kargs_go bra $L_wi;", "%p1");
     assert_eq!(
         text.iter().filter(|l| l.starts_with("@%__kargs_q bra")).count(),
-        4,
+        3,
         "the forward branch is not counted"
     );
     // The budget's way out: its byte of the flag, then the fence's exit.
@@ -956,13 +977,13 @@ fn the_checker_finds_every_uncounted_backward_branch() {
         ),
         (
             "the count without its decrement",
-            text.replacen("\t@%p1 sub.u32\t%__kargs_b, %__kargs_b, 1;\n", "", 1),
+            text.replacen("\t@%p2 sub.u32\t%__kargs_b, %__kargs_b, 1;\n", "", 1),
         ),
         (
             "a decrement under another guard than the branch's",
             text.replacen(
-                "\t@%p1 sub.u32\t%__kargs_b, %__kargs_b, 1;",
                 "\t@%p2 sub.u32\t%__kargs_b, %__kargs_b, 1;",
+                "\t@%p1 sub.u32\t%__kargs_b, %__kargs_b, 1;",
                 1,
             ),
         ),
@@ -1016,6 +1037,58 @@ fn the_checker_finds_every_uncounted_backward_branch() {
             text.replacen(
                 "\tst.global.u8\t[%__kargs_flag+2], 1;\n",
                 "\tst.global.u8\t[%__kargs_flag+1], 1;\n",
+                1,
+            ),
+        ),
+        (
+            "a leaving branch without its test",
+            text.replacen("\tsetp.ne.and.u32\t%__kargs_go, %__kargs_b, 0, %p1;\n", "", 1),
+        ),
+        (
+            "a leaving branch without its decrement",
+            text.replacen(
+                "\t@%__kargs_go sub.u32\t%__kargs_b, %__kargs_b, 1;\n\t@%__kargs_go bra\t$L_b",
+                "\t@%__kargs_go bra\t$L_b",
+                1,
+            ),
+        ),
+        (
+            "a leaving branch under the kernel's guard, not the count's",
+            text.replacen("\t@%__kargs_go bra\t$L_b;", "\t@%p1 bra\t$L_b;", 1),
+        ),
+        (
+            "a leaving branch marked uniform",
+            text.replacen("\t@%__kargs_go bra\t$L_b;", "\t@%__kargs_go bra.uni\t$L_b;", 1),
+        ),
+        (
+            "a leaving branch's test against another bound",
+            text.replacen("%__kargs_go, %__kargs_b, 0, %p1;", "%__kargs_go, %__kargs_b, 1, %p1;", 1),
+        ),
+        (
+            "a leaving branch without the budget's byte after it",
+            text.replacen("\t@%__kargs_q st.global.u8\t[%__kargs_flag+2], 1;\n", "", 1),
+        ),
+        (
+            "a leaving branch setting another reason's byte",
+            text.replacen(
+                "\t@%__kargs_q st.global.u8\t[%__kargs_flag+2], 1;",
+                "\t@%__kargs_q st.global.u8\t[%__kargs_flag+1], 1;",
+                1,
+            ),
+        ),
+        (
+            "a leaving branch's byte set under another test than its branch's",
+            text.replacen(
+                "\tsetp.eq.and.u32\t%__kargs_q, %__kargs_b, 0, %p1;\n",
+                "\tsetp.eq.and.u32\t%__kargs_q, %__kargs_b, 0, %p2;\n",
+                1,
+            ),
+        ),
+        (
+            "an instruction between a leaving branch and its byte",
+            text.replacen(
+                "\t@%__kargs_go bra\t$L_b;\n",
+                "\t@%__kargs_go bra\t$L_b;\n\tadd.u32\t%r1, %r1, 1;\n",
                 1,
             ),
         ),

@@ -213,6 +213,7 @@ pub fn emulator_12_2(path: &std::path::Path) -> PathBuf {
 /// - `spin`: counts turns into `out[t]` for as long as `x` is not zero;
 /// - `spin_sync`: the same, the block meeting at `bar.sync` on every turn;
 /// - `count_to`: `x` turns (`x - 1` backward branches), then `out[t] = x`;
+/// - `count_then_shuffle`: `count_to` with a warp's `shfl.sync` between the loop and the store;
 /// - `lopsided`: `t * x` turns (as many backward branches), then `bar.sync`, then
 ///   `out[t] = t * x`.
 pub fn loops_ptx() -> String {
@@ -223,6 +224,14 @@ pub fn loops_ptx() -> String {
         ("spin", format!("{turn}{store}{again}")),
         ("spin_sync", format!("{turn}\tbar.sync 0;\n{store}{again}")),
         ("count_to", format!("{turn}\tsetp.lt.u32 %p1, %r2, %r1;\n\t@%p1 bra $L__loop;\n{store}")),
+        // `count_to` with a warp's shuffle after its loop.
+        (
+            "count_then_shuffle",
+            format!(
+                "{turn}\tsetp.lt.u32 %p1, %r2, %r1;\n\t@%p1 bra $L__loop;\n\
+                 \tshfl.sync.idx.b32 %r4, %r2, 0, 31, -1;\n{store}"
+            ),
+        ),
         (
             "lopsided",
             format!(
