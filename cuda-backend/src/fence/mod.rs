@@ -22,7 +22,7 @@
 //!    memory or stop the device is refused by name ([`FenceRefusal`]).
 //! 4. **Print** the rewritten module with the front end's printer: the text the driver loads
 //!    is made from the parsed form, never copied from the input.
-//! 5. **Check** the printed text (`src/fence/check.rs`, [`check`]): a second pass, written apart
+//! 5. **Check** the printed text (`src/fence/check.rs`, [`check()`]): a second pass, written apart
 //!    from the rewriter with a table of its own, reads it through the front end again and
 //!    proves every address inside its window on every path, and every instruction one it
 //!    knows. A finding refuses the module ([`FenceRefusal::Unchecked`]).

@@ -46,7 +46,7 @@
 //! branch, exit or write of the register between the first and the last, share one clamp: the
 //! lowest address is clamped so that the group's whole span fits (the lowest offset to the
 //! highest end, at most the window's shortest length: the launcher's
-//! [`MIN_FENCE_LEN`](super::MIN_FENCE_LEN) for the fence), rounded to the widest access, into a
+//! [`MIN_FENCE_LEN`] for the fence), rounded to the widest access, into a
 //! register `%__kargs_rN`, and each access becomes `[%__kargs_rN + its offset from the
 //! lowest]`. The offsets from the lowest must be multiples of the widest access, so the group
 //! is moved exactly when one of its accesses would have been (out of the window, or
