@@ -692,7 +692,11 @@ fn exit_labels(statements: &[Statement]) -> BTreeSet<String> {
 /// The backward branches (`back_edges`: each one's target and its own instruction index, and
 /// whether it is guarded) that leave their loop when the thread's budget is spent, instead of
 /// leaving the kernel: the guarded ones whose loop's region holds no instruction that waits for
-/// other threads (`waits`, by instruction index). A loop's region is the text from its head to
+/// other threads (`waits`, by instruction index), and that a warp-synchronous instruction
+/// follows somewhere after in the text (`warp_waits`). There the exit would split the warp
+/// before it, and ptxas would compile each such instruction twice, behind a divergent path;
+/// elsewhere the exit costs less than the flag's store after a leaving branch
+/// (`docs/performance.md`). A loop's region is the text from its head to
 /// its branch, grown over every other backward branch whose span crosses one of its ends (one
 /// end inside, one outside), until none does: what a thread runs from entering the loop to
 /// leaving it lies there (an enclosing loop's span holds the region whole, and is not part of
@@ -724,7 +728,7 @@ fn leaving_branches(
                 }
             }
             !waits.get(start..=end).is_none_or(|w| w.iter().any(|&x| x))
-                && warp_waits.get(end..).is_some_and(|w| w.iter().any(|&x| x))
+                && warp_waits.get(end.saturating_add(1)..).is_some_and(|w| w.iter().any(|&x| x))
         })
         .map(|&(_, at, _)| at)
         .collect()

@@ -936,6 +936,11 @@ fn every_backward_branch_is_counted_against_the_budget_and_no_forward_one() {
     leaves("@%__kargs_go bra $L_c;", "!%p2");
     leaves("@%__kargs_go bra $L_self;", "%p3");
     leaves("@%__kargs_go bra $L_wi;", "%p1");
+    // Where no warp-synchronous instruction follows a loop (a `bar.sync` is not one), its exit
+    // costs less than the flag's store after a leaving branch: every loop keeps the exit.
+    let before_vote = LOOPS.split("$L_v:").next().unwrap();
+    let exits = fenced(before_vote);
+    assert_eq!((exits.counted_branches(), exits.leaving_branches()), (6, 0));
     assert_eq!(
         text.iter().filter(|l| l.starts_with("@%__kargs_q bra")).count(),
         3,
