@@ -29,7 +29,7 @@ pub(super) fn remove_dead_moves(body: &mut Block) {
 }
 
 /// Whether `i` is a `mov` or a `cvta` to one register: a pure definition of it.
-pub(super) fn is_move(i: &Instruction) -> bool {
+fn is_move(i: &Instruction) -> bool {
     matches!(i.opcode.as_str(), "mov" | "cvta") && destination(i).is_some()
 }
 
@@ -39,7 +39,7 @@ pub(super) fn destination(i: &Instruction) -> Option<&str> {
 }
 
 /// Keeps the instructions of `block` (at any depth) that `keep` approves: whether any went.
-pub(super) fn retain_instructions(block: &mut Block, keep: &dyn Fn(&Instruction) -> bool) -> bool {
+fn retain_instructions(block: &mut Block, keep: &dyn Fn(&Instruction) -> bool) -> bool {
     let before = block.statements.len();
     block.statements.retain(|s| !matches!(s, Statement::Instruction(i) if !keep(i)));
     let mut removed = block.statements.len() != before;

@@ -472,13 +472,7 @@ fn check_entry<'m>(
         }
     }
     entry.block(body, true, report)?;
-    if entry.budget.after > 0 {
-        return Err(CheckFinding {
-            line: body.span.line as usize,
-            statement: f.name.clone(),
-            kind: FindingKind::Uncounted,
-        });
-    }
+    entry.no_byte_pending(body.span.line, &f.name)?;
     report.counted = report.counted.saturating_add(entry.budget.counted);
     report.leaving = report.leaving.saturating_add(entry.budget.leaving);
     Ok(())
@@ -500,13 +494,7 @@ impl<'m> Entry<'m> {
         for statement in &block.statements {
             match statement {
                 Statement::Label(l) => {
-                    if self.budget.after > 0 {
-                        return Err(CheckFinding {
-                            line: l.span.line as usize,
-                            statement: l.name.clone(),
-                            kind: FindingKind::Uncounted,
-                        });
-                    }
+                    self.no_byte_pending(l.span.line, &l.name)?;
                     self.end_leading_run();
                     self.local.clear();
                     self.noted = true;
@@ -521,13 +509,7 @@ impl<'m> Entry<'m> {
                     }
                 }
                 Statement::Block(b) => {
-                    if self.budget.after > 0 {
-                        return Err(CheckFinding {
-                            line: b.span.line as usize,
-                            statement: "{".to_owned(),
-                            kind: FindingKind::Uncounted,
-                        });
-                    }
+                    self.no_byte_pending(b.span.line, "{")?;
                     self.end_leading_run();
                     self.budget.step = Step::None;
                     self.block(b, false, report)?;
@@ -564,6 +546,15 @@ impl<'m> Entry<'m> {
             }
         }
         Ok(())
+    }
+
+    /// Refuses `at` (a label, a block or the body's end) where a leaving branch's budget byte is
+    /// still to come: its instructions follow the branch at once.
+    fn no_byte_pending(&self, line: u32, at: &str) -> Result<(), CheckFinding> {
+        if self.budget.after == 0 {
+            return Ok(());
+        }
+        Err(CheckFinding { line: line as usize, statement: at.to_owned(), kind: FindingKind::Uncounted })
     }
 
     /// The leading run is over: only the windows' facts stay, fixed.
@@ -682,23 +673,25 @@ impl<'m> Entry<'m> {
         let guard: GuardOf = i.guard.as_ref().map(|g| (g.negated, g.register.clone()));
         let register = |k: usize, name: &str| matches!(ops.get(k).map(|o| &o.kind), Some(OperandKind::Register(r)) if r.name == name && r.component.is_none());
         let int = |k: usize, v: i128| matches!(ops.get(k).map(|o| &o.kind), Some(OperandKind::Immediate(Immediate::Int(x))) if *x == v);
-        // The budget's byte of the flag, set first after its label (`memory` proves the store).
+        // `ld.param.u64 %__kargs_flag, [__kargs_fence_flag]` and `st.global.u8
+        // [%__kargs_flag+2], 1`: the flag's address, and the budget's byte set (`memory` proves
+        // the store).
+        let loads_flag = i.opcode == "ld"
+            && m == ["param", "u64"]
+            && ops.len() == 2
+            && register(0, FLAG)
+            && matches!(ops.get(1).and_then(Operand::address),
+                Some(a) if a.offset == 0 && matches!(&a.base, AddressBase::Symbol(s) if s == FENCE_PARAMS[2]));
+        let byte = i64::from(super::FLAG_BUDGET.trailing_zeros() / 8);
+        let sets_budget_byte = i.opcode == "st"
+            && m == ["global", "u8"]
+            && matches!(ops.first().and_then(Operand::address),
+                Some(a) if a.offset == byte && matches!(&a.base, AddressBase::Register(r) if r == FLAG))
+            && int(1, 1);
+        // The budget's byte of the flag, set first after its label.
         let expected = match self.budget.at_exit {
-            2 => {
-                i.opcode == "ld"
-                    && m == ["param", "u64"]
-                    && register(0, FLAG)
-                    && matches!(ops.get(1).and_then(Operand::address),
-                        Some(a) if a.offset == 0 && matches!(&a.base, AddressBase::Symbol(s) if s == FENCE_PARAMS[2]))
-            }
-            1 => {
-                let byte = i64::from(super::FLAG_BUDGET.trailing_zeros() / 8);
-                i.opcode == "st"
-                    && m == ["global", "u8"]
-                    && matches!(ops.first().and_then(Operand::address),
-                        Some(a) if a.offset == byte && matches!(&a.base, AddressBase::Register(r) if r == FLAG))
-                    && int(1, 1)
-            }
+            2 => loads_flag,
+            1 => sets_budget_byte,
             _ => true,
         };
         if !expected || (self.budget.at_exit > 0 && i.guard.is_some()) {
@@ -736,24 +729,8 @@ impl<'m> Entry<'m> {
         if self.budget.after > 0 {
             let ok = match self.budget.after {
                 3 => test(SPENT, "eq").is_some_and(|g| g == self.budget.after_guard),
-                2 => {
-                    i.opcode == "ld"
-                        && i.guard.is_none()
-                        && m == ["param", "u64"]
-                        && ops.len() == 2
-                        && register(0, FLAG)
-                        && matches!(ops.get(1).and_then(Operand::address),
-                            Some(a) if a.offset == 0 && matches!(&a.base, AddressBase::Symbol(s) if s == FENCE_PARAMS[2]))
-                }
-                _ => {
-                    let byte = i64::from(super::FLAG_BUDGET.trailing_zeros() / 8);
-                    i.opcode == "st"
-                        && guard == Some((false, SPENT.to_owned()))
-                        && m == ["global", "u8"]
-                        && matches!(ops.first().and_then(Operand::address),
-                            Some(a) if a.offset == byte && matches!(&a.base, AddressBase::Register(r) if r == FLAG))
-                        && int(1, 1)
-                }
+                2 => loads_flag && i.guard.is_none(),
+                _ => sets_budget_byte && guard == Some((false, SPENT.to_owned())),
             };
             if !ok {
                 return Err(uncounted());
