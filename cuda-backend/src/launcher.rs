@@ -39,8 +39,9 @@ pub const MAX_KEPT_PRINTS: usize = 64;
 /// parameters after them.
 const STORAGE_CAPACITY: usize = kernel_args_core::MAX_KERNEL_ARGS + FENCE_PARAMS.len();
 
-/// The alignment a fence's base needs in direct mode (the widest access the fence clamps), and
-/// what every fence's length is a multiple of.
+/// The alignment a fence's base needs in direct mode (the widest access the fence clamps; a
+/// kernel with a `wmma` fragment needs more: `KernelEntry::fence_base_align`), and what every
+/// fence's length is a multiple of.
 const FENCE_ALIGN: usize = 16;
 
 /// A fenced launch refused before anything was launched: its fence is not one the fence
@@ -414,10 +415,11 @@ impl Launch<'_> {
                         "a fenced launch in direct mode needs guest memory borrowed with GuestMemory::exclusive",
                     ));
                 };
-                // The fence clamps each access to a multiple of its width from the base: the base
-                // must be aligned to the widest access (16 bytes). A wasm memory starts on a page.
-                if base.addr() % FENCE_ALIGN != 0 {
-                    let align = FENCE_ALIGN as u64;
+                // The fence clamps each access to a multiple of its width from the base (a
+                // `wmma` fragment's to 32 bytes): the base must be aligned to the widest (16
+                // bytes, or the kernel's `fence_base_align`). A wasm memory starts on a page.
+                let align = (FENCE_ALIGN as u64).max(self.kernel.fence_base_align);
+                if !(base.addr() as u64).is_multiple_of(align) {
                     return Err(unavailable(request.kernel_id, FenceProblem::MisalignedMemory { align }));
                 }
                 if len < MIN_FENCE_LEN {

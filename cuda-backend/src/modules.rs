@@ -34,6 +34,8 @@ pub(crate) struct LoadedKernel {
     /// Whether the module is fenced: every launch appends the fence's hidden parameters
     /// (not in `param_sizes`, which are the guest's).
     pub(crate) fenced: bool,
+    /// The alignment its fence's base needs (`KernelEntry::fence_base_align`).
+    pub(crate) fence_base_align: u64,
 }
 
 /// A kernel id's module, or why it cannot be loaded (kept only for `MalformedPtx` and
@@ -196,5 +198,6 @@ pub(crate) fn load(
         static_shared,
         dynamic_shared_limit: AtomicU32::new(dynamic_shared),
         fenced: entry.fenced(),
+        fence_base_align: entry.fence_base_align(),
     })
 }

@@ -78,6 +78,8 @@ pub struct KernelEntry {
     signature: Option<KernelSignature>,
     parse_error: Option<PtxParseError>,
     fenced: bool,
+    /// The alignment a fenced kernel's fence base needs (`FencedModule::base_align`).
+    fence_base_align: u64,
     /// A fenced module's variables at the start of its fence (empty where it has none).
     variables: Arc<[u8]>,
     /// The print buffer among them, where the module's `printf`s were rewritten.
@@ -118,6 +120,15 @@ impl KernelEntry {
     /// which a thread spent its budget `QuotaExceeded`.
     pub fn fenced(&self) -> bool {
         self.fenced
+    }
+
+    /// The alignment a fenced kernel's fence base needs
+    /// ([`FencedModule::base_align`](crate::fence::FencedModule::base_align)): 16, or 32 where
+    /// the module loads or stores a `wmma` fragment. In direct mode the fence is guest memory,
+    /// and a launch whose memory starts at a host address aligned to less is refused
+    /// (`FenceProblem::MisalignedMemory`). 1 for a kernel that is not fenced.
+    pub fn fence_base_align(&self) -> u64 {
+        self.fence_base_align
     }
 
     /// A fenced kernel's module variables as a launch of a new registration finds them
@@ -254,6 +265,7 @@ impl KernelRegistry {
                     .map_err(|e| refuse(KernelProblem::NulInPtx { position: e.nul_position() }))?,
             );
             kernel.fenced = true;
+            kernel.fence_base_align = module.base_align();
             kernel.variables = Arc::from(module.variables());
             kernel.print = module.print_buffer().cloned().map(Arc::new);
         }
@@ -317,6 +329,7 @@ impl KernelEntry {
             signature,
             parse_error,
             fenced: false,
+            fence_base_align: 1,
             variables: Arc::from(Vec::new()),
             print: None,
         })

@@ -1,6 +1,6 @@
 //! The kernel corpus (`cuda-backend/kernels/corpus/`: kernels written the way CUDA users write
 //! them, compiled by nvcc 11.8 for sm_90) on the emulated driver: every entry the fence accepts
-//! and the emulator runs (27 of 37; the modules it does not load are listed with the first thing
+//! and the emulator runs (28 of 37; the modules it does not load are listed with the first thing
 //! it does not run) computes the same bytes fenced as unfenced, with the fence around one
 //! arena that holds all its buffers (a staged launch's layout), and leaves the flag clear. What
 //! the fence refuses is listed by name, so a change in what it accepts changes this test. A
@@ -96,10 +96,6 @@ fn which_modules_the_emulator_loads() {
         ("math", "`ex2.approx.ftz.f32 %f11, %f10` (the instruction `ex2`)"),
         ("noinline", "a .param variable in a kernel"),
         ("printf", "a .param variable in a kernel"),
-        (
-            "wmma",
-            "`wmma.load.a.sync.aligned.row.m16n16k16.global.f16 {%r9, %r10, %r11, %r12, %r13, %r14, %r15, %r16}, [%rd6], %r8` (the instruction `wmma`)",
-        ),
     ];
     assert_eq!(refused, expected);
 }
@@ -125,7 +121,7 @@ fn what_the_fence_accepts_and_refuses_by_name() {
             ("reduce", Ok(7)),
             ("std_headers", Ok(2)),
             ("tiled", Ok(5)),
-            ("wmma", Err(FenceRefusal::MatrixMemory)),
+            ("wmma", Ok(1)),
         ]
     );
 }
@@ -134,7 +130,7 @@ fn what_the_fence_accepts_and_refuses_by_name() {
 fn every_entry_the_emulator_runs_computes_the_same_bytes_fenced() {
     let _session = session();
     let cases = cases();
-    assert_eq!(cases.len(), 27);
+    assert_eq!(cases.len(), 28);
     let mut counts = Vec::new();
     for case in &cases {
         let ptx = module(case.module);
@@ -185,6 +181,71 @@ fn every_entry_computes_the_same_bytes_in_the_aligned_form() {
     }
 }
 
+/// The tensor-core entry computes each warp's product, fenced (small whole numbers: every sum
+/// is exact, on the emulator and on a GPU's tensor cores). A launch of more warps than its
+/// buffers hold tiles, or a stride that reaches past the fence, is clamped whole: the fragments
+/// land inside the fence, the flag says so, and nothing is stored across an allocation, where
+/// the same launch unfenced stores past its arena.
+#[test]
+fn the_tensor_core_entry_multiplies_and_its_fragments_stay_in_the_fence() {
+    let session = session();
+    let cases = cases();
+    let case = cases.iter().find(|c| c.entry == "wmma_gemm_16").unwrap();
+    let ptx = module("wmma");
+    let fenced = fence_ptx(ptx).unwrap();
+    let (result, bytes, flag) = run(case, fenced.ptx(), true);
+    assert_eq!((result, flag), (CUDA_SUCCESS, 0));
+    let (offsets, _) = layout(&case.buffers.iter().map(Vec::len).collect::<Vec<_>>());
+    let half = |b: &[u8], i: usize| half::f16::from_le_bytes([b[2 * i], b[2 * i + 1]]).to_f32();
+    let (a, b) = (&case.buffers[0], &case.buffers[1]);
+    for tile in 0..2 {
+        for r in 0..16 {
+            for c in 0..16 {
+                // A row-major, B column-major, D row-major, each tile 256 elements on.
+                let want: f32 = (0..16)
+                    .map(|k| half(a, tile * 256 + r * 16 + k) * half(b, tile * 256 + c * 16 + k))
+                    .sum();
+                let at = offsets[2] + 4 * (tile * 256 + r * 16 + c);
+                let got = f32::from_le_bytes(bytes[at..at + 4].try_into().unwrap());
+                assert_eq!(got, want, "tile {tile}, D[{r}][{c}]");
+            }
+        }
+    }
+    // Four warps, four tiles, buffers for two.
+    let past = || {
+        let mut past = case_like(case);
+        past.block = [128, 1, 1];
+        past.params[3] = P::I32(4);
+        past
+    };
+    let (result, _, flag) = run(&past(), fenced.ptx(), true);
+    assert_eq!((result, flag), (CUDA_SUCCESS, FLAG_REACHED_OUT));
+    assert_eq!(kernel_args_cuda_emulator::control::crossings(session.ordinal), 0);
+    // A stride of 2^20 elements: each fragment's last row 30 MiB past its first.
+    let wide = ptx.replace("mov.u32 \t%r8, 16;", "mov.u32 \t%r8, 1048576;");
+    assert_ne!(wide, ptx);
+    let (result, _, flag) = run(case, fence_ptx(&wide).unwrap().ptx(), true);
+    assert_eq!((result, flag), (CUDA_SUCCESS, FLAG_REACHED_OUT));
+    assert_eq!(kernel_args_cuda_emulator::control::crossings(session.ordinal), 0);
+    // Unfenced, the third and fourth warps' tiles of D are stored past the arena.
+    let (result, _, _) = run(&past(), ptx, false);
+    assert_eq!(result, CUDA_SUCCESS);
+    assert!(kernel_args_cuda_emulator::control::crossings(session.ordinal) > 0);
+}
+
+/// A case with `case`'s launch and buffers.
+fn case_like(case: &Case) -> Case {
+    Case {
+        module: case.module,
+        entry: case.entry,
+        grid: case.grid,
+        block: case.block,
+        shared: case.shared,
+        buffers: case.buffers.clone(),
+        params: case.params.clone(),
+    }
+}
+
 /// What [`every_entry_the_emulator_runs_computes_the_same_bytes_fenced`] measures: each entry's
 /// executed PTX instructions, unfenced and fenced.
 const EXECUTED: &[(&str, u64, u64)] = &[
@@ -215,6 +276,7 @@ const EXECUTED: &[(&str, u64, u64)] = &[
     ("stencil5", 29888, 45_536),
     ("scan_block", 21714, 53_223),
     ("add_bias_2d", 25032, 39_928),
+    ("wmma_gemm_16", 1728, 5_440),
 ];
 
 /// The most backward branches one thread of each entry takes at the sizes these tests launch:
@@ -277,6 +339,7 @@ const NEEDED: &[(&str, u32)] = &[
     ("stencil5", 0),
     ("scan_block", 5),
     ("add_bias_2d", 0),
+    ("wmma_gemm_16", 0),
 ];
 
 #[test]

@@ -124,21 +124,25 @@ fn floats(values: impl Iterator<Item = f32>) -> Vec<u8> {
     values.flat_map(f32::to_le_bytes).collect()
 }
 
-/// Guest memory of `len` bytes inside a host buffer, between two guards.
+/// Guest memory of `len` bytes inside a host buffer, between two guards, starting at a host
+/// address aligned to 64 (as a wasm memory starts on a page).
 struct Memory {
     host: Vec<u8>,
+    start: usize,
     len: usize,
 }
 
 impl Memory {
     fn new(len: usize) -> Memory {
-        let mut host = vec![GUARD_BYTE; GUARD + len + GUARD];
-        host[GUARD..GUARD + len].fill(0);
-        Memory { host, len }
+        let mut host = vec![GUARD_BYTE; GUARD + 64 + len + GUARD];
+        let start =
+            GUARD + (host[GUARD..].as_ptr().addr().next_multiple_of(64) - host[GUARD..].as_ptr().addr());
+        host[start..start + len].fill(0);
+        Memory { host, start, len }
     }
 
     fn guest(&mut self) -> &mut [u8] {
-        &mut self.host[GUARD..GUARD + self.len]
+        &mut self.host[self.start..self.start + self.len]
     }
 
     fn put(&mut self, at: usize, bytes: &[u8]) {
@@ -146,7 +150,7 @@ impl Memory {
     }
 
     fn guards_intact(&self) -> bool {
-        self.host[..GUARD].iter().chain(&self.host[GUARD + self.len..]).all(|&b| b == GUARD_BYTE)
+        self.host[..self.start].iter().chain(&self.host[self.start + self.len..]).all(|&b| b == GUARD_BYTE)
     }
 
     /// Calls kernel `id` with `argv`, written at guest offset `at`, on `host`: the ABI code.
@@ -431,7 +435,7 @@ fn broken() -> Vec<Broken> {
 
 /// The attack kernels (`cuda-backend/kernels/attacks/`) the fence accepts, each
 /// `(out: &mut [u32; 64], n: u32)` with `out` all of guest memory but the argv, launched with
-/// the `n` that takes it outside.
+/// the `n` that takes it outside (and `wmma_load`, whose fragments are longer than memory).
 fn attacks() -> Vec<Broken> {
     fn attack(entry: &'static str, ptx: &'static str, declaration: &'static str, threads: i32) -> Broken {
         Broken {
@@ -512,6 +516,17 @@ fn attacks() -> Vec<Broken> {
             ),
             |_, _| argv(|a| _ = a.ptr(0, 256).unwrap().u32(900)),
         ),
+        // One warp's 16x16 tensor-core tile: 512 bytes loaded from `a` and `b` and 1 KiB of D
+        // stored from `out`, each 256 bytes long at the start of 320 bytes of guest memory.
+        Broken {
+            entry: "wmma_load",
+            ptx: include_str!("../../cuda-backend/kernels/attacks/wmma_load.ptx"),
+            declaration: "wmma_load(a: &[u16; 128], b: &[u16; 128], out: &mut [f32; 64])",
+            threads: 32,
+            memory: 256 + ARGV_BYTES,
+            argv_at: 256,
+            setup: |_, _| argv(|a| _ = a.ptr(0, 256).unwrap().ptr(0, 256).unwrap().ptr(0, 256).unwrap()),
+        },
         with_n(
             attack(
                 "trap_on",
@@ -647,6 +662,50 @@ fn unfenced_the_broken_kernels_reach_outside() {
 /// Host memory aligned to 64 bytes.
 #[repr(align(64))]
 struct Aligned([u8; 512]);
+
+/// 4 KiB of host memory aligned to 64 bytes.
+#[repr(align(64))]
+struct AlignedKib([u8; 4096]);
+
+/// A kernel that loads or stores a `wmma` fragment needs guest memory aligned to 32 in direct
+/// mode (the fence clamps a fragment's address to a multiple of 32 from the base, and a GPU
+/// faults on a fragment that is not aligned to 32); aligned so, a correct launch runs.
+#[test]
+fn a_fenced_fragment_needs_guest_memory_aligned_to_thirty_two() {
+    let test = "a_fenced_fragment_needs_guest_memory_aligned_to_thirty_two";
+    let declaration = "wmma_load(a: &[u16; 256], b: &[u16; 256], out: &mut [f32; 256])";
+    let kernels =
+        [(1, include_str!("../../cuda-backend/kernels/attacks/wmma_load.ptx"), "wmma_load", declaration)];
+    let Some((_, device)) = device(test, PointerModeChoice::Direct, &kernels, None) else { return };
+    assert_eq!(device.registry().get(1).map(|k| k.fence_base_align()), Some(32));
+    let mut launcher = device.launcher();
+    // Guest memory of 2 KiB at `at` bytes into 64-aligned host memory: A, B, then D.
+    let mut run = |at: usize| {
+        let mut host = AlignedKib([0; 4096]);
+        let memory = &mut host.0[at..at + 2048];
+        // A and B all ones: each of D's elements is 16.
+        let one = half::f16::from_f32(1.0).to_le_bytes();
+        for i in 0..512 {
+            memory[2 * i..2 * i + 2].copy_from_slice(&one);
+        }
+        let argv = argv(|a| _ = a.ptr(0, 512).unwrap().ptr(512, 512).unwrap().ptr(1024, 1024).unwrap());
+        let guest = kernel_args_core::GuestMemory::exclusive(memory);
+        let args = support::checked(&argv, &guest);
+        let shape = kernel_args::LaunchShape { grid: [1, 1, 1], block: [32, 1, 1], shared_mem_bytes: 0 };
+        let result = support::launch(&mut launcher, 1, shape, &args, &guest).map(|_| ());
+        result.map(|()| f32::from_le_bytes(host.0[at + 1024..at + 1028].try_into().unwrap()))
+    };
+    let typed = |e: &kernel_args::HostError| match e.detail() {
+        Detail::FenceUnavailable(u) => Some((u.kernel_id, u.problem)),
+        _ => None,
+    };
+    let misaligned = run(16);
+    assert_eq!(
+        misaligned.as_ref().err().and_then(typed),
+        Some((1, kernel_args::FenceProblem::MisalignedMemory { align: 32 }))
+    );
+    assert_eq!(run(32).map_err(|e| e.to_string()), Ok(16.0));
+}
 
 #[test]
 fn a_fenced_launch_needs_the_shortest_fence_of_guest_memory_aligned_to_sixteen() {
@@ -822,16 +881,6 @@ fn the_attacks_the_fence_cannot_cover_are_refused_at_registration() {
         }
         assert!(registry.get(1).is_none());
     }
-    let mut registry = KernelRegistry::new();
-    let err = registry
-        .register(
-            1,
-            include_str!("../../cuda-backend/kernels/attacks/wmma_load.ptx"),
-            "wmma_load",
-            Sandbox::fenced("wmma_load(a: &[u16; 256], b: &[u16; 256], out: &mut [f32; 256])").unwrap(),
-        )
-        .unwrap_err();
-    assert!(err.to_string().contains("a matrix load or store"), "{err}");
 }
 
 /// A fenced kernel whose driver reports a parameter list without the fence's four is refused

@@ -246,6 +246,57 @@ enum Fact {
     Flag,
     Lane,
     Mask,
+    /// A 32-bit value that is a multiple of `align`.
+    Multiple {
+        align: u64,
+    },
+    /// `of * span`, exact in 64 bits, `of` a [`Fact::Multiple`] of `align` (the fact dies when
+    /// `of` is written).
+    Product {
+        span: u64,
+        align: u64,
+        of: String,
+    },
+    /// A predicate: whether `of * span > len - line`, `of` a multiple of `align`.
+    Over {
+        line: u64,
+        span: u64,
+        align: u64,
+        of: String,
+    },
+    /// A stride `s` with `s * span <= len - line`, a multiple of `align`.
+    Stride {
+        line: u64,
+        span: u64,
+        align: u64,
+    },
+    /// A step of the fragment clamp whose reach depends on the stride in register `stride`.
+    Strided(Strided),
+}
+
+/// What is known of a fragment clamp's register whose meaning depends on the stride register
+/// `stride` (the fact dies when `stride` is written), for a fragment of lines of `line` bytes,
+/// its last line `span` bytes per element of stride from its first, so reaching
+/// `line + stride * span` bytes; `align` the stride's alignment in elements.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Strided {
+    step: StridedStep,
+    line: u64,
+    span: u64,
+    align: u64,
+    stride: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum StridedStep {
+    /// `stride * span`.
+    Distance,
+    /// `len - line - stride * span`: the last offset the fragment fits at (32 bits).
+    Limit,
+    /// At most that limit, a multiple of `align` (32 bits, or 64 where `wide`).
+    Below { align: u64, wide: bool },
+    /// `[r, r + line + stride * span)` inside the fence, `r` aligned to `align`.
+    Inside { align: u64 },
 }
 
 impl Fact {
@@ -259,6 +310,15 @@ impl Fact {
             | Fact::Limit32 { base, .. }
             | Fact::Below32 { base, .. }
             | Fact::Offset32 { base, .. } => base.as_deref(),
+            _ => None,
+        }
+    }
+
+    /// The stride register this fact depends on.
+    fn stride(&self) -> Option<&str> {
+        match self {
+            Fact::Strided(s) => Some(&s.stride),
+            Fact::Product { of, .. } | Fact::Over { of, .. } => Some(of),
             _ => None,
         }
     }
@@ -599,7 +659,7 @@ impl<'m> Entry<'m> {
         }
         let map = if self.frozen { &mut self.local } else { &mut self.window };
         map.remove(name);
-        map.retain(|_, f| f.base() != Some(name));
+        map.retain(|_, f| f.base() != Some(name) && f.stride() != Some(name));
         if let Some(fact) = fact {
             map.insert(name.to_owned(), fact);
         }
@@ -632,10 +692,16 @@ impl<'m> Entry<'m> {
             "bar" if m == ["warp", "sync"] => Some(0),
             _ => None,
         };
-        // Any other instruction: a fence register only as an address or a mask it reads.
+        // A fragment's stride, which the fence bounds.
+        let stride = match (i.opcode.as_str(), m.first()) {
+            ("wmma", Some(&("load" | "store"))) => Some(2),
+            _ => None,
+        };
+        // Any other instruction: a fence register only as an address, a mask or a stride it
+        // reads.
         for (index, operand) in i.operands.iter().enumerate() {
             let as_address = matches!(&operand.kind, OperandKind::Address(a) if matches!(&a.base, AddressBase::Register(r) if fence_name(r)));
-            let as_mask = mask == Some(index) && operand.register().is_some();
+            let as_mask = (mask == Some(index) || stride == Some(index)) && operand.register().is_some();
             if !as_address && !as_mask && operand.registers().iter().any(|r| fence_name(r)) {
                 return Err(finding(i, FindingKind::FenceRegister));
             }
@@ -660,6 +726,7 @@ impl<'m> Entry<'m> {
             "ld" | "ldu" | "st" | "atom" | "red" | "prefetch" | "prefetchu" | "cp" => {
                 self.memory(i, &m, report)
             }
+            "wmma" => self.fragment(i, &m, report),
             _ => Err(finding(i, FindingKind::NotAllowed)),
         }
     }
@@ -902,12 +969,92 @@ impl<'m> Entry<'m> {
                     Some(Fact::Offset { win, reach, align, base })
                 }
                 Some(Fact::Below32 { win, reach, base }) => Some(Fact::Offset { win, reach, align: 1, base }),
+                Some(Fact::Limit32 { win, reach, base }) => Some(Fact::Limit { win, reach, base }),
+                Some(Fact::Strided(s @ Strided { step: StridedStep::Below { align, wide: false }, .. })) => {
+                    Some(Fact::Strided(Strided { step: StridedStep::Below { align, wide: true }, ..s }))
+                }
                 _ => None,
             },
             ("cvt", ["u32", "u64"], 2) if narrow => match f(1) {
                 Some(Fact::Limit { win, reach, base }) => Some(Fact::Limit32 { win, reach, base }),
                 _ => None,
             },
+            // The fragment clamp (see `Strided`): a stride whose product with the span would
+            // not fit is 0.
+            ("mul", ["wide", "u32"], 3) if wide => match (f(1), int(2), reg_name(1)) {
+                (Some(Fact::Multiple { align }), Some(span), Some(of)) if span >= 1 => {
+                    Some(Fact::Product { span: u64::try_from(span).unwrap_or(0), align, of })
+                }
+                _ => None,
+            },
+            ("setp", ["gt", "u64"], 3) if pred => match (f(1), f(2)) {
+                (
+                    Some(Fact::Product { span, align, of }),
+                    Some(Fact::Limit { win: Win::Global, reach, base: None }),
+                ) => Some(Fact::Over { line: reach, span, align, of }),
+                _ => None,
+            },
+            ("selp", ["b32"], 4) if narrow => match (int(1), reg_name(2), f(3)) {
+                (Some(0), Some(x), Some(Fact::Over { line, span, align, of })) if x == of => {
+                    Some(Fact::Stride { line, span, align })
+                }
+                _ => None,
+            },
+            ("mul", ["lo", "u32"], 3) if narrow => match (f(1), int(2), reg_name(1)) {
+                (Some(Fact::Stride { line, span, align }), Some(k), Some(stride))
+                    if k == i128::from(span) =>
+                {
+                    Some(Fact::Strided(Strided { step: StridedStep::Distance, line, span, align, stride }))
+                }
+                _ => None,
+            },
+            ("sub", ["u32"], 3) if narrow => match (f(1), f(2)) {
+                (
+                    Some(Fact::Limit32 { win: Win::Global, reach, base: None }),
+                    Some(Fact::Strided(s @ Strided { step: StridedStep::Distance, .. })),
+                ) if s.line == reach => Some(Fact::Strided(Strided { step: StridedStep::Limit, ..s })),
+                _ => None,
+            },
+            ("min", ["u32"], 3) if narrow && matches!(f(2), Some(Fact::Strided(_))) => match f(2) {
+                Some(Fact::Strided(s @ Strided { step: StridedStep::Limit, .. })) => {
+                    Some(Fact::Strided(Strided { step: StridedStep::Below { align: 1, wide: false }, ..s }))
+                }
+                _ => None,
+            },
+            ("and", ["b32"], 3) if narrow && matches!(f(1), Some(Fact::Strided(_))) => {
+                let mask = int(2).filter(|m| *m < 0).map(|m| m.unsigned_abs() as u64);
+                match (f(1), mask) {
+                    (
+                        Some(Fact::Strided(s @ Strided { step: StridedStep::Below { wide: false, .. }, .. })),
+                        Some(a),
+                    ) if a.is_power_of_two() && a <= 32 => Some(Fact::Strided(Strided {
+                        step: StridedStep::Below { align: a, wide: false },
+                        ..s
+                    })),
+                    _ => None,
+                }
+            }
+            // `k + b` or `k | b` for the fence base `b`: inside as a clamped offset is.
+            ("add", ["u64"], 3) | ("or", ["b64"], 3)
+                if wide
+                    && (matches!(f(1), Some(Fact::Strided(_))) || matches!(f(2), Some(Fact::Strided(_)))) =>
+            {
+                match (f(1), f(2)) {
+                    (
+                        Some(Fact::Strided(
+                            s @ Strided { step: StridedStep::Below { align, wide: true }, .. },
+                        )),
+                        Some(Fact::FenceBase),
+                    )
+                    | (
+                        Some(Fact::FenceBase),
+                        Some(Fact::Strided(
+                            s @ Strided { step: StridedStep::Below { align, wide: true }, .. },
+                        )),
+                    ) => Some(Fact::Strided(Strided { step: StridedStep::Inside { align }, ..s })),
+                    _ => None,
+                }
+            }
             ("min", ["u32"], 3) if narrow => match (f(1), f(2)) {
                 (_, Some(Fact::Limit32 { win, reach, base }))
                 | (Some(Fact::Limit32 { win, reach, base }), _) => Some(Fact::Below32 { win, reach, base }),
@@ -928,6 +1075,10 @@ impl<'m> Entry<'m> {
                     if reach == 1 || align_ok(reach) =>
                 {
                     Some(Fact::Offset32 { win: Win::Global, reach, align: reach, base: None })
+                }
+                // Anything and `-A`: a multiple of `A` (a fragment's stride).
+                (_, _, Some(mask)) if mask < 0 && align_ok(mask.unsigned_abs() as u64) => {
+                    Some(Fact::Multiple { align: mask.unsigned_abs() as u64 })
                 }
                 _ => None,
             },
@@ -1062,7 +1213,7 @@ impl<'m> Entry<'m> {
                     ("mov", ["u64" | "u32"])
                         | ("add", ["u64" | "s64"])
                         | ("sub", ["u64"])
-                        | ("and", ["b64"])
+                        | ("and", ["b64" | "b32"])
                         | ("or", ["b64" | "b32"])
                         | ("xor", ["b64" | "b32"])
                         | ("cvt", ["u64", "u32" | "u16"] | ["u32", "u64"])
@@ -1081,6 +1232,87 @@ impl<'m> Entry<'m> {
             _ => return Ok(None),
         };
         Ok(Some((dest.to_owned(), fact)))
+    }
+
+    /// `wmma.mma` (registers only), or a `wmma.load`/`wmma.store` of the global space whose
+    /// address is proven to hold its whole fragment: `[r]` with `r` inside the fence for
+    /// `line + s * span` bytes (the fragment's, by the checker's own table), aligned to 32, and
+    /// the instruction's stride the register `s` of that fact, a multiple of 16 bytes.
+    fn fragment(&self, i: &Instruction, m: &[&str], report: &mut CheckReport) -> Result<(), CheckFinding> {
+        let not_allowed = || finding(i, FindingKind::NotAllowed);
+        if m.first() == Some(&"mma") {
+            let known = |t: &&str| matches!(*t, "f16" | "f32" | "bf16" | "s8" | "u8" | "s32" | "satfinite");
+            return match m {
+                [
+                    "mma",
+                    "sync",
+                    "aligned",
+                    "row" | "col",
+                    "row" | "col",
+                    "m16n16k16" | "m32n8k16" | "m8n32k16",
+                    types @ ..,
+                ] if types.len() >= 2 && types.iter().all(known) => Ok(()),
+                _ => Err(not_allowed()),
+            };
+        }
+        let [
+            verb @ ("load" | "store"),
+            which,
+            "sync",
+            "aligned",
+            layout @ ("row" | "col"),
+            shape,
+            "global",
+            ty,
+        ] = m
+        else {
+            return Err(not_allowed());
+        };
+        let (rows_m, cols_n, k) = match *shape {
+            "m16n16k16" => (16u64, 16u64, 16u64),
+            "m32n8k16" => (32, 8, 16),
+            "m8n32k16" => (8, 32, 16),
+            _ => return Err(not_allowed()),
+        };
+        let bytes = match *ty {
+            "f16" | "bf16" => 2u64,
+            "s8" | "u8" => 1,
+            "f32" | "s32" => 4,
+            _ => return Err(not_allowed()),
+        };
+        let (rows, cols) = match (*verb, *which, bytes) {
+            ("load", "a", 1 | 2) => (rows_m, k),
+            ("load", "b", 1 | 2) => (k, cols_n),
+            ("load", "c", 2 | 4) | ("store", "d", 2 | 4) => (rows_m, cols_n),
+            _ => return Err(not_allowed()),
+        };
+        let (lines, along) = if *layout == "row" { (rows, cols) } else { (cols, rows) };
+        let (line, span) = (along.saturating_mul(bytes), lines.saturating_sub(1).saturating_mul(bytes));
+        let address_at = usize::from(*verb == "load");
+        if i.operands.len() != 3 {
+            return Err(finding(i, FindingKind::Unproven));
+        }
+        let address = i.operands.get(address_at).and_then(Operand::address);
+        let stride = i.operands.get(2).and_then(Operand::register).filter(|r| r.component.is_none());
+        let proven = match (address, stride) {
+            (Some(a), Some(stride)) if a.offset == 0 => match &a.base {
+                AddressBase::Register(r) => matches!(
+                    self.fact(r),
+                    Some(Fact::Strided(s)) if s.step == (StridedStep::Inside { align: 32 })
+                        && s.line == line
+                        && s.span == span
+                        && s.stride == stride.name
+                        && s.align.saturating_mul(bytes).is_multiple_of(16)
+                ),
+                _ => false,
+            },
+            _ => false,
+        };
+        if !proven {
+            return Err(finding(i, FindingKind::Unproven));
+        }
+        report.clamped = report.clamped.saturating_add(1);
+        Ok(())
     }
 
     /// `mov.u64 r, V`'s fact: `V` a variable of a window, aligned to 16.

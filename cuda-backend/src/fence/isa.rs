@@ -60,6 +60,102 @@ pub(super) enum Class {
     /// A warp-synchronous instruction whose member mask (this operand) must include the
     /// executing thread.
     WarpSync(usize),
+    /// `wmma.load` or `wmma.store` of the global space: a whole fragment, clamped with its
+    /// stride into the fence.
+    Fragment(Fragment),
+}
+
+/// A `wmma.load` or `wmma.store` fragment's reach in memory: `lines` lines (rows, or columns
+/// for `.col`) of `line_bytes` each, one `stride` elements of `element` bytes from the next.
+/// From an address `p`, it reaches `[p, p + line_bytes + stride * span)`, where `span` is
+/// `(lines - 1) * element`. A GPU needs `p` aligned to 32 bytes and the stride to a multiple of
+/// 16 bytes (`stride_align` elements).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Fragment {
+    /// The address operand's index.
+    pub(super) operand: usize,
+    /// The stride operand's index, where it is written (without one the stride is the line's
+    /// length in elements).
+    pub(super) stride: Option<usize>,
+    /// The stride where none is written: the line's length in elements.
+    pub(super) line_elements: u64,
+    /// Bytes of one line.
+    pub(super) line_bytes: u64,
+    /// `(lines - 1) * element`: the bytes one element of stride moves the last line.
+    pub(super) span: u64,
+    /// The stride's alignment in elements: 16 bytes' worth.
+    pub(super) stride_align: u64,
+}
+
+/// The alignment a fragment's address needs.
+pub(super) const FRAGMENT_ALIGN: u64 = super::FRAGMENT_BASE_ALIGN;
+
+/// `wmma.load.{a,b,c}` / `wmma.store.d` `.sync.aligned.{row,col}.shape{.ss}.type`: its
+/// fragment, or the refusal. Accepted: the three shapes of 16-element `k` (`m16n16k16`,
+/// `m32n8k16`, `m8n32k16`) with `.f16`, `.bf16`, `.s8` or `.u8` A and B and `.f16`, `.f32` or
+/// `.s32` C and D, in the global space. A fragment in shared memory or through a generic
+/// address is refused ([`FenceRefusal::MatrixMemory`]).
+fn fragment(modifiers: &[&str], operands: usize) -> Result<Class, FenceRefusal> {
+    let refused = Err(FenceRefusal::MatrixMemory);
+    let [verb @ ("load" | "store"), which, "sync", "aligned", layout @ ("row" | "col"), shape, "global", ty] =
+        modifiers
+    else {
+        return refused;
+    };
+    let store = *verb == "store";
+    let (m, n, k) = match *shape {
+        "m16n16k16" => (16, 16, 16),
+        "m32n8k16" => (32, 8, 16),
+        "m8n32k16" => (8, 32, 16),
+        _ => return refused,
+    };
+    let (rows, cols, element) = match (*which, store, *ty) {
+        ("a", false, "f16" | "bf16") => (m, k, 2),
+        ("a", false, "s8" | "u8") => (m, k, 1),
+        ("b", false, "f16" | "bf16") => (k, n, 2),
+        ("b", false, "s8" | "u8") => (k, n, 1),
+        ("c", false, _) | ("d", true, _) => match *ty {
+            "f16" => (m, n, 2),
+            "f32" | "s32" => (m, n, 4),
+            _ => return refused,
+        },
+        _ => return refused,
+    };
+    let (lines, line_elements) = if *layout == "row" { (rows, cols) } else { (cols, rows) };
+    let (operand, stride) = match (store, operands) {
+        (false, 2) => (1, None),
+        (false, 3) => (1, Some(2)),
+        (true, 2) => (0, None),
+        (true, 3) => (0, Some(2)),
+        _ => return Err(FenceRefusal::NotAllowed),
+    };
+    Ok(Class::Fragment(Fragment {
+        operand,
+        stride,
+        line_elements,
+        line_bytes: line_elements.saturating_mul(element),
+        span: lines.saturating_sub(1).saturating_mul(element),
+        stride_align: 16u64.checked_div(element).unwrap_or(16),
+    }))
+}
+
+/// `wmma.mma.sync.aligned.{row,col}.{row,col}.shape.dtype.ctype` (and the integer and `bf16`
+/// forms' type lists, `.satfinite`): registers only.
+fn matrix_product(m: &[&str]) -> Result<Class, FenceRefusal> {
+    let [
+        _,
+        "sync",
+        "aligned",
+        "row" | "col",
+        "row" | "col",
+        "m16n16k16" | "m32n8k16" | "m8n32k16",
+        types @ ..,
+    ] = m
+    else {
+        return Err(FenceRefusal::MatrixMemory);
+    };
+    let known = |t: &&str| matches!(*t, "f16" | "f32" | "bf16" | "s8" | "u8" | "s32" | "satfinite");
+    if types.len() >= 2 && types.iter().all(known) { Ok(Class::Plain) } else { Err(FenceRefusal::NotAllowed) }
 }
 
 /// Instructions that touch no memory and stop nothing, whatever their modifiers say.
@@ -228,7 +324,9 @@ pub(super) fn classify(instruction: &Instruction) -> Result<Class, FenceRefusal>
         "tex" | "tld4" | "txq" | "suld" | "sust" | "sured" | "suq" | "istypep" => {
             Err(FenceRefusal::TextureOrSurface)
         }
-        "wmma" | "ldmatrix" | "stmatrix" | "wgmma" | "tcgen05" => Err(FenceRefusal::MatrixMemory),
+        "wmma" if m.first() == Some(&"mma") => matrix_product(&m),
+        "wmma" => fragment(&m, operands),
+        "ldmatrix" | "stmatrix" | "wgmma" | "tcgen05" => Err(FenceRefusal::MatrixMemory),
         "mbarrier" | "multimem" | "tensormap" | "cp.async.bulk" | "discard" | "applypriority"
         | "createpolicy" => Err(FenceRefusal::BulkCopy),
         _ => Err(FenceRefusal::NotAllowed),

@@ -185,6 +185,10 @@ pub const MIN_FENCE_LEN: u64 = 256;
 /// in 32 bits.
 pub const MAX_FENCE_LEN: u64 = 1 << 32;
 
+/// The alignment a fence's base needs where the module clamps a `wmma` fragment
+/// ([`FencedModule::base_align`]).
+pub const FRAGMENT_BASE_ALIGN: u64 = 32;
+
 /// The alignment of every variable in a window, and the shortest window.
 const WINDOW_ALIGN: u32 = 16;
 
@@ -197,6 +201,7 @@ pub struct FencedModule {
     accesses: usize,
     by_declaration: usize,
     widest: u64,
+    base_align: u64,
     counted: usize,
     leaving: usize,
     asserts: usize,
@@ -253,6 +258,15 @@ impl FencedModule {
     /// The widest clamped access, in bytes (0 where there is none).
     pub fn widest_access(&self) -> u64 {
         self.widest
+    }
+
+    /// The alignment the fence's base needs: 16 bytes, or [`FRAGMENT_BASE_ALIGN`] where an
+    /// entry loads or stores a `wmma` fragment, whose address the fence clamps to a multiple of
+    /// 32 from the base (a GPU faults on a fragment that is not aligned to 32). The launcher
+    /// refuses a direct-mode launch whose guest memory is aligned to less; a staged launch's
+    /// arena is aligned to 256.
+    pub fn base_align(&self) -> u64 {
+        self.base_align
     }
 
     /// How many backward branches are counted against each thread's budget, over all entries
@@ -352,8 +366,10 @@ pub enum FenceRefusal {
     TextureOrSurface,
     /// A bulk or tensor copy, or an `mbarrier` (`cp.async.bulk`, tensor maps, `multimem`).
     BulkCopy,
-    /// A tensor-core or matrix load or store (`wmma`, `ldmatrix`, `stmatrix`, `wgmma`): it
-    /// reaches a whole fragment from one address.
+    /// A tensor-core or matrix load or store the fence does not clamp: `ldmatrix`, `stmatrix`,
+    /// `wgmma`, and a `wmma.load` or `wmma.store` in shared memory, through a generic address,
+    /// or of a shape or type outside the half-precision and 8-bit ones of 16-element `k`
+    /// (`m16n16k16`, `m32n8k16`, `m8n32k16`). Each reaches a whole fragment from one address.
     MatrixMemory,
     /// A module-scope `.global` variable the fence cannot place at the start of the fence
     /// ([`FencedModule::variables`]): declared `.extern`, the module's variables over 1 MiB
@@ -399,9 +415,10 @@ impl fmt::Display for FenceRefusal {
             FenceRefusal::IndirectBranch => f.write_str("an indirect branch"),
             FenceRefusal::TextureOrSurface => f.write_str("a texture or surface"),
             FenceRefusal::BulkCopy => f.write_str("a bulk or tensor copy, or an mbarrier"),
-            FenceRefusal::MatrixMemory => {
-                f.write_str("a matrix load or store (wmma, ldmatrix, stmatrix, wgmma)")
-            }
+            FenceRefusal::MatrixMemory => f.write_str(
+                "a matrix load or store the fence does not clamp (ldmatrix, stmatrix, wgmma; wmma outside \
+                     the global space or of another shape)",
+            ),
             FenceRefusal::ModuleGlobal => {
                 f.write_str("a module-scope .global variable the fence cannot place in the fence")
             }
@@ -472,6 +489,7 @@ pub fn fence_ptx(ptx: &str) -> Result<FencedModule, FenceError> {
         accesses: rewritten.clamped,
         by_declaration: rewritten.static_accesses,
         widest: rewritten.widest,
+        base_align: if rewritten.fragments > 0 { FRAGMENT_BASE_ALIGN } else { u64::from(WINDOW_ALIGN) },
         counted: rewritten.counted,
         leaving: rewritten.leaving,
         asserts: lowered.asserts,

@@ -125,6 +125,20 @@ pub(super) mod names {
     pub const ADDRESS: [&str; 2] = ["%__kargs_a0", "%__kargs_a1"];
     /// A group's clamped register (`%__kargs_r0`, `%__kargs_r1`, ...).
     pub const GROUP: &str = "%__kargs_r";
+    /// A fragment's stride, aligned to 16 bytes.
+    pub const STRIDE_ALIGNED: &str = "%__kargs_wa";
+    /// That stride times the fragment's span, in 64 bits.
+    pub const STRIDE_PRODUCT: &str = "%__kargs_wp";
+    /// The fence's length less a fragment's line, in 64 bits.
+    pub const LINE_LIMIT: &str = "%__kargs_wt";
+    /// Whether the fragment would not fit in the fence with that stride.
+    pub const STRIDE_OVER: &str = "%__kargs_wg";
+    /// A fragment's stride, bounded so that the fragment fits in the fence.
+    pub const STRIDE: &str = "%__kargs_ws";
+    /// The stride times the fragment's span: how far its last line is from its first.
+    pub const STRIDE_SPAN: &str = "%__kargs_wr";
+    /// The last offset at which the fragment fits.
+    pub const STRIDE_LIMIT: &str = "%__kargs_wl";
 }
 
 /// A window: the global fence, or the entry's shared, local or constant memory.
@@ -177,6 +191,8 @@ pub(super) struct Rewritten {
     pub(super) counted: usize,
     /// Those of them that leave their loop, not the kernel, on a spent budget.
     pub(super) leaving: usize,
+    /// `wmma` fragments clamped whole (each counted in `clamped` too).
+    pub(super) fragments: usize,
 }
 
 /// Whether a name is one the fence reserves.
@@ -297,6 +313,7 @@ pub(super) fn rewrite(mut module: Module, aligned: bool) -> Result<Rewritten, Fe
         widest: 0,
         counted: 0,
         leaving: 0,
+        fragments: 0,
     };
     let mut const_pad = false;
     for item in module.items {
@@ -310,6 +327,7 @@ pub(super) fn rewrite(mut module: Module, aligned: bool) -> Result<Rewritten, Fe
                 out.widest = out.widest.max(stats.widest);
                 out.counted = out.counted.saturating_add(stats.counted);
                 out.leaving = out.leaving.saturating_add(stats.leaving);
+                out.fragments = out.fragments.saturating_add(stats.fragments);
                 for name in FENCE_PARAMS {
                     f.params.push(Param {
                         span: Span::default(),
@@ -364,6 +382,7 @@ struct EntryStats {
     widest: u64,
     counted: usize,
     leaving: usize,
+    fragments: usize,
     const_pad: bool,
 }
 
@@ -374,6 +393,8 @@ struct EntryRewriter<'m> {
     own: BTreeMap<String, Variable>,
     /// The widths clamped into each window.
     windows: BTreeMap<Window, BTreeSet<u64>>,
+    /// Whether the entry has a `wmma` fragment to clamp (`isa::Fragment`).
+    fragments: bool,
     /// Register types by name at each instruction: resolved per instruction in `rewrite`.
     params: HashMap<String, u64>,
     /// The aligned form: a fence whose length is a power of two and whose base is aligned to
@@ -402,7 +423,7 @@ impl<'m> EntryRewriter<'m> {
                 }
             }
         }
-        Ok(EntryRewriter { module, own, windows: BTreeMap::new(), params, aligned })
+        Ok(EntryRewriter { module, own, windows: BTreeMap::new(), fragments: false, params, aligned })
     }
 
     fn variable(&self, name: &str) -> Option<&Variable> {
@@ -492,6 +513,7 @@ impl<'m> EntryRewriter<'m> {
             widest: 0,
             counted: 0,
             leaving: 0,
+            fragments: 0,
             const_pad: false,
         };
         let mut traps = 0usize;
@@ -537,6 +559,12 @@ impl<'m> EntryRewriter<'m> {
                         }
                         plan.push(p);
                     }
+                }
+                Class::Fragment(fragment) => {
+                    self.windows.entry(Window::Global).or_default().insert(fragment.line_bytes);
+                    self.fragments = true;
+                    stats.clamped = stats.clamped.saturating_add(1);
+                    stats.fragments = stats.fragments.saturating_add(1);
                 }
                 Class::Trap => traps = traps.saturating_add(1),
                 Class::Branch if backward(instruction, |l| labels_seen.contains(l)) => {
@@ -900,6 +928,13 @@ impl EntryRewriter<'_> {
             }
             narrow.extend(widths.iter().map(|w| window.limit(*w)));
         }
+        if self.fragments {
+            narrow.extend(
+                [names::STRIDE_ALIGNED, names::STRIDE, names::STRIDE_SPAN, names::STRIDE_LIMIT]
+                    .map(str::to_owned),
+            );
+            wide.extend([names::STRIDE_PRODUCT, names::LINE_LIMIT].map(str::to_owned));
+        }
         let decl = |ty: Type, names: Vec<String>| {
             Statement::Registers(kernel_args_ptx::RegisterDecl {
                 span: Span::default(),
@@ -923,6 +958,9 @@ impl EntryRewriter<'_> {
             }
             if leaving {
                 predicates.push(names::GO.to_owned());
+            }
+            if self.fragments {
+                predicates.push(names::STRIDE_OVER.to_owned());
             }
             out.push(decl(Type::Pred, predicates));
         }
@@ -1343,6 +1381,10 @@ impl Context<'_> {
                 }
                 out.push(Statement::Instruction(rewritten));
             }
+            Class::Fragment(fragment) => {
+                self.noted = true;
+                self.fragment(instruction, fragment, index, out)?;
+            }
             Class::Access(accesses) => {
                 self.noted |= plans.iter().any(|plan| !matches!(plan, Plan::Static));
                 let mut rewritten = instruction.clone();
@@ -1492,6 +1534,130 @@ impl Context<'_> {
             (None, _) => out.push(op("mov", &["u64"], vec![reg(names::E), imm(i128::from(offset))])),
         }
         names::E.to_owned()
+    }
+
+    /// A `wmma.load` or `wmma.store` whose fragment is clamped whole into the fence: its
+    /// stride bounded so that the fragment fits in the fence and aligned to 16 bytes, its
+    /// address clamped to the last offset the fragment fits at, aligned to 32 bytes.
+    ///
+    /// ```text
+    /// and.b32      wa, stride, -A     // 16 bytes' worth of elements
+    /// mul.wide.u32 wp, wa, span       // the last line's distance from the first, exact
+    /// cvt.u64.u32  wt, g<line>        // the fence's length less a line
+    /// setp.gt.u64  wg, wp, wt         // the fragment would not fit
+    /// selp.b32     ws, 0, wa, wg      // then its lines at one place: a line fits
+    /// mul.lo.u32   wr, ws, span
+    /// sub.u32      wl, g<line>, wr    // the last offset the fragment fits at
+    /// cvt.u32.u64  u, e
+    /// min.u32      k, u, wl
+    /// and.b32      k, k, -32
+    /// cvt.u64.u32  c, k
+    /// add.u64      a, c, b            // or.b64 in the aligned form
+    /// xor.b32      d, u, k            // clamped form: moved...
+    /// xor.b32      wr, stride, ws     // ...or its stride changed
+    /// or.b32       d, d, wr
+    /// or.b32       v, v, d            // under the instruction's own guard
+    /// wmma.load... [a], ws            // the stride written where the kernel left it out
+    /// ```
+    ///
+    /// A correct kernel's fragment lies in the fence, so its stride times the span fits and its
+    /// offset is at most the last that fits: it runs as it is. A stride that would not fit is
+    /// 0 (every line at one place), which the fence holds whatever its length.
+    fn fragment(
+        &self,
+        instruction: &Instruction,
+        f: &isa::Fragment,
+        index: usize,
+        out: &mut Vec<Statement>,
+    ) -> Result<(), FenceError> {
+        let refused = |reason| refuse(instruction.span, one_line(instruction), reason);
+        let address = instruction
+            .operands
+            .get(f.operand)
+            .and_then(Operand::address)
+            .ok_or_else(|| refused(FenceRefusal::Address))?;
+        let AddressBase::Register(name) = &address.base else { return Err(refused(FenceRefusal::Address)) };
+        let size = self
+            .types
+            .get(index)
+            .and_then(|t| t.get(name))
+            .copied()
+            .ok_or_else(|| refused(FenceRefusal::Address))?;
+        let effective = self.effective(Some(&(name.clone(), size)), &address.base, address.offset, out);
+        let stride = match f.stride {
+            Some(i) => {
+                instruction.operands.get(i).cloned().ok_or_else(|| refused(FenceRefusal::Malformed))?
+            }
+            None => imm(i128::from(f.line_elements)),
+        };
+        let global = Window::Global;
+        let line_limit = global.limit(f.line_bytes);
+        out.push(op(
+            "and",
+            &["b32"],
+            vec![reg(names::STRIDE_ALIGNED), stride.clone(), imm(i128::from(f.stride_align).wrapping_neg())],
+        ));
+        out.push(op(
+            "mul",
+            &["wide", "u32"],
+            vec![reg(names::STRIDE_PRODUCT), reg(names::STRIDE_ALIGNED), imm(i128::from(f.span))],
+        ));
+        out.push(op("cvt", &["u64", "u32"], vec![reg(names::LINE_LIMIT), reg(&line_limit)]));
+        out.push(op(
+            "setp",
+            &["gt", "u64"],
+            vec![reg(names::STRIDE_OVER), reg(names::STRIDE_PRODUCT), reg(names::LINE_LIMIT)],
+        ));
+        out.push(op(
+            "selp",
+            &["b32"],
+            vec![reg(names::STRIDE), imm(0), reg(names::STRIDE_ALIGNED), reg(names::STRIDE_OVER)],
+        ));
+        out.push(op(
+            "mul",
+            &["lo", "u32"],
+            vec![reg(names::STRIDE_SPAN), reg(names::STRIDE), imm(i128::from(f.span))],
+        ));
+        out.push(op(
+            "sub",
+            &["u32"],
+            vec![reg(names::STRIDE_LIMIT), reg(&line_limit), reg(names::STRIDE_SPAN)],
+        ));
+        out.push(op("cvt", &["u32", "u64"], vec![reg(names::U), reg(&effective)]));
+        out.push(op("min", &["u32"], vec![reg(names::K), reg(names::U), reg(names::STRIDE_LIMIT)]));
+        out.push(op(
+            "and",
+            &["b32"],
+            vec![reg(names::K), reg(names::K), imm(i128::from(isa::FRAGMENT_ALIGN).wrapping_neg())],
+        ));
+        out.push(op("cvt", &["u64", "u32"], vec![reg(names::C), reg(names::K)]));
+        let address = names::ADDRESS[0];
+        out.push(op(
+            self.join(global),
+            &[self.join_type(global)],
+            vec![reg(address), reg(names::C), reg(&global.base())],
+        ));
+        if self.notes() {
+            out.push(op("xor", &["b32"], vec![reg(names::D), reg(names::U), reg(names::K)]));
+            out.push(op("xor", &["b32"], vec![reg(names::STRIDE_SPAN), stride, reg(names::STRIDE)]));
+            out.push(op("or", &["b32"], vec![reg(names::D), reg(names::D), reg(names::STRIDE_SPAN)]));
+            out.push(guarded(
+                instruction.guard.as_ref(),
+                "or",
+                &["b32"],
+                vec![reg(names::V), reg(names::V), reg(names::D)],
+            ));
+        }
+        let mut rewritten = instruction.clone();
+        if let Some(operand) = rewritten.operands.get_mut(f.operand) {
+            *operand = at(address);
+        }
+        match f.stride.and_then(|i| rewritten.operands.get_mut(i)) {
+            Some(operand) => *operand = reg(names::STRIDE),
+            None => rewritten.operands.push(reg(names::STRIDE)),
+        }
+        out.push(Statement::Instruction(rewritten));
+        Ok(())
     }
 
     /// A group's one clamp, into its register (the group's accesses are unguarded).

@@ -318,9 +318,10 @@ fn what_cannot_be_fenced_is_refused_by_name_with_its_line() {
         ("suld.b.2d.b32.trap {%r1}, [%rd1, {%r2, %r3}];", FenceRefusal::TextureOrSurface),
         ("wmma.load.a.sync.aligned.row.m16n16k16.f16 {%r1, %r2}, [%rd1], %r3;", FenceRefusal::MatrixMemory),
         (
-            "wmma.load.a.sync.aligned.row.m16n16k16.global.f16 {%r1, %r2}, [%rd1], %r3;",
+            "wmma.load.a.sync.aligned.row.m16n16k16.shared.f16 {%r1, %r2}, [%rd1], %r3;",
             FenceRefusal::MatrixMemory,
         ),
+        ("wmma.load.a.sync.aligned.row.m8n8k4.global.f64 {%r1}, [%rd1], %r3;", FenceRefusal::MatrixMemory),
         ("ldmatrix.sync.aligned.m8n8.x1.shared.b16 {%r1}, [%r2];", FenceRefusal::MatrixMemory),
         (
             "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%r1], [%rd1], 64, [%r2];",
@@ -848,14 +849,13 @@ fn an_entry_without_parameters_gets_the_hidden_ones() {
 fn the_attacks_are_refused_by_name_or_fenced() {
     let attacks = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("kernels/attacks");
     let read = |name: &str| std::fs::read_to_string(attacks.join(name)).unwrap();
-    for (file, reason) in [
-        ("pragma_comment.ptx", FenceRefusal::Pragma),
-        ("pragma_block_comment.ptx", FenceRefusal::Pragma),
-        ("wmma_load.ptx", FenceRefusal::MatrixMemory),
-    ] {
+    for (file, reason) in
+        [("pragma_comment.ptx", FenceRefusal::Pragma), ("pragma_block_comment.ptx", FenceRefusal::Pragma)]
+    {
         assert_eq!(fence_ptx(&read(file)).unwrap_err().reason, reason, "{file}");
     }
     for (file, clamped) in [
+        ("wmma_load.ptx", 3),
         ("guard_spaced.ptx", 1),
         ("loc_then_store.ptx", 1),
         ("ldu_read.ptx", 2),
@@ -1417,4 +1417,145 @@ fn local_accesses_through_the_frame_pointer_name_the_frame() {
     // Past the frame's 32 bytes: named, and clamped as any place outside its variable is.
     let module = fenced(&format!("{frame}\tst.local.u32 [%rd4+28], %r1;\n"));
     assert_eq!(module.accesses(), 1, "{:#?}", lines(&module));
+}
+
+/// A `wmma` fragment is clamped whole: its stride bounded by the fence and aligned, its address
+/// at most the last offset the whole fragment fits at, aligned to 32; where the kernel writes
+/// no stride, the line's length is written. The checker proves nothing less, in either form.
+#[test]
+fn a_fragment_is_clamped_whole_and_the_checker_proves_nothing_less() {
+    let body = "\tmov.u32 %r1, 24;\n\
+        \twmma.load.a.sync.aligned.row.m16n16k16.global.f16 {%r2, %r3, %r4, %r5, %r6, %r7, %r0, %r0}, [%rd1], %r1;\n\
+        \twmma.load.b.sync.aligned.col.m16n16k16.global.f16 {%r2, %r3, %r4, %r5, %r6, %r7, %r0, %r0}, [%rd1];\n\
+        \twmma.mma.sync.aligned.row.col.m16n16k16.f32.f32 {%f1, %f1, %f1, %f1, %f1, %f1, %f1, %f1}, \
+        {%r2, %r3, %r4, %r5, %r6, %r7, %r0, %r0}, {%r2, %r3, %r4, %r5, %r6, %r7, %r0, %r0}, \
+        {%f1, %f1, %f1, %f1, %f1, %f1, %f1, %f1};\n\
+        \twmma.store.d.sync.aligned.col.m32n8k16.global.f32 [%rd1], {%f1, %f1, %f1, %f1, %f1, %f1, %f1, %f1}, %r1;\n";
+    let module = fenced(body);
+    assert_eq!(module.accesses(), 3);
+    let text = lines(&module);
+    for line in [
+        "and.b32 %__kargs_wa, %r1, -8;",
+        "mul.wide.u32 %__kargs_wp, %__kargs_wa, 30;",
+        "cvt.u64.u32 %__kargs_wt, %__kargs_g32;",
+        "setp.gt.u64 %__kargs_wg, %__kargs_wp, %__kargs_wt;",
+        "selp.b32 %__kargs_ws, 0, %__kargs_wa, %__kargs_wg;",
+        "mul.lo.u32 %__kargs_wr, %__kargs_ws, 30;",
+        "sub.u32 %__kargs_wl, %__kargs_g32, %__kargs_wr;",
+        "min.u32 %__kargs_k, %__kargs_u, %__kargs_wl;",
+        "and.b32 %__kargs_k, %__kargs_k, -32;",
+        "wmma.load.a.sync.aligned.row.m16n16k16.global.f16 {%r2, %r3, %r4, %r5, %r6, %r7, %r0, %r0}, [%__kargs_a0], %__kargs_ws;",
+        // No stride written: the line's length, 16 elements.
+        "and.b32 %__kargs_wa, 16, -8;",
+        "wmma.load.b.sync.aligned.col.m16n16k16.global.f16 {%r2, %r3, %r4, %r5, %r6, %r7, %r0, %r0}, [%__kargs_a0], %__kargs_ws;",
+        // A column-major 32x8 f32: 8 lines of 32 elements (128 bytes), 7 * 4 bytes of span.
+        "and.b32 %__kargs_wa, %r1, -4;",
+        "mul.wide.u32 %__kargs_wp, %__kargs_wa, 28;",
+        "cvt.u64.u32 %__kargs_wt, %__kargs_g128;",
+        // A changed stride is noted, as a moved address is.
+        "xor.b32 %__kargs_wr, %r1, %__kargs_ws;",
+    ] {
+        assert!(text.iter().any(|l| l == line), "{line} in {text:#?}");
+    }
+    for (form, text) in [("clamped", module.ptx()), ("aligned", module.aligned_ptx())] {
+        assert!(check(text).is_ok(), "{form}");
+        let edits: Vec<(&str, String, FindingKind)> = vec![
+            (
+                "the stride left unbounded",
+                text.replacen(
+                    "selp.b32\t%__kargs_ws, 0, %__kargs_wa, %__kargs_wg;",
+                    "selp.b32\t%__kargs_ws, %__kargs_wa, %__kargs_wa, %__kargs_wg;",
+                    1,
+                ),
+                FindingKind::Unproven,
+            ),
+            (
+                "the test the wrong way round",
+                text.replacen("setp.gt.u64\t%__kargs_wg", "setp.lt.u64\t%__kargs_wg", 1),
+                FindingKind::FenceRegister,
+            ),
+            (
+                "the test of a product not the stride's",
+                text.replacen(
+                    "mul.wide.u32\t%__kargs_wp, %__kargs_wa, 30;",
+                    "mul.wide.u32\t%__kargs_wp, %__kargs_wa, 2;",
+                    1,
+                ),
+                FindingKind::Unproven,
+            ),
+            (
+                "the stride changed between the test and the choice",
+                text.replacen(
+                    "\tselp.b32\t%__kargs_ws",
+                    "\tand.b32\t%__kargs_wa, %r1, -8;\n\tselp.b32\t%__kargs_ws",
+                    1,
+                ),
+                FindingKind::Unproven,
+            ),
+            (
+                "a stride of 8 bytes' worth of f16",
+                text.replacen("and.b32\t%__kargs_wa, %r1, -8;", "and.b32\t%__kargs_wa, %r1, -4;", 1),
+                FindingKind::Unproven,
+            ),
+            (
+                "the span of another geometry",
+                text.replacen(
+                    "mul.lo.u32\t%__kargs_wr, %__kargs_ws, 30;",
+                    "mul.lo.u32\t%__kargs_wr, %__kargs_ws, 2;",
+                    1,
+                ),
+                FindingKind::Unproven,
+            ),
+            (
+                "the limit of a shorter line",
+                text.replacen(
+                    "sub.u32\t%__kargs_wl, %__kargs_g32, %__kargs_wr;",
+                    "sub.u32\t%__kargs_wl, %__kargs_g128, %__kargs_wr;",
+                    1,
+                ),
+                FindingKind::Unproven,
+            ),
+            (
+                "an address aligned to 16",
+                text.replacen(
+                    "and.b32\t%__kargs_k, %__kargs_k, -32;",
+                    "and.b32\t%__kargs_k, %__kargs_k, -16;",
+                    1,
+                ),
+                FindingKind::Unproven,
+            ),
+            (
+                "the kernel's stride, not the bounded one",
+                text.replacen("[%__kargs_a0], %__kargs_ws;", "[%__kargs_a0], %r1;", 1),
+                FindingKind::Unproven,
+            ),
+            (
+                "the stride chosen again after the clamp",
+                text.replacen(
+                    "\twmma.load.a",
+                    "\tselp.b32\t%__kargs_ws, 0, %__kargs_wa, %__kargs_wg;\n\twmma.load.a",
+                    1,
+                ),
+                FindingKind::Unproven,
+            ),
+            (
+                "a fragment of a longer line than its clamp",
+                text.replacen(
+                    "wmma.load.a.sync.aligned.row.m16n16k16",
+                    "wmma.load.a.sync.aligned.col.m32n8k16",
+                    1,
+                ),
+                FindingKind::Unproven,
+            ),
+            (
+                "a fragment in shared memory",
+                text.replacen("m16n16k16.global.f16", "m16n16k16.shared.f16", 1),
+                FindingKind::NotAllowed,
+            ),
+        ];
+        for (what, broken, kind) in edits {
+            assert_ne!(broken, text, "{form}, {what}: the edit applies");
+            assert_eq!(check(&broken).map(|_| ()).map_err(|f| f.kind), Err(kind), "{form}, {what}");
+        }
+    }
 }

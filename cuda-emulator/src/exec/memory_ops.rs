@@ -188,7 +188,7 @@ pub fn decode(
 }
 
 /// The effective address and the pointer parameter it came from.
-fn effective(regs: &Registers, addr: (AddrBase, i64)) -> (u64, u64) {
+pub(super) fn effective(regs: &Registers, addr: (AddrBase, i64)) -> (u64, u64) {
     let (base, origin) = match addr.0 {
         AddrBase::Reg(slot) => (regs.bits[slot], regs.origin[slot]),
         AddrBase::Param(offset) => (offset as u64, 0),
@@ -222,7 +222,7 @@ fn resolve(space: Space, at: u64) -> (Space, u64) {
 }
 
 /// Reads `len` bytes at `at` of `space`.
-fn load(cx: &Context<'_, '_>, space: Space, at: u64, len: usize) -> Result<u64, Fault> {
+pub(super) fn load(cx: &Context<'_, '_>, space: Space, at: u64, len: usize) -> Result<u64, Fault> {
     let (space, at) = resolve(space, at);
     match space {
         Space::Const => {
@@ -257,7 +257,7 @@ fn load(cx: &Context<'_, '_>, space: Space, at: u64, len: usize) -> Result<u64, 
 }
 
 /// Writes the low `len` bytes of `bits` at `base + offset` of `space`.
-fn store(
+pub(super) fn store(
     cx: &mut Context<'_, '_>,
     space: Space,
     base: u64,

@@ -43,6 +43,7 @@ mod arith;
 mod convert;
 mod decode;
 mod error;
+mod matrix;
 mod memory_ops;
 mod operands;
 mod warp;
@@ -275,8 +276,10 @@ pub enum Op {
     Exit,
     /// `trap` or `brkpt`: the kernel stops with a launch failure.
     Trap,
-    /// `shfl.sync` or `vote.sync`: the warp executes it together (`warp`).
+    /// `shfl.sync`, `vote.sync` or `wmma.mma`: the warp executes it together (`warp`).
     Warp(warp::WarpOp),
+    /// `wmma.load` or `wmma.store`: each lane its own elements of a fragment (`matrix`).
+    Matrix(matrix::MatrixMemory),
 }
 
 /// A thread's registers: each slot's bits, and for each the pointer parameter its value came
@@ -608,6 +611,11 @@ impl Program {
                 Op::Convert(op) => convert::execute(op, regs, cx),
                 Op::Memory(op) => {
                     if let Err(fault) = memory_ops::execute(op, regs, cx) {
+                        return Stop::Fault(fault);
+                    }
+                }
+                Op::Matrix(op) => {
+                    if let Err(fault) = matrix::execute(op, regs, cx) {
                         return Stop::Fault(fault);
                     }
                 }

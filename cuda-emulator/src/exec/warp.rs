@@ -77,6 +77,8 @@ pub enum WarpOp {
         /// The member mask.
         mask: Operand,
     },
+    /// `wmma.mma`: every lane of the warp takes part (`.aligned`).
+    Mma(super::matrix::MatrixMma),
 }
 
 /// A register or 32-bit immediate operand (a special register is not decoded here).
@@ -171,6 +173,7 @@ fn read(regs: &Registers, operand: &Operand) -> u32 {
 pub fn member_mask(op: &WarpOp, regs: &Registers) -> u32 {
     match op {
         WarpOp::Shuffle { mask, .. } | WarpOp::Vote { mask, .. } => read(regs, mask),
+        WarpOp::Mma(_) => u32::MAX,
     }
 }
 
@@ -179,6 +182,7 @@ pub fn same_kind(a: &WarpOp, b: &WarpOp) -> bool {
     match (a, b) {
         (WarpOp::Shuffle { mode: x, .. }, WarpOp::Shuffle { mode: y, .. }) => x == y,
         (WarpOp::Vote { mode: x, .. }, WarpOp::Vote { mode: y, .. }) => x == y,
+        (WarpOp::Mma(x), WarpOp::Mma(y)) => x.same_form(y),
         _ => false,
     }
 }
@@ -190,6 +194,11 @@ type LaneResult = (u64, Option<(usize, u64)>, usize);
 /// Executes `ops[l]` for each lane `l` of a warp with `Some` registers in `lanes` (the members
 /// that gathered, each at its own instruction of one kind and mode).
 pub fn execute(ops: &[Option<&WarpOp>], lanes: &mut [Option<&mut Registers>]) {
+    // The lanes gathered at one form: the product is the warp's, computed once.
+    if let Some(WarpOp::Mma(mma)) = ops.iter().flatten().next() {
+        mma.execute(lanes);
+        return;
+    }
     let members: u32 = lanes
         .iter()
         .enumerate()
@@ -225,6 +234,7 @@ pub fn execute(ops: &[Option<&WarpOp>], lanes: &mut [Option<&mut Registers>]) {
                     lanes.get(source as usize).and_then(|r| r.as_ref()).map_or(0, |r| u64::from(read(r, a)));
                 results.push(Some((value, pred.map(|p| (p, u64::from(in_range))), *dst)));
             }
+            WarpOp::Mma(_) => results.push(None),
             WarpOp::Vote { mode, dst, mask, .. } => {
                 let mask = read(regs, mask) & members;
                 let ballot = lanes.iter().zip(ops).enumerate().fold(0u32, |bits, (l, (r, o))| match (r, o) {

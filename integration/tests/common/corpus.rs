@@ -96,6 +96,17 @@ pub fn doubles(values: impl IntoIterator<Item = f64>) -> Vec<u8> {
     values.into_iter().flat_map(f64::to_le_bytes).collect()
 }
 
+/// `f16`s, little-endian.
+pub fn halves(values: impl IntoIterator<Item = f32>) -> Vec<u8> {
+    values.into_iter().flat_map(|v| half::f16::from_f32(v).to_le_bytes()).collect()
+}
+
+/// Small whole numbers as `f16`, with a repeating pattern of signs: every product and sum of a
+/// 16-element dot product of them is exact, on the emulator and on a GPU's tensor cores.
+pub fn small_halves(n: usize, seed: usize) -> Vec<u8> {
+    halves((0..n).map(|i| ((i * 7 + seed) % 9) as f32 - 4.0))
+}
+
 /// Floats with a repeating pattern of signs and sizes.
 pub fn data(n: usize) -> Vec<u8> {
     floats((0..n).map(|i| ((i * 37 % 101) as f32 - 50.0) * 0.125))
@@ -304,6 +315,15 @@ pub fn cases() -> Vec<Case> {
         &[Buf(0), Buf(1), I32(20), I32(30), I32(32)],
     );
     (bias.grid, bias.block) = ([1, 2, 1], [32, 16, 1]);
-    cases.extend([matmul, transpose, stencil, scan, bias]);
+    // Two warps, one 16x16x16 tile each.
+    let tensor = case(
+        "wmma",
+        "wmma_gemm_16",
+        1,
+        64,
+        vec![small_halves(512, 1), small_halves(512, 4), vec![0; 4 * 512]],
+        &[Buf(0), Buf(1), Buf(2), I32(2)],
+    );
+    cases.extend([matmul, transpose, stencil, scan, bias, tensor]);
     cases
 }
