@@ -58,7 +58,9 @@
 //!   interpreter does not run refuses the module, naming the line and, typed, what of it:
 //!   [`Unsupported`], `src/exec/error.rs`) and interpreted with separate parameter, global,
 //!   shared, local and register state, `bar.sync`, warp shuffles and votes (`shfl.sync`,
-//!   `vote.sync`, executed by a warp's threads together) and real atomics, each launch counting
+//!   `vote.sync`, executed by a warp's threads together), tensor-core fragments (`wmma` of the
+//!   half-precision shapes: each lane loads and stores its own elements, the warp multiplies
+//!   together) and real atomics, each launch counting
 //!   the instructions it executed: `src/exec/`;
 //! - the control API for tests (`kargs_emu_*`): [`control`]; per-thread fault injection, held
 //!   calls and call counts: `src/faults.rs`; a client that loads a built library and calls its

@@ -25,7 +25,7 @@
 //!
 //! | fact | made by | means |
 //! |---|---|---|
-//! | fence base | `ld.param.u64 r, [__kargs_fence_base]` | the global window's start (the launcher aligns it to 16) |
+//! | fence base | `ld.param.u64 r, [__kargs_fence_base]` | the global window's start (the launcher aligns it to 16, and to 32 for a module with a `wmma` fragment) |
 //! | fence length | `ld.param.u64 r, [__kargs_fence_len]` | its length (the launcher gives at least [`MIN_FENCE_LEN`], a multiple of 16) |
 //! | address of `V` | `mov.u64 r, V`, `V` a `.shared`, `.local` or `.const` variable aligned to 16 | in that space's allocation |
 //! | low | `min.u64` of addresses and lows of one space | one of its variables' start: in the allocation, aligned to 16 |
@@ -40,6 +40,13 @@
 //! | generic | `cvta.shared.u64`/`cvta.local.u64` of an inside; `selp.b64` of two generics or global insides | a generic address inside one of the windows named |
 //! | flag | `ld.param.u64 r, [__kargs_fence_flag]` | the flag (the only unclamped stores: `st.global.u8 [r+k], 1`, `k` 0, 1 or 2: one byte per reason) |
 //! | mask | `or.b32 r, lane, x`, with `lane` from `mov.u32 lane, %lanemask_eq` | a member mask that holds the executing thread |
+//! | multiple | `and.b32 r, x, -A` | a multiple of `A` |
+//! | product `s` | `mul.wide.u32 r, s, S`, `s` a multiple | `s * S`, exact (dies when `s` is written) |
+//! | over `s` | `setp.gt.u64 p, product s, limit L` (the fence's, widened by `cvt.u64.u32` of a 32-bit limit) | whether `s * S > len - L` |
+//! | stride | `selp.b32 r, 0, s, over s` | `r * S <= len - L`, a multiple of `A` |
+//! | distance `r` | `mul.lo.u32 d, r, S`, `r` a stride | `r * S`, exact (facts from here on die when `r` is written) |
+//! | fragment limit | `sub.u32 l, 32-bit limit L, distance r` | the last offset at which `L + r * S` bytes fit |
+//! | fragment below, offset, inside | as below, offset and inside, from the fragment limit | `[a, a + L + r * S)` inside the fence, aligned to 32 |
 //!
 //! The 32-bit limit rests on two facts from outside the module: the launcher gives a fence of at
 //! most 4 GiB ([`MAX_FENCE_LEN`](super::MAX_FENCE_LEN), so the fence length less `W` fits in
@@ -50,7 +57,11 @@
 //! `r` inside that window, `K + w` at most its reach, `K` a multiple of `w` and `w` at most its
 //! alignment; a generic one `[r]` with `r` generic (an atomic's not through
 //! the local window); a named variable at a constant offset inside it and aligned passes by its
-//! declaration; a parameter load only `[P+K]` inside parameter `P`.
+//! declaration; a parameter load only `[P+K]` inside parameter `P`. A `wmma.load` or
+//! `wmma.store` of the global space needs `[a]` with `a` a fragment inside for its own line `L`
+//! and span `S` (by the checker's table of shapes, layouts and types), aligned to 32, and its
+//! stride operand the very register `r` of that fact, a multiple of 16 bytes; `wmma.mma` touches
+//! only registers.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt;

@@ -85,6 +85,15 @@
 //! many arrivals, and nothing in the process bounds a block that never makes them
 //! (`docs/RISKS.md`, "Timing"). The launcher gives the guest's `LaunchLimits::max_back_edges_per_thread`.
 //!
+//! **Tensor-core fragments.** A `.global` `wmma.load` or `wmma.store` reaches a whole fragment
+//! from one address: its lines (rows, or columns for `.col`) a stride apart. It is clamped as
+//! one access: the stride aligned to 16 bytes (what a GPU needs of it) and made 0 where the
+//! stride times the fragment's span would not fit in the fence, the offset clamped to the last
+//! place the whole fragment fits and aligned to 32 (a stride the kernel leaves out is written,
+//! as the line's length). A correct kernel's fragment lies in the fence and runs as it is. A
+//! module with one needs its fence's base aligned to 32 ([`FencedModule::base_align`]).
+//! `wmma.mma` touches only registers.
+//!
 //! **Two forms.** [`FencedModule::ptx`] clamps, for any fence the launcher gives;
 //! [`FencedModule::aligned_ptx`], the aligned form, masks each global access of `w` bytes
 //! instead (the offset `and` the fence's length less `w`, a multiple of `w`, joined to the base
@@ -109,7 +118,9 @@
 //! launcher formats ([`printf`]). What the fence refuses, by name: calls it does not inline (of
 //! a function without a body in the module, such as `vprintf` with a format [`printf`] does not
 //! rewrite; recursion; forms other than nvcc's call sequence) and the device functions' bodies they leave, textures and
-//! surfaces, tensor-core and bulk copies (`wmma`, `ldmatrix`, `cp.async.bulk`, `mbarrier`),
+//! surfaces, matrix loads and stores other than a `.global` `wmma` of the half-precision and
+//! 8-bit shapes (`ldmatrix`, `wgmma`, a `wmma` in shared memory or through a generic address),
+//! bulk copies (`cp.async.bulk`, `mbarrier`),
 //! module-scope `.global` variables it cannot place at the start of the fence (see
 //! [`FenceRefusal::ModuleGlobal`]), indirect branches, barriers whose number is not a
 //! constant, pragmas other than `nounroll`, and every instruction or modifier outside the

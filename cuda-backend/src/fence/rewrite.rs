@@ -52,6 +52,11 @@
 //! is moved exactly when one of its accesses would have been (out of the window, or
 //! misaligned).
 //!
+//! **Fragments.** A `.global` `wmma.load` or `wmma.store` is one access of its whole fragment,
+//! whose reach depends on its stride: the stride is bounded first (0 where the fragment would
+//! not fit with it), then the offset clamped against the fence's length less the fragment's
+//! reach (`Context::fragment` shows the sequence).
+//!
 //! A generic access takes the global clamp, and where the entry has a shared (or local) window
 //! and `isspacep.shared` (`isspacep.local`) says the address is there, the same clamp in that
 //! window through `cvta.to.shared`/`cvta.shared`: an address in none of the windows lands in the

@@ -8,7 +8,8 @@
 //!   result at run time.
 //! - One module per instruction family: `arith` (integer and floating-point arithmetic,
 //!   comparisons, selection), `convert` (`mov`, `cvt`, `cvta`), `memory_ops` (`ld`, `st`,
-//!   `atom`, `red` in the parameter, global and shared state spaces).
+//!   `atom`, `red` in the parameter, global and shared state spaces), `warp` (`shfl.sync`,
+//!   `vote.sync`, `wmma.mma`: a warp's threads together), `matrix` (`wmma`'s fragments).
 //! - This module: the scheduler. A block's threads run one after the other, each until it
 //!   ends (`ret`, `exit`) or reaches `bar.sync`; when every thread still running has reached
 //!   the barrier, they all go on. Blocks run in grid order. The first faulting access stops the
