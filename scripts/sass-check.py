@@ -11,7 +11,9 @@ of which the fence clamped (or proved by its declaration): the global and generi
 STG, ATOMG, RED, LD, ST, ATOM, LDGSTS) no more than the PTX's global and generic accesses and
 the flag's store; the shared ones (LDS, STS, ATOMS, LDSM, LDGSTS) no more than its shared,
 generic and cp.async accesses; the local ones (LDL, STL) no more than its local and generic
-accesses and the spills ptxas reports. A memory instruction in SASS that no PTX access accounts
+accesses and the spills ptxas reports. A `wmma.load` or `wmma.store`, which the fence clamps
+as one access of its whole fragment, accounts for one memory instruction per register of its
+fragment. A memory instruction in SASS that no PTX access accounts
 for (ptxas's own, or one the fence missed) fails the check. Prints one line per entry.
 """
 
@@ -22,7 +24,7 @@ from collections import Counter
 SASS_GLOBAL = {"LDG", "STG", "ATOMG", "RED", "LD", "ST", "ATOM", "LDGSTS"}
 SASS_SHARED = {"LDS", "STS", "ATOMS", "LDSM", "LDGSTS"}
 SASS_LOCAL = {"LDL", "STL"}
-MEMORY_PTX = re.compile(r"^\s*(?:@!?%\S+\s+)?(ld|ldu|st|atom|red|cp)\.([\w.:]+)\s")
+MEMORY_PTX = re.compile(r"^\s*(?:@!?%\S+\s+)?(ld|ldu|st|atom|red|cp|wmma)\.([\w.:]+)\s")
 
 
 def ptx_accesses(path):
@@ -39,6 +41,14 @@ def ptx_accesses(path):
         if not m or entry is None:
             continue
         opcode, modifiers = m.group(1), m.group(2).split(".")
+        # A wmma fragment's load or store, one access of the fence's, is at most one memory
+        # instruction per register of the fragment in SASS; wmma.mma touches no memory.
+        weight = 1
+        if opcode == "wmma":
+            if modifiers[0] not in ("load", "store"):
+                continue
+            fragment = re.search(r"\{([^}]*)\}", line)
+            weight = len(fragment.group(1).split(",")) if fragment else 1
         if opcode == "cp":
             if modifiers[0] == "async" and any(m in ("shared", "shared::cta") for m in modifiers[1:]):
                 counts[entry]["async"] += 1
@@ -50,10 +60,10 @@ def ptx_accesses(path):
             continue
         for space in ("global", "shared", "local", "const"):
             if space in modifiers or space + "::cta" in modifiers:
-                counts[entry][space] += 1
+                counts[entry][space] += weight
                 break
         else:
-            counts[entry]["generic"] += 1
+            counts[entry]["generic"] += weight
     return counts
 
 
