@@ -1245,7 +1245,8 @@ impl<'m> Entry<'m> {
         Ok(Some((dest.to_owned(), fact)))
     }
 
-    /// `wmma.mma` (registers only), or a `wmma.load`/`wmma.store` of the global space whose
+    /// `wmma.mma` (registers only), or a `wmma.load`/`wmma.store` of the global space (or
+    /// generic: the address is then a global one, inside the fence) whose
     /// address is proven to hold its whole fragment: `[r]` with `r` inside the fence for
     /// `line + s * span` bytes (the fragment's, by the checker's own table), aligned to 32, and
     /// the instruction's stride the register `s` of that fact, a multiple of 16 bytes.
@@ -1266,40 +1267,37 @@ impl<'m> Entry<'m> {
                 _ => Err(not_allowed()),
             };
         }
-        let [
-            verb @ ("load" | "store"),
-            which,
-            "sync",
-            "aligned",
-            layout @ ("row" | "col"),
-            shape,
-            "global",
-            ty,
-        ] = m
-        else {
-            return Err(not_allowed());
+        // Global, or generic: the fact below puts the address in the fence either way.
+        let (verb, which, layout, shape, ty) = match m {
+            [v, w, "sync", "aligned", l, shape, "global", ty] | [v, w, "sync", "aligned", l, shape, ty] => {
+                (*v, *w, *l, *shape, *ty)
+            }
+            _ => return Err(not_allowed()),
         };
-        let (rows_m, cols_n, k) = match *shape {
+        if !matches!(verb, "load" | "store") || !matches!(layout, "row" | "col") {
+            return Err(not_allowed());
+        }
+        let (rows_m, cols_n, k) = match shape {
             "m16n16k16" => (16u64, 16u64, 16u64),
             "m32n8k16" => (32, 8, 16),
             "m8n32k16" => (8, 32, 16),
             _ => return Err(not_allowed()),
         };
-        let bytes = match *ty {
+        let bytes = match ty {
             "f16" | "bf16" => 2u64,
             "s8" | "u8" => 1,
             "f32" | "s32" => 4,
             _ => return Err(not_allowed()),
         };
-        let (rows, cols) = match (*verb, *which, bytes) {
+        let (rows, cols) = match (verb, which, bytes) {
             ("load", "a", 1 | 2) => (rows_m, k),
             ("load", "b", 1 | 2) => (k, cols_n),
             ("load", "c", 2 | 4) | ("store", "d", 2 | 4) => (rows_m, cols_n),
             _ => return Err(not_allowed()),
         };
-        let (lines, along) = if *layout == "row" { (rows, cols) } else { (cols, rows) };
+        let (lines, along) = if layout == "row" { (rows, cols) } else { (cols, rows) };
         let (line, span) = (along.saturating_mul(bytes), lines.saturating_sub(1).saturating_mul(bytes));
-        let address_at = usize::from(*verb == "load");
+        let address_at = usize::from(verb == "load");
         if i.operands.len() != 3 {
             return Err(finding(i, FindingKind::Unproven));
         }

@@ -72,6 +72,9 @@ pub(super) enum Class {
 /// 16 bytes (`stride_align` elements).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) struct Fragment {
+    /// Whether its address is generic (no state space written): clamped into the fence, as a
+    /// global one, where the entry has no shared window it could mean.
+    pub(super) generic: bool,
     /// The address operand's index.
     pub(super) operand: usize,
     /// The stride operand's index, where it is written (without one the stride is the line's
@@ -93,35 +96,39 @@ pub(super) const FRAGMENT_ALIGN: u64 = super::FRAGMENT_BASE_ALIGN;
 /// `wmma.load.{a,b,c}` / `wmma.store.d` `.sync.aligned.{row,col}.shape{.ss}.type`: its
 /// fragment, or the refusal. Accepted: the three shapes of 16-element `k` (`m16n16k16`,
 /// `m32n8k16`, `m8n32k16`) with `.f16`, `.bf16`, `.s8` or `.u8` A and B and `.f16`, `.f32` or
-/// `.s32` C and D, in the global space. A fragment in shared memory or through a generic
-/// address is refused ([`FenceRefusal::MatrixMemory`]).
+/// `.s32` C and D, in the global space or through a generic address (which the rewriter
+/// refuses in an entry with a shared window). A fragment in shared memory is refused
+/// ([`FenceRefusal::MatrixMemory`]).
 fn fragment(modifiers: &[&str], operands: usize) -> Result<Class, FenceRefusal> {
     let refused = Err(FenceRefusal::MatrixMemory);
-    let [verb @ ("load" | "store"), which, "sync", "aligned", layout @ ("row" | "col"), shape, "global", ty] =
-        modifiers
-    else {
+    let (generic, parts) = match modifiers {
+        [v, w, "sync", "aligned", l, shape, "global", ty] => (false, [*v, *w, *l, *shape, *ty]),
+        [v, w, "sync", "aligned", l, shape, ty] => (true, [*v, *w, *l, *shape, *ty]),
+        _ => return refused,
+    };
+    let [verb @ ("load" | "store"), which, layout @ ("row" | "col"), shape, ty] = parts else {
         return refused;
     };
-    let store = *verb == "store";
-    let (m, n, k) = match *shape {
+    let store = verb == "store";
+    let (m, n, k) = match shape {
         "m16n16k16" => (16, 16, 16),
         "m32n8k16" => (32, 8, 16),
         "m8n32k16" => (8, 32, 16),
         _ => return refused,
     };
-    let (rows, cols, element) = match (*which, store, *ty) {
+    let (rows, cols, element) = match (which, store, ty) {
         ("a", false, "f16" | "bf16") => (m, k, 2),
         ("a", false, "s8" | "u8") => (m, k, 1),
         ("b", false, "f16" | "bf16") => (k, n, 2),
         ("b", false, "s8" | "u8") => (k, n, 1),
-        ("c", false, _) | ("d", true, _) => match *ty {
+        ("c", false, _) | ("d", true, _) => match ty {
             "f16" => (m, n, 2),
             "f32" | "s32" => (m, n, 4),
             _ => return refused,
         },
         _ => return refused,
     };
-    let (lines, line_elements) = if *layout == "row" { (rows, cols) } else { (cols, rows) };
+    let (lines, line_elements) = if layout == "row" { (rows, cols) } else { (cols, rows) };
     let (operand, stride) = match (store, operands) {
         (false, 2) => (1, None),
         (false, 3) => (1, Some(2)),
@@ -130,6 +137,7 @@ fn fragment(modifiers: &[&str], operands: usize) -> Result<Class, FenceRefusal> 
         _ => return Err(FenceRefusal::NotAllowed),
     };
     Ok(Class::Fragment(Fragment {
+        generic,
         operand,
         stride,
         line_elements,

@@ -52,7 +52,8 @@
 //! is moved exactly when one of its accesses would have been (out of the window, or
 //! misaligned).
 //!
-//! **Fragments.** A `.global` `wmma.load` or `wmma.store` is one access of its whole fragment,
+//! **Fragments.** A `wmma.load` or `wmma.store` of the global space (or through a generic
+//! address, in an entry without a shared window) is one access of its whole fragment,
 //! whose reach depends on its stride: the stride is bounded first (0 where the fragment would
 //! not fit with it), then the offset clamped against the fence's length less the fragment's
 //! reach (`Context::fragment` shows the sequence).
@@ -1576,6 +1577,11 @@ impl Context<'_> {
         out: &mut Vec<Statement>,
     ) -> Result<(), FenceError> {
         let refused = |reason| refuse(instruction.span, one_line(instruction), reason);
+        // A generic fragment is clamped into the fence: where the entry has shared memory it
+        // could mean, that would move a correct kernel's fragment.
+        if f.generic && self.shared_window {
+            return Err(refused(FenceRefusal::MatrixMemory));
+        }
         let address = instruction
             .operands
             .get(f.operand)

@@ -316,7 +316,6 @@ fn what_cannot_be_fenced_is_refused_by_name_with_its_line() {
         ("brx.idx %r1, tbl;", FenceRefusal::IndirectBranch),
         ("tex.2d.v4.f32.f32 {%f1, %f2, %f3, %f4}, [%rd1, {%f5, %f6}];", FenceRefusal::TextureOrSurface),
         ("suld.b.2d.b32.trap {%r1}, [%rd1, {%r2, %r3}];", FenceRefusal::TextureOrSurface),
-        ("wmma.load.a.sync.aligned.row.m16n16k16.f16 {%r1, %r2}, [%rd1], %r3;", FenceRefusal::MatrixMemory),
         (
             "wmma.load.a.sync.aligned.row.m16n16k16.shared.f16 {%r1, %r2}, [%rd1], %r3;",
             FenceRefusal::MatrixMemory,
@@ -1457,6 +1456,13 @@ fn a_fragment_is_clamped_whole_and_the_checker_proves_nothing_less() {
     ] {
         assert!(text.iter().any(|l| l == line), "{line} in {text:#?}");
     }
+    // A generic fragment is clamped into the fence where the entry has no shared memory it
+    // could mean; where it has, it is refused.
+    let generic = "\twmma.load.a.sync.aligned.row.m16n16k16.f16 {%r1, %r2}, [%rd1], %r3;\n";
+    assert_eq!(fenced(generic).accesses(), 1);
+    let shared = format!("\t.shared .align 16 .b8 tile[512];\n{generic}");
+    let e = refusal(&shared);
+    assert_eq!((e.line, &e.reason), (16, &FenceRefusal::MatrixMemory), "{e}");
     for (form, text) in [("clamped", module.ptx()), ("aligned", module.aligned_ptx())] {
         assert!(check(text).is_ok(), "{form}");
         let edits: Vec<(&str, String, FindingKind)> = vec![

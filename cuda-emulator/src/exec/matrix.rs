@@ -340,6 +340,18 @@ mod tests {
     /// `out + 512`), C zero, stored row-major as `f32` at `out + 1024` with a stride of
     /// `stride`: the buffer after the run, and the fault.
     fn product(stride: &str, a: &[f32], b: &[f32], store_at: u64) -> (Vec<u8>, Option<crate::memory::Fault>) {
+        let (bytes, fault) = run_with(|body| body.to_owned(), stride, a, b, store_at);
+        (bytes, fault)
+    }
+
+    /// [`product`], its body edited by `edit` first.
+    fn run_with(
+        edit: impl Fn(&str) -> String,
+        stride: &str,
+        a: &[f32],
+        b: &[f32],
+        store_at: u64,
+    ) -> (Vec<u8>, Option<crate::memory::Fault>) {
         let mut init = String::new();
         for (i, v) in a.iter().chain(b).enumerate() {
             let bits = f16::from_f32(*v).to_bits();
@@ -357,7 +369,7 @@ mod tests {
              \tadd.s64 %rd2, %out, {store_at};\n\
              \twmma.store.d.sync.aligned.row.m16n16k16.global.f32 [%rd2], {{%f2, %f3, %f4, %f5, %f6, %f7, %f8, %f9}}, {stride};\n"
         );
-        let (bytes, outcome) = run(&body, 32, 4096);
+        let (bytes, outcome) = run(&edit(&body), 32, 4096);
         (bytes, outcome.fault)
     }
 
@@ -380,6 +392,17 @@ mod tests {
             let gap = 1024 + (r * 24 + 16) * 4;
             assert!(bytes[gap..gap + 32].iter().all(|&x| x == 0), "row {r}'s gap");
         }
+    }
+
+    #[test]
+    fn generic_fragments_reach_global_memory() {
+        // The same product with every fragment's address generic (no state space written).
+        let a: Vec<f32> = (0..256).map(|i| (i % 3) as f32).collect();
+        let (global, fault) = product("16", &a, &a, 1024);
+        assert_eq!(fault, None);
+        let generic = |body: &str| body.replace(".global.f16", ".f16").replace(".global.f32", ".f32");
+        let (bytes, outcome) = run_with(generic, "16", &a, &a, 1024);
+        assert_eq!((outcome, bytes), (None, global));
     }
 
     #[test]
