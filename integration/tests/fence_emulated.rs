@@ -7,8 +7,10 @@
 //! (docs/performance.md). The attack kernels (`cuda-backend/kernels/attacks/`: each a way an
 //! earlier fence let a kernel out) stay inside or are refused; random kernels with loads and
 //! stores in every state space at random addresses, straight-line and branching, never reach
-//! outside their windows or fault; and random loop nests with a random budget stop each thread
-//! exactly where a model of the budget says.
+//! outside their windows or fault; random `wmma` fragments at random offsets with random
+//! strides in fences of random lengths stay inside, set the flag exactly where a model of the
+//! fragment's clamp says, and otherwise store what they store unfenced; and random loop nests
+//! with a random budget stop each thread exactly where a model of the budget says.
 
 #![allow(unsafe_code)] // the emulated driver's C entry points, each call with its `// SAFETY:`
 
@@ -954,6 +956,133 @@ mod property {
                 prop_assert_eq!(flagged, 1);
             } else if each.iter().all(|m| *m == Some(false)) {
                 prop_assert_eq!(flagged, 0);
+            }
+        }
+    }
+
+    /// A `wmma` fragment's geometry: shape (`m`, `n`) for an `f32` accumulator, and layout.
+    #[derive(Debug, Clone, Copy)]
+    struct Geometry {
+        shape: (&'static str, u64, u64),
+        row: bool,
+    }
+
+    impl Geometry {
+        /// Lines, and each line's elements.
+        fn lines(self) -> (u64, u64) {
+            let (_, m, n) = self.shape;
+            if self.row { (m, n) } else { (n, m) }
+        }
+
+        fn form(self) -> String {
+            format!("{}.{}", if self.row { "row" } else { "col" }, self.shape.0)
+        }
+    }
+
+    /// Offsets: on 16-byte steps (half of them a fragment's alignment), anywhere in the first
+    /// 4 KiB, or anything.
+    fn offset() -> impl Strategy<Value = u64> {
+        prop_oneof![(0u64..256).prop_map(|i| i * 16), 0u64..4096, any::<u64>()]
+    }
+
+    /// Strides in elements: whole 16 bytes of `f32`s, 0, small, or anything.
+    fn stride() -> impl Strategy<Value = u32> {
+        prop_oneof![(0u32..64).prop_map(|i| i * 4), Just(0), 0u32..300, any::<u32>()]
+    }
+
+    fn geometry() -> impl Strategy<Value = Geometry> {
+        let shapes =
+            prop_oneof![Just(("m16n16k16", 16, 16)), Just(("m32n8k16", 32, 8)), Just(("m8n32k16", 8, 32))];
+        (shapes, any::<bool>()).prop_map(|(shape, row)| Geometry { shape, row })
+    }
+
+    /// The fence's clamp of an `f32` fragment of `g` at offset `o` with stride `s` in a fence of
+    /// `len` bytes, as the rewriter writes it: the offset and stride it runs at, and whether it
+    /// was moved.
+    fn clamp(g: Geometry, o: u64, s: u32, len: u64) -> (u64, u64, bool) {
+        let (lines, along) = g.lines();
+        let (line, span) = (along * 4, (lines - 1) * 4);
+        let aligned = u64::from(s & !3);
+        let stride = if aligned * span > len - line { 0 } else { aligned };
+        let limit = len - line - stride * span;
+        let u = o & 0xffff_ffff;
+        let k = u.min(limit) & !31;
+        (k, stride, k != u || stride != u64::from(s))
+    }
+
+    /// A warp loads an `f32` C fragment at parameter `c` with stride `cs` and stores it as D at
+    /// `d` with stride `ds`.
+    fn fragment_kernel(from: Geometry, to: Geometry) -> String {
+        let regs = "{%f1, %f2, %f3, %f4, %f5, %f6, %f7, %f8}";
+        format!(
+            ".version 7.8\n.target sm_90\n.address_size 64\n.visible .entry k(\n\t.param .u64 c,\n\t.param .u32 cs,\n\
+             \t.param .u64 d,\n\t.param .u32 ds\n)\n{{\n\t.reg .b64 %rd<3>;\n\t.reg .b32 %r<3>;\n\t.reg .f32 %f<9>;\n\
+             \tld.param.u64 %rd1, [c];\n\tld.param.u32 %r1, [cs];\n\tld.param.u64 %rd2, [d];\n\tld.param.u32 %r2, [ds];\n\
+             \twmma.load.c.sync.aligned.{}.global.f32 {regs}, [%rd1], %r1;\n\
+             \twmma.store.d.sync.aligned.{}.global.f32 [%rd2], {regs}, %r2;\n\tret;\n}}\n",
+            from.form(),
+            to.form()
+        )
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 128, ..ProptestConfig::default() })]
+
+        /// A warp's `wmma` fragments at random offsets with random strides in fences of random
+        /// lengths, fenced: nothing outside the fence changes, nothing faults (a fragment's
+        /// address aligned to 32 and its stride to 16 bytes, as a GPU needs), the flag says
+        /// whether the fence moved a fragment or changed its stride (as a model of the clamp
+        /// says), and an unmoved launch stores what the same kernel stores unfenced.
+        #[test]
+        fn random_fragments_never_leave_the_fence(
+            from in geometry(),
+            to in geometry(),
+            c in offset(),
+            d in offset(),
+            cs in stride(),
+            ds in stride(),
+            len in prop_oneof![Just(256u64), Just(1024), Just(4096), (16u64..512).prop_map(|i| i * 16)],
+        ) {
+            let session = session();
+            let ptx = fragment_kernel(from, to);
+            let fenced = fence_ptx(&ptx).unwrap();
+            prop_assert_eq!(fenced.base_align(), 32);
+            let total = (2 * GUARD) as u64 + len;
+            // Each launch in its own allocation, filled with a pattern: the fence at 256 bytes
+            // past a multiple of 256 (the emulator's allocations are aligned to 256).
+            let pattern: Vec<u8> = (0..total).map(|i| (i * 7 % 251) as u8).collect();
+            let launch = |module: &str| {
+                let whole = alloc(total as usize).unwrap();
+                assert_eq!(upload(whole, &pattern), CUDA_SUCCESS);
+                (whole, function(load(module), "k").unwrap())
+            };
+            let flag = alloc(4).unwrap();
+            assert_eq!(upload(flag, &[0; 4]), CUDA_SUCCESS);
+            let mut params = vec![c.to_le_bytes().to_vec(), cs.to_le_bytes().to_vec(), d.to_le_bytes().to_vec(), ds.to_le_bytes().to_vec()];
+            let (whole, f) = launch(fenced.ptx());
+            let base = whole + GUARD as u64;
+            params.extend(fence_params(base, len, flag));
+            prop_assert_eq!(launch_with(f, [1, 1, 1], [32, 1, 1], 0, &mut params), CUDA_SUCCESS);
+            prop_assert_eq!(control::sticky_error(session.ordinal), 0, "no fault");
+            let mut bytes = vec![0u8; total as usize];
+            prop_assert_eq!(download(whole, &mut bytes), CUDA_SUCCESS);
+            let (below, rest) = bytes.split_at(GUARD as usize);
+            let above = &rest[len as usize..];
+            prop_assert!(below == &pattern[..GUARD as usize], "the guard below is untouched");
+            prop_assert!(above == &pattern[(GUARD as u64 + len) as usize..], "the guard above is untouched");
+            let (_, _, load_moved) = clamp(from, c, cs, len);
+            let (_, _, store_moved) = clamp(to, d, ds, len);
+            prop_assert_eq!(read_u32(flag), u32::from(load_moved || store_moved));
+            if !load_moved && !store_moved {
+                // Unfenced, in an allocation of its own, each offset from where the fence was:
+                // the same bytes.
+                let (other, f) = launch(&ptx);
+                let at = other + GUARD as u64;
+                let mut plain = vec![(at + c).to_le_bytes().to_vec(), cs.to_le_bytes().to_vec(), (at + d).to_le_bytes().to_vec(), ds.to_le_bytes().to_vec()];
+                prop_assert_eq!(launch_with(f, [1, 1, 1], [32, 1, 1], 0, &mut plain), CUDA_SUCCESS);
+                let mut unfenced = vec![0u8; total as usize];
+                prop_assert_eq!(download(other, &mut unfenced), CUDA_SUCCESS);
+                prop_assert!(unfenced == bytes, "fenced and unfenced differ");
             }
         }
     }
