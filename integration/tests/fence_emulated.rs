@@ -235,6 +235,78 @@ fn accesses_outside_the_fence_land_inside_it_and_set_the_flag() {
     assert_eq!(read_u32(flag), 0);
 }
 
+/// A warp that stages a 16x16 `f16` tile in shared memory and multiplies it by itself with
+/// `wmma` fragments loaded from there, at `skew` bytes into the tile (written by hand: nvcc
+/// writes this form for a `__shared__` tile).
+fn shared_tile_kernel() -> String {
+    let a = "{%r7, %r8, %r9, %r10, %r11, %r12, %r13, %r14}";
+    let b = "{%r15, %r16, %r17, %r18, %r19, %r20, %r21, %r22}";
+    let d = "{%f2, %f3, %f4, %f5, %f6, %f7, %f8, %f9}";
+    format!(
+        ".version 7.8\n.target sm_90\n.address_size 64\n.visible .entry tile_square(\n\t.param .u64 a,\n\
+         \t.param .u64 out,\n\t.param .u64 skew\n)\n{{\n\t.shared .align 32 .b8 tile[512];\n\t.reg .b64 %rd<9>;\n\
+         \t.reg .b32 %r<23>;\n\t.reg .f32 %f<10>;\n\tld.param.u64 %rd1, [a];\n\tld.param.u64 %rd2, [out];\n\
+         \tld.param.u64 %rd8, [skew];\n\tmov.u32 %r1, %tid.x;\n\tmul.wide.u32 %rd3, %r1, 16;\n\tadd.s64 %rd4, %rd1, %rd3;\n\
+         \tld.global.v4.u32 {{%r2, %r3, %r4, %r5}}, [%rd4];\n\tmov.u64 %rd5, tile;\n\tadd.s64 %rd6, %rd5, %rd3;\n\
+         \tst.shared.v4.u32 [%rd6], {{%r2, %r3, %r4, %r5}};\n\tbar.sync 0;\n\tadd.s64 %rd7, %rd5, %rd8;\n\tmov.u32 %r6, 16;\n\
+         \twmma.load.a.sync.aligned.row.m16n16k16.shared.f16 {a}, [%rd7], %r6;\n\
+         \twmma.load.b.sync.aligned.col.m16n16k16.shared.f16 {b}, [%rd5], %r6;\n\tmov.f32 %f1, 0f00000000;\n\
+         \twmma.mma.sync.aligned.row.col.m16n16k16.f32.f32 {d}, {a}, {b}, {{%f1, %f1, %f1, %f1, %f1, %f1, %f1, %f1}};\n\
+         \twmma.store.d.sync.aligned.row.m16n16k16.global.f32 [%rd2], {d}, %r6;\n\tret;\n}}\n"
+    )
+}
+
+/// A `wmma` tile in shared memory, fenced: at its place, the same bytes as unfenced with the
+/// flag clear; loaded from 4 KiB past the tile, clamped into the shared window (no fault, the
+/// flag set), where unfenced it faults.
+#[test]
+fn a_shared_fragment_stays_in_the_shared_window() {
+    let session = session();
+    let ptx = shared_tile_kernel();
+    let fenced = fence_ptx(&ptx).unwrap();
+    assert_eq!(fenced.accesses(), 5);
+    let ones: Vec<u8> =
+        (0..256).flat_map(|i| half::f16::from_f32((i % 5) as f32 - 2.0).to_le_bytes()).collect();
+    let launch = |module: &str, skew: u64, fenced: bool| {
+        let (offsets, len) = layout(&[512, 1024]);
+        let arena = alloc(len).unwrap();
+        let flag = alloc(4).unwrap();
+        assert_eq!(upload(flag, &[0; 4]), CUDA_SUCCESS);
+        assert_eq!(upload(arena, &ones), CUDA_SUCCESS);
+        let start = if fenced { 0 } else { arena };
+        let mut params: Vec<Vec<u8>> =
+            offsets.iter().map(|&o| (start + o as u64).to_le_bytes().to_vec()).collect();
+        params.push(skew.to_le_bytes().to_vec());
+        if fenced {
+            params.extend(fence_params(arena, len as u64, flag));
+        }
+        let f = function(load(module), "tile_square").unwrap();
+        // A fault shows at the launch or at the next call that waits for it.
+        let mut bytes = vec![0u8; len];
+        match launch_with(f, [1, 1, 1], [32, 1, 1], 0, &mut params) {
+            CUDA_SUCCESS => match download(arena, &mut bytes) {
+                CUDA_SUCCESS => (CUDA_SUCCESS, bytes, read_u32(flag)),
+                fault => (fault, bytes, 0),
+            },
+            fault => (fault, bytes, 0),
+        }
+    };
+    let (result, plain, _) = launch(&ptx, 0, false);
+    assert_eq!(result, CUDA_SUCCESS);
+    let (result, with_fence, flag) = launch(fenced.ptx(), 0, true);
+    assert_eq!((result, flag), (CUDA_SUCCESS, 0));
+    assert!(plain == with_fence, "fenced and unfenced differ");
+    // D = A x A^T over the tile's own values: element (0, 0) is the sum of A's first row squared.
+    let first: f32 = (0..16).map(|k| ((k % 5) as f32 - 2.0).powi(2)).sum();
+    assert_eq!(f32::from_le_bytes(with_fence[512..516].try_into().unwrap()), first);
+    let (result, _, flag) = launch(fenced.ptx(), 4096, true);
+    assert_eq!((result, flag), (CUDA_SUCCESS, FLAG_REACHED_OUT));
+    assert_eq!(control::sticky_error(session.ordinal), 0, "no fault");
+    // Unfenced, the fragment 4 KiB past the tile is past the block's shared memory.
+    let (result, _, _) = launch(&ptx, 4096, false);
+    assert_ne!(result, CUDA_SUCCESS);
+}
+
 /// histogram's atomics, fenced, with `bins` at the fence's last 16 bytes: every increment past
 /// the end lands inside the fence (no fault, nothing outside), and the flag is set.
 #[test]

@@ -42,11 +42,11 @@
 //! | mask | `or.b32 r, lane, x`, with `lane` from `mov.u32 lane, %lanemask_eq` | a member mask that holds the executing thread |
 //! | multiple | `and.b32 r, x, -A` | a multiple of `A` |
 //! | product `s` | `mul.wide.u32 r, s, S`, `s` a multiple | `s * S`, exact (dies when `s` is written) |
-//! | over `s` | `setp.gt.u64 p, product s, limit L` (the fence's, widened by `cvt.u64.u32` of a 32-bit limit) | whether `s * S > len - L` |
+//! | over `s` | `setp.gt.u64 p, product s, limit L` (the fence's or the shared window's, widened by `cvt.u64.u32` of a 32-bit limit) | whether `s * S > len - L` |
 //! | stride | `selp.b32 r, 0, s, over s` | `r * S <= len - L`, a multiple of `A` |
 //! | distance `r` | `mul.lo.u32 d, r, S`, `r` a stride | `r * S`, exact (facts from here on die when `r` is written) |
 //! | fragment limit | `sub.u32 l, 32-bit limit L, distance r` | the last offset at which `L + r * S` bytes fit |
-//! | fragment below, offset, inside | as below, offset and inside, from the fragment limit | `[a, a + L + r * S)` inside the fence, aligned to 32 |
+//! | fragment below, offset, inside | as below, offset and inside, from the fragment limit (joined to the window's base) | `[a, a + L + r * S)` inside the window, aligned to 32 where the window's base is (the fence's; a shared window's whose variables are all aligned to 32) |
 //!
 //! The 32-bit limit rests on two facts from outside the module: the launcher gives a fence of at
 //! most 4 GiB ([`MAX_FENCE_LEN`](super::MAX_FENCE_LEN), so the fence length less `W` fits in
@@ -58,7 +58,8 @@
 //! alignment; a generic one `[r]` with `r` generic (an atomic's not through
 //! the local window); a named variable at a constant offset inside it and aligned passes by its
 //! declaration; a parameter load only `[P+K]` inside parameter `P`. A `wmma.load` or
-//! `wmma.store` of the global space needs `[a]` with `a` a fragment inside for its own line `L`
+//! `wmma.store` of the global (or generic) or shared space needs `[a]` with `a` a fragment
+//! inside that window for its own line `L`
 //! and span `S` (by the checker's table of shapes, layouts and types), aligned to 32, and its
 //! stride operand the very register `r` of that fact, a multiple of 16 bytes; `wmma.mma` touches
 //! only registers.
@@ -268,15 +269,20 @@ enum Fact {
         align: u64,
         of: String,
     },
-    /// A predicate: whether `of * span > len - line`, `of` a multiple of `align`.
+    /// A predicate: whether `of * span > len - line`, `of` a multiple of `align`, `len` the
+    /// length of window `win` (whose base is `base`, none for the fence).
     Over {
+        win: Win,
+        base: Option<String>,
         line: u64,
         span: u64,
         align: u64,
         of: String,
     },
-    /// A stride `s` with `s * span <= len - line`, a multiple of `align`.
+    /// A stride `s` with `s * span <= len - line`, a multiple of `align` (`len` as in `Over`).
     Stride {
+        win: Win,
+        base: Option<String>,
         line: u64,
         span: u64,
         align: u64,
@@ -288,10 +294,13 @@ enum Fact {
 /// What is known of a fragment clamp's register whose meaning depends on the stride register
 /// `stride` (the fact dies when `stride` is written), for a fragment of lines of `line` bytes,
 /// its last line `span` bytes per element of stride from its first, so reaching
-/// `line + stride * span` bytes; `align` the stride's alignment in elements.
+/// `line + stride * span` bytes; `align` the stride's alignment in elements; in window `win`,
+/// whose base is the register `base` (none for the fence).
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct Strided {
     step: StridedStep,
+    win: Win,
+    base: Option<String>,
     line: u64,
     span: u64,
     align: u64,
@@ -999,31 +1008,35 @@ impl<'m> Entry<'m> {
                 _ => None,
             },
             ("setp", ["gt", "u64"], 3) if pred => match (f(1), f(2)) {
-                (
-                    Some(Fact::Product { span, align, of }),
-                    Some(Fact::Limit { win: Win::Global, reach, base: None }),
-                ) => Some(Fact::Over { line: reach, span, align, of }),
+                (Some(Fact::Product { span, align, of }), Some(Fact::Limit { win, reach, base }))
+                    if matches!(win, Win::Global | Win::Shared) =>
+                {
+                    Some(Fact::Over { win, base, line: reach, span, align, of })
+                }
                 _ => None,
             },
             ("selp", ["b32"], 4) if narrow => match (int(1), reg_name(2), f(3)) {
-                (Some(0), Some(x), Some(Fact::Over { line, span, align, of })) if x == of => {
-                    Some(Fact::Stride { line, span, align })
+                (Some(0), Some(x), Some(Fact::Over { win, base, line, span, align, of })) if x == of => {
+                    Some(Fact::Stride { win, base, line, span, align })
                 }
                 _ => None,
             },
             ("mul", ["lo", "u32"], 3) if narrow => match (f(1), int(2), reg_name(1)) {
-                (Some(Fact::Stride { line, span, align }), Some(k), Some(stride))
+                (Some(Fact::Stride { win, base, line, span, align }), Some(k), Some(stride))
                     if k == i128::from(span) =>
                 {
-                    Some(Fact::Strided(Strided { step: StridedStep::Distance, line, span, align, stride }))
+                    let step = StridedStep::Distance;
+                    Some(Fact::Strided(Strided { step, win, base, line, span, align, stride }))
                 }
                 _ => None,
             },
             ("sub", ["u32"], 3) if narrow => match (f(1), f(2)) {
                 (
-                    Some(Fact::Limit32 { win: Win::Global, reach, base: None }),
+                    Some(Fact::Limit32 { win, reach, base }),
                     Some(Fact::Strided(s @ Strided { step: StridedStep::Distance, .. })),
-                ) if s.line == reach => Some(Fact::Strided(Strided { step: StridedStep::Limit, ..s })),
+                ) if s.line == reach && s.win == win && s.base == base => {
+                    Some(Fact::Strided(Strided { step: StridedStep::Limit, ..s }))
+                }
                 _ => None,
             },
             ("min", ["u32"], 3) if narrow && matches!(f(2), Some(Fact::Strided(_))) => match f(2) {
@@ -1045,24 +1058,28 @@ impl<'m> Entry<'m> {
                     _ => None,
                 }
             }
-            // `k + b` or `k | b` for the fence base `b`: inside as a clamped offset is.
+            // `k + b` for the window's base `b` (the fence base, or the very register the limit
+            // was computed from), or `k | b` for the fence base: inside as a clamped offset is.
             ("add", ["u64"], 3) | ("or", ["b64"], 3)
                 if wide
                     && (matches!(f(1), Some(Fact::Strided(_))) || matches!(f(2), Some(Fact::Strided(_)))) =>
             {
-                match (f(1), f(2)) {
-                    (
-                        Some(Fact::Strided(
-                            s @ Strided { step: StridedStep::Below { align, wide: true }, .. },
-                        )),
-                        Some(Fact::FenceBase),
-                    )
-                    | (
-                        Some(Fact::FenceBase),
-                        Some(Fact::Strided(
-                            s @ Strided { step: StridedStep::Below { align, wide: true }, .. },
-                        )),
-                    ) => Some(Fact::Strided(Strided { step: StridedStep::Inside { align }, ..s })),
+                let (other, s) = match (f(1), f(2)) {
+                    (Some(Fact::Strided(s)), _) => (2, s),
+                    (_, Some(Fact::Strided(s))) => (1, s),
+                    _ => return Ok(Some((dest.to_owned(), None))),
+                };
+                let base_ok = match (&s.base, s.win) {
+                    (None, Win::Global) => f(other) == Some(Fact::FenceBase),
+                    (Some(b), Win::Shared) => {
+                        i.opcode == "add" && reg_name(other).as_deref() == Some(b.as_str())
+                    }
+                    _ => false,
+                };
+                match s.step {
+                    StridedStep::Below { align, wide: true } if base_ok => {
+                        Some(Fact::Strided(Strided { step: StridedStep::Inside { align }, ..s }))
+                    }
                     _ => None,
                 }
             }
@@ -1267,10 +1284,14 @@ impl<'m> Entry<'m> {
                 _ => Err(not_allowed()),
             };
         }
-        // Global, or generic: the fact below puts the address in the fence either way.
-        let (verb, which, layout, shape, ty) = match m {
+        // Global, or generic (the fact below puts the address in the fence either way), or
+        // shared.
+        let (verb, which, layout, shape, ty, win) = match m {
             [v, w, "sync", "aligned", l, shape, "global", ty] | [v, w, "sync", "aligned", l, shape, ty] => {
-                (*v, *w, *l, *shape, *ty)
+                (*v, *w, *l, *shape, *ty, Win::Global)
+            }
+            [v, w, "sync", "aligned", l, shape, "shared" | "shared::cta", ty] => {
+                (*v, *w, *l, *shape, *ty, Win::Shared)
             }
             _ => return Err(not_allowed()),
         };
@@ -1308,10 +1329,12 @@ impl<'m> Entry<'m> {
                 AddressBase::Register(r) => matches!(
                     self.fact(r),
                     Some(Fact::Strided(s)) if s.step == (StridedStep::Inside { align: 32 })
+                        && s.win == win
                         && s.line == line
                         && s.span == span
                         && s.stride == stride.name
                         && s.align.saturating_mul(bytes).is_multiple_of(16)
+                        && self.base_aligned_to_32(s.base.as_deref())
                 ),
                 _ => false,
             },
@@ -1322,6 +1345,18 @@ impl<'m> Entry<'m> {
         }
         report.clamped = report.clamped.saturating_add(1);
         Ok(())
+    }
+
+    /// Whether a fragment's window base is aligned to 32: the fence's, which the launcher aligns
+    /// so for a module with a fragment; a shared window's, where every variable its low is the
+    /// lowest of is.
+    fn base_aligned_to_32(&self, base: Option<&str>) -> bool {
+        let Some(base) = base else { return true };
+        let vars = match self.fact(base).and_then(low) {
+            Some((Win::Shared, vars)) => vars,
+            _ => return false,
+        };
+        vars.iter().all(|v| self.variables.get(v.as_str()).is_some_and(|v| v.alignment() >= 32))
     }
 
     /// `mov.u64 r, V`'s fact: `V` a variable of a window, aligned to 16.

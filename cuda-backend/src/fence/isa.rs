@@ -72,9 +72,10 @@ pub(super) enum Class {
 /// 16 bytes (`stride_align` elements).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) struct Fragment {
-    /// Whether its address is generic (no state space written): clamped into the fence, as a
-    /// global one, where the entry has no shared window it could mean.
-    pub(super) generic: bool,
+    /// The state space its address reaches: global, shared, or generic (no space written:
+    /// clamped into the fence, as a global one, where the entry has no shared window it could
+    /// mean).
+    pub(super) space: Space,
     /// The address operand's index.
     pub(super) operand: usize,
     /// The stride operand's index, where it is written (without one the stride is the line's
@@ -96,14 +97,18 @@ pub(super) const FRAGMENT_ALIGN: u64 = super::FRAGMENT_BASE_ALIGN;
 /// `wmma.load.{a,b,c}` / `wmma.store.d` `.sync.aligned.{row,col}.shape{.ss}.type`: its
 /// fragment, or the refusal. Accepted: the three shapes of 16-element `k` (`m16n16k16`,
 /// `m32n8k16`, `m8n32k16`) with `.f16`, `.bf16`, `.s8` or `.u8` A and B and `.f16`, `.f32` or
-/// `.s32` C and D, in the global space or through a generic address (which the rewriter
-/// refuses in an entry with a shared window). A fragment in shared memory is refused
-/// ([`FenceRefusal::MatrixMemory`]).
+/// `.s32` C and D, in the global or shared space or through a generic address (which the
+/// rewriter refuses in an entry with a shared window).
 fn fragment(modifiers: &[&str], operands: usize) -> Result<Class, FenceRefusal> {
     let refused = Err(FenceRefusal::MatrixMemory);
-    let (generic, parts) = match modifiers {
-        [v, w, "sync", "aligned", l, shape, "global", ty] => (false, [*v, *w, *l, *shape, *ty]),
-        [v, w, "sync", "aligned", l, shape, ty] => (true, [*v, *w, *l, *shape, *ty]),
+    let (space, parts) = match modifiers {
+        [v, w, "sync", "aligned", l, shape, "global", ty] => (Space::Global, [*v, *w, *l, *shape, *ty]),
+        [v, w, "sync", "aligned", l, shape, "shared" | "shared::cta", ty] => {
+            (Space::Shared, [*v, *w, *l, *shape, *ty])
+        }
+        [v, w, "sync", "aligned", l, shape, ty] => {
+            (Space::Generic { local: false }, [*v, *w, *l, *shape, *ty])
+        }
         _ => return refused,
     };
     let [verb @ ("load" | "store"), which, layout @ ("row" | "col"), shape, ty] = parts else {
@@ -137,7 +142,7 @@ fn fragment(modifiers: &[&str], operands: usize) -> Result<Class, FenceRefusal> 
         _ => return Err(FenceRefusal::NotAllowed),
     };
     Ok(Class::Fragment(Fragment {
-        generic,
+        space,
         operand,
         stride,
         line_elements,

@@ -52,8 +52,9 @@
 //! is moved exactly when one of its accesses would have been (out of the window, or
 //! misaligned).
 //!
-//! **Fragments.** A `wmma.load` or `wmma.store` of the global space (or through a generic
-//! address, in an entry without a shared window) is one access of its whole fragment,
+//! **Fragments.** A `wmma.load` or `wmma.store` of the global or shared space (or through a
+//! generic address, in an entry without a shared window: into the fence) is one access of its
+//! whole fragment in its window,
 //! whose reach depends on its stride: the stride is bounded first (0 where the fragment would
 //! not fit with it), then the offset clamped against the fence's length less the fragment's
 //! reach (`Context::fragment` shows the sequence).
@@ -260,6 +261,7 @@ pub(super) fn rewrite(mut module: Module, aligned: bool) -> Result<Rewritten, Fe
     if module.address_size != Some(64) {
         return Err(refuse(Span::default(), "", FenceRefusal::AddressSize));
     }
+    let shared_align = shared_alignment(&module);
     let mut scope = ModuleScope { variables: HashMap::new(), functions: BTreeSet::new() };
     for item in &mut module.items {
         match item {
@@ -282,8 +284,10 @@ pub(super) fn rewrite(mut module: Module, aligned: bool) -> Result<Rewritten, Fe
                         if !dynamic && v.size().is_none() {
                             return Err(refuse(v.span, v.to_string(), FenceRefusal::NotAllowed));
                         }
-                        // Every variable of a window is aligned to 16, so the window's start is.
-                        v.align = Some(v.align.unwrap_or(1).max(WINDOW_ALIGN));
+                        // Every variable of a window is aligned to 16, so the window's start is
+                        // (shared ones to 32 where a fragment is loaded or stored there).
+                        let align = if v.space == StateSpace::Shared { shared_align } else { WINDOW_ALIGN };
+                        v.align = Some(v.align.unwrap_or(1).max(align));
                     }
                     _ => return Err(refuse(v.span, v.to_string(), FenceRefusal::NotAllowed)),
                 }
@@ -325,7 +329,7 @@ pub(super) fn rewrite(mut module: Module, aligned: bool) -> Result<Rewritten, Fe
     for item in module.items {
         match item {
             Item::Function(mut f) if f.kind == FunctionKind::Entry => {
-                let entry = EntryRewriter::new(&f, &scope, aligned)?;
+                let entry = EntryRewriter::new(&f, &scope, aligned, shared_align)?;
                 let (body, stats) = entry.rewrite(&f)?;
                 const_pad |= stats.const_pad;
                 out.clamped = out.clamped.saturating_add(stats.clamped);
@@ -361,24 +365,48 @@ pub(super) fn rewrite(mut module: Module, aligned: bool) -> Result<Rewritten, Fe
             .iter()
             .position(|i| matches!(i, Item::Function(_)))
             .unwrap_or(out.module.items.len());
-        out.module.items.insert(at, Item::Variable(pad(StateSpace::Const, "__kargs_const_pad")));
+        out.module.items.insert(
+            at,
+            Item::Variable(pad(
+                StateSpace::Const,
+                "__kargs_const_pad",
+                WINDOW_ALIGN,
+                u64::from(WINDOW_ALIGN),
+            )),
+        );
     }
     Ok(out)
 }
 
 /// A 16-byte variable that gives a window its minimum length.
-fn pad(space: StateSpace, name: &str) -> Variable {
+fn pad(space: StateSpace, name: &str, align: u32, len: u64) -> Variable {
     Variable {
         span: Span::default(),
         linkage: None,
         space,
-        align: Some(WINDOW_ALIGN),
+        align: Some(align),
         vector: None,
         ty: Type::B8,
         name: name.to_owned(),
-        dims: vec![Some(u64::from(WINDOW_ALIGN))],
+        dims: vec![Some(len)],
         init: None,
     }
+}
+
+/// The alignment of the module's shared variables: 16, or 32 where an entry loads or stores a
+/// `wmma` fragment in shared memory (the fence clamps its address to a multiple of 32 from the
+/// shared window's start, the lowest of them).
+fn shared_alignment(module: &Module) -> u32 {
+    let mut fragment = false;
+    for item in &module.items {
+        if let Item::Function(Function { body: Some(body), .. }) = item {
+            super::body::for_each_instruction(body, &mut |i| {
+                fragment |=
+                    i.opcode == "wmma" && i.modifiers.iter().any(|m| m == "shared" || m == "shared::cta");
+            });
+        }
+    }
+    if fragment { super::FRAGMENT_BASE_ALIGN as u32 } else { WINDOW_ALIGN }
 }
 
 /// What rewriting one entry counted.
@@ -401,6 +429,10 @@ struct EntryRewriter<'m> {
     windows: BTreeMap<Window, BTreeSet<u64>>,
     /// Whether the entry has a `wmma` fragment to clamp (`isa::Fragment`).
     fragments: bool,
+    /// The alignment of shared variables (`shared_alignment`).
+    shared_align: u32,
+    /// The longest line of a fragment in shared memory: the shared window is at least this long.
+    shared_line: u64,
     /// Register types by name at each instruction: resolved per instruction in `rewrite`.
     params: HashMap<String, u64>,
     /// The aligned form: a fence whose length is a power of two and whose base is aligned to
@@ -409,7 +441,12 @@ struct EntryRewriter<'m> {
 }
 
 impl<'m> EntryRewriter<'m> {
-    fn new(f: &Function, module: &'m ModuleScope, aligned: bool) -> Result<EntryRewriter<'m>, FenceError> {
+    fn new(
+        f: &Function,
+        module: &'m ModuleScope,
+        aligned: bool,
+        shared_align: u32,
+    ) -> Result<EntryRewriter<'m>, FenceError> {
         let mut params = HashMap::new();
         for p in &f.params {
             if reserved(&p.name) {
@@ -424,12 +461,22 @@ impl<'m> EntryRewriter<'m> {
                     && matches!(v.space, StateSpace::Shared | StateSpace::Local)
                 {
                     let mut v = v.clone();
-                    v.align = Some(v.align.unwrap_or(1).max(WINDOW_ALIGN));
+                    let align = if v.space == StateSpace::Shared { shared_align } else { WINDOW_ALIGN };
+                    v.align = Some(v.align.unwrap_or(1).max(align));
                     own.insert(v.name.clone(), v);
                 }
             }
         }
-        Ok(EntryRewriter { module, own, windows: BTreeMap::new(), fragments: false, params, aligned })
+        Ok(EntryRewriter {
+            module,
+            own,
+            windows: BTreeMap::new(),
+            fragments: false,
+            shared_align,
+            shared_line: 0,
+            params,
+            aligned,
+        })
     }
 
     fn variable(&self, name: &str) -> Option<&Variable> {
@@ -567,7 +614,13 @@ impl<'m> EntryRewriter<'m> {
                     }
                 }
                 Class::Fragment(fragment) => {
-                    self.windows.entry(Window::Global).or_default().insert(fragment.line_bytes);
+                    let window = if fragment.space == Space::Shared {
+                        self.shared_line = self.shared_line.max(fragment.line_bytes);
+                        Window::Shared
+                    } else {
+                        Window::Global
+                    };
+                    self.windows.entry(window).or_default().insert(fragment.line_bytes);
                     self.fragments = true;
                     stats.clamped = stats.clamped.saturating_add(1);
                     stats.fragments = stats.fragments.saturating_add(1);
@@ -630,7 +683,8 @@ impl<'m> EntryRewriter<'m> {
             .map(|window| {
                 let members = self.members(window, &referenced, &own_variables);
                 let longest = members.iter().filter_map(|(_, size)| *size).max().unwrap_or(0);
-                (window, longest.max(u64::from(WINDOW_ALIGN)))
+                let shortest = if window == Window::Shared { self.shared_line } else { 0 };
+                (window, longest.max(u64::from(WINDOW_ALIGN)).max(shortest))
             })
             .collect();
         let min_len = |window: Window| match window {
@@ -1023,7 +1077,13 @@ impl EntryRewriter<'_> {
                 _ => {
                     let space = window.space();
                     let mut members = self.members(*window, referenced, own);
-                    if !members.iter().any(|(_, size)| size.is_some_and(|s| s >= u64::from(WINDOW_ALIGN))) {
+                    // At least 16 bytes, and a shared fragment's line.
+                    let shortest = if *window == Window::Shared {
+                        self.shared_line.max(u64::from(WINDOW_ALIGN))
+                    } else {
+                        u64::from(WINDOW_ALIGN)
+                    };
+                    if !members.iter().any(|(_, size)| size.is_some_and(|s| s >= shortest)) {
                         let name = match window {
                             Window::Shared => "__kargs_shared_pad",
                             Window::Local => "__kargs_local_pad",
@@ -1032,9 +1092,11 @@ impl EntryRewriter<'_> {
                         if *window == Window::Const {
                             const_pad = true;
                         } else {
-                            pads.push(pad(space, name));
+                            let align =
+                                if *window == Window::Shared { self.shared_align } else { WINDOW_ALIGN };
+                            pads.push(pad(space, name, align, shortest));
                         }
-                        members.insert(0, (name.to_owned(), Some(u64::from(WINDOW_ALIGN))));
+                        members.insert(0, (name.to_owned(), Some(shortest)));
                     }
                     // Static members first: the base starts at one of them.
                     members.sort_by_key(|(_, size)| size.is_none());
@@ -1542,9 +1604,11 @@ impl Context<'_> {
         names::E.to_owned()
     }
 
-    /// A `wmma.load` or `wmma.store` whose fragment is clamped whole into the fence: its
-    /// stride bounded so that the fragment fits in the fence and aligned to 16 bytes, its
-    /// address clamped to the last offset the fragment fits at, aligned to 32 bytes.
+    /// A `wmma.load` or `wmma.store` whose fragment is clamped whole into its window (the fence,
+    /// or the shared window for one in shared memory, whose offsets are taken from its base
+    /// first, as any shared access's are): its stride bounded so that the fragment fits in the
+    /// window and aligned to 16 bytes, its address clamped to the last offset the fragment fits
+    /// at, aligned to 32 bytes.
     ///
     /// ```text
     /// and.b32      wa, stride, -A     // 16 bytes' worth of elements
@@ -1579,7 +1643,7 @@ impl Context<'_> {
         let refused = |reason| refuse(instruction.span, one_line(instruction), reason);
         // A generic fragment is clamped into the fence: where the entry has shared memory it
         // could mean, that would move a correct kernel's fragment.
-        if f.generic && self.shared_window {
+        if matches!(f.space, Space::Generic { .. }) && self.shared_window {
             return Err(refused(FenceRefusal::MatrixMemory));
         }
         let address = instruction
@@ -1601,8 +1665,8 @@ impl Context<'_> {
             }
             None => imm(i128::from(f.line_elements)),
         };
-        let global = Window::Global;
-        let line_limit = global.limit(f.line_bytes);
+        let window = if f.space == Space::Shared { Window::Shared } else { Window::Global };
+        let line_limit = window.limit(f.line_bytes);
         out.push(op(
             "and",
             &["b32"],
@@ -1634,7 +1698,8 @@ impl Context<'_> {
             &["u32"],
             vec![reg(names::STRIDE_LIMIT), reg(&line_limit), reg(names::STRIDE_SPAN)],
         ));
-        out.push(op("cvt", &["u32", "u64"], vec![reg(names::U), reg(&effective)]));
+        let offset = self.offset(window, &effective, out);
+        out.push(op("cvt", &["u32", "u64"], vec![reg(names::U), reg(&offset)]));
         out.push(op("min", &["u32"], vec![reg(names::K), reg(names::U), reg(names::STRIDE_LIMIT)]));
         out.push(op(
             "and",
@@ -1644,9 +1709,9 @@ impl Context<'_> {
         out.push(op("cvt", &["u64", "u32"], vec![reg(names::C), reg(names::K)]));
         let address = names::ADDRESS[0];
         out.push(op(
-            self.join(global),
-            &[self.join_type(global)],
-            vec![reg(address), reg(names::C), reg(&global.base())],
+            self.join(window),
+            &[self.join_type(window)],
+            vec![reg(address), reg(names::C), reg(&window.base())],
         ));
         if self.notes() {
             out.push(op("xor", &["b32"], vec![reg(names::D), reg(names::U), reg(names::K)]));

@@ -316,10 +316,6 @@ fn what_cannot_be_fenced_is_refused_by_name_with_its_line() {
         ("brx.idx %r1, tbl;", FenceRefusal::IndirectBranch),
         ("tex.2d.v4.f32.f32 {%f1, %f2, %f3, %f4}, [%rd1, {%f5, %f6}];", FenceRefusal::TextureOrSurface),
         ("suld.b.2d.b32.trap {%r1}, [%rd1, {%r2, %r3}];", FenceRefusal::TextureOrSurface),
-        (
-            "wmma.load.a.sync.aligned.row.m16n16k16.shared.f16 {%r1, %r2}, [%rd1], %r3;",
-            FenceRefusal::MatrixMemory,
-        ),
         ("wmma.load.a.sync.aligned.row.m8n8k4.global.f64 {%r1}, [%rd1], %r3;", FenceRefusal::MatrixMemory),
         ("ldmatrix.sync.aligned.m8n8.x1.shared.b16 {%r1}, [%r2];", FenceRefusal::MatrixMemory),
         (
@@ -1554,9 +1550,9 @@ fn a_fragment_is_clamped_whole_and_the_checker_proves_nothing_less() {
                 FindingKind::Unproven,
             ),
             (
-                "a fragment in shared memory",
+                "the fence's clamp for a fragment in shared memory",
                 text.replacen("m16n16k16.global.f16", "m16n16k16.shared.f16", 1),
-                FindingKind::NotAllowed,
+                FindingKind::Unproven,
             ),
         ];
         for (what, broken, kind) in edits {
@@ -1564,4 +1560,70 @@ fn a_fragment_is_clamped_whole_and_the_checker_proves_nothing_less() {
             assert_eq!(check(&broken).map(|_| ()).map_err(|f| f.kind), Err(kind), "{form}, {what}");
         }
     }
+}
+
+/// A fragment in shared memory is clamped whole into the shared window, whose variables are
+/// aligned to 32 and which is at least a line long (padded where no variable is); the checker
+/// proves it against the shared window's own base and alignment.
+#[test]
+fn a_shared_fragment_is_clamped_into_the_shared_window() {
+    let load = "\twmma.load.a.sync.aligned.row.m16n16k16.shared.f16 {%r2, %r3, %r4, %r5, %r6, %r7, %r0, %r0}, [%rd2], %r1;\n";
+    let module = fenced(&format!(
+        "\t.shared .align 4 .b8 tile[512];\n\tmov.u32 %r1, 16;\n\tmov.u64 %rd2, tile;\n{load}"
+    ));
+    assert_eq!(module.accesses(), 1);
+    let text = lines(&module);
+    for line in [
+        ".shared .align 32 .b8 tile[512];",
+        "sub.u64 %__kargs_o, %rd2, %__kargs_sb;",
+        "cvt.u64.u32 %__kargs_wt, %__kargs_s32;",
+        "sub.u32 %__kargs_wl, %__kargs_s32, %__kargs_wr;",
+        "add.u64 %__kargs_a0, %__kargs_c, %__kargs_sb;",
+    ] {
+        assert!(text.iter().any(|l| l == line), "{line} in {text:#?}");
+    }
+    for (form, text) in [("clamped", module.ptx()), ("aligned", module.aligned_ptx())] {
+        assert!(check(text).is_ok(), "{form}");
+        let edits: Vec<(&str, String, FindingKind)> = vec![
+            (
+                "the fence's base for a shared fragment",
+                text.replacen(
+                    "add.u64\t%__kargs_a0, %__kargs_c, %__kargs_sb;",
+                    "add.u64\t%__kargs_a0, %__kargs_c, %__kargs_gb;",
+                    1,
+                ),
+                FindingKind::Unproven,
+            ),
+            (
+                "a shared variable aligned to 16",
+                text.replacen(".shared .align 32 .b8 tile[512];", ".shared .align 16 .b8 tile[512];", 1),
+                FindingKind::Unproven,
+            ),
+            (
+                "the fence's limit for the shared window",
+                text.replacen(
+                    "cvt.u64.u32\t%__kargs_wt, %__kargs_s32;",
+                    "cvt.u64.u32\t%__kargs_wt, %__kargs_g32;",
+                    1,
+                ),
+                FindingKind::Unproven,
+            ),
+            (
+                "a global fragment through the shared clamp",
+                text.replacen("m16n16k16.shared.f16", "m16n16k16.global.f16", 1),
+                FindingKind::Unproven,
+            ),
+        ];
+        for (what, broken, kind) in edits {
+            assert_ne!(broken, text, "{form}, {what}: the edit applies");
+            assert_eq!(check(&broken).map(|_| ()).map_err(|f| f.kind), Err(kind), "{form}, {what}");
+        }
+    }
+    // A shared window shorter than a line is padded to one.
+    let short = fenced(&format!(
+        "\t.shared .align 4 .b8 tiny[8];\n\tmov.u32 %r1, 16;\n\tmov.u64 %rd2, tiny;\n{load}"
+    ));
+    let text = lines(&short);
+    assert!(text.iter().any(|l| l == ".shared .align 32 .b8 __kargs_shared_pad[32];"), "{text:#?}");
+    assert!(text.iter().any(|l| l == ".shared .align 32 .b8 tiny[8];"), "{text:#?}");
 }

@@ -421,3 +421,17 @@ mod tests {
         assert_eq!(f32::from_le_bytes(bytes[1024..1028].try_into().unwrap()), 16.0);
     }
 }
+#[cfg(test)]
+mod shared {
+    use super::super::testing::run;
+
+    /// A warp's fragments loaded from a tile in shared memory (every element 1.0): each of
+    /// D's elements is 16.
+    #[test]
+    fn fragments_load_from_shared_memory() {
+        let body = "\t.shared .align 32 .b8 tile[512];\n\tmov.u32 %r1, %tid.x;\n\tmul.wide.u32 %rd3, %r1, 16;\n\tmov.u64 %rd5, tile;\n\tadd.s64 %rd6, %rd5, %rd3;\n\tmov.u32 %r2, 0x3c003c00;\n\tst.shared.v4.u32 [%rd6], {%r2, %r2, %r2, %r2};\n\tbar.sync 0;\n\tmov.u32 %r6, 16;\n\twmma.load.a.sync.aligned.row.m16n16k16.shared.f16 {%r7, %r8, %r9, %r10, %r11, %r12, %r13, %r14}, [%rd5], %r6;\n\twmma.load.b.sync.aligned.col.m16n16k16.shared.f16 {%r15, %r16, %r17, %r18, %r19, %r20, %r21, %r22}, [%rd5], %r6;\n\tmov.f32 %f1, 0f00000000;\n\twmma.mma.sync.aligned.row.col.m16n16k16.f32.f32 {%f2, %f3, %f4, %f5, %f6, %f7, %f8, %f9}, {%r7, %r8, %r9, %r10, %r11, %r12, %r13, %r14}, {%r15, %r16, %r17, %r18, %r19, %r20, %r21, %r22}, {%f1, %f1, %f1, %f1, %f1, %f1, %f1, %f1};\n\twmma.store.d.sync.aligned.row.m16n16k16.global.f32 [%out], {%f2, %f3, %f4, %f5, %f6, %f7, %f8, %f9}, %r6;\n";
+        let (bytes, outcome) = run(body, 32, 1024);
+        assert_eq!(outcome.fault, None);
+        assert!(bytes.chunks(4).all(|w| f32::from_le_bytes(w.try_into().unwrap()) == 16.0));
+    }
+}
