@@ -236,9 +236,14 @@ fn accesses_outside_the_fence_land_inside_it_and_set_the_flag() {
 }
 
 /// A warp that stages a 16x16 `f16` tile in shared memory and multiplies it by itself with
-/// `wmma` fragments loaded from there, at `skew` bytes into the tile (written by hand: nvcc
-/// writes this form for a `__shared__` tile).
-fn shared_tile_kernel() -> String {
+/// `wmma` fragments loaded from there, A at `skew` bytes into the tile (written by hand: nvcc
+/// writes this form for a `__shared__` tile); A through a generic address where `generic`.
+fn shared_tile_kernel(generic: bool) -> String {
+    let a_load = if generic {
+        "\tcvta.shared.u64 %rd7, %rd7;\n\twmma.load.a.sync.aligned.row.m16n16k16.f16"
+    } else {
+        "\twmma.load.a.sync.aligned.row.m16n16k16.shared.f16"
+    };
     let a = "{%r7, %r8, %r9, %r10, %r11, %r12, %r13, %r14}";
     let b = "{%r15, %r16, %r17, %r18, %r19, %r20, %r21, %r22}";
     let d = "{%f2, %f3, %f4, %f5, %f6, %f7, %f8, %f9}";
@@ -249,20 +254,27 @@ fn shared_tile_kernel() -> String {
          \tld.param.u64 %rd8, [skew];\n\tmov.u32 %r1, %tid.x;\n\tmul.wide.u32 %rd3, %r1, 16;\n\tadd.s64 %rd4, %rd1, %rd3;\n\
          \tld.global.v4.u32 {{%r2, %r3, %r4, %r5}}, [%rd4];\n\tmov.u64 %rd5, tile;\n\tadd.s64 %rd6, %rd5, %rd3;\n\
          \tst.shared.v4.u32 [%rd6], {{%r2, %r3, %r4, %r5}};\n\tbar.sync 0;\n\tadd.s64 %rd7, %rd5, %rd8;\n\tmov.u32 %r6, 16;\n\
-         \twmma.load.a.sync.aligned.row.m16n16k16.shared.f16 {a}, [%rd7], %r6;\n\
+         {a_load} {a}, [%rd7], %r6;\n\
          \twmma.load.b.sync.aligned.col.m16n16k16.shared.f16 {b}, [%rd5], %r6;\n\tmov.f32 %f1, 0f00000000;\n\
          \twmma.mma.sync.aligned.row.col.m16n16k16.f32.f32 {d}, {a}, {b}, {{%f1, %f1, %f1, %f1, %f1, %f1, %f1, %f1}};\n\
          \twmma.store.d.sync.aligned.row.m16n16k16.global.f32 [%rd2], {d}, %r6;\n\tret;\n}}\n"
     )
 }
 
-/// A `wmma` tile in shared memory, fenced: at its place, the same bytes as unfenced with the
-/// flag clear; loaded from 4 KiB past the tile, clamped into the shared window (no fault, the
-/// flag set), where unfenced it faults.
+/// A `wmma` tile in shared memory, fenced, its A fragment through a shared or a generic
+/// address: at its place, the same bytes as unfenced with the flag clear; loaded from 4 KiB
+/// past the tile, clamped into the shared window (no fault, the flag set), where unfenced it
+/// faults.
 #[test]
 fn a_shared_fragment_stays_in_the_shared_window() {
+    for generic in [false, true] {
+        shared_fragment(generic);
+    }
+}
+
+fn shared_fragment(generic: bool) {
     let session = session();
-    let ptx = shared_tile_kernel();
+    let ptx = shared_tile_kernel(generic);
     let fenced = fence_ptx(&ptx).unwrap();
     assert_eq!(fenced.accesses(), 5);
     let ones: Vec<u8> =

@@ -47,6 +47,8 @@
 //! | distance `r` | `mul.lo.u32 d, r, S`, `r` a stride | `r * S`, exact (facts from here on die when `r` is written) |
 //! | fragment limit | `sub.u32 l, 32-bit limit L, distance r` | the last offset at which `L + r * S` bytes fit |
 //! | fragment below, offset, inside | as below, offset and inside, from the fragment limit (joined to the window's base) | `[a, a + L + r * S)` inside the window, aligned to 32 where the window's base is (the fence's; a shared window's whose variables are all aligned to 32) |
+//! | either | `selp.b64 a, x, g, p`: `x` the `cvta.shared` of a shared fragment inside (stride `r`), `g` a fence's (stride `q`) | a generic fragment: the shared one where `p` holds, the fence's where not |
+//! | chosen | `selp.b32 s, r, q, p` | stride `r` where `p` holds, `q` where not (with `either`, dies when `p`, `r` or `q` is written) |
 //!
 //! The 32-bit limit rests on two facts from outside the module: the launcher gives a fence of at
 //! most 4 GiB ([`MAX_FENCE_LEN`](super::MAX_FENCE_LEN), so the fence length less `W` fits in
@@ -59,10 +61,11 @@
 //! the local window); a named variable at a constant offset inside it and aligned passes by its
 //! declaration; a parameter load only `[P+K]` inside parameter `P`. A `wmma.load` or
 //! `wmma.store` of the global (or generic) or shared space needs `[a]` with `a` a fragment
-//! inside that window for its own line `L`
-//! and span `S` (by the checker's table of shapes, layouts and types), aligned to 32, and its
-//! stride operand the very register `r` of that fact, a multiple of 16 bytes; `wmma.mma` touches
-//! only registers.
+//! inside that window for its own line `L` and span `S` (by the checker's table of shapes,
+//! layouts and types), aligned to 32, and its stride operand the very register `r` of that
+//! fact, a multiple of 16 bytes; a generic one may instead have `a` an either whose two sides
+//! are such facts, with its stride the chosen of the same predicate and the same two strides.
+//! `wmma.mma` touches only registers.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt;
@@ -289,6 +292,20 @@ enum Fact {
     },
     /// A step of the fragment clamp whose reach depends on the stride in register `stride`.
     Strided(Strided),
+    /// A generic fragment's address: the shared window's `shared` where predicate `pred` holds,
+    /// the fence's `global` where it does not (dies when `pred` or either stride is written).
+    Either {
+        pred: String,
+        shared: Strided,
+        global: Strided,
+    },
+    /// A generic fragment's stride: register `shared` where predicate `pred` holds, `global`
+    /// where it does not (dies when any of the three is written).
+    Chosen {
+        pred: String,
+        shared: String,
+        global: String,
+    },
 }
 
 /// What is known of a fragment clamp's register whose meaning depends on the stride register
@@ -315,8 +332,10 @@ enum StridedStep {
     Limit,
     /// At most that limit, a multiple of `align` (32 bits, or 64 where `wide`).
     Below { align: u64, wide: bool },
-    /// `[r, r + line + stride * span)` inside the fence, `r` aligned to `align`.
+    /// `[r, r + line + stride * span)` inside the window, `r` aligned to `align`.
     Inside { align: u64 },
+    /// The generic address (`cvta.shared`) of a shared window's inside.
+    GenericShared { align: u64 },
 }
 
 impl Fact {
@@ -334,12 +353,17 @@ impl Fact {
         }
     }
 
-    /// The stride register this fact depends on.
-    fn stride(&self) -> Option<&str> {
+    /// Whether this fact depends on register `name` besides a window base: a fragment's
+    /// stride, or the predicate and strides a generic fragment's choice is made by.
+    fn depends_on(&self, name: &str) -> bool {
         match self {
-            Fact::Strided(s) => Some(&s.stride),
-            Fact::Product { of, .. } | Fact::Over { of, .. } => Some(of),
-            _ => None,
+            Fact::Strided(s) => s.stride == name,
+            Fact::Product { of, .. } | Fact::Over { of, .. } => of == name,
+            Fact::Either { pred, shared, global } => {
+                pred == name || shared.stride == name || global.stride == name
+            }
+            Fact::Chosen { pred, shared, global } => pred == name || shared == name || global == name,
+            _ => false,
         }
     }
 }
@@ -679,7 +703,7 @@ impl<'m> Entry<'m> {
         }
         let map = if self.frozen { &mut self.local } else { &mut self.window };
         map.remove(name);
-        map.retain(|_, f| f.base() != Some(name) && f.stride() != Some(name));
+        map.retain(|_, f| f.base() != Some(name) && !f.depends_on(name));
         if let Some(fact) = fact {
             map.insert(name.to_owned(), fact);
         }
@@ -1019,6 +1043,11 @@ impl<'m> Entry<'m> {
                 (Some(0), Some(x), Some(Fact::Over { win, base, line, span, align, of })) if x == of => {
                     Some(Fact::Stride { win, base, line, span, align })
                 }
+                // A generic fragment's stride, chosen by the predicate its address is chosen by.
+                (None, Some(global), None) => match (reg_name(1), reg_name(3)) {
+                    (Some(shared), Some(pred)) => Some(Fact::Chosen { pred, shared, global }),
+                    _ => None,
+                },
                 _ => None,
             },
             ("mul", ["lo", "u32"], 3) if narrow => match (f(1), int(2), reg_name(1)) {
@@ -1213,6 +1242,24 @@ impl<'m> Entry<'m> {
                 }
                 _ => None,
             },
+            ("cvta", ["shared", "u64"], 2) if wide && matches!(f(1), Some(Fact::Strided(_))) => match f(1) {
+                Some(Fact::Strided(
+                    s @ Strided { step: StridedStep::Inside { align }, win: Win::Shared, .. },
+                )) => Some(Fact::Strided(Strided { step: StridedStep::GenericShared { align }, ..s })),
+                _ => None,
+            },
+            ("selp", ["b64"], 4) if wide && matches!(f(1), Some(Fact::Strided(_))) => {
+                match (f(1), f(2), reg_name(3)) {
+                    (
+                        Some(Fact::Strided(shared @ Strided { step: StridedStep::GenericShared { .. }, .. })),
+                        Some(Fact::Strided(
+                            global @ Strided { step: StridedStep::Inside { .. }, win: Win::Global, .. },
+                        )),
+                        Some(pred),
+                    ) => Some(Fact::Either { pred, shared, global }),
+                    _ => None,
+                }
+            }
             ("cvta", [space @ ("shared" | "local"), "u64"], 2) if wide => match f(1) {
                 Some(Fact::Inside { win, reach, align })
                     if reach == align
@@ -1286,6 +1333,7 @@ impl<'m> Entry<'m> {
         }
         // Global, or generic (the fact below puts the address in the fence either way), or
         // shared.
+        let generic = m.len() == 7;
         let (verb, which, layout, shape, ty, win) = match m {
             [v, w, "sync", "aligned", l, shape, "global", ty] | [v, w, "sync", "aligned", l, shape, ty] => {
                 (*v, *w, *l, *shape, *ty, Win::Global)
@@ -1324,18 +1372,33 @@ impl<'m> Entry<'m> {
         }
         let address = i.operands.get(address_at).and_then(Operand::address);
         let stride = i.operands.get(2).and_then(Operand::register).filter(|r| r.component.is_none());
+        // One window's clamp of this fragment, reached as `step`, with stride register `by`.
+        let fits = |s: &Strided, win: Win, step: StridedStep, by: &str| {
+            s.step == step
+                && s.win == win
+                && s.line == line
+                && s.span == span
+                && s.stride == by
+                && s.align.saturating_mul(bytes).is_multiple_of(16)
+                && self.base_aligned_to_32(s.base.as_deref())
+        };
+        let inside = StridedStep::Inside { align: 32 };
         let proven = match (address, stride) {
             (Some(a), Some(stride)) if a.offset == 0 => match &a.base {
-                AddressBase::Register(r) => matches!(
-                    self.fact(r),
-                    Some(Fact::Strided(s)) if s.step == (StridedStep::Inside { align: 32 })
-                        && s.win == win
-                        && s.line == line
-                        && s.span == span
-                        && s.stride == stride.name
-                        && s.align.saturating_mul(bytes).is_multiple_of(16)
-                        && self.base_aligned_to_32(s.base.as_deref())
-                ),
+                AddressBase::Register(r) => match (self.fact(r), self.fact(&stride.name)) {
+                    (Some(Fact::Strided(s)), _) => fits(s, win, inside, &stride.name),
+                    // Generic: the shared window's clamp or the fence's, chosen with its stride
+                    // by one predicate.
+                    (
+                        Some(Fact::Either { pred, shared, global }),
+                        Some(Fact::Chosen { pred: p, shared: a, global: b }),
+                    ) if generic => {
+                        pred == p
+                            && fits(shared, Win::Shared, StridedStep::GenericShared { align: 32 }, a)
+                            && fits(global, Win::Global, inside, b)
+                    }
+                    _ => false,
+                },
                 _ => false,
             },
             _ => false,

@@ -73,8 +73,7 @@ pub(super) enum Class {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) struct Fragment {
     /// The state space its address reaches: global, shared, or generic (no space written:
-    /// clamped into the fence, as a global one, where the entry has no shared window it could
-    /// mean).
+    /// the fence, or the shared window where `isspacep.shared` says the address is there).
     pub(super) space: Space,
     /// The address operand's index.
     pub(super) operand: usize,
@@ -97,8 +96,7 @@ pub(super) const FRAGMENT_ALIGN: u64 = super::FRAGMENT_BASE_ALIGN;
 /// `wmma.load.{a,b,c}` / `wmma.store.d` `.sync.aligned.{row,col}.shape{.ss}.type`: its
 /// fragment, or the refusal. Accepted: the three shapes of 16-element `k` (`m16n16k16`,
 /// `m32n8k16`, `m8n32k16`) with `.f16`, `.bf16`, `.s8` or `.u8` A and B and `.f16`, `.f32` or
-/// `.s32` C and D, in the global or shared space or through a generic address (which the
-/// rewriter refuses in an entry with a shared window).
+/// `.s32` C and D, in the global or shared space or through a generic address.
 fn fragment(modifiers: &[&str], operands: usize) -> Result<Class, FenceRefusal> {
     let refused = Err(FenceRefusal::MatrixMemory);
     let (space, parts) = match modifiers {

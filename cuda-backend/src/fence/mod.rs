@@ -85,14 +85,16 @@
 //! many arrivals, and nothing in the process bounds a block that never makes them
 //! (`docs/RISKS.md`, "Timing"). The launcher gives the guest's `LaunchLimits::max_back_edges_per_thread`.
 //!
-//! **Tensor-core fragments.** A `wmma.load` or `wmma.store` of the global or shared space (or
-//! through a generic address, in an entry without shared memory the address could mean:
-//! clamped into the fence) reaches a whole fragment from one address: its lines (rows, or columns for `.col`) a stride apart. It is clamped as
+//! **Tensor-core fragments.** A `wmma.load` or `wmma.store` of the global or shared space, or
+//! through a generic address, reaches a whole fragment from one address: its lines (rows, or
+//! columns for `.col`) a stride apart. It is clamped as
 //! one access: the stride aligned to 16 bytes (what a GPU needs of it) and made 0 where the
 //! stride times the fragment's span would not fit in the fence, the offset clamped to the last
 //! place the whole fragment fits and aligned to 32 (a stride the kernel leaves out is written,
-//! as the line's length), each in its window. A correct kernel's fragment lies in its window and
-//! runs as it is. A module with a global one needs its fence's base aligned to 32
+//! as the line's length), each in its window. A generic one is clamped into the fence, and,
+//! where the entry has a shared window and `isspacep.shared` says the address is there, into
+//! that window instead, its address and stride chosen together. A correct kernel's fragment
+//! lies in its window and runs as it is. A module with a global one needs its fence's base aligned to 32
 //! ([`FencedModule::base_align`]); in a module with a shared one, every shared variable is
 //! aligned to 32, and a shared window is at least a fragment's line long (a padding variable
 //! is added where no variable is).
@@ -122,9 +124,8 @@
 //! launcher formats ([`printf`]). What the fence refuses, by name: calls it does not inline (of
 //! a function without a body in the module, such as `vprintf` with a format [`printf`] does not
 //! rewrite; recursion; forms other than nvcc's call sequence) and the device functions' bodies they leave, textures and
-//! surfaces, matrix loads and stores other than a global or shared `wmma` of the
-//! half-precision and 8-bit shapes (`ldmatrix`, `wgmma`, a `wmma` through a generic address in
-//! an entry with shared memory),
+//! surfaces, matrix loads and stores other than a `wmma` of the half-precision and 8-bit shapes
+//! (`ldmatrix`, `wgmma`),
 //! bulk copies (`cp.async.bulk`, `mbarrier`),
 //! module-scope `.global` variables it cannot place at the start of the fence (see
 //! [`FenceRefusal::ModuleGlobal`]), indirect branches, barriers whose number is not a
@@ -383,10 +384,9 @@ pub enum FenceRefusal {
     /// A bulk or tensor copy, or an `mbarrier` (`cp.async.bulk`, tensor maps, `multimem`).
     BulkCopy,
     /// A tensor-core or matrix load or store the fence does not clamp: `ldmatrix`, `stmatrix`,
-    /// `wgmma`, and a `wmma.load` or `wmma.store` through a generic address in an entry with
-    /// shared memory (which the address could mean), or of a shape or type outside the
-    /// half-precision and 8-bit ones of 16-element `k` (`m16n16k16`, `m32n8k16`, `m8n32k16`).
-    /// Each reaches a whole fragment from one address.
+    /// `wgmma`, and a `wmma.load` or `wmma.store` of a shape or type outside the half-precision
+    /// and 8-bit ones of 16-element `k` (`m16n16k16`, `m32n8k16`, `m8n32k16`) or of a state
+    /// space other than global and shared. Each reaches a whole fragment from one address.
     MatrixMemory,
     /// A module-scope `.global` variable the fence cannot place at the start of the fence
     /// ([`FencedModule::variables`]): declared `.extern`, the module's variables over 1 MiB
@@ -433,8 +433,8 @@ impl fmt::Display for FenceRefusal {
             FenceRefusal::TextureOrSurface => f.write_str("a texture or surface"),
             FenceRefusal::BulkCopy => f.write_str("a bulk or tensor copy, or an mbarrier"),
             FenceRefusal::MatrixMemory => f.write_str(
-                "a matrix load or store the fence does not clamp (ldmatrix, stmatrix, wgmma; a wmma of another \
-                 shape, or a generic one in a kernel with shared memory)",
+                "a matrix load or store the fence does not clamp (ldmatrix, stmatrix, wgmma, or a wmma of \
+                 another shape or state space)",
             ),
             FenceRefusal::ModuleGlobal => {
                 f.write_str("a module-scope .global variable the fence cannot place in the fence")

@@ -52,9 +52,9 @@
 //! is moved exactly when one of its accesses would have been (out of the window, or
 //! misaligned).
 //!
-//! **Fragments.** A `wmma.load` or `wmma.store` of the global or shared space (or through a
-//! generic address, in an entry without a shared window: into the fence) is one access of its
-//! whole fragment in its window,
+//! **Fragments.** A `wmma.load` or `wmma.store` of the global or shared space is one access of
+//! its whole fragment in its window (a generic one: the fence's, or the shared window's where
+//! `isspacep.shared` says so),
 //! whose reach depends on its stride: the stride is bounded first (0 where the fragment would
 //! not fit with it), then the offset clamped against the fence's length less the fragment's
 //! reach (`Context::fragment` shows the sequence).
@@ -142,6 +142,10 @@ pub(super) mod names {
     pub const STRIDE_OVER: &str = "%__kargs_wg";
     /// A fragment's stride, bounded so that the fragment fits in the fence.
     pub const STRIDE: &str = "%__kargs_ws";
+    /// A generic fragment's stride bounded for the shared window.
+    pub const STRIDE_SHARED: &str = "%__kargs_wz";
+    /// A generic fragment's stride: the shared window's or the fence's, as its address is.
+    pub const STRIDE_CHOSEN: &str = "%__kargs_wf";
     /// The stride times the fragment's span: how far its last line is from its first.
     pub const STRIDE_SPAN: &str = "%__kargs_wr";
     /// The last offset at which the fragment fits.
@@ -394,15 +398,17 @@ fn pad(space: StateSpace, name: &str, align: u32, len: u64) -> Variable {
 }
 
 /// The alignment of the module's shared variables: 16, or 32 where an entry loads or stores a
-/// `wmma` fragment in shared memory (the fence clamps its address to a multiple of 32 from the
-/// shared window's start, the lowest of them).
+/// `wmma` fragment in shared memory or through a generic address (the fence clamps its address
+/// to a multiple of 32 from the shared window's start, the lowest of them).
 fn shared_alignment(module: &Module) -> u32 {
     let mut fragment = false;
     for item in &module.items {
         if let Item::Function(Function { body: Some(body), .. }) = item {
             super::body::for_each_instruction(body, &mut |i| {
-                fragment |=
-                    i.opcode == "wmma" && i.modifiers.iter().any(|m| m == "shared" || m == "shared::cta");
+                // A fragment in shared memory, or a generic one (which may be there).
+                fragment |= i.opcode == "wmma"
+                    && matches!(i.modifiers.first().map(String::as_str), Some("load" | "store"))
+                    && !i.modifiers.iter().any(|m| m == "global");
             });
         }
     }
@@ -433,6 +439,9 @@ struct EntryRewriter<'m> {
     shared_align: u32,
     /// The longest line of a fragment in shared memory: the shared window is at least this long.
     shared_line: u64,
+    /// Whether a generic fragment may be in the shared window (its stride is chosen between
+    /// two clamps).
+    either: bool,
     /// Register types by name at each instruction: resolved per instruction in `rewrite`.
     params: HashMap<String, u64>,
     /// The aligned form: a fence whose length is a power of two and whose base is aligned to
@@ -474,6 +483,7 @@ impl<'m> EntryRewriter<'m> {
             fragments: false,
             shared_align,
             shared_line: 0,
+            either: false,
             params,
             aligned,
         })
@@ -664,6 +674,17 @@ impl<'m> EntryRewriter<'m> {
         };
         let shared_window = self.windows.contains_key(&Window::Shared) || has_variables(StateSpace::Shared);
         let local_window = self.windows.contains_key(&Window::Local) || has_variables(StateSpace::Local);
+        // A generic fragment may be in the shared window too.
+        for class in &classes {
+            if let Class::Fragment(f) = class
+                && matches!(f.space, Space::Generic { .. })
+                && shared_window
+            {
+                self.windows.entry(Window::Shared).or_default().insert(f.line_bytes);
+                self.shared_line = self.shared_line.max(f.line_bytes);
+                self.either = true;
+            }
+        }
         for plan in plans.iter().flatten() {
             if let Plan::Clamp { generic: Some(local), width, .. } = plan {
                 self.windows.entry(Window::Global).or_default().insert(*width);
@@ -993,6 +1014,9 @@ impl EntryRewriter<'_> {
                 [names::STRIDE_ALIGNED, names::STRIDE, names::STRIDE_SPAN, names::STRIDE_LIMIT]
                     .map(str::to_owned),
             );
+            if self.either {
+                narrow.extend([names::STRIDE_SHARED, names::STRIDE_CHOSEN].map(str::to_owned));
+            }
             wide.extend([names::STRIDE_PRODUCT, names::LINE_LIMIT].map(str::to_owned));
         }
         let decl = |ty: Type, names: Vec<String>| {
@@ -1630,9 +1654,14 @@ impl Context<'_> {
     /// wmma.load... [a], ws            // the stride written where the kernel left it out
     /// ```
     ///
-    /// A correct kernel's fragment lies in the fence, so its stride times the span fits and its
+    /// A generic fragment in an entry with a shared window takes the global chain and then,
+    /// where `isspacep.shared` says its address is in the shared window, the shared one, into a
+    /// stride of its own (`wz`) and a generic address (`cvta.shared`); the address and the
+    /// stride are chosen together, by that predicate (`selp`), into `a` and `wf`.
+    ///
+    /// A correct kernel's fragment lies in its window, so its stride times the span fits and its
     /// offset is at most the last that fits: it runs as it is. A stride that would not fit is
-    /// 0 (every line at one place), which the fence holds whatever its length.
+    /// 0 (every line at one place), which the window holds whatever its length.
     fn fragment(
         &self,
         instruction: &Instruction,
@@ -1641,11 +1670,6 @@ impl Context<'_> {
         out: &mut Vec<Statement>,
     ) -> Result<(), FenceError> {
         let refused = |reason| refuse(instruction.span, one_line(instruction), reason);
-        // A generic fragment is clamped into the fence: where the entry has shared memory it
-        // could mean, that would move a correct kernel's fragment.
-        if matches!(f.space, Space::Generic { .. }) && self.shared_window {
-            return Err(refused(FenceRefusal::MatrixMemory));
-        }
         let address = instruction
             .operands
             .get(f.operand)
@@ -1665,7 +1689,103 @@ impl Context<'_> {
             }
             None => imm(i128::from(f.line_elements)),
         };
-        let window = if f.space == Space::Shared { Window::Shared } else { Window::Global };
+        let guard = instruction.guard.as_ref();
+        let address = names::ADDRESS[0];
+        let chosen = match f.space {
+            Space::Shared => {
+                self.fragment_chain(
+                    f,
+                    Window::Shared,
+                    &effective,
+                    &stride,
+                    (address, names::STRIDE),
+                    None,
+                    out,
+                );
+                names::STRIDE
+            }
+            Space::Generic { .. } if self.shared_window => {
+                self.fragment_chain(
+                    f,
+                    Window::Global,
+                    &effective,
+                    &stride,
+                    (address, names::STRIDE),
+                    None,
+                    out,
+                );
+                let ps = Guard { span: Span::default(), negated: false, register: names::PS.to_owned() };
+                out.push(op("isspacep", &["shared"], vec![reg(names::PS), reg(&effective)]));
+                out.push(op("cvta", &["to", "shared", "u64"], vec![reg(names::X), reg(&effective)]));
+                self.fragment_chain(
+                    f,
+                    Window::Shared,
+                    names::X,
+                    &stride,
+                    (names::X, names::STRIDE_SHARED),
+                    Some(&ps),
+                    out,
+                );
+                out.push(op("cvta", &["shared", "u64"], vec![reg(names::X), reg(names::X)]));
+                out.push(op(
+                    "selp",
+                    &["b64"],
+                    vec![reg(address), reg(names::X), reg(address), reg(names::PS)],
+                ));
+                out.push(op(
+                    "selp",
+                    &["b32"],
+                    vec![
+                        reg(names::STRIDE_CHOSEN),
+                        reg(names::STRIDE_SHARED),
+                        reg(names::STRIDE),
+                        reg(names::PS),
+                    ],
+                ));
+                names::STRIDE_CHOSEN
+            }
+            _ => {
+                self.fragment_chain(
+                    f,
+                    Window::Global,
+                    &effective,
+                    &stride,
+                    (address, names::STRIDE),
+                    None,
+                    out,
+                );
+                names::STRIDE
+            }
+        };
+        if self.notes() {
+            out.push(guarded(guard, "or", &["b32"], vec![reg(names::V), reg(names::V), reg(names::D)]));
+        }
+        let mut rewritten = instruction.clone();
+        if let Some(operand) = rewritten.operands.get_mut(f.operand) {
+            *operand = at(address);
+        }
+        match f.stride.and_then(|i| rewritten.operands.get_mut(i)) {
+            Some(operand) => *operand = reg(chosen),
+            None => rewritten.operands.push(reg(chosen)),
+        }
+        out.push(Statement::Instruction(rewritten));
+        Ok(())
+    }
+
+    /// One window's chain of [`fragment`](Self::fragment): `effective`'s fragment clamped into
+    /// `window`, into `(address, bounded stride)`; in the clamped form, whether it moved into
+    /// `%__kargs_d` (under `taken` where given: the path another clamp's note is replaced on).
+    #[allow(clippy::too_many_arguments)]
+    fn fragment_chain(
+        &self,
+        f: &isa::Fragment,
+        window: Window,
+        effective: &str,
+        stride: &Operand,
+        (address, bounded): (&str, &str),
+        taken: Option<&Guard>,
+        out: &mut Vec<Statement>,
+    ) {
         let line_limit = window.limit(f.line_bytes);
         out.push(op(
             "and",
@@ -1686,19 +1806,19 @@ impl Context<'_> {
         out.push(op(
             "selp",
             &["b32"],
-            vec![reg(names::STRIDE), imm(0), reg(names::STRIDE_ALIGNED), reg(names::STRIDE_OVER)],
+            vec![reg(bounded), imm(0), reg(names::STRIDE_ALIGNED), reg(names::STRIDE_OVER)],
         ));
         out.push(op(
             "mul",
             &["lo", "u32"],
-            vec![reg(names::STRIDE_SPAN), reg(names::STRIDE), imm(i128::from(f.span))],
+            vec![reg(names::STRIDE_SPAN), reg(bounded), imm(i128::from(f.span))],
         ));
         out.push(op(
             "sub",
             &["u32"],
             vec![reg(names::STRIDE_LIMIT), reg(&line_limit), reg(names::STRIDE_SPAN)],
         ));
-        let offset = self.offset(window, &effective, out);
+        let offset = self.offset(window, effective, out);
         out.push(op("cvt", &["u32", "u64"], vec![reg(names::U), reg(&offset)]));
         out.push(op("min", &["u32"], vec![reg(names::K), reg(names::U), reg(names::STRIDE_LIMIT)]));
         out.push(op(
@@ -1707,33 +1827,21 @@ impl Context<'_> {
             vec![reg(names::K), reg(names::K), imm(i128::from(isa::FRAGMENT_ALIGN).wrapping_neg())],
         ));
         out.push(op("cvt", &["u64", "u32"], vec![reg(names::C), reg(names::K)]));
-        let address = names::ADDRESS[0];
         out.push(op(
             self.join(window),
             &[self.join_type(window)],
             vec![reg(address), reg(names::C), reg(&window.base())],
         ));
         if self.notes() {
-            out.push(op("xor", &["b32"], vec![reg(names::D), reg(names::U), reg(names::K)]));
-            out.push(op("xor", &["b32"], vec![reg(names::STRIDE_SPAN), stride, reg(names::STRIDE)]));
-            out.push(op("or", &["b32"], vec![reg(names::D), reg(names::D), reg(names::STRIDE_SPAN)]));
+            out.push(guarded(taken, "xor", &["b32"], vec![reg(names::D), reg(names::U), reg(names::K)]));
+            out.push(op("xor", &["b32"], vec![reg(names::STRIDE_SPAN), stride.clone(), reg(bounded)]));
             out.push(guarded(
-                instruction.guard.as_ref(),
+                taken,
                 "or",
                 &["b32"],
-                vec![reg(names::V), reg(names::V), reg(names::D)],
+                vec![reg(names::D), reg(names::D), reg(names::STRIDE_SPAN)],
             ));
         }
-        let mut rewritten = instruction.clone();
-        if let Some(operand) = rewritten.operands.get_mut(f.operand) {
-            *operand = at(address);
-        }
-        match f.stride.and_then(|i| rewritten.operands.get_mut(i)) {
-            Some(operand) => *operand = reg(names::STRIDE),
-            None => rewritten.operands.push(reg(names::STRIDE)),
-        }
-        out.push(Statement::Instruction(rewritten));
-        Ok(())
     }
 
     /// A group's one clamp, into its register (the group's accesses are unguarded).

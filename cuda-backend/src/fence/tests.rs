@@ -1453,12 +1453,67 @@ fn a_fragment_is_clamped_whole_and_the_checker_proves_nothing_less() {
         assert!(text.iter().any(|l| l == line), "{line} in {text:#?}");
     }
     // A generic fragment is clamped into the fence where the entry has no shared memory it
-    // could mean; where it has, it is refused.
+    // could mean; where it has, into the shared window where `isspacep.shared` says the address
+    // is there, the address and its stride chosen together.
     let generic = "\twmma.load.a.sync.aligned.row.m16n16k16.f16 {%r1, %r2}, [%rd1], %r3;\n";
     assert_eq!(fenced(generic).accesses(), 1);
-    let shared = format!("\t.shared .align 16 .b8 tile[512];\n{generic}");
-    let e = refusal(&shared);
-    assert_eq!((e.line, &e.reason), (16, &FenceRefusal::MatrixMemory), "{e}");
+    let either = fenced(&format!("\t.shared .align 16 .b8 tile[512];\n{generic}"));
+    let text = lines(&either);
+    for line in [
+        ".shared .align 32 .b8 tile[512];",
+        "isspacep.shared %__kargs_ps, %rd1;",
+        "selp.b32 %__kargs_wz, 0, %__kargs_wa, %__kargs_wg;",
+        "cvta.shared.u64 %__kargs_x, %__kargs_x;",
+        "selp.b64 %__kargs_a0, %__kargs_x, %__kargs_a0, %__kargs_ps;",
+        "selp.b32 %__kargs_wf, %__kargs_wz, %__kargs_ws, %__kargs_ps;",
+        "wmma.load.a.sync.aligned.row.m16n16k16.f16 {%r1, %r2}, [%__kargs_a0], %__kargs_wf;",
+    ] {
+        assert!(text.iter().any(|l| l == line), "{line} in {text:#?}");
+    }
+    for (form, text) in [("clamped", either.ptx()), ("aligned", either.aligned_ptx())] {
+        assert!(check(text).is_ok(), "{form}");
+        for (what, broken) in [
+            (
+                "the strides swapped",
+                text.replacen(
+                    "%__kargs_wf, %__kargs_wz, %__kargs_ws, %__kargs_ps;",
+                    "%__kargs_wf, %__kargs_ws, %__kargs_wz, %__kargs_ps;",
+                    1,
+                ),
+            ),
+            (
+                "the stride chosen by another predicate",
+                text.replacen(
+                    "%__kargs_wf, %__kargs_wz, %__kargs_ws, %__kargs_ps;",
+                    "%__kargs_wf, %__kargs_wz, %__kargs_ws, %__kargs_wg;",
+                    1,
+                ),
+            ),
+            (
+                "the addresses swapped",
+                text.replacen(
+                    "%__kargs_a0, %__kargs_x, %__kargs_a0, %__kargs_ps;",
+                    "%__kargs_a0, %__kargs_a0, %__kargs_x, %__kargs_ps;",
+                    1,
+                ),
+            ),
+            (
+                "the predicate written between the choice and the load",
+                text.replacen("\twmma.load.a", "\tisspacep.shared\t%__kargs_ps, %rd1;\n\twmma.load.a", 1),
+            ),
+            (
+                "the fence's stride for both",
+                text.replacen("[%__kargs_a0], %__kargs_wf;", "[%__kargs_a0], %__kargs_ws;", 1),
+            ),
+        ] {
+            assert_ne!(broken, text, "{form}, {what}: the edit applies");
+            assert_eq!(
+                check(&broken).map(|_| ()).map_err(|f| f.kind),
+                Err(FindingKind::Unproven),
+                "{form}, {what}"
+            );
+        }
+    }
     for (form, text) in [("clamped", module.ptx()), ("aligned", module.aligned_ptx())] {
         assert!(check(text).is_ok(), "{form}");
         let edits: Vec<(&str, String, FindingKind)> = vec![
