@@ -35,7 +35,7 @@ pub struct Program {
     /// Bytes of static shared memory.
     pub(crate) shared_bytes: usize,
     /// Where dynamic shared memory starts (`.extern .shared`): after the static declarations,
-    /// 16-aligned.
+    /// aligned to 16 or to its declarations' largest alignment.
     pub(crate) dynamic_at: usize,
     /// Bytes of local memory per thread (`.local` declarations).
     pub(crate) local_bytes: usize,
@@ -130,7 +130,16 @@ pub fn compile(module: &PtxModule, entry: &PtxEntry) -> Result<Program, Unsuppor
         module_vars.iter().copied().filter(|v| v.space == StateSpace::Const).collect();
     lay_out(constants.iter().copied(), &mut constant_end, &mut names.constant)
         .map_err(|e| unsupported(function.span.line, e))?;
-    let dynamic_at = shared_end.next_multiple_of(16);
+    // The dynamic shared memory starts at a multiple of 16, or of the largest alignment its
+    // declarations ask for, as ptxas places it.
+    let dynamic_align = own
+        .iter()
+        .copied()
+        .filter(dynamic)
+        .chain(module_vars.iter().copied().filter(dynamic))
+        .map(|v| v.alignment())
+        .fold(16, u64::max);
+    let dynamic_at = shared_end.next_multiple_of(dynamic_align);
     for v in own.iter().copied().filter(dynamic).chain(module_vars.iter().copied().filter(dynamic)) {
         names.shared.insert(v.name.clone(), dynamic_at);
     }

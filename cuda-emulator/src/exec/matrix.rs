@@ -425,6 +425,17 @@ mod tests {
 mod shared {
     use super::super::testing::run;
 
+    /// Dynamic shared memory starts at its declaration's alignment (32, as the fence asks of a
+    /// module with a shared fragment), not only 16, past the static variables.
+    #[test]
+    fn dynamic_shared_memory_starts_at_its_alignment() {
+        let text = super::super::testing::module("\t.shared .align 16 .b8 small[16];\n")
+            .replace(".visible .entry", ".extern .shared .align 32 .b8 dynamic[];\n.visible .entry");
+        let ptx = crate::ptx::read_ptx(&text).unwrap();
+        let program = super::super::compile(&ptx, &ptx.entries[0]).unwrap();
+        assert_eq!((program.shared_bytes, program.dynamic_at), (16, 32));
+    }
+
     /// A warp's fragments loaded from a tile in shared memory (every element 1.0): each of
     /// D's elements is 16.
     #[test]
