@@ -57,8 +57,9 @@
 //! - the kernels: each `.entry`'s PTX, decoded when its module loads (an instruction the
 //!   interpreter does not run refuses the module, naming the line and, typed, what of it:
 //!   [`Unsupported`], `src/exec/error.rs`) and interpreted with separate parameter, global,
-//!   shared, local and register state, `bar.sync`, warp shuffles and votes (`shfl.sync`,
-//!   `vote.sync`, executed by a warp's threads together), tensor-core fragments (`wmma` of the
+//!   shared, local and register state, `bar.sync`, warp shuffles, votes and barriers
+//!   (`shfl.sync`, `vote.sync`, `bar.warp.sync`, executed by a warp's threads together),
+//!   tensor-core fragments (`wmma` of the
 //!   half-precision shapes: each lane loads and stores its own elements, the warp multiplies
 //!   together) and real atomics, each launch counting
 //!   the instructions it executed: `src/exec/`;

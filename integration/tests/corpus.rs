@@ -1,6 +1,6 @@
 //! The kernel corpus (`cuda-backend/kernels/corpus/`: kernels written the way CUDA users write
 //! them, compiled by nvcc 11.8 for sm_90) on the emulated driver: every entry the fence accepts
-//! and the emulator runs (28 of 37; the modules it does not load are listed with the first thing
+//! and the emulator runs (30 of 39; the modules it does not load are listed with the first thing
 //! it does not run) computes the same bytes fenced as unfenced, with the fence around one
 //! arena that holds all its buffers (a staged launch's layout), and leaves the flag clear. What
 //! the fence refuses is listed by name, so a change in what it accepts changes this test. A
@@ -122,6 +122,7 @@ fn what_the_fence_accepts_and_refuses_by_name() {
             ("std_headers", Ok(2)),
             ("tiled", Ok(5)),
             ("wmma", Ok(1)),
+            ("wmma_shared", Ok(2)),
         ]
     );
 }
@@ -130,7 +131,7 @@ fn what_the_fence_accepts_and_refuses_by_name() {
 fn every_entry_the_emulator_runs_computes_the_same_bytes_fenced() {
     let _session = session();
     let cases = cases();
-    assert_eq!(cases.len(), 28);
+    assert_eq!(cases.len(), 30);
     let mut counts = Vec::new();
     for case in &cases {
         let ptx = module(case.module);
@@ -233,6 +234,47 @@ fn the_tensor_core_entry_multiplies_and_its_fragments_stay_in_the_fence() {
     assert!(kernel_args_cuda_emulator::control::crossings(session.ordinal) > 0);
 }
 
+/// The tensor-core entries that load their fragments from shared memory compute their
+/// products, fenced: `wmma_gemm_shared`'s 32x32 product through two shared tiles per step of
+/// `k`, and `wmma_tile_either`'s one tile through generic addresses into its shared copies or
+/// into global memory (the same product either way).
+#[test]
+fn the_shared_tensor_core_entries_multiply() {
+    let _session = session();
+    let cases = cases();
+    let fenced = fence_ptx(module("wmma_shared")).unwrap();
+    let half = |b: &[u8], i: usize| half::f16::from_le_bytes([b[2 * i], b[2 * i + 1]]).to_f32();
+    let f32_at = |b: &[u8], at: usize| f32::from_le_bytes(b[at..at + 4].try_into().unwrap());
+    let gemm = cases.iter().find(|c| c.entry == "wmma_gemm_shared").unwrap();
+    let (result, bytes, flag) = run(gemm, fenced.ptx(), true);
+    assert_eq!((result, flag), (CUDA_SUCCESS, 0));
+    let (offsets, _) = layout(&gemm.buffers.iter().map(Vec::len).collect::<Vec<_>>());
+    let (a, b) = (&gemm.buffers[0], &gemm.buffers[1]);
+    for r in 0..32 {
+        for c in 0..32 {
+            // A and B row-major, 32x32.
+            let want: f32 = (0..32).map(|k| half(a, r * 32 + k) * half(b, k * 32 + c)).sum();
+            assert_eq!(f32_at(&bytes, offsets[2] + 4 * (r * 32 + c)), want, "C[{r}][{c}]");
+        }
+    }
+    let either = cases.iter().find(|c| c.entry == "wmma_tile_either").unwrap();
+    let (offsets, _) = layout(&either.buffers.iter().map(Vec::len).collect::<Vec<_>>());
+    let (a, b) = (&either.buffers[0], &either.buffers[1]);
+    for from_shared in [1, 0] {
+        let mut launch = case_like(either);
+        launch.params[3] = P::I32(from_shared);
+        let (result, bytes, flag) = run(&launch, fenced.ptx(), true);
+        assert_eq!((result, flag), (CUDA_SUCCESS, 0), "from_shared {from_shared}");
+        for r in 0..16 {
+            for c in 0..16 {
+                // A row-major, B column-major, 16x16.
+                let want: f32 = (0..16).map(|k| half(a, r * 16 + k) * half(b, c * 16 + k)).sum();
+                assert_eq!(f32_at(&bytes, offsets[2] + 4 * (r * 16 + c)), want, "{from_shared}: D[{r}][{c}]");
+            }
+        }
+    }
+}
+
 /// A case with `case`'s launch and buffers.
 fn case_like(case: &Case) -> Case {
     Case {
@@ -277,6 +319,8 @@ const EXECUTED: &[(&str, u64, u64)] = &[
     ("scan_block", 21714, 53_223),
     ("add_bias_2d", 25032, 39_928),
     ("wmma_gemm_16", 1728, 5_440),
+    ("wmma_gemm_shared", 60288, 116_096),
+    ("wmma_tile_either", 3008, 9_312),
 ];
 
 /// The most backward branches one thread of each entry takes at the sizes these tests launch:
@@ -340,6 +384,8 @@ const NEEDED: &[(&str, u32)] = &[
     ("scan_block", 5),
     ("add_bias_2d", 0),
     ("wmma_gemm_16", 0),
+    ("wmma_gemm_shared", 3),
+    ("wmma_tile_either", 1),
 ];
 
 #[test]

@@ -238,6 +238,9 @@ fn decode_instruction(i: &Instruction, names: &mut Names) -> Result<Op, DecodeEr
                 .ok_or_else(|| DecodeError::NoLabel { label: name.clone() }),
             _ => Err(DecodeError::BranchTarget),
         },
+        "bar" if modifiers == ["warp", "sync"] => {
+            super::warp::decode(base, &modifiers, operands, names).map(Op::Warp)
+        }
         "bar" | "barrier" => {
             let whole_block = operands.len() == 1
                 && matches!(operands[0].kind, OperandKind::Immediate(Immediate::Int(0)))

@@ -9,7 +9,7 @@
 //! - One module per instruction family: `arith` (integer and floating-point arithmetic,
 //!   comparisons, selection), `convert` (`mov`, `cvt`, `cvta`), `memory_ops` (`ld`, `st`,
 //!   `atom`, `red` in the parameter, global and shared state spaces), `warp` (`shfl.sync`,
-//!   `vote.sync`, `wmma.mma`: a warp's threads together), `matrix` (`wmma`'s fragments).
+//!   `vote.sync`, `bar.warp.sync`, `wmma.mma`: a warp's threads together), `matrix` (`wmma`'s fragments).
 //! - This module: the scheduler. A block's threads run one after the other, each until it
 //!   ends (`ret`, `exit`) or reaches `bar.sync`; when every thread still running has reached
 //!   the barrier, they all go on. Blocks run in grid order. The first faulting access stops the
@@ -277,7 +277,8 @@ pub enum Op {
     Exit,
     /// `trap` or `brkpt`: the kernel stops with a launch failure.
     Trap,
-    /// `shfl.sync`, `vote.sync` or `wmma.mma`: the warp executes it together (`warp`).
+    /// `shfl.sync`, `vote.sync`, `bar.warp.sync` or `wmma.mma`: the warp executes it together
+    /// (`warp`).
     Warp(warp::WarpOp),
     /// `wmma.load` or `wmma.store`: each lane its own elements of a fragment (`matrix`).
     Matrix(matrix::MatrixMemory),

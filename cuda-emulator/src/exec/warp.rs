@@ -1,5 +1,6 @@
-//! Warp-synchronous instructions: `shfl.sync` and `vote.sync`, which the threads of a warp (32
-//! consecutive threads of a block, x fastest) execute together, as sm_70 and later define them.
+//! Warp-synchronous instructions: `shfl.sync`, `vote.sync`, `bar.warp.sync` and `wmma.mma`,
+//! which the threads of a warp (32 consecutive threads of a block, x fastest) execute together,
+//! as sm_70 and later define them.
 //!
 //! A kernel with one runs its blocks in turns, as a kernel with `bar.sync` does: each thread
 //! runs until it reaches a warp-synchronous instruction (or a barrier, or its end) and waits
@@ -79,6 +80,11 @@ pub enum WarpOp {
     },
     /// `wmma.mma`: every lane of the warp takes part (`.aligned`).
     Mma(super::matrix::MatrixMma),
+    /// `bar.warp.sync membermask` (`__syncwarp`): the members wait for each other.
+    Sync {
+        /// The member mask.
+        mask: Operand,
+    },
 }
 
 /// A register or 32-bit immediate operand (a special register is not decoded here).
@@ -131,6 +137,7 @@ pub fn decode(
                 mask: value(mask, names)?,
             })
         }
+        ("bar", ["warp", "sync"], [mask]) => Ok(WarpOp::Sync { mask: value(mask, names)? }),
         ("vote", ["sync", mode, ty], [d, a, mask]) => {
             let mode = match (*mode, *ty) {
                 ("all", "pred") => VoteMode::All,
@@ -172,7 +179,7 @@ fn read(regs: &Registers, operand: &Operand) -> u32 {
 /// The member mask of `op` as `regs` holds it.
 pub fn member_mask(op: &WarpOp, regs: &Registers) -> u32 {
     match op {
-        WarpOp::Shuffle { mask, .. } | WarpOp::Vote { mask, .. } => read(regs, mask),
+        WarpOp::Shuffle { mask, .. } | WarpOp::Vote { mask, .. } | WarpOp::Sync { mask } => read(regs, mask),
         WarpOp::Mma(_) => u32::MAX,
     }
 }
@@ -183,6 +190,7 @@ pub fn same_kind(a: &WarpOp, b: &WarpOp) -> bool {
         (WarpOp::Shuffle { mode: x, .. }, WarpOp::Shuffle { mode: y, .. }) => x == y,
         (WarpOp::Vote { mode: x, .. }, WarpOp::Vote { mode: y, .. }) => x == y,
         (WarpOp::Mma(x), WarpOp::Mma(y)) => x.same_form(y),
+        (WarpOp::Sync { .. }, WarpOp::Sync { .. }) => true,
         _ => false,
     }
 }
@@ -234,7 +242,7 @@ pub fn execute(ops: &[Option<&WarpOp>], lanes: &mut [Option<&mut Registers>]) {
                     lanes.get(source as usize).and_then(|r| r.as_ref()).map_or(0, |r| u64::from(read(r, a)));
                 results.push(Some((value, pred.map(|p| (p, u64::from(in_range))), *dst)));
             }
-            WarpOp::Mma(_) => results.push(None),
+            WarpOp::Mma(_) | WarpOp::Sync { .. } => results.push(None),
             WarpOp::Vote { mode, dst, mask, .. } => {
                 let mask = read(regs, mask) & members;
                 let ballot = lanes.iter().zip(ops).enumerate().fold(0u32, |bits, (l, (r, o))| match (r, o) {
@@ -281,6 +289,19 @@ mod tests {
         );
         let (bytes, outcome) = run(&body, 64, 256);
         (words(&bytes), outcome.fault)
+    }
+
+    #[test]
+    fn a_warp_barrier_orders_its_lanes_shared_stores_before_their_loads() {
+        // Each thread stores its id in shared memory, waits at `bar.warp.sync`, and reads its
+        // neighbour's: without the wait, thread 0 would run on before thread 1 stored.
+        let body = "\t.shared .align 4 .b8 s[256];\n\tmov.u32 %r4, s;\n\tmul.lo.u32 %r3, %r2, 4;\n\
+                    \tadd.u32 %r5, %r4, %r3;\n\tst.shared.u32 [%r5], %r2;\n\tbar.warp.sync -1;\n\
+                    \txor.b32 %r7, %r2, 1;\n\tmul.lo.u32 %r7, %r7, 4;\n\tadd.u32 %r7, %r4, %r7;\n\
+                    \tld.shared.u32 %r9, [%r7];\n";
+        let (out, fault) = per_thread(body);
+        assert_eq!(fault, None);
+        assert_eq!(out, (0..64).map(|t| t ^ 1).collect::<Vec<u32>>());
     }
 
     #[test]

@@ -25,7 +25,8 @@ corpus!(
     reduce,
     std_headers,
     tiled,
-    wmma
+    wmma,
+    wmma_shared
 );
 
 pub fn module(name: &str) -> &'static str {
@@ -324,6 +325,25 @@ pub fn cases() -> Vec<Case> {
         vec![small_halves(512, 1), small_halves(512, 4), vec![0; 4 * 512]],
         &[Buf(0), Buf(1), Buf(2), I32(2)],
     );
-    cases.extend([matmul, transpose, stencil, scan, bias, tensor]);
+    // C = A B over 32x32 matrices: four blocks of one warp, two 16-wide steps of k each.
+    let mut tiled_tensor = case(
+        "wmma_shared",
+        "wmma_gemm_shared",
+        1,
+        32,
+        vec![small_halves(32 * 32, 2), small_halves(32 * 32, 5), vec![0; 4 * 32 * 32]],
+        &[Buf(0), Buf(1), Buf(2), I32(32), I32(32)],
+    );
+    tiled_tensor.grid = [2, 2, 1];
+    // Its fragments through generic addresses, here into its shared copies.
+    let either = case(
+        "wmma_shared",
+        "wmma_tile_either",
+        1,
+        32,
+        vec![small_halves(256, 3), small_halves(256, 6), vec![0; 4 * 256]],
+        &[Buf(0), Buf(1), Buf(2), I32(1)],
+    );
+    cases.extend([matmul, transpose, stencil, scan, bias, tensor, tiled_tensor, either]);
     cases
 }
