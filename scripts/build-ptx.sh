@@ -17,13 +17,13 @@ if command -v clang-14 >/dev/null && ! gcc --version 2>/dev/null | grep -E ' ([5
 fi
 # broken/: kernels wrong on purpose, which the fence's tests launch (integration/tests/fence_emulated.rs);
 # attacks/: kernels hostile on purpose (the .cu ones; the .ptx files without a .cu beside them are
-# written by hand). wmma_load needs tensor cores: compute_70.
+# written by hand). wmma_load and wmma_shared_overrun need tensor cores: compute_70.
 # corpus/: kernels written the way CUDA users write them, compiled for the H200 (sm_90), as a
 # CUDA project builds for its GPU; scripts/corpus-table.py measures the fence on them.
 for cu in *.cu broken/*.cu attacks/*.cu corpus/*.cu; do
     arch=compute_52
     case "$cu" in
-        attacks/wmma_load.cu) arch=compute_70 ;;
+        attacks/wmma_load.cu | attacks/wmma_shared_overrun.cu) arch=compute_70 ;;
         corpus/*) arch=sm_90 ;;
     esac
     nvcc "${ccbin[@]}" --ptx -arch="$arch" -o "${cu%.cu}.ptx" "$cu"

@@ -23,7 +23,7 @@ for ptx in cuda-backend/kernels/*.ptx cuda-backend/kernels/broken/*.ptx cuda-bac
     cuda-backend/kernels/fenced/*.ptx cuda-backend/kernels/fenced/broken/*.ptx cuda-backend/kernels/fenced/attacks/*.ptx; do
     case "$ptx" in
         # Tensor cores: sm_70 and up.
-        */wmma_load.ptx) archs="sm_90" ;;
+        */wmma_load.ptx | */wmma_shared_overrun.ptx) archs="sm_90" ;;
         *) archs="sm_52 sm_90" ;;
     esac
     for arch in $archs; do

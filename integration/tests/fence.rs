@@ -527,6 +527,17 @@ fn attacks() -> Vec<Broken> {
             argv_at: 256,
             setup: |_, _| argv(|a| _ = a.ptr(0, 256).unwrap().ptr(0, 256).unwrap().ptr(0, 256).unwrap()),
         },
+        // A fragment loaded from a shared tile 2048 elements (4 KiB) past its start: past the
+        // block's shared memory.
+        Broken {
+            entry: "wmma_shared_overrun",
+            ptx: include_str!("../../cuda-backend/kernels/attacks/wmma_shared_overrun.ptx"),
+            declaration: "wmma_shared_overrun(a: &[u16; 256], out: &mut [f32; 256], skew: i32)",
+            threads: 32,
+            memory: 1536 + ARGV_BYTES,
+            argv_at: 1536,
+            setup: |_, _| argv(|a| _ = a.ptr(0, 512).unwrap().ptr(512, 1024).unwrap().i32(2048)),
+        },
         with_n(
             attack(
                 "trap_on",

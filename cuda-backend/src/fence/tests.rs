@@ -851,6 +851,7 @@ fn the_attacks_are_refused_by_name_or_fenced() {
     }
     for (file, clamped) in [
         ("wmma_load.ptx", 3),
+        ("wmma_shared_overrun.ptx", 13),
         ("guard_spaced.ptx", 1),
         ("loc_then_store.ptx", 1),
         ("ldu_read.ptx", 2),
