@@ -1331,8 +1331,8 @@ impl<'m> Entry<'m> {
                 _ => Err(not_allowed()),
             };
         }
-        // Global, or generic (the fact below puts the address in the fence either way), or
-        // shared.
+        // Global, shared, or generic (a fragment inside the fence, or an either of the shared
+        // window's and the fence's).
         let generic = m.len() == 7;
         let (verb, which, layout, shape, ty, win) = match m {
             [v, w, "sync", "aligned", l, shape, "global", ty] | [v, w, "sync", "aligned", l, shape, ty] => {
