@@ -1691,71 +1691,26 @@ impl Context<'_> {
         };
         let guard = instruction.guard.as_ref();
         let address = names::ADDRESS[0];
-        let chosen = match f.space {
-            Space::Shared => {
-                self.fragment_chain(
-                    f,
-                    Window::Shared,
-                    &effective,
-                    &stride,
-                    (address, names::STRIDE),
-                    None,
-                    out,
-                );
-                names::STRIDE
-            }
-            Space::Generic { .. } if self.shared_window => {
-                self.fragment_chain(
-                    f,
-                    Window::Global,
-                    &effective,
-                    &stride,
-                    (address, names::STRIDE),
-                    None,
-                    out,
-                );
-                let ps = Guard { span: Span::default(), negated: false, register: names::PS.to_owned() };
-                out.push(op("isspacep", &["shared"], vec![reg(names::PS), reg(&effective)]));
-                out.push(op("cvta", &["to", "shared", "u64"], vec![reg(names::X), reg(&effective)]));
-                self.fragment_chain(
-                    f,
-                    Window::Shared,
-                    names::X,
-                    &stride,
-                    (names::X, names::STRIDE_SHARED),
-                    Some(&ps),
-                    out,
-                );
-                out.push(op("cvta", &["shared", "u64"], vec![reg(names::X), reg(names::X)]));
-                out.push(op(
-                    "selp",
-                    &["b64"],
-                    vec![reg(address), reg(names::X), reg(address), reg(names::PS)],
-                ));
-                out.push(op(
-                    "selp",
-                    &["b32"],
-                    vec![
-                        reg(names::STRIDE_CHOSEN),
-                        reg(names::STRIDE_SHARED),
-                        reg(names::STRIDE),
-                        reg(names::PS),
-                    ],
-                ));
-                names::STRIDE_CHOSEN
-            }
-            _ => {
-                self.fragment_chain(
-                    f,
-                    Window::Global,
-                    &effective,
-                    &stride,
-                    (address, names::STRIDE),
-                    None,
-                    out,
-                );
-                names::STRIDE
-            }
+        let first = if f.space == Space::Shared { Window::Shared } else { Window::Global };
+        self.fragment_chain(f, first, &effective, &stride, (address, names::STRIDE), None, out);
+        let chosen = if matches!(f.space, Space::Generic { .. }) && self.shared_window {
+            let ps = Guard { span: Span::default(), negated: false, register: names::PS.to_owned() };
+            out.push(op("isspacep", &["shared"], vec![reg(names::PS), reg(&effective)]));
+            out.push(op("cvta", &["to", "shared", "u64"], vec![reg(names::X), reg(&effective)]));
+            let shared = (names::X, names::STRIDE_SHARED);
+            self.fragment_chain(f, Window::Shared, names::X, &stride, shared, Some(&ps), out);
+            out.push(op("cvta", &["shared", "u64"], vec![reg(names::X), reg(names::X)]));
+            out.push(op("selp", &["b64"], vec![reg(address), reg(names::X), reg(address), reg(names::PS)]));
+            let strides = vec![
+                reg(names::STRIDE_CHOSEN),
+                reg(names::STRIDE_SHARED),
+                reg(names::STRIDE),
+                reg(names::PS),
+            ];
+            out.push(op("selp", &["b32"], strides));
+            names::STRIDE_CHOSEN
+        } else {
+            names::STRIDE
         };
         if self.notes() {
             out.push(guarded(guard, "or", &["b32"], vec![reg(names::V), reg(names::V), reg(names::D)]));
