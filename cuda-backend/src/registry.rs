@@ -124,7 +124,8 @@ impl KernelEntry {
 
     /// The alignment a fenced kernel's fence base needs
     /// ([`FencedModule::base_align`](crate::fence::FencedModule::base_align)): 16, or 32 where
-    /// the module loads or stores a `wmma` fragment. In direct mode the fence is guest memory,
+    /// the module loads or stores a `wmma` fragment in global memory or through a generic
+    /// address. In direct mode the fence is guest memory,
     /// and a launch whose memory starts at a host address aligned to less is refused
     /// (`FenceProblem::MisalignedMemory`). 1 for a kernel that is not fenced.
     pub fn fence_base_align(&self) -> u64 {

@@ -278,8 +278,8 @@ impl FencedModule {
     }
 
     /// The alignment the fence's base needs: 16 bytes, or [`FRAGMENT_BASE_ALIGN`] where an
-    /// entry loads or stores a `wmma` fragment, whose address the fence clamps to a multiple of
-    /// 32 from the base (a GPU faults on a fragment that is not aligned to 32). The launcher
+    /// entry loads or stores a `wmma` fragment in global memory or through a generic address,
+    /// whose address the fence clamps to a multiple of 32 from the base (a GPU faults on a fragment that is not aligned to 32). The launcher
     /// refuses a direct-mode launch whose guest memory is aligned to less; a staged launch's
     /// arena is aligned to 256.
     pub fn base_align(&self) -> u64 {

@@ -202,7 +202,8 @@ pub(super) struct Rewritten {
     pub(super) counted: usize,
     /// Those of them that leave their loop, not the kernel, on a spent budget.
     pub(super) leaving: usize,
-    /// `wmma` fragments clamped whole (each counted in `clamped` too).
+    /// `wmma` fragments clamped whole that may reach the fence (global or generic; each counted
+    /// in `clamped` too): the fence's base must then be aligned to 32.
     pub(super) fragments: usize,
 }
 
@@ -382,7 +383,7 @@ pub(super) fn rewrite(mut module: Module, aligned: bool) -> Result<Rewritten, Fe
     Ok(out)
 }
 
-/// A 16-byte variable that gives a window its minimum length.
+/// A variable of `len` bytes, aligned to `align`, that gives a window its minimum length.
 fn pad(space: StateSpace, name: &str, align: u32, len: u64) -> Variable {
     Variable {
         span: Span::default(),
@@ -633,7 +634,9 @@ impl<'m> EntryRewriter<'m> {
                     self.windows.entry(window).or_default().insert(fragment.line_bytes);
                     self.fragments = true;
                     stats.clamped = stats.clamped.saturating_add(1);
-                    stats.fragments = stats.fragments.saturating_add(1);
+                    if window == Window::Global {
+                        stats.fragments = stats.fragments.saturating_add(1);
+                    }
                 }
                 Class::Trap => traps = traps.saturating_add(1),
                 Class::Branch if backward(instruction, |l| labels_seen.contains(l)) => {
@@ -1774,14 +1777,7 @@ impl Context<'_> {
             vec![reg(names::STRIDE_LIMIT), reg(&line_limit), reg(names::STRIDE_SPAN)],
         ));
         let offset = self.offset(window, effective, out);
-        out.push(op("cvt", &["u32", "u64"], vec![reg(names::U), reg(&offset)]));
-        out.push(op("min", &["u32"], vec![reg(names::K), reg(names::U), reg(names::STRIDE_LIMIT)]));
-        out.push(op(
-            "and",
-            &["b32"],
-            vec![reg(names::K), reg(names::K), imm(i128::from(isa::FRAGMENT_ALIGN).wrapping_neg())],
-        ));
-        out.push(op("cvt", &["u64", "u32"], vec![reg(names::C), reg(names::K)]));
+        self.clamp_offset_to(&offset, names::STRIDE_LIMIT, isa::FRAGMENT_ALIGN, out);
         out.push(op(
             self.join(window),
             &[self.join_type(window)],
@@ -1881,8 +1877,14 @@ impl Context<'_> {
     /// `offset`, an offset from `window`'s base, clamped into `%__kargs_c` in 32 bits: at most
     /// the last offset `reach` bytes fit at, rounded down to `align`.
     fn clamp_offset(&self, window: Window, offset: &str, reach: u64, align: u64, out: &mut Vec<Statement>) {
+        self.clamp_offset_to(offset, &window.limit(reach), align, out);
+    }
+
+    /// `offset` clamped into `%__kargs_c` in 32 bits: at most the 32-bit `limit`, rounded down
+    /// to `align`.
+    fn clamp_offset_to(&self, offset: &str, limit: &str, align: u64, out: &mut Vec<Statement>) {
         out.push(op("cvt", &["u32", "u64"], vec![reg(names::U), reg(offset)]));
-        out.push(op("min", &["u32"], vec![reg(names::K), reg(names::U), reg(&window.limit(reach))]));
+        out.push(op("min", &["u32"], vec![reg(names::K), reg(names::U), reg(limit)]));
         if align > 1 {
             out.push(op(
                 "and",

@@ -1459,6 +1459,7 @@ fn a_fragment_is_clamped_whole_and_the_checker_proves_nothing_less() {
     let generic = "\twmma.load.a.sync.aligned.row.m16n16k16.f16 {%r1, %r2}, [%rd1], %r3;\n";
     assert_eq!(fenced(generic).accesses(), 1);
     let either = fenced(&format!("\t.shared .align 16 .b8 tile[512];\n{generic}"));
+    assert_eq!(either.base_align(), 32);
     let text = lines(&either);
     for line in [
         ".shared .align 32 .b8 tile[512];",
@@ -1628,6 +1629,8 @@ fn a_shared_fragment_is_clamped_into_the_shared_window() {
         "\t.shared .align 4 .b8 tile[512];\n\tmov.u32 %r1, 16;\n\tmov.u64 %rd2, tile;\n{load}"
     ));
     assert_eq!(module.accesses(), 1);
+    // Only a fragment that may reach the fence needs the fence's base aligned to 32.
+    assert_eq!(module.base_align(), 16);
     let text = lines(&module);
     for line in [
         ".shared .align 32 .b8 tile[512];",

@@ -250,10 +250,7 @@ fn decode_instruction(i: &Instruction, names: &mut Names) -> Result<Op, DecodeEr
         "shfl" | "vote" if modifiers.first() == Some(&"sync") => {
             super::warp::decode(base, &modifiers, operands, names).map(Op::Warp)
         }
-        "wmma" => match super::matrix::decode(&modifiers, operands, names)? {
-            Ok(mma) => Ok(Op::Warp(super::warp::WarpOp::Mma(mma))),
-            Err(memory) => Ok(Op::Matrix(memory)),
-        },
+        "wmma" => super::matrix::decode(&modifiers, operands, names),
         "isspacep" => {
             let space = match modifiers.as_slice() {
                 ["global"] => arith::AddressSpace::Global,

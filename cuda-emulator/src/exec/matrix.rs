@@ -25,7 +25,8 @@ use kernel_args_ptx::{Operand as Src, OperandKind};
 use super::error::DecodeError;
 use super::memory_ops::{effective, load, store};
 use super::operands::{Names, address, lanes as vector_lanes, operand, register};
-use super::{AddrBase, Context, Operand, Registers, Space, Special, Ty, read};
+use super::warp::WarpOp;
+use super::{AddrBase, Context, Op, Operand, Registers, Space, Special, Ty, read};
 use crate::memory::Fault;
 
 /// Which matrix of `D = A × B + C` a fragment holds.
@@ -139,7 +140,7 @@ impl Fragment {
 #[derive(Debug, Clone, PartialEq)]
 pub struct MatrixMemory {
     /// Whether it stores (`wmma.store.d`).
-    pub(crate) store: bool,
+    store: bool,
     fragment: Fragment,
     /// `.row`: rows are lines in memory; `.col`: columns are.
     row: bool,
@@ -172,16 +173,13 @@ fn fragment_registers(src: &Src, want: usize, names: &mut Names) -> Result<Vec<u
     items.into_iter().map(|r| register(r, names)).collect()
 }
 
-/// Decodes `wmma.load`, `wmma.store` (`Ok(Err(..))`) and `wmma.mma` (`Ok(Ok(..))`).
+/// Decodes `wmma.load` and `wmma.store` (each lane's own: [`Op::Matrix`]) and `wmma.mma` (the
+/// warp's: [`Op::Warp`]).
 ///
 /// # Errors
 ///
 /// A form this interpreter does not run, named.
-pub fn decode(
-    modifiers: &[&str],
-    operands: &[Src],
-    names: &mut Names,
-) -> Result<Result<MatrixMma, MatrixMemory>, DecodeError> {
+pub fn decode(modifiers: &[&str], operands: &[Src], names: &mut Names) -> Result<Op, DecodeError> {
     let unsupported = || DecodeError::Form { instruction: format!("wmma.{}", modifiers.join(".")) };
     match modifiers {
         ["mma", "sync", "aligned", _, _, shape, d, c] => {
@@ -196,7 +194,7 @@ pub fn decode(
                 return Err(DecodeError::OperandCount { opcode: "wmma".to_owned(), count: operands.len() });
             };
             let accumulator = |h: bool| if h { 4 } else { 8 };
-            Ok(Ok(MatrixMma {
+            Ok(Op::Warp(WarpOp::Mma(MatrixMma {
                 shape,
                 d_half,
                 c_half,
@@ -204,7 +202,7 @@ pub fn decode(
                 a: fragment_registers(a, 8, names)?,
                 b: fragment_registers(b, 8, names)?,
                 c: fragment_registers(c, accumulator(c_half), names)?,
-            }))
+            })))
         }
         [verb @ ("load" | "store"), which, "sync", "aligned", layout, shape, rest @ ..] => {
             let store = *verb == "store";
@@ -242,7 +240,7 @@ pub fn decode(
                     });
                 }
             };
-            Ok(Err(MatrixMemory {
+            Ok(Op::Matrix(MatrixMemory {
                 store,
                 fragment,
                 row,
@@ -420,10 +418,6 @@ mod tests {
         assert_eq!(fault, None);
         assert_eq!(f32::from_le_bytes(bytes[1024..1028].try_into().unwrap()), 16.0);
     }
-}
-#[cfg(test)]
-mod shared {
-    use super::super::testing::run;
 
     /// Dynamic shared memory starts at its declaration's alignment (32, as the fence asks of a
     /// module with a shared fragment), not only 16, past the static variables.
