@@ -250,7 +250,10 @@ fn decode_instruction(i: &Instruction, names: &mut Names) -> Result<Op, DecodeEr
         "shfl" | "vote" if modifiers.first() == Some(&"sync") => {
             super::warp::decode(base, &modifiers, operands, names).map(Op::Warp)
         }
-        "wmma" => super::matrix::decode(&modifiers, operands, names),
+        "wmma" => Ok(match super::matrix::decode(&modifiers, operands, names)? {
+            super::matrix::Decoded::Mma(mma) => Op::Warp(super::warp::WarpOp::Mma(mma)),
+            super::matrix::Decoded::Memory(memory) => Op::Matrix(memory),
+        }),
         "isspacep" => {
             let space = match modifiers.as_slice() {
                 ["global"] => arith::AddressSpace::Global,

@@ -25,8 +25,7 @@ use kernel_args_ptx::{Operand as Src, OperandKind};
 use super::error::DecodeError;
 use super::memory_ops::{effective, load, store};
 use super::operands::{Names, address, lanes as vector_lanes, operand, register};
-use super::warp::WarpOp;
-use super::{AddrBase, Context, Op, Operand, Registers, Space, Special, Ty, read};
+use super::{AddrBase, Context, Operand, Registers, Space, Special, Ty, read};
 use crate::memory::Fault;
 
 /// Which matrix of `D = A × B + C` a fragment holds.
@@ -173,13 +172,21 @@ fn fragment_registers(src: &Src, want: usize, names: &mut Names) -> Result<Vec<u
     items.into_iter().map(|r| register(r, names)).collect()
 }
 
-/// Decodes `wmma.load` and `wmma.store` (each lane's own: [`Op::Matrix`]) and `wmma.mma` (the
-/// warp's: [`Op::Warp`]).
+/// A decoded `wmma` instruction.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Decoded {
+    /// `wmma.mma`: the warp's together (`warp`).
+    Mma(MatrixMma),
+    /// `wmma.load` or `wmma.store`: each lane's own.
+    Memory(MatrixMemory),
+}
+
+/// Decodes `wmma.load`, `wmma.store` and `wmma.mma`.
 ///
 /// # Errors
 ///
 /// A form this interpreter does not run, named.
-pub fn decode(modifiers: &[&str], operands: &[Src], names: &mut Names) -> Result<Op, DecodeError> {
+pub fn decode(modifiers: &[&str], operands: &[Src], names: &mut Names) -> Result<Decoded, DecodeError> {
     let unsupported = || DecodeError::Form { instruction: format!("wmma.{}", modifiers.join(".")) };
     match modifiers {
         ["mma", "sync", "aligned", _, _, shape, d, c] => {
@@ -194,7 +201,7 @@ pub fn decode(modifiers: &[&str], operands: &[Src], names: &mut Names) -> Result
                 return Err(DecodeError::OperandCount { opcode: "wmma".to_owned(), count: operands.len() });
             };
             let accumulator = |h: bool| if h { 4 } else { 8 };
-            Ok(Op::Warp(WarpOp::Mma(MatrixMma {
+            Ok(Decoded::Mma(MatrixMma {
                 shape,
                 d_half,
                 c_half,
@@ -202,7 +209,7 @@ pub fn decode(modifiers: &[&str], operands: &[Src], names: &mut Names) -> Result
                 a: fragment_registers(a, 8, names)?,
                 b: fragment_registers(b, 8, names)?,
                 c: fragment_registers(c, accumulator(c_half), names)?,
-            })))
+            }))
         }
         [verb @ ("load" | "store"), which, "sync", "aligned", layout, shape, rest @ ..] => {
             let store = *verb == "store";
@@ -240,7 +247,7 @@ pub fn decode(modifiers: &[&str], operands: &[Src], names: &mut Names) -> Result
                     });
                 }
             };
-            Ok(Op::Matrix(MatrixMemory {
+            Ok(Decoded::Memory(MatrixMemory {
                 store,
                 fragment,
                 row,
