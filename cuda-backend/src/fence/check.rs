@@ -27,16 +27,16 @@
 //! |---|---|---|
 //! | fence base | `ld.param.u64 r, [__kargs_fence_base]` | the global window's start (the launcher aligns it to 16, and to 32 for a module with a `wmma` fragment) |
 //! | fence length | `ld.param.u64 r, [__kargs_fence_len]` | its length (the launcher gives at least [`MIN_FENCE_LEN`], a multiple of 16) |
-//! | address of `V` | `mov.u64 r, V`, `V` a `.shared`, `.local` or `.const` variable aligned to 16 | in that space's allocation |
-//! | low | `min.u64` of addresses and lows of one space | one of its variables' start: in the allocation, aligned to 16 |
-//! | high | `add.u64 r, address of V, K` (`K` ≤ `V`'s size); the address of an `.extern .shared` plus `%dynamic_smem_size` (`mov.u32`, `cvt.u64.u32`); `max.u64` of highs | at most the allocation's end |
-//! | length | `sub.u64 r, high, low b`, where the high reaches `k` ≥ 16 bytes past a variable the low is below | the window `[b, b + length)` is inside the allocation, at least the longest such `k` long |
-//! | limit `R` | `sub.u64 r, length, R` (`R` at most its shortest length; for the fence length, at most [`MIN_FENCE_LEN`]) | the last offset at which `R` bytes fit |
-//! | 32-bit limit `R` | `cvt.u32.u64 r, limit R` | the same, exact: every window is shorter than 4 GiB (below) |
+//! | address of `V` | `mov.u32 r, V`, `V` a `.shared`, `.local` or `.const` variable aligned to 16 | its 32-bit address, in that space's allocation |
+//! | low | `min.u32` of addresses and lows of one space | one of its variables' start: in the allocation, aligned to 16 |
+//! | high | `add.u32 r, address of V, K` (`K` ≤ `V`'s size); the address of an `.extern .shared` plus `%dynamic_smem_size` (`mov.u32`); `max.u32` of highs | at most the allocation's end |
+//! | length | `sub.u32 r, high, low b`, where the high reaches `k` ≥ 16 bytes past a variable the low is below | the window `[b, b + length)` is inside the allocation, at least the longest such `k` long |
+//! | limit `R` | `sub.u64 r, fence length, R` (`R` at most [`MIN_FENCE_LEN`]) | the last offset of the fence at which `R` bytes fit |
+//! | 32-bit limit `R` | `cvt.u32.u64 r, limit R` (exact: the fence is shorter than 4 GiB, below); `sub.u32 r, length, R` (`R` at most the window's shortest length) | the last offset at which `R` bytes fit |
 //! | below | `min.u64 r, x, limit R`; 32-bit: `min.u32 r, x, 32-bit limit R` | at most the limit |
 //! | offset | `and.b64 r, below, -A` (a below alone is an offset aligned to 1); 32-bit: `and.b32` of a 32-bit below; `cvt.u64.u32` of a 32-bit offset or below | at most the limit, a multiple of `A` |
 //! | 32-bit offset, masked | `and.b32 r, x, 32-bit limit R` of the fence length (`R` 1, 2, 4, 8 or 16) | at most the limit, a multiple of `R` (its bits are the limit's, and the fence length less `R` is a multiple of `R`): the aligned form's mask |
-//! | inside | `add.u64 r, offset, b` with the window's base `b` (the fence base for the global window); `or.b64 r, offset, fence base` (between `b` and `b + offset`) | `[r, r + R)` inside the window, aligned to `A` |
+//! | inside | `add.u64 r, offset, fence base`; `or.b64 r, offset, fence base` (between `b` and `b + offset`); for a shared, local or constant window, `add.u32 r, 32-bit offset, b` with `b` the very register its limit was computed from, and `cvt.u64.u32` of such an inside (the same address: those spaces' addresses are 32 bits) | `[r, r + R)` inside the window, aligned to `A` |
 //! | generic | `cvta.shared.u64`/`cvta.local.u64` of an inside; `selp.b64` of two generics or global insides | a generic address inside one of the windows named |
 //! | flag | `ld.param.u64 r, [__kargs_fence_flag]` | the flag (the only unclamped stores: `st.global.u8 [r+k], 1`, `k` 0, 1 or 2: one byte per reason) |
 //! | mask | `or.b32 r, lane, x`, with `lane` from `mov.u32 lane, %lanemask_eq` | a member mask that holds the executing thread |
@@ -46,14 +46,16 @@
 //! | stride | `selp.b32 r, 0, s, over s` | `r * S <= len - L`, a multiple of `A` |
 //! | distance `r` | `mul.lo.u32 d, r, S`, `r` a stride | `r * S`, exact (facts from here on die when `r` is written) |
 //! | fragment limit | `sub.u32 l, 32-bit limit L, distance r` | the last offset at which `L + r * S` bytes fit |
-//! | fragment below, offset, inside | as below, offset and inside, from the fragment limit (joined to the window's base) | `[a, a + L + r * S)` inside the window, aligned to 32 where the window's base is (the fence's; a shared window's whose variables are all aligned to 32) |
+//! | fragment below, offset, inside | as below, offset and inside, from the fragment limit (joined to the window's base: the fence's in 64 bits, a shared window's in 32, then widened) | `[a, a + L + r * S)` inside the window, aligned to 32 where the window's base is (the fence's; a shared window's whose variables are all aligned to 32) |
 //! | either | `selp.b64 a, x, g, p`: `x` the `cvta.shared` of a shared fragment inside (stride `r`), `g` a fence's (stride `q`) | a generic fragment: the shared one where `p` holds, the fence's where not |
 //! | chosen | `selp.b32 s, r, q, p` | stride `r` where `p` holds, `q` where not (with `either`, dies when `p`, `r` or `q` is written) |
 //!
 //! The 32-bit limit rests on two facts from outside the module: the launcher gives a fence of at
 //! most 4 GiB ([`MAX_FENCE_LEN`](super::MAX_FENCE_LEN), so the fence length less `W` fits in
 //! 32 bits), and a `.shared`, `.local` or `.const` window lies in a state space addressed in 32
-//! bits (ptxas refuses a variable larger than the space), so its length does too.
+//! bits (ptxas refuses a variable larger than the space), so its variables' 32-bit addresses,
+//! their ends and its length are exact in 32 bits, and such an address widened by
+//! `cvt.u64.u32` is the address the 64-bit form of the space names.
 //!
 //! An access of `w` bytes in the global, shared, local or constant space needs `[r + K]` with
 //! `r` inside that window, `K + w` at most its reach, `K` a multiple of `w` and `w` at most its
@@ -199,8 +201,8 @@ enum Fact {
         var: String,
         size: Option<u64>,
     },
-    Dynamic32,
-    Dynamic64,
+    /// `%dynamic_smem_size`, in a 32-bit register.
+    Dynamic,
     Low {
         win: Win,
         vars: BTreeSet<String>,
@@ -987,6 +989,11 @@ impl<'m> Entry<'m> {
             _ => None,
         };
         let reg_name = |k: usize| ops.get(k).and_then(Operand::register).map(|r| r.name.clone());
+        let narrow_reg = |k: usize| {
+            ops.get(k)
+                .and_then(Operand::register)
+                .is_some_and(|r| r.component.is_none() && self.registers.get(r.name.as_str()) == Some(&Type::B32))
+        };
         let align_ok = |a: u64| matches!(a, 2 | 4 | 8 | 16);
         let fact = match (i.opcode.as_str(), m.as_slice(), ops.len()) {
             ("ld", ["param", "u64"], 2) if wide => match ops.get(1).and_then(Operand::address) {
@@ -998,17 +1005,25 @@ impl<'m> Entry<'m> {
                 },
                 _ => return Err(finding(i, FindingKind::FenceRegister)),
             },
-            ("mov", ["u64"], 2) if wide => match ops.get(1).map(|o| &o.kind) {
+            ("mov", ["u32"], 2) if narrow => match ops.get(1).map(|o| &o.kind) {
                 Some(OperandKind::Symbol { name, offset: 0 }) => self.variable_address(name),
-                _ => None,
-            },
-            ("mov", ["u32"], 2) if narrow => match ops.get(1).and_then(Operand::register) {
-                Some(r) if r.name == "%dynamic_smem_size" && r.component.is_none() => Some(Fact::Dynamic32),
-                Some(r) if r.name == "%lanemask_eq" && r.component.is_none() => Some(Fact::Lane),
+                Some(OperandKind::Register(r)) if r.name == "%dynamic_smem_size" && r.component.is_none() => {
+                    Some(Fact::Dynamic)
+                }
+                Some(OperandKind::Register(r)) if r.name == "%lanemask_eq" && r.component.is_none() => {
+                    Some(Fact::Lane)
+                }
                 _ => None,
             },
             ("cvt", ["u64", "u32"], 2) if wide => match f(1) {
-                Some(Fact::Dynamic32) => Some(Fact::Dynamic64),
+                // A 32-bit address of a shared, local or constant window, widened: the same
+                // address (those state spaces' addresses are 32 bits, zero-extended).
+                Some(Fact::Inside { win, reach, align }) if win != Win::Global => {
+                    Some(Fact::Inside { win, reach, align })
+                }
+                Some(Fact::Strided(s @ Strided { step: StridedStep::Inside { .. }, win: Win::Shared, .. })) => {
+                    Some(Fact::Strided(s))
+                }
                 Some(Fact::Offset32 { win, reach, align, base }) => {
                     Some(Fact::Offset { win, reach, align, base })
                 }
@@ -1059,12 +1074,28 @@ impl<'m> Entry<'m> {
                 }
                 _ => None,
             },
-            ("sub", ["u32"], 3) if narrow => match (f(1), f(2)) {
+            ("sub", ["u32"], 3) if narrow => match (f(1), f(2), int(2)) {
                 (
                     Some(Fact::Limit32 { win, reach, base }),
                     Some(Fact::Strided(s @ Strided { step: StridedStep::Distance, .. })),
+                    _,
                 ) if s.line == reach && s.win == win && s.base == base => {
                     Some(Fact::Strided(Strided { step: StridedStep::Limit, ..s }))
+                }
+                (Some(Fact::High { win: wh, reach }), Some(l), _)
+                    if low(&l).is_some_and(|(wl, _)| wl == wh) && narrow_reg(2) =>
+                {
+                    // The low is at or below each of its variables, and the high reaches `k`
+                    // bytes past some: the window is at least the longest such `k` long.
+                    let vars = low(&l).map(|(_, v)| v).unwrap_or_default();
+                    let min = reach.iter().filter(|(var, _)| vars.contains(*var)).map(|(_, k)| *k).max();
+                    match (reg_name(2), min) {
+                        (Some(base), Some(min)) if min >= 16 => Some(Fact::Length { win: wh, base, min }),
+                        _ => None,
+                    }
+                }
+                (Some(Fact::Length { win, base, min }), _, Some(k)) if k >= 1 && k <= i128::from(min) => {
+                    Some(Fact::Limit32 { win, reach: u64::try_from(k).unwrap_or(0), base: Some(base) })
                 }
                 _ => None,
             },
@@ -1087,8 +1118,17 @@ impl<'m> Entry<'m> {
                     _ => None,
                 }
             }
-            // `k + b` for the window's base `b` (the fence base, or the very register the limit
-            // was computed from), or `k | b` for the fence base: inside as a clamped offset is.
+            // A shared fragment's `k + b` in 32 bits, `b` the very register its limit was
+            // computed from: inside as a clamped offset is.
+            ("add", ["u32"], 3) if narrow && matches!(f(1), Some(Fact::Strided(_))) => match f(1) {
+                Some(Fact::Strided(
+                    s @ Strided { step: StridedStep::Below { align, wide: false }, win: Win::Shared, .. },
+                )) if s.base.is_some() && reg_name(2) == s.base => {
+                    Some(Fact::Strided(Strided { step: StridedStep::Inside { align }, ..s }))
+                }
+                _ => None,
+            },
+            // `k + b` for the fence base `b`, or `k | b`: inside as a clamped offset is.
             ("add", ["u64"], 3) | ("or", ["b64"], 3)
                 if wide
                     && (matches!(f(1), Some(Fact::Strided(_))) || matches!(f(2), Some(Fact::Strided(_)))) =>
@@ -1098,13 +1138,7 @@ impl<'m> Entry<'m> {
                     (_, Some(Fact::Strided(s))) => (1, s),
                     _ => return Ok(Some((dest.to_owned(), None))),
                 };
-                let base_ok = match (&s.base, s.win) {
-                    (None, Win::Global) => f(other) == Some(Fact::FenceBase),
-                    (Some(b), Win::Shared) => {
-                        i.opcode == "add" && reg_name(other).as_deref() == Some(b.as_str())
-                    }
-                    _ => false,
-                };
+                let base_ok = s.base.is_none() && s.win == Win::Global && f(other) == Some(Fact::FenceBase);
                 match s.step {
                     StridedStep::Below { align, wide: true } if base_ok => {
                         Some(Fact::Strided(Strided { step: StridedStep::Inside { align }, ..s }))
@@ -1113,6 +1147,15 @@ impl<'m> Entry<'m> {
                 }
             }
             ("min", ["u32"], 3) if narrow => match (f(1), f(2)) {
+                (Some(a), Some(b)) if low(&a).is_some() && low(&b).is_some() => {
+                    let (Some((wa, mut va)), Some((wb, vb))) = (low(&a), low(&b)) else { return Ok(None) };
+                    if wa == wb {
+                        va.extend(vb);
+                        Some(Fact::Low { win: wa, vars: va })
+                    } else {
+                        None
+                    }
+                }
                 (_, Some(Fact::Limit32 { win, reach, base }))
                 | (Some(Fact::Limit32 { win, reach, base }), _) => Some(Fact::Below32 { win, reach, base }),
                 _ => None,
@@ -1161,21 +1204,12 @@ impl<'m> Entry<'m> {
                 }
             }
             ("min", ["u64"], 3) if wide => match (f(1), f(2)) {
-                (Some(a), Some(b)) if low(&a).is_some() && low(&b).is_some() => {
-                    let (Some((wa, mut va)), Some((wb, vb))) = (low(&a), low(&b)) else { return Ok(None) };
-                    if wa == wb {
-                        va.extend(vb);
-                        Some(Fact::Low { win: wa, vars: va })
-                    } else {
-                        None
-                    }
-                }
                 (_, Some(Fact::Limit { win, reach, base })) | (Some(Fact::Limit { win, reach, base }), _) => {
                     Some(Fact::Below { win, reach, base })
                 }
                 _ => None,
             },
-            ("max", ["u64"], 3) if wide => match (f(1), f(2)) {
+            ("max", ["u32"], 3) if narrow => match (f(1), f(2)) {
                 (Some(Fact::High { win: wa, reach: mut ra }), Some(Fact::High { win: wb, reach: rb }))
                     if wa == wb =>
                 {
@@ -1187,48 +1221,42 @@ impl<'m> Entry<'m> {
                 }
                 _ => None,
             },
-            ("add", ["u64"], 3) if wide => match (f(1), f(2), int(2)) {
+            ("add", ["u32"], 3) if narrow => match (f(1), f(2), int(2)) {
                 (Some(Fact::Address { win, var, size: Some(size) }), _, Some(k))
                     if k >= 0 && u64::try_from(k).is_ok_and(|k| k <= size) =>
                 {
                     Some(Fact::High { win, reach: BTreeMap::from([(var, u64::try_from(k).unwrap_or(0))]) })
                 }
-                (Some(Fact::Address { win: Win::Shared, var, size: None }), Some(Fact::Dynamic64), _)
-                | (Some(Fact::Dynamic64), Some(Fact::Address { win: Win::Shared, var, size: None }), _) => {
+                (Some(Fact::Address { win: Win::Shared, var, size: None }), Some(Fact::Dynamic), _)
+                | (Some(Fact::Dynamic), Some(Fact::Address { win: Win::Shared, var, size: None }), _) => {
                     Some(Fact::High { win: Win::Shared, reach: BTreeMap::from([(var, 0)]) })
                 }
-                (a, b, _) if offset(a.as_ref()).is_some() || offset(b.as_ref()).is_some() => {
-                    // The other operand must be the window's base: the fence base for the
-                    // global window, the very register the limit was computed from otherwise.
-                    let (other, (win, reach, align, base)) = match offset(a.as_ref()) {
-                        Some(o) => (2, o),
-                        None => (1, offset(b.as_ref()).unwrap_or((Win::Global, 0, 0, None))),
-                    };
-                    let base_ok = match (&base, win) {
-                        (None, Win::Global) => f(other) == Some(Fact::FenceBase),
-                        (Some(b), _) => reg_name(other).as_deref() == Some(b.as_str()) && win != Win::Global,
-                        _ => false,
-                    };
-                    if base_ok { Some(Fact::Inside { win, reach, align }) } else { None }
+                // `k + b` in 32 bits, `k` a clamped offset of a shared, local or constant window
+                // and `b` the very register its limit was computed from: inside (the 32-bit
+                // address; widened by `cvt.u64.u32`).
+                (Some(Fact::Offset32 { win, reach, align, base: Some(b) }), _, _)
+                    if win != Win::Global && reg_name(2).as_deref() == Some(b.as_str()) =>
+                {
+                    Some(Fact::Inside { win, reach, align })
+                }
+                (Some(Fact::Below32 { win, reach, base: Some(b) }), _, _)
+                    if win != Win::Global && reg_name(2).as_deref() == Some(b.as_str()) =>
+                {
+                    Some(Fact::Inside { win, reach, align: 1 })
+                }
+                _ => None,
+            },
+            // `k + b`, `k` a clamped offset of the fence and `b` the fence base: inside.
+            ("add", ["u64"], 3) if wide => match (offset(f(1).as_ref()), offset(f(2).as_ref())) {
+                (Some((Win::Global, reach, align, None)), _) if f(2) == Some(Fact::FenceBase) => {
+                    Some(Fact::Inside { win: Win::Global, reach, align })
+                }
+                (_, Some((Win::Global, reach, align, None))) if f(1) == Some(Fact::FenceBase) => {
+                    Some(Fact::Inside { win: Win::Global, reach, align })
                 }
                 _ => None,
             },
             ("sub", ["u64"], 3) if wide => match (f(1), f(2), int(2)) {
-                (Some(Fact::High { win: wh, reach }), Some(l), _)
-                    if low(&l).is_some_and(|(wl, _)| wl == wh) =>
-                {
-                    // The low is at or below each of its variables, and the high reaches `k`
-                    // bytes past some: the window is at least the longest such `k` long.
-                    let vars = low(&l).map(|(_, v)| v).unwrap_or_default();
-                    let min = reach.iter().filter(|(var, _)| vars.contains(*var)).map(|(_, k)| *k).max();
-                    match (reg_name(2), min) {
-                        (Some(base), Some(min)) if min >= 16 => Some(Fact::Length { win: wh, base, min }),
-                        _ => None,
-                    }
-                }
-                (Some(Fact::Length { win, base, min }), _, Some(k)) if k >= 1 && k <= i128::from(min) => {
-                    Some(Fact::Limit { win, reach: u64::try_from(k).unwrap_or(0), base: Some(base) })
-                }
                 (Some(Fact::FenceLen), _, Some(k)) if k >= 1 && k <= i128::from(MIN_FENCE_LEN) => {
                     Some(Fact::Limit { win: Win::Global, reach: u64::try_from(k).unwrap_or(0), base: None })
                 }

@@ -111,7 +111,8 @@
 //! (its flag reports traps and the budget).
 //!
 //! Per clamped access this costs seven PTX instructions in the global window (eight in another,
-//! which first subtracts the window's base), about five in sm_90 SASS (about two in the
+//! which first subtracts the window's base; those windows are computed and clamped in 32 bits,
+//! their state spaces' own addresses), about five in sm_90 SASS (about two in the
 //! aligned form: the mask and the base's low half in one `LOP3`, its high half moved, and no
 //! note; one or two more to form the address of a register with an offset or a 32-bit
 //! register, twelve more per window a generic access may reach); per backward branch, three PTX instructions and

@@ -14,15 +14,27 @@
 //! addressed in 32 bits), with `lim` = `len - w` computed once per entry as a 32-bit register:
 //!
 //! ```text
-//! sub.u64      o, e, b        // the offset from the window's start (wrapping); not in the
-//!                             // global window, where `e` is an offset already (o = e)
-//! cvt.u32.u64  u, o           // its low 32 bits
+//! cvt.u32.u64  u, e           // the address's low 32 bits: in the global window, an offset
+//!                             // into the fence already
 //! min.u32      k, u, lim      // at most the last place an access of w bytes fits
 //! and.b32      k, k, -w       // aligned to w (w > 1)
 //! cvt.u64.u32  c, k
 //! add.u64      a, c, b        // inside [b, b + len - w], aligned to w when b is aligned to 16
 //! xor.b32      d, u, k        // non-zero when the access was moved...
 //! or.b32       v, v, d        // ...which the thread keeps (under the access's own guard)
+//! ```
+//!
+//! A shared, local or constant window is computed (its base `b`, its end and length, from its
+//! variables' addresses) and clamped in 32 bits, its state space's own addresses; only the
+//! clamped address is widened:
+//!
+//! ```text
+//! cvt.u32.u64  u, e
+//! sub.u32      u, u, b        // the offset from the window's start (wrapping)
+//! min.u32      k, u, lim
+//! and.b32      k, k, -w
+//! add.u32      j, k, b
+//! cvt.u64.u32  a, j           // the same address in 64 bits
 //! ```
 //!
 //! **A global address is an offset into the fence.** The launcher gives a fenced kernel each
@@ -82,8 +94,6 @@ use super::{
 pub(super) mod names {
     /// The effective address of an access.
     pub const E: &str = "%__kargs_e";
-    /// The offset from a window's start.
-    pub const O: &str = "%__kargs_o";
     /// The clamped offset.
     pub const C: &str = "%__kargs_c";
     /// The offset's low 32 bits.
@@ -94,6 +104,12 @@ pub(super) mod names {
     pub const X: &str = "%__kargs_x";
     /// A window's computation's scratch.
     pub const T: &str = "%__kargs_t";
+    /// A shared, local or constant window's computation's scratch (32 bits: those windows are
+    /// computed in the 32-bit addresses of their state space).
+    pub const H: &str = "%__kargs_h";
+    /// A clamped address in a shared, local or constant window, in 32 bits, before it is
+    /// widened into the address register.
+    pub const J: &str = "%__kargs_j";
     /// Whether an access was moved.
     pub const D: &str = "%__kargs_d";
     /// Whether any access of the thread was moved.
@@ -991,7 +1007,7 @@ impl EntryRewriter<'_> {
             vec![names::N.to_owned(), names::LANE.to_owned(), names::MASK.to_owned()];
         if fenced {
             narrow.extend([names::U, names::K, names::D, names::V].map(str::to_owned));
-            wide.extend([names::E, names::O, names::C, names::X, names::T, names::FLAG].map(str::to_owned));
+            wide.extend([names::E, names::C, names::X, names::T, names::FLAG].map(str::to_owned));
             wide.extend(names::ADDRESS.map(str::to_owned));
             wide.extend((0..groups).map(|slot| format!("{}{slot}", names::GROUP)));
         }
@@ -1002,15 +1018,18 @@ impl EntryRewriter<'_> {
             narrow.push(names::B.to_owned());
         }
         for (window, widths) in &self.windows {
-            wide.push(window.base());
             match window {
-                Window::Global => wide.push("%__kargs_gl".to_owned()),
-                _ => {
-                    wide.push(format!("%__kargs_{}e", window.prefix()));
-                    wide.push(format!("%__kargs_{}n", window.prefix()));
-                }
+                Window::Global => wide.extend([window.base(), "%__kargs_gl".to_owned()]),
+                _ => narrow.extend([
+                    window.base(),
+                    format!("%__kargs_{}e", window.prefix()),
+                    format!("%__kargs_{}n", window.prefix()),
+                ]),
             }
             narrow.extend(widths.iter().map(|w| window.limit(*w)));
+        }
+        if self.windows.keys().any(|w| *w != Window::Global) {
+            narrow.extend([names::H, names::J].map(str::to_owned));
         }
         if self.fragments {
             narrow.extend(
@@ -1125,38 +1144,43 @@ impl EntryRewriter<'_> {
                         }
                         members.insert(0, (name.to_owned(), Some(shortest)));
                     }
-                    // Static members first: the base starts at one of them.
+                    // Static members first: the base starts at one of them. In 32 bits: the
+                    // state space's own addresses.
                     members.sort_by_key(|(_, size)| size.is_none());
                     for (i, (name, size)) in members.iter().enumerate() {
-                        let target = if i == 0 { base.clone() } else { names::T.to_owned() };
-                        out.push(op("mov", &["u64"], vec![reg(&target), sym(name, 0)]));
+                        let target = if i == 0 { base.clone() } else { names::H.to_owned() };
+                        out.push(op("mov", &["u32"], vec![reg(&target), sym(name, 0)]));
                         if i > 0 {
-                            out.push(op("min", &["u64"], vec![reg(&base), reg(&base), reg(names::T)]));
+                            out.push(op("min", &["u32"], vec![reg(&base), reg(&base), reg(names::H)]));
                         }
                         let reach = match size {
                             Some(size) => imm(i128::from(*size)),
                             None => {
                                 // Dynamic shared memory: as long as the launch says.
                                 out.push(op("mov", &["u32"], vec![reg(names::N), reg("%dynamic_smem_size")]));
-                                out.push(op("cvt", &["u64", "u32"], vec![reg(names::X), reg(names::N)]));
-                                reg(names::X)
+                                reg(names::N)
                             }
                         };
                         if i == 0 {
-                            out.push(op("add", &["u64"], vec![reg(&end), reg(&base), reach]));
+                            out.push(op("add", &["u32"], vec![reg(&end), reg(&base), reach]));
                         } else {
-                            out.push(op("add", &["u64"], vec![reg(names::T), reg(names::T), reach]));
-                            out.push(op("max", &["u64"], vec![reg(&end), reg(&end), reg(names::T)]));
+                            out.push(op("add", &["u32"], vec![reg(names::H), reg(names::H), reach]));
+                            out.push(op("max", &["u32"], vec![reg(&end), reg(&end), reg(names::H)]));
                         }
                     }
                     let len = format!("%__kargs_{}n", window.prefix());
-                    out.push(op("sub", &["u64"], vec![reg(&len), reg(&end), reg(&base)]));
+                    out.push(op("sub", &["u32"], vec![reg(&len), reg(&end), reg(&base)]));
                     len
                 }
             };
             for width in widths {
-                out.push(op("sub", &["u64"], vec![reg(names::T), reg(&len), imm(i128::from(*width))]));
-                out.push(op("cvt", &["u32", "u64"], vec![reg(&window.limit(*width)), reg(names::T)]));
+                let limit = window.limit(*width);
+                if *window == Window::Global {
+                    out.push(op("sub", &["u64"], vec![reg(names::T), reg(&len), imm(i128::from(*width))]));
+                    out.push(op("cvt", &["u32", "u64"], vec![reg(&limit), reg(names::T)]));
+                } else {
+                    out.push(op("sub", &["u32"], vec![reg(&limit), reg(&len), imm(i128::from(*width))]));
+                }
             }
         }
         (out, pads, const_pad)
@@ -1645,11 +1669,12 @@ impl Context<'_> {
     /// selp.b32     ws, 0, wa, wg      // then its lines at one place: a line fits
     /// mul.lo.u32   wr, ws, span
     /// sub.u32      wl, g<line>, wr    // the last offset the fragment fits at
-    /// cvt.u32.u64  u, e
+    /// cvt.u32.u64  u, e               // and sub.u32 u, u, b in the shared window
     /// min.u32      k, u, wl
     /// and.b32      k, k, -32
     /// cvt.u64.u32  c, k
-    /// add.u64      a, c, b            // or.b64 in the aligned form
+    /// add.u64      a, c, b            // or.b64 in the aligned form; in the shared window,
+    ///                                 // add.u32 j, k, b and cvt.u64.u32 a, j
     /// xor.b32      d, u, k            // clamped form: moved...
     /// xor.b32      wr, stride, ws     // ...or its stride changed
     /// or.b32       d, d, wr
@@ -1778,11 +1803,7 @@ impl Context<'_> {
         ));
         let offset = self.offset(window, effective, out);
         self.clamp_offset_to(&offset, names::STRIDE_LIMIT, isa::FRAGMENT_ALIGN, out);
-        out.push(op(
-            self.join(window),
-            &[self.join_type(window)],
-            vec![reg(address), reg(names::C), reg(&window.base())],
-        ));
+        self.join(window, address, out);
         if self.notes() {
             out.push(guarded(taken, "xor", &["b32"], vec![reg(names::D), reg(names::U), reg(names::K)]));
             out.push(op("xor", &["b32"], vec![reg(names::STRIDE_SPAN), stride.clone(), reg(bounded)]));
@@ -1798,19 +1819,13 @@ impl Context<'_> {
     /// A group's one clamp, into its register (the group's accesses are unguarded).
     fn lead(&self, lead: &Lead, register: &str, out: &mut Vec<Statement>) {
         let effective = self.effective(lead.register.as_ref(), &lead.base, lead.offset, out);
-        let base = lead.window.base();
         let offset = self.offset(lead.window, &effective, out);
         if self.aligned && lead.window == Window::Global && lead.span == lead.align && masked(lead.span) {
             // Accesses of one width at one address: masked as one access is.
             self.mask(lead.span, &offset, register, out);
         } else {
             self.clamp_offset(lead.window, &offset, lead.span, lead.align, out);
-            let join = self.join(lead.window);
-            out.push(op(
-                join,
-                &[self.join_type(lead.window)],
-                vec![reg(register), reg(names::C), reg(&base)],
-            ));
+            self.join(lead.window, register, out);
         }
         if self.notes() {
             out.push(op("xor", &["b32"], vec![reg(names::D), reg(names::U), reg(names::K)]));
@@ -1827,18 +1842,13 @@ impl Context<'_> {
 
     /// The clamp of `effective` into `window`, into register `address`.
     fn clamp(&self, window: Window, width: u64, effective: &str, address: &str, out: &mut Vec<Statement>) {
-        let base = window.base();
         let offset = self.offset(window, effective, out);
         if self.aligned && window == Window::Global && masked(width) {
             self.mask(width, &offset, address, out);
             return;
         }
         self.clamp_offset(window, &offset, width, width, out);
-        out.push(op(
-            self.join(window),
-            &[self.join_type(window)],
-            vec![reg(address), reg(names::C), reg(&base)],
-        ));
+        self.join(window, address, out);
     }
 
     /// The aligned form's global access of `width` bytes at `offset`, into register `address`:
@@ -1853,37 +1863,47 @@ impl Context<'_> {
         out.push(op("or", &["b64"], vec![reg(address), reg(names::C), reg(&window.base())]));
     }
 
-    /// How a clamped offset joins its window's base: `or` in the aligned form's global window
-    /// (the base's low bits are zero there), `add` otherwise.
-    fn join(&self, window: Window) -> &'static str {
-        if self.aligned && window == Window::Global { "or" } else { "add" }
-    }
-
-    fn join_type(&self, window: Window) -> &'static str {
-        if self.aligned && window == Window::Global { "b64" } else { "u64" }
+    /// The clamped 32-bit offset in `%__kargs_k` joined to `window`'s base, into the 64-bit
+    /// register `address`. The fence's: widened, then `add` (`or` in the aligned form, whose
+    /// base's low bits are zero). A shared, local or constant window's: added to its base in
+    /// 32 bits, the state space's own addresses, then widened.
+    fn join(&self, window: Window, address: &str, out: &mut Vec<Statement>) {
+        let base = window.base();
+        if window == Window::Global {
+            out.push(op("cvt", &["u64", "u32"], vec![reg(names::C), reg(names::K)]));
+            let (join, ty) = if self.aligned { ("or", "b64") } else { ("add", "u64") };
+            out.push(op(join, &[ty], vec![reg(address), reg(names::C), reg(&base)]));
+        } else {
+            out.push(op("add", &["u32"], vec![reg(names::J), reg(names::K), reg(&base)]));
+            out.push(op("cvt", &["u64", "u32"], vec![reg(address), reg(names::J)]));
+        }
     }
 
     /// The register that holds `effective`'s offset from `window`'s start: in the global
     /// window the address is one already (a fenced kernel's global addresses are offsets into
-    /// the fence); in another window, `%__kargs_o`, the address less the window's base.
+    /// the fence); in another window, `%__kargs_u`, the address's low 32 bits less the window's
+    /// base (a 32-bit register).
     fn offset(&self, window: Window, effective: &str, out: &mut Vec<Statement>) -> String {
         if window == Window::Global {
             return effective.to_owned();
         }
-        out.push(op("sub", &["u64"], vec![reg(names::O), reg(effective), reg(&window.base())]));
-        names::O.to_owned()
+        out.push(op("cvt", &["u32", "u64"], vec![reg(names::U), reg(effective)]));
+        out.push(op("sub", &["u32"], vec![reg(names::U), reg(names::U), reg(&window.base())]));
+        names::U.to_owned()
     }
 
-    /// `offset`, an offset from `window`'s base, clamped into `%__kargs_c` in 32 bits: at most
+    /// `offset`, an offset from `window`'s base, clamped into `%__kargs_k` in 32 bits: at most
     /// the last offset `reach` bytes fit at, rounded down to `align`.
     fn clamp_offset(&self, window: Window, offset: &str, reach: u64, align: u64, out: &mut Vec<Statement>) {
         self.clamp_offset_to(offset, &window.limit(reach), align, out);
     }
 
-    /// `offset` clamped into `%__kargs_c` in 32 bits: at most the 32-bit `limit`, rounded down
-    /// to `align`.
+    /// `offset` (a 64-bit register, or `%__kargs_u` already) clamped into `%__kargs_k` in 32
+    /// bits: at most the 32-bit `limit`, rounded down to `align`.
     fn clamp_offset_to(&self, offset: &str, limit: &str, align: u64, out: &mut Vec<Statement>) {
-        out.push(op("cvt", &["u32", "u64"], vec![reg(names::U), reg(offset)]));
+        if offset != names::U {
+            out.push(op("cvt", &["u32", "u64"], vec![reg(names::U), reg(offset)]));
+        }
         out.push(op("min", &["u32"], vec![reg(names::K), reg(names::U), reg(limit)]));
         if align > 1 {
             out.push(op(
@@ -1892,7 +1912,6 @@ impl Context<'_> {
                 vec![reg(names::K), reg(names::K), imm(i128::from(align).wrapping_neg())],
             ));
         }
-        out.push(op("cvt", &["u64", "u32"], vec![reg(names::C), reg(names::K)]));
     }
 
     /// A generic access's path through the shared or local window: where `isspacep` says the
@@ -1909,10 +1928,9 @@ impl Context<'_> {
             if window == Window::Shared { ("shared", names::PS) } else { ("local", names::PL) };
         out.push(op("isspacep", &[space], vec![reg(predicate), reg(effective)]));
         out.push(op("cvta", &["to", space, "u64"], vec![reg(names::X), reg(effective)]));
-        let base = window.base();
         let offset = self.offset(window, names::X, out);
         self.clamp_offset(window, &offset, width, width, out);
-        out.push(op("add", &["u64"], vec![reg(names::X), reg(names::C), reg(&base)]));
+        self.join(window, names::X, out);
         out.push(op("cvta", &[space, "u64"], vec![reg(names::X), reg(names::X)]));
         out.push(op("selp", &["b64"], vec![reg(address), reg(names::X), reg(address), reg(predicate)]));
         // Where the address is in this window, whether this clamp moved it.

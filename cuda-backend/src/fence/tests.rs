@@ -91,7 +91,7 @@ fn a_generic_access_is_clamped_into_the_window_it_resolves_to() {
         assert!(text.iter().any(|l| l == line), "{line} in {text:#?}");
     }
     assert!(!text.iter().any(|l| l.starts_with("isspacep")), "no window to resolve to");
-    assert!(!text.iter().any(|l| l.starts_with("sub.u64 %__kargs_o")), "no base subtracted: {text:#?}");
+    assert!(!text.iter().any(|l| l.starts_with("sub.u32 %__kargs_u, %__kargs_u")), "no base subtracted: {text:#?}");
     // With shared and local variables: through each window where isspacep says so.
     let text = lines(&fenced(
         "\t.shared .align 4 .b8 tile[64];\n\t.local .align 8 .b8 depot[32];\n\tld.u32 %r1, [%rd1];\n\tatom.add.u32 %r2, [%rd1], 1;\n",
@@ -101,7 +101,7 @@ fn a_generic_access_is_clamped_into_the_window_it_resolves_to() {
         "cvta.to.shared.u64 %__kargs_x, %rd1;",
         "cvta.shared.u64 %__kargs_x, %__kargs_x;",
         "selp.b64 %__kargs_a0, %__kargs_x, %__kargs_a0, %__kargs_ps;",
-        "sub.u64 %__kargs_o, %__kargs_x, %__kargs_sb;",
+        "sub.u32 %__kargs_u, %__kargs_u, %__kargs_sb;",
         "@%__kargs_ps xor.b32 %__kargs_d, %__kargs_u, %__kargs_k;",
         "isspacep.local %__kargs_pl, %rd1;",
         "selp.b64 %__kargs_a0, %__kargs_x, %__kargs_a0, %__kargs_pl;",
@@ -124,25 +124,29 @@ fn windows_are_computed_once_from_the_variables_and_padded_to_sixteen_bytes() {
     let text = lines(&module);
     let window: Vec<&str> = text
         .iter()
-        .filter(|l| (l.contains("__kargs_s") || l.contains("__kargs_t")) && !l.starts_with(".reg"))
+        .filter(|l| (l.contains("__kargs_s") || l.contains("__kargs_h")) && !l.starts_with(".reg"))
         .map(String::as_str)
-        .take(10)
+        .take(11)
         .collect();
+    // In 32 bits, the shared state space's own addresses; the access's offset from the base
+    // clamped and joined to it in 32 bits too.
     assert_eq!(
         window,
         [
-            "mov.u64 %__kargs_sb, small;",
-            "add.u64 %__kargs_se, %__kargs_sb, 4;",
-            "mov.u64 %__kargs_t, big;",
-            "min.u64 %__kargs_sb, %__kargs_sb, %__kargs_t;",
-            "add.u64 %__kargs_t, %__kargs_t, 32;",
-            "max.u64 %__kargs_se, %__kargs_se, %__kargs_t;",
-            "sub.u64 %__kargs_sn, %__kargs_se, %__kargs_sb;",
-            "sub.u64 %__kargs_t, %__kargs_sn, 4;",
-            "cvt.u32.u64 %__kargs_s4, %__kargs_t;",
-            "sub.u64 %__kargs_o, %__kargs_e, %__kargs_sb;",
+            "mov.u32 %__kargs_sb, small;",
+            "add.u32 %__kargs_se, %__kargs_sb, 4;",
+            "mov.u32 %__kargs_h, big;",
+            "min.u32 %__kargs_sb, %__kargs_sb, %__kargs_h;",
+            "add.u32 %__kargs_h, %__kargs_h, 32;",
+            "max.u32 %__kargs_se, %__kargs_se, %__kargs_h;",
+            "sub.u32 %__kargs_sn, %__kargs_se, %__kargs_sb;",
+            "sub.u32 %__kargs_s4, %__kargs_sn, 4;",
+            "sub.u32 %__kargs_u, %__kargs_u, %__kargs_sb;",
+            "min.u32 %__kargs_k, %__kargs_u, %__kargs_s4;",
+            "add.u32 %__kargs_j, %__kargs_k, %__kargs_sb;",
         ]
     );
+    assert!(text.iter().any(|l| l == "cvt.u64.u32 %__kargs_a0, %__kargs_j;"), "{text:#?}");
     // No variable of 16 bytes: a padding variable gives the window its length.
     let text = lines(&fenced("\t.shared .align 4 .b8 small[4];\n\tld.shared.u32 %r1, [%r2];\n"));
     assert!(text.iter().any(|l| l == ".shared .align 16 .b8 __kargs_shared_pad[16];"), "{text:#?}");
@@ -156,9 +160,9 @@ fn windows_are_computed_once_from_the_variables_and_padded_to_sixteen_bytes() {
         fence_ptx(&dynamic).unwrap().ptx().lines().map(|l| l.trim().replace('\t', " ")).collect();
     for line in [
         ".extern .shared .align 16 .b8 dyn[];",
+        "mov.u32 %__kargs_h, dyn;",
         "mov.u32 %__kargs_n, %dynamic_smem_size;",
-        "cvt.u64.u32 %__kargs_x, %__kargs_n;",
-        "add.u64 %__kargs_t, %__kargs_t, %__kargs_x;",
+        "add.u32 %__kargs_h, %__kargs_h, %__kargs_n;",
     ] {
         assert!(text.iter().any(|l| l == line), "{line} in {text:#?}");
     }
@@ -647,8 +651,17 @@ fn the_checker_finds_what_a_rewriter_could_get_wrong() {
         (
             "the shared clamp on the global base",
             text.replacen(
-                "add.u64\t%__kargs_a0, %__kargs_c, %__kargs_sb;",
-                "add.u64\t%__kargs_a0, %__kargs_c, %__kargs_gb;",
+                "add.u32\t%__kargs_j, %__kargs_k, %__kargs_sb;\n\tcvt.u64.u32\t%__kargs_a0, %__kargs_j;",
+                "cvt.u64.u32\t%__kargs_c, %__kargs_k;\n\tadd.u64\t%__kargs_a0, %__kargs_c, %__kargs_gb;",
+                1,
+            ),
+            FindingKind::Unproven,
+        ),
+        (
+            "the shared clamp on the window's end",
+            text.replacen(
+                "add.u32\t%__kargs_j, %__kargs_k, %__kargs_sb;",
+                "add.u32\t%__kargs_j, %__kargs_k, %__kargs_se;",
                 1,
             ),
             FindingKind::Unproven,
@@ -729,8 +742,8 @@ fn the_checker_finds_what_a_rewriter_could_get_wrong() {
         (
             "a window without its padding",
             text.replacen(
-                "add.u64\t%__kargs_se, %__kargs_sb, 64;",
-                "add.u64\t%__kargs_se, %__kargs_sb, 8;",
+                "add.u32\t%__kargs_se, %__kargs_sb, 64;",
+                "add.u32\t%__kargs_se, %__kargs_sb, 8;",
                 1,
             ),
             FindingKind::Unproven,
@@ -738,8 +751,8 @@ fn the_checker_finds_what_a_rewriter_could_get_wrong() {
         (
             "a window past its variable",
             text.replacen(
-                "add.u64\t%__kargs_se, %__kargs_sb, 64;",
-                "add.u64\t%__kargs_se, %__kargs_sb, 128;",
+                "add.u32\t%__kargs_se, %__kargs_sb, 64;",
+                "add.u32\t%__kargs_se, %__kargs_sb, 128;",
                 1,
             ),
             FindingKind::Unproven,
@@ -1634,10 +1647,11 @@ fn a_shared_fragment_is_clamped_into_the_shared_window() {
     let text = lines(&module);
     for line in [
         ".shared .align 32 .b8 tile[512];",
-        "sub.u64 %__kargs_o, %rd2, %__kargs_sb;",
+        "sub.u32 %__kargs_u, %__kargs_u, %__kargs_sb;",
         "cvt.u64.u32 %__kargs_wt, %__kargs_s32;",
         "sub.u32 %__kargs_wl, %__kargs_s32, %__kargs_wr;",
-        "add.u64 %__kargs_a0, %__kargs_c, %__kargs_sb;",
+        "add.u32 %__kargs_j, %__kargs_k, %__kargs_sb;",
+        "cvt.u64.u32 %__kargs_a0, %__kargs_j;",
     ] {
         assert!(text.iter().any(|l| l == line), "{line} in {text:#?}");
     }
@@ -1647,8 +1661,17 @@ fn a_shared_fragment_is_clamped_into_the_shared_window() {
             (
                 "the fence's base for a shared fragment",
                 text.replacen(
-                    "add.u64\t%__kargs_a0, %__kargs_c, %__kargs_sb;",
-                    "add.u64\t%__kargs_a0, %__kargs_c, %__kargs_gb;",
+                    "add.u32\t%__kargs_j, %__kargs_k, %__kargs_sb;\n\tcvt.u64.u32\t%__kargs_a0, %__kargs_j;",
+                    "cvt.u64.u32\t%__kargs_c, %__kargs_k;\n\tadd.u64\t%__kargs_a0, %__kargs_c, %__kargs_gb;",
+                    1,
+                ),
+                FindingKind::Unproven,
+            ),
+            (
+                "a shared fragment joined to the window's end",
+                text.replacen(
+                    "add.u32\t%__kargs_j, %__kargs_k, %__kargs_sb;",
+                    "add.u32\t%__kargs_j, %__kargs_k, %__kargs_se;",
                     1,
                 ),
                 FindingKind::Unproven,
