@@ -1147,7 +1147,7 @@ fn a_fenced_printf_reaches_the_embedder() {
         );
         assert!(host.launcher_mut().take_printed().is_empty(), "taken");
     }
-    // Every thread printing: 1,280 records of 16 bytes and 1,280 of 44, of which the 16 KiB
+    // Every thread printing: 1,280 records of 32 bytes and 1,280 of 64, of which the 16 KiB
     // buffer holds what fits; the rest is said to be lost, and nothing left the fence.
     let every_thread = PRINTF_PTX.replacen("@%p3 bra", "// @%p3 bra", 1);
     assert_ne!(every_thread, PRINTF_PTX);
@@ -1164,6 +1164,6 @@ fn a_fenced_printf_reaches_the_embedder() {
     assert!(printed.truncated);
     let (first, second) = ("first element 0.500000 of 1", "report_first: n=1 (0x1), 4 bytes, 'b', 5.00e-01");
     assert!(printed.text.lines().all(|l| l == first || l == second), "{}", printed.text);
-    let bytes: usize = printed.text.lines().map(|l| if l == first { 16 } else { 44 }).sum();
-    assert!((16 * 1024 - 44..=16 * 1024).contains(&bytes), "{bytes} bytes of records kept");
+    let bytes: usize = printed.text.lines().map(|l| if l == first { 32 } else { 64 }).sum();
+    assert!((16 * 1024 - 64..=16 * 1024).contains(&bytes), "{bytes} bytes of records kept");
 }

@@ -5,8 +5,9 @@
 //! buffer)`: the format is a module-scope `.global` string, and the arguments are packed into a
 //! thread-local buffer, each aligned to its size (a `float` promoted to `double`, a `char` or
 //! `short` to `int`). The fence replaces the call (`lower.rs`) with a **record** written into
-//! the launch's **print buffer**, inside the fence: the format's number, then the argument
-//! buffer's bytes, read from the thread's local depot by name (or through the generic pointer
+//! the launch's **print buffer**, inside the fence: the format's number, then, 16 bytes in
+//! (`RECORD_ARGS`), the argument buffer's bytes, read from the thread's local depot by name
+//! 16 bytes at a time where they are aligned (or a word at a time through the generic pointer
 //! nvcc passed, fenced, where it is not the depot's), at a place reserved with one fenced
 //! atomic, the record's stores under one clamp. The buffer is one of the module's variables (at
 //! the start of the fence, [`FencedModule::variables`](super::FencedModule::variables)): a
@@ -45,6 +46,11 @@ pub const PRINT_BUFFER_BYTES: u32 = 16 * 1024;
 
 /// The print buffer's header: the count of bytes reserved (a `u64`), padded to 16.
 pub(super) const HEADER: u32 = 16;
+
+/// Where a record's arguments start: after the format's number, padded to 16 bytes, so that
+/// every record (16 bytes long times something) and its arguments are aligned to 16, and the
+/// arguments are copied 16 bytes at a time where the thread's depot allows.
+pub(super) const RECORD_ARGS: u32 = 16;
 
 /// The longest record: a record that does not fit the buffer is written past its end, into a
 /// scratch record of this many bytes that nobody reads (so the stores need no guard).
@@ -496,7 +502,7 @@ impl PrintBuffer {
                 printed.truncated = true;
                 break;
             };
-            let args = records.saturating_add(at).saturating_add(4);
+            let args = records.saturating_add(at).saturating_add(RECORD_ARGS as usize);
             let len = record_len(format) as usize;
             let bytes = variables.get(args..args.saturating_add(format.args_len)).unwrap_or_default();
             printed.text.push_str(&format.print(bytes, variables));
@@ -514,11 +520,11 @@ impl PrintBuffer {
     }
 }
 
-/// A record's bytes: the format's number plus one (so that 0 is no record), then its argument
-/// buffer rounded up to 4 bytes.
+/// A record's bytes: the format's number plus one (so that 0 is no record), padded to
+/// [`RECORD_ARGS`], then its argument buffer rounded up to 16 bytes.
 pub(super) fn record_len(format: &Format) -> u32 {
-    let args = u32::try_from(format.args_len.next_multiple_of(4)).unwrap_or(u32::MAX);
-    args.saturating_add(4)
+    let args = u32::try_from(format.args_len.next_multiple_of(16)).unwrap_or(u32::MAX);
+    args.saturating_add(RECORD_ARGS)
 }
 
 /// The print buffer's bytes: its header, its records, the scratch record.
@@ -584,11 +590,15 @@ pub(super) fn lower_printf(module: &mut Module) -> Option<Vec<Format>> {
         let Some(body) = &mut f.body else { continue };
         let mut instructions = Vec::new();
         collect(body, &mut instructions);
-        let locals: HashMap<String, u64> = body
+        // Each `.local` variable aligned to 16 (below, where a record reads it), so that the
+        // arguments are read 16 bytes at a time (the fence aligns them so in any case).
+        let locals: HashMap<String, (u64, u64)> = body
             .statements
             .iter()
             .filter_map(|s| match s {
-                Statement::Variable(v) if v.space == StateSpace::Local => Some((v.name.clone(), v.size()?)),
+                Statement::Variable(v) if v.space == StateSpace::Local => {
+                    Some((v.name.clone(), (v.size()?, v.alignment().max(u64::from(RECORD_ARGS)))))
+                }
                 _ => None,
             })
             .collect();
@@ -597,6 +607,13 @@ pub(super) fn lower_printf(module: &mut Module) -> Option<Vec<Format>> {
         replace_calls(body, &function, &strings, &mut formats, &mut site);
         if site != before {
             remove_dead_moves(body);
+            for statement in &mut body.statements {
+                if let Statement::Variable(v) = statement
+                    && v.space == StateSpace::Local
+                {
+                    v.align = Some(v.align.unwrap_or(1).max(RECORD_ARGS));
+                }
+            }
         }
     }
     if formats.is_empty() {
@@ -620,17 +637,18 @@ pub(super) fn lower_printf(module: &mut Module) -> Option<Vec<Format>> {
 struct Caller<'f> {
     /// Its instructions, at any depth, in order.
     instructions: &'f [Instruction],
-    /// Its `.local` variables, with their sizes.
-    locals: &'f HashMap<String, u64>,
+    /// Its `.local` variables, with their sizes and alignments.
+    locals: &'f HashMap<String, (u64, u64)>,
 }
 
 /// Where a call's argument buffer is read from.
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Arguments {
-    /// A `.local` variable of the function, at a constant offset (nvcc's `%SP` of its local
-    /// depot): each word read from the variable by name, which the fence proves from its
-    /// declaration.
-    Local(String, i64),
+    /// A `.local` variable of the function (`size` bytes, aligned to `align`), at a constant
+    /// offset (nvcc's `%SP` of its local depot): read from the variable by name, which the
+    /// fence proves from its declaration, 16 bytes at a time where they are aligned and inside
+    /// it (8 or 4 where not).
+    Local { depot: String, offset: i64, size: u64, align: u64 },
     /// A register holding a generic address: each word read through it, fenced.
     Generic(String),
     /// No arguments.
@@ -758,9 +776,10 @@ fn call(
             Some((depot, offset))
                 if offset % 4 == 0
                     && u64::try_from(offset.checked_add(words.checked_mul(4)?)?)
-                        .is_ok_and(|end| function.locals.get(&depot).is_some_and(|&size| end <= size)) =>
+                        .is_ok_and(|end| function.locals.get(&depot).is_some_and(|&(size, _)| end <= size)) =>
             {
-                Arguments::Local(depot, offset)
+                let (size, align) = function.locals.get(&depot).copied().unwrap_or((0, 1));
+                Arguments::Local { depot, offset, size, align }
             }
             _ => Arguments::Generic(r.name.clone()),
         },
@@ -824,6 +843,36 @@ fn string_of(register: &str, function: &[Instruction]) -> Option<String> {
     symbol(mov.operands.get(1)?)
 }
 
+/// The pieces a record's arguments are copied in from the thread's depot: `(place, bytes)`,
+/// `place` from the arguments' start, covering its `args_len` bytes, each piece 16, 8 or 4
+/// bytes wide, aligned to its width at both ends (the record's arguments are aligned to 16) and
+/// inside the depot (`size` bytes, aligned to `align`, the arguments at `offset`, a multiple of
+/// 4; the bytes past `args_len` a wide piece may read are the depot's, and nobody reads them
+/// back).
+fn pieces(args_len: usize, offset: i64, size: u64, align: u64) -> Vec<(i64, u64)> {
+    let mut out = Vec::new();
+    let end = i64::try_from(args_len).unwrap_or(i64::MAX);
+    let size = i64::try_from(size).unwrap_or(0);
+    let mut place = 0i64;
+    while place < end {
+        let source = offset.saturating_add(place);
+        let width = [16u64, 8, 4]
+            .into_iter()
+            .find(|&w| {
+                let wi = w as i64;
+                w == 4
+                    || (align >= w
+                        && place.checked_rem(wi) == Some(0)
+                        && source.checked_rem(wi) == Some(0)
+                        && source.saturating_add(wi) <= size)
+            })
+            .unwrap_or(4);
+        out.push((place, width));
+        place = place.saturating_add(width as i64);
+    }
+    out
+}
+
 /// The block that writes one call's record (see the module's documentation): the place
 /// reserved with an atomic add to the buffer's count (the scratch record past the buffer's end
 /// where it does not fit), then the format's number and the argument buffer's words stored
@@ -874,27 +923,44 @@ fn record(format: &Format, id: usize, arguments: &Arguments, result: Option<&Ope
         op("mov", &["u32"], vec![reg(&w), imm((id as i128).saturating_add(1))]),
         op("st", &["global", "u32"], vec![at(AddressBase::Register(a.clone()), i64::from(HEADER)), reg(&w)]),
     ];
-    let words = format.args_len.div_ceil(4);
-    for word in 0..words {
-        let offset = i64::try_from(word).unwrap_or(i64::MAX).saturating_mul(4);
-        let from = match arguments {
-            Arguments::Local(depot, k) => op(
-                "ld",
-                &["local", "u32"],
-                vec![reg(&w), at(AddressBase::Symbol(depot.clone()), k.saturating_add(offset))],
-            ),
-            Arguments::Generic(r) => {
-                op("ld", &["u32"], vec![reg(&w), at(AddressBase::Register(r.clone()), offset)])
+    let args = i64::from(HEADER).saturating_add(i64::from(RECORD_ARGS));
+    match arguments {
+        Arguments::Local { depot, offset, size, align } => {
+            let q: Vec<String> = (0..4).map(|k| name(&format!("q{k}"))).collect();
+            statements.insert(0, declare(Type::B32, &q.iter().collect::<Vec<_>>()));
+            for (place, width) in pieces(format.args_len, *offset, *size, *align) {
+                let from = at(AddressBase::Symbol(depot.clone()), offset.saturating_add(place));
+                let to = at(AddressBase::Register(a.clone()), args.saturating_add(place));
+                let (vector, words) = match width {
+                    16 => (Some("v4"), 4),
+                    8 => (Some("v2"), 2),
+                    _ => (None, 1),
+                };
+                let value = match vector {
+                    Some(_) => Operand::new(OperandKind::Vector(q.iter().take(words).map(|w| reg(w)).collect())),
+                    None => reg(&w),
+                };
+                let modifiers: Vec<&str> = vector.into_iter().chain(["u32"]).collect();
+                let mut load = vec!["local"];
+                load.extend(&modifiers);
+                let mut store = vec!["global"];
+                store.extend(&modifiers);
+                statements.push(op("ld", &load, vec![value.clone(), from]));
+                statements.push(op("st", &store, vec![to, value]));
             }
-            Arguments::None => break,
-        };
-        statements.push(from);
-        let to = i64::from(HEADER).saturating_add(4).saturating_add(offset);
-        statements.push(op(
-            "st",
-            &["global", "u32"],
-            vec![at(AddressBase::Register(a.clone()), to), reg(&w)],
-        ));
+        }
+        Arguments::Generic(r) => {
+            for word in 0..format.args_len.div_ceil(4) {
+                let at_word = i64::try_from(word).unwrap_or(i64::MAX).saturating_mul(4);
+                statements.push(op("ld", &["u32"], vec![reg(&w), at(AddressBase::Register(r.clone()), at_word)]));
+                statements.push(op(
+                    "st",
+                    &["global", "u32"],
+                    vec![at(AddressBase::Register(a.clone()), args.saturating_add(at_word)), reg(&w)],
+                ));
+            }
+        }
+        Arguments::None => {}
     }
     if let Some(result) = result {
         statements.push(op("mov", &["b32"], vec![result.clone(), imm(format.args as i128)]));
@@ -1051,36 +1117,54 @@ mod tests {
     }
 
     #[test]
+    fn arguments_are_copied_in_the_widest_aligned_pieces_inside_the_depot() {
+        // 40 bytes at the start of a 40-byte depot: 16, 16, then 8.
+        assert_eq!(pieces(40, 0, 40, 16), [(0, 16), (16, 16), (32, 8)]);
+        // 12 bytes: one piece of 16 (the depot's 4 bytes past them are read, and not printed)...
+        assert_eq!(pieces(12, 0, 40, 16), [(0, 16)]);
+        // ...but never past the depot's end.
+        assert_eq!(pieces(12, 0, 12, 16), [(0, 8), (8, 4)]);
+        // At an offset of 8 or 4 the record's places and the depot's are aligned to 8 or 4 only.
+        assert_eq!(pieces(16, 8, 64, 16), [(0, 8), (8, 8)]);
+        assert_eq!(pieces(8, 4, 64, 16), [(0, 4), (4, 4)]);
+        // A depot aligned to 8: no piece of 16.
+        assert_eq!(pieces(16, 0, 64, 8), [(0, 8), (8, 8)]);
+        assert!(pieces(0, 0, 0, 16).is_empty());
+    }
+
+    #[test]
     fn a_buffer_reads_its_records_and_says_what_was_lost() {
         let formats = vec![Format::parse(b"a=%d\n").unwrap(), Format::parse(b"b\n").unwrap()];
         let buffer = PrintBuffer { at: 16, formats };
         let mut variables = vec![0u8; 16 + BUFFER_BYTES as usize];
         let records = 16 + HEADER as usize;
-        // Two records: format 0 with 5, format 1 without arguments.
+        // Two records: format 0 with 5 (its arguments 16 bytes in, 32 bytes long), format 1
+        // without arguments (16 bytes).
         variables[records..records + 4].copy_from_slice(&1u32.to_le_bytes());
-        variables[records + 4..records + 8].copy_from_slice(&5i32.to_le_bytes());
-        variables[records + 8..records + 12].copy_from_slice(&2u32.to_le_bytes());
-        variables[16..24].copy_from_slice(&12u64.to_le_bytes());
+        variables[records + 16..records + 20].copy_from_slice(&5i32.to_le_bytes());
+        variables[records + 32..records + 36].copy_from_slice(&2u32.to_le_bytes());
+        variables[16..24].copy_from_slice(&48u64.to_le_bytes());
         assert_eq!(buffer.text(&variables), Printed { text: "a=5\nb\n".to_owned(), truncated: false });
         // More reserved than the buffer holds: what fitted, and the loss said.
-        variables[16..24].copy_from_slice(&u64::from(PRINT_BUFFER_BYTES + 8).to_le_bytes());
+        variables[16..24].copy_from_slice(&u64::from(PRINT_BUFFER_BYTES + 16).to_le_bytes());
         let printed = buffer.text(&variables);
         assert!(printed.truncated && printed.text.starts_with("a=5\nb\n"));
         // A record naming no format ends the reading.
-        variables[16..24].copy_from_slice(&16u64.to_le_bytes());
-        variables[records + 12..records + 16].copy_from_slice(&9u32.to_le_bytes());
+        variables[16..24].copy_from_slice(&64u64.to_le_bytes());
+        variables[records + 48..records + 52].copy_from_slice(&9u32.to_le_bytes());
         assert_eq!(buffer.text(&variables), Printed { text: "a=5\nb\n".to_owned(), truncated: true });
         buffer.reset(&mut variables);
         assert_eq!(buffer.text(&variables), Printed::default());
         // However its records are written, a launch prints at most MAX_PRINTED_BYTES.
-        let wide = PrintBuffer { at: 16, formats: vec![Format::parse(b"%512d").unwrap()] };
+        let wide = PrintBuffer { at: 16, formats: vec![Format::parse(b"%512d%512d").unwrap()] };
         variables[16..24].copy_from_slice(&u64::from(PRINT_BUFFER_BYTES).to_le_bytes());
-        for record in variables[records..records + PRINT_BUFFER_BYTES as usize].chunks_exact_mut(8) {
+        for record in variables[records..records + PRINT_BUFFER_BYTES as usize].chunks_exact_mut(32) {
             record[..4].copy_from_slice(&1u32.to_le_bytes());
         }
         let printed = wide.text(&variables);
         assert!(printed.truncated && printed.text.len() == MAX_PRINTED_BYTES, "{}", printed.text.len());
         assert_eq!(buffer.range(), 16..16 + BUFFER_BYTES as usize);
-        assert_eq!(record_len(&buffer.formats()[0]), 8);
+        assert_eq!(record_len(&buffer.formats()[0]), 32);
+        assert_eq!(record_len(&buffer.formats()[1]), 16);
     }
 }

@@ -1332,16 +1332,16 @@ fn a_printf_becomes_a_record_in_the_print_buffer() {
         assert!(!text.iter().any(|l| l.contains(gone)), "{gone} in {text:#?}");
     }
     // The place reserved (past the buffer where the record does not fit), then the format's
-    // number plus one and the three words of arguments, read from the local depot by name,
-    // stored there through one clamp.
+    // number plus one and, 16 bytes in, the 12 bytes of arguments, read from the local depot by
+    // name 16 at a time, stored there through one clamp.
     let at = text
         .iter()
-        .position(|l| l == "atom.global.add.u64 %_kpf0_p, [%__kargs_a0], 16;")
+        .position(|l| l == "atom.global.add.u64 %_kpf0_p, [%__kargs_a0], 32;")
         .expect("the atomic");
     assert_eq!(
         text[at + 1..at + 6],
         [
-            "setp.le.u64 %_kpf0_ok, %_kpf0_p, 16368;",
+            "setp.le.u64 %_kpf0_ok, %_kpf0_p, 16352;",
             "selp.b64 %_kpf0_p, %_kpf0_p, 16384, %_kpf0_ok;",
             "mov.u64 %_kpf0_b, 16;",
             "add.u64 %_kpf0_a, %_kpf0_p, %_kpf0_b;",
@@ -1349,23 +1349,30 @@ fn a_printf_becomes_a_record_in_the_print_buffer() {
         ],
         "{text:#?}"
     );
-    let end =
-        text.iter().position(|l| l == "st.global.u32 [%__kargs_r0+12], %_kpf0_w;").expect("the last store");
+    let end = text
+        .iter()
+        .position(|l| l == "st.global.v4.u32 [%__kargs_r0+16], {%_kpf0_q0, %_kpf0_q1, %_kpf0_q2, %_kpf0_q3};")
+        .expect("the last store");
     assert_eq!(
-        text[end - 5..end],
+        text[end - 2..end],
         [
-            "ld.local.u32 %_kpf0_w, [__local_depot0];",
-            "st.global.u32 [%__kargs_r0+4], %_kpf0_w;",
-            "ld.local.u32 %_kpf0_w, [__local_depot0+4];",
-            "st.global.u32 [%__kargs_r0+8], %_kpf0_w;",
-            "ld.local.u32 %_kpf0_w, [__local_depot0+8];",
+            "st.global.u32 [%__kargs_r0], %_kpf0_w;",
+            "ld.local.v4.u32 {%_kpf0_q0, %_kpf0_q1, %_kpf0_q2, %_kpf0_q3}, [__local_depot0];",
         ],
         "{text:#?}"
     );
-    // The second call's record: 4 bytes and the 40 of its arguments, read by name.
-    assert!(text.iter().any(|l| l == "atom.global.add.u64 %_kpf1_p, [%__kargs_a0], 44;"), "{text:#?}");
+    assert!(text.iter().any(|l| l == ".local .align 16 .b8 __local_depot0[40];"), "{text:#?}");
+    // The second call's record: 16 bytes and the 40 of its arguments, rounded up to 48, read
+    // by name 16, 16 and 8 at a time (the depot is 40 bytes long).
+    assert!(text.iter().any(|l| l == "atom.global.add.u64 %_kpf1_p, [%__kargs_a0], 64;"), "{text:#?}");
     assert!(text.iter().any(|l| l == "mov.u32 %_kpf1_w, 2;"), "{text:#?}");
-    assert!(text.iter().any(|l| l == "ld.local.u32 %_kpf1_w, [__local_depot0+36];"), "{text:#?}");
+    for line in [
+        "ld.local.v4.u32 {%_kpf1_q0, %_kpf1_q1, %_kpf1_q2, %_kpf1_q3}, [__local_depot0+16];",
+        "ld.local.v2.u32 {%_kpf1_q0, %_kpf1_q1}, [__local_depot0+32];",
+        "st.global.v2.u32 [%__kargs_r0+48], {%_kpf1_q0, %_kpf1_q1};",
+    ] {
+        assert!(text.iter().any(|l| l == line), "{line} in {text:#?}");
+    }
     // Where the kernel reads printf's result, it is the number of arguments converted.
     let reads_result = ptx.replacen("} // callseq 1", "} // callseq 1\n\tst.global.u32 [%rd2], %r16;", 1);
     assert_ne!(reads_result, ptx);
