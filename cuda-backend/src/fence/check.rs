@@ -990,9 +990,9 @@ impl<'m> Entry<'m> {
         };
         let reg_name = |k: usize| ops.get(k).and_then(Operand::register).map(|r| r.name.clone());
         let narrow_reg = |k: usize| {
-            ops.get(k)
-                .and_then(Operand::register)
-                .is_some_and(|r| r.component.is_none() && self.registers.get(r.name.as_str()) == Some(&Type::B32))
+            ops.get(k).and_then(Operand::register).is_some_and(|r| {
+                r.component.is_none() && self.registers.get(r.name.as_str()) == Some(&Type::B32)
+            })
         };
         let align_ok = |a: u64| matches!(a, 2 | 4 | 8 | 16);
         let fact = match (i.opcode.as_str(), m.as_slice(), ops.len()) {
@@ -1021,9 +1021,9 @@ impl<'m> Entry<'m> {
                 Some(Fact::Inside { win, reach, align }) if win != Win::Global => {
                     Some(Fact::Inside { win, reach, align })
                 }
-                Some(Fact::Strided(s @ Strided { step: StridedStep::Inside { .. }, win: Win::Shared, .. })) => {
-                    Some(Fact::Strided(s))
-                }
+                Some(Fact::Strided(
+                    s @ Strided { step: StridedStep::Inside { .. }, win: Win::Shared, .. },
+                )) => Some(Fact::Strided(s)),
                 Some(Fact::Offset32 { win, reach, align, base }) => {
                     Some(Fact::Offset { win, reach, align, base })
                 }

@@ -775,8 +775,9 @@ fn call(
         Some(r) => match local_buffer(&r.name, function) {
             Some((depot, offset))
                 if offset % 4 == 0
-                    && u64::try_from(offset.checked_add(words.checked_mul(4)?)?)
-                        .is_ok_and(|end| function.locals.get(&depot).is_some_and(|&(size, _)| end <= size)) =>
+                    && u64::try_from(offset.checked_add(words.checked_mul(4)?)?).is_ok_and(|end| {
+                        function.locals.get(&depot).is_some_and(|&(size, _)| end <= size)
+                    }) =>
             {
                 let (size, align) = function.locals.get(&depot).copied().unwrap_or((0, 1));
                 Arguments::Local { depot, offset, size, align }
@@ -937,7 +938,9 @@ fn record(format: &Format, id: usize, arguments: &Arguments, result: Option<&Ope
                     _ => (None, 1),
                 };
                 let value = match vector {
-                    Some(_) => Operand::new(OperandKind::Vector(q.iter().take(words).map(|w| reg(w)).collect())),
+                    Some(_) => {
+                        Operand::new(OperandKind::Vector(q.iter().take(words).map(|w| reg(w)).collect()))
+                    }
                     None => reg(&w),
                 };
                 let modifiers: Vec<&str> = vector.into_iter().chain(["u32"]).collect();
@@ -952,7 +955,11 @@ fn record(format: &Format, id: usize, arguments: &Arguments, result: Option<&Ope
         Arguments::Generic(r) => {
             for word in 0..format.args_len.div_ceil(4) {
                 let at_word = i64::try_from(word).unwrap_or(i64::MAX).saturating_mul(4);
-                statements.push(op("ld", &["u32"], vec![reg(&w), at(AddressBase::Register(r.clone()), at_word)]));
+                statements.push(op(
+                    "ld",
+                    &["u32"],
+                    vec![reg(&w), at(AddressBase::Register(r.clone()), at_word)],
+                ));
                 statements.push(op(
                     "st",
                     &["global", "u32"],

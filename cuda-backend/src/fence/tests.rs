@@ -91,7 +91,10 @@ fn a_generic_access_is_clamped_into_the_window_it_resolves_to() {
         assert!(text.iter().any(|l| l == line), "{line} in {text:#?}");
     }
     assert!(!text.iter().any(|l| l.starts_with("isspacep")), "no window to resolve to");
-    assert!(!text.iter().any(|l| l.starts_with("sub.u32 %__kargs_u, %__kargs_u")), "no base subtracted: {text:#?}");
+    assert!(
+        !text.iter().any(|l| l.starts_with("sub.u32 %__kargs_u, %__kargs_u")),
+        "no base subtracted: {text:#?}"
+    );
     // With shared and local variables: through each window where isspacep says so.
     let text = lines(&fenced(
         "\t.shared .align 4 .b8 tile[64];\n\t.local .align 8 .b8 depot[32];\n\tld.u32 %r1, [%rd1];\n\tatom.add.u32 %r2, [%rd1], 1;\n",
