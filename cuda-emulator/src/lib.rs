@@ -61,7 +61,7 @@
 //!   (`shfl.sync`, `vote.sync`, `bar.warp.sync`, executed by a warp's threads together),
 //!   tensor-core fragments (`wmma` of the
 //!   half-precision shapes: each lane loads and stores its own elements, the warp multiplies
-//!   together) and real atomics, each launch counting
+//!   together), `cp.async` (complete when issued) and real atomics, each launch counting
 //!   the instructions it executed: `src/exec/`;
 //! - the control API for tests (`kargs_emu_*`): [`control`]; per-thread fault injection, held
 //!   calls and call counts: `src/faults.rs`; a client that loads a built library and calls its

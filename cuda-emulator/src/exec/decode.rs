@@ -278,6 +278,7 @@ fn decode_instruction(i: &Instruction, names: &mut Names) -> Result<Op, DecodeEr
         "ld" | "ldu" | "st" | "atom" | "red" => {
             memory_ops::decode(base, &modifiers, operands, names).map(Op::Memory)
         }
+        "cp" => memory_ops::decode_copy(&modifiers, operands, names).map(Op::Memory),
         _ => arith::decode(base, &modifiers, operands, names).map(Op::Arith),
     }
 }

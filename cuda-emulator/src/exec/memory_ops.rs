@@ -3,7 +3,9 @@
 //! global), scalar and `.v2`/`.v4` vectors; `atom` and `red` (`.add`, `.min`, `.max`, `.exch`,
 //! `.cas`, `.and`, `.or`, `.xor`) on 32- and 64-bit integers and `.add` on `.f32` and `.f64`, in
 //! global and shared memory and through generic addresses (a generic atomic in the local
-//! window faults, as PTX leaves it undefined).
+//! window faults, as PTX leaves it undefined); `cp.async` from global to shared memory, which
+//! completes when it is issued (so `cp.async.commit_group`, `.wait_group` and `.wait_all`
+//! have nothing left to wait for: PTX lets a copy complete at any time before the wait).
 //!
 //! A global access goes through [`KernelMemory`](crate::memory::KernelMemory): it must be
 //! naturally aligned (a vector to its whole size) and inside memory the kernel may reach, or
@@ -68,6 +70,22 @@ pub enum MemoryOp {
         /// The values (one, two or four).
         src: Vec<Operand>,
     },
+    /// `cp.async.ca|cg.shared.global [d], [s], size[, src_size]`: `size` bytes (4, 8 or 16, each
+    /// address aligned to it) copied from global memory to shared memory, those from
+    /// `src_size` on (where given) zeros.
+    CopyAsync {
+        /// The shared destination.
+        dst: (AddrBase, i64),
+        /// The global source.
+        src: (AddrBase, i64),
+        /// The bytes written.
+        size: usize,
+        /// The bytes read (at most `size`; the rest are zeros).
+        src_size: Option<Operand>,
+    },
+    /// `cp.async.commit_group`, `cp.async.wait_group N`, `cp.async.wait_all`: nothing (every
+    /// copy has completed).
+    CopyAsyncGroup,
     /// `atom.space.op.ty d, [a], b[, c]` and `red.space.op.ty [a], b`.
     Atom {
         /// The state space.
@@ -184,6 +202,43 @@ pub fn decode(
             let c = if kind == AtomKind::Cas { Some(operand(&rest[2], ty, names)?) } else { None };
             Ok(MemoryOp::Atom { space, kind, ty, dst, addr, b, c })
         }
+    }
+}
+
+/// Decodes `cp.async`: a copy from global to shared memory, or its group's commit or wait.
+pub fn decode_copy(modifiers: &[&str], operands: &[Src], names: &mut Names) -> Result<MemoryOp, DecodeError> {
+    let form = || DecodeError::Form { instruction: format!("cp.{}", modifiers.join(".")) };
+    match modifiers {
+        ["async", "commit_group" | "wait_all"] if operands.is_empty() => Ok(MemoryOp::CopyAsyncGroup),
+        ["async", "wait_group"] if operands.len() == 1 => Ok(MemoryOp::CopyAsyncGroup),
+        ["async", cache @ ("ca" | "cg"), "shared" | "shared::cta", "global", rest @ ..]
+            if rest.iter().all(|m| matches!(*m, "L2::64B" | "L2::128B" | "L2::256B")) =>
+        {
+            let (dst, src, size, src_size) = match operands {
+                [d, s, size] => (d, s, size, None),
+                [d, s, size, src_size] => (d, s, size, Some(src_size)),
+                _ => {
+                    return Err(DecodeError::OperandCount { opcode: "cp".to_owned(), count: operands.len() });
+                }
+            };
+            let size = match &size.kind {
+                kernel_args_ptx::OperandKind::Immediate(kernel_args_ptx::Immediate::Int(v)) => *v,
+                _ => return Err(form()),
+            };
+            // `.cg` copies 16 bytes only.
+            let size = match (size, *cache) {
+                (16, _) => 16,
+                (4 | 8, "ca") => size as usize,
+                _ => return Err(form()),
+            };
+            Ok(MemoryOp::CopyAsync {
+                dst: address(dst, Space::Shared, names)?,
+                src: address(src, Space::Global, names)?,
+                size,
+                src_size: src_size.map(|s| operand(s, Ty::U(32), names)).transpose()?,
+            })
+        }
+        _ => Err(form()),
     }
 }
 
@@ -355,6 +410,24 @@ pub fn execute(op: &MemoryOp, regs: &mut Registers, cx: &mut Context<'_, '_>) ->
             }
             Ok(())
         }
+        MemoryOp::CopyAsync { dst, src, size, src_size } => {
+            let (to, _) = effective(regs, *dst);
+            let (from, _) = effective(regs, *src);
+            let len = *size as u64;
+            if !to.is_multiple_of(len) || !from.is_multiple_of(len) {
+                return Err(Fault::Misaligned);
+            }
+            let kept = src_size.map_or(len, |s| read(regs, cx, s).0 & 0xffff_ffff).min(len);
+            let mut bytes = [0u8; 16];
+            for (k, byte) in bytes.iter_mut().enumerate().take(kept as usize) {
+                *byte = cx.memory.load::<1>(from.wrapping_add(k as u64))?[0];
+            }
+            for (w, word) in bytes.chunks_exact(4).take(*size / 4).enumerate() {
+                store(cx, Space::Shared, to, (w * 4) as u64, 4, bits_of(word))?;
+            }
+            Ok(())
+        }
+        MemoryOp::CopyAsyncGroup => Ok(()),
         MemoryOp::Atom { space, kind, ty, dst, addr, b, c } => {
             let (at, origin) = effective(regs, *addr);
             let b = read(regs, cx, *b).0;
@@ -412,6 +485,36 @@ mod tests {
         let mut want = vec![7, 8, 15, 0xff, u32::MAX, 4];
         want[3] = 0xff;
         assert_eq!(words(&bytes), want);
+    }
+
+    /// `cp.async` copies from global to shared memory when it is issued; bytes past its source
+    /// size are zeros; its addresses are aligned to its size, or it faults.
+    #[test]
+    fn async_copies_reach_shared_memory_with_zeros_past_their_source_size() {
+        let body = "\t.shared .align 16 .b8 tile[32];\n\
+                    \tst.global.v4.u32 [%out], {1, 2, 3, 4};\n\
+                    \tst.global.u32 [%out+16], 0x04030201;\n\
+                    \tmov.u32 %r1, tile;\n\
+                    \tst.shared.v4.u32 [%r1+16], {9, 9, 9, 9};\n\
+                    \tcp.async.cg.shared.global [%r1], [%out], 16;\n\
+                    \tmov.u32 %r2, 2;\n\
+                    \tcp.async.ca.shared.global [%r1+16], [%out+16], 8, %r2;\n\
+                    \tcp.async.commit_group;\n\
+                    \tcp.async.wait_group 0;\n\
+                    \tcp.async.wait_all;\n\
+                    \tld.shared.v4.u32 {%r3, %r4, %r5, %r6}, [%r1];\n\
+                    \tld.shared.v4.u32 {%r7, %r8, %r9, %r10}, [%r1+16];\n\
+                    \tst.global.v4.u32 [%out+32], {%r3, %r4, %r5, %r6};\n\
+                    \tst.global.v4.u32 [%out+48], {%r7, %r8, %r9, %r10};";
+        let (bytes, outcome) = run(body, 1, 64);
+        assert_eq!(outcome.fault, None);
+        // Two bytes of the second copy's source, six zeros, and the tile's own last 8 bytes.
+        assert_eq!(words(&bytes[32..]), [1, 2, 3, 4, 0x0201, 0, 9, 9]);
+        let misaligned = "\t.shared .align 16 .b8 tile[32];\n\tmov.u32 %r1, tile;\n\
+                          \tcp.async.cg.shared.global [%r1+8], [%out], 16;";
+        assert_eq!(run(misaligned, 1, 16).1.fault, Some(Fault::Misaligned));
+        // `.cg` copies 16 bytes only.
+        assert!(super::super::testing::program("\tcp.async.cg.shared.global [%r1], [%out], 8;").is_err());
     }
 
     #[test]

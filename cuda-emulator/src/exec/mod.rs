@@ -8,7 +8,7 @@
 //!   result at run time.
 //! - One module per instruction family: `arith` (integer and floating-point arithmetic,
 //!   comparisons, selection), `convert` (`mov`, `cvt`, `cvta`), `memory_ops` (`ld`, `st`,
-//!   `atom`, `red` in the parameter, global and shared state spaces), `warp` (`shfl.sync`,
+//!   `atom`, `red` in the parameter, global and shared state spaces; `cp.async`), `warp` (`shfl.sync`,
 //!   `vote.sync`, `bar.warp.sync`, `wmma.mma`: a warp's threads together), `matrix` (`wmma`'s fragments).
 //! - This module: the scheduler. A block's threads run one after the other, each until it
 //!   ends (`ret`, `exit`) or reaches `bar.sync`; when every thread still running has reached
@@ -267,7 +267,7 @@ pub enum Op {
     Arith(arith::ArithOp),
     /// `mov`, `cvt` or `cvta` (`convert`).
     Convert(convert::ConvertOp),
-    /// `ld`, `st`, `atom` or `red` (`memory_ops`).
+    /// `ld`, `st`, `atom`, `red` or `cp.async` (`memory_ops`).
     Memory(memory_ops::MemoryOp),
     /// `bra`: jump to the instruction at this index.
     Branch(usize),

@@ -344,6 +344,17 @@ pub fn cases() -> Vec<Case> {
         vec![small_halves(256, 3), small_halves(256, 6), vec![0; 4 * 256]],
         &[Buf(0), Buf(1), Buf(2), I32(1)],
     );
-    cases.extend([matmul, transpose, stencil, scan, bias, tensor, tiled_tensor, either]);
+    // 256 `int4`s staged through shared memory by `cp.async`, 128 a block, and written out
+    // reversed in each block (whole blocks: a thread past the end would copy nothing, and
+    // another would write out what it left in shared memory).
+    let staged = case(
+        "cp_async",
+        "async_reverse",
+        2,
+        128,
+        vec![ints(0..1024), vec![0; 16 * 256]],
+        &[Buf(0), Buf(1), I32(256)],
+    );
+    cases.extend([matmul, transpose, stencil, scan, bias, tensor, tiled_tensor, either, staged]);
     cases
 }
