@@ -1,13 +1,15 @@
 //! Integer and floating-point arithmetic, logic, comparison and selection: `add`, `sub`, `mul`
 //! (`.lo`, `.hi`, `.wide`), `mad` (`.lo`, `.wide`), `div`, `rem`, `min`, `max`, `and`, `or`,
 //! `xor`, `not`, `shl`, `shr`, `neg`, `abs`, `fma`, `setp` (with its boolean combination,
-//! `setp.eq.and.u32 p, a, b, !q`), `selp`.
+//! `setp.eq.and.u32 p, a, b, !q`), `selp`, `bfi`, and the math library's `ex2`, `lg2`, `rcp`,
+//! `sqrt`, `rsqrt`.
 //!
 //! Integers wrap at their width; shifts past the width give 0 (or the sign, for `shr.s`), as
 //! PTX clamps the shift amount; an integer division by zero gives all ones (PTX leaves it
 //! unspecified; it never traps). Floating-point operations round to nearest even whatever the
-//! rounding suffix (the suffixes nvcc emits here, `.rn`, and `.ftz`, `.approx`, `.full` are
-//! read and ignored: subnormals are kept), and a NaN result is the GPU's canonical NaN
+//! rounding suffix (`.rn`, `.rz`, `.rm`, `.rp`, and `.ftz`, `.approx`, `.full` are read and
+//! ignored: subnormals are kept; `ex2.approx` and `rcp.approx` are the host's correctly rounded
+//! or nearly so, where a GPU's differ in the last bits), and a NaN result is the GPU's canonical NaN
 //! (`0x7fffffff`, `0x7fffffffffffffff`). In 64-bit integer arithmetic a result keeps the
 //! pointer parameter an operand came from ([`Registers::origin`](super::Registers)).
 
@@ -154,9 +156,12 @@ pub enum ArithOp {
         /// The addend.
         c: Operand,
     },
-    /// `not`, `neg`, `abs`, `popc`, `clz`.
+    /// `not`, `neg`, `abs`, `popc`, `clz`; on floats `ex2`, `lg2`, `rcp`, `sqrt`, `rsqrt`
+    /// (`.approx` or not: computed by the host, correctly rounded or nearly, where a GPU's
+    /// approximate instructions may differ in the last bits).
     Unary {
-        /// `not` (`'!'`), `neg` (`'-'`), `abs` (`'|'`), `popc` (`'#'`) or `clz` (`'z'`).
+        /// `not` (`'!'`), `neg` (`'-'`), `abs` (`'|'`), `popc` (`'#'`), `clz` (`'z'`), `ex2`
+        /// (`'e'`), `lg2` (`'l'`), `rcp` (`'r'`), `sqrt` (`'s'`) or `rsqrt` (`'q'`).
         kind: char,
         /// The type.
         ty: Ty,
@@ -164,6 +169,23 @@ pub enum ArithOp {
         dst: usize,
         /// The operand.
         a: Operand,
+    },
+    /// `bfi.ty d, a, b, pos, len`: `b` with its `len` bits from bit `pos` replaced by the low
+    /// bits of `a` (`b` as it is where `len` is 0 or `pos` past the type's width; each of
+    /// `pos` and `len` read from its low 8 bits, as PTX says).
+    Bfi {
+        /// `.b32` or `.b64`.
+        ty: Ty,
+        /// The result's register.
+        dst: usize,
+        /// The bits inserted.
+        a: Operand,
+        /// The bits inserted into.
+        b: Operand,
+        /// The first bit.
+        pos: Operand,
+        /// The bits' count.
+        len: Operand,
     },
     /// `setp.cmp.ty`: a predicate from a comparison.
     Setp {
@@ -245,7 +267,7 @@ pub fn decode(
     // The opcodes of the arms below: another is refused as an instruction, before its modifiers.
     const OPCODES: &[&str] = &[
         "setp", "selp", "not", "neg", "abs", "popc", "clz", "fma", "mad", "mul", "add", "sub", "div", "rem",
-        "min", "max", "and", "or", "xor", "shl", "shr",
+        "min", "max", "and", "or", "xor", "shl", "shr", "ex2", "lg2", "rcp", "sqrt", "rsqrt", "bfi",
     ];
     if !OPCODES.contains(&base) {
         return Err(unknown());
@@ -305,10 +327,13 @@ pub fn decode(
             let p = register(&operands[3], names)?;
             Ok(ArithOp::Selp { ty, dst: register(&operands[0], names)?, a, b, p })
         }
-        "not" | "neg" | "abs" | "popc" | "clz" => {
+        "not" | "neg" | "abs" | "popc" | "clz" | "ex2" | "lg2" | "rcp" | "sqrt" | "rsqrt" => {
             n(2)?;
             if matches!(base, "popc" | "clz") && !matches!(ty, Ty::B(32 | 64)) {
                 return Err(DecodeError::BitCountType { opcode: base.to_owned() });
+            }
+            if matches!(base, "ex2" | "lg2" | "rcp" | "sqrt" | "rsqrt") && !float {
+                return Err(DecodeError::Form { instruction: format!("{base}.{}", modifiers.join(".")) });
             }
             let a = op(1, ty)?;
             let kind = match base {
@@ -316,9 +341,23 @@ pub fn decode(
                 "neg" => '-',
                 "popc" => '#',
                 "clz" => 'z',
+                "ex2" => 'e',
+                "lg2" => 'l',
+                "rcp" => 'r',
+                "sqrt" => 's',
+                "rsqrt" => 'q',
                 _ => '|',
             };
             Ok(ArithOp::Unary { kind, ty, dst: register(&operands[0], names)?, a })
+        }
+        "bfi" => {
+            n(5)?;
+            if !matches!(ty, Ty::B(32 | 64)) {
+                return Err(DecodeError::Form { instruction: format!("bfi.{}", modifiers.join(".")) });
+            }
+            let (a, b) = (op(1, ty)?, op(2, ty)?);
+            let (pos, len) = (op(3, Ty::U(32))?, op(4, Ty::U(32))?);
+            Ok(ArithOp::Bfi { ty, dst: register(&operands[0], names)?, a, b, pos, len })
         }
         "fma" | "mad" if float => {
             n(4)?;
@@ -527,6 +566,28 @@ pub fn execute(op: &ArithOp, regs: &mut Registers, cx: &Context<'_, '_>) {
             regs.bits[dst] = match (kind, ty) {
                 ('-', Ty::F32) => u64::from((-as_f32(x)).to_bits()),
                 ('-', Ty::F64) => (-as_f64(x)).to_bits(),
+                ('e' | 'l' | 'r' | 's' | 'q', Ty::F32) => {
+                    let v = as_f32(x);
+                    let r = match kind {
+                        'e' => v.exp2(),
+                        'l' => v.log2(),
+                        'r' => v.recip(),
+                        's' => v.sqrt(),
+                        _ => v.sqrt().recip(),
+                    };
+                    u64::from(r.to_bits())
+                }
+                ('e' | 'l' | 'r' | 's' | 'q', _) => {
+                    let v = as_f64(x);
+                    let r = match kind {
+                        'e' => v.exp2(),
+                        'l' => v.log2(),
+                        'r' => v.recip(),
+                        's' => v.sqrt(),
+                        _ => v.sqrt().recip(),
+                    };
+                    r.to_bits()
+                }
                 ('|', Ty::F32) => x & 0x7fff_ffff,
                 ('|', Ty::F64) => x & 0x7fff_ffff_ffff_ffff,
                 // A predicate is true or false, whatever bits it holds.
@@ -537,6 +598,19 @@ pub fn execute(op: &ArithOp, regs: &mut Registers, cx: &Context<'_, '_>) {
                 ('z', _) => u64::from((x & ty.mask()).leading_zeros() - (64 - ty.bits())),
                 ('-', _) => x.wrapping_neg() & ty.mask(),
                 _ => (ty.widen(x).unsigned_abs() as u64) & ty.mask(),
+            };
+            regs.origin[dst] = 0;
+        }
+        ArithOp::Bfi { ty, dst, a, b, pos, len } => {
+            let (x, y) = (read(regs, cx, a).0, read(regs, cx, b).0);
+            let (pos, len) = (read(regs, cx, pos).0 & 0xff, read(regs, cx, len).0 & 0xff);
+            let bits = u64::from(ty.bits());
+            regs.bits[dst] = if len == 0 || pos >= bits {
+                y & ty.mask()
+            } else {
+                let len = len.min(bits - pos);
+                let mask = (u64::MAX >> (64 - len)) << pos;
+                ((y & !mask) | ((x << pos) & mask)) & ty.mask()
             };
             regs.origin[dst] = 0;
         }
@@ -646,6 +720,40 @@ mod tests {
             "or.pred %p1, %p2, %p3;\n\tselp.u32 %r9, 1, 2, %p1;",
         ]);
         assert_eq!(got, [1, 2, 2, 1, 1, (-6i32) as u32, u32::MAX, 1, 2]);
+    }
+
+    /// The math library's approximate instructions, computed by the host, and `bfi`.
+    #[test]
+    fn approximate_functions_and_bit_field_inserts() {
+        let got = results(&[
+            "ex2.approx.ftz.f32 %f9, 0f40400000;\n\tmov.b32 %r9, %f9;",
+            "lg2.approx.f32 %f9, 0f41000000;\n\tmov.b32 %r9, %f9;",
+            "rcp.approx.ftz.f32 %f9, 0f40800000;\n\tmov.b32 %r9, %f9;",
+            "rcp.rn.f64 %fd9, 0d4010000000000000;\n\tmov.b64 %rd9, %fd9;\n\tshr.u64 %rd9, %rd9, 32;\n\tcvt.u32.u64 %r9, %rd9;",
+            "sqrt.rn.f32 %f9, 0f41100000;\n\tmov.b32 %r9, %f9;",
+            "rsqrt.approx.f32 %f9, 0f40800000;\n\tmov.b32 %r9, %f9;",
+            // 0xAB's low 4 bits into bits 8 to 11 of 0xFFFF_FFFF.
+            "bfi.b32 %r9, 0xAB, 0xFFFFFFFF, 8, 4;",
+            // A length past the width inserts up to the top; a length of 0 inserts nothing.
+            "bfi.b32 %r9, 0, 0xFFFFFFFF, 28, 200;",
+            "bfi.b32 %r9, 0, 0xFFFFFFFF, 4, 0;",
+            "bfi.b64 %rd9, 0x12345678, 0x9ABCDEF0, 32, 32;\n\tshr.u64 %rd9, %rd9, 32;\n\tcvt.u32.u64 %r9, %rd9;",
+        ]);
+        assert_eq!(
+            got,
+            [
+                8.0f32.to_bits(),
+                3.0f32.to_bits(),
+                0.25f32.to_bits(),
+                (0.25f64.to_bits() >> 32) as u32,
+                3.0f32.to_bits(),
+                0.5f32.to_bits(),
+                0xFFFF_FBFF,
+                0x0FFF_FFFF,
+                u32::MAX,
+                0x1234_5678,
+            ]
+        );
     }
 
     #[test]

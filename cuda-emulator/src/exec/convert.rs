@@ -62,6 +62,11 @@ pub enum ConvertOp {
         from: Ty,
         /// A float-to-integer conversion's rounding.
         round: Round,
+        /// A float-to-float conversion rounds to an integral value (`.rzi`, `.rni`, `.rmi`,
+        /// `.rpi`), as `round` says.
+        integral: bool,
+        /// `.sat` on a float result: clamped to `[0, 1]`, NaN giving 0.
+        saturate: bool,
         /// The result's register.
         dst: usize,
         /// The source.
@@ -114,6 +119,7 @@ pub fn decode(
         _ => {
             let [to, from] = types[..] else { return Err(types_of()) };
             let mut round = Round::Zero;
+            let (mut integral, mut saturate) = (false, false);
             for m in modifiers.iter().filter(|m| ty_of(m).is_none()) {
                 round = match *m {
                     "rzi" => Round::Zero,
@@ -124,15 +130,32 @@ pub fn decode(
                     "rn" | "ftz" | "sat" => round,
                     other => return Err(modifier(other)),
                 };
+                integral |= matches!(*m, "rzi" | "rni" | "rmi" | "rpi");
+                saturate |= *m == "sat";
             }
+            let float_to_float = matches!(to, Ty::F32 | Ty::F64) && matches!(from, Ty::F32 | Ty::F64);
+            let integral = integral && float_to_float;
+            let saturate = saturate && matches!(to, Ty::F32 | Ty::F64);
             let src = operand(&operands[1], from, names)?;
-            Ok(ConvertOp::Cvt { to, from, round, dst: register(&operands[0], names)?, src })
+            let dst = register(&operands[0], names)?;
+            Ok(ConvertOp::Cvt { to, from, round, integral, saturate, dst, src })
         }
     }
 }
 
 fn ty_of(m: &str) -> Option<Ty> {
     ty(m)
+}
+
+/// `value` rounded to an integral value as `round` says (a float-to-float `cvt.rzi` and the
+/// like; NaN and infinities as they are).
+fn integral_value(value: f64, round: Round) -> f64 {
+    match round {
+        Round::Zero => value.trunc(),
+        Round::Nearest => value.round_ties_even(),
+        Round::Down => value.floor(),
+        Round::Up => value.ceil(),
+    }
 }
 
 /// A float as an integer of type `to`: rounded, saturated, NaN as 0.
@@ -168,9 +191,16 @@ pub fn execute(op: &ConvertOp, regs: &mut Registers, cx: &Context<'_, '_>) {
             regs.bits[dst] = if bits == 32 { converted & 0xffff_ffff } else { converted };
             regs.origin[dst] = if add == 0 { origin } else { 0 };
         }
-        ConvertOp::Cvt { to, from, round, dst, src } => {
+        ConvertOp::Cvt { to, from, round, integral, saturate, dst, src } => {
             let bits = read(regs, cx, src).0;
-            regs.bits[dst] = match (to, from) {
+            let bits = match from {
+                Ty::F32 if integral => {
+                    f32_bits(integral_value(f64::from(f32::from_bits(bits as u32)), round) as f32)
+                }
+                Ty::F64 if integral => f64_bits(integral_value(f64::from_bits(bits), round)),
+                _ => bits,
+            };
+            let bits = match (to, from) {
                 (Ty::F32, Ty::F32) | (Ty::F64, Ty::F64) => bits,
                 (Ty::F64, Ty::F32) => f64_bits(f64::from(f32::from_bits(bits as u32))),
                 (Ty::F32, Ty::F64) => f32_bits(f64::from_bits(bits) as f32),
@@ -179,6 +209,17 @@ pub fn execute(op: &ConvertOp, regs: &mut Registers, cx: &Context<'_, '_>) {
                 (_, Ty::F32) => float_to_int(f64::from(f32::from_bits(bits as u32)), round, to),
                 (_, Ty::F64) => float_to_int(f64::from_bits(bits), round, to),
                 _ => (from.widen(bits) as u64) & to.mask(),
+            };
+            regs.bits[dst] = match to {
+                Ty::F32 if saturate => {
+                    let v = f32::from_bits(bits as u32);
+                    f32_bits(if v.is_nan() { 0.0 } else { v.clamp(0.0, 1.0) })
+                }
+                Ty::F64 if saturate => {
+                    let v = f64::from_bits(bits);
+                    f64_bits(if v.is_nan() { 0.0 } else { v.clamp(0.0, 1.0) })
+                }
+                _ => bits,
             };
             regs.origin[dst] = 0;
         }
@@ -199,6 +240,35 @@ mod tests {
             "mov.u32 %r1, -1;\n\tcvt.u64.u32 %rd1, %r1;\n\tshr.u64 %rd1, %rd1, 32;\n\tcvt.u32.u64 %r9, %rd1;",
         ]);
         assert_eq!(got, [(-2i32) as u32, 0xfffe, 0x3456_7890, u32::MAX, 0]);
+    }
+
+    /// A float-to-float `cvt` with an integer rounding rounds to an integral value; `.sat`
+    /// clamps to `[0, 1]`, NaN giving 0 (as the math library's `expf` and `powf` rely on).
+    #[test]
+    fn floats_round_to_integral_values_and_saturate() {
+        let got = results(&[
+            "cvt.rzi.f32.f32 %f9, 0fC0300000;\n\tmov.b32 %r9, %f9;",
+            "cvt.rni.f32.f32 %f9, 0f40200000;\n\tmov.b32 %r9, %f9;",
+            "cvt.rmi.f32.f32 %f9, 0fC0300000;\n\tmov.b32 %r9, %f9;",
+            "cvt.rpi.f32.f32 %f9, 0f40300000;\n\tmov.b32 %r9, %f9;",
+            "cvt.sat.f32.f32 %f9, 0f40300000;\n\tmov.b32 %r9, %f9;",
+            "cvt.sat.f32.f32 %f9, 0fBF000000;\n\tmov.b32 %r9, %f9;",
+            "cvt.sat.f32.f32 %f9, 0f7FC00000;\n\tmov.b32 %r9, %f9;",
+            "cvt.f32.f32 %f9, 0f40300000;\n\tmov.b32 %r9, %f9;",
+        ]);
+        assert_eq!(
+            got,
+            [
+                (-2.0f32).to_bits(),
+                2.0f32.to_bits(),
+                (-3.0f32).to_bits(),
+                3.0f32.to_bits(),
+                1.0f32.to_bits(),
+                0,
+                0,
+                2.75f32.to_bits(),
+            ]
+        );
     }
 
     #[test]
