@@ -500,35 +500,26 @@ fn the_math_library_fenced_computes_what_the_source_says() {
         let tolerance = 2e-6 * want.abs().max(1.0);
         assert!((f64::from(got) - want).abs() <= tolerance, "{what}: {got} against {want}");
     };
-    let gelu = case(
-        "math",
-        "gelu_precise",
-        1,
-        128,
-        vec![floats(values.clone()), vec![0; 4 * n]],
-        &[P::Buf(0), P::Buf(1), P::I32(n as i32)],
-    );
-    let (result, bytes, flag) = run(&gelu, fenced.ptx(), true);
-    assert_eq!((result, flag), (CUDA_SUCCESS, 0));
-    for (&x, got) in values.iter().zip(f32s(&bytes[out..out + 4 * n])) {
-        let x = f64::from(x);
-        let want = 0.5 * x * (1.0 + (0.7978845608 * (x + 0.044715 * x * x * x)).tanh());
-        close(got, want, &format!("gelu_precise({x})"));
-    }
-    let trig = case(
-        "math",
-        "trig_pow",
-        1,
-        128,
-        vec![floats(values.clone()), vec![0; 4 * n]],
-        &[P::Buf(0), P::Buf(1), P::I32(n as i32)],
-    );
-    let (result, bytes, flag) = run(&trig, fenced.ptx(), true);
-    assert_eq!((result, flag), (CUDA_SUCCESS, 0));
-    for (&x, got) in values.iter().zip(f32s(&bytes[out..out + 4 * n])) {
-        let x = f64::from(x);
-        let want = x.sin() + x.abs().powf(1.5) + (-x).exp();
-        close(got, want, &format!("trig_pow({x})"));
+    /// What the source computes, in `f64`.
+    type Reference = fn(f64) -> f64;
+    let references: [(&str, Reference); 2] = [
+        ("gelu_precise", |x| 0.5 * x * (1.0 + (0.7978845608 * (x + 0.044715 * x * x * x)).tanh())),
+        ("trig_pow", |x| x.sin() + x.abs().powf(1.5) + (-x).exp()),
+    ];
+    for (entry, reference) in references {
+        let launch = case(
+            "math",
+            entry,
+            1,
+            128,
+            vec![floats(values.clone()), vec![0; 4 * n]],
+            &[P::Buf(0), P::Buf(1), P::I32(n as i32)],
+        );
+        let (result, bytes, flag) = run(&launch, fenced.ptx(), true);
+        assert_eq!((result, flag), (CUDA_SUCCESS, 0), "{entry}");
+        for (&x, got) in values.iter().zip(f32s(&bytes[out..out + 4 * n])) {
+            close(got, reference(f64::from(x)), &format!("{entry}({x})"));
+        }
     }
 }
 

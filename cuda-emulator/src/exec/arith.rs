@@ -566,19 +566,9 @@ pub fn execute(op: &ArithOp, regs: &mut Registers, cx: &Context<'_, '_>) {
             regs.bits[dst] = match (kind, ty) {
                 ('-', Ty::F32) => u64::from((-as_f32(x)).to_bits()),
                 ('-', Ty::F64) => (-as_f64(x)).to_bits(),
-                ('e' | 'l' | 'r' | 's' | 'q', Ty::F32) => {
-                    let v = as_f32(x);
-                    let r = match kind {
-                        'e' => v.exp2(),
-                        'l' => v.log2(),
-                        'r' => v.recip(),
-                        's' => v.sqrt(),
-                        _ => v.sqrt().recip(),
-                    };
-                    u64::from(r.to_bits())
-                }
+                // In `f64`, then rounded to the type (exact for `sqrt` and `rcp` of an `f32`).
                 ('e' | 'l' | 'r' | 's' | 'q', _) => {
-                    let v = as_f64(x);
+                    let v = if ty == Ty::F32 { f64::from(as_f32(x)) } else { as_f64(x) };
                     let r = match kind {
                         'e' => v.exp2(),
                         'l' => v.log2(),
@@ -586,7 +576,7 @@ pub fn execute(op: &ArithOp, regs: &mut Registers, cx: &Context<'_, '_>) {
                         's' => v.sqrt(),
                         _ => v.sqrt().recip(),
                     };
-                    r.to_bits()
+                    if ty == Ty::F32 { f32_bits(r as f32) } else { f64_bits(r) }
                 }
                 ('|', Ty::F32) => x & 0x7fff_ffff,
                 ('|', Ty::F64) => x & 0x7fff_ffff_ffff_ffff,
