@@ -498,18 +498,13 @@ pub unsafe fn module_load_data_ex(
             }
             Ok(module)
         });
-        // Every kernel decoded for the interpreter: an instruction it does not run refuses the
-        // module here, naming the line, rather than a wrong result at a launch.
+        // The module's `.global` variables laid out: one it cannot place refuses the module.
         let read = read.and_then(|module| {
-            let programs = module
-                .entries
-                .iter()
-                .map(|entry| exec::compile(&module, entry))
-                .collect::<Result<Vec<_>, _>>()
+            let globals = exec::module_globals(&module)
                 .map_err(|unsupported| (CUDA_ERROR_NOT_SUPPORTED, PtxError::from(unsupported)))?;
-            Ok((module, programs))
+            Ok((module, globals))
         });
-        let (ptx, programs) = match read {
+        let (ptx, globals) = match read {
             Ok(read) => read,
             Err((code, error)) => {
                 // SAFETY: as above.
@@ -517,12 +512,45 @@ pub unsafe fn module_load_data_ex(
                 return Err(code);
             }
         };
+        // Their memory, allocated in the context as a GPU's loader does, and initialized.
+        let (state, context) = in_current_context()?;
+        drop(state);
+        let base = if globals.image.is_empty() {
+            None
+        } else {
+            Some(state::memory_mut().alloc_module(context, &globals.image)?)
+        };
+        let release = || {
+            if let Some(base) = base {
+                state::memory_mut().free_module(context, base);
+            }
+        };
+        let addresses = base.map(|base| globals.addresses(base)).unwrap_or_default();
+        // Every kernel decoded for the interpreter: an instruction it does not run refuses the
+        // module here, naming the line, rather than a wrong result at a launch.
+        let programs = ptx.entries.iter().map(|entry| exec::compile(&ptx, entry, &addresses)).collect();
+        let programs: Vec<_> = match programs {
+            Ok(programs) => programs,
+            Err(unsupported) => {
+                release();
+                // SAFETY: as above.
+                unsafe { log.write(&PtxError::from(unsupported).to_string()) };
+                return Err(CUDA_ERROR_NOT_SUPPORTED);
+            }
+        };
         // The context may have gone while the PTX was read: look again.
-        let (mut state, context) = in_current_context()?;
+        let (state, context) = match in_current_context() {
+            Ok(current) => current,
+            Err(code) => {
+                release();
+                return Err(code);
+            }
+        };
         // The JIT compiles for the device: a `.target` above its compute capability is refused.
         let device = state.context_device(context).map_or((0, 0), |device| device.compute_capability);
         if let Some(target) = ptx.targets.iter().find_map(|t| sm_version(t)).filter(|&sm| sm > device) {
             drop(state);
+            release();
             let message = format!(
                 "ptxas fatal: SM version specified by .target (sm_{}{}) is higher than the device's \
                  compute capability {}.{}",
@@ -532,7 +560,8 @@ pub unsafe fn module_load_data_ex(
             unsafe { log.write(&message) };
             return Err(CUDA_ERROR_INVALID_PTX);
         }
-        let handle = state.load_module(context, ptx, programs);
+        let mut state = state;
+        let handle = state.load_module(context, ptx, programs, base);
         drop(state);
         // SAFETY: as above.
         unsafe { log.write("") };

@@ -90,7 +90,8 @@ mod state;
 mod stream;
 
 pub use exec::{
-    DecodeError, KernelParams, LaunchShape, Needed, Outcome, Program, Role, Unsupported, compile,
+    DecodeError, Globals, KernelParams, LaunchShape, Needed, Outcome, Program, Role, Unsupported, compile,
+    module_globals,
 };
 pub use memory::{Crossing, DeviceMemory, Fault, KernelMemory, POISON};
 pub use ptx::{PtxEntry, PtxError, PtxModule, PtxParam, read_ptx};

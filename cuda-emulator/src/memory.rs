@@ -88,6 +88,9 @@ pub struct Allocation {
     span: usize,
     /// Whether it shares a mapping ([`CHUNK`]) with other small allocations.
     shared: bool,
+    /// Whether a module holds it (its `.global` variables): freed with the module, not by
+    /// `cuMemFree`, and not counted among the context's allocations.
+    module: bool,
 }
 
 /// A mapped part of the device range: accessible to kernels of its context.
@@ -261,12 +264,12 @@ impl DeviceMemory {
                     self.carve(context, span).ok_or(CUDA_ERROR_OUT_OF_MEMORY)?
                 }
             };
-            (start, Allocation { context, size, span, shared: true })
+            (start, Allocation { context, size, span, shared: true, module: false })
         } else {
             let span = size.checked_next_multiple_of(page).ok_or(CUDA_ERROR_OUT_OF_MEMORY)?;
             let start = self.map(span)?;
             self.mappings.insert(start, Mapping { context, len: span, free: BTreeMap::new(), shared: false });
-            (start, Allocation { context, size, span, shared: false })
+            (start, Allocation { context, size, span, shared: false, module: false })
         };
         // SAFETY: `[start, start + size)` lies in a mapping just made accessible or kept so,
         // and in no other live allocation (carved from free bytes, or a mapping of its own).
@@ -339,10 +342,49 @@ impl DeviceMemory {
             return Err(CUDA_ERROR_INVALID_VALUE);
         }
         match self.allocations.get(&addr) {
-            Some(allocation) if allocation.context == context => {}
+            Some(allocation) if allocation.context == context && !allocation.module => {}
             _ => return Err(CUDA_ERROR_INVALID_VALUE),
         }
-        let Some(allocation) = self.allocations.remove(&addr) else { return Ok(()) };
+        self.release(addr);
+        Ok(())
+    }
+
+    /// Allocates `image.len()` bytes for a module of `context` and copies `image` there (its
+    /// `.global` variables): their device address. Freed by [`free_module`](Self::free_module)
+    /// or with the context.
+    ///
+    /// # Errors
+    ///
+    /// As [`alloc`](Self::alloc).
+    pub(crate) fn alloc_module(&mut self, context: usize, image: &[u8]) -> Result<u64, CuResult> {
+        let start = self.alloc(context, image.len())?;
+        if let Some(allocation) = self.allocations.get_mut(&start) {
+            allocation.module = true;
+        }
+        // SAFETY: `[start, start + image.len())` is the allocation just made, accessible and
+        // in no other allocation; `image` is a slice of that many bytes.
+        unsafe {
+            ptr::copy_nonoverlapping(
+                image.as_ptr(),
+                ptr::with_exposed_provenance_mut::<u8>(start),
+                image.len(),
+            )
+        };
+        Ok(start as u64)
+    }
+
+    /// Frees the module allocation of `context` at `addr` (a module unloaded); nothing when no
+    /// such allocation is live (its context already destroyed).
+    pub(crate) fn free_module(&mut self, context: usize, addr: u64) {
+        let Ok(addr) = usize::try_from(addr) else { return };
+        if self.allocations.get(&addr).is_some_and(|a| a.context == context && a.module) {
+            self.release(addr);
+        }
+    }
+
+    /// Removes the allocation at `addr` from the table and gives its bytes back.
+    fn release(&mut self, addr: usize) {
+        let Some(allocation) = self.allocations.remove(&addr) else { return };
         if allocation.shared {
             // Back to its mapping, which stays mapped (a GPU's allocator keeps its pages).
             if let Some((_, mapping)) = self.mappings.range_mut(..=addr).next_back() {
@@ -351,7 +393,6 @@ impl DeviceMemory {
         } else {
             self.unmap(addr);
         }
-        Ok(())
     }
 
     /// Allocates `size` bytes of host memory for `context` (`cuMemHostAlloc`): a device
@@ -421,11 +462,12 @@ impl DeviceMemory {
         }
     }
 
-    /// How many allocations `context` has, and how many bytes they hold.
+    /// How many allocations `context` has, and how many bytes they hold (its modules' variables
+    /// not counted).
     pub(crate) fn usage(&self, context: usize) -> (usize, usize) {
         self.allocations
             .values()
-            .filter(|a| a.context == context)
+            .filter(|a| a.context == context && !a.module)
             .fold((0, 0), |(count, bytes), a| (count + 1, bytes + a.size))
     }
 

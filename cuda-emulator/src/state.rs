@@ -104,6 +104,8 @@ pub struct Module {
     pub context: usize,
     /// Its kernels' function handles by entry name.
     pub functions: HashMap<String, usize>,
+    /// The device address of its `.global` variables' allocation, if it defines any.
+    pub globals: Option<u64>,
 }
 
 /// A kernel of a loaded module (`CUfunction`).
@@ -413,9 +415,16 @@ impl State {
         }
     }
 
-    /// Adds a module of `ptx` to `context`: its handle. Each kernel gets its function handle
-    /// now, so `cuModuleGetFunction` answers the same handle every time.
-    pub fn load_module(&mut self, context: usize, ptx: PtxModule, programs: Vec<Program>) -> usize {
+    /// Adds a module of `ptx` to `context`, its `.global` variables at `globals` where it has
+    /// any: its handle. Each kernel gets its function handle now, so `cuModuleGetFunction`
+    /// answers the same handle every time.
+    pub fn load_module(
+        &mut self,
+        context: usize,
+        ptx: PtxModule,
+        programs: Vec<Program>,
+        globals: Option<u64>,
+    ) -> usize {
         let module = self.new_handle();
         let mut functions = HashMap::new();
         for (entry, program) in ptx.entries.into_iter().zip(programs) {
@@ -431,7 +440,7 @@ impl State {
             };
             self.functions.insert(handle, function);
         }
-        self.modules.insert(module, Module { context, functions });
+        self.modules.insert(module, Module { context, functions, globals });
         module
     }
 
@@ -440,14 +449,17 @@ impl State {
         self.modules.get(&handle).filter(|module| module.context == context).ok_or(CUDA_ERROR_INVALID_HANDLE)
     }
 
-    /// Unloads module `handle` of `context` and its functions.
+    /// Unloads module `handle` of `context` and its functions; its `.global` variables are
+    /// freed.
     ///
     /// # Errors
     ///
     /// `CUDA_ERROR_INVALID_HANDLE` for an unknown module or one of another context.
     pub fn unload_module(&mut self, context: usize, handle: usize) -> Result<(), CuResult> {
         self.module(context, handle)?;
-        self.modules.remove(&handle);
+        if let Some(globals) = self.modules.remove(&handle).and_then(|module| module.globals) {
+            memory_mut().free_module(context, globals);
+        }
         let free = &mut self.free_handles;
         self.functions.retain(|&f, function| function.module != handle || !give_back(free, f));
         free.push(handle);

@@ -1006,3 +1006,52 @@ fn each_thread_has_its_own_local_memory() {
     let want: Vec<f32> = idx.iter().map(|i| (i & 7) as f32 * 1.5).collect();
     assert_eq!(f32s(&got), want);
 }
+
+/// A module with `.global` variables (a `__device__` variable, a table): each launch reads and
+/// writes them where the module's load placed them, at `[name]`, `[name+offset]` and through
+/// `mov.u64 %rd, name`, and writes their address out.
+const MODULE_GLOBALS: &str = ".version 7.8\n.target sm_90\n.address_size 64\n\
+    .global .align 4 .u32 counter = 40;\n.global .align 8 .u64 zeroed;\n\
+    .global .align 4 .b8 table[8] = {1, 2, 3, 4, 5, 6, 7, 8};\n\
+    .visible .entry bump(.param .u64 out)\n{\n\t.reg .b32 %r<4>;\n\t.reg .b64 %rd<5>;\n\
+    \tld.param.u64 %rd1, [out];\n\tcvta.to.global.u64 %rd2, %rd1;\n\
+    \tatom.global.add.u32 %r1, [counter], 1;\n\tmov.u64 %rd3, table;\n\tld.global.u8 %r2, [%rd3+5];\n\
+    \tld.global.u32 %r3, [table+4];\n\tld.global.u64 %rd4, [zeroed];\n\
+    \tst.global.u32 [%rd2], %r1;\n\tst.global.u32 [%rd2+4], %r2;\n\tst.global.u32 [%rd2+8], %r3;\n\
+    \tst.global.u64 [%rd2+16], %rd4;\n\tst.global.u64 [%rd2+24], %rd3;\n\tret;\n}\n";
+
+/// A module's `.global` variables are one allocation its load makes, initialized (zeros where a
+/// variable has no initializer): they keep their values from launch to launch, die with the
+/// module (a load again starts from the initializers), are not the embedder's to free, and are
+/// not counted among the context's allocations. A `.extern .global` variable, defined in a
+/// module the emulated driver does not link, is refused by name.
+#[test]
+fn module_globals_persist_across_launches_and_die_with_the_module() {
+    let session = session();
+    let out = alloc(32).unwrap();
+    let allocations = control::live(session.ordinal, 3);
+    let module = load(MODULE_GLOBALS);
+    assert_eq!(control::live(session.ordinal, 3), allocations, "the module's, not the embedder's");
+    let bump = function(module, "bump").unwrap();
+    let run = |f: api::CUfunction| {
+        assert_eq!(launch_with(f, [1, 1, 1], [1, 1, 1], 0, &mut [out.to_le_bytes().to_vec()]), CUDA_SUCCESS);
+        let mut bytes = [0u8; 32];
+        assert_eq!(download(out, &mut bytes), CUDA_SUCCESS);
+        let word = |at: usize| u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap());
+        let address = u64::from_le_bytes(bytes[24..32].try_into().unwrap());
+        (word(0), word(4), word(8), u64::from_le_bytes(bytes[16..24].try_into().unwrap()), address)
+    };
+    let (counter, byte, word, zeroed, table) = run(bump);
+    assert_eq!((counter, byte, word, zeroed), (40, 6, u32::from_le_bytes([5, 6, 7, 8]), 0));
+    assert_eq!(run(bump).0, 41, "kept from the launch before");
+    assert_eq!(api::mem_free(table), CUDA_ERROR_INVALID_VALUE, "the module's to free");
+    assert_eq!(api::module_unload(module), CUDA_SUCCESS);
+    let again = function(load(MODULE_GLOBALS), "bump").unwrap();
+    assert_eq!(run(again).0, 40, "a new module starts from the initializers");
+
+    let declared =
+        MODULE_GLOBALS.replace(".global .align 8 .u64 zeroed;", ".extern .global .align 8 .u64 zeroed;");
+    let (code, log, _) = load_on(EmulatedDriver::Cuda12_8, &declared).unwrap_err();
+    assert_eq!(code, CUDA_ERROR_NOT_SUPPORTED);
+    assert!(log.contains("line 5") && log.ends_with("the .extern .global variable `zeroed`"), "{log}");
+}

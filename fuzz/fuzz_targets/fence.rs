@@ -68,7 +68,7 @@ fn run(data: &[u8], text: &str) {
     let Ok(loaded) = read_ptx(text) else { return };
     let mut memory = DeviceMemory::new();
     for entry in &loaded.entries {
-        let Ok(program) = compile(&loaded, entry) else { continue };
+        let Ok(program) = compile(&loaded, entry, &Default::default()) else { continue };
         let Ok(whole) = memory.alloc(1, GUARD + FENCE + GUARD) else { return };
         let Ok(flag) = memory.alloc(1, 4) else { return };
         let view = memory.kernel_view(1, false);

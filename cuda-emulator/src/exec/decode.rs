@@ -5,7 +5,8 @@
 //! ([`kernel_args_ptx::flatten`]). Here each declared register gets a slot, the entry's
 //! `.shared` and `.local` variables and the module's `.shared` and `.const` variables their
 //! places (laid out as the PTX reader lays out shared memory, `.extern .shared` arrays at the
-//! dynamic shared memory after them), labels the index of the instruction after them, and each
+//! dynamic shared memory after them; the module's `.global` variables are at the device
+//! addresses its load gives, [`module_globals`]), labels the index of the instruction after them, and each
 //! instruction is decoded by its family. An instruction (or a form of one) outside what this
 //! interpreter supports is refused with the line and what is not supported: [`Unsupported`].
 
@@ -62,13 +63,18 @@ fn lay_out<'v>(
 }
 
 /// Decodes kernel `entry` of `module` (an entry that [`read_ptx`](crate::ptx::read_ptx) read
-/// from it).
+/// from it), the module's `.global` variables at the device addresses in `globals` (where the
+/// module's load placed [`Globals::image`]; empty for a module without them).
 ///
 /// # Errors
 ///
 /// [`Unsupported`]: the line of the first statement this interpreter does not run (or cannot
 /// place), and what of it; [`DecodeError::NoBody`] for an entry `module` does not define.
-pub fn compile(module: &PtxModule, entry: &PtxEntry) -> Result<Program, Unsupported> {
+pub fn compile(
+    module: &PtxModule,
+    entry: &PtxEntry,
+    globals: &HashMap<String, u64>,
+) -> Result<Program, Unsupported> {
     let unsupported =
         |line: u32, error: DecodeError| Unsupported { line: Some(line), statement: None, error };
     let function = module.module.entry(&entry.name).ok_or_else(|| Unsupported {
@@ -89,6 +95,7 @@ pub fn compile(module: &PtxModule, entry: &PtxEntry) -> Result<Program, Unsuppor
         shared: HashMap::new(),
         local: HashMap::new(),
         constant: HashMap::new(),
+        global: globals.clone(),
         labels: HashMap::new(),
     };
     // The places of variables: the entry's own, then the module's (which ptxas allocates for
@@ -144,24 +151,7 @@ pub fn compile(module: &PtxModule, entry: &PtxEntry) -> Result<Program, Unsuppor
         names.shared.insert(v.name.clone(), dynamic_at);
     }
     let mut constant = vec![0u8; usize::try_from(constant_end).unwrap_or(0)];
-    for v in &constants {
-        if let Some(init) = &v.init {
-            let at = names.constant.get(&v.name).copied().unwrap_or(0) as usize;
-            let element = v.ty.size().unwrap_or(1) as usize;
-            let ty = decl_ty(v).ok_or_else(|| unsupported(line_of(v), DecodeError::ConstantType))?;
-            let mut values = Vec::new();
-            flatten_init(init, &mut values);
-            for (i, value) in values.iter().enumerate() {
-                let bits = immediate_value(value, ty)
-                    .ok_or_else(|| unsupported(line_of(v), DecodeError::Initializer))?;
-                let start = at + i * element;
-                let Some(slot) = constant.get_mut(start..start + element) else {
-                    return Err(unsupported(line_of(v), DecodeError::InitializerTooLong));
-                };
-                slot.copy_from_slice(&bits.to_le_bytes()[..element]);
-            }
-        }
-    }
+    initialize(&constants, &names.constant, &mut constant)?;
     // Labels: the index of the next instruction.
     let mut count = 0usize;
     for item in &flat.items {
@@ -198,6 +188,80 @@ pub fn compile(module: &PtxModule, entry: &PtxEntry) -> Result<Program, Unsuppor
         constant,
         has_barrier,
     })
+}
+
+/// Writes the initializers of `variables` into `bytes`, each at its place in `places`.
+fn initialize(
+    variables: &[&Variable],
+    places: &HashMap<String, u64>,
+    bytes: &mut [u8],
+) -> Result<(), Unsupported> {
+    let unsupported = |v: &Variable, error| Unsupported { line: Some(v.span.line), statement: None, error };
+    for v in variables {
+        let Some(init) = &v.init else { continue };
+        let at = places.get(&v.name).copied().unwrap_or(0) as usize;
+        let element = v.ty.size().unwrap_or(1) as usize;
+        let ty = decl_ty(v).ok_or_else(|| unsupported(v, DecodeError::ConstantType))?;
+        let mut values = Vec::new();
+        flatten_init(init, &mut values);
+        for (i, value) in values.iter().enumerate() {
+            let bits = immediate_value(value, ty).ok_or_else(|| unsupported(v, DecodeError::Initializer))?;
+            let start = at + i * element;
+            let Some(slot) = bytes.get_mut(start..start + element) else {
+                return Err(unsupported(v, DecodeError::InitializerTooLong));
+            };
+            slot.copy_from_slice(&bits.to_le_bytes()[..element]);
+        }
+    }
+    Ok(())
+}
+
+/// A module's `.global` variables: their bytes as the module's load places them in one device
+/// allocation (initialized, zeros where a variable has no initializer), and each variable's
+/// offset in it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Globals {
+    /// The variables' bytes, laid out one after another at their alignments.
+    pub image: Vec<u8>,
+    /// Each variable's offset in [`image`](Self::image), by name.
+    pub offsets: HashMap<String, u64>,
+}
+
+impl Globals {
+    /// Each variable's device address, the image placed at `base`.
+    pub fn addresses(&self, base: u64) -> HashMap<String, u64> {
+        self.offsets.iter().map(|(name, &offset)| (name.clone(), base.wrapping_add(offset))).collect()
+    }
+}
+
+/// Lays out and initializes the `.global` variables `module` defines. A `.global` variable it
+/// only declares (`.extern`) is defined in another module, which the emulated driver does not
+/// link: refused with its line.
+///
+/// # Errors
+///
+/// [`Unsupported`]: the variable's line, and what of it.
+pub fn module_globals(module: &PtxModule) -> Result<Globals, Unsupported> {
+    let variables: Vec<&Variable> =
+        module.module.variables().filter(|v| v.space == StateSpace::Global).collect();
+    if let Some(v) = variables.iter().find(|v| v.linkage == Some(Linkage::Extern)) {
+        return Err(Unsupported {
+            line: Some(v.span.line),
+            statement: None,
+            error: DecodeError::ExternGlobal { name: v.name.clone() },
+        });
+    }
+    let mut globals = Globals::default();
+    let mut end = 0u64;
+    let line = variables.first().map_or(0, |v| v.span.line);
+    lay_out(variables.iter().copied(), &mut end, &mut globals.offsets).map_err(|error| Unsupported {
+        line: Some(line),
+        statement: None,
+        error,
+    })?;
+    globals.image = vec![0u8; usize::try_from(end).unwrap_or(0)];
+    initialize(&variables, &globals.offsets, &mut globals.image)?;
+    Ok(globals)
 }
 
 /// An instruction as one line without its `;`.

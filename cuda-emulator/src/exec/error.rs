@@ -112,12 +112,20 @@ pub enum DecodeError {
     },
     /// Variables that together need more than 2^64 bytes of a state space.
     TooMuchMemory,
-    /// A `.const` variable of an element type the interpreter has no register type for.
+    /// A `.const` or `.global` variable of an element type the interpreter has no register type
+    /// for.
     ConstantType,
-    /// A `.const` variable's initializer value that is not of its type.
+    /// A `.const` or `.global` variable's initializer value that is not of its type.
     Initializer,
-    /// A `.const` variable's initializer with more values than the variable has elements.
+    /// A `.const` or `.global` variable's initializer with more values than the variable has
+    /// elements.
     InitializerTooLong,
+    /// A `.extern .global` variable: defined in another module, which the emulated driver does
+    /// not link.
+    ExternGlobal {
+        /// The variable's name.
+        name: String,
+    },
     /// The kernel's body refused by the front end's scoping (an undeclared register, ...).
     Body(ParseError),
     /// An entry the module does not define.
@@ -206,6 +214,7 @@ impl fmt::Display for DecodeError {
             DecodeError::ConstantType => f.write_str("a constant of this type"),
             DecodeError::Initializer => f.write_str("an initializer"),
             DecodeError::InitializerTooLong => f.write_str("an initializer longer than its variable"),
+            DecodeError::ExternGlobal { name } => write!(f, "the .extern .global variable `{name}`"),
             DecodeError::Body(e) => write!(f, "{}", e.kind),
             DecodeError::NoBody { entry } => write!(f, "no body of `{entry}`"),
         }

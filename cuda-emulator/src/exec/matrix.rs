@@ -433,7 +433,7 @@ mod tests {
         let text = super::super::testing::module("\t.shared .align 16 .b8 small[16];\n")
             .replace(".visible .entry", ".extern .shared .align 32 .b8 dynamic[];\n.visible .entry");
         let ptx = crate::ptx::read_ptx(&text).unwrap();
-        let program = super::super::compile(&ptx, &ptx.entries[0]).unwrap();
+        let program = super::super::compile(&ptx, &ptx.entries[0], &Default::default()).unwrap();
         assert_eq!((program.shared_bytes, program.dynamic_at), (16, 32));
     }
 

@@ -606,7 +606,7 @@ mod tests {
             \tld.param.u64 %rd1, [p];\n\tmov.u64 %rd2, table;\n\tld.const.u32 %r1, [%rd2+8];\n\
             \tld.const.u32 %r2, [half];\n\tst.global.v2.u32 [%rd1], {%r1, %r2};\n\tret;\n}\n";
         let module = crate::ptx::read_ptx(text).unwrap();
-        let program = super::super::compile(&module, &module.entries[0]).unwrap();
+        let program = super::super::compile(&module, &module.entries[0], &Default::default()).unwrap();
         assert_eq!(program.constant.len(), 16);
         assert_eq!(&program.constant[8..16], [7, 0, 0, 0, 0, 0, 0, 0x3f]);
     }

@@ -17,7 +17,8 @@
 //!
 //! State spaces are separate: parameters are the launch's parameter buffer (read-only), global
 //! memory goes through [`KernelMemory`] (device mappings, and host memory where the device has
-//! pageable memory access), shared memory is a buffer per block (static declarations, then the
+//! pageable memory access; the module's `.global` variables are one device allocation its load
+//! makes, initialized, and its unload frees: [`module_globals`]), shared memory is a buffer per block (static declarations, then the
 //! launch's dynamic shared memory), local memory (`.local`, what nvcc makes of a thread's
 //! arrays) and registers are per thread, constant memory is the module's `.const` variables
 //! (read-only). Shared and local memory start poisoned, as neither is cleared on a GPU; an
@@ -52,7 +53,7 @@ mod warp;
 use crate::memory::{Fault, KernelMemory};
 use crate::ptx::PtxEntry;
 
-pub use decode::{Program, compile};
+pub use decode::{Globals, Program, compile, module_globals};
 pub use error::{DecodeError, Needed, Role, Unsupported};
 
 /// Where a block's shared memory is in the generic address space (a non-canonical address on
@@ -653,7 +654,7 @@ pub(crate) mod testing {
     pub fn program(body: &str) -> Result<Program, Unsupported> {
         let text = module(body);
         let ptx = read_ptx(&text).unwrap();
-        compile(&ptx, &ptx.entries[0])
+        compile(&ptx, &ptx.entries[0], &Default::default())
     }
 
     /// Runs `body` over `threads` threads of one block with `out` a fresh `out_len`-byte
@@ -661,7 +662,7 @@ pub(crate) mod testing {
     pub fn run(body: &str, threads: u32, out_len: usize) -> (Vec<u8>, Outcome) {
         let text = module(body);
         let ptx = read_ptx(&text).unwrap();
-        let program = compile(&ptx, &ptx.entries[0]).unwrap();
+        let program = compile(&ptx, &ptx.entries[0], &Default::default()).unwrap();
         let mut memory = DeviceMemory::new();
         let out = memory.alloc(1, out_len).unwrap() as u64;
         let view = memory.kernel_view(1, false);

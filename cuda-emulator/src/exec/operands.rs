@@ -25,6 +25,9 @@ pub struct Names {
     pub(super) local: HashMap<String, u64>,
     /// Constant variables by name: their offset in the module's constant memory.
     pub(super) constant: HashMap<String, u64>,
+    /// The module's `.global` variables by name: their device address (global and generic
+    /// addresses of global memory are the same).
+    pub(super) global: HashMap<String, u64>,
     /// Labels by name: the index of the instruction after them.
     pub(super) labels: HashMap<String, usize>,
 }
@@ -65,7 +68,7 @@ pub fn ty(suffix: &str) -> Option<Ty> {
 }
 
 /// A register or immediate operand of type `ty` (a variable's name gives its offset in its
-/// state space).
+/// state space; a `.global` variable's, its device address).
 pub fn operand(src: &Src, ty: Ty, names: &mut Names) -> Result<Operand, DecodeError> {
     match &src.kind {
         OperandKind::Register(r) => {
@@ -86,6 +89,7 @@ pub fn operand(src: &Src, ty: Ty, names: &mut Names) -> Result<Operand, DecodeEr
                 .get(name)
                 .or_else(|| names.local.get(name))
                 .or_else(|| names.constant.get(name))
+                .or_else(|| names.global.get(name))
                 .copied()
                 .ok_or_else(|| value_operand(src))?;
             Ok(Operand::Symbol(base.wrapping_add(*offset as u64)))
@@ -178,7 +182,7 @@ pub fn address(src: &Src, space: Space, names: &mut Names) -> Result<(AddrBase, 
                 Space::Local => names.local.get(name).map(|&o| AddrBase::Symbol(o)),
                 Space::Shared => names.shared.get(name).map(|&o| AddrBase::Symbol(o)),
                 Space::Const => names.constant.get(name).map(|&o| AddrBase::Symbol(o)),
-                Space::Global | Space::Generic => None,
+                Space::Global | Space::Generic => names.global.get(name).map(|&a| AddrBase::Imm(a)),
             };
             found
                 .map(|base| (base, a.offset))

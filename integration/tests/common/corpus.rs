@@ -356,5 +356,47 @@ pub fn cases() -> Vec<Case> {
         &[Buf(0), Buf(1), I32(256)],
     );
     cases.extend([matmul, transpose, stencil, scan, bias, tensor, tiled_tensor, either, staged]);
+    // The module-scope tables in global memory, as nvcc wrote them (the fence moves them to
+    // constant memory): `popcount_bytes`'s `nibble_bits`, and `sinf`'s `__cudart_i2opi_f`,
+    // which its slow path (past 105615) reads.
+    let byte_values: Vec<u8> = (0..=255).collect();
+    let window_values = floats((0..64).map(|i| (i % 7) as f32));
+    cases.extend([
+        case(
+            "lookup",
+            "popcount_bytes",
+            1,
+            256,
+            vec![byte_values, vec![0; 256]],
+            &[Buf(0), Buf(1), I32(256)],
+        ),
+        case(
+            "lookup",
+            "weighted_window",
+            1,
+            64,
+            vec![window_values, vec![0; 256]],
+            &[Buf(0), Buf(1), I32(64)],
+        ),
+    ]);
+    let math_values = floats(MATH_VALUES.iter().copied());
+    for entry in ["gelu_precise", "trig_pow"] {
+        let n = MATH_VALUES.len();
+        cases.push(case(
+            "math",
+            entry,
+            1,
+            128,
+            vec![math_values.clone(), vec![0; 4 * n]],
+            &[Buf(0), Buf(1), I32(n as i32)],
+        ));
+    }
     cases
 }
+
+/// The math entries' inputs: small values either side of 0, and large ones on `sinf`'s slow
+/// path (past 105615), which reduces them through its table and the thread's local memory.
+pub const MATH_VALUES: [f32; 24] = [
+    -3.0, -2.5, -2.0, -1.5, -1.0, -0.75, -0.5, -0.25, 0.0, 0.25, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0, 2.0e5, 1.0e6,
+    3.5e6, 123_456.78, 4.0e7, 1.0e9, 3.0e12, 7.0e20,
+];
