@@ -37,9 +37,10 @@ use crate::faults::{self, EntryPoint};
 use crate::memory::Fault;
 use crate::ptx::{self, PtxEntry, PtxError};
 use crate::result::{
-    CUDA_ERROR_ILLEGAL_ADDRESS, CUDA_ERROR_INVALID_CONTEXT, CUDA_ERROR_INVALID_PTX, CUDA_ERROR_INVALID_VALUE,
-    CUDA_ERROR_LAUNCH_FAILED, CUDA_ERROR_LAUNCH_TIMEOUT, CUDA_ERROR_MISALIGNED_ADDRESS, CUDA_ERROR_NOT_READY,
-    CUDA_ERROR_NOT_SUPPORTED, CUDA_ERROR_UNKNOWN, CUDA_ERROR_UNSUPPORTED_PTX_VERSION, CUDA_SUCCESS, CuResult,
+    CUDA_ERROR_ASSERT, CUDA_ERROR_ILLEGAL_ADDRESS, CUDA_ERROR_INVALID_CONTEXT, CUDA_ERROR_INVALID_PTX,
+    CUDA_ERROR_INVALID_VALUE, CUDA_ERROR_LAUNCH_FAILED, CUDA_ERROR_LAUNCH_TIMEOUT,
+    CUDA_ERROR_MISALIGNED_ADDRESS, CUDA_ERROR_NOT_READY, CUDA_ERROR_NOT_SUPPORTED, CUDA_ERROR_UNKNOWN,
+    CUDA_ERROR_UNSUPPORTED_PTX_VERSION, CUDA_SUCCESS, CuResult,
 };
 use crate::state::{self, DEVICE_NAME, State};
 use crate::stream;
@@ -1140,6 +1141,7 @@ impl KernelRun {
             Some(Fault::IllegalAddress) => state.poison(self.context, CUDA_ERROR_ILLEGAL_ADDRESS),
             Some(Fault::Misaligned) => state.poison(self.context, CUDA_ERROR_MISALIGNED_ADDRESS),
             Some(Fault::Trap) => state.poison(self.context, CUDA_ERROR_LAUNCH_FAILED),
+            Some(Fault::Assert) => state.poison(self.context, CUDA_ERROR_ASSERT),
             Some(Fault::Hang) => state.poison(self.context, CUDA_ERROR_LAUNCH_TIMEOUT),
             // Its context was destroyed under it: there is nothing left to poison.
             Some(Fault::Stopped) | None => {}

@@ -155,6 +155,9 @@ pub enum Fault {
     Misaligned,
     /// `trap` or `brkpt`: `CUDA_ERROR_LAUNCH_FAILED` (719).
     Trap,
+    /// A failed device-side `assert` (a call of `__assertfail`): `CUDA_ERROR_ASSERT` (710). The
+    /// emulator does not print its message.
+    Assert,
     /// The kernel cannot end: warp-synchronous instructions that never gather their members
     /// (a hang on a GPU). Reported as a display watchdog reports a kernel that runs too long:
     /// `CUDA_ERROR_LAUNCH_TIMEOUT` (702).

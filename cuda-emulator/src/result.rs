@@ -37,6 +37,8 @@ pub const CUDA_ERROR_ILLEGAL_ADDRESS: CuResult = 700;
 pub const CUDA_ERROR_MISALIGNED_ADDRESS: CuResult = 716;
 /// A kernel stopped by `trap` (sticky).
 pub const CUDA_ERROR_LAUNCH_FAILED: CuResult = 719;
+/// A kernel stopped by a failed device-side `assert` (sticky).
+pub const CUDA_ERROR_ASSERT: CuResult = 710;
 /// `CUDA_ERROR_NOT_READY`: `cuStreamQuery` on a stream whose work has not all run.
 pub const CUDA_ERROR_NOT_READY: CuResult = 600;
 /// `CUDA_ERROR_LAUNCH_TIMEOUT`: a kernel ran too long (sticky).

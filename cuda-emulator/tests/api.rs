@@ -1055,3 +1055,63 @@ fn module_globals_persist_across_launches_and_die_with_the_module() {
     assert_eq!(code, CUDA_ERROR_NOT_SUPPORTED);
     assert!(log.contains("line 5") && log.ends_with("the .extern .global variable `zeroed`"), "{log}");
 }
+
+/// A module whose entry calls a `.func` twice (two call sequences, each its own block with
+/// parameters of the same names, as nvcc writes them), and whose `.func` calls another; a
+/// guarded call; and a device assert.
+const CALLS: &str = ".version 7.8\n.target sm_90\n.address_size 64\n\
+    .extern .func __assertfail(.param .b64 m);\n\
+    .func (.param .b32 r) twice(.param .b32 x)\n{\n\t.reg .b32 %r<3>;\n\tld.param.b32 %r1, [x];\n\
+    \tshl.b32 %r2, %r1, 1;\n\tst.param.b32 [r], %r2;\n\tret;\n}\n\
+    .func (.param .b32 r) plus_twice(.param .b32 a, .param .b32 b)\n{\n\t.reg .b32 %r<5>;\n\
+    \tld.param.b32 %r1, [a];\n\tld.param.b32 %r2, [b];\n\
+    \t{\n\t.param .b32 param0;\n\tst.param.b32 [param0+0], %r2;\n\t.param .b32 retval0;\n\
+    \tcall.uni (retval0), twice, (param0);\n\tld.param.b32 %r3, [retval0+0];\n\t}\n\
+    \tadd.s32 %r4, %r1, %r3;\n\tst.param.b32 [r], %r4;\n\tret;\n}\n\
+    .visible .entry calls(.param .u64 out, .param .u32 fail)\n{\n\t.reg .pred %p<2>;\n\t.reg .b32 %r<8>;\n\
+    \t.reg .b64 %rd<4>;\n\tld.param.u64 %rd1, [out];\n\tld.param.u32 %r7, [fail];\n\
+    \tmov.u32 %r1, %tid.x;\n\tmul.wide.u32 %rd2, %r1, 8;\n\tadd.s64 %rd3, %rd1, %rd2;\n\
+    \t{\n\t.param .b32 param0;\n\tst.param.b32 [param0+0], %r1;\n\t.param .b32 retval0;\n\
+    \tcall.uni (retval0), twice, (param0);\n\tld.param.b32 %r2, [retval0+0];\n\t}\n\
+    \t{\n\t.param .b32 param0;\n\tst.param.b32 [param0+0], %r2;\n\t.param .b32 param1;\n\
+    \tst.param.b32 [param1+0], %r1;\n\t.param .b32 retval0;\n\
+    \tcall.uni (retval0), plus_twice, (param0, param1);\n\tld.param.b32 %r3, [retval0+0];\n\t}\n\
+    \tst.global.v2.u32 [%rd3], {%r2, %r3};\n\tsetp.eq.u32 %p1, %r7, %r1;\n\
+    \t{\n\t.param .b64 param0;\n\tst.param.b64 [param0+0], %rd1;\n\
+    \t@%p1 call.uni __assertfail, (param0);\n\t}\n\tret;\n}\n";
+
+/// Calls run as a GPU runs them: arguments in, the callee's body, return values out, back to
+/// the instruction after the call, in each thread; a `.func` calls another. A failed
+/// device-side `assert` (`__assertfail`) stops the kernel with `CUDA_ERROR_ASSERT`, sticky. A
+/// call of a function the module does not define (`vprintf`) or a recursive one is refused at
+/// the load, naming the line.
+#[test]
+fn calls_run_in_each_thread_and_a_failed_assert_is_a_device_assert() {
+    let session = session();
+    let out = alloc(8 * 64).unwrap();
+    let f = function(load(CALLS), "calls").unwrap();
+    let params = |fail: u32| vec![out.to_le_bytes().to_vec(), fail.to_le_bytes().to_vec()];
+    assert_eq!(launch_with(f, [1, 1, 1], [64, 1, 1], 0, &mut params(u32::MAX)), CUDA_SUCCESS);
+    let mut bytes = vec![0u8; 8 * 64];
+    assert_eq!(download(out, &mut bytes), CUDA_SUCCESS);
+    let words = u32s(&bytes);
+    for t in 0..64u32 {
+        // twice(t), then plus_twice(twice(t), t) = 2t + 2t.
+        assert_eq!(&words[2 * t as usize..2 * t as usize + 2], [2 * t, 4 * t], "thread {t}");
+    }
+    let printf = CALLS.replace("__assertfail", "vprintf");
+    let (code, log, _) = load_on(EmulatedDriver::Cuda12_8, &printf).unwrap_err();
+    assert_eq!(code, CUDA_ERROR_NOT_SUPPORTED);
+    assert!(log.ends_with("(a call of `vprintf`: no body in the module)"), "{log}");
+    let recursive = CALLS.replace(
+        "call.uni (retval0), twice, (param0);\n\tld.param.b32 %r3",
+        "call.uni (retval0), plus_twice, (param0);\n\tld.param.b32 %r3",
+    );
+    let (code, log, _) = load_on(EmulatedDriver::Cuda12_8, &recursive).unwrap_err();
+    assert_eq!(code, CUDA_ERROR_NOT_SUPPORTED);
+    assert!(log.contains("line 22") && log.ends_with("a call of `plus_twice`: recursive"), "{log}");
+    assert_eq!(control::sticky_error(session.ordinal), 0);
+    // Thread 5's assert fails.
+    assert_eq!(launch_with(f, [1, 1, 1], [64, 1, 1], 0, &mut params(5)), CUDA_SUCCESS);
+    assert_eq!(control::sticky_error(session.ordinal), CUDA_ERROR_ASSERT);
+}

@@ -6,22 +6,25 @@
 //! `.shared` and `.local` variables and the module's `.shared` and `.const` variables their
 //! places (laid out as the PTX reader lays out shared memory, `.extern .shared` arrays at the
 //! dynamic shared memory after them; the module's `.global` variables are at the device
-//! addresses its load gives, [`module_globals`]), labels the index of the instruction after them, and each
-//! instruction is decoded by its family. An instruction (or a form of one) outside what this
-//! interpreter supports is refused with the line and what is not supported: [`Unsupported`].
+//! addresses its load gives, [`module_globals`]), labels the index of the instruction after
+//! them, and each instruction is decoded by its family. The `.func`s the entry calls, directly
+//! or not, are decoded after it, each with registers, labels and `.param` places of its own.
+//! An instruction (or a form of one) outside what this interpreter supports is refused with the
+//! line and what is not supported: [`Unsupported`].
 
 use std::collections::HashMap;
 
 use kernel_args_ptx::{
-    FlatItem, Immediate, Initializer, Instruction, Linkage, OperandKind, StateSpace, Variable, flatten,
+    FlatItem, Function, FunctionKind, Immediate, Initializer, Instruction, Linkage, Operand, OperandKind,
+    StateSpace, Variable, flatten,
 };
 
 use super::arith;
 use super::convert;
 use super::error::{DecodeError, Unsupported};
 use super::memory_ops;
-use super::operands::{Names, immediate_value, operand, register, ty};
-use super::{Inst, Op, Ty};
+use super::operands::{Callee, Names, immediate_value, operand, register, ty};
+use super::{Call, Inst, Op, Ty};
 use crate::ptx::{PtxEntry, PtxModule};
 
 /// A kernel, decoded: what [`Program::run`](super::Program::run) interprets.
@@ -82,29 +85,40 @@ pub fn compile(
         statement: None,
         error: DecodeError::NoBody { entry: entry.name.clone() },
     })?;
-    let flat = flatten(function).map_err(|e| unsupported(e.line, DecodeError::Body(e)))?;
+    // The entry, then every `.func` with a body it calls, directly or not, each once.
+    let functions = called(module, function)?;
+    let flats = functions
+        .iter()
+        .map(|f| flatten(f).map_err(|e| unsupported(e.line, DecodeError::Body(e))))
+        .collect::<Result<Vec<_>, _>>()?;
     let mut names = Names {
         slots: HashMap::new(),
+        next_slot: 0,
         current: Vec::new(),
-        params: function
-            .params
-            .iter()
-            .zip(&entry.params)
-            .map(|(p, layout)| (p.name.clone(), layout.offset))
-            .collect(),
+        params: HashMap::new(),
         shared: HashMap::new(),
         local: HashMap::new(),
         constant: HashMap::new(),
         global: globals.clone(),
         labels: HashMap::new(),
+        frame: HashMap::new(),
+        callees: HashMap::new(),
+        in_callee: false,
     };
-    // The places of variables: the entry's own, then the module's (which ptxas allocates for
-    // the entries that use them); the module's constant memory.
-    let own: Vec<&Variable> = flat
-        .items
+    let entry_params: HashMap<String, usize> = function
+        .params
         .iter()
+        .zip(&entry.params)
+        .map(|(p, layout)| (p.name.clone(), layout.offset))
+        .collect();
+    // The places of variables: the functions' own, then the module's (which ptxas allocates
+    // for the entries that use them); the module's constant memory. A `.param` variable of a
+    // body (a call's arguments) is placed where its function's decoding meets it.
+    let own: Vec<&Variable> = flats
+        .iter()
+        .flat_map(|flat| flat.items.iter())
         .filter_map(|item| match item {
-            FlatItem::Variable(v) => Some(*v),
+            FlatItem::Variable(v) if v.space != StateSpace::Param => Some(*v),
             _ => None,
         })
         .collect();
@@ -152,42 +166,213 @@ pub fn compile(
     }
     let mut constant = vec![0u8; usize::try_from(constant_end).unwrap_or(0)];
     initialize(&constants, &names.constant, &mut constant)?;
-    // Labels: the index of the next instruction.
-    let mut count = 0usize;
-    for item in &flat.items {
-        match item {
-            FlatItem::Label(l) => {
-                names.labels.insert(l.name.clone(), count);
+    // Each function's first instruction, one after another; each callee's return values and
+    // parameters, in the thread's local memory.
+    let mut place = |size: u64, align: u64| -> Result<(u64, u64), DecodeError> {
+        let at = local_end.checked_next_multiple_of(align.max(1)).ok_or(DecodeError::TooMuchMemory)?;
+        local_end = at.checked_add(size).ok_or(DecodeError::TooMuchMemory)?;
+        Ok((at, size))
+    };
+    let mut start = 0usize;
+    let mut formals: Vec<Vec<(String, (u64, u64))>> = Vec::new();
+    for (f, flat) in functions.iter().zip(&flats) {
+        let mut own_formals = Vec::new();
+        if f.kind == FunctionKind::Func {
+            let mut callee = Callee { start, ..Callee::default() };
+            for (i, p) in f.returns.iter().chain(&f.params).enumerate() {
+                let refuse =
+                    |why| unsupported(f.span.line, DecodeError::Call { callee: f.name.clone(), why });
+                if p.space != StateSpace::Param {
+                    return Err(refuse("a .reg parameter"));
+                }
+                let size = p.size().ok_or_else(|| refuse("a parameter without a size"))?;
+                let at = place(size, p.alignment()).map_err(|e| unsupported(f.span.line, e))?;
+                if i < f.returns.len() {
+                    callee.returns.push(at)
+                } else {
+                    callee.params.push(at)
+                }
+                own_formals.push((p.name.clone(), at));
             }
-            FlatItem::Instruction(..) => count += 1,
-            _ => {}
+            names.callees.insert(f.name.clone(), callee);
         }
+        formals.push(own_formals);
+        start += flat.items.iter().filter(|item| matches!(item, FlatItem::Instruction(..))).count();
     }
     let mut insts = Vec::new();
     let mut has_barrier = false;
-    for item in &flat.items {
-        let FlatItem::Instruction(instruction, registers) = item else { continue };
-        names.current = registers.iter().map(|(n, r)| ((*n).to_owned(), *r)).collect();
-        let line = instruction.span.line;
-        let refuse = |error| Unsupported { line: Some(line), statement: Some(one_line(instruction)), error };
-        let guard = match &instruction.guard {
-            Some(g) => Some((names.register(&g.register).map_err(refuse)?, !g.negated)),
-            None => None,
-        };
-        let op = decode_instruction(instruction, &mut names).map_err(refuse)?;
-        has_barrier |= matches!(op, Op::Barrier | Op::Warp(_));
-        insts.push(Inst { guard, op, line: line as usize });
+    for ((f, flat), own_formals) in functions.iter().zip(&flats).zip(formals) {
+        // Names are the function's own: its registers, labels and parameters.
+        names.slots.clear();
+        names.in_callee = f.kind == FunctionKind::Func;
+        names.params = if names.in_callee { HashMap::new() } else { entry_params.clone() };
+        names.frame = own_formals.into_iter().collect();
+        names.labels.clear();
+        let mut count = insts.len();
+        for item in &flat.items {
+            match item {
+                FlatItem::Label(l) => {
+                    names.labels.insert(l.name.clone(), count);
+                }
+                FlatItem::Instruction(..) => count += 1,
+                _ => {}
+            }
+        }
+        for item in &flat.items {
+            let (instruction, registers) = match item {
+                FlatItem::Instruction(instruction, registers) => (instruction, registers),
+                // A call's argument or return value: the thread's, from here on in its
+                // function (a later one of the same name, in a later call's block, replaces it).
+                FlatItem::Variable(v) if v.space == StateSpace::Param => {
+                    let size = v.size().ok_or_else(|| {
+                        unsupported(line_of(v), DecodeError::Unsized { name: v.name.clone() })
+                    })?;
+                    let at = place(size, v.alignment()).map_err(|e| unsupported(line_of(v), e))?;
+                    names.frame.insert(v.name.clone(), at);
+                    continue;
+                }
+                _ => continue,
+            };
+            names.current = registers.iter().map(|(n, r)| ((*n).to_owned(), *r)).collect();
+            let line = instruction.span.line;
+            let refuse =
+                |error| Unsupported { line: Some(line), statement: Some(one_line(instruction)), error };
+            let guard = match &instruction.guard {
+                Some(g) => Some((names.register(&g.register).map_err(refuse)?, !g.negated)),
+                None => None,
+            };
+            let op = decode_instruction(instruction, &mut names).map_err(refuse)?;
+            has_barrier |= matches!(op, Op::Barrier | Op::Warp(_));
+            insts.push(Inst { guard, op, line: line as usize });
+        }
     }
     Ok(Program {
         name: entry.name.clone(),
         insts,
-        slots: names.slots.len(),
+        slots: names.next_slot,
         shared_bytes: usize::try_from(shared_end).unwrap_or(usize::MAX),
         dynamic_at: usize::try_from(dynamic_at).unwrap_or(usize::MAX),
         local_bytes: usize::try_from(local_end).unwrap_or(usize::MAX),
         constant,
         has_barrier,
     })
+}
+
+/// `entry`, then every `.func` of `module` with a body that it calls, directly or through
+/// others, each once, in the order first called.
+///
+/// # Errors
+///
+/// A recursive call, which one place per function cannot run: the call's line.
+fn called<'m>(module: &'m PtxModule, entry: &'m Function) -> Result<Vec<&'m Function>, Unsupported> {
+    fn visit<'m>(
+        module: &'m PtxModule,
+        function: &'m Function,
+        path: &mut Vec<&'m str>,
+        out: &mut Vec<&'m Function>,
+    ) -> Result<(), Unsupported> {
+        path.push(&function.name);
+        for (callee, line) in calls(function) {
+            let Some(body) = module.module.functions().find(|f| f.name == callee && f.body.is_some()) else {
+                continue; // refused, or a device assert, where the call is decoded
+            };
+            if path.contains(&callee) {
+                let error = DecodeError::Call { callee: callee.to_owned(), why: "recursive" };
+                return Err(Unsupported { line: Some(line), statement: None, error });
+            }
+            if !out.iter().any(|f| f.name == callee) {
+                out.push(body);
+                visit(module, body, path, out)?;
+            }
+        }
+        path.pop();
+        Ok(())
+    }
+    let mut out = vec![entry];
+    visit(module, entry, &mut Vec::new(), &mut out)?;
+    Ok(out)
+}
+
+/// The functions `function` calls by name, each with its call's line.
+fn calls(function: &Function) -> Vec<(&str, u32)> {
+    fn walk<'f>(block: &'f kernel_args_ptx::Block, out: &mut Vec<(&'f str, u32)>) {
+        for statement in &block.statements {
+            match statement {
+                kernel_args_ptx::Statement::Instruction(i) if i.opcode == "call" => {
+                    let callee = i.operands.iter().find_map(symbol);
+                    out.extend(callee.map(|c| (c, i.span.line)));
+                }
+                kernel_args_ptx::Statement::Block(inner) => walk(inner, out),
+                _ => {}
+            }
+        }
+    }
+    let mut out = Vec::new();
+    if let Some(body) = &function.body {
+        walk(body, &mut out);
+    }
+    out
+}
+
+/// A list of symbols (`(param0, param1)`): their names.
+fn symbol_list(o: &Operand) -> Option<Vec<&str>> {
+    match &o.kind {
+        OperandKind::List(items) => items.iter().map(symbol).collect(),
+        _ => None,
+    }
+}
+
+/// A symbol at offset 0: its name.
+fn symbol(o: &Operand) -> Option<&str> {
+    match &o.kind {
+        OperandKind::Symbol { name, offset: 0 } => Some(name.as_str()),
+        _ => None,
+    }
+}
+
+/// `call` (`.uni` at most): to a `.func` of the entry's program, its arguments and return
+/// values the caller's `.param` variables, one per callee's parameter and return value; or to
+/// `__assertfail` without a body, a device assert.
+fn decode_call(i: &Instruction, names: &Names) -> Result<Op, DecodeError> {
+    let form = || DecodeError::Form { instruction: one_line(i) };
+    if i.modifiers.iter().any(|m| m != "uni") {
+        return Err(form());
+    }
+    let parts = match i.operands.as_slice() {
+        [r, f, a] => (symbol_list(r), symbol(f), symbol_list(a)),
+        [f, a] if matches!(a.kind, OperandKind::List(_)) => (Some(Vec::new()), symbol(f), symbol_list(a)),
+        [r, f] if matches!(r.kind, OperandKind::List(_)) => (symbol_list(r), symbol(f), Some(Vec::new())),
+        [f] => (Some(Vec::new()), symbol(f), Some(Vec::new())),
+        _ => (None, None, None),
+    };
+    let (Some(returns), Some(callee), Some(arguments)) = parts else { return Err(form()) };
+    let Some(target) = names.callees.get(callee) else {
+        if callee == "__assertfail" {
+            return Ok(Op::Assert);
+        }
+        return Err(DecodeError::Call { callee: callee.to_owned(), why: "no body in the module" });
+    };
+    if returns.len() != target.returns.len() || arguments.len() != target.params.len() {
+        return Err(form());
+    }
+    let actual = |name: &str| {
+        names
+            .frame
+            .get(name)
+            .copied()
+            .ok_or_else(|| DecodeError::NoVariable { space: "Param", name: name.to_owned() })
+    };
+    let as_usize = |v: u64| usize::try_from(v).unwrap_or(usize::MAX);
+    let mut call = Call { target: target.start, arguments: Vec::new(), returns: Vec::new() };
+    for (name, &(to, size)) in arguments.iter().zip(&target.params) {
+        let (from, have) = actual(name)?;
+        call.arguments.push((as_usize(from), as_usize(to), as_usize(have.min(size))));
+    }
+    for (name, &(from, size)) in returns.iter().zip(&target.returns) {
+        let (to, have) = actual(name)?;
+        call.returns.push((as_usize(from), as_usize(to), as_usize(have.min(size))));
+    }
+    Ok(Op::Call(call))
 }
 
 /// Writes the initializers of `variables` into `bytes`, each at its place in `places`.
@@ -292,7 +477,9 @@ fn decode_instruction(i: &Instruction, names: &mut Names) -> Result<Op, DecodeEr
     let modifiers: Vec<&str> = i.modifiers.iter().map(String::as_str).collect();
     let operands = i.operands.as_slice();
     match base {
+        "ret" if names.in_callee => Ok(Op::Return),
         "ret" | "exit" => Ok(Op::Exit),
+        "call" => decode_call(i, names),
         "trap" | "brkpt" if operands.is_empty() => Ok(Op::Trap),
         "bra" => match operands.first().map(|o| &o.kind) {
             Some(OperandKind::Symbol { name, offset: 0 }) => names

@@ -100,7 +100,7 @@ pub enum DecodeError {
         name: String,
     },
     /// A variable of a state space this interpreter places only at module scope, declared in a
-    /// kernel's body (`.param`: what nvcc writes for a call's arguments; `.global`; `.const`).
+    /// kernel's body (`.global`, `.const`).
     VariableSpace {
         /// The state space, without its dot.
         space: &'static str,
@@ -120,6 +120,15 @@ pub enum DecodeError {
     /// A `.const` or `.global` variable's initializer with more values than the variable has
     /// elements.
     InitializerTooLong,
+    /// A `call` this interpreter does not make: of a function without a body in the module
+    /// (`vprintf`; `__assertfail` is a device assert), a recursive one, or of a function with
+    /// `.reg` parameters.
+    Call {
+        /// The function called.
+        callee: String,
+        /// Why not.
+        why: &'static str,
+    },
     /// A `.extern .global` variable: defined in another module, which the emulated driver does
     /// not link.
     ExternGlobal {
@@ -214,6 +223,7 @@ impl fmt::Display for DecodeError {
             DecodeError::ConstantType => f.write_str("a constant of this type"),
             DecodeError::Initializer => f.write_str("an initializer"),
             DecodeError::InitializerTooLong => f.write_str("an initializer longer than its variable"),
+            DecodeError::Call { callee, why } => write!(f, "a call of `{callee}`: {why}"),
             DecodeError::ExternGlobal { name } => write!(f, "the .extern .global variable `{name}`"),
             DecodeError::Body(e) => write!(f, "{}", e.kind),
             DecodeError::NoBody { entry } => write!(f, "no body of `{entry}`"),

@@ -20,7 +20,7 @@
 use kernel_args_ptx::Operand as Src;
 
 use super::error::{DecodeError, Needed};
-use super::operands::{Names, address, lanes as vector_lanes, operand, register, ty};
+use super::operands::{Names, address, in_frame, lanes as vector_lanes, operand, register, ty};
 use super::{AddrBase, Context, Operand, Registers, Space, Ty, read};
 use crate::memory::Fault;
 
@@ -145,6 +145,15 @@ pub fn decode(
         }
     }
     let ty = ty_found.ok_or_else(|| missing(Needed::Type))?;
+    // A call's arguments and return values, and a `.func`'s parameters, are the thread's.
+    let reached = match base {
+        "ld" | "ldu" => operands.get(1),
+        "st" => operands.first(),
+        _ => None,
+    };
+    if space == Space::Param && reached.is_some_and(|a| in_frame(a, names)) {
+        space = Space::Local;
+    }
     fn lanes_of<'s>(base: &str, lanes: usize, src: &'s Src) -> Result<Vec<&'s Src>, DecodeError> {
         let items = vector_lanes(src);
         if items.len() == lanes {

@@ -34,6 +34,14 @@
 //! respect to every other kernel running at the time. `trap` and `brkpt` stop the kernel with
 //! the sticky launch failure a GPU reports.
 //!
+//! **Calls** of the module's `.func`s run as on a GPU, in each thread: the arguments (the
+//! caller's `.param` variables) are copied into the callee's parameters, the thread runs the
+//! callee's body to its `ret` and goes on after the call with the return values copied back.
+//! Every function has registers and places of its own, so a recursive call is refused at the
+//! load, as is a call of a function the module does not define (`vprintf`); a call of
+//! `__assertfail` is a failed device-side `assert`, which stops the kernel with
+//! `CUDA_ERROR_ASSERT` (its message is not printed).
+//!
 //! Every 64-bit register carries the pointer parameter its value came from (the value of an
 //! `ld.param` of 8 bytes, through `cvta` and integer arithmetic), so that a store knows which
 //! allocation its address was meant to stay in ([`KernelMemory::store`]'s `base`).
@@ -274,8 +282,17 @@ pub enum Op {
     Branch(usize),
     /// `bar.sync` / `barrier.sync` (barrier 0 and the whole block only).
     Barrier,
-    /// `ret` or `exit`: the thread ends.
+    /// `ret` in the entry, or `exit`: the thread ends.
     Exit,
+    /// `call` of a `.func` of the module: the arguments copied into the callee's parameters,
+    /// and the thread on at the callee's first instruction until its `ret` ([`Op::Return`]).
+    Call(Call),
+    /// `ret` in a `.func`: back to the instruction after the call, the callee's return values
+    /// copied into the caller's.
+    Return,
+    /// `call` of `__assertfail` (a failed device-side `assert`): the kernel stops with the
+    /// device assert a GPU reports.
+    Assert,
     /// `trap` or `brkpt`: the kernel stops with a launch failure.
     Trap,
     /// `shfl.sync`, `vote.sync`, `bar.warp.sync` or `wmma.mma`: the warp executes it together
@@ -285,25 +302,55 @@ pub enum Op {
     Matrix(matrix::MatrixMemory),
 }
 
+/// A call of a `.func`: where its body starts, and the bytes copied in and out. Parameters and
+/// return values (the caller's `.param` variables and the callee's) are the thread's, in its
+/// local memory: each function's registers and variables have places of their own, which a
+/// call without recursion (the decoder refuses it) never needs twice at once.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Call {
+    /// The index of the callee's first instruction.
+    pub target: usize,
+    /// The arguments: `(from, to, bytes)` in local memory, caller's to callee's.
+    pub arguments: Vec<(usize, usize, usize)>,
+    /// The return values: `(from, to, bytes)`, callee's to caller's, at its `ret`.
+    pub returns: Vec<(usize, usize, usize)>,
+}
+
 /// A thread's registers: each slot's bits, and for each the pointer parameter its value came
-/// from (0: none).
+/// from (0: none); and its calls under way. A value passed through a call's parameters loses
+/// its origin (it goes through local memory).
 #[derive(Debug, Clone)]
 pub struct Registers {
     /// Each slot's bits.
     pub bits: Vec<u64>,
     /// Each slot's origin: the value of the 8-byte parameter it was derived from, or 0.
     pub origin: Vec<u64>,
+    /// The calls under way, innermost last: the instruction after each, and the call's index.
+    calls: Vec<(usize, usize)>,
 }
 
 impl Registers {
     fn new(slots: usize) -> Registers {
-        Registers { bits: vec![0; slots], origin: vec![0; slots] }
+        Registers { bits: vec![0; slots], origin: vec![0; slots], calls: Vec::new() }
     }
 
     fn clear(&mut self) {
         self.bits.fill(0);
         self.origin.fill(0);
+        self.calls.clear();
     }
+}
+
+/// Copies each `(from, to, bytes)` of `copies` within `local`.
+fn copy_frames(local: &mut [u8], copies: &[(usize, usize, usize)]) -> Result<(), Fault> {
+    for &(from, to, bytes) in copies {
+        let end = from.checked_add(bytes).filter(|&end| end <= local.len()).ok_or(Fault::IllegalAddress)?;
+        if to.checked_add(bytes).is_none_or(|end| end > local.len()) {
+            return Err(Fault::IllegalAddress);
+        }
+        local.copy_within(from..end, to);
+    }
+    Ok(())
 }
 
 /// What one thread sees of the launch: its coordinates, the shape, the parameters, memory.
@@ -627,6 +674,23 @@ impl Program {
                 Op::Warp(_) => return Stop::Warp,
                 Op::Exit => return Stop::Exited,
                 Op::Trap => return Stop::Fault(Fault::Trap),
+                Op::Assert => return Stop::Fault(Fault::Assert),
+                Op::Call(call) => {
+                    if let Err(fault) = copy_frames(cx.local, &call.arguments) {
+                        return Stop::Fault(fault);
+                    }
+                    regs.calls.push((*pc, *pc - 1));
+                    *pc = call.target;
+                }
+                Op::Return => {
+                    let Some((back, at)) = regs.calls.pop() else { return Stop::Exited };
+                    if let Some(Inst { op: Op::Call(call), .. }) = self.insts.get(at)
+                        && let Err(fault) = copy_frames(cx.local, &call.returns)
+                    {
+                        return Stop::Fault(fault);
+                    }
+                    *pc = back;
+                }
             }
         }
     }

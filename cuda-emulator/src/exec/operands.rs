@@ -13,8 +13,10 @@ use super::{AddrBase, Operand, Space, Special, Ty};
 /// What decoding one instruction needs: the slots, places and labels, and the resolution of
 /// the registers the instruction names.
 pub struct Names {
-    /// Register slots by declaration.
+    /// Register slots by declaration, of the function being decoded.
     pub(super) slots: HashMap<RegisterId, usize>,
+    /// The next register slot: every function's registers have slots of their own.
+    pub(super) next_slot: usize,
     /// The registers of the instruction being decoded, resolved.
     pub(super) current: Vec<(String, Resolved)>,
     /// Parameters by name: their offset in the parameter buffer.
@@ -30,6 +32,26 @@ pub struct Names {
     pub(super) global: HashMap<String, u64>,
     /// Labels by name: the index of the instruction after them.
     pub(super) labels: HashMap<String, usize>,
+    /// The `.param` variables of the function being decoded (a call's arguments and return
+    /// values, and a `.func`'s own parameters) by name: their offset and size in the thread's
+    /// local memory.
+    pub(super) frame: HashMap<String, (u64, u64)>,
+    /// The `.func`s the entry calls, by name.
+    pub(super) callees: HashMap<String, Callee>,
+    /// Whether the function being decoded is a `.func` (its `ret` returns to its caller).
+    pub(super) in_callee: bool,
+}
+
+/// A `.func` the entry calls: where its body starts among the program's instructions, and its
+/// return values' and parameters' places in local memory (offset, size), in order.
+#[derive(Debug, Clone, Default)]
+pub struct Callee {
+    /// The index of its first instruction.
+    pub start: usize,
+    /// Its return values.
+    pub returns: Vec<(u64, u64)>,
+    /// Its parameters.
+    pub params: Vec<(u64, u64)>,
 }
 
 impl Names {
@@ -37,8 +59,12 @@ impl Names {
     pub fn register(&mut self, name: &str) -> Result<usize, DecodeError> {
         match self.current.iter().find(|(n, _)| n == name).map(|(_, r)| *r) {
             Some(Resolved::Declared(id)) => {
-                let next = self.slots.len();
-                Ok(*self.slots.entry(id).or_insert(next))
+                let next = self.next_slot;
+                let slot = *self.slots.entry(id).or_insert(next);
+                if slot == next {
+                    self.next_slot += 1;
+                }
+                Ok(slot)
             }
             _ => Err(DecodeError::Operand { operand: name.to_owned(), role: Role::RegisterRead }),
         }
@@ -179,7 +205,12 @@ pub fn address(src: &Src, space: Space, names: &mut Names) -> Result<(AddrBase, 
         AddressBase::Symbol(name) => {
             let found = match space {
                 Space::Param => names.params.get(name).map(|&o| AddrBase::Param(o)),
-                Space::Local => names.local.get(name).map(|&o| AddrBase::Symbol(o)),
+                Space::Local => names
+                    .frame
+                    .get(name)
+                    .map(|&(o, _)| o)
+                    .or_else(|| names.local.get(name).copied())
+                    .map(AddrBase::Symbol),
                 Space::Shared => names.shared.get(name).map(|&o| AddrBase::Symbol(o)),
                 Space::Const => names.constant.get(name).map(|&o| AddrBase::Symbol(o)),
                 Space::Global | Space::Generic => names.global.get(name).map(|&a| AddrBase::Imm(a)),
@@ -189,4 +220,11 @@ pub fn address(src: &Src, space: Space, names: &mut Names) -> Result<(AddrBase, 
                 .ok_or_else(|| DecodeError::NoVariable { space: space.name(), name: name.clone() })
         }
     }
+}
+
+/// Whether `src` is an address in a `.param` variable of the function's frame (`[param0+0]`):
+/// an `ld.param` or `st.param` of it reaches the thread's local memory, not the kernel's
+/// parameters.
+pub fn in_frame(src: &Src, names: &Names) -> bool {
+    matches!(&src.kind, OperandKind::Address(a) if matches!(&a.base, AddressBase::Symbol(name) if names.frame.contains_key(name)))
 }

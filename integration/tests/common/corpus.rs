@@ -379,6 +379,19 @@ pub fn cases() -> Vec<Case> {
             &[Buf(0), Buf(1), I32(64)],
         ),
     ]);
+    // Calls, as nvcc wrote them: a device-side `assert` that holds (its `__assertfail` never
+    // called), and a `__noinline__` device function (the fence inlines both).
+    cases.extend([
+        case("assert", "checked_copy", 1, 128, vec![ints(0..100), vec![0; 400]], &[Buf(0), Buf(1), I32(100)]),
+        case(
+            "noinline",
+            "smooth_noinline",
+            2,
+            256,
+            vec![data(300), vec![0; 4 * 300]],
+            &[Buf(0), Buf(1), I32(300)],
+        ),
+    ]);
     let math_values = floats(MATH_VALUES.iter().copied());
     for entry in ["gelu_precise", "trig_pow"] {
         let n = MATH_VALUES.len();
