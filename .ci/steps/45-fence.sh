@@ -5,8 +5,9 @@
 # broken and attack kernel, fenced and unfenced, for sm_52 and sm_90, so the rewritten PTX is
 # known to be valid for real hardware, and NVIDIA's disassembler lists each fenced module's
 # sm_90 SASS, whose memory instructions scripts/sass-check.py holds to the fence's accesses; and
-# the fence's table on the kernel corpus (what it accepts, its SASS and registers per entry) is
-# regenerated and held equal to docs/performance.md's.
+# the fence's table on the kernel corpus (what it accepts, its SASS and registers per entry) and
+# the lines of where its aligned form's cost is are regenerated and held equal to
+# docs/performance.md's.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 scripts/ptxas-check.sh
