@@ -1115,3 +1115,31 @@ fn calls_run_in_each_thread_and_a_failed_assert_is_a_device_assert() {
     assert_eq!(launch_with(f, [1, 1, 1], [64, 1, 1], 0, &mut params(5)), CUDA_SUCCESS);
     assert_eq!(control::sticky_error(session.ordinal), CUDA_ERROR_ASSERT);
 }
+
+/// A chain of 2000 `.func`s, each calling the next, loads and runs (the decoder walks the calls
+/// with a stack of its own); the last one has no `ret` and returns at the end of its body.
+#[test]
+fn a_long_chain_of_calls_loads_and_a_body_without_ret_returns() {
+    let _session = session();
+    let depth = 2000;
+    let mut ptx =
+        String::from(".version 7.8\n.target sm_90\n.address_size 64\n.global .align 4 .u32 hits;\n");
+    ptx.push_str(&format!(
+        ".func f{}()\n{{\n\t.reg .b32 %r<2>;\n\tatom.global.add.u32 %r1, [hits], 1;\n}}\n",
+        depth - 1
+    ));
+    for k in (0..depth - 1).rev() {
+        ptx.push_str(&format!(".func f{k}()\n{{\n\tcall.uni f{}, ();\n\tret;\n}}\n", k + 1));
+    }
+    ptx.push_str(
+        ".visible .entry chain(.param .u64 out)\n{\n\t.reg .b32 %r<2>;\n\t.reg .b64 %rd<2>;\n\
+         \tcall.uni f0, ();\n\tcall.uni f0, ();\n\tld.param.u64 %rd1, [out];\n\tld.global.u32 %r1, [hits];\n\
+         \tst.global.u32 [%rd1], %r1;\n\tret;\n}\n",
+    );
+    let f = function(load(&ptx), "chain").unwrap();
+    let out = alloc(4).unwrap();
+    assert_eq!(launch_with(f, [1, 1, 1], [1, 1, 1], 0, &mut [out.to_le_bytes().to_vec()]), CUDA_SUCCESS);
+    let mut bytes = [0u8; 4];
+    assert_eq!(download(out, &mut bytes), CUDA_SUCCESS);
+    assert_eq!(u32::from_le_bytes(bytes), 2, "the chain's end reached twice");
+}

@@ -197,7 +197,8 @@ pub fn compile(
             names.callees.insert(f.name.clone(), callee);
         }
         formals.push(own_formals);
-        start += flat.items.iter().filter(|item| matches!(item, FlatItem::Instruction(..))).count();
+        // Its instructions, and the `ret` its end is (below).
+        start += flat.items.iter().filter(|item| matches!(item, FlatItem::Instruction(..))).count() + 1;
     }
     let mut insts = Vec::new();
     let mut has_barrier = false;
@@ -245,6 +246,10 @@ pub fn compile(
             has_barrier |= matches!(op, Op::Barrier | Op::Warp(_));
             insts.push(Inst { guard, op, line: line as usize });
         }
+        // A function that runs to the end of its body returns there, as if a `ret` ended it
+        // (nvcc ends each with one); a label at the end is this `ret`.
+        let end = if names.in_callee { Op::Return } else { Op::Exit };
+        insts.push(Inst { guard: None, op: end, line: f.span.line as usize });
     }
     Ok(Program {
         name: entry.name.clone(),
@@ -259,37 +264,33 @@ pub fn compile(
 }
 
 /// `entry`, then every `.func` of `module` with a body that it calls, directly or through
-/// others, each once, in the order first called.
+/// others, each once, in the order first reached. Walked with a stack of its own, so a module
+/// of many functions calling each other in a chain cannot exhaust the thread's stack.
 ///
 /// # Errors
 ///
 /// A recursive call, which one place per function cannot run: the call's line.
 fn called<'m>(module: &'m PtxModule, entry: &'m Function) -> Result<Vec<&'m Function>, Unsupported> {
-    fn visit<'m>(
-        module: &'m PtxModule,
-        function: &'m Function,
-        path: &mut Vec<&'m str>,
-        out: &mut Vec<&'m Function>,
-    ) -> Result<(), Unsupported> {
-        path.push(&function.name);
-        for (callee, line) in calls(function) {
-            let Some(body) = module.module.functions().find(|f| f.name == callee && f.body.is_some()) else {
-                continue; // refused, or a device assert, where the call is decoded
-            };
-            if path.contains(&callee) {
-                let error = DecodeError::Call { callee: callee.to_owned(), why: "recursive" };
-                return Err(Unsupported { line: Some(line), statement: None, error });
-            }
-            if !out.iter().any(|f| f.name == callee) {
-                out.push(body);
-                visit(module, body, path, out)?;
-            }
-        }
-        path.pop();
-        Ok(())
-    }
+    let body = |name: &str| module.module.functions().find(|f| f.name == name && f.body.is_some());
     let mut out = vec![entry];
-    visit(module, entry, &mut Vec::new(), &mut out)?;
+    // The functions on the path from the entry, each with the calls it has still to visit.
+    let mut path: Vec<(&Function, std::vec::IntoIter<(&str, u32)>)> = vec![(entry, calls(entry).into_iter())];
+    while let Some((_, pending)) = path.last_mut() {
+        let Some((callee, line)) = pending.next() else {
+            path.pop();
+            continue;
+        };
+        // No body: refused, or a device assert, where the call is decoded.
+        let Some(function) = body(callee) else { continue };
+        if path.iter().any(|(f, _)| f.name == callee) {
+            let error = DecodeError::Call { callee: callee.to_owned(), why: "recursive" };
+            return Err(Unsupported { line: Some(line), statement: None, error });
+        }
+        if !out.iter().any(|f| f.name == callee) {
+            out.push(function);
+            path.push((function, calls(function).into_iter()));
+        }
+    }
     Ok(out)
 }
 
