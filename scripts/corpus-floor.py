@@ -11,6 +11,9 @@ are measurements only, not forms the fence's checker passes:
 - `no mask`: each global access's mask (`and.b32 %__kargs_k, %__kargs_u, %__kargs_gN`) made a
   `mov`: what a proof of every global access would leave while the kernel's pointers are
   offsets into the fence (the join to the fence's base stays).
+- `no mask, the join a 64-bit add`: each global access's sequence replaced by the kernel's
+  address plus the fence's base (`add.s64`): the same proof with the base added, not merged
+  into the low half.
 - `no join`: each global access's whole sequence (the offset's low half, the mask, the join to
   the base) replaced by the kernel's own address: global accesses as unfenced.
 - `no join, no budget`: that, and the budget's count at each backward branch and its load
@@ -48,17 +51,27 @@ def no_mask(lines):
     return [MASK.sub(r"\tmov.b32\t\1, \2;", line) for line in lines]
 
 
-def no_join(lines):
+def replace_joins(lines, address):
+    """`lines` with each global access's sequence (the offset's low half, the mask, the join)
+    replaced by the statement `address(register the access uses, the kernel's address)`."""
     out, i = [], 0
     while i < len(lines):
         matches = [p.match(line) for p, line in zip(JOIN, lines[i : i + 4])]
         if len(matches) == 4 and all(matches):
-            out.append(f"\tmov.b64\t{matches[3].group(1)}, {matches[0].group(1)};")
+            out.append(address(matches[3].group(1), matches[0].group(1)))
             i += 4
         else:
             out.append(lines[i])
             i += 1
     return out
+
+
+def no_join(lines):
+    return replace_joins(lines, lambda into, address: f"\tmov.b64\t{into}, {address};")
+
+
+def add_join(lines):
+    return replace_joins(lines, lambda into, address: f"\tadd.s64\t{into}, {address}, %__kargs_gb;")
 
 
 def no_budget(lines):
@@ -68,6 +81,7 @@ def no_budget(lines):
 VARIANTS = [
     ("as the fence prints it", lambda lines: lines),
     ("no mask", no_mask),
+    ("no mask, the join a 64-bit add", add_join),
     ("no join", no_join),
     ("no join, no budget", lambda lines: no_budget(no_join(lines))),
 ]
