@@ -1,8 +1,8 @@
 //! The kernel corpus (`cuda-backend/kernels/corpus/`: kernels written the way CUDA users write
 //! them, compiled by nvcc 11.8 for sm_90) on the emulated driver: every entry the fence accepts
-//! and the emulator runs (37 of 39: not `printf`'s, which it does not load, listed with the
-//! first thing it does not run, nor `count_launch`, whose `__device__` variable the fence places
-//! where these launches' first buffer is) computes the same bytes fenced as unfenced, with the fence around one
+//! and the emulator runs (38 of 39: not `printf`'s, which it does not load, listed with the
+//! first thing it does not run; a module's `__device__` variables are at the start of the
+//! fence, before its buffers) computes the same bytes fenced as unfenced, with the fence around one
 //! arena that holds all its buffers (a staged launch's layout), and leaves the flag clear. What
 //! the fence refuses is listed by name, so a change in what it accepts changes this test. A
 //! failing device-side `assert` stops its thread and sets the flag; the launch succeeds and the
@@ -41,17 +41,19 @@ fn run_with(case: &Case, ptx: &str, budget: Option<u32>) -> (CuResult, Vec<u8>, 
 /// Runs `case` from `ptx`, fenced with a budget of `budget` where given: around its arena, or
 /// with `aligned` as a launcher with `CudaOptions::aligned_fence` runs the aligned form, the
 /// arena's length rounded up to a power of two, at an address aligned to it inside an
-/// allocation twice as long. The arena's bytes afterwards (its buffers' length), the flag and
-/// the instructions executed.
+/// allocation twice as long. The buffers' bytes afterwards (from the first buffer's start, as
+/// `layout` places them), the flag and the instructions executed.
 fn run_in(case: &Case, ptx: &str, budget: Option<u32>, aligned: bool) -> (CuResult, Vec<u8>, u32, u64) {
-    let sizes: Vec<usize> = case.buffers.iter().map(Vec::len).collect();
-    let (offsets, len) = layout(&sizes);
+    let Arena { offsets, buffers_at, variables, len } = common::corpus::arena(case);
     let fence = if aligned { len.max(256).next_power_of_two() } else { len };
     // Fresh either way (the emulator's poison between the buffers).
     let whole = alloc(if aligned { 2 * fence } else { len }).unwrap();
     let arena = if aligned { whole.next_multiple_of(fence as u64) } else { whole };
     let flag = alloc(4).unwrap();
     assert_eq!(upload(flag, &[0; 4]), CUDA_SUCCESS);
+    if budget.is_some() && !variables.is_empty() {
+        assert_eq!(upload(arena, &variables), CUDA_SUCCESS);
+    }
     for (buffer, &offset) in case.buffers.iter().zip(&offsets) {
         assert_eq!(upload(arena + offset as u64, buffer), CUDA_SUCCESS);
     }
@@ -64,8 +66,9 @@ fn run_in(case: &Case, ptx: &str, budget: Option<u32>, aligned: bool) -> (CuResu
     }
     let f = function(load(ptx), case.entry).unwrap();
     let result = launch_with(f, case.grid, case.block, case.shared, &mut params);
-    let mut bytes = vec![0u8; len];
-    assert_eq!(download(arena, &mut bytes), CUDA_SUCCESS);
+    // The buffers' bytes (a fenced module's variables before them are the fence's).
+    let mut bytes = vec![0u8; len - buffers_at];
+    assert_eq!(download(arena + buffers_at as u64, &mut bytes), CUDA_SUCCESS);
     let mut flag_bytes = [0u8; 4];
     assert_eq!(download(flag, &mut flag_bytes), CUDA_SUCCESS);
     (result, bytes, u32::from_le_bytes(flag_bytes), instructions(f))
@@ -127,7 +130,7 @@ fn what_the_fence_accepts_and_refuses_by_name() {
 fn every_entry_the_emulator_runs_computes_the_same_bytes_fenced() {
     let _session = session();
     let cases = cases();
-    assert_eq!(cases.len(), 37);
+    assert_eq!(cases.len(), 38);
     let mut counts = Vec::new();
     for case in &cases {
         let ptx = module(case.module);
@@ -322,6 +325,7 @@ const EXECUTED: &[(&str, u64, u64)] = &[
     ("weighted_window", 1958, 3368),
     ("checked_copy", 2380, 5020),
     ("smooth_noinline", 15618, 25_890),
+    ("count_launch", 452, 726),
     ("gelu_precise", 2081, 3025),
     ("trig_pow", 6743, 10_015),
 ];
@@ -394,6 +398,7 @@ const NEEDED: &[(&str, u32)] = &[
     ("weighted_window", 0),
     ("checked_copy", 0),
     ("smooth_noinline", 0),
+    ("count_launch", 0),
     ("gelu_precise", 0),
     ("trig_pow", 5),
 ];

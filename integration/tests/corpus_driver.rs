@@ -1,9 +1,8 @@
 //! The kernel corpus through a CUDA driver library: the one `KARGS_CUDA_DRIVER` names (the
 //! emulated driver in CI, `.ci/steps/40-cuda.sh`), else the system's `libcuda.so.1` (a GPU:
 //! `scripts/gpu-check.sh` bundles this test). Every fenced entry with a launch of its own
-//! (`common::corpus::cases`: 37 of the 39, not `printf`'s, whose `vprintf` the emulated driver
-//! does not run, nor the `__device__` variable's, which the fence places where this test's
-//! first buffer is) computes the
+//! (`common::corpus::cases`: 38 of the 39, not `printf`'s, whose `vprintf` the emulated driver
+//! does not run) computes the
 //! same bytes fenced as unfenced, in both of the fence's forms: clamped, its buffers in one arena
 //! that is its fence (a staged launch's layout), and aligned, that arena rounded up to a power of
 //! two at an aligned address (`CudaOptions::aligned_fence`); and leaves the flag clear; a failing `assert`, fenced,
@@ -22,7 +21,7 @@ use std::ptr;
 use std::time::{Duration, Instant};
 
 use common::corpus::*;
-use common::{floats, layout};
+use common::floats;
 use kernel_args_cuda::fence::{FLAG_TRAPPED, fence_ptx};
 
 type CuResult = c_int;
@@ -151,14 +150,17 @@ impl Driver {
         let fenced = form != Form::Unfenced;
         let name = CString::new(case.entry).unwrap();
         let mut function = ptr::null_mut();
-        let sizes: Vec<usize> = case.buffers.iter().map(Vec::len).collect();
-        let (offsets, len) = layout(&sizes);
+        let Arena { offsets, buffers_at, variables, len } = arena(case);
         // The fence: the arena, or (aligned) its length rounded up to a power of two at an
         // address aligned to it, in an allocation twice as long, as `CudaLauncher` makes it.
         let fence_len = if form == Form::Aligned { len.max(256).next_power_of_two() } else { len };
         let whole_len = if form == Form::Aligned { 2 * fence_len } else { len };
         let (mut whole, mut flag) = (0u64, 0u64);
+        // The arena's bytes: a fenced module's variables, then (as uploaded) the buffers.
         let mut bytes = vec![0u8; len];
+        if fenced {
+            bytes[..variables.len()].copy_from_slice(&variables);
+        }
         let mut flag_bytes = [0u8; 4];
         let mut fastest: Option<Duration> = None;
         // SAFETY: the entry points as `cuda.h` declares them: writable out-parameters, host
@@ -234,7 +236,8 @@ impl Driver {
             }
             result
         };
-        (result, bytes, u32::from_le_bytes(flag_bytes), fastest)
+        // The buffers' bytes (a fenced module's variables before them are the fence's).
+        (result, bytes.split_off(buffers_at), u32::from_le_bytes(flag_bytes), fastest)
     }
 }
 
@@ -286,7 +289,7 @@ fn every_fenced_corpus_entry_computes_the_same_bytes_through_the_driver() {
         compared.push(case.entry);
     }
     // Every entry with a launch here runs on the emulated driver and on a GPU.
-    assert_eq!(compared.len(), 37, "{compared:?}");
+    assert_eq!(compared.len(), 38, "{compared:?}");
     kernel_args_testkit::device::say(&format!(
         "{test}: {} entries computed the same bytes fenced (both forms) and unfenced",
         compared.len()

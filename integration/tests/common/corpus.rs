@@ -2,7 +2,7 @@
 //! entry: what `tests/corpus.rs` runs on the emulator's API and `tests/corpus_driver.rs` on a
 //! driver library (a GPU's, or the emulated one).
 
-use super::floats;
+use super::{floats, layout};
 
 macro_rules! corpus {
     ($($name:ident),*) => {
@@ -68,6 +68,42 @@ pub struct Case {
     pub shared: u32,
     pub buffers: Vec<Vec<u8>>,
     pub params: Vec<P>,
+}
+
+/// A case's arena: its buffers after the fenced module's variables (the `__device__`
+/// variables the fence places at the start of the fence; none in most modules), each 256-byte
+/// aligned. A fenced launch finds the variables' bytes at the arena's start; an unfenced one
+/// keeps its variables in its module and leaves that start alone.
+pub struct Arena {
+    /// Where each buffer starts.
+    pub offsets: Vec<usize>,
+    /// Where the first buffer starts: after the variables.
+    pub buffers_at: usize,
+    /// The fenced module's variables, initializers written in.
+    pub variables: Vec<u8>,
+    /// The arena's length.
+    pub len: usize,
+}
+
+pub fn arena(case: &Case) -> Arena {
+    // Each module's variables, fenced once for all the launches of a test binary.
+    static VARIABLES: std::sync::OnceLock<Vec<(&str, Vec<u8>)>> = std::sync::OnceLock::new();
+    let all = VARIABLES.get_or_init(|| {
+        CORPUS
+            .iter()
+            .map(|(name, ptx)| (*name, kernel_args_cuda::fence::fence_ptx(ptx).unwrap().variables().to_vec()))
+            .collect()
+    });
+    let variables = all.iter().find(|(name, _)| *name == case.module).map(|(_, v)| v.clone()).unwrap();
+    let buffers_at = variables.len().next_multiple_of(256);
+    let sizes: Vec<usize> = case.buffers.iter().map(Vec::len).collect();
+    let (offsets, len) = layout(&sizes);
+    Arena {
+        offsets: offsets.iter().map(|o| o + buffers_at).collect(),
+        buffers_at,
+        variables,
+        len: len + buffers_at,
+    }
 }
 
 pub fn case(
@@ -392,6 +428,9 @@ pub fn cases() -> Vec<Case> {
             &[Buf(0), Buf(1), I32(300)],
         ),
     ]);
+    // A `__device__` variable, in the module's global memory unfenced and at the start of the
+    // fence fenced: the first launch of a module finds it 0 and leaves it 1.
+    cases.push(case("device_variable", "count_launch", 1, 64, vec![vec![0xee; 8]], &[Buf(0)]));
     let math_values = floats(MATH_VALUES.iter().copied());
     for entry in ["gelu_precise", "trig_pow"] {
         let n = MATH_VALUES.len();
