@@ -1,6 +1,6 @@
 //! `fence`: the sandbox's pipeline (`kernel_args_cuda::fence::fence_ptx`: the front end, the
 //! rewriter, the printer and the checker) on any text, and what it accepts run on the emulated
-//! driver. It never panics; a refusal names a line and says why; a fenced module parses again
+//! driver (which first decodes the text as written, calls and module variables included). It never panics; a refusal names a line and says why; a fenced module parses again
 //! to the module that was printed, passes the checker again, carries the hidden parameters and
 //! cannot be fenced twice (its names are reserved); its aligned form passes the checker too.
 //! Each fenced entry the emulator runs, in both forms (only
@@ -12,7 +12,9 @@
 #![no_main]
 
 use kernel_args_cuda::fence::{FENCE_PARAMS, FenceRefusal, check, fence_ptx};
-use kernel_args_cuda_emulator::{DeviceMemory, Fault, KernelParams, LaunchShape, POISON, compile, read_ptx};
+use kernel_args_cuda_emulator::{
+    DeviceMemory, Fault, KernelParams, LaunchShape, POISON, compile, module_globals, read_ptx,
+};
 use libfuzzer_sys::fuzz_target;
 
 /// The fence's length and the guards' on each side, in one allocation.
@@ -24,6 +26,7 @@ const BUDGET: u64 = 64;
 
 fuzz_target!(|data: &[u8]| {
     let Ok(ptx) = std::str::from_utf8(data) else { return };
+    decode_as_written(ptx);
     let fenced = match fence_ptx(ptx) {
         Err(e) => {
             assert!(!e.to_string().is_empty());
@@ -61,6 +64,18 @@ fuzz_target!(|data: &[u8]| {
         run(data, text);
     }
 });
+
+/// The emulator's load of `ptx` as written, unfenced: its `.global` variables laid out and
+/// each entry decoded with the `.func`s it calls (refused or not, never a panic). Not run:
+/// unfenced, nothing bounds its loops.
+fn decode_as_written(ptx: &str) {
+    let Ok(loaded) = read_ptx(ptx) else { return };
+    let Ok(globals) = module_globals(&loaded) else { return };
+    let addresses = globals.addresses(0x7000_0000_0000);
+    for entry in &loaded.entries {
+        let _ = compile(&loaded, entry, &addresses);
+    }
+}
 
 /// Runs each entry of the fenced module `text` the emulator interprets on one block of 32
 /// threads, its fence between two guards: no fault, no guard byte changed, no crossing.
