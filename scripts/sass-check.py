@@ -7,7 +7,7 @@ FENCED.ptx is what kernel_args_cuda::fence printed (one instruction a line); FEN
 what ptxas made of it for sm_90, PTXAS_LOG its `ptxas -v` output, NVDISASM_OUTPUT what
 `nvdisasm -c` lists of the cubin. For every entry, the memory instructions of the SASS, by the
 state space they reach, must be no more than the PTX's accesses that can reach that space, each
-of which the fence clamped (or proved by its declaration): the global and generic ones (LDG,
+of which the fence clamped (or proved by its declaration, or by a bounds check: a proof): the global and generic ones (LDG,
 STG, ATOMG, RED, LD, ST, ATOM, LDGSTS) no more than the PTX's global and generic accesses and
 the flag's store; the shared ones (LDS, STS, ATOMS, LDSM, LDGSTS) no more than its shared,
 generic and cp.async accesses; the local ones (LDL, STL) no more than its local and generic

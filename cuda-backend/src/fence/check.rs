@@ -40,6 +40,14 @@
 //! | generic | `cvta.shared.u64`/`cvta.local.u64` of an inside; `selp.b64` of two generics or global insides | a generic address inside one of the windows named |
 //! | flag | `ld.param.u64 r, [__kargs_fence_flag]` | the flag (the only unclamped stores: `st.global.u8 [r+k], 1`, `k` 0, 1 or 2: one byte per reason) |
 //! | mask | `or.b32 r, lane, x`, with `lane` from `mov.u32 lane, %lanemask_eq` | a member mask that holds the executing thread |
+//! | special | `mov.u32 r, %ctaid.x` (`%ntid.x`, `%tid.x`) | that special register |
+//! | index | `mad.lo.s32 r, ctaid, ntid, tid` (the first two either way round) | the thread's index in the grid: at least 0 and below 2^31 (the launcher gives at most [`PROOF_MAX_THREADS_X`](super::PROOF_MAX_THREADS_X) threads in x) |
+//! | bound `m` | `ld.param.u32 r, [P]`, `P` the entry's own 4-byte parameter `m` | its value |
+//! | pointer of a proof | `ld.param.u64 r, [__kargs_addr_k_m_S]`, one of the entry's proofs' hidden parameters | the address of parameter `k`'s offset in the fence, where `m` elements of `S` bytes from it end inside the fence and it is a multiple of `S` (the launcher's condition, or no thread passes the check below: `m <= 0`) |
+//! | outside `m` | `setp.ge.s32 p, index, bound m` | whether the index is at least `m` |
+//! | below `m` (a path's, not a register's) | `@p ret`, or `@p bra $__kargs_exit`, with `p` outside `m`: after it, until a label | the index is below `m` on every path here |
+//! | scaled `S` | `mul.wide.s32 r, index, S` (`S` 1, 2, 4, 8 or 16) | the index times `S` |
+//! | proven | `add.s64 r, pointer of a proof k_m_S, scaled S` (either way round), where below `m` | `[r, r + S)` inside the fence, aligned to `S` |
 //! | multiple | `and.b32 r, x, -A` | a multiple of `A` |
 //! | product `s` | `mul.wide.u32 r, s, S`, `s` a multiple | `s * S`, exact (dies when `s` is written) |
 //! | over `s` | `setp.gt.u64 p, product s, limit L` (the fence's or the shared window's, widened by `cvt.u64.u32` of a 32-bit limit) | whether `s * S > len - L` |
@@ -57,8 +65,13 @@
 //! their ends and its length are exact in 32 bits, and such an address widened by
 //! `cvt.u64.u32` is the address the 64-bit form of the space names.
 //!
+//! A kernel's instruction may read a fence register only as an address, a mask or a stride, and
+//! `mov.u32` may copy the index into a register of the kernel's (a value the kernel computes
+//! itself: the rewriter makes the kernel's own computation of it such a copy, so that ptxas
+//! sees one index and one bounds check).
+//!
 //! An access of `w` bytes in the global, shared, local or constant space needs `[r + K]` with
-//! `r` inside that window, `K + w` at most its reach, `K` a multiple of `w` and `w` at most its
+//! `r` inside that window (a global one may have `r` proven instead), `K + w` at most its reach, `K` a multiple of `w` and `w` at most its
 //! alignment; a generic one `[r]` with `r` generic (an atomic's not through
 //! the local window); a named variable at a constant offset inside it and aligned passes by its
 //! declaration; a parameter load only `[P+K]` inside parameter `P`. A `wmma.load` or
@@ -77,7 +90,7 @@ use kernel_args_ptx::{
     OperandKind, Span, StateSpace, Statement, Type, Variable, parse,
 };
 
-use super::{FENCE_PARAMS, MIN_FENCE_LEN};
+use super::{FENCE_PARAMS, MIN_FENCE_LEN, Proof};
 
 /// What the checker found in a fenced module: where, and what.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -99,7 +112,8 @@ pub enum FindingKind {
     /// The module is not 64-bit, or has a `.global` variable, a texture, a device function's
     /// body or a pragma the checker does not know.
     Module,
-    /// An entry's last four parameters are not the fence's.
+    /// An entry's last four parameters are not the fence's, or a proof's hidden parameter
+    /// before them names parameters of the entry's that are not a `.u64` and a 4-byte one.
     HiddenParams,
     /// An instruction outside the checker's table.
     NotAllowed,
@@ -159,6 +173,9 @@ pub struct CheckReport {
     /// Address operands proven by their declarations (a named variable or parameter at a
     /// constant offset inside it).
     pub by_declaration: usize,
+    /// Global address operands proven inside the fence by the fence's own bounds check (a
+    /// [`Proof`]), unclamped.
+    pub proven: usize,
     /// Backward branches proven counted against the budget.
     pub counted: usize,
     /// Those of them counted in the form that leaves the loop, not the kernel, on a spent
@@ -259,6 +276,26 @@ enum Fact {
     Generic {
         width: u64,
         windows: BTreeSet<Win>,
+    },
+    /// `%ctaid.x`, `%ntid.x` or `%tid.x` (by its name), in a 32-bit register.
+    Special(&'static str),
+    /// The thread's index in the grid, `%ctaid.x * %ntid.x + %tid.x` as a signed 32-bit
+    /// value: at least 0 and less than 2^31 (the launcher bounds the grid's threads in x,
+    /// `PROOF_MAX_THREADS_X`).
+    Index,
+    /// The value of the entry's own 4-byte parameter of this index.
+    Bound(usize),
+    /// A proof's pointer's address, from its hidden parameter.
+    Pointer(Proof),
+    /// A predicate: the index is at least the bound of this parameter index (signed).
+    Outside(usize),
+    /// The index times this element size, sign-extended (exact: the index is below 2^31).
+    Scaled(u64),
+    /// `[r, r + reach)` inside the fence, `r` aligned to `reach`: a proof's pointer's address
+    /// plus the index times its element's size, where the index is below the proof's bound on
+    /// every path here.
+    Proven {
+        reach: u64,
     },
     Flag,
     Lane,
@@ -426,6 +463,13 @@ struct Entry<'m> {
     window: HashMap<String, Fact>,
     /// Facts since the last label.
     local: HashMap<String, Fact>,
+    /// The bounds (parameter indexes) the index is proven below on every path here: since the
+    /// fence's own check of each, without a label between.
+    below: BTreeSet<usize>,
+    /// The entry's own parameters (before the hidden ones): name and size, by index.
+    own_params: Vec<(&'m str, u64)>,
+    /// The proofs of the entry's hidden parameters, by parameter name.
+    proofs: HashMap<&'m str, Proof>,
     /// Whether the leading run is over.
     frozen: bool,
     /// Whether the fence's exit label has been passed.
@@ -548,8 +592,39 @@ fn check_entry<'m>(
             kind: FindingKind::HiddenParams,
         });
     }
+    // Before the fence's four, the proofs' hidden parameters (`__kargs_addr_*`), each naming a
+    // `.u64` parameter of the entry's own and a 4-byte one.
+    let mut own = f.params.len().saturating_sub(count);
+    let mut proofs: HashMap<&str, Proof> = HashMap::new();
+    while let Some(last) = own.checked_sub(1) {
+        let Some(p) = f.params.get(last) else { break };
+        let Some(proof) = Proof::from_param_name(&p.name) else { break };
+        if p.ty != Type::U64 || !p.dims.is_empty() {
+            break;
+        }
+        proofs.insert(&p.name, proof);
+        own = last;
+    }
+    let own_params: Vec<(&str, u64)> =
+        f.params.iter().take(own).map(|p| (p.name.as_str(), p.size().unwrap_or(0))).collect();
+    let valid = |proof: &Proof| {
+        let pointer = f.params.get(proof.pointer).filter(|_| proof.pointer < own);
+        let bound = f.params.get(proof.bound).filter(|_| proof.bound < own);
+        pointer.is_some_and(|p| matches!(p.ty, Type::U64 | Type::B64 | Type::S64) && p.dims.is_empty())
+            && bound.is_some_and(|p| p.size() == Some(4) && p.dims.is_empty())
+    };
+    if !proofs.values().all(valid) || own_params.iter().any(|(name, _)| fence_name(name)) {
+        return Err(CheckFinding {
+            line: f.span.line as usize,
+            statement: f.name.clone(),
+            kind: FindingKind::HiddenParams,
+        });
+    }
     let Some(body) = &f.body else { return Ok(()) };
     let mut entry = Entry {
+        below: BTreeSet::new(),
+        own_params,
+        proofs,
         variables: module_variables.clone(),
         params: f.params.iter().map(|p| (p.name.as_str(), p.size().unwrap_or(0))).collect(),
         registers: HashMap::new(),
@@ -603,6 +678,7 @@ impl<'m> Entry<'m> {
                     self.no_byte_pending(l.span.line, &l.name)?;
                     self.end_leading_run();
                     self.local.clear();
+                    self.below.clear();
                     self.noted = true;
                     if l.name == "$__kargs_exit" {
                         self.past_exit = true;
@@ -671,7 +747,13 @@ impl<'m> Entry<'m> {
         self.frozen = true;
         let mut keep: HashMap<String, Fact> = HashMap::new();
         for (name, fact) in &self.window {
-            if let Fact::Limit { .. } | Fact::Limit32 { .. } | Fact::FenceBase = fact {
+            if let Fact::Limit { .. }
+            | Fact::Limit32 { .. }
+            | Fact::FenceBase
+            | Fact::Index
+            | Fact::Bound(_)
+            | Fact::Pointer(_) = fact
+            {
                 keep.insert(name.clone(), fact.clone());
                 if let Some(base) = fact.base()
                     && let Some(b) = self.window.get(base)
@@ -743,6 +825,16 @@ impl<'m> Entry<'m> {
             ("wmma", Some(&("load" | "store"))) => Some(2),
             _ => None,
         };
+        // A copy of the thread's index in the grid into a register of the kernel's: a value the
+        // kernel computes itself (`Fact::Index`).
+        if i.opcode == "mov"
+            && matches!(m.as_slice(), ["u32" | "b32" | "s32"])
+            && i.operands.len() == 2
+            && i.operands.first().and_then(Operand::register).is_some_and(|r| !fence_name(&r.name))
+            && i.operands.get(1).and_then(|o| self.operand_fact(o)) == Some(&Fact::Index)
+        {
+            return Ok(());
+        }
         // Any other instruction: a fence register only as an address, a mask or a stride it
         // reads.
         for (index, operand) in i.operands.iter().enumerate() {
@@ -750,6 +842,23 @@ impl<'m> Entry<'m> {
             let as_mask = (mask == Some(index) || stride == Some(index)) && operand.register().is_some();
             if !as_address && !as_mask && operand.registers().iter().any(|r| fence_name(r)) {
                 return Err(finding(i, FindingKind::FenceRegister));
+            }
+        }
+        // The fence's own bounds check (`Fact::Outside`): past a `ret`, or a branch to the fence's
+        // exit, under it, the index is below that bound on every path until a label.
+        let outside = i.guard.as_ref().filter(|g| !g.negated).and_then(|g| match self.fact(&g.register) {
+            Some(Fact::Outside(bound)) => Some(*bound),
+            _ => None,
+        });
+        if let Some(bound) = outside {
+            let leaves = match i.opcode.as_str() {
+                "ret" | "exit" => i.operands.is_empty(),
+                "bra" => matches!(i.operands.as_slice(),
+                    [o] if matches!(&o.kind, OperandKind::Symbol { name, offset: 0 } if name == "$__kargs_exit")),
+                _ => false,
+            };
+            if leaves {
+                self.below.insert(bound);
             }
         }
         match i.opcode.as_str() {
@@ -1001,6 +1110,9 @@ impl<'m> Entry<'m> {
                     AddressBase::Symbol(s) if s == FENCE_PARAMS[0] => Some(Fact::FenceBase),
                     AddressBase::Symbol(s) if s == FENCE_PARAMS[1] => Some(Fact::FenceLen),
                     AddressBase::Symbol(s) if s == FENCE_PARAMS[2] => Some(Fact::Flag),
+                    AddressBase::Symbol(s) if self.proofs.contains_key(s.as_str()) => {
+                        self.proofs.get(s.as_str()).copied().map(Fact::Pointer)
+                    }
                     _ => return Err(finding(i, FindingKind::FenceRegister)),
                 },
                 _ => return Err(finding(i, FindingKind::FenceRegister)),
@@ -1012,6 +1124,52 @@ impl<'m> Entry<'m> {
                 }
                 Some(OperandKind::Register(r)) if r.name == "%lanemask_eq" && r.component.is_none() => {
                     Some(Fact::Lane)
+                }
+                Some(OperandKind::Register(r)) if r.component.map(|c| c.name()) == Some("x") => {
+                    match r.name.as_str() {
+                        "%ctaid" => Some(Fact::Special("%ctaid")),
+                        "%ntid" => Some(Fact::Special("%ntid")),
+                        "%tid" => Some(Fact::Special("%tid")),
+                        _ => None,
+                    }
+                }
+                _ => None,
+            },
+            // The proofs' forms (see `Fact::Index` ... `Fact::Proven`).
+            ("mad", ["lo", "s32"], 4) if narrow => {
+                let grid = [f(1), f(2)];
+                let ok = grid.contains(&Some(Fact::Special("%ctaid")))
+                    && grid.contains(&Some(Fact::Special("%ntid")))
+                    && f(3) == Some(Fact::Special("%tid"));
+                ok.then_some(Fact::Index)
+            }
+            ("ld", ["param", "u32"], 2) if narrow => match ops.get(1).and_then(Operand::address) {
+                Some(a) if a.offset == 0 => match &a.base {
+                    AddressBase::Symbol(s) => self
+                        .own_params
+                        .iter()
+                        .position(|(name, size)| name == s && *size == 4)
+                        .map(Fact::Bound),
+                    _ => None,
+                },
+                _ => None,
+            },
+            ("setp", ["ge", "s32"], 3) if pred => match (f(1), f(2)) {
+                (Some(Fact::Index), Some(Fact::Bound(bound))) => Some(Fact::Outside(bound)),
+                _ => None,
+            },
+            ("mul", ["wide", "s32"], 3) if wide => match (f(1), int(2)) {
+                (Some(Fact::Index), Some(size @ (1 | 2 | 4 | 8 | 16))) => {
+                    Some(Fact::Scaled(u64::try_from(size).unwrap_or(0)))
+                }
+                _ => None,
+            },
+            ("add", ["s64"], 3) if wide => match (f(1), f(2)) {
+                (Some(Fact::Pointer(proof)), Some(Fact::Scaled(size)))
+                | (Some(Fact::Scaled(size)), Some(Fact::Pointer(proof)))
+                    if proof.size == size && self.below.contains(&proof.bound) =>
+                {
+                    Some(Fact::Proven { reach: size })
                 }
                 _ => None,
             },
@@ -1566,7 +1724,9 @@ impl<'m> Entry<'m> {
                         && width <= align
                 })
             };
-            if address.offset != 0 && !matches!(fact, Some(Fact::Inside { .. } | Fact::Flag)) {
+            if address.offset != 0
+                && !matches!(fact, Some(Fact::Inside { .. } | Fact::Flag | Fact::Proven { .. }))
+            {
                 return Err(unproven());
             }
             let ok = match space {
@@ -1574,6 +1734,7 @@ impl<'m> Entry<'m> {
                     (Some(want), Some(Fact::Inside { win, reach, align })) => {
                         want == *win && within(*reach, *align)
                     }
+                    (Some(Win::Global), Some(Fact::Proven { reach })) => within(*reach, *reach),
                     // One byte of the flag, set to 1: the flag's 4 bytes hold 3 reasons.
                     (Some(Win::Global), Some(Fact::Flag)) => {
                         let value = i.operands.get(1).map(|o| &o.kind);
@@ -1595,8 +1756,10 @@ impl<'m> Entry<'m> {
             if !ok {
                 return Err(unproven());
             }
-            if !matches!(fact, Some(Fact::Flag)) {
-                report.clamped = report.clamped.saturating_add(1);
+            match fact {
+                Some(Fact::Flag) => {}
+                Some(Fact::Proven { .. }) => report.proven = report.proven.saturating_add(1),
+                _ => report.clamped = report.clamped.saturating_add(1),
             }
         }
         Ok(())

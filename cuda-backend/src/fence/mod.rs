@@ -31,7 +31,8 @@
 //!
 //! Each `.entry` gets four hidden parameters after its own ([`FENCE_PARAMS`]): the fence's base
 //! address, its length in bytes, the address of a 32-bit flag, and each thread's budget of
-//! backward branches. Every access is clamped into the window of the state space it reaches:
+//! backward branches (and, before those, one per [`Proof`] it has). Every access is clamped into
+//! the window of the state space it reaches, except those a proof covers (below):
 //!
 //! - **global**: the fence, `[base, base + len)` (the guest's linear memory in direct mode, the
 //!   launch's staging arena in staged mode; the launcher gives at least [`MIN_FENCE_LEN`] and at
@@ -50,6 +51,23 @@
 //! - **generic** (no space written): where `isspacep.shared` or `isspacep.local` says the
 //!   address is in the entry's shared or local window, clamped there; anywhere else, clamped
 //!   into the fence.
+//!
+//! **Proven accesses.** A global access that a bounds check of the kernel's own keeps inside
+//! its buffer is left unclamped ([`Proof`], `src/fence/prove.rs`): nvcc's form of
+//! `int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) ... p[i] ...`, with `p` a pointer
+//! parameter, `n` a 4-byte one and the access within one element of `p[i]`. The entry gets a hidden parameter
+//! per such pointer, after its own and before the fence's four: the pointer's address (the
+//! fence's base plus its offset), which only the fence's code names. The fence computes the
+//! thread's index itself (the kernel's own computation of it becomes a copy of the fence's),
+//! checks `i < n` itself after the kernel's check (the same check: ptxas keeps one), and forms
+//! each such access's address as that hidden address plus `i` times the element's size. The
+//! launcher gives the hidden address only where the launch meets the proof's condition (`n`
+//! elements from the pointer's offset end inside the fence, the offset a multiple of the
+//! element's size, and at most [`PROOF_MAX_THREADS_X`] threads in x), and refuses the launch
+//! otherwise ([`Proof::address`], [`proof_grid_fits`]); the checker proves such an access
+//! inside from the fence's own index, check and hidden address alone, never from the kernel's
+//! registers. Such an access costs what it costs unfenced: `vector_add` assembles to as many
+//! SASS instructions fenced as unfenced (`docs/performance.md`).
 //!
 //! Every variable of a window is aligned to 16 and a window is at least 16 bytes long (a
 //! 16-byte padding variable is added where no variable is), so a clamped access of up to 16
@@ -169,6 +187,7 @@ mod inline;
 mod isa;
 mod lower;
 pub mod printf;
+mod prove;
 mod rewrite;
 
 pub use check::{CheckFinding, CheckReport, FindingKind, check};
@@ -210,13 +229,142 @@ pub const FRAGMENT_BASE_ALIGN: u64 = 32;
 /// The alignment of every variable in a window, and the shortest window.
 const WINDOW_ALIGN: u32 = 16;
 
+/// The prefix of a proof's hidden parameter ([`Proof::param_name`]).
+pub const PROOF_PARAM_PREFIX: &str = "__kargs_addr_";
+
+/// The most proofs (hidden parameters) one entry gets; its other accesses are clamped.
+pub const MAX_PROOFS: usize = 8;
+
+/// The most threads in x a launch of an entry with a [`Proof`] may have: its grid's `x` times
+/// its block's, so that every thread's `%ctaid.x * %ntid.x + %tid.x` is a non-negative `int`.
+pub const PROOF_MAX_THREADS_X: u64 = 1 << 31;
+
+/// A proof that an entry's accesses through one pointer parameter, each at `[p + i * size + c]`
+/// (`c + width <= size`) after the kernel's own bounds check `i < n` of the thread's index in
+/// the grid (`i = blockIdx.x * blockDim.x + threadIdx.x`, a signed `int`, against parameter
+/// `bound`), are inside the fence, so the fence leaves them unclamped. It holds on the launch
+/// condition [`Proof::address`] checks: the pointer's offset in the fence is a multiple of
+/// `size` and `n` elements of `size` bytes from it end inside the fence (nothing to check where
+/// `n <= 0`: no thread passes the check), and the grid has at most [`PROOF_MAX_THREADS_X`]
+/// threads in x ([`proof_grid_fits`]). The entry reads the pointer's address (the fence's base
+/// plus its offset) from a hidden parameter of its own ([`Proof::param_name`]), after its own
+/// and before [`FENCE_PARAMS`]: an address only the fence's code names, used only as the
+/// address of the proven accesses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Proof {
+    /// The pointer parameter's index among the entry's own parameters.
+    pub pointer: usize,
+    /// The bound's index among them: a 4-byte parameter, read as a signed `int`.
+    pub bound: usize,
+    /// The element's size in bytes: 1, 2, 4, 8 or 16.
+    pub size: u64,
+}
+
+/// Why a launch does not meet a [`Proof`]'s condition: the pointer's offset, the bound's value
+/// and the fence's length, for the launch's error.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ProofFailure {
+    /// The proof.
+    pub proof: Proof,
+    /// The pointer parameter's value: its offset in the fence.
+    pub offset: u64,
+    /// The bound parameter's value.
+    pub bound: i32,
+    /// The fence's length in bytes.
+    pub fence_len: u64,
+}
+
+impl fmt::Display for ProofFailure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let Proof { pointer, bound, size } = self.proof;
+        if !self.offset.is_multiple_of(size) {
+            return write!(
+                f,
+                "parameter {pointer} (offset {}) is not a multiple of its elements' {size} bytes",
+                self.offset
+            );
+        }
+        write!(
+            f,
+            "parameter {pointer} (offset {}) and parameter {bound} ({}) elements of {size} bytes from it end past \
+             the fence's {} bytes",
+            self.offset, self.bound, self.fence_len
+        )
+    }
+}
+
+impl std::error::Error for ProofFailure {}
+
+impl Proof {
+    /// The name of the entry's hidden parameter that holds the pointer's address:
+    /// `__kargs_addr_<pointer>_<bound>_<size>`.
+    pub fn param_name(&self) -> String {
+        format!("{PROOF_PARAM_PREFIX}{}_{}_{}", self.pointer, self.bound, self.size)
+    }
+
+    /// The proof a hidden parameter's name states, if it is one.
+    pub fn from_param_name(name: &str) -> Option<Proof> {
+        let mut parts = name.strip_prefix(PROOF_PARAM_PREFIX)?.split('_');
+        let mut number = || parts.next().and_then(|p| p.parse::<u64>().ok());
+        let (pointer, bound, size) = (number()?, number()?, number()?);
+        let proof = Proof {
+            pointer: usize::try_from(pointer).ok()?,
+            bound: usize::try_from(bound).ok()?,
+            size: matches!(size, 1 | 2 | 4 | 8 | 16).then_some(size)?,
+        };
+        (parts.next().is_none() && proof.param_name() == name).then_some(proof)
+    }
+
+    /// The hidden parameter's value for a launch whose fence starts at `base` and is
+    /// `fence_len` bytes long, whose pointer parameter is `offset` (its offset in the fence)
+    /// and whose bound parameter is `bound`: the pointer's address, `base + offset`, where the
+    /// condition holds (see [`Proof`]). Where `bound <= 0` no thread passes the kernel's check,
+    /// and the value is `base`.
+    ///
+    /// # Errors
+    ///
+    /// [`ProofFailure`] where the offset is not a multiple of the element's size, or `bound`
+    /// elements from it end past the fence.
+    pub fn address(&self, base: u64, fence_len: u64, offset: u64, bound: i32) -> Result<u64, ProofFailure> {
+        let failure = ProofFailure { proof: *self, offset, bound, fence_len };
+        let Ok(count) = u64::try_from(bound) else { return Ok(base) };
+        if count == 0 {
+            return Ok(base);
+        }
+        let end = u128::from(offset).saturating_add(u128::from(count).saturating_mul(u128::from(self.size)));
+        if !offset.is_multiple_of(self.size) || end > u128::from(fence_len) {
+            return Err(failure);
+        }
+        Ok(base.wrapping_add(offset))
+    }
+}
+
+/// The proofs entry `entry` of a fenced module's text states in its hidden parameters' names,
+/// in their order: what [`FencedModule::proofs`] says of the module it printed, for a launcher
+/// that holds only the text. Empty where the text does not parse or has no such entry.
+pub fn proofs_in(ptx: &str, entry: &str) -> Vec<Proof> {
+    let Ok(module) = parse(ptx) else { return Vec::new() };
+    module
+        .entry(entry)
+        .map(|f| f.params.iter().filter_map(|p| Proof::from_param_name(&p.name)).collect())
+        .unwrap_or_default()
+}
+
+/// Whether a launch of `grid_x` blocks of `block_x` threads in x keeps every thread's index in
+/// the grid a non-negative `int`, as an entry with a [`Proof`] needs.
+pub fn proof_grid_fits(grid_x: u32, block_x: u32) -> bool {
+    u64::from(grid_x).saturating_mul(u64::from(block_x)) <= PROOF_MAX_THREADS_X
+}
+
 /// A module's PTX with its fence, checked.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FencedModule {
     ptx: String,
     aligned_ptx: String,
     entries: Vec<String>,
+    proofs: Vec<Vec<Proof>>,
     accesses: usize,
+    proven: usize,
     by_declaration: usize,
     widest: u64,
     base_align: u64,
@@ -265,6 +413,23 @@ impl FencedModule {
     /// How many address operands are clamped, over all entries (the checker proved each).
     pub fn accesses(&self) -> usize {
         self.accesses
+    }
+
+    /// How many global address operands are left unclamped by a [`Proof`], over all entries
+    /// (the checker proved each from the fence's own bounds check).
+    pub fn proven(&self) -> usize {
+        self.proven
+    }
+
+    /// Entry `entry`'s proofs, in the order of their hidden parameters (empty for an entry
+    /// without, or one the module does not have): each launch gives each one's
+    /// [`Proof::address`] after the entry's own parameters and before [`FENCE_PARAMS`].
+    pub fn proofs(&self, entry: &str) -> &[Proof] {
+        self.entries
+            .iter()
+            .position(|e| e == entry)
+            .and_then(|at| self.proofs.get(at))
+            .map_or(&[], Vec::as_slice)
     }
 
     /// How many address operands need no clamp: a named variable or parameter at a constant
@@ -491,8 +656,14 @@ pub fn fence_ptx(ptx: &str) -> Result<FencedModule, FenceError> {
     let (text, rewritten) = rewritten_and_checked(module.clone(), false)?;
     let (aligned_ptx, aligned) = rewritten_and_checked(module, true)?;
     // The two forms differ only in how a global access is clamped.
-    if (aligned.clamped, aligned.static_accesses, aligned.counted, aligned.leaving)
-        != (rewritten.clamped, rewritten.static_accesses, rewritten.counted, rewritten.leaving)
+    if (aligned.clamped, aligned.static_accesses, aligned.counted, aligned.leaving, &aligned.proofs)
+        != (
+            rewritten.clamped,
+            rewritten.static_accesses,
+            rewritten.counted,
+            rewritten.leaving,
+            &rewritten.proofs,
+        )
     {
         return Err(FenceError {
             line: 0,
@@ -504,7 +675,9 @@ pub fn fence_ptx(ptx: &str) -> Result<FencedModule, FenceError> {
         ptx: text,
         aligned_ptx,
         entries: rewritten.entries,
+        proofs: rewritten.proofs,
         accesses: rewritten.clamped,
+        proven: rewritten.proven,
         by_declaration: rewritten.static_accesses,
         widest: rewritten.widest,
         base_align: if rewritten.fragments > 0 { FRAGMENT_BASE_ALIGN } else { u64::from(WINDOW_ALIGN) },
@@ -537,6 +710,7 @@ fn rewritten_and_checked(
     // as many backward branches counted.
     if report.entries != rewritten.entries
         || report.clamped != rewritten.clamped
+        || report.proven != rewritten.proven
         || report.by_declaration != rewritten.static_accesses
         || report.counted != rewritten.counted
         || report.leaving != rewritten.leaving

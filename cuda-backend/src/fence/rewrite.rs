@@ -53,6 +53,12 @@
 //! see `docs/RISKS.md`). A generic access notes the clamp of the window its address resolved
 //! to: the global one's, replaced (under `isspacep`'s predicate) by the shared or local one's.
 //!
+//! **Proven accesses** (`prove.rs`) are not clamped: each becomes `[%__kargs_aN + c]` with
+//! `add.s64 %__kargs_aN, %__kargs_ip<proof>, %__kargs_io<size>`, the proof's pointer's address
+//! plus the fence's own index times the element's size, after the fence's own bounds check
+//! (`Context::bounds_check`) and with the index, the bounds and the addresses read in the
+//! leading run (`proof_prologue`).
+//!
 //! **Groups.** Accesses through one register at constant offsets (`[%r+0]`, `[%r+4]`, ...,
 //! as nvcc writes an unrolled loop over a tile), into one window, unguarded, with no label,
 //! branch, exit or write of the register between the first and the last, share one clamp: the
@@ -148,6 +154,20 @@ pub(super) mod names {
     pub const ADDRESS: [&str; 2] = ["%__kargs_a0", "%__kargs_a1"];
     /// A group's clamped register (`%__kargs_r0`, `%__kargs_r1`, ...).
     pub const GROUP: &str = "%__kargs_r";
+    /// The thread's index in the grid, `%ctaid.x * %ntid.x + %tid.x`, and its three parts
+    /// (entries with a proof only, `prove.rs`).
+    pub const INDEX: &str = "%__kargs_ix";
+    pub const INDEX_CTAID: &str = "%__kargs_ic";
+    pub const INDEX_NTID: &str = "%__kargs_in";
+    pub const INDEX_TID: &str = "%__kargs_it";
+    /// A proof's bound: the parameter's value (`%__kargs_im<parameter>`).
+    pub const BOUND: &str = "%__kargs_im";
+    /// A proof's pointer's address (`%__kargs_ip<proof>`).
+    pub const POINTER: &str = "%__kargs_ip";
+    /// The index times an element's size (`%__kargs_io<size>`).
+    pub const PRODUCT: &str = "%__kargs_io";
+    /// The fence's own bounds check: the index at least the bound.
+    pub const OUTSIDE: &str = "%__kargs_ig";
     /// A fragment's stride, aligned to 16 bytes.
     pub const STRIDE_ALIGNED: &str = "%__kargs_wa";
     /// That stride times the fragment's span, in 64 bits.
@@ -221,6 +241,10 @@ pub(super) struct Rewritten {
     /// `wmma` fragments clamped whole that may reach the fence (global or generic; each counted
     /// in `clamped` too): the fence's base must then be aligned to 32.
     pub(super) fragments: usize,
+    /// Global accesses left unclamped by a proof (`prove.rs`).
+    pub(super) proven: usize,
+    /// Each entry's proofs, in the order of `entries` and of their hidden parameters.
+    pub(super) proofs: Vec<Vec<super::Proof>>,
 }
 
 /// Whether a name is one the fence reserves.
@@ -345,6 +369,8 @@ pub(super) fn rewrite(mut module: Module, aligned: bool) -> Result<Rewritten, Fe
         counted: 0,
         leaving: 0,
         fragments: 0,
+        proven: 0,
+        proofs: Vec::new(),
     };
     let mut const_pad = false;
     for item in module.items {
@@ -359,7 +385,11 @@ pub(super) fn rewrite(mut module: Module, aligned: bool) -> Result<Rewritten, Fe
                 out.counted = out.counted.saturating_add(stats.counted);
                 out.leaving = out.leaving.saturating_add(stats.leaving);
                 out.fragments = out.fragments.saturating_add(stats.fragments);
-                for name in FENCE_PARAMS {
+                out.proven = out.proven.saturating_add(stats.proven);
+                // Each proof's pointer's address, then the fence's four.
+                let proof_names: Vec<String> = stats.proofs.iter().map(super::Proof::param_name).collect();
+                out.proofs.push(stats.proofs);
+                for name in proof_names.iter().map(String::as_str).chain(FENCE_PARAMS) {
                     f.params.push(Param {
                         span: Span::default(),
                         space: StateSpace::Param,
@@ -435,6 +465,8 @@ fn shared_alignment(module: &Module) -> u32 {
 /// What rewriting one entry counted.
 struct EntryStats {
     clamped: usize,
+    proven: usize,
+    proofs: Vec<super::Proof>,
     static_accesses: usize,
     widest: u64,
     counted: usize,
@@ -589,6 +621,8 @@ impl<'m> EntryRewriter<'m> {
         let mut classes: Vec<Class> = Vec::new();
         let mut stats = EntryStats {
             clamped: 0,
+            proven: 0,
+            proofs: Vec::new(),
             static_accesses: 0,
             widest: 0,
             counted: 0,
@@ -632,7 +666,7 @@ impl<'m> EntryRewriter<'m> {
                         let p = self.plan(instruction, access, types.get(counter))?;
                         match p {
                             Plan::Static => stats.static_accesses = stats.static_accesses.saturating_add(1),
-                            Plan::Clamp { .. } | Plan::Grouped { .. } => {
+                            Plan::Clamp { .. } | Plan::Grouped { .. } | Plan::Proven { .. } => {
                                 stats.clamped = stats.clamped.saturating_add(1);
                                 stats.widest = stats.widest.max(access.width);
                             }
@@ -671,6 +705,16 @@ impl<'m> EntryRewriter<'m> {
             classes.push(class);
             counter = counter.saturating_add(1);
         }
+        // Global accesses a bounds check of the kernel's proves inside the fence: unclamped.
+        let proven = super::prove::find(&flat, &classes, &f.params);
+        for (&(at, slot), &(proof, offset)) in &proven.accesses {
+            if let Some(plan) = plans.get_mut(at).and_then(|p| p.get_mut(slot)) {
+                *plan = Plan::Proven { proof, offset };
+                stats.clamped = stats.clamped.saturating_sub(1);
+                stats.proven = stats.proven.saturating_add(1);
+            }
+        }
+        stats.proofs = proven.proofs.clone();
         // The entry's variables: its own `.shared` and `.local` at the top of its body (which its
         // windows' computation names), nothing else.
         for statement in &body.statements {
@@ -739,10 +783,11 @@ impl<'m> EntryRewriter<'m> {
         stats.leaving = leave_at.len();
         let loops = stats.counted > 0;
         let exits_on_budget = backward_at.len() > leave_at.len();
-        let fenced = stats.clamped > 0 || traps > 0 || loops;
+        let fenced = stats.clamped > 0 || traps > 0 || loops || stats.proven > 0;
         // The new body: the fence's declarations and windows, then the kernel's statements.
         let mut statements = Vec::new();
         statements.extend(self.declarations(fenced, traps > 0, loops, !leave_at.is_empty(), groups));
+        statements.extend(proof_declarations(&proven));
         let mut moved: Vec<Variable> = self.own.values().cloned().collect();
         moved.sort_by_key(|v| body_position(body, &v.name));
         let (prologue, pads, const_pad) = self.prologue(&referenced, &moved);
@@ -759,6 +804,7 @@ impl<'m> EntryRewriter<'m> {
             statements.push(op("ld", &["param", "u32"], vec![reg(names::B), param_address(FENCE_PARAMS[3])]));
         }
         statements.extend(prologue);
+        statements.extend(proof_prologue(&proven, &f.params));
         let exit_labels = exit_labels(&body.statements);
         let mut context = Context {
             plans: &plans,
@@ -774,6 +820,7 @@ impl<'m> EntryRewriter<'m> {
             noted: false,
             backward_at: &backward_at,
             leave_at: &leave_at,
+            proven: &proven,
         };
         statements.extend(context.block(&body.statements)?);
         if exits_on_budget {
@@ -1187,6 +1234,84 @@ impl EntryRewriter<'_> {
     }
 }
 
+/// The register of the index times `size` (`prove.rs`).
+fn product(size: u64) -> String {
+    format!("{}{size}", names::PRODUCT)
+}
+
+/// The registers of an entry's proofs (`prove.rs`): the index and its parts, each bound, each
+/// pointer's address, each product, the fence's own check.
+fn proof_declarations(proven: &super::prove::Proven) -> Vec<Statement> {
+    if proven.proofs.is_empty() {
+        return Vec::new();
+    }
+    let decl = |ty: Type, names: Vec<String>| {
+        Statement::Registers(kernel_args_ptx::RegisterDecl {
+            span: Span::default(),
+            vector: None,
+            ty,
+            names: names
+                .into_iter()
+                .map(|name| kernel_args_ptx::RegisterName { name, count: None })
+                .collect(),
+        })
+    };
+    let mut narrow: Vec<String> =
+        [names::INDEX, names::INDEX_CTAID, names::INDEX_NTID, names::INDEX_TID].map(str::to_owned).to_vec();
+    narrow.extend(proven.bounds().iter().map(|b| format!("{}{b}", names::BOUND)));
+    let mut wide: Vec<String> = (0..proven.proofs.len()).map(|j| format!("{}{j}", names::POINTER)).collect();
+    wide.extend(proven.sizes().iter().map(|s| product(*s)));
+    vec![decl(Type::B32, narrow), decl(Type::B64, wide), decl(Type::Pred, vec![names::OUTSIDE.to_owned()])]
+}
+
+/// The proofs' part of the leading run: the thread's index in the grid, each bound from its
+/// parameter, each pointer's address from its hidden parameter.
+///
+/// ```text
+/// mov.u32       %__kargs_ic, %ctaid.x
+/// mov.u32       %__kargs_in, %ntid.x
+/// mov.u32       %__kargs_it, %tid.x
+/// mad.lo.s32    %__kargs_ix, %__kargs_ic, %__kargs_in, %__kargs_it
+/// ld.param.u32  %__kargs_im<bound>, [<the bound's parameter>]
+/// ld.param.u64  %__kargs_ip<proof>, [__kargs_addr_<pointer>_<bound>_<size>]
+/// ```
+fn proof_prologue(proven: &super::prove::Proven, params: &[Param]) -> Vec<Statement> {
+    if proven.proofs.is_empty() {
+        return Vec::new();
+    }
+    let special = |name: &str, component| {
+        Operand::new(OperandKind::Register(Register { name: name.to_owned(), component: Some(component) }))
+    };
+    let x = kernel_args_ptx::Component::X;
+    let mut out = vec![
+        op("mov", &["u32"], vec![reg(names::INDEX_CTAID), special("%ctaid", x)]),
+        op("mov", &["u32"], vec![reg(names::INDEX_NTID), special("%ntid", x)]),
+        op("mov", &["u32"], vec![reg(names::INDEX_TID), special("%tid", x)]),
+        op(
+            "mad",
+            &["lo", "s32"],
+            vec![reg(names::INDEX), reg(names::INDEX_CTAID), reg(names::INDEX_NTID), reg(names::INDEX_TID)],
+        ),
+    ];
+    for bound in proven.bounds() {
+        if let Some(p) = params.get(bound) {
+            out.push(op(
+                "ld",
+                &["param", "u32"],
+                vec![reg(&format!("{}{bound}", names::BOUND)), param_address(&p.name)],
+            ));
+        }
+    }
+    for (j, proof) in proven.proofs.iter().enumerate() {
+        out.push(op(
+            "ld",
+            &["param", "u64"],
+            vec![reg(&format!("{}{j}", names::POINTER)), param_address(&proof.param_name())],
+        ));
+    }
+    out
+}
+
 /// Whether the aligned form masks a single access of `width` bytes (a power of two up to 16;
 /// a group's span, which may be neither, is clamped).
 fn masked(width: u64) -> bool {
@@ -1257,6 +1382,10 @@ enum Plan {
     /// straight run of instructions (see [`group`]): the address is the group's register
     /// plus `delta`; the first access of the group (`lead`) clamps the register once.
     Grouped { register: String, delta: i64, lead: Option<Lead> },
+    /// A global access a bounds check proves inside the fence (`prove.rs`): the address is
+    /// proof `proof`'s pointer's address plus the index times its element's size, plus
+    /// `offset`.
+    Proven { proof: usize, offset: i64 },
 }
 
 /// The one clamp of a group: the address `base + offset` (the group's lowest) into `window`,
@@ -1427,14 +1556,55 @@ struct Context<'p> {
     backward_at: &'p BTreeSet<usize>,
     /// Those of them that leave their loop on a spent budget (see [`leaving_branches`]).
     leave_at: &'p BTreeSet<usize>,
+    /// The accesses a bounds check proves, and where the fence's own checks go.
+    proven: &'p super::prove::Proven,
 }
 
 impl Context<'_> {
+    /// After the kernel's bounds check that the instruction just written is (`prove.rs`), the
+    /// fence's own: a thread whose index in the grid is at least the bound leaves (none does:
+    /// the kernel's check sent it elsewhere), then the index times each element's size the
+    /// accesses after it use.
+    ///
+    /// ```text
+    /// setp.ge.s32   %__kargs_ig, %__kargs_ix, %__kargs_im<bound>
+    /// @%__kargs_ig ret                // bra $__kargs_exit once something may be noted
+    /// mul.wide.s32  %__kargs_io<size>, %__kargs_ix, <size>
+    /// ```
+    fn bounds_check(&self, out: &mut Vec<Statement>) {
+        let Some(checks) = self.next.checked_sub(1).and_then(|at| self.proven.guards.get(&at)) else {
+            return;
+        };
+        for (bound, sizes) in checks {
+            out.push(op(
+                "setp",
+                &["ge", "s32"],
+                vec![reg(names::OUTSIDE), reg(names::INDEX), reg(&format!("{}{bound}", names::BOUND))],
+            ));
+            let guard = Guard { span: Span::default(), negated: false, register: names::OUTSIDE.to_owned() };
+            if self.noted {
+                out.push(guarded(Some(&guard), "bra", &[], vec![sym(names::EXIT, 0)]));
+            } else {
+                out.push(guarded(Some(&guard), "ret", &[], vec![]));
+            }
+            for size in sizes {
+                out.push(op(
+                    "mul",
+                    &["wide", "s32"],
+                    vec![reg(&product(*size)), reg(names::INDEX), imm(i128::from(*size))],
+                ));
+            }
+        }
+    }
+
     fn block(&mut self, statements: &[Statement]) -> Result<Vec<Statement>, FenceError> {
         let mut out = Vec::new();
         for statement in statements {
             match statement {
-                Statement::Instruction(i) => self.instruction(i, &mut out)?,
+                Statement::Instruction(i) => {
+                    self.instruction(i, &mut out)?;
+                    self.bounds_check(&mut out);
+                }
                 Statement::Block(b) => {
                     let inner = self.block(&b.statements)?;
                     out.push(Statement::Block(Block { span: b.span, statements: inner }));
@@ -1478,6 +1648,11 @@ impl Context<'_> {
                 self.count(guard, out);
                 out.push(Statement::Instruction(instruction.clone()));
             }
+            // The kernel's own index, where the entry has a proof: a copy of the fence's.
+            Class::Plain if self.proven.index_defs.contains(&index) => {
+                let dest = instruction.operands.first().cloned().unwrap_or_else(|| reg(names::INDEX));
+                out.push(guarded(guard, "mov", &["u32"], vec![dest, reg(names::INDEX)]));
+            }
             Class::Plain | Class::Branch => out.push(Statement::Instruction(instruction.clone())),
             Class::Exit if self.fenced => {
                 let modifiers: &[&str] = if guard.is_some() { &[] } else { &["uni"] };
@@ -1505,10 +1680,27 @@ impl Context<'_> {
                 self.fragment(instruction, fragment, index, out)?;
             }
             Class::Access(accesses) => {
-                self.noted |= plans.iter().any(|plan| !matches!(plan, Plan::Static));
+                self.noted |= plans.iter().any(|plan| !matches!(plan, Plan::Static | Plan::Proven { .. }));
                 let mut rewritten = instruction.clone();
                 let mut slot = 0usize;
                 for (access, plan) in accesses.iter().zip(plans) {
+                    if let Plan::Proven { proof, offset } = plan {
+                        let Some(p) = self.proven.proofs.get(*proof) else { continue };
+                        let address = names::ADDRESS.get(slot).copied().unwrap_or(names::ADDRESS[0]);
+                        slot = slot.saturating_add(1);
+                        out.push(op(
+                            "add",
+                            &["s64"],
+                            vec![reg(address), reg(&format!("{}{proof}", names::POINTER)), reg(&product(p.size))],
+                        ));
+                        if let Some(operand) = rewritten.operands.get_mut(access.operand) {
+                            *operand = Operand::new(OperandKind::Address(Address {
+                                base: AddressBase::Register(address.to_owned()),
+                                offset: *offset,
+                            }));
+                        }
+                        continue;
+                    }
                     if let Plan::Grouped { register, delta, lead } = plan {
                         if let Some(lead) = lead {
                             self.lead(lead, register, out);

@@ -1719,3 +1719,205 @@ fn a_shared_fragment_is_clamped_into_the_shared_window() {
     assert!(text.iter().any(|l| l == ".shared .align 32 .b8 __kargs_shared_pad[32];"), "{text:#?}");
     assert!(text.iter().any(|l| l == ".shared .align 32 .b8 tiny[8];"), "{text:#?}");
 }
+
+/// nvcc's `int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) out[i] = 2 * in[i];` with
+/// `in` and `out` the entry's pointers `p` and `q` and `n` its bound, then `tail` (more of the
+/// body, after the accesses).
+fn proven_body(accesses: &str) -> String {
+    format!(
+        "\tld.param.u32 %r2, [n];\n\tmov.u32 %r3, %ctaid.x;\n\tmov.u32 %r4, %ntid.x;\n\tmov.u32 %r5, %tid.x;\n\
+         \tmad.lo.s32 %r1, %r3, %r4, %r5;\n\tsetp.ge.s32 %p1, %r1, %r2;\n\t@%p1 bra $L__BB0_2;\n\
+         \tcvta.to.global.u64 %rd2, %rd1;\n\tmul.wide.s32 %rd3, %r1, 4;\n\tadd.s64 %rd4, %rd2, %rd3;\n{accesses}\
+         $L__BB0_2:\n"
+    )
+}
+
+/// Global accesses `[p + i * 4]` after the kernel's own `i < n`, with `i` the thread's signed
+/// index in the grid, are proven: unclamped, each through the pointer's hidden address plus the
+/// fence's own index times 4, after the fence's own check; the kernel's index is the fence's.
+/// Where any part of the pattern differs (an unsigned compare, a register written twice, a
+/// label between the check and the access, an offset past the element), the access is clamped.
+#[test]
+fn a_bounds_check_of_the_kernels_proves_its_accesses() {
+    let body =
+        proven_body("\tld.global.f32 %f1, [%rd4];\n\tadd.f32 %f2, %f1, %f1;\n\tst.global.f32 [%rd4], %f2;\n");
+    let module = fenced(&body);
+    assert_eq!((module.accesses(), module.proven()), (0, 2));
+    assert_eq!(module.proofs("k"), [Proof { pointer: 0, bound: 1, size: 4 }]);
+    assert_eq!(proofs_in(module.ptx(), "k"), module.proofs("k"));
+    assert_eq!(proofs_in(module.aligned_ptx(), "k"), module.proofs("k"));
+    let text = lines(&module);
+    let at = |l: &str| text.iter().position(|t| t == l).unwrap_or_else(|| panic!("{l} in {text:#?}"));
+    // The hidden parameter before the fence's four, read in the leading run.
+    assert!(at(".param .u64 __kargs_addr_0_1_4,") < at(".param .u64 __kargs_fence_base,"));
+    let index = at("mad.lo.s32 %__kargs_ix, %__kargs_ic, %__kargs_in, %__kargs_it;");
+    assert!(index < at("ld.param.u32 %__kargs_im1, [n];"));
+    at("ld.param.u64 %__kargs_ip0, [__kargs_addr_0_1_4];");
+    // The kernel's index is a copy of the fence's; its check, then the fence's.
+    at("mov.u32 %r1, %__kargs_ix;");
+    let check = at("setp.ge.s32 %__kargs_ig, %__kargs_ix, %__kargs_im1;");
+    // (The kernel's branch to a `ret` before anything is noted is a `ret` itself.)
+    assert_eq!(text[check - 1], "@%p1 ret;");
+    assert_eq!(text[check + 1], "@%__kargs_ig ret;");
+    assert_eq!(text[check + 2], "mul.wide.s32 %__kargs_io4, %__kargs_ix, 4;");
+    assert_eq!(text.iter().filter(|l| **l == "add.s64 %__kargs_a0, %__kargs_ip0, %__kargs_io4;").count(), 2);
+    at("ld.global.f32 %f1, [%__kargs_a0];");
+    at("st.global.f32 [%__kargs_a0], %f2;");
+
+    // Not the pattern: each stays clamped, and nothing is proven.
+    let unproven = [
+        ("an unsigned compare", body.replace("setp.ge.s32", "setp.ge.u32")),
+        ("an unsigned product", body.replace("mul.wide.s32", "mul.wide.u32")),
+        (
+            "the index written twice",
+            body.replace("\tcvta.to.global", "\tadd.s32 %r1, %r1, 1;\n\tcvta.to.global"),
+        ),
+        ("another index", body.replace("mad.lo.s32 %r1, %r3, %r4, %r5", "mad.lo.s32 %r1, %r3, %r3, %r5")),
+        ("a label between", body.replace("\tcvta.to.global", "$L__BB0_1:\n\tcvta.to.global")),
+        ("the check the other way", body.replace("@%p1 bra", "@!%p1 bra")),
+        ("a bound that is not a parameter", body.replace("ld.param.u32 %r2, [n];", "mov.u32 %r2, 1000;")),
+    ];
+    for (what, text) in unproven {
+        let module = fenced(&text);
+        assert_eq!((module.accesses(), module.proven()), (2, 0), "{what}");
+        assert!(module.proofs("k").is_empty(), "{what}");
+    }
+    // An access past the element's bytes, or misaligned in it, is clamped; the others proven.
+    let past = fenced(&proven_body(
+        "\tld.global.f32 %f1, [%rd4+4];\n\tld.global.u16 %h1, [%rd4+2];\n\tld.global.u8 %h1, [%rd4+3];\n",
+    ));
+    assert_eq!((past.accesses(), past.proven()), (1, 2));
+    // `setp.lt` with the check negated is the same check.
+    let lt = fenced(&body.replace("setp.ge.s32", "setp.lt.s32").replace("@%p1 bra", "@!%p1 bra"));
+    assert_eq!((lt.accesses(), lt.proven()), (0, 2));
+}
+
+/// A proof's condition: `n` elements of `size` bytes from the pointer's offset inside the fence,
+/// the offset a multiple of `size`; nothing where `n <= 0`; and the grid's threads in x.
+#[test]
+fn a_proofs_condition_is_checked_at_each_launch() {
+    let proof = Proof { pointer: 0, bound: 1, size: 4 };
+    assert_eq!(proof.param_name(), "__kargs_addr_0_1_4");
+    assert_eq!(Proof::from_param_name("__kargs_addr_0_1_4"), Some(proof));
+    for name in ["__kargs_addr_0_1_3", "__kargs_addr_0_1", "__kargs_addr_0_1_4_5", "__kargs_addr_00_1_4", "x"]
+    {
+        assert_eq!(Proof::from_param_name(name), None, "{name}");
+    }
+    let base = 0x7000_0000;
+    assert_eq!(proof.address(base, 4096, 256, 960), Ok(base + 256));
+    let past = proof.address(base, 4096, 256, 961).unwrap_err();
+    assert_eq!((past.offset, past.bound, past.fence_len), (256, 961, 4096));
+    assert!(proof.address(base, 4096, 258, 1).is_err(), "misaligned");
+    assert_eq!(proof.address(base, 4096, u64::MAX, 0), Ok(base), "no thread passes the check");
+    assert_eq!(proof.address(base, 4096, u64::MAX, -5), Ok(base));
+    assert!(proof.address(base, 4096, u64::MAX - 3, 1).is_err(), "no wrap");
+    assert!(proof_grid_fits(1 << 21, 1024));
+    assert!(!proof_grid_fits((1 << 21) + 1, 1024));
+}
+
+/// Rewritten modules with a proof broken on purpose: each a finding.
+#[test]
+fn the_checker_finds_a_proof_a_rewriter_could_get_wrong() {
+    let body = proven_body("\tld.global.f32 %f1, [%rd4];\n\tst.global.f32 [%rd4], %f1;\n");
+    let module = fenced(&body);
+    for text in [module.ptx().to_owned(), module.aligned_ptx().to_owned()] {
+        let report = check(&text).unwrap();
+        assert_eq!((report.clamped, report.proven), (0, 2));
+        let edits: Vec<(&str, String, FindingKind)> = vec![
+            (
+                "the fence's own check left out",
+                text.replace("\t@%__kargs_ig ret;\n", ""),
+                FindingKind::Unproven,
+            ),
+            (
+                "the check guarded the other way",
+                text.replace("@%__kargs_ig ret;", "@!%__kargs_ig ret;"),
+                FindingKind::Unproven,
+            ),
+            (
+                "the check against another bound",
+                text.replace("ld.param.u32\t%__kargs_im1, [n];", "mov.u32\t%__kargs_im1, 1000000;"),
+                FindingKind::Unproven,
+            ),
+            (
+                "an unsigned check",
+                text.replace("setp.ge.s32\t%__kargs_ig", "setp.ge.u32\t%__kargs_ig"),
+                FindingKind::FenceRegister,
+            ),
+            (
+                "the product of the kernel's index",
+                text.replace(
+                    "mul.wide.s32\t%__kargs_io4, %__kargs_ix, 4;",
+                    "mul.wide.s32\t%__kargs_io4, %r1, 4;",
+                ),
+                FindingKind::Unproven,
+            ),
+            (
+                "a product of another size",
+                text.replace(
+                    "mul.wide.s32\t%__kargs_io4, %__kargs_ix, 4;",
+                    "mul.wide.s32\t%__kargs_io4, %__kargs_ix, 8;",
+                ),
+                FindingKind::Unproven,
+            ),
+            (
+                "the kernel's address plus the pointer's",
+                text.replacen(
+                    "add.s64\t%__kargs_a0, %__kargs_ip0, %__kargs_io4;",
+                    "add.s64\t%__kargs_a0, %__kargs_ip0, %rd3;",
+                    1,
+                ),
+                FindingKind::Unproven,
+            ),
+            (
+                "an access past the element",
+                text.replacen(
+                    "ld.global.f32\t%f1, [%__kargs_a0];",
+                    "ld.global.f32\t%f1, [%__kargs_a0+4];",
+                    1,
+                ),
+                FindingKind::Unproven,
+            ),
+            (
+                "a label between the check and the access",
+                text.replacen(
+                    "\tadd.s64\t%__kargs_a0, %__kargs_ip0",
+                    "$L__kx:\n\tadd.s64\t%__kargs_a0, %__kargs_ip0",
+                    1,
+                ),
+                FindingKind::Unproven,
+            ),
+            (
+                "an index of other parts",
+                text.replace(
+                    "mad.lo.s32\t%__kargs_ix, %__kargs_ic, %__kargs_in, %__kargs_it;",
+                    "mad.lo.s32\t%__kargs_ix, %__kargs_ic, %__kargs_ic, %__kargs_it;",
+                ),
+                // The kernel's copy of it is then a fence register read as a value.
+                FindingKind::FenceRegister,
+            ),
+            (
+                "the pointer's address copied to the kernel",
+                text.replace(
+                    "mov.u32\t%r1, %__kargs_ix;",
+                    "mov.b64\t%rd5, %__kargs_ip0;\n\tmov.u32\t%r1, %__kargs_ix;",
+                ),
+                FindingKind::FenceRegister,
+            ),
+            (
+                "the index written again",
+                text.replace("\t@%__kargs_ig ret;\n", "\t@%__kargs_ig ret;\n\tmov.u32\t%__kargs_ix, 0;\n"),
+                FindingKind::FenceRegister,
+            ),
+            (
+                "a proof of a bound that is not 4 bytes",
+                text.replace("__kargs_addr_0_1_4", "__kargs_addr_0_0_4"),
+                FindingKind::HiddenParams,
+            ),
+        ];
+        for (what, broken, kind) in edits {
+            assert_ne!(broken, text, "{what}: the edit applies");
+            assert_eq!(check(&broken).map(|_| ()).map_err(|f| f.kind), Err(kind), "{what}");
+        }
+    }
+}
