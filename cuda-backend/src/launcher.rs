@@ -19,7 +19,10 @@ use crate::device::CudaDevice;
 use crate::device::PointerModeChoice;
 use crate::driver::{CuError, Current, DeviceBuffer, Dims, Kernel, MappedFlag, Stream, Transfer};
 use crate::fence::printf::Printed;
-use crate::fence::{FENCE_PARAMS, FLAG_BUDGET, FLAG_REACHED_OUT, FLAG_TRAPPED, MAX_FENCE_LEN, MIN_FENCE_LEN};
+use crate::fence::{
+    FENCE_PARAMS, FLAG_BUDGET, FLAG_REACHED_OUT, FLAG_TRAPPED, MAX_FENCE_LEN, MAX_PROOFS, MIN_FENCE_LEN,
+    PROOF_MAX_THREADS_X, proof_grid_fits,
+};
 use crate::modules::LoadedKernel;
 use crate::registry::KernelEntry;
 use crate::signature::check_param_sizes;
@@ -37,7 +40,7 @@ pub const MAX_KEPT_PRINTS: usize = 64;
 
 /// The parameter storage's capacity: the most arguments a guest sends, and the fence's hidden
 /// parameters after them.
-const STORAGE_CAPACITY: usize = kernel_args_core::MAX_KERNEL_ARGS + FENCE_PARAMS.len();
+const STORAGE_CAPACITY: usize = kernel_args_core::MAX_KERNEL_ARGS + MAX_PROOFS + FENCE_PARAMS.len();
 
 /// The alignment a fence's base needs in direct mode (the widest access the fence clamps; a
 /// kernel with a `wmma` fragment needs more: `KernelEntry::fence_base_align`), and what every
@@ -304,7 +307,43 @@ impl Launch<'_> {
                     ));
                 }
                 let budget = u64::from(request.limits().max_back_edges_per_thread);
-                storage.append(&[fence.base, fence.len, fence.flag.address(), budget])?;
+                // Each proof's pointer's address, where the arguments meet it (`fence::Proof`),
+                // then the fence's four.
+                let proofs = &self.kernel.proofs;
+                if !proofs.is_empty() && !proof_grid_fits(shape.grid[0], shape.block[0]) {
+                    let threads = u64::from(shape.grid[0]).saturating_mul(u64::from(shape.block[0]));
+                    return Err(unavailable(
+                        request.kernel_id,
+                        FenceProblem::TooManyThreadsX { threads, max: PROOF_MAX_THREADS_X },
+                    ));
+                }
+                let mut hidden = [0u64; MAX_PROOFS + FENCE_PARAMS.len()];
+                for (slot, proof) in hidden.iter_mut().zip(proofs) {
+                    let word = |index: usize| storage.slot(index).copied().unwrap_or([0; 8]);
+                    let offset = u64::from_ne_bytes(word(proof.pointer));
+                    let [a, b, c, d, ..] = word(proof.bound);
+                    let count = i32::from_ne_bytes([a, b, c, d]);
+                    *slot = proof.address(fence.base, fence.len, offset, count).map_err(|failure| {
+                        let index = |i: usize| u32::try_from(i).unwrap_or(u32::MAX);
+                        unavailable(
+                            request.kernel_id,
+                            FenceProblem::ProofFails {
+                                pointer: index(proof.pointer),
+                                offset,
+                                bound: index(proof.bound),
+                                count,
+                                size: proof.size,
+                                fence_len: failure.fence_len,
+                            },
+                        )
+                    })?;
+                }
+                let fixed = [fence.base, fence.len, fence.flag.address(), budget];
+                let count = proofs.len().min(MAX_PROOFS);
+                for (slot, value) in hidden.iter_mut().skip(count).zip(fixed) {
+                    *slot = value;
+                }
+                storage.append(hidden.get(..count.saturating_add(FENCE_PARAMS.len())).unwrap_or(&fixed))?;
                 Some(fence.flag)
             }
             (true, None) => return Err(unfenced(request.kernel_id)),

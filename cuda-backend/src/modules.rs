@@ -36,6 +36,8 @@ pub(crate) struct LoadedKernel {
     pub(crate) fenced: bool,
     /// The alignment its fence's base needs (`KernelEntry::fence_base_align`).
     pub(crate) fence_base_align: u64,
+    /// Its proofs (`KernelEntry::proofs`): their hidden parameters come before the fence's.
+    pub(crate) proofs: Vec<crate::fence::Proof>,
 }
 
 /// A kernel id's module, or why it cannot be loaded (kept only for `MalformedPtx` and
@@ -118,9 +120,10 @@ pub(crate) fn load(
         }
         KernelLoadError::Entry(error) => LoadFailure::from(fail(error, Phase::GetFunction)),
     })?;
-    // A fenced entry has the fence's hidden parameters after the guest's: the driver's list
-    // is checked whole, and the guest's part of it is what launches are checked against.
-    let hidden = if entry.fenced() { FENCE_PARAMS.len() } else { 0 };
+    // A fenced entry has the fence's hidden parameters (its proofs', then the fence's four)
+    // after the guest's: the driver's list is checked whole, and the guest's part of it is what
+    // launches are checked against.
+    let hidden = if entry.fenced() { entry.proofs().len().saturating_add(FENCE_PARAMS.len()) } else { 0 };
     let driver_sizes = kernel.driver_param_sizes();
     if let Some(declaration) = entry.declaration() {
         let mut declared: Vec<usize> = declaration.params().map(|p| p.ty.size()).collect();
@@ -143,13 +146,14 @@ pub(crate) fn load(
                     .ok()
                     .and_then(|ptx| find_entry(ptx, &entry.entry().to_string_lossy()).ok().flatten());
                 let sizes = loaded.as_ref().map(|s| s.param_sizes()).unwrap_or_default();
+                let proof_names: Vec<String> =
+                    entry.proofs().iter().map(crate::fence::Proof::param_name).collect();
                 let names_ok = loaded.as_ref().is_some_and(|s| {
-                    s.params
+                    s.params.iter().rev().take(hidden).map(|p| p.name.as_str()).eq(FENCE_PARAMS
                         .iter()
                         .rev()
-                        .take(hidden)
-                        .map(|p| p.name.as_str())
-                        .eq(FENCE_PARAMS.iter().rev().copied())
+                        .copied()
+                        .chain(proof_names.iter().rev().map(String::as_str)))
                 });
                 if sizes != declared || !names_ok {
                     return Err(refuse(sizes));
@@ -199,5 +203,6 @@ pub(crate) fn load(
         dynamic_shared_limit: AtomicU32::new(dynamic_shared),
         fenced: entry.fenced(),
         fence_base_align: entry.fence_base_align(),
+        proofs: entry.proofs().to_vec(),
     })
 }

@@ -59,8 +59,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use kernel_args::{Declaration, DeclarationError};
 
-use crate::fence::fence_ptx;
 use crate::fence::printf::PrintBuffer;
+use crate::fence::{Proof, fence_ptx};
 use crate::setup::{KernelProblem, SetupError};
 use crate::signature::{KernelSignature, PtxParseError, find_entry};
 
@@ -80,6 +80,9 @@ pub struct KernelEntry {
     fenced: bool,
     /// The alignment a fenced kernel's fence base needs (`FencedModule::base_align`).
     fence_base_align: u64,
+    /// A fenced entry's proofs (`FencedModule::proofs`): their hidden parameters come after the
+    /// guest's, before the fence's four.
+    proofs: Vec<Proof>,
     /// A fenced module's variables at the start of its fence (empty where it has none).
     variables: Arc<[u8]>,
     /// The print buffer among them, where the module's `printf`s were rewritten.
@@ -100,7 +103,8 @@ impl KernelEntry {
 
     /// The PTX text the driver loads, NUL-terminated as `cuModuleLoadData` wants it: for a
     /// fenced kernel, the rewritten text, whose entries have the four hidden parameters of
-    /// [`FENCE_PARAMS`](crate::fence::FENCE_PARAMS) after their own.
+    /// [`FENCE_PARAMS`](crate::fence::FENCE_PARAMS) after their own (and their
+    /// [proofs'](Self::proofs) before those).
     pub fn ptx(&self) -> &CStr {
         &self.ptx
     }
@@ -130,6 +134,15 @@ impl KernelEntry {
     /// (`FenceProblem::MisalignedMemory`). 1 for a kernel that is not fenced.
     pub fn fence_base_align(&self) -> u64 {
         self.fence_base_align
+    }
+
+    /// A fenced entry's proofs
+    /// ([`FencedModule::proofs`](crate::fence::FencedModule::proofs)): each launch gives each
+    /// one's address ([`Proof::address`]) after the guest's arguments and before the fence's
+    /// four hidden parameters, and is refused where its arguments do not meet one. Empty for an
+    /// entry without and for a kernel that is not fenced.
+    pub fn proofs(&self) -> &[Proof] {
+        &self.proofs
     }
 
     /// A fenced kernel's module variables as a launch of a new registration finds them
@@ -267,6 +280,7 @@ impl KernelRegistry {
             );
             kernel.fenced = true;
             kernel.fence_base_align = module.base_align();
+            kernel.proofs = module.proofs(entry).to_vec();
             kernel.variables = Arc::from(module.variables());
             kernel.print = module.print_buffer().cloned().map(Arc::new);
         }
@@ -331,6 +345,7 @@ impl KernelEntry {
             parse_error,
             fenced: false,
             fence_base_align: 1,
+            proofs: Vec::new(),
             variables: Arc::from(Vec::new()),
             print: None,
         })

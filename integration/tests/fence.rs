@@ -1167,3 +1167,59 @@ fn a_fenced_printf_reaches_the_embedder() {
     let bytes: usize = printed.text.lines().map(|l| if l == first { 32 } else { 64 }).sum();
     assert!((16 * 1024 - 64..=16 * 1024).contains(&bytes), "{bytes} bytes of records kept");
 }
+
+/// The corpus's `vector_add` (`int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n)
+/// out[i] = a[i] + b[i];`), declared with windows of 64 floats whatever `n` says.
+const VECTOR_ADD_SIGNED_PTX: &str = include_str!("../../cuda-backend/kernels/corpus/elementwise.ptx");
+const VECTOR_ADD_SIGNED_DECLARATION: &str =
+    "vector_add(a: &[f32; 64], b: &[f32; 64], out: &mut [f32; 64], n: i32)";
+
+/// A fenced entry whose accesses a bounds check of the kernel's proves (`fence::Proof`) runs
+/// with them unclamped where the arguments meet the proof, in both modes and both forms of the
+/// fence; a launch whose `n` is more than its buffers hold is refused before anything runs
+/// (`InvalidArgs`, saying which parameters and the fence), where without the proof the fence
+/// would have clamped it; and `n <= 0` runs and writes nothing.
+#[test]
+fn a_launch_whose_arguments_a_proof_does_not_cover_is_refused() {
+    let test = "a_launch_whose_arguments_a_proof_does_not_cover_is_refused";
+    let kernels = [(1, VECTOR_ADD_SIGNED_PTX, "vector_add", VECTOR_ADD_SIGNED_DECLARATION)];
+    let cases = [
+        (PointerModeChoice::Staged, false),
+        (PointerModeChoice::Staged, true),
+        (PointerModeChoice::Direct, false),
+    ];
+    for (mode, aligned) in cases {
+        let Some((_, device)) = device_with(test, mode, &kernels, None, aligned) else { continue };
+        assert_eq!(device.registry().get(1).unwrap().proofs().len(), 3, "a, b and out");
+        let mut host = LaunchHost::new(device.launcher());
+        let a: Vec<f32> = (0..64).map(|i| i as f32).collect();
+        let b: Vec<f32> = (0..64).map(|i| 0.5 * i as f32).collect();
+        let launch = |host: &mut LaunchHost<kernel_args_cuda::CudaLauncher>, n: i32| {
+            let mut memory = Memory::new(1024);
+            memory.put(0, &floats(a.iter().copied()));
+            memory.put(256, &floats(b.iter().copied()));
+            memory.put(512, &[0xee; 256]);
+            let argv =
+                argv(|w| _ = w.ptr(0, 256).unwrap().ptr(256, 256).unwrap().ptr(512, 256).unwrap().i32(n));
+            let code = memory.call(host, 1, ([1, 1, 1], [64, 1, 1]), &argv, 800);
+            assert!(memory.guards_intact(), "{mode:?} aligned {aligned}");
+            (code, memory.guest()[512..768].to_vec())
+        };
+        let (code, out) = launch(&mut host, 64);
+        assert_eq!(code, 0, "{mode:?} aligned {aligned}: {:?}", host.last_error_message());
+        let sums: Vec<f32> = a.iter().zip(&b).map(|(x, y)| x + y).collect();
+        assert_eq!(out, floats(sums.into_iter()), "{mode:?} aligned {aligned}");
+        // `n` past the buffers: in staged mode past the arena of the three windows, in direct
+        // mode past the guest's whole memory.
+        let n = 1 << 20;
+        let (code, out) = launch(&mut host, n);
+        assert_eq!(code, AbiError::InvalidArgs.code(), "{mode:?} aligned {aligned}");
+        assert_eq!(out, [0xee; 256], "nothing ran");
+        let said = host.last_error_message().unwrap_or_default();
+        assert!(said.contains(&format!("parameter 3 ({n}) elements of 4 bytes from parameter 0")), "{said}");
+        let (code, out) = launch(&mut host, 0);
+        assert_eq!((code, out), (0, vec![0xee; 256]), "{mode:?} aligned {aligned}: nothing to do");
+        // And the next launch runs.
+        assert_eq!(launch(&mut host, 64).0, 0);
+    }
+}

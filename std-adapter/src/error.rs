@@ -257,7 +257,11 @@ impl Detail {
             Detail::Quota(_) => AbiError::QuotaExceeded,
             Detail::Fenced(_) | Detail::DeviceLost(_) => AbiError::LaunchFailed,
             #[cfg(feature = "std")]
-            Detail::FenceUnavailable(_) => AbiError::LaunchFailed,
+            Detail::FenceUnavailable(f) => match f.problem {
+                FenceProblem::ProofFails { .. } => AbiError::InvalidArgs,
+                FenceProblem::TooManyThreadsX { .. } => AbiError::InvalidDimensions,
+                _ => AbiError::LaunchFailed,
+            },
             #[cfg(feature = "std")]
             Detail::DriverParams { .. } => AbiError::InvalidKernel,
             Detail::Driver(failure) => failure.abi,
@@ -463,6 +467,33 @@ pub enum FenceProblem {
         /// What it must be a multiple of, in bytes.
         multiple: u64,
     },
+    /// The launch's arguments do not meet a proof the fence leaves some of the kernel's
+    /// accesses unclamped on (`kernel_args_cuda::fence::Proof`): `count` elements of `size`
+    /// bytes from pointer parameter `pointer` (its `offset` in the fence), `count` being
+    /// parameter `bound`, end past the fence, or the offset is not a multiple of `size`. The
+    /// guest's `n` is more than its buffer holds.
+    ProofFails {
+        /// The pointer parameter's index.
+        pointer: u32,
+        /// Its offset in the fence, in bytes.
+        offset: u64,
+        /// The count parameter's index.
+        bound: u32,
+        /// Its value.
+        count: i32,
+        /// The element's size in bytes.
+        size: u64,
+        /// The fence's length in bytes.
+        fence_len: u64,
+    },
+    /// A launch of a kernel with such a proof has more threads in x (its grid's `x` times its
+    /// block's) than the proof allows, so that each thread's index is a non-negative `int`.
+    TooManyThreadsX {
+        /// The launch's threads in x.
+        threads: u64,
+        /// The most allowed.
+        max: u64,
+    },
 }
 
 impl fmt::Display for FenceUnavailable {
@@ -482,6 +513,23 @@ impl fmt::Display for FenceUnavailable {
             ),
             FenceProblem::NotMultiple { len, multiple } => {
                 write!(f, "its fence of {len} bytes is not a multiple of {multiple} bytes")
+            }
+            FenceProblem::ProofFails { pointer, offset, bound, count, size, fence_len } => {
+                if offset.checked_rem(size).is_some_and(|r| r != 0) {
+                    write!(
+                        f,
+                        "parameter {pointer} (offset {offset}) is not a multiple of its elements' {size} bytes"
+                    )
+                } else {
+                    write!(
+                        f,
+                        "parameter {bound} ({count}) elements of {size} bytes from parameter {pointer} \
+                         (offset {offset}) end past its fence of {fence_len} bytes"
+                    )
+                }
+            }
+            FenceProblem::TooManyThreadsX { threads, max } => {
+                write!(f, "the launch's {threads} threads in x are more than its bounds checks allow, {max}")
             }
         }
     }
@@ -674,6 +722,49 @@ mod tests {
         for (problem, said) in cases {
             let e = HostError::new(Detail::FenceUnavailable(FenceUnavailable { kernel_id: 3, problem }));
             assert_eq!(e.code(), AbiError::LaunchFailed);
+            assert_eq!(e.detail().to_string(), format!("kernel 3 is fenced, and {said}"));
+        }
+    }
+
+    #[test]
+    fn arguments_a_proof_does_not_cover_are_invalid_and_say_which() {
+        let past = FenceProblem::ProofFails {
+            pointer: 0,
+            offset: 256,
+            bound: 3,
+            count: 1000,
+            size: 4,
+            fence_len: 4096,
+        };
+        let misaligned = FenceProblem::ProofFails {
+            pointer: 2,
+            offset: 258,
+            bound: 3,
+            count: 10,
+            size: 4,
+            fence_len: 4096,
+        };
+        let wide = FenceProblem::TooManyThreadsX { threads: 1 << 32, max: 1 << 31 };
+        let cases = [
+            (
+                past,
+                AbiError::InvalidArgs,
+                "parameter 3 (1000) elements of 4 bytes from parameter 0 (offset 256) end past its fence of 4096 bytes",
+            ),
+            (
+                misaligned,
+                AbiError::InvalidArgs,
+                "parameter 2 (offset 258) is not a multiple of its elements' 4 bytes",
+            ),
+            (
+                wide,
+                AbiError::InvalidDimensions,
+                "the launch's 4294967296 threads in x are more than its bounds checks allow, 2147483648",
+            ),
+        ];
+        for (problem, code, said) in cases {
+            let e = HostError::new(Detail::FenceUnavailable(FenceUnavailable { kernel_id: 3, problem }));
+            assert_eq!(e.code(), code);
             assert_eq!(e.detail().to_string(), format!("kernel 3 is fenced, and {said}"));
         }
     }
