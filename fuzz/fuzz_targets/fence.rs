@@ -5,13 +5,14 @@
 //! cannot be fenced twice (its names are reserved); its aligned form passes the checker too.
 //! Each fenced entry the emulator runs, in both forms (only
 //! instructions the emulator interprets) is launched on one block of 32 threads with parameters
-//! from the input's bytes, its fence between two guards and a budget of [`BUDGET`] backward
+//! from the input's bytes (where they meet the entry's proofs, as a launcher requires; the
+//! proofs' hidden addresses computed as a launcher computes them), its fence between two guards and a budget of [`BUDGET`] backward
 //! branches a thread, so that every loop ends: it never faults (a hang of warp instructions
 //! that never gather is not a fault: the budget bounds loops, not barriers), and nothing
 //! outside the fence changes.
 #![no_main]
 
-use kernel_args_cuda::fence::{FENCE_PARAMS, FenceRefusal, check, fence_ptx};
+use kernel_args_cuda::fence::{FENCE_PARAMS, FenceRefusal, check, fence_ptx, proofs_in};
 use kernel_args_cuda_emulator::{
     DeviceMemory, Fault, KernelParams, LaunchShape, POISON, compile, module_globals, read_ptx,
 };
@@ -47,6 +48,7 @@ fuzz_target!(|data: &[u8]| {
     assert_eq!(module.to_string(), text, "the printed module is a fixed point of the printer");
     let report = check(text).expect("a fenced module passes the checker");
     assert_eq!(report.clamped, fenced.accesses());
+    assert_eq!(report.proven, fenced.proven());
     assert_eq!(report.counted, fenced.counted_branches());
     assert_eq!(report.leaving, fenced.leaving_branches());
     assert!(fenced.entries().iter().all(|e| module.entry(e).is_some()));
@@ -58,6 +60,7 @@ fuzz_target!(|data: &[u8]| {
     let aligned = fenced.aligned_ptx();
     let report = check(aligned).expect("the aligned form passes the checker");
     assert_eq!(report.clamped, fenced.accesses());
+    assert_eq!(report.proven, fenced.proven());
     // On the emulated driver: what the checker accepted stays inside its fence, in both forms
     // (the aligned form on a fence it is not made for too: it is inside on any fence).
     for text in [text, aligned] {
@@ -97,7 +100,31 @@ fn run(data: &[u8], text: &str) {
         for (i, byte) in buffer.iter_mut().enumerate() {
             *byte = data.get(i % data.len().max(1)).copied().unwrap_or(0);
         }
-        let hidden = [base, FENCE as u64, flag as u64, BUDGET];
+        // Each proof's pointer's address before them, as a launcher gives it: a launch whose
+        // arguments do not meet a proof is refused, and not run.
+        let proofs = proofs_in(text, &entry.name);
+        let mut hidden: Vec<u64> = Vec::new();
+        for proof in &proofs {
+            let word = |index: usize| {
+                let mut w = [0u8; 8];
+                if let Some(p) = entry.params.get(index) {
+                    let n = p.size.min(8);
+                    w[..n].copy_from_slice(&buffer[p.offset..p.offset + n]);
+                }
+                w
+            };
+            let offset = u64::from_le_bytes(word(proof.pointer));
+            let [a, b, c, d, ..] = word(proof.bound);
+            match proof.address(base, FENCE as u64, offset, i32::from_le_bytes([a, b, c, d])) {
+                Ok(address) => hidden.push(address),
+                Err(_) => break,
+            }
+        }
+        if hidden.len() < proofs.len() {
+            memory.free_context(1);
+            continue;
+        }
+        hidden.extend([base, FENCE as u64, flag as u64, BUDGET]);
         let count = entry.params.len();
         if count < hidden.len() {
             continue;

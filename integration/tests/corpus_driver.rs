@@ -21,7 +21,7 @@ use std::ptr;
 use std::time::{Duration, Instant};
 
 use common::corpus::*;
-use common::floats;
+use common::{floats, hidden_params};
 use kernel_args_cuda::fence::{FLAG_TRAPPED, fence_ptx};
 
 type CuResult = c_int;
@@ -184,8 +184,15 @@ impl Driver {
             let start = if fenced { 0 } else { arena };
             let mut params: Vec<Vec<u8>> = case.params.iter().map(|p| p.bytes(start, &offsets)).collect();
             if fenced {
-                let budget = u64::from(kernel_args::limits::DEFAULT_MAX_BACK_EDGES_PER_THREAD);
-                params.extend([arena, fence_len as u64, flag, budget].map(|v| v.to_le_bytes().to_vec()));
+                let budget = kernel_args::limits::DEFAULT_MAX_BACK_EDGES_PER_THREAD;
+                let fenced_module = fence_ptx(common::corpus::module(case.module)).unwrap();
+                let hidden = hidden_params(
+                    fenced_module.ptx(),
+                    case.entry,
+                    &params,
+                    (arena, fence_len as u64, flag, budget),
+                );
+                params.extend(hidden.expect("the case's arguments meet the entry's proofs"));
             }
             let mut table: Vec<*mut c_void> = params.iter_mut().map(|p| p.as_mut_ptr().cast()).collect();
             let table = table.as_mut_ptr();

@@ -36,3 +36,33 @@ pub fn fence_params(base: u64, len: u64, flag: u64) -> Vec<Vec<u8>> {
 pub fn fence_params_with(base: u64, len: u64, flag: u64, budget: u32) -> Vec<Vec<u8>> {
     [base, len, flag, u64::from(budget)].map(|v| v.to_le_bytes().to_vec()).to_vec()
 }
+
+/// The hidden parameters of a launch of entry `entry` of the fenced module `ptx` (its text, in
+/// either form) with the guest's `params` (each its bytes; pointers as offsets into the fence)
+/// on a fence at `base` of `len` bytes: each proof's pointer's address
+/// (`kernel_args_cuda::fence::Proof`), as a launcher gives it, then the fence's four. `None`
+/// where the arguments do not meet a proof: a launcher refuses such a launch.
+pub fn hidden_params(
+    ptx: &str,
+    entry: &str,
+    params: &[Vec<u8>],
+    (base, len, flag, budget): (u64, u64, u64, u32),
+) -> Option<Vec<Vec<u8>>> {
+    let word = |i: usize| {
+        let mut w = [0u8; 8];
+        if let Some(p) = params.get(i) {
+            let n = p.len().min(8);
+            w[..n].copy_from_slice(&p[..n]);
+        }
+        w
+    };
+    let mut out = Vec::new();
+    for proof in kernel_args_cuda::fence::proofs_in(ptx, entry) {
+        let offset = u64::from_le_bytes(word(proof.pointer));
+        let [a, b, c, d, ..] = word(proof.bound);
+        let address = proof.address(base, len, offset, i32::from_le_bytes([a, b, c, d])).ok()?;
+        out.push(address.to_le_bytes().to_vec());
+    }
+    out.extend(fence_params_with(base, len, flag, budget));
+    Some(out)
+}
