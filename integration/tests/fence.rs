@@ -1041,6 +1041,13 @@ fn with_the_aligned_fence_the_same_bytes_and_every_kernel_inside() {
     ));
 }
 
+/// Each pointer mode, and staged mode with the aligned fence too (`CudaOptions::aligned_fence`).
+const FORMS: [(PointerModeChoice, bool); 3] = [
+    (PointerModeChoice::Staged, false),
+    (PointerModeChoice::Staged, true),
+    (PointerModeChoice::Direct, false),
+];
+
 /// The corpus's `__device__` variable: `count_launch` returns `launches_seen` and adds one.
 const DEVICE_VARIABLE_PTX: &str = include_str!("../../cuda-backend/kernels/corpus/device_variable.ptx");
 const DEVICE_VARIABLE_DECLARATION: &str = "count_launch(out: &mut [u64; 1])";
@@ -1054,12 +1061,7 @@ const DEVICE_VARIABLE_DECLARATION: &str = "count_launch(out: &mut [u64; 1])";
 fn a_device_variable_lives_in_the_fence_and_persists_per_launcher() {
     let test = "a_device_variable_lives_in_the_fence_and_persists_per_launcher";
     let kernels = [(1, DEVICE_VARIABLE_PTX, "count_launch", DEVICE_VARIABLE_DECLARATION)];
-    let cases = [
-        (PointerModeChoice::Staged, false),
-        (PointerModeChoice::Staged, true),
-        (PointerModeChoice::Direct, false),
-    ];
-    for (mode, aligned) in cases {
+    for (mode, aligned) in FORMS {
         let Some((_, device)) = device_with(test, mode, &kernels, None, aligned) else { continue };
         // Each launch (two blocks of 32 threads; one thread adds) into a fresh guest memory.
         let launches = |host: &mut LaunchHost<kernel_args_cuda::CudaLauncher>, n: usize| -> Vec<u64> {
@@ -1109,12 +1111,7 @@ fn a_fenced_printf_reaches_the_embedder() {
     let kernels = [(1, PRINTF_PTX, "report_first", PRINTF_DECLARATION)];
     // On a direct-mode device too, where the kernel (whose print buffer is a module variable) is
     // staged.
-    let cases = [
-        (PointerModeChoice::Staged, false),
-        (PointerModeChoice::Staged, true),
-        (PointerModeChoice::Direct, false),
-    ];
-    for (mode, aligned) in cases {
+    for (mode, aligned) in FORMS {
         let Some((_, device)) = device_with(test, mode, &kernels, None, aligned) else {
             continue;
         };
@@ -1183,12 +1180,7 @@ const VECTOR_ADD_SIGNED_DECLARATION: &str =
 fn a_launch_whose_arguments_a_proof_does_not_cover_is_refused() {
     let test = "a_launch_whose_arguments_a_proof_does_not_cover_is_refused";
     let kernels = [(1, VECTOR_ADD_SIGNED_PTX, "vector_add", VECTOR_ADD_SIGNED_DECLARATION)];
-    let cases = [
-        (PointerModeChoice::Staged, false),
-        (PointerModeChoice::Staged, true),
-        (PointerModeChoice::Direct, false),
-    ];
-    for (mode, aligned) in cases {
+    for (mode, aligned) in FORMS {
         let Some((_, device)) = device_with(test, mode, &kernels, None, aligned) else { continue };
         assert_eq!(device.registry().get(1).unwrap().proofs().len(), 3, "a, b and out");
         let mut host = LaunchHost::new(device.launcher());

@@ -1088,17 +1088,7 @@ impl EntryRewriter<'_> {
             }
             wide.extend([names::STRIDE_PRODUCT, names::LINE_LIMIT].map(str::to_owned));
         }
-        let decl = |ty: Type, names: Vec<String>| {
-            Statement::Registers(kernel_args_ptx::RegisterDecl {
-                span: Span::default(),
-                vector: None,
-                ty,
-                names: names
-                    .into_iter()
-                    .map(|name| kernel_args_ptx::RegisterName { name, count: None })
-                    .collect(),
-            })
-        };
+        let decl = declare;
         let mut out = Vec::new();
         if !wide.is_empty() {
             out.push(decl(Type::B64, wide));
@@ -1234,6 +1224,16 @@ impl EntryRewriter<'_> {
     }
 }
 
+/// A declaration of the fence's registers `names`, each of type `ty`.
+fn declare(ty: Type, names: Vec<String>) -> Statement {
+    Statement::Registers(kernel_args_ptx::RegisterDecl {
+        span: Span::default(),
+        vector: None,
+        ty,
+        names: names.into_iter().map(|name| kernel_args_ptx::RegisterName { name, count: None }).collect(),
+    })
+}
+
 /// The register of the index times `size` (`prove.rs`).
 fn product(size: u64) -> String {
     format!("{}{size}", names::PRODUCT)
@@ -1245,17 +1245,7 @@ fn proof_declarations(proven: &super::prove::Proven) -> Vec<Statement> {
     if proven.proofs.is_empty() {
         return Vec::new();
     }
-    let decl = |ty: Type, names: Vec<String>| {
-        Statement::Registers(kernel_args_ptx::RegisterDecl {
-            span: Span::default(),
-            vector: None,
-            ty,
-            names: names
-                .into_iter()
-                .map(|name| kernel_args_ptx::RegisterName { name, count: None })
-                .collect(),
-        })
-    };
+    let decl = declare;
     let mut narrow: Vec<String> =
         [names::INDEX, names::INDEX_CTAID, names::INDEX_NTID, names::INDEX_TID].map(str::to_owned).to_vec();
     narrow.extend(proven.bounds().iter().map(|b| format!("{}{b}", names::BOUND)));
