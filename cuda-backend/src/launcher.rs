@@ -318,20 +318,17 @@ impl Launch<'_> {
                     ));
                 }
                 let mut hidden = [0u64; MAX_PROOFS + FENCE_PARAMS.len()];
+                let word = |index: usize| storage.slot(index).copied().unwrap_or([0; 8]);
                 for (slot, proof) in hidden.iter_mut().zip(proofs) {
-                    let word = |index: usize| storage.slot(index).copied().unwrap_or([0; 8]);
-                    let offset = u64::from_ne_bytes(word(proof.pointer));
-                    let [a, b, c, d, ..] = word(proof.bound);
-                    let count = i32::from_ne_bytes([a, b, c, d]);
-                    *slot = proof.address(fence.base, fence.len, offset, count).map_err(|failure| {
+                    *slot = proof.hidden_address(fence.base, fence.len, word).map_err(|failure| {
                         let index = |i: usize| u32::try_from(i).unwrap_or(u32::MAX);
                         unavailable(
                             request.kernel_id,
                             FenceProblem::ProofFails {
                                 pointer: index(proof.pointer),
-                                offset,
-                                bound: index(proof.bound),
-                                count,
+                                offset: failure.offset,
+                                bound: proof.bound.map_or(u32::MAX, index),
+                                count: failure.count.unwrap_or(0),
                                 size: proof.size,
                                 fence_len: failure.fence_len,
                             },

@@ -138,7 +138,7 @@ impl KernelEntry {
 
     /// A fenced entry's proofs
     /// ([`FencedModule::proofs`](crate::fence::FencedModule::proofs)): each launch gives each
-    /// one's address ([`Proof::address`]) after the guest's arguments and before the fence's
+    /// one's address ([`Proof::hidden_address`]) after the guest's arguments and before the fence's
     /// four hidden parameters, and is refused where its arguments do not meet one. Empty for an
     /// entry without and for a kernel that is not fenced.
     pub fn proofs(&self) -> &[Proof] {

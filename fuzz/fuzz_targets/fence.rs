@@ -113,9 +113,7 @@ fn run(data: &[u8], text: &str) {
                 }
                 w
             };
-            let offset = u64::from_le_bytes(word(proof.pointer));
-            let [a, b, c, d, ..] = word(proof.bound);
-            match proof.address(base, FENCE as u64, offset, i32::from_le_bytes([a, b, c, d])) {
+            match proof.hidden_address(base, FENCE as u64, word) {
                 Ok(address) => hidden.push(address),
                 Err(_) => break,
             }

@@ -146,7 +146,8 @@ fn run(case: &Case, fenced: Option<&FencedModule>) -> (Vec<u8>, u32) {
     let mut params = (case.params)(&addresses);
     let f = match fenced {
         Some(module) => {
-            params.extend(fence_params(arena, len as u64, flag));
+            let hidden = fenced_params(module.ptx(), case.entry, &params, arena, len as u64, flag);
+            params.extend(hidden);
             function(load(module.ptx()), case.entry).unwrap()
         }
         None => function(load(case.ptx), case.entry).unwrap(),
@@ -210,7 +211,8 @@ fn accesses_outside_the_fence_land_inside_it_and_set_the_flag() {
         assert!(noted || what == "a pointer made from a number", "{what}");
         assert_eq!(upload(flag, &[0; 4]), CUDA_SUCCESS);
         let mut params = vector_add_params(a_ptr, b_ptr, out_ptr, n);
-        params.extend(fence_params(arena, len as u64, flag));
+        let hidden = fenced_params(fenced.ptx(), "vector_add", &params, arena, len as u64, flag);
+        params.extend(hidden);
         let blocks = n.div_ceil(256);
         assert_eq!(launch_with(f, [blocks, 1, 1], [256, 1, 1], 0, &mut params), CUDA_SUCCESS, "{what}");
         assert_eq!(read_u32(flag), u32::from(noted), "{what}: the flag says whether an access was moved");
@@ -227,7 +229,8 @@ fn accesses_outside_the_fence_land_inside_it_and_set_the_flag() {
     assert_eq!(upload(b, &floats((0..256).map(|i| 2.0 * i as f32))), CUDA_SUCCESS);
     assert_eq!(upload(flag, &[0; 4]), CUDA_SUCCESS);
     let mut params = vector_add_params(at(a), at(b), at(out), 256);
-    params.extend(fence_params(arena, len as u64, flag));
+    let hidden = fenced_params(fenced.ptx(), "vector_add", &params, arena, len as u64, flag);
+    params.extend(hidden);
     assert_eq!(launch_with(f, [1, 1, 1], [256, 1, 1], 0, &mut params), CUDA_SUCCESS);
     let mut bytes = vec![0u8; 1024];
     assert_eq!(download(out, &mut bytes), CUDA_SUCCESS);
@@ -290,7 +293,8 @@ fn shared_fragment(generic: bool) {
             offsets.iter().map(|&o| (start + o as u64).to_le_bytes().to_vec()).collect();
         params.push(skew.to_le_bytes().to_vec());
         if fenced {
-            params.extend(fence_params(arena, len as u64, flag));
+            let hidden = fenced_params(module, "tile_square", &params, arena, len as u64, flag);
+            params.extend(hidden);
         }
         let f = function(load(module), "tile_square").unwrap();
         // A fault shows at the launch or at the next call that waits for it.
@@ -343,7 +347,8 @@ fn an_atomic_past_the_end_stays_inside() {
         (offsets[1] as u64).to_le_bytes().to_vec(),
         n.to_le_bytes().to_vec(),
     ];
-    params.extend(fence_params(arena, fence_len, flag));
+    let hidden = fenced_params(fenced.ptx(), "histogram", &params, arena, fence_len, flag);
+    params.extend(hidden);
     assert_eq!(launch_with(f, [n / 128, 1, 1], [128, 1, 1], 0, &mut params), CUDA_SUCCESS);
     assert_eq!(read_u32(flag), 1);
     assert_eq!(control::sticky_error(session.ordinal), 0, "no fault");
@@ -372,7 +377,8 @@ fn a_fence_around_host_memory_keeps_the_kernel_inside_it() {
     // kernel takes its pointers.
     let (a, b, out) = (0, 1024, PAGE as u64);
     let mut params = vector_add_params(a, b, out, 256);
-    params.extend(fence_params(base, PAGE as u64, flag));
+    let hidden = fenced_params(fenced.ptx(), "vector_add", &params, base, PAGE as u64, flag);
+    params.extend(hidden);
     assert_eq!(launch_with(f, [1, 1, 1], [256, 1, 1], 0, &mut params), CUDA_SUCCESS);
     assert_eq!(read_u32(flag), 1);
     assert_eq!(control::sticky_error(session.ordinal), 0, "no fault");
@@ -568,8 +574,10 @@ fn run_broken(ordinal: i32, kernel: &Broken, fenced: bool) -> (bool, u32, i32) {
     assert_eq!(upload(flag, &[0; 4]), CUDA_SUCCESS);
     let mut params = (kernel.params)(base, if fenced { 0 } else { base });
     let ptx = if fenced {
-        params.extend(fence_params(base, kernel.fence_len, flag));
-        fence_ptx(kernel.ptx).unwrap().ptx().to_owned()
+        let text = fence_ptx(kernel.ptx).unwrap().ptx().to_owned();
+        let hidden = fenced_params(&text, kernel.entry, &params, base, kernel.fence_len, flag);
+        params.extend(hidden);
+        text
     } else {
         kernel.ptx.to_owned()
     };
@@ -705,8 +713,9 @@ fn run_attack(ordinal: i32, attack: &Attack, fenced: bool) -> Attacked {
     let seen = if fenced { 0 } else { out };
     let mut params = vec![seen.to_le_bytes().to_vec(), attack.n.to_le_bytes().to_vec()];
     let ptx = if fenced {
-        params.extend(fence_params(out, ATTACK_FENCE, flag));
-        fence_ptx(attack.ptx).unwrap().ptx().to_owned()
+        let text = fence_ptx(attack.ptx).unwrap().ptx().to_owned();
+        params.extend(fenced_params(&text, attack.entry, &params, out, ATTACK_FENCE, flag));
+        text
     } else {
         attack.ptx.to_owned()
     };
@@ -962,7 +971,8 @@ mod property {
             assert_eq!(upload(flag, &[0; 4]), CUDA_SUCCESS);
             // `out` is the fence's start: offset 0.
             let mut params = vec![0u64.to_le_bytes().to_vec()];
-            params.extend(fence_params_with(out, 256, flag, budget));
+            let hidden = hidden_params(fenced.ptx(), "k", &params, (out, 256, flag, budget)).unwrap();
+            params.extend(hidden);
             prop_assert_eq!(launch_with(f, [1, 1, 1], [THREADS, 1, 1], 0, &mut params), CUDA_SUCCESS);
             prop_assert_eq!(control::sticky_error(session.ordinal), 0, "no fault");
             let mut bytes = vec![0u8; 4 * THREADS as usize];
@@ -1006,7 +1016,8 @@ mod property {
             assert_eq!(upload(flag, &[0; 4]), CUDA_SUCCESS);
             // The parameter `g` is the fence's start: offset 0.
             let mut params = vec![0u64.to_le_bytes().to_vec()];
-            params.extend(fence_params(base, FENCE as u64, flag));
+            let hidden = fenced_params(fenced.ptx(), "k", &params, base, FENCE as u64, flag);
+            params.extend(hidden);
             prop_assert_eq!(launch_with(f, [1, 1, 1], [THREADS, 1, 1], 0, &mut params), CUDA_SUCCESS);
             prop_assert_eq!(control::sticky_error(session.ordinal), 0, "no fault");
             let flagged = read_u32(flag);
@@ -1145,7 +1156,8 @@ mod property {
             let mut params = vec![c.to_le_bytes().to_vec(), cs.to_le_bytes().to_vec(), d.to_le_bytes().to_vec(), ds.to_le_bytes().to_vec()];
             let (whole, f) = launch(fenced.ptx());
             let base = whole + GUARD as u64;
-            params.extend(fence_params(base, len, flag));
+            let hidden = fenced_params(fenced.ptx(), "k", &params, base, len, flag);
+            params.extend(hidden);
             prop_assert_eq!(launch_with(f, [1, 1, 1], [32, 1, 1], 0, &mut params), CUDA_SUCCESS);
             prop_assert_eq!(control::sticky_error(session.ordinal), 0, "no fault");
             let mut bytes = vec![0u8; total as usize];

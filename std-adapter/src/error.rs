@@ -468,10 +468,10 @@ pub enum FenceProblem {
         multiple: u64,
     },
     /// The launch's arguments do not meet a proof the fence leaves some of the kernel's
-    /// accesses unclamped on (`kernel_args_cuda::fence::Proof`): `count` elements of `size`
-    /// bytes from pointer parameter `pointer` (its `offset` in the fence), `count` being
-    /// parameter `bound`, end past the fence, or the offset is not a multiple of `size`. The
-    /// guest's `n` is more than its buffer holds.
+    /// accesses unclamped on (`kernel_args_cuda::fence::Proof`, an indexed one): from pointer
+    /// parameter `pointer` (its `offset` in the fence), `count` elements of `size` bytes,
+    /// `count` being parameter `bound`'s value, end past the fence, or the offset is not a
+    /// multiple of `size`. The guest's `n` is more than its buffer holds.
     ProofFails {
         /// The pointer parameter's index.
         pointer: u32,
@@ -516,10 +516,7 @@ impl fmt::Display for FenceUnavailable {
             }
             FenceProblem::ProofFails { pointer, offset, bound, count, size, fence_len } => {
                 if offset.checked_rem(size).is_some_and(|r| r != 0) {
-                    write!(
-                        f,
-                        "parameter {pointer} (offset {offset}) is not a multiple of its elements' {size} bytes"
-                    )
+                    write!(f, "parameter {pointer} (offset {offset}) is not a multiple of {size} bytes")
                 } else {
                     write!(
                         f,
@@ -728,22 +725,16 @@ mod tests {
 
     #[test]
     fn arguments_a_proof_does_not_cover_are_invalid_and_say_which() {
-        let past = FenceProblem::ProofFails {
+        let proof = |offset, count| FenceProblem::ProofFails {
             pointer: 0,
-            offset: 256,
+            offset,
             bound: 3,
-            count: 1000,
+            count,
             size: 4,
             fence_len: 4096,
         };
-        let misaligned = FenceProblem::ProofFails {
-            pointer: 2,
-            offset: 258,
-            bound: 3,
-            count: 10,
-            size: 4,
-            fence_len: 4096,
-        };
+        let past = proof(256, 1000);
+        let misaligned = proof(258, 10);
         let wide = FenceProblem::TooManyThreadsX { threads: 1 << 32, max: 1 << 31 };
         let cases = [
             (
@@ -751,11 +742,7 @@ mod tests {
                 AbiError::InvalidArgs,
                 "parameter 3 (1000) elements of 4 bytes from parameter 0 (offset 256) end past its fence of 4096 bytes",
             ),
-            (
-                misaligned,
-                AbiError::InvalidArgs,
-                "parameter 2 (offset 258) is not a multiple of its elements' 4 bytes",
-            ),
+            (misaligned, AbiError::InvalidArgs, "parameter 0 (offset 258) is not a multiple of 4 bytes"),
             (
                 wide,
                 AbiError::InvalidDimensions,

@@ -48,6 +48,7 @@
 //! | below `m` (a path's, not a register's) | `@p ret`, or `@p bra $__kargs_exit`, with `p` outside `m`: after it, until a label | the index is below `m` on every path here |
 //! | scaled `S` | `mul.wide.s32 r, index, S` (`S` 1, 2, 4, 8 or 16) | the index times `S` |
 //! | proven | `add.s64 r, pointer of a proof k_m_S, scaled S` (either way round), where below `m` | `[r, r + S)` inside the fence, aligned to `S` |
+//! | proven (fixed) | `ld.param.u64 r, [__kargs_addr_k_rR_aA]`, a fixed proof's hidden parameter (`R` at most [`MIN_FENCE_LEN`]) | `[r, r + R)` inside the fence, aligned to `A` (the launcher gives parameter `k`'s address where its offset plus `R` is inside the fence and a multiple of `A`, the fence's base otherwise) |
 //! | multiple | `and.b32 r, x, -A` | a multiple of `A` |
 //! | product `s` | `mul.wide.u32 r, s, S`, `s` a multiple | `s * S`, exact (dies when `s` is written) |
 //! | over `s` | `setp.gt.u64 p, product s, limit L` (the fence's or the shared window's, widened by `cvt.u64.u32` of a 32-bit limit) | whether `s * S > len - L` |
@@ -291,11 +292,12 @@ enum Fact {
     Outside(usize),
     /// The index times this element size, sign-extended (exact: the index is below 2^31).
     Scaled(u64),
-    /// `[r, r + reach)` inside the fence, `r` aligned to `reach`: a proof's pointer's address
-    /// plus the index times its element's size, where the index is below the proof's bound on
-    /// every path here.
+    /// `[r, r + reach)` inside the fence, `r` aligned to `align`: an indexed proof's pointer's
+    /// address plus the index times its element's size, where the index is below the proof's
+    /// bound on every path here; or a fixed proof's pointer's address.
     Proven {
         reach: u64,
+        align: u64,
     },
     Flag,
     Lane,
@@ -609,9 +611,15 @@ fn check_entry<'m>(
         f.params.iter().take(own).map(|p| (p.name.as_str(), p.size().unwrap_or(0))).collect();
     let valid = |proof: &Proof| {
         let pointer = f.params.get(proof.pointer).filter(|_| proof.pointer < own);
-        let bound = f.params.get(proof.bound).filter(|_| proof.bound < own);
+        let bound_ok = match proof.bound {
+            Some(b) => {
+                f.params.get(b).filter(|_| b < own).is_some_and(|p| p.size() == Some(4) && p.dims.is_empty())
+            }
+            // The fence's base where the launch does not meet it: its reach must fit any fence.
+            None => proof.size <= MIN_FENCE_LEN,
+        };
         pointer.is_some_and(|p| matches!(p.ty, Type::U64 | Type::B64 | Type::S64) && p.dims.is_empty())
-            && bound.is_some_and(|p| p.size() == Some(4) && p.dims.is_empty())
+            && bound_ok
     };
     if !proofs.values().all(valid) || own_params.iter().any(|(name, _)| fence_name(name)) {
         return Err(CheckFinding {
@@ -752,7 +760,8 @@ impl<'m> Entry<'m> {
             | Fact::FenceBase
             | Fact::Index
             | Fact::Bound(_)
-            | Fact::Pointer(_) = fact
+            | Fact::Pointer(_)
+            | Fact::Proven { .. } = fact
             {
                 keep.insert(name.clone(), fact.clone());
                 if let Some(base) = fact.base()
@@ -1110,8 +1119,13 @@ impl<'m> Entry<'m> {
                     AddressBase::Symbol(s) if s == FENCE_PARAMS[0] => Some(Fact::FenceBase),
                     AddressBase::Symbol(s) if s == FENCE_PARAMS[1] => Some(Fact::FenceLen),
                     AddressBase::Symbol(s) if s == FENCE_PARAMS[2] => Some(Fact::Flag),
+                    // A proof's pointer: an indexed one's, or a fixed one's, which is itself the
+                    // proven address of its accesses.
                     AddressBase::Symbol(s) if self.proofs.contains_key(s.as_str()) => {
-                        self.proofs.get(s.as_str()).copied().map(Fact::Pointer)
+                        self.proofs.get(s.as_str()).copied().map(|proof| match proof.bound {
+                            Some(_) => Fact::Pointer(proof),
+                            None => Fact::Proven { reach: proof.size, align: proof.align },
+                        })
                     }
                     _ => return Err(finding(i, FindingKind::FenceRegister)),
                 },
@@ -1167,9 +1181,9 @@ impl<'m> Entry<'m> {
             ("add", ["s64"], 3) if wide => match (f(1), f(2)) {
                 (Some(Fact::Pointer(proof)), Some(Fact::Scaled(size)))
                 | (Some(Fact::Scaled(size)), Some(Fact::Pointer(proof)))
-                    if proof.size == size && self.below.contains(&proof.bound) =>
+                    if proof.size == size && proof.bound.is_some_and(|b| self.below.contains(&b)) =>
                 {
-                    Some(Fact::Proven { reach: size })
+                    Some(Fact::Proven { reach: size, align: size })
                 }
                 _ => None,
             },
@@ -1734,7 +1748,7 @@ impl<'m> Entry<'m> {
                     (Some(want), Some(Fact::Inside { win, reach, align })) => {
                         want == *win && within(*reach, *align)
                     }
-                    (Some(Win::Global), Some(Fact::Proven { reach })) => within(*reach, *reach),
+                    (Some(Win::Global), Some(Fact::Proven { reach, align })) => within(*reach, *align),
                     // One byte of the flag, set to 1: the flag's 4 bytes hold 3 reasons.
                     (Some(Win::Global), Some(Fact::Flag)) => {
                         let value = i.operands.get(1).map(|o| &o.kind);

@@ -64,7 +64,12 @@
 //! launcher gives the hidden address only where the launch meets the proof's condition (`n`
 //! elements from the pointer's offset end inside the fence, the offset a multiple of the
 //! element's size, and at most [`PROOF_MAX_THREADS_X`] threads in x), and refuses the launch
-//! otherwise ([`Proof::address`], [`proof_grid_fits`]); the checker proves such an access
+//! otherwise ([`Proof::hidden_address`], [`proof_grid_fits`]). An access at a constant offset
+//! from a pointer (`*flag = 1`, `atomicAdd(count, c)`) is proven by a fixed proof: the hidden
+//! address is the pointer's where its offset plus the accesses' reach (at most
+//! [`MIN_FENCE_LEN`]) is inside the fence, and the fence's base where not, so such a launch is
+//! never refused (a kernel that checks its count before reading an empty buffer runs as
+//! unfenced). The checker proves such an access
 //! inside from the fence's own index, check and hidden address alone, never from the kernel's
 //! registers. Such an access costs what it costs unfenced: `vector_add` assembles to as many
 //! SASS instructions fenced as unfenced (`docs/performance.md`).
@@ -239,25 +244,42 @@ pub const MAX_PROOFS: usize = 8;
 /// its block's, so that every thread's `%ctaid.x * %ntid.x + %tid.x` is a non-negative `int`.
 pub const PROOF_MAX_THREADS_X: u64 = 1 << 31;
 
-/// A proof that an entry's accesses through one pointer parameter, each at `[p + i * size + c]`
-/// (`c + width <= size`) after the kernel's own bounds check `i < n` of the thread's index in
-/// the grid (`i = blockIdx.x * blockDim.x + threadIdx.x`, a signed `int`, against parameter
-/// `bound`), are inside the fence, so the fence leaves them unclamped. It holds on the launch
-/// condition [`Proof::address`] checks: the pointer's offset in the fence is a multiple of
-/// `size` and `n` elements of `size` bytes from it end inside the fence (nothing to check where
-/// `n <= 0`: no thread passes the check), and the grid has at most [`PROOF_MAX_THREADS_X`]
-/// threads in x ([`proof_grid_fits`]). The entry reads the pointer's address (the fence's base
-/// plus its offset) from a hidden parameter of its own ([`Proof::param_name`]), after its own
-/// and before [`FENCE_PARAMS`]: an address only the fence's code names, used only as the
-/// address of the proven accesses.
+/// A proof that an entry's accesses through one pointer parameter `p` are inside the fence, so
+/// the fence leaves them unclamped. Two kinds:
+///
+/// - **indexed** (`bound` is `Some`): each access at `[p + i * size + c]` (`c + width <= size`)
+///   after the kernel's own bounds check `i < n` of the thread's index in the grid (`i =
+///   blockIdx.x * blockDim.x + threadIdx.x`, a signed `int`, against parameter `bound`). It
+///   holds where `p`'s offset in the fence is a multiple of `size` and `n` elements of `size`
+///   bytes from it end inside the fence (nothing to check where `n <= 0`: no thread passes the
+///   check), and the grid has at most [`PROOF_MAX_THREADS_X`] threads in x
+///   ([`proof_grid_fits`]);
+/// - **fixed** (`bound` is `None`): each access at `[p + c]`, a constant `c` with `c + width
+///   <= size` (`size` at most [`MIN_FENCE_LEN`]), `c` a multiple of the width and the width at
+///   most `align`. Where `p`'s offset is a multiple of `align` and `size` bytes from it end
+///   inside the fence, the accesses run where the kernel put them; elsewhere (a pointer to an
+///   empty buffer at the end of the guest's memory, which a kernel that checks its count never
+///   reads), they are confined to the fence's first `size` bytes, unreported, as the aligned
+///   form confines a stray access.
+///
+/// The launcher checks the condition at each launch ([`Proof::hidden_address`]) and refuses a
+/// launch that fails an indexed proof's. The entry reads `p`'s address (the fence's base plus its offset) from
+/// a hidden parameter of its own ([`Proof::param_name`]), after its own parameters and before
+/// [`FENCE_PARAMS`]: an address only the fence's code names, used only as the address of the
+/// proven accesses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Proof {
     /// The pointer parameter's index among the entry's own parameters.
     pub pointer: usize,
-    /// The bound's index among them: a 4-byte parameter, read as a signed `int`.
-    pub bound: usize,
-    /// The element's size in bytes: 1, 2, 4, 8 or 16.
+    /// An indexed proof's bound: its index among them, a 4-byte parameter read as a signed
+    /// `int`; `None` for a fixed one.
+    pub bound: Option<usize>,
+    /// An indexed proof's element size (1, 2, 4, 8 or 16 bytes); a fixed one's reach, the bytes
+    /// from `p` its accesses cover.
     pub size: u64,
+    /// The alignment `p`'s offset needs: an indexed proof's element size; a fixed one's widest
+    /// access (1, 2, 4, 8 or 16).
+    pub align: u64,
 }
 
 /// Why a launch does not meet a [`Proof`]'s condition: the pointer's offset, the bound's value
@@ -268,27 +290,30 @@ pub struct ProofFailure {
     pub proof: Proof,
     /// The pointer parameter's value: its offset in the fence.
     pub offset: u64,
-    /// The bound parameter's value.
-    pub bound: i32,
+    /// An indexed proof's bound parameter's value.
+    pub count: Option<i32>,
     /// The fence's length in bytes.
     pub fence_len: u64,
 }
 
 impl fmt::Display for ProofFailure {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let Proof { pointer, bound, size } = self.proof;
-        if !self.offset.is_multiple_of(size) {
+        let Proof { pointer, bound, size, align } = self.proof;
+        if !self.offset.is_multiple_of(align) {
             return write!(
                 f,
-                "parameter {pointer} (offset {}) is not a multiple of its elements' {size} bytes",
+                "parameter {pointer} (offset {}) is not a multiple of {align} bytes",
                 self.offset
             );
         }
+        let bound = bound.map_or_else(|| "?".to_owned(), |b| b.to_string());
         write!(
             f,
-            "parameter {pointer} (offset {}) and parameter {bound} ({}) elements of {size} bytes from it end past \
-             the fence's {} bytes",
-            self.offset, self.bound, self.fence_len
+            "parameter {bound} ({}) elements of {size} bytes from parameter {pointer} (offset {}) end past the \
+             fence's {} bytes",
+            self.count.unwrap_or(0),
+            self.offset,
+            self.fence_len
         )
     }
 }
@@ -297,43 +322,70 @@ impl std::error::Error for ProofFailure {}
 
 impl Proof {
     /// The name of the entry's hidden parameter that holds the pointer's address:
-    /// `__kargs_addr_<pointer>_<bound>_<size>`.
+    /// `__kargs_addr_<pointer>_<bound>_<size>` for an indexed proof,
+    /// `__kargs_addr_<pointer>_r<size>_a<align>` for a fixed one.
     pub fn param_name(&self) -> String {
-        format!("{PROOF_PARAM_PREFIX}{}_{}_{}", self.pointer, self.bound, self.size)
+        match self.bound {
+            Some(bound) => format!("{PROOF_PARAM_PREFIX}{}_{bound}_{}", self.pointer, self.size),
+            None => format!("{PROOF_PARAM_PREFIX}{}_r{}_a{}", self.pointer, self.size, self.align),
+        }
     }
 
     /// The proof a hidden parameter's name states, if it is one.
     pub fn from_param_name(name: &str) -> Option<Proof> {
-        let mut parts = name.strip_prefix(PROOF_PARAM_PREFIX)?.split('_');
-        let mut number = || parts.next().and_then(|p| p.parse::<u64>().ok());
-        let (pointer, bound, size) = (number()?, number()?, number()?);
-        let proof = Proof {
-            pointer: usize::try_from(pointer).ok()?,
-            bound: usize::try_from(bound).ok()?,
-            size: matches!(size, 1 | 2 | 4 | 8 | 16).then_some(size)?,
+        let parts: Vec<&str> = name.strip_prefix(PROOF_PARAM_PREFIX)?.split('_').collect();
+        let number = |p: &str| p.parse::<u64>().ok().and_then(|n| usize::try_from(n).ok());
+        let width = |n: u64| matches!(n, 1 | 2 | 4 | 8 | 16).then_some(n);
+        let proof = match parts.as_slice() {
+            [pointer, reach, align] if reach.starts_with('r') => Proof {
+                pointer: number(pointer)?,
+                bound: None,
+                size: reach.strip_prefix('r')?.parse::<u64>().ok().filter(|s| *s > 0)?,
+                align: width(align.strip_prefix('a')?.parse().ok()?)?,
+            },
+            [pointer, bound, size] => {
+                let size = width(size.parse().ok()?)?;
+                Proof { pointer: number(pointer)?, bound: Some(number(bound)?), size, align: size }
+            }
+            _ => return None,
         };
-        (parts.next().is_none() && proof.param_name() == name).then_some(proof)
+        (proof.param_name() == name).then_some(proof)
     }
 
     /// The hidden parameter's value for a launch whose fence starts at `base` and is
-    /// `fence_len` bytes long, whose pointer parameter is `offset` (its offset in the fence)
-    /// and whose bound parameter is `bound`: the pointer's address, `base + offset`, where the
-    /// condition holds (see [`Proof`]). Where `bound <= 0` no thread passes the kernel's check,
-    /// and the value is `base`.
+    /// `fence_len` bytes long, whose parameters' values `param(i)` gives (each parameter's 8
+    /// bytes in native order, as the launcher's parameter storage holds them: a 4-byte one in the
+    /// first four): the pointer's address, `base` plus its offset, where the condition holds
+    /// (see [`Proof`]). Where an indexed proof's bound is 0 or less no thread passes the
+    /// kernel's check, and the value is `base`.
     ///
     /// # Errors
     ///
-    /// [`ProofFailure`] where the offset is not a multiple of the element's size, or `bound`
-    /// elements from it end past the fence.
-    pub fn address(&self, base: u64, fence_len: u64, offset: u64, bound: i32) -> Result<u64, ProofFailure> {
-        let failure = ProofFailure { proof: *self, offset, bound, fence_len };
-        let Ok(count) = u64::try_from(bound) else { return Ok(base) };
-        if count == 0 {
-            return Ok(base);
-        }
-        let end = u128::from(offset).saturating_add(u128::from(count).saturating_mul(u128::from(self.size)));
-        if !offset.is_multiple_of(self.size) || end > u128::from(fence_len) {
-            return Err(failure);
+    /// [`ProofFailure`] where an indexed proof's condition does not hold (a fixed proof's
+    /// address is then `base`: see [`Proof`]).
+    pub fn hidden_address(
+        &self,
+        base: u64,
+        fence_len: u64,
+        param: impl Fn(usize) -> [u8; 8],
+    ) -> Result<u64, ProofFailure> {
+        let offset = u64::from_ne_bytes(param(self.pointer));
+        let count = self.bound.map(|b| {
+            let [a, b, c, d, ..] = param(b);
+            i32::from_ne_bytes([a, b, c, d])
+        });
+        let failure = ProofFailure { proof: *self, offset, count, fence_len };
+        let reach = match count {
+            Some(count) => match u64::try_from(count) {
+                Ok(0) | Err(_) => return Ok(base),
+                Ok(n) => u128::from(n).saturating_mul(u128::from(self.size)),
+            },
+            None => u128::from(self.size),
+        };
+        if !offset.is_multiple_of(self.align)
+            || u128::from(offset).saturating_add(reach) > u128::from(fence_len)
+        {
+            return if self.bound.is_some() { Err(failure) } else { Ok(base) };
         }
         Ok(base.wrapping_add(offset))
     }
@@ -423,7 +475,7 @@ impl FencedModule {
 
     /// Entry `entry`'s proofs, in the order of their hidden parameters (empty for an entry
     /// without, or one the module does not have): each launch gives each one's
-    /// [`Proof::address`] after the entry's own parameters and before [`FENCE_PARAMS`].
+    /// [`Proof::hidden_address`] after the entry's own parameters and before [`FENCE_PARAMS`].
     pub fn proofs(&self, entry: &str) -> &[Proof] {
         self.entries
             .iter()

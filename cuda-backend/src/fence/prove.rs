@@ -21,6 +21,12 @@
 //! ld.global.f32       %f1, [%rd4]            // [P + I * S + c], c + width <= S
 //! ```
 //!
+//! Accesses at constant offsets from a pointer parameter (`*flag = 1`, `atomicAdd(count, c)`,
+//! `out[0]`), within the shortest fence's bytes of it, are proven too, with a fixed proof: the
+//! pointer's address plus the constant, the address the launcher gives being the pointer's
+//! where its offset plus the accesses' reach is inside the fence, and the fence's base where
+//! not.
+//!
 //! Each register of the chain must be written exactly once in the body (so its value is the
 //! one named here wherever it is read), and no label may stand between the guard and the
 //! access (so every path to the access passed the guard). What is found here decides only what
@@ -37,7 +43,7 @@ use kernel_args_ptx::{
 };
 
 use super::isa::{Class, Space};
-use super::{MAX_PROOFS, Proof};
+use super::{MAX_PROOFS, MIN_FENCE_LEN, Proof};
 
 /// What the rewriter writes for an entry's proven accesses.
 #[derive(Debug, Default)]
@@ -60,14 +66,22 @@ pub(super) struct Proven {
 impl Proven {
     /// The bounds (parameter indexes) the fence reads.
     pub(super) fn bounds(&self) -> BTreeSet<usize> {
-        self.proofs.iter().map(|p| p.bound).collect()
+        self.proofs.iter().filter_map(|p| p.bound).collect()
     }
 
-    /// The element sizes whose products the fence computes.
+    /// The element sizes whose products the fence computes (indexed proofs').
     pub(super) fn sizes(&self) -> BTreeSet<u64> {
-        self.proofs.iter().map(|p| p.size).collect()
+        self.proofs.iter().filter(|p| p.bound.is_some()).map(|p| p.size).collect()
+    }
+
+    /// Whether the entry computes the thread's index (it has an indexed proof).
+    pub(super) fn indexed(&self) -> bool {
+        self.proofs.iter().any(|p| p.bound.is_some())
     }
 }
+
+/// An access at a constant offset from a pointer: (instruction, operand, offset, end, width).
+type FixedAccess = (usize, usize, i64, u64, u64);
 
 /// What is known of one of the kernel's registers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -116,6 +130,8 @@ pub(super) fn find(flat: &Flat<'_>, classes: &[Class], params: &[Param]) -> Prov
     // labels).
     let mut below: BTreeMap<usize, usize> = BTreeMap::new();
     let mut labels: BTreeSet<&str> = BTreeSet::new();
+    // Each pointer's accesses at constant offsets: (instruction, operand, offset, end, width).
+    let mut fixed: BTreeMap<usize, Vec<FixedAccess>> = BTreeMap::new();
     let mut index = 0usize;
     for item in &flat.items {
         let (i, registers) = match item {
@@ -184,8 +200,19 @@ pub(super) fn find(flat: &Flat<'_>, classes: &[Class], params: &[Param]) -> Prov
                 let Some(Resolved::Declared(a)) = kernel_args_ptx::resolved_in(registers, name) else {
                     continue;
                 };
-                let Some(Value::Element(pointer, size)) = values.get(&a).copied() else { continue };
                 let width = access.width;
+                // `[p + c]`: a fixed proof's, once every such access through `p` is known.
+                if let Some(Value::Global(pointer)) = values.get(&a).copied() {
+                    let end = u64::try_from(address.offset)
+                        .ok()
+                        .filter(|c| c.checked_rem(width) == Some(0) && width.is_power_of_two() && width <= 16)
+                        .and_then(|c| c.checked_add(width));
+                    if let Some(end) = end {
+                        fixed.entry(pointer).or_default().push((at, slot, address.offset, end, width));
+                    }
+                    continue;
+                }
+                let Some(Value::Element(pointer, size)) = values.get(&a).copied() else { continue };
                 let fits = u64::try_from(address.offset).is_ok_and(|c| {
                     c.checked_add(width).is_some_and(|end| end <= size)
                         && c.checked_rem(width) == Some(0)
@@ -195,7 +222,7 @@ pub(super) fn find(flat: &Flat<'_>, classes: &[Class], params: &[Param]) -> Prov
                 if !fits {
                     continue;
                 }
-                let proof = Proof { pointer, bound, size };
+                let proof = Proof { pointer, bound: Some(bound), size, align: size };
                 let number = match proven.proofs.iter().position(|p| *p == proof) {
                     Some(n) => n,
                     None if proven.proofs.len() < MAX_PROOFS => {
@@ -256,7 +283,20 @@ pub(super) fn find(flat: &Flat<'_>, classes: &[Class], params: &[Param]) -> Prov
             values.insert(dest, found);
         }
     }
-    if proven.proofs.is_empty() {
+    // A fixed proof per pointer: its accesses' reach and widest access.
+    for (pointer, accesses) in fixed {
+        let size = accesses.iter().map(|a| a.3).max().unwrap_or(0);
+        if proven.proofs.len() >= MAX_PROOFS || size > MIN_FENCE_LEN {
+            continue;
+        }
+        let align = accesses.iter().map(|a| a.4).max().unwrap_or(1);
+        proven.proofs.push(Proof { pointer, bound: None, size, align });
+        let number = proven.proofs.len().saturating_sub(1);
+        for (at, slot, offset, _, _) in accesses {
+            proven.accesses.insert((at, slot), (number, offset));
+        }
+    }
+    if !proven.indexed() {
         proven.index_defs.clear();
     }
     // The hidden parameters in the order of their pointers.

@@ -1246,12 +1246,20 @@ fn proof_declarations(proven: &super::prove::Proven) -> Vec<Statement> {
         return Vec::new();
     }
     let decl = declare;
-    let mut narrow: Vec<String> =
-        [names::INDEX, names::INDEX_CTAID, names::INDEX_NTID, names::INDEX_TID].map(str::to_owned).to_vec();
+    let mut narrow: Vec<String> = Vec::new();
+    if proven.indexed() {
+        narrow.extend(
+            [names::INDEX, names::INDEX_CTAID, names::INDEX_NTID, names::INDEX_TID].map(str::to_owned),
+        );
+    }
     narrow.extend(proven.bounds().iter().map(|b| format!("{}{b}", names::BOUND)));
     let mut wide: Vec<String> = (0..proven.proofs.len()).map(|j| format!("{}{j}", names::POINTER)).collect();
     wide.extend(proven.sizes().iter().map(|s| product(*s)));
-    vec![decl(Type::B32, narrow), decl(Type::B64, wide), decl(Type::Pred, vec![names::OUTSIDE.to_owned()])]
+    let mut out = vec![decl(Type::B64, wide)];
+    if proven.indexed() {
+        out.extend([decl(Type::B32, narrow), decl(Type::Pred, vec![names::OUTSIDE.to_owned()])]);
+    }
+    out
 }
 
 /// The proofs' part of the leading run: the thread's index in the grid, each bound from its
@@ -1273,16 +1281,24 @@ fn proof_prologue(proven: &super::prove::Proven, params: &[Param]) -> Vec<Statem
         Operand::new(OperandKind::Register(Register { name: name.to_owned(), component: Some(component) }))
     };
     let x = kernel_args_ptx::Component::X;
-    let mut out = vec![
-        op("mov", &["u32"], vec![reg(names::INDEX_CTAID), special("%ctaid", x)]),
-        op("mov", &["u32"], vec![reg(names::INDEX_NTID), special("%ntid", x)]),
-        op("mov", &["u32"], vec![reg(names::INDEX_TID), special("%tid", x)]),
-        op(
-            "mad",
-            &["lo", "s32"],
-            vec![reg(names::INDEX), reg(names::INDEX_CTAID), reg(names::INDEX_NTID), reg(names::INDEX_TID)],
-        ),
-    ];
+    let mut out = Vec::new();
+    if proven.indexed() {
+        out.extend([
+            op("mov", &["u32"], vec![reg(names::INDEX_CTAID), special("%ctaid", x)]),
+            op("mov", &["u32"], vec![reg(names::INDEX_NTID), special("%ntid", x)]),
+            op("mov", &["u32"], vec![reg(names::INDEX_TID), special("%tid", x)]),
+            op(
+                "mad",
+                &["lo", "s32"],
+                vec![
+                    reg(names::INDEX),
+                    reg(names::INDEX_CTAID),
+                    reg(names::INDEX_NTID),
+                    reg(names::INDEX_TID),
+                ],
+            ),
+        ]);
+    }
     for bound in proven.bounds() {
         if let Some(p) = params.get(bound) {
             out.push(op(
@@ -1676,16 +1692,20 @@ impl Context<'_> {
                 for (access, plan) in accesses.iter().zip(plans) {
                     if let Plan::Proven { proof, offset } = plan {
                         let Some(p) = self.proven.proofs.get(*proof) else { continue };
-                        let address = names::ADDRESS.get(slot).copied().unwrap_or(names::ADDRESS[0]);
-                        slot = slot.saturating_add(1);
-                        out.push(op(
-                            "add",
-                            &["s64"],
-                            vec![reg(address), reg(&format!("{}{proof}", names::POINTER)), reg(&product(p.size))],
-                        ));
+                        let pointer = format!("{}{proof}", names::POINTER);
+                        // An indexed proof's access: the pointer's address plus the index times
+                        // the element's size; a fixed one's: the pointer's address itself.
+                        let base = if p.bound.is_some() {
+                            let address = names::ADDRESS.get(slot).copied().unwrap_or(names::ADDRESS[0]);
+                            slot = slot.saturating_add(1);
+                            out.push(op("add", &["s64"], vec![reg(address), reg(&pointer), reg(&product(p.size))]));
+                            address.to_owned()
+                        } else {
+                            pointer
+                        };
                         if let Some(operand) = rewritten.operands.get_mut(access.operand) {
                             *operand = Operand::new(OperandKind::Address(Address {
-                                base: AddressBase::Register(address.to_owned()),
+                                base: AddressBase::Register(base),
                                 offset: *offset,
                             }));
                         }

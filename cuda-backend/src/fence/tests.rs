@@ -816,7 +816,7 @@ fn the_fixtures_fenced_are_the_committed_files() {
             }
             let ptx = std::fs::read_to_string(&path).unwrap();
             let Ok(fenced) = fence_ptx(&ptx) else { continue };
-            // Each entry parses again: its own parameters, then the fence's four.
+            // Each entry parses again: its own parameters, then its proofs' and the fence's four.
             for entry in fenced.entries() {
                 let (mut plain, mut with_fence) =
                     (crate::KernelRegistry::new(), crate::KernelRegistry::new());
@@ -824,7 +824,7 @@ fn the_fixtures_fenced_are_the_committed_files() {
                 with_fence.register(1, fenced.ptx(), entry, crate::Sandbox::Undeclared).unwrap();
                 let sizes = |r: &crate::KernelRegistry| r.get(1).unwrap().signature().unwrap().param_sizes();
                 let mut want = sizes(&plain);
-                want.extend([8; FENCE_PARAMS.len()]);
+                want.extend(std::iter::repeat_n(8, fenced.proofs(entry).len() + FENCE_PARAMS.len()));
                 assert_eq!(sizes(&with_fence), want, "{entry}");
             }
             let golden = fenced_dir.join(path.file_name().unwrap());
@@ -870,7 +870,8 @@ fn the_attacks_are_refused_by_name_or_fenced() {
         ("wmma_shared_overrun.ptx", 13),
         ("guard_spaced.ptx", 1),
         ("loc_then_store.ptx", 1),
-        ("ldu_read.ptx", 2),
+        // Its read at a constant offset is proven (a fixed proof); the other is clamped.
+        ("ldu_read.ptx", 1),
         ("guard_bypass.ptx", 1),
         ("shared_overrun.ptx", 4),
         // Its eight stores at constant places in the frame name it (lower.rs); the overrun is clamped.
@@ -1743,7 +1744,7 @@ fn a_bounds_check_of_the_kernels_proves_its_accesses() {
         proven_body("\tld.global.f32 %f1, [%rd4];\n\tadd.f32 %f2, %f1, %f1;\n\tst.global.f32 [%rd4], %f2;\n");
     let module = fenced(&body);
     assert_eq!((module.accesses(), module.proven()), (0, 2));
-    assert_eq!(module.proofs("k"), [Proof { pointer: 0, bound: 1, size: 4 }]);
+    assert_eq!(module.proofs("k"), [Proof { pointer: 0, bound: Some(1), size: 4, align: 4 }]);
     assert_eq!(proofs_in(module.ptx(), "k"), module.proofs("k"));
     assert_eq!(proofs_in(module.aligned_ptx(), "k"), module.proofs("k"));
     let text = lines(&module);
@@ -1792,27 +1793,91 @@ fn a_bounds_check_of_the_kernels_proves_its_accesses() {
     assert_eq!((lt.accesses(), lt.proven()), (0, 2));
 }
 
-/// A proof's condition: `n` elements of `size` bytes from the pointer's offset inside the fence,
-/// the offset a multiple of `size`; nothing where `n <= 0`; and the grid's threads in x.
+/// A proof's condition: an indexed one's `n` elements of `size` bytes from the pointer's offset
+/// inside the fence, the offset a multiple of `size`, nothing where `n <= 0`; a fixed one's
+/// reach from the offset inside the fence, the offset a multiple of its alignment, or else the
+/// fence's base; and the grid's threads in x.
 #[test]
 fn a_proofs_condition_is_checked_at_each_launch() {
-    let proof = Proof { pointer: 0, bound: 1, size: 4 };
-    assert_eq!(proof.param_name(), "__kargs_addr_0_1_4");
-    assert_eq!(Proof::from_param_name("__kargs_addr_0_1_4"), Some(proof));
-    for name in ["__kargs_addr_0_1_3", "__kargs_addr_0_1", "__kargs_addr_0_1_4_5", "__kargs_addr_00_1_4", "x"]
-    {
+    let indexed = Proof { pointer: 0, bound: Some(1), size: 4, align: 4 };
+    let fixed = Proof { pointer: 2, bound: None, size: 12, align: 4 };
+    assert_eq!(indexed.param_name(), "__kargs_addr_0_1_4");
+    assert_eq!(fixed.param_name(), "__kargs_addr_2_r12_a4");
+    for proof in [indexed, fixed] {
+        assert_eq!(Proof::from_param_name(&proof.param_name()), Some(proof));
+    }
+    for name in [
+        "__kargs_addr_0_1_3",
+        "__kargs_addr_0_1",
+        "__kargs_addr_0_1_4_5",
+        "__kargs_addr_00_1_4",
+        "__kargs_addr_0_r0_a4",
+        "__kargs_addr_0_r12_a3",
+        "__kargs_addr_0_r12",
+        "x",
+    ] {
         assert_eq!(Proof::from_param_name(name), None, "{name}");
     }
     let base = 0x7000_0000;
-    assert_eq!(proof.address(base, 4096, 256, 960), Ok(base + 256));
-    let past = proof.address(base, 4096, 256, 961).unwrap_err();
-    assert_eq!((past.offset, past.bound, past.fence_len), (256, 961, 4096));
-    assert!(proof.address(base, 4096, 258, 1).is_err(), "misaligned");
-    assert_eq!(proof.address(base, 4096, u64::MAX, 0), Ok(base), "no thread passes the check");
-    assert_eq!(proof.address(base, 4096, u64::MAX, -5), Ok(base));
-    assert!(proof.address(base, 4096, u64::MAX - 3, 1).is_err(), "no wrap");
+    // Parameters: 0 and 2 pointers (offsets), 1 the count.
+    let params = |offset: u64, count: i32, other: u64| {
+        move |i: usize| match i {
+            0 => offset.to_ne_bytes(),
+            1 => {
+                let mut w = [0u8; 8];
+                w[..4].copy_from_slice(&count.to_ne_bytes());
+                w
+            }
+            _ => other.to_ne_bytes(),
+        }
+    };
+    assert_eq!(indexed.hidden_address(base, 4096, params(256, 960, 0)), Ok(base + 256));
+    let past = indexed.hidden_address(base, 4096, params(256, 961, 0)).unwrap_err();
+    assert_eq!((past.offset, past.count, past.fence_len), (256, Some(961), 4096));
+    assert!(indexed.hidden_address(base, 4096, params(258, 1, 0)).is_err(), "misaligned");
+    assert_eq!(indexed.hidden_address(base, 4096, params(u64::MAX, 0, 0)), Ok(base), "no thread passes");
+    assert_eq!(indexed.hidden_address(base, 4096, params(u64::MAX, -5, 0)), Ok(base));
+    assert!(indexed.hidden_address(base, 4096, params(u64::MAX - 3, 1, 0)).is_err(), "no wrap");
+    assert_eq!(fixed.hidden_address(base, 4096, params(0, 0, 4084)), Ok(base + 4084));
+    // A fixed proof's accesses the launch does not cover go to the fence's base, inside.
+    assert_eq!(fixed.hidden_address(base, 4096, params(0, 0, 4088)), Ok(base), "12 bytes past the end");
+    assert_eq!(fixed.hidden_address(base, 4096, params(0, 0, 2)), Ok(base), "misaligned");
+    assert_eq!(fixed.hidden_address(base, 4096, params(0, 0, u64::MAX)), Ok(base), "no wrap");
     assert!(proof_grid_fits(1 << 21, 1024));
     assert!(!proof_grid_fits((1 << 21) + 1, 1024));
+}
+
+/// Accesses at constant offsets from a pointer (`*flag = 1`, `atomicAdd(count, c)`, `out[1]`)
+/// are proven by a fixed proof: the pointer's address plus the constant, the accesses' reach
+/// and widest access in the hidden parameter's name; no index, no check.
+#[test]
+fn accesses_at_constant_offsets_from_a_pointer_are_proven() {
+    let module = fenced(
+        "\tcvta.to.global.u64 %rd2, %rd1;\n\tld.global.u32 %r1, [%rd2];\n\tst.global.u32 [%rd2+8], %r1;\n\
+         \tatom.global.add.u32 %r2, [%rd2+4], 1;\n$L__BB0_1:\n\tred.global.add.u64 [%rd2+16], 1;\n",
+    );
+    assert_eq!((module.accesses(), module.proven()), (0, 4));
+    assert_eq!(module.proofs("k"), [Proof { pointer: 0, bound: None, size: 24, align: 8 }]);
+    let text = lines(&module);
+    assert!(text.contains(&".param .u64 __kargs_addr_0_r24_a8,".to_owned()), "{text:#?}");
+    assert!(text.contains(&"ld.param.u64 %__kargs_ip0, [__kargs_addr_0_r24_a8];".to_owned()));
+    assert!(text.contains(&"red.global.add.u64 [%__kargs_ip0+16], 1;".to_owned()), "after a label too");
+    assert!(!text.iter().any(|l| l.contains("%__kargs_ix")), "no index");
+    // A misaligned constant, or one through a register written twice, is clamped.
+    let clamped = fenced("\tcvta.to.global.u64 %rd2, %rd1;\n\tld.global.u32 %r1, [%rd2+2];\n");
+    assert_eq!((clamped.accesses(), clamped.proven()), (1, 0));
+    let twice =
+        fenced("\tcvta.to.global.u64 %rd2, %rd1;\n\tadd.s64 %rd2, %rd2, 4;\n\tld.global.u32 %r1, [%rd2];\n");
+    assert_eq!((twice.accesses(), twice.proven()), (1, 0));
+    // The checker: a fixed proof's reach is its hidden parameter's word.
+    let broken = module.ptx().replace("[%__kargs_ip0+16]", "[%__kargs_ip0+24]");
+    assert_eq!(check(&broken).map(|_| ()).map_err(|f| f.kind), Err(FindingKind::Unproven));
+    let wider = module.ptx().replace("__kargs_addr_0_r24_a8", "__kargs_addr_0_r24_a4");
+    assert_eq!(
+        check(&wider).map(|_| ()).map_err(|f| f.kind),
+        Err(FindingKind::Unproven),
+        "an 8-byte access aligned to 4"
+    );
 }
 
 /// Rewritten modules with a proof broken on purpose: each a finding.
@@ -1920,4 +1985,18 @@ fn the_checker_finds_a_proof_a_rewriter_could_get_wrong() {
             assert_eq!(check(&broken).map(|_| ()).map_err(|f| f.kind), Err(kind), "{what}");
         }
     }
+}
+
+/// A fixed proof reaching past the shortest fence is not made (the fence's base, where a launch
+/// does not meet it, must hold its reach), and the checker refuses one whose name says so.
+#[test]
+fn a_fixed_proof_reaches_no_further_than_the_shortest_fence() {
+    let far = fenced(
+        "\tcvta.to.global.u64 %rd2, %rd1;\n\tld.global.u32 %r1, [%rd2+252];\n\tld.global.u32 %r2, [%rd2+256];\n",
+    );
+    assert_eq!((far.accesses(), far.proven()), (2, 0));
+    let near = fenced("\tcvta.to.global.u64 %rd2, %rd1;\n\tld.global.u32 %r1, [%rd2+252];\n");
+    assert_eq!(near.proofs("k"), [Proof { pointer: 0, bound: None, size: 256, align: 4 }]);
+    let broken = near.ptx().replace("__kargs_addr_0_r256_a4", "__kargs_addr_0_r260_a4");
+    assert_eq!(check(&broken).map(|_| ()).map_err(|f| f.kind), Err(FindingKind::HiddenParams));
 }

@@ -58,11 +58,23 @@ pub fn hidden_params(
     };
     let mut out = Vec::new();
     for proof in kernel_args_cuda::fence::proofs_in(ptx, entry) {
-        let offset = u64::from_le_bytes(word(proof.pointer));
-        let [a, b, c, d, ..] = word(proof.bound);
-        let address = proof.address(base, len, offset, i32::from_le_bytes([a, b, c, d])).ok()?;
-        out.push(address.to_le_bytes().to_vec());
+        out.push(proof.hidden_address(base, len, word).ok()?.to_le_bytes().to_vec());
     }
     out.extend(fence_params_with(base, len, flag, budget));
     Some(out)
+}
+
+/// [`hidden_params`] with the default budget, for a launch whose arguments meet the entry's
+/// proofs.
+pub fn fenced_params(
+    ptx: &str,
+    entry: &str,
+    params: &[Vec<u8>],
+    base: u64,
+    len: u64,
+    flag: u64,
+) -> Vec<Vec<u8>> {
+    let budget = kernel_args::limits::DEFAULT_MAX_BACK_EDGES_PER_THREAD;
+    hidden_params(ptx, entry, params, (base, len, flag, budget))
+        .expect("the arguments meet the entry's proofs")
 }
