@@ -65,10 +65,10 @@
 //! elements from the pointer's offset end inside the fence, the offset a multiple of the
 //! element's size, and at most [`PROOF_MAX_THREADS_X`] threads in x), and refuses the launch
 //! otherwise ([`Proof::hidden_address`], [`proof_grid_fits`]). An access at a constant offset
-//! from a pointer (`*flag = 1`, `atomicAdd(count, c)`) is proven by a fixed proof: the hidden
-//! address is the pointer's where its offset plus the accesses' reach (at most
-//! [`MIN_FENCE_LEN`]) is inside the fence, and the fence's base where not, so such a launch is
-//! never refused (a kernel that checks its count before reading an empty buffer runs as
+//! from a pointer (`*flag = 1`, `atomicAdd(count, c)`) is proven by a fixed proof (one per
+//! pointer, end and width): the hidden address is the pointer's where the access fits inside
+//! the fence, aligned (its end at most [`MIN_FENCE_LEN`]), and the fence's base where it would
+//! not, so such a launch is never refused (a kernel that checks its count before reading an empty buffer runs as
 //! unfenced). The checker proves such an access
 //! inside from the fence's own index, check and hidden address alone, never from the kernel's
 //! registers. Such an access costs what it costs unfenced: `vector_add` assembles to as many
@@ -254,13 +254,14 @@ pub const PROOF_MAX_THREADS_X: u64 = 1 << 31;
 ///   bytes from it end inside the fence (nothing to check where `n <= 0`: no thread passes the
 ///   check), and the grid has at most [`PROOF_MAX_THREADS_X`] threads in x
 ///   ([`proof_grid_fits`]);
-/// - **fixed** (`bound` is `None`): each access at `[p + c]`, a constant `c` with `c + width
-///   <= size` (`size` at most [`MIN_FENCE_LEN`]), `c` a multiple of the width and the width at
-///   most `align`. Where `p`'s offset is a multiple of `align` and `size` bytes from it end
-///   inside the fence, the accesses run where the kernel put them; elsewhere (a pointer to an
-///   empty buffer at the end of the guest's memory, which a kernel that checks its count never
-///   reads), they are confined to the fence's first `size` bytes, unreported, as the aligned
-///   form confines a stray access.
+/// - **fixed** (`bound` is `None`): an access at `[p + c]`, a constant `c` with `c + width
+///   = size` (`size` at most [`MIN_FENCE_LEN`]) and `width = align` (one proof per pointer,
+///   end and width). Where `p`'s offset is a multiple of `align` and `size` bytes from it end
+///   inside the fence, the access runs where the kernel put it; elsewhere (where the access
+///   itself would be outside the fence or misaligned: a pointer to an empty buffer at the end
+///   of the guest's memory, which a kernel that checks its count never reads), it is confined
+///   to the fence's first `size` bytes, unreported, as the aligned form confines a stray
+///   access.
 ///
 /// The launcher checks the condition at each launch ([`Proof::hidden_address`]) and refuses a
 /// launch that fails an indexed proof's. The entry reads `p`'s address (the fence's base plus its offset) from

@@ -22,10 +22,10 @@
 //! ```
 //!
 //! Accesses at constant offsets from a pointer parameter (`*flag = 1`, `atomicAdd(count, c)`,
-//! `out[0]`), within the shortest fence's bytes of it, are proven too, with a fixed proof: the
-//! pointer's address plus the constant, the address the launcher gives being the pointer's
-//! where its offset plus the accesses' reach is inside the fence, and the fence's base where
-//! not.
+//! `out[0]`), within the shortest fence's bytes of it, are proven too, with a fixed proof per
+//! pointer, end and width: the pointer's address plus the constant, the address the launcher
+//! gives being the pointer's where the access fits inside the fence, aligned, and the fence's
+//! base where not (where the access itself would have been outside or misaligned).
 //!
 //! Each register of the chain must be written exactly once in the body (so its value is the
 //! one named here wherever it is read), and no label may stand between the guard and the
@@ -283,16 +283,23 @@ pub(super) fn find(flat: &Flat<'_>, classes: &[Class], params: &[Param]) -> Prov
             values.insert(dest, found);
         }
     }
-    // A fixed proof per pointer: its accesses' reach and widest access.
+    // A fixed proof per pointer, access end and width: the launcher's fallback (the fence's
+    // base) then moves only an access that is itself outside the fence or misaligned, never one
+    // that a longer or wider access through the same pointer made fail.
     for (pointer, accesses) in fixed {
-        let size = accesses.iter().map(|a| a.3).max().unwrap_or(0);
-        if proven.proofs.len() >= MAX_PROOFS || size > MIN_FENCE_LEN {
-            continue;
-        }
-        let align = accesses.iter().map(|a| a.4).max().unwrap_or(1);
-        proven.proofs.push(Proof { pointer, bound: None, size, align });
-        let number = proven.proofs.len().saturating_sub(1);
-        for (at, slot, offset, _, _) in accesses {
+        for (at, slot, offset, end, width) in accesses {
+            if end > MIN_FENCE_LEN {
+                continue;
+            }
+            let proof = Proof { pointer, bound: None, size: end, align: width };
+            let number = match proven.proofs.iter().position(|p| *p == proof) {
+                Some(n) => n,
+                None if proven.proofs.len() < MAX_PROOFS => {
+                    proven.proofs.push(proof);
+                    proven.proofs.len().saturating_sub(1)
+                }
+                None => continue,
+            };
             proven.accesses.insert((at, slot), (number, offset));
         }
     }

@@ -1857,12 +1857,21 @@ fn accesses_at_constant_offsets_from_a_pointer_are_proven() {
          \tatom.global.add.u32 %r2, [%rd2+4], 1;\n$L__BB0_1:\n\tred.global.add.u64 [%rd2+16], 1;\n",
     );
     assert_eq!((module.accesses(), module.proven()), (0, 4));
-    assert_eq!(module.proofs("k"), [Proof { pointer: 0, bound: None, size: 24, align: 8 }]);
+    // One per access's end and width: a launch that does not fit one moves that access alone.
+    let fixed = |size, align| Proof { pointer: 0, bound: None, size, align };
+    assert_eq!(module.proofs("k"), [fixed(4, 4), fixed(8, 4), fixed(12, 4), fixed(24, 8)]);
     let text = lines(&module);
     assert!(text.contains(&".param .u64 __kargs_addr_0_r24_a8,".to_owned()), "{text:#?}");
-    assert!(text.contains(&"ld.param.u64 %__kargs_ip0, [__kargs_addr_0_r24_a8];".to_owned()));
-    assert!(text.contains(&"red.global.add.u64 [%__kargs_ip0+16], 1;".to_owned()), "after a label too");
+    assert!(text.contains(&"ld.param.u64 %__kargs_ip3, [__kargs_addr_0_r24_a8];".to_owned()));
+    assert!(text.contains(&"ld.global.u32 %r1, [%__kargs_ip0];".to_owned()));
+    assert!(text.contains(&"st.global.u32 [%__kargs_ip2+8], %r1;".to_owned()));
+    assert!(text.contains(&"red.global.add.u64 [%__kargs_ip3+16], 1;".to_owned()), "after a label too");
     assert!(!text.iter().any(|l| l.contains("%__kargs_ix")), "no index");
+    // A one-element buffer at the fence's end: `p[0]` runs where it is, `p[1]` (which a kernel
+    // reads only where its count says so) is confined to the fence's base.
+    let at_end = |i: usize| if i == 0 { 4092u64.to_ne_bytes() } else { [0; 8] };
+    assert_eq!(fixed(4, 4).hidden_address(1 << 20, 4096, at_end), Ok((1 << 20) + 4092));
+    assert_eq!(fixed(8, 4).hidden_address(1 << 20, 4096, at_end), Ok(1 << 20));
     // A misaligned constant, or one through a register written twice, is clamped.
     let clamped = fenced("\tcvta.to.global.u64 %rd2, %rd1;\n\tld.global.u32 %r1, [%rd2+2];\n");
     assert_eq!((clamped.accesses(), clamped.proven()), (1, 0));
@@ -1870,7 +1879,7 @@ fn accesses_at_constant_offsets_from_a_pointer_are_proven() {
         fenced("\tcvta.to.global.u64 %rd2, %rd1;\n\tadd.s64 %rd2, %rd2, 4;\n\tld.global.u32 %r1, [%rd2];\n");
     assert_eq!((twice.accesses(), twice.proven()), (1, 0));
     // The checker: a fixed proof's reach is its hidden parameter's word.
-    let broken = module.ptx().replace("[%__kargs_ip0+16]", "[%__kargs_ip0+24]");
+    let broken = module.ptx().replace("[%__kargs_ip3+16]", "[%__kargs_ip3+24]");
     assert_eq!(check(&broken).map(|_| ()).map_err(|f| f.kind), Err(FindingKind::Unproven));
     let wider = module.ptx().replace("__kargs_addr_0_r24_a8", "__kargs_addr_0_r24_a4");
     assert_eq!(
@@ -1994,7 +2003,11 @@ fn a_fixed_proof_reaches_no_further_than_the_shortest_fence() {
     let far = fenced(
         "\tcvta.to.global.u64 %rd2, %rd1;\n\tld.global.u32 %r1, [%rd2+252];\n\tld.global.u32 %r2, [%rd2+256];\n",
     );
-    assert_eq!((far.accesses(), far.proven()), (2, 0));
+    assert_eq!(
+        (far.accesses(), far.proven()),
+        (1, 1),
+        "the access ending at 256 is proven, the one past it clamped"
+    );
     let near = fenced("\tcvta.to.global.u64 %rd2, %rd1;\n\tld.global.u32 %r1, [%rd2+252];\n");
     assert_eq!(near.proofs("k"), [Proof { pointer: 0, bound: None, size: 256, align: 4 }]);
     let broken = near.ptx().replace("__kargs_addr_0_r256_a4", "__kargs_addr_0_r260_a4");
