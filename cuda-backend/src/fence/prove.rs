@@ -74,6 +74,19 @@ impl Proven {
         self.proofs.iter().filter(|p| p.bound.is_some()).map(|p| p.size).collect()
     }
 
+    /// `proof`'s number among the entry's proofs, added where it is new; `None` where the entry
+    /// has [`MAX_PROOFS`] already (the access is then clamped).
+    fn number(&mut self, proof: Proof) -> Option<usize> {
+        if let Some(n) = self.proofs.iter().position(|p| *p == proof) {
+            return Some(n);
+        }
+        if self.proofs.len() >= MAX_PROOFS {
+            return None;
+        }
+        self.proofs.push(proof);
+        Some(self.proofs.len().saturating_sub(1))
+    }
+
     /// Whether the entry computes the thread's index (it has an indexed proof).
     pub(super) fn indexed(&self) -> bool {
         self.proofs.iter().any(|p| p.bound.is_some())
@@ -114,7 +127,7 @@ pub(super) fn find(flat: &Flat<'_>, classes: &[Class], params: &[Param]) -> Prov
     let mut writes: HashMap<RegisterId, usize> = HashMap::new();
     for item in &flat.items {
         if let FlatItem::Instruction(i, registers) = item {
-            for name in written(i) {
+            for name in super::body::defines(i) {
                 if let Some(Resolved::Declared(id)) = kernel_args_ptx::resolved_in(registers, name) {
                     let count = writes.entry(id).or_default();
                     *count = count.saturating_add(1);
@@ -222,14 +235,9 @@ pub(super) fn find(flat: &Flat<'_>, classes: &[Class], params: &[Param]) -> Prov
                 if !fits {
                     continue;
                 }
-                let proof = Proof { pointer, bound: Some(bound), size, align: size };
-                let number = match proven.proofs.iter().position(|p| *p == proof) {
-                    Some(n) => n,
-                    None if proven.proofs.len() < MAX_PROOFS => {
-                        proven.proofs.push(proof);
-                        proven.proofs.len().saturating_sub(1)
-                    }
-                    None => continue,
+                let Some(number) = proven.number(Proof { pointer, bound: Some(bound), size, align: size })
+                else {
+                    continue;
                 };
                 proven.accesses.insert((at, slot), (number, address.offset));
                 proven.guards.entry(guard).or_default().entry(bound).or_default().insert(size);
@@ -291,14 +299,8 @@ pub(super) fn find(flat: &Flat<'_>, classes: &[Class], params: &[Param]) -> Prov
             if end > MIN_FENCE_LEN {
                 continue;
             }
-            let proof = Proof { pointer, bound: None, size: end, align: width };
-            let number = match proven.proofs.iter().position(|p| *p == proof) {
-                Some(n) => n,
-                None if proven.proofs.len() < MAX_PROOFS => {
-                    proven.proofs.push(proof);
-                    proven.proofs.len().saturating_sub(1)
-                }
-                None => continue,
+            let Some(number) = proven.number(Proof { pointer, bound: None, size: end, align: width }) else {
+                continue;
             };
             proven.accesses.insert((at, slot), (number, offset));
         }
@@ -323,42 +325,5 @@ fn param_of(i: &Instruction, k: usize) -> Option<&str> {
     match &address.base {
         AddressBase::Symbol(name) if address.offset == 0 => Some(name),
         _ => None,
-    }
-}
-
-/// The registers `i` writes: its first operand's, for an instruction that writes one.
-fn written(i: &Instruction) -> Vec<&str> {
-    let stores = matches!(
-        i.opcode.as_str(),
-        "st" | "red"
-            | "bra"
-            | "ret"
-            | "exit"
-            | "bar"
-            | "barrier"
-            | "trap"
-            | "brkpt"
-            | "prefetch"
-            | "prefetchu"
-            | "cp"
-            | "membar"
-            | "fence"
-            | "call"
-    ) || (i.opcode == "wmma" && i.modifiers.first().is_some_and(|m| m == "store"));
-    if stores {
-        return Vec::new();
-    }
-    let Some(first) = i.operands.first() else { return Vec::new() };
-    match &first.kind {
-        OperandKind::Register(r) => vec![r.name.as_str()],
-        OperandKind::Pair(a, b) => vec![a.name.as_str(), b.name.as_str()],
-        OperandKind::Vector(items) => items
-            .iter()
-            .filter_map(|o| match &o.kind {
-                OperandKind::Register(r) => Some(r.name.as_str()),
-                _ => None,
-            })
-            .collect(),
-        _ => Vec::new(),
     }
 }
