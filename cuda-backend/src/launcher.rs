@@ -20,8 +20,8 @@ use crate::device::PointerModeChoice;
 use crate::driver::{CuError, Current, DeviceBuffer, Dims, Kernel, MappedFlag, Stream, Transfer};
 use crate::fence::printf::Printed;
 use crate::fence::{
-    FENCE_PARAMS, FLAG_BUDGET, FLAG_REACHED_OUT, FLAG_TRAPPED, MAX_FENCE_LEN, MAX_PROOFS, MIN_FENCE_LEN,
-    PROOF_MAX_THREADS_X, proof_grid_fits,
+    FENCE_PARAMS, FLAG_BUDGET, FLAG_REACHED_OUT, FLAG_TRAPPED, MAX_FENCE_LEN, MAX_PROOF_PARAMS,
+    MIN_FENCE_LEN, PROOF_MAX_THREADS_X, ProofKind, proof_grid_fits,
 };
 use crate::modules::LoadedKernel;
 use crate::registry::KernelEntry;
@@ -40,7 +40,7 @@ pub const MAX_KEPT_PRINTS: usize = 64;
 
 /// The parameter storage's capacity: the most arguments a guest sends, and the fence's hidden
 /// parameters after them.
-const STORAGE_CAPACITY: usize = kernel_args_core::MAX_KERNEL_ARGS + MAX_PROOFS + FENCE_PARAMS.len();
+const STORAGE_CAPACITY: usize = kernel_args_core::MAX_KERNEL_ARGS + MAX_PROOF_PARAMS + FENCE_PARAMS.len();
 
 /// The alignment a fence's base needs in direct mode (the widest access the fence clamps; a
 /// kernel with a `wmma` fragment needs more: `KernelEntry::fence_base_align`), and what every
@@ -310,33 +310,44 @@ impl Launch<'_> {
                 // Each proof's pointer's address, where the arguments meet it (`fence::Proof`),
                 // then the fence's four.
                 let proofs = &self.kernel.proofs;
-                if !proofs.is_empty() && !proof_grid_fits(shape.grid[0], shape.block[0]) {
+                let indexed = proofs.iter().any(|p| matches!(p.kind, ProofKind::Indexed { .. }));
+                if indexed && !proof_grid_fits(shape.grid[0], shape.block[0]) {
                     let threads = u64::from(shape.grid[0]).saturating_mul(u64::from(shape.block[0]));
                     return Err(unavailable(
                         request.kernel_id,
                         FenceProblem::TooManyThreadsX { threads, max: PROOF_MAX_THREADS_X },
                     ));
                 }
-                let mut hidden = [0u64; MAX_PROOFS + FENCE_PARAMS.len()];
+                let mut hidden = [0u64; MAX_PROOF_PARAMS + FENCE_PARAMS.len()];
                 let word = |index: usize| storage.slot(index).copied().unwrap_or([0; 8]);
-                for (slot, proof) in hidden.iter_mut().zip(proofs) {
-                    *slot = proof.hidden_address(fence.base, fence.len, word).map_err(|failure| {
+                let mut count = 0usize;
+                for proof in proofs {
+                    let values = proof.hidden_values(fence.base, fence.len, word).map_err(|failure| {
                         let index = |i: usize| u32::try_from(i).unwrap_or(u32::MAX);
+                        let bound = match proof.kind {
+                            ProofKind::Indexed { bound } => index(bound),
+                            ProofKind::Fixed | ProofKind::Ranged { .. } => u32::MAX,
+                        };
                         unavailable(
                             request.kernel_id,
                             FenceProblem::ProofFails {
                                 pointer: index(proof.pointer),
                                 offset: failure.offset,
-                                bound: proof.bound.map_or(u32::MAX, index),
-                                count: failure.count.unwrap_or(0),
+                                bound,
+                                count: failure.count,
                                 size: proof.size,
                                 fence_len: failure.fence_len,
                             },
                         )
                     })?;
+                    for value in values.words() {
+                        if let Some(slot) = hidden.get_mut(count) {
+                            *slot = value;
+                            count = count.saturating_add(1);
+                        }
+                    }
                 }
                 let fixed = [fence.base, fence.len, fence.flag.address(), budget];
-                let count = proofs.len().min(MAX_PROOFS);
                 for (slot, value) in hidden.iter_mut().skip(count).zip(fixed) {
                     *slot = value;
                 }

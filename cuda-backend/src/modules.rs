@@ -123,7 +123,16 @@ pub(crate) fn load(
     // A fenced entry has the fence's hidden parameters (its proofs', then the fence's four)
     // after the guest's: the driver's list is checked whole, and the guest's part of it is what
     // launches are checked against.
-    let hidden = if entry.fenced() { entry.proofs().len().saturating_add(FENCE_PARAMS.len()) } else { 0 };
+    let hidden = if entry.fenced() {
+        entry
+            .proofs()
+            .iter()
+            .flat_map(crate::fence::Proof::param_names)
+            .count()
+            .saturating_add(FENCE_PARAMS.len())
+    } else {
+        0
+    };
     let driver_sizes = kernel.driver_param_sizes();
     if let Some(declaration) = entry.declaration() {
         let mut declared: Vec<usize> = declaration.params().map(|p| p.ty.size()).collect();
@@ -147,7 +156,7 @@ pub(crate) fn load(
                     .and_then(|ptx| find_entry(ptx, &entry.entry().to_string_lossy()).ok().flatten());
                 let sizes = loaded.as_ref().map(|s| s.param_sizes()).unwrap_or_default();
                 let proof_names: Vec<String> =
-                    entry.proofs().iter().map(crate::fence::Proof::param_name).collect();
+                    entry.proofs().iter().flat_map(crate::fence::Proof::param_names).collect();
                 let names_ok = loaded.as_ref().is_some_and(|s| {
                     s.params.iter().rev().take(hidden).map(|p| p.name.as_str()).eq(FENCE_PARAMS
                         .iter()

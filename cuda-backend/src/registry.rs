@@ -138,8 +138,8 @@ impl KernelEntry {
 
     /// A fenced entry's proofs
     /// ([`FencedModule::proofs`](crate::fence::FencedModule::proofs)): each launch gives each
-    /// one's address ([`Proof::hidden_address`]) after the guest's arguments and before the fence's
-    /// four hidden parameters, and is refused where its arguments do not meet one. Empty for an
+    /// one's values ([`Proof::hidden_values`]) after the guest's arguments and before the fence's
+    /// four hidden parameters, and is refused where its arguments do not meet an indexed one. Empty for an
     /// entry without and for a kernel that is not fenced.
     pub fn proofs(&self) -> &[Proof] {
         &self.proofs
@@ -451,8 +451,9 @@ mod tests {
         let module = crate::fence::fence_ptx(VECTOR_ADD).unwrap();
         assert_eq!(fenced.ptx().to_str().unwrap(), module.ptx());
         assert_eq!(fenced.aligned_ptx().to_str().unwrap(), module.aligned_ptx());
-        // Both entries of the module are fenced: three clamped accesses each.
-        assert_eq!(module.accesses(), 6);
+        // Both entries of the module are fenced: three accesses each, their index confined (a
+        // ranged proof's: `vector_add`'s index is unsigned).
+        assert_eq!((module.accesses(), module.proven()), (0, 6));
         assert!(FENCE_PARAMS.iter().all(|p| fenced.ptx().to_str().unwrap().contains(p)));
         // The guest-visible parameter list is the source's, checked against the declaration.
         assert_eq!(fenced.signature().unwrap().param_sizes(), [8, 8, 8, 4]);

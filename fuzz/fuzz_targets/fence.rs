@@ -104,6 +104,7 @@ fn run(data: &[u8], text: &str) {
         // arguments do not meet a proof is refused, and not run.
         let proofs = proofs_in(text, &entry.name);
         let mut hidden: Vec<u64> = Vec::new();
+        let mut met = 0;
         for proof in &proofs {
             let word = |index: usize| {
                 let mut w = [0u8; 8];
@@ -113,12 +114,15 @@ fn run(data: &[u8], text: &str) {
                 }
                 w
             };
-            match proof.hidden_address(base, FENCE as u64, word) {
-                Ok(address) => hidden.push(address),
+            match proof.hidden_values(base, FENCE as u64, word) {
+                Ok(values) => {
+                    hidden.extend(values.words());
+                    met += 1;
+                }
                 Err(_) => break,
             }
         }
-        if hidden.len() < proofs.len() {
+        if met < proofs.len() {
             memory.free_context(1);
             continue;
         }

@@ -83,3 +83,30 @@ pub(super) fn for_each_instruction_mut(block: &mut Block, f: &mut dyn FnMut(&mut
         }
     }
 }
+
+/// How many register declarations of `block` (its nested blocks' too) declare `name`: where it
+/// is one, the name is that register wherever it is written (no nested block shadows it).
+pub(super) fn declarations_of(block: &Block, name: &str) -> usize {
+    let mut count = 0usize;
+    for statement in &block.statements {
+        match statement {
+            Statement::Registers(r) => {
+                for n in &r.names {
+                    let declares = match n.count {
+                        None => n.name == name,
+                        // `%r<N>`: `%r0` ... `%r{N-1}`, written without leading zeros.
+                        Some(c) => name.strip_prefix(n.name.as_str()).is_some_and(|digits| {
+                            (digits == "0" || !digits.starts_with('0'))
+                                && digits.parse::<u32>().is_ok_and(|k| k < c)
+                                && digits.bytes().all(|b| b.is_ascii_digit())
+                        }),
+                    };
+                    count = count.saturating_add(usize::from(declares));
+                }
+            }
+            Statement::Block(inner) => count = count.saturating_add(declarations_of(inner, name)),
+            _ => {}
+        }
+    }
+    count
+}

@@ -49,6 +49,11 @@
 //! | scaled `S` | `mul.wide.s32 r, index, S` (`S` 1, 2, 4, 8 or 16) | the index times `S` |
 //! | proven | `add.s64 r, pointer of a proof k_m_S, scaled S` (either way round), where below `m` | `[r, r + S)` inside the fence, aligned to `S` |
 //! | proven (fixed) | `ld.param.u64 r, [__kargs_addr_k_rR_aA]`, a fixed proof's hidden parameter (`R` at most [`MIN_FENCE_LEN`]) | `[r, r + R)` inside the fence, aligned to `A` (the launcher gives parameter `k`'s address where its offset plus `R` is inside the fence and a multiple of `A`, the fence's base otherwise) |
+//! | pointer of a ranged proof | `ld.param.u64 r, [__kargs_addr_k_sS_rR]` (`_uS_rR` for an unsigned index; `R` at most [`MIN_FENCE_LEN`]) | the address of parameter `k`'s offset in the fence where `R` bytes from it are inside the fence and it is a multiple of `S`, the fence's base otherwise |
+//! | highest index | `ld.param.u32 r, [__kargs_range_k_sS_rR]`, the proof's range parameter | `hi`: `p + hi * S + R` is at most the fence's end, `p` the pointer's address (at most `i32::MAX` for `sS`) |
+//! | in range | `min.u32 r, x, highest index` (`x` anything) | in `[0, hi]` |
+//! | ranged scaled | `mul.wide.s32 r, in range, S` (`.u32` for `uS`) | in range times `S`: from 0 to `hi * S` |
+//! | proven (ranged) | `add.s64 r, pointer of a ranged proof, ranged scaled` of the same proof (either way round) | `[r, r + R)` inside the fence, aligned to `S` |
 //! | multiple | `and.b32 r, x, -A` | a multiple of `A` |
 //! | product `s` | `mul.wide.u32 r, s, S`, `s` a multiple | `s * S`, exact (dies when `s` is written) |
 //! | over `s` | `setp.gt.u64 p, product s, limit L` (the fence's or the shared window's, widened by `cvt.u64.u32` of a 32-bit limit) | whether `s * S > len - L` |
@@ -87,11 +92,11 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt;
 
 use kernel_args_ptx::{
-    AddressBase, Block, Function, FunctionKind, Immediate, Instruction, Item, Linkage, Module, Operand,
-    OperandKind, Span, StateSpace, Statement, Type, Variable, parse,
+    Address, AddressBase, Block, Function, FunctionKind, Immediate, Instruction, Item, Linkage, Module,
+    Operand, OperandKind, Span, StateSpace, Statement, Type, Variable, parse,
 };
 
-use super::{FENCE_PARAMS, MIN_FENCE_LEN, Proof};
+use super::{FENCE_PARAMS, MIN_FENCE_LEN, PROOF_PARAM_PREFIX, PROOF_RANGE_PREFIX, Proof, ProofKind};
 
 /// What the checker found in a fenced module: where, and what.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -292,6 +297,14 @@ enum Fact {
     Outside(usize),
     /// The index times this element size, sign-extended (exact: the index is below 2^31).
     Scaled(u64),
+    /// A ranged proof's highest index `hi`, from its range parameter (unsigned; at most
+    /// `i32::MAX` for a signed proof).
+    RangeHi(Proof),
+    /// A 32-bit value in a ranged proof's `[0, hi]`.
+    InRange(Proof),
+    /// A value in a ranged proof's range times its element size, extended as the proof says
+    /// (exact in 64 bits).
+    RangedScaled(Proof),
     /// `[r, r + reach)` inside the fence, `r` aligned to `align`: an indexed proof's pointer's
     /// address plus the index times its element's size, where the index is below the proof's
     /// bound on every path here; or a fixed proof's pointer's address.
@@ -472,6 +485,8 @@ struct Entry<'m> {
     own_params: Vec<(&'m str, u64)>,
     /// The proofs of the entry's hidden parameters, by parameter name.
     proofs: HashMap<&'m str, Proof>,
+    /// The ranged proofs, by their range parameter's name.
+    ranges: HashMap<&'m str, Proof>,
     /// Whether the leading run is over.
     frozen: bool,
     /// Whether the fence's exit label has been passed.
@@ -594,34 +609,60 @@ fn check_entry<'m>(
             kind: FindingKind::HiddenParams,
         });
     }
-    // Before the fence's four, the proofs' hidden parameters (`__kargs_addr_*`), each naming a
-    // `.u64` parameter of the entry's own and a 4-byte one.
+    // Before the fence's four, the proofs' hidden parameters (`__kargs_addr_*`, and a ranged
+    // proof's `__kargs_range_*` after its address), each a `.u64`, each proof naming a pointer
+    // parameter of the entry's own (and an indexed one a 4-byte one).
     let mut own = f.params.len().saturating_sub(count);
-    let mut proofs: HashMap<&str, Proof> = HashMap::new();
-    while let Some(last) = own.checked_sub(1) {
-        let Some(p) = f.params.get(last) else { break };
-        let Some(proof) = Proof::from_param_name(&p.name) else { break };
-        if p.ty != Type::U64 || !p.dims.is_empty() {
-            break;
-        }
-        proofs.insert(&p.name, proof);
+    while let Some(last) = own.checked_sub(1)
+        && f.params
+            .get(last)
+            .is_some_and(|p| p.name.starts_with(PROOF_PARAM_PREFIX) || p.name.starts_with(PROOF_RANGE_PREFIX))
+    {
         own = last;
     }
+    let hidden_proofs = f.params.get(own..f.params.len().saturating_sub(count)).unwrap_or_default();
+    let mut proofs: HashMap<&str, Proof> = HashMap::new();
+    let mut ranges: HashMap<&str, Proof> = HashMap::new();
+    let mut stated: Vec<Proof> = Vec::new();
+    for p in hidden_proofs {
+        if p.ty != Type::U64 || !p.dims.is_empty() {
+            return Err(CheckFinding {
+                line: f.span.line as usize,
+                statement: f.name.clone(),
+                kind: FindingKind::HiddenParams,
+            });
+        }
+        if let Some(proof) = Proof::from_param_name(&p.name) {
+            proofs.insert(&p.name, proof);
+            stated.push(proof);
+        }
+        if let Some(proof) =
+            stated.last().filter(|proof| proof.range_name().as_deref() == Some(p.name.as_str()))
+        {
+            ranges.insert(&p.name, *proof);
+        }
+    }
+    // Exactly the stated proofs' parameters, in order (what the launcher gives).
+    let names_ok =
+        hidden_proofs.iter().map(|p| p.name.clone()).eq(stated.iter().flat_map(Proof::param_names));
     let own_params: Vec<(&str, u64)> =
         f.params.iter().take(own).map(|p| (p.name.as_str(), p.size().unwrap_or(0))).collect();
     let valid = |proof: &Proof| {
         let pointer = f.params.get(proof.pointer).filter(|_| proof.pointer < own);
-        let bound_ok = match proof.bound {
-            Some(b) => {
-                f.params.get(b).filter(|_| b < own).is_some_and(|p| p.size() == Some(4) && p.dims.is_empty())
-            }
+        let bound_ok = match proof.kind {
+            ProofKind::Indexed { bound } => f
+                .params
+                .get(bound)
+                .filter(|_| bound < own)
+                .is_some_and(|p| p.size() == Some(4) && p.dims.is_empty()),
             // The fence's base where the launch does not meet it: its reach must fit any fence.
-            None => proof.size <= MIN_FENCE_LEN,
+            ProofKind::Fixed => proof.size <= MIN_FENCE_LEN,
+            ProofKind::Ranged { reach, .. } => reach <= MIN_FENCE_LEN,
         };
         pointer.is_some_and(|p| matches!(p.ty, Type::U64 | Type::B64 | Type::S64) && p.dims.is_empty())
             && bound_ok
     };
-    if !proofs.values().all(valid) || own_params.iter().any(|(name, _)| fence_name(name)) {
+    if !names_ok || !proofs.values().all(valid) || own_params.iter().any(|(name, _)| fence_name(name)) {
         return Err(CheckFinding {
             line: f.span.line as usize,
             statement: f.name.clone(),
@@ -633,6 +674,7 @@ fn check_entry<'m>(
         below: BTreeSet::new(),
         own_params,
         proofs,
+        ranges,
         variables: module_variables.clone(),
         params: f.params.iter().map(|p| (p.name.as_str(), p.size().unwrap_or(0))).collect(),
         registers: HashMap::new(),
@@ -761,6 +803,7 @@ impl<'m> Entry<'m> {
             | Fact::Index
             | Fact::Bound(_)
             | Fact::Pointer(_)
+            | Fact::RangeHi(_)
             | Fact::Proven { .. } = fact
             {
                 keep.insert(name.clone(), fact.clone());
@@ -1122,9 +1165,9 @@ impl<'m> Entry<'m> {
                     // A proof's pointer: an indexed one's, or a fixed one's, which is itself the
                     // proven address of its accesses.
                     AddressBase::Symbol(s) if self.proofs.contains_key(s.as_str()) => {
-                        self.proofs.get(s.as_str()).copied().map(|proof| match proof.bound {
-                            Some(_) => Fact::Pointer(proof),
-                            None => Fact::Proven { reach: proof.size, align: proof.align },
+                        self.proofs.get(s.as_str()).copied().map(|proof| match proof.kind {
+                            ProofKind::Indexed { .. } | ProofKind::Ranged { .. } => Fact::Pointer(proof),
+                            ProofKind::Fixed => Fact::Proven { reach: proof.size, align: proof.align },
                         })
                     }
                     _ => return Err(finding(i, FindingKind::FenceRegister)),
@@ -1157,6 +1200,42 @@ impl<'m> Entry<'m> {
                     && f(3) == Some(Fact::Special("%tid"));
                 ok.then_some(Fact::Index)
             }
+            // A ranged proof's highest index, its range parameter's first four bytes.
+            ("ld", ["param", "u32"], 2)
+                if narrow
+                    && ops.get(1).and_then(Operand::address).is_some_and(
+                        |a| matches!(&a.base, AddressBase::Symbol(s) if self.ranges.contains_key(s.as_str())),
+                    ) =>
+            {
+                match ops.get(1).and_then(Operand::address) {
+                    Some(Address { base: AddressBase::Symbol(s), offset: 0 }) => {
+                        self.ranges.get(s.as_str()).copied().map(Fact::RangeHi)
+                    }
+                    _ => None,
+                }
+            }
+            // Anything, unsigned, at most a ranged proof's highest index: in `[0, hi]`.
+            ("min", ["u32"], 3) if narrow && matches!(f(2), Some(Fact::RangeHi(_))) => match f(2) {
+                Some(Fact::RangeHi(proof)) => Some(Fact::InRange(proof)),
+                _ => None,
+            },
+            // Scaled as the proof says the kernel extends it (the same value: `hi` is at most
+            // `i32::MAX` for a signed one).
+            ("mul", ["wide", sign @ ("s32" | "u32")], 3)
+                if wide && matches!(f(1), Some(Fact::InRange(_))) =>
+            {
+                match (f(1), int(2)) {
+                    (
+                        Some(Fact::InRange(proof @ Proof { kind: ProofKind::Ranged { signed, .. }, .. })),
+                        Some(size),
+                    ) if u64::try_from(size) == Ok(proof.size)
+                        && *sign == if signed { "s32" } else { "u32" } =>
+                    {
+                        Some(Fact::RangedScaled(proof))
+                    }
+                    _ => None,
+                }
+            }
             ("ld", ["param", "u32"], 2) if narrow => match ops.get(1).and_then(Operand::address) {
                 Some(a) if a.offset == 0 => match &a.base {
                     AddressBase::Symbol(s) => self
@@ -1181,9 +1260,21 @@ impl<'m> Entry<'m> {
             ("add", ["s64"], 3) if wide => match (f(1), f(2)) {
                 (Some(Fact::Pointer(proof)), Some(Fact::Scaled(size)))
                 | (Some(Fact::Scaled(size)), Some(Fact::Pointer(proof)))
-                    if proof.size == size && proof.bound.is_some_and(|b| self.below.contains(&b)) =>
+                    if proof.size == size
+                        && matches!(proof.kind, ProofKind::Indexed { bound } if self.below.contains(&bound)) =>
                 {
                     Some(Fact::Proven { reach: size, align: size })
+                }
+                // A ranged proof's pointer plus a value in its range times its element size:
+                // `[p, p + hi * S + reach)` is inside the fence (the launcher's range).
+                (Some(Fact::Pointer(a)), Some(Fact::RangedScaled(b)))
+                | (Some(Fact::RangedScaled(b)), Some(Fact::Pointer(a)))
+                    if a == b =>
+                {
+                    match a.kind {
+                        ProofKind::Ranged { reach, .. } => Some(Fact::Proven { reach, align: a.size }),
+                        ProofKind::Indexed { .. } | ProofKind::Fixed => None,
+                    }
                 }
                 _ => None,
             },
@@ -1708,7 +1799,11 @@ impl<'m> Entry<'m> {
                         .is_some_and(|end| end <= size)
                 };
                 let ok = match space {
-                    Some(StateSpace::Param) => self.params.get(name.as_str()).is_some_and(|s| inside(*s)),
+                    // Never one of the fence's own (its base, a proof's address or range): only
+                    // the fence's code reads those, into its own registers.
+                    Some(StateSpace::Param) => {
+                        !fence_name(name) && self.params.get(name.as_str()).is_some_and(|s| inside(*s))
+                    }
                     Some(s @ (StateSpace::Shared | StateSpace::Local | StateSpace::Const)) => {
                         self.variables.get(name.as_str()).is_some_and(|v| {
                             v.space == s

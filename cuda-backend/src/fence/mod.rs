@@ -64,15 +64,22 @@
 //! launcher gives the hidden address only where the launch meets the proof's condition (`n`
 //! elements from the pointer's offset end inside the fence, the offset a multiple of the
 //! element's size, and at most [`PROOF_MAX_THREADS_X`] threads in x), and refuses the launch
-//! otherwise ([`Proof::hidden_address`], [`proof_grid_fits`]). An access at a constant offset
+//! otherwise ([`Proof::hidden_values`], [`proof_grid_fits`]). An access at a constant offset
 //! from a pointer (`*flag = 1`, `atomicAdd(count, c)`) is proven by a fixed proof (one per
 //! pointer, end and width): the hidden address is the pointer's where the access fits inside
 //! the fence, aligned (its end at most [`MIN_FENCE_LEN`]), and the fence's base where it would
 //! not, so such a launch is never refused (a kernel that checks its count before reading an empty buffer runs as
-//! unfenced). The checker proves such an access
-//! inside from the fence's own index, check and hidden address alone, never from the kernel's
-//! registers. Such an access costs what it costs unfenced: `vector_add` assembles to as many
-//! SASS instructions fenced as unfenced (`docs/performance.md`).
+//! unfenced). Any other access at `[p + x * S + c]`, `x` a 32-bit index the kernel scaled
+//! (`mul.wide.s32` or `.u32`: a loaded index `src[idx[i]]`, a row and column `m[r * pitch +
+//! c]`, a grid-stride loop's index), is proven by a ranged proof where every access through
+//! that sum is one: the fence confines the kernel's own index to `[0, hi]` with one unsigned
+//! `min` (`hi` a second hidden parameter: the last element from the pointer with the accesses'
+//! reach inside the fence) and adds the pointer's hidden address; an index below 0 or past
+//! `hi` is moved to `hi`. The checker proves each proven access
+//! inside from the fence's own index, check, range and hidden address alone, never from the
+//! kernel's registers. An indexed access costs what it costs unfenced (`vector_add` assembles
+//! to as many SASS instructions fenced as unfenced), a ranged one a `min` more
+//! (`docs/performance.md`).
 //!
 //! Every variable of a window is aligned to 16 and a window is at least 16 bytes long (a
 //! 16-byte padding variable is added where no variable is), so a clamped access of up to 16
@@ -161,7 +168,8 @@
 //! use kernel_args_cuda::kernels;
 //!
 //! let fenced = fence_ptx(kernels::VECTOR_ADD_PTX)?;
-//! assert_eq!(fenced.accesses(), 6); // 3 in each of the module's two entries
+//! // 3 accesses in each of the module's two entries, each its index confined by a proof.
+//! assert_eq!((fenced.accesses(), fenced.proven()), (0, 6));
 //! assert!(fenced.ptx().contains(FENCE_PARAMS[0]));
 //!
 //! let refused = fence_ptx(".version 7.8\n.target sm_52\n.address_size 64\n\
@@ -192,10 +200,15 @@ mod inline;
 mod isa;
 mod lower;
 pub mod printf;
+mod proof;
 mod prove;
 mod rewrite;
 
 pub use check::{CheckFinding, CheckReport, FindingKind, check};
+pub use proof::{
+    HiddenValues, MAX_PROOF_PARAMS, MAX_PROOFS, PROOF_MAX_THREADS_X, PROOF_PARAM_PREFIX, PROOF_RANGE_PREFIX,
+    Proof, ProofFailure, ProofKind, proof_grid_fits, proofs_in,
+};
 
 /// The hidden parameters appended to each entry, in order, each a `.u64`: the fence's base
 /// address, its length in bytes, the address of the 32-bit flag a thread sets
@@ -233,181 +246,6 @@ pub const FRAGMENT_BASE_ALIGN: u64 = 32;
 
 /// The alignment of every variable in a window, and the shortest window.
 const WINDOW_ALIGN: u32 = 16;
-
-/// The prefix of a proof's hidden parameter ([`Proof::param_name`]).
-pub const PROOF_PARAM_PREFIX: &str = "__kargs_addr_";
-
-/// The most proofs (hidden parameters) one entry gets; its other accesses are clamped.
-pub const MAX_PROOFS: usize = 8;
-
-/// The most threads in x a launch of an entry with a [`Proof`] may have: its grid's `x` times
-/// its block's, so that every thread's `%ctaid.x * %ntid.x + %tid.x` is a non-negative `int`.
-pub const PROOF_MAX_THREADS_X: u64 = 1 << 31;
-
-/// A proof that an entry's accesses through one pointer parameter `p` are inside the fence, so
-/// the fence leaves them unclamped. Two kinds:
-///
-/// - **indexed** (`bound` is `Some`): each access at `[p + i * size + c]` (`c + width <= size`)
-///   after the kernel's own bounds check `i < n` of the thread's index in the grid (`i =
-///   blockIdx.x * blockDim.x + threadIdx.x`, a signed `int`, against parameter `bound`). It
-///   holds where `p`'s offset in the fence is a multiple of `size` and `n` elements of `size`
-///   bytes from it end inside the fence (nothing to check where `n <= 0`: no thread passes the
-///   check), and the grid has at most [`PROOF_MAX_THREADS_X`] threads in x
-///   ([`proof_grid_fits`]);
-/// - **fixed** (`bound` is `None`): an access at `[p + c]`, a constant `c` with `c + width
-///   = size` (`size` at most [`MIN_FENCE_LEN`]) and `width = align` (one proof per pointer,
-///   end and width). Where `p`'s offset is a multiple of `align` and `size` bytes from it end
-///   inside the fence, the access runs where the kernel put it; elsewhere (where the access
-///   itself would be outside the fence or misaligned: a pointer to an empty buffer at the end
-///   of the guest's memory, which a kernel that checks its count never reads), it is confined
-///   to the fence's first `size` bytes, unreported, as the aligned form confines a stray
-///   access.
-///
-/// The launcher checks the condition at each launch ([`Proof::hidden_address`]) and refuses a
-/// launch that fails an indexed proof's. The entry reads `p`'s address (the fence's base plus its offset) from
-/// a hidden parameter of its own ([`Proof::param_name`]), after its own parameters and before
-/// [`FENCE_PARAMS`]: an address only the fence's code names, used only as the address of the
-/// proven accesses.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct Proof {
-    /// The pointer parameter's index among the entry's own parameters.
-    pub pointer: usize,
-    /// An indexed proof's bound: its index among them, a 4-byte parameter read as a signed
-    /// `int`; `None` for a fixed one.
-    pub bound: Option<usize>,
-    /// An indexed proof's element size (1, 2, 4, 8 or 16 bytes); a fixed one's reach, the bytes
-    /// from `p` its accesses cover.
-    pub size: u64,
-    /// The alignment `p`'s offset needs: an indexed proof's element size; a fixed one's widest
-    /// access (1, 2, 4, 8 or 16).
-    pub align: u64,
-}
-
-/// Why a launch does not meet a [`Proof`]'s condition: the pointer's offset, the bound's value
-/// and the fence's length, for the launch's error.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ProofFailure {
-    /// The proof.
-    pub proof: Proof,
-    /// The pointer parameter's value: its offset in the fence.
-    pub offset: u64,
-    /// An indexed proof's bound parameter's value.
-    pub count: Option<i32>,
-    /// The fence's length in bytes.
-    pub fence_len: u64,
-}
-
-impl fmt::Display for ProofFailure {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let Proof { pointer, bound, size, align } = self.proof;
-        if !self.offset.is_multiple_of(align) {
-            return write!(
-                f,
-                "parameter {pointer} (offset {}) is not a multiple of {align} bytes",
-                self.offset
-            );
-        }
-        let bound = bound.map_or_else(|| "?".to_owned(), |b| b.to_string());
-        write!(
-            f,
-            "parameter {bound} ({}) elements of {size} bytes from parameter {pointer} (offset {}) end past the \
-             fence's {} bytes",
-            self.count.unwrap_or(0),
-            self.offset,
-            self.fence_len
-        )
-    }
-}
-
-impl std::error::Error for ProofFailure {}
-
-impl Proof {
-    /// The name of the entry's hidden parameter that holds the pointer's address:
-    /// `__kargs_addr_<pointer>_<bound>_<size>` for an indexed proof,
-    /// `__kargs_addr_<pointer>_r<size>_a<align>` for a fixed one.
-    pub fn param_name(&self) -> String {
-        match self.bound {
-            Some(bound) => format!("{PROOF_PARAM_PREFIX}{}_{bound}_{}", self.pointer, self.size),
-            None => format!("{PROOF_PARAM_PREFIX}{}_r{}_a{}", self.pointer, self.size, self.align),
-        }
-    }
-
-    /// The proof a hidden parameter's name states, if it is one.
-    pub fn from_param_name(name: &str) -> Option<Proof> {
-        let parts: Vec<&str> = name.strip_prefix(PROOF_PARAM_PREFIX)?.split('_').collect();
-        let number = |p: &str| p.parse::<u64>().ok().and_then(|n| usize::try_from(n).ok());
-        let width = |n: u64| matches!(n, 1 | 2 | 4 | 8 | 16).then_some(n);
-        let proof = match parts.as_slice() {
-            [pointer, reach, align] if reach.starts_with('r') => Proof {
-                pointer: number(pointer)?,
-                bound: None,
-                size: reach.strip_prefix('r')?.parse::<u64>().ok().filter(|s| *s > 0)?,
-                align: width(align.strip_prefix('a')?.parse().ok()?)?,
-            },
-            [pointer, bound, size] => {
-                let size = width(size.parse().ok()?)?;
-                Proof { pointer: number(pointer)?, bound: Some(number(bound)?), size, align: size }
-            }
-            _ => return None,
-        };
-        (proof.param_name() == name).then_some(proof)
-    }
-
-    /// The hidden parameter's value for a launch whose fence starts at `base` and is
-    /// `fence_len` bytes long, whose parameters' values `param(i)` gives (each parameter's 8
-    /// bytes in native order, as the launcher's parameter storage holds them: a 4-byte one in the
-    /// first four): the pointer's address, `base` plus its offset, where the condition holds
-    /// (see [`Proof`]). Where an indexed proof's bound is 0 or less no thread passes the
-    /// kernel's check, and the value is `base`.
-    ///
-    /// # Errors
-    ///
-    /// [`ProofFailure`] where an indexed proof's condition does not hold (a fixed proof's
-    /// address is then `base`: see [`Proof`]).
-    pub fn hidden_address(
-        &self,
-        base: u64,
-        fence_len: u64,
-        param: impl Fn(usize) -> [u8; 8],
-    ) -> Result<u64, ProofFailure> {
-        let offset = u64::from_ne_bytes(param(self.pointer));
-        let count = self.bound.map(|b| {
-            let [a, b, c, d, ..] = param(b);
-            i32::from_ne_bytes([a, b, c, d])
-        });
-        let failure = ProofFailure { proof: *self, offset, count, fence_len };
-        let reach = match count {
-            Some(count) => match u64::try_from(count) {
-                Ok(0) | Err(_) => return Ok(base),
-                Ok(n) => u128::from(n).saturating_mul(u128::from(self.size)),
-            },
-            None => u128::from(self.size),
-        };
-        if !offset.is_multiple_of(self.align)
-            || u128::from(offset).saturating_add(reach) > u128::from(fence_len)
-        {
-            return if self.bound.is_some() { Err(failure) } else { Ok(base) };
-        }
-        Ok(base.wrapping_add(offset))
-    }
-}
-
-/// The proofs entry `entry` of a fenced module's text states in its hidden parameters' names,
-/// in their order: what [`FencedModule::proofs`] says of the module it printed, for a launcher
-/// that holds only the text. Empty where the text does not parse or has no such entry.
-pub fn proofs_in(ptx: &str, entry: &str) -> Vec<Proof> {
-    let Ok(module) = parse(ptx) else { return Vec::new() };
-    module
-        .entry(entry)
-        .map(|f| f.params.iter().filter_map(|p| Proof::from_param_name(&p.name)).collect())
-        .unwrap_or_default()
-}
-
-/// Whether a launch of `grid_x` blocks of `block_x` threads in x keeps every thread's index in
-/// the grid a non-negative `int`, as an entry with a [`Proof`] needs.
-pub fn proof_grid_fits(grid_x: u32, block_x: u32) -> bool {
-    u64::from(grid_x).saturating_mul(u64::from(block_x)) <= PROOF_MAX_THREADS_X
-}
 
 /// A module's PTX with its fence, checked.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -476,7 +314,7 @@ impl FencedModule {
 
     /// Entry `entry`'s proofs, in the order of their hidden parameters (empty for an entry
     /// without, or one the module does not have): each launch gives each one's
-    /// [`Proof::hidden_address`] after the entry's own parameters and before [`FENCE_PARAMS`].
+    /// [`Proof::hidden_values`] after the entry's own parameters and before [`FENCE_PARAMS`].
     pub fn proofs(&self, entry: &str) -> &[Proof] {
         self.entries
             .iter()

@@ -39,20 +39,19 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use kernel_args_ptx::{
-    AddressBase, Flat, FlatItem, Immediate, Instruction, OperandKind, Param, RegisterId, Resolved,
+    AddressBase, Block, Flat, FlatItem, Immediate, Instruction, OperandKind, Param, RegisterId, Resolved,
 };
 
 use super::isa::{Class, Space};
-use super::{MAX_PROOFS, MIN_FENCE_LEN, Proof};
+use super::{MAX_PROOFS, MIN_FENCE_LEN, Proof, ProofKind};
 
 /// What the rewriter writes for an entry's proven accesses.
 #[derive(Debug, Default)]
 pub(super) struct Proven {
     /// The proofs, in the order of their hidden parameters.
     pub(super) proofs: Vec<Proof>,
-    /// Each proven address operand, by (instruction index, operand index): its proof's index
-    /// and the access's constant offset.
-    pub(super) accesses: BTreeMap<(usize, usize), (usize, i64)>,
+    /// Each proven address operand, by (instruction index, operand index).
+    pub(super) accesses: BTreeMap<(usize, usize), ProvenAccess>,
     /// After which instruction (a kernel's guard) the fence's guard of each bound goes, and the
     /// element sizes whose products the accesses after it use.
     pub(super) guards: BTreeMap<usize, BTreeMap<usize, BTreeSet<u64>>>,
@@ -66,12 +65,18 @@ pub(super) struct Proven {
 impl Proven {
     /// The bounds (parameter indexes) the fence reads.
     pub(super) fn bounds(&self) -> BTreeSet<usize> {
-        self.proofs.iter().filter_map(|p| p.bound).collect()
+        self.proofs
+            .iter()
+            .filter_map(|p| match p.kind {
+                ProofKind::Indexed { bound } => Some(bound),
+                ProofKind::Fixed | ProofKind::Ranged { .. } => None,
+            })
+            .collect()
     }
 
     /// The element sizes whose products the fence computes (indexed proofs').
     pub(super) fn sizes(&self) -> BTreeSet<u64> {
-        self.proofs.iter().filter(|p| p.bound.is_some()).map(|p| p.size).collect()
+        self.proofs.iter().filter(|p| matches!(p.kind, ProofKind::Indexed { .. })).map(|p| p.size).collect()
     }
 
     /// `proof`'s number among the entry's proofs, added where it is new; `None` where the entry
@@ -89,9 +94,48 @@ impl Proven {
 
     /// Whether the entry computes the thread's index (it has an indexed proof).
     pub(super) fn indexed(&self) -> bool {
-        self.proofs.iter().any(|p| p.bound.is_some())
+        self.proofs.iter().any(|p| matches!(p.kind, ProofKind::Indexed { .. }))
+    }
+
+    /// The numbers of the entry's ranged proofs.
+    pub(super) fn ranged_proofs(&self) -> impl Iterator<Item = usize> + '_ {
+        self.proofs
+            .iter()
+            .enumerate()
+            .filter(|(_, p)| matches!(p.kind, ProofKind::Ranged { .. }))
+            .map(|(j, _)| j)
     }
 }
+
+/// One proven address operand.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct ProvenAccess {
+    /// Its proof's number among the entry's proofs.
+    pub(super) proof: usize,
+    /// The access's constant offset.
+    pub(super) offset: i64,
+    /// A ranged proof's index: the kernel's 32-bit register, as named at the access (the value
+    /// it held where the kernel scaled it: it is not written in between).
+    pub(super) index: Option<String>,
+}
+
+/// A register's value in the straight-line run since the last label, for ranged proofs: a
+/// 32-bit index register `index` (named `name`) scaled by `size` (`mul.wide.s32` where
+/// `signed`, `.u32` where not), and that added to a global pointer parameter's value. Each dies
+/// when its register, or the index, is written.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Scaled {
+    index: RegisterId,
+    name: String,
+    size: u64,
+    signed: bool,
+    /// The pointer parameter, and the instruction that added it.
+    pointer: Option<(usize, usize)>,
+}
+
+/// An access a ranged proof may cover: (instruction, operand, offset, end), by the sum it goes
+/// through (the instruction that made it).
+type RangedAccess = (usize, usize, i64, u64);
 
 /// An access at a constant offset from a pointer: (instruction, operand, offset, end, width).
 type FixedAccess = (usize, usize, i64, u64, u64);
@@ -119,9 +163,9 @@ enum Value {
     AtLeast(usize, bool),
 }
 
-/// The entry's proven accesses, from its flattened body, its classes (by instruction index)
-/// and its parameters.
-pub(super) fn find(flat: &Flat<'_>, classes: &[Class], params: &[Param]) -> Proven {
+/// The entry's proven accesses, from its body (flattened, too), its classes (by instruction
+/// index) and its parameters.
+pub(super) fn find(body: &Block, flat: &Flat<'_>, classes: &[Class], params: &[Param]) -> Proven {
     let mut proven = Proven::default();
     // How often each register is written, anywhere in the body.
     let mut writes: HashMap<RegisterId, usize> = HashMap::new();
@@ -145,11 +189,18 @@ pub(super) fn find(flat: &Flat<'_>, classes: &[Class], params: &[Param]) -> Prov
     let mut labels: BTreeSet<&str> = BTreeSet::new();
     // Each pointer's accesses at constant offsets: (instruction, operand, offset, end, width).
     let mut fixed: BTreeMap<usize, Vec<FixedAccess>> = BTreeMap::new();
+    // The scaled indices and their sums with a pointer, since the last label (ranged proofs').
+    let mut scaled: HashMap<RegisterId, Scaled> = HashMap::new();
+    // The accesses through each such sum, and the sums one of whose accesses no ranged proof
+    // covers (their accesses are clamped together, as one group).
+    let mut ranged: BTreeMap<usize, (Scaled, Vec<RangedAccess>)> = BTreeMap::new();
+    let mut unfit: BTreeSet<usize> = BTreeSet::new();
     let mut index = 0usize;
     for item in &flat.items {
         let (i, registers) = match item {
             FlatItem::Label(l) => {
                 below.clear();
+                scaled.clear();
                 labels.insert(&l.name);
                 continue;
             }
@@ -203,9 +254,6 @@ pub(super) fn find(flat: &Flat<'_>, classes: &[Class], params: &[Param]) -> Prov
         }
         if let Some(Class::Access(accesses)) = classes.get(at) {
             for (slot, access) in accesses.iter().enumerate() {
-                if access.space != Space::Global {
-                    continue;
-                }
                 let Some(address) = i.operands.get(access.operand).and_then(|o| o.address()) else {
                     continue;
                 };
@@ -213,6 +261,11 @@ pub(super) fn find(flat: &Flat<'_>, classes: &[Class], params: &[Param]) -> Prov
                 let Some(Resolved::Declared(a)) = kernel_args_ptx::resolved_in(registers, name) else {
                     continue;
                 };
+                let sum = scaled.get(&a).and_then(|s| s.pointer.map(|(_, at)| at));
+                if access.space != Space::Global {
+                    unfit.extend(sum);
+                    continue;
+                }
                 let width = access.width;
                 // `[p + c]`: a fixed proof's, once every such access through `p` is known.
                 if let Some(Value::Global(pointer)) = values.get(&a).copied() {
@@ -225,22 +278,92 @@ pub(super) fn find(flat: &Flat<'_>, classes: &[Class], params: &[Param]) -> Prov
                     }
                     continue;
                 }
-                let Some(Value::Element(pointer, size)) = values.get(&a).copied() else { continue };
-                let fits = u64::try_from(address.offset).is_ok_and(|c| {
-                    c.checked_add(width).is_some_and(|end| end <= size)
-                        && c.checked_rem(width) == Some(0)
-                        && size.checked_rem(width) == Some(0)
-                });
-                let Some((&bound, &guard)) = below.iter().next() else { continue };
-                if !fits {
+                // Within one element of `size` bytes.
+                let fits = |size: u64| {
+                    u64::try_from(address.offset).is_ok_and(|c| {
+                        c.checked_add(width).is_some_and(|end| end <= size)
+                            && c.checked_rem(width) == Some(0)
+                            && size.checked_rem(width) == Some(0)
+                    })
+                };
+                // `[p + i * S + c]` below the kernel's check of `i`: an indexed proof's.
+                if let Some(Value::Element(pointer, size)) = values.get(&a).copied()
+                    && let Some((&bound, &guard)) = below.iter().next()
+                    && fits(size)
+                    && let Some(proof) = proven.number(Proof {
+                        pointer,
+                        kind: ProofKind::Indexed { bound },
+                        size,
+                        align: size,
+                    })
+                {
+                    let access = ProvenAccess { proof, offset: address.offset, index: None };
+                    proven.accesses.insert((at, slot), access);
+                    proven.guards.entry(guard).or_default().entry(bound).or_default().insert(size);
                     continue;
                 }
-                let Some(number) = proven.number(Proof { pointer, bound: Some(bound), size, align: size })
-                else {
-                    continue;
-                };
-                proven.accesses.insert((at, slot), (number, address.offset));
-                proven.guards.entry(guard).or_default().entry(bound).or_default().insert(size);
+                // `[p + x * S + c]` for any 32-bit `x` not written since it was scaled: a ranged
+                // proof's (once every access through the sum is known), the fence confining `x`.
+                if let Some(s @ Scaled { name, size, pointer: Some((_, sum)), .. }) = scaled.get(&a) {
+                    let end = u64::try_from(address.offset).ok().filter(|c| {
+                        c.checked_rem(width) == Some(0)
+                            && size.checked_rem(width) == Some(0)
+                            && width.is_power_of_two()
+                            && width <= 16
+                    });
+                    match end.and_then(|c| c.checked_add(width)) {
+                        Some(end) if super::body::declarations_of(body, name) == 1 => {
+                            let entry = ranged.entry(*sum).or_insert_with(|| (s.clone(), Vec::new()));
+                            entry.1.push((at, slot, address.offset, end));
+                        }
+                        _ => {
+                            unfit.insert(*sum);
+                        }
+                    }
+                }
+            }
+        }
+        // What this instruction writes: what was known of it, and of products of it, dies.
+        for name in super::body::defines(i) {
+            if let Some(Resolved::Declared(d)) = kernel_args_ptx::resolved_in(registers, name) {
+                scaled.remove(&d);
+                scaled.retain(|_, s| s.index != d);
+            }
+        }
+        if i.guard.is_none()
+            && let Some(dest) = id(0)
+        {
+            let found = match (i.opcode.as_str(), m.as_slice()) {
+                ("mul", ["wide", sign @ ("s32" | "u32")]) => match (id(1), int(2), i.operands.get(1)) {
+                    (Some(index), Some(size @ (1 | 2 | 4 | 8 | 16)), Some(operand)) => {
+                        operand.register().map(|r| Scaled {
+                            index,
+                            name: r.name.clone(),
+                            size,
+                            signed: *sign == "s32",
+                            pointer: None,
+                        })
+                    }
+                    _ => None,
+                },
+                ("add", ["s64" | "u64"]) => {
+                    let pointer = |k: usize| match value(k) {
+                        Some(Value::Global(p)) => Some(p),
+                        _ => None,
+                    };
+                    let product =
+                        |k: usize| id(k).and_then(|r| scaled.get(&r)).filter(|s| s.pointer.is_none());
+                    match (pointer(1), product(2), pointer(2), product(1)) {
+                        (Some(p), Some(s), _, _) | (_, _, Some(p), Some(s)) => {
+                            Some(Scaled { pointer: Some((p, at)), ..s.clone() })
+                        }
+                        _ => None,
+                    }
+                }
+                _ => None,
+            };
+            if let Some(found) = found {
+                scaled.insert(dest, found);
             }
         }
         // A value, for a register written exactly once.
@@ -299,10 +422,28 @@ pub(super) fn find(flat: &Flat<'_>, classes: &[Class], params: &[Param]) -> Prov
             if end > MIN_FENCE_LEN {
                 continue;
             }
-            let Some(number) = proven.number(Proof { pointer, bound: None, size: end, align: width }) else {
+            let Some(proof) =
+                proven.number(Proof { pointer, kind: ProofKind::Fixed, size: end, align: width })
+            else {
                 continue;
             };
-            proven.accesses.insert((at, slot), (number, offset));
+            proven.accesses.insert((at, slot), ProvenAccess { proof, offset, index: None });
+        }
+    }
+    // A ranged proof per pointer, element size, extension and reach: the accesses through one
+    // sum, where every access through it is one (as the group they would be clamped as).
+    for (sum, (s, accesses)) in ranged {
+        let reach = accesses.iter().map(|(.., end)| *end).max().unwrap_or(0).max(s.size);
+        let Some((pointer, _)) = s.pointer else { continue };
+        if unfit.contains(&sum) || reach > MIN_FENCE_LEN {
+            continue;
+        }
+        let kind = ProofKind::Ranged { signed: s.signed, reach };
+        let Some(proof) = proven.number(Proof { pointer, kind, size: s.size, align: s.size }) else {
+            continue;
+        };
+        for (at, slot, offset, _) in accesses {
+            proven.accesses.insert((at, slot), ProvenAccess { proof, offset, index: Some(s.name.clone()) });
         }
     }
     if !proven.indexed() {
@@ -313,8 +454,8 @@ pub(super) fn find(flat: &Flat<'_>, classes: &[Class], params: &[Param]) -> Prov
     order.sort_by_key(|&n| proven.proofs.get(n).copied());
     let renumber: HashMap<usize, usize> = order.iter().enumerate().map(|(new, &old)| (old, new)).collect();
     proven.proofs = order.iter().filter_map(|&n| proven.proofs.get(n).copied()).collect();
-    for (number, _) in proven.accesses.values_mut() {
-        *number = renumber.get(number).copied().unwrap_or(*number);
+    for access in proven.accesses.values_mut() {
+        access.proof = renumber.get(&access.proof).copied().unwrap_or(access.proof);
     }
     proven
 }

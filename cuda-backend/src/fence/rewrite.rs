@@ -57,7 +57,10 @@
 //! `add.s64 %__kargs_aN, %__kargs_ip<proof>, %__kargs_io<size>`, the proof's pointer's address
 //! plus the fence's own index times the element's size, after the fence's own bounds check
 //! (`Context::bounds_check`) and with the index, the bounds and the addresses read in the
-//! leading run (`proof_prologue`).
+//! leading run (`proof_prologue`). A ranged proof's access (`Context::proven_access`) is the
+//! pointer's address plus the kernel's own index confined to `[0, hi]` (`min.u32` with the
+//! proof's `%__kargs_yh<proof>`) and scaled as the kernel scales it; the clamped form notes an
+//! index it moved.
 //!
 //! **Groups.** Accesses through one register at constant offsets (`[%r+0]`, `[%r+4]`, ...,
 //! as nvcc writes an unrolled loop over a tile), into one window, unguarded, with no label,
@@ -93,7 +96,7 @@ use kernel_args_ptx::{
 use super::isa::{self, Access, Class, Space};
 use super::{
     FENCE_PARAMS, FLAG_BUDGET, FLAG_REACHED_OUT, FLAG_TRAPPED, FenceError, FenceRefusal, MIN_FENCE_LEN,
-    WINDOW_ALIGN,
+    ProofKind, WINDOW_ALIGN,
 };
 
 /// The fence's names: its registers, its exit label, its padding variables.
@@ -168,6 +171,12 @@ pub(super) mod names {
     pub const PRODUCT: &str = "%__kargs_io";
     /// The fence's own bounds check: the index at least the bound.
     pub const OUTSIDE: &str = "%__kargs_ig";
+    /// A ranged proof's highest index (`%__kargs_yh<proof>`).
+    pub const RANGE_HI: &str = "%__kargs_yh";
+    /// A ranged access's index, confined to its proof's range, one per address operand.
+    pub const RANGED: [&str; 2] = ["%__kargs_yx0", "%__kargs_yx1"];
+    /// That index times the element's size, one per address operand.
+    pub const RANGED_PRODUCT: [&str; 2] = ["%__kargs_yo0", "%__kargs_yo1"];
     /// A fragment's stride, aligned to 16 bytes.
     pub const STRIDE_ALIGNED: &str = "%__kargs_wa";
     /// That stride times the fragment's span, in 64 bits.
@@ -386,8 +395,9 @@ pub(super) fn rewrite(mut module: Module, aligned: bool) -> Result<Rewritten, Fe
                 out.leaving = out.leaving.saturating_add(stats.leaving);
                 out.fragments = out.fragments.saturating_add(stats.fragments);
                 out.proven = out.proven.saturating_add(stats.proven);
-                // Each proof's pointer's address, then the fence's four.
-                let proof_names: Vec<String> = stats.proofs.iter().map(super::Proof::param_name).collect();
+                // Each proof's pointer's address (and a ranged one's range), then the fence's four.
+                let proof_names: Vec<String> =
+                    stats.proofs.iter().flat_map(super::Proof::param_names).collect();
                 out.proofs.push(stats.proofs);
                 for name in proof_names.iter().map(String::as_str).chain(FENCE_PARAMS) {
                     f.params.push(Param {
@@ -666,7 +676,7 @@ impl<'m> EntryRewriter<'m> {
                         let p = self.plan(instruction, access, types.get(counter))?;
                         match p {
                             Plan::Static => stats.static_accesses = stats.static_accesses.saturating_add(1),
-                            Plan::Clamp { .. } | Plan::Grouped { .. } | Plan::Proven { .. } => {
+                            Plan::Clamp { .. } | Plan::Grouped { .. } | Plan::Proven(_) => {
                                 stats.clamped = stats.clamped.saturating_add(1);
                                 stats.widest = stats.widest.max(access.width);
                             }
@@ -706,10 +716,10 @@ impl<'m> EntryRewriter<'m> {
             counter = counter.saturating_add(1);
         }
         // Global accesses a bounds check of the kernel's proves inside the fence: unclamped.
-        let proven = super::prove::find(&flat, &classes, &f.params);
-        for (&(at, slot), &(proof, offset)) in &proven.accesses {
+        let proven = super::prove::find(body, &flat, &classes, &f.params);
+        for (&(at, slot), access) in &proven.accesses {
             if let Some(plan) = plans.get_mut(at).and_then(|p| p.get_mut(slot)) {
-                *plan = Plan::Proven { proof, offset };
+                *plan = Plan::Proven(access.clone());
                 stats.clamped = stats.clamped.saturating_sub(1);
                 stats.proven = stats.proven.saturating_add(1);
             }
@@ -1255,9 +1265,18 @@ fn proof_declarations(proven: &super::prove::Proven) -> Vec<Statement> {
     narrow.extend(proven.bounds().iter().map(|b| format!("{}{b}", names::BOUND)));
     let mut wide: Vec<String> = (0..proven.proofs.len()).map(|j| format!("{}{j}", names::POINTER)).collect();
     wide.extend(proven.sizes().iter().map(|s| product(*s)));
+    let ranged: Vec<usize> = proven.ranged_proofs().collect();
+    if !ranged.is_empty() {
+        wide.extend(names::RANGED_PRODUCT.map(str::to_owned));
+        narrow.extend(names::RANGED.map(str::to_owned));
+        narrow.extend(ranged.iter().map(|j| format!("{}{j}", names::RANGE_HI)));
+    }
     let mut out = vec![decl(Type::B64, wide)];
+    if !narrow.is_empty() {
+        out.push(decl(Type::B32, narrow));
+    }
     if proven.indexed() {
-        out.extend([decl(Type::B32, narrow), decl(Type::Pred, vec![names::OUTSIDE.to_owned()])]);
+        out.push(decl(Type::Pred, vec![names::OUTSIDE.to_owned()]));
     }
     out
 }
@@ -1272,6 +1291,7 @@ fn proof_declarations(proven: &super::prove::Proven) -> Vec<Statement> {
 /// mad.lo.s32    %__kargs_ix, %__kargs_ic, %__kargs_in, %__kargs_it
 /// ld.param.u32  %__kargs_im<bound>, [<the bound's parameter>]
 /// ld.param.u64  %__kargs_ip<proof>, [__kargs_addr_<pointer>_<bound>_<size>]
+/// ld.param.u32  %__kargs_yh<proof>, [__kargs_range_<pointer>_s<size>_r<reach>]  // a ranged one's
 /// ```
 fn proof_prologue(proven: &super::prove::Proven, params: &[Param]) -> Vec<Statement> {
     if proven.proofs.is_empty() {
@@ -1314,6 +1334,13 @@ fn proof_prologue(proven: &super::prove::Proven, params: &[Param]) -> Vec<Statem
             &["param", "u64"],
             vec![reg(&format!("{}{j}", names::POINTER)), param_address(&proof.param_name())],
         ));
+        if let Some(range) = proof.range_name() {
+            out.push(op(
+                "ld",
+                &["param", "u32"],
+                vec![reg(&format!("{}{j}", names::RANGE_HI)), param_address(&range)],
+            ));
+        }
     }
     out
 }
@@ -1388,10 +1415,11 @@ enum Plan {
     /// straight run of instructions (see [`group`]): the address is the group's register
     /// plus `delta`; the first access of the group (`lead`) clamps the register once.
     Grouped { register: String, delta: i64, lead: Option<Lead> },
-    /// A global access a bounds check proves inside the fence (`prove.rs`): the address is
-    /// proof `proof`'s pointer's address plus the index times its element's size, plus
-    /// `offset`.
-    Proven { proof: usize, offset: i64 },
+    /// A global access a proof covers (`prove.rs`): the address is the proof's pointer's
+    /// address, plus the index times the element's size (an indexed proof's: the fence's own
+    /// index; a ranged one's: the kernel's index confined to the proof's range), plus the
+    /// access's constant offset.
+    Proven(super::prove::ProvenAccess),
 }
 
 /// The one clamp of a group: the address `base + offset` (the group's lowest) into `window`,
@@ -1603,6 +1631,57 @@ impl Context<'_> {
         }
     }
 
+    /// A proven access's address, in `%__kargs_a<slot>`: an indexed proof's pointer's address
+    /// plus the fence's own product of the index; a ranged proof's plus the kernel's index
+    /// confined to `[0, hi]`, then scaled (as the kernel extends it: signed or not). A
+    /// fixed proof's address is its pointer's, and needs nothing here. In the clamped form, a
+    /// ranged access whose index was moved is noted (`xor` of the two, `or` into the note), as
+    /// a clamped one is.
+    ///
+    /// ```text
+    /// add.s64       %__kargs_a<slot>, %__kargs_ip<proof>, %__kargs_io<size>          // indexed
+    ///
+    /// min.u32       %__kargs_yx<slot>, <index>, %__kargs_yh<proof>                   // ranged
+    /// mul.wide.s32  %__kargs_yo<slot>, %__kargs_yx<slot>, <size>     // .u32 for an unsigned index
+    /// add.s64       %__kargs_a<slot>, %__kargs_ip<proof>, %__kargs_yo<slot>
+    /// ```
+    fn proven_access(
+        &self,
+        access: &super::prove::ProvenAccess,
+        slot: usize,
+        guard: Option<&Guard>,
+        out: &mut Vec<Statement>,
+    ) {
+        let Some(proof) = self.proven.proofs.get(access.proof) else { return };
+        let pick = |names: &[&'static str; 2]| names.get(slot).copied().unwrap_or(names[0]);
+        let address = pick(&names::ADDRESS);
+        let pointer = format!("{}{}", names::POINTER, access.proof);
+        match (proof.kind, &access.index) {
+            (ProofKind::Indexed { .. }, _) => {
+                out.push(op("add", &["s64"], vec![reg(address), reg(&pointer), reg(&product(proof.size))]));
+            }
+            (ProofKind::Ranged { signed, .. }, Some(index)) => {
+                let (ranged, scaled) = (pick(&names::RANGED), pick(&names::RANGED_PRODUCT));
+                let hi = format!("{}{}", names::RANGE_HI, access.proof);
+                out.push(op("min", &["u32"], vec![reg(ranged), reg(index), reg(&hi)]));
+                if self.notes() {
+                    out.push(op("xor", &["b32"], vec![reg(names::D), reg(index), reg(ranged)]));
+                    out.push(guarded(
+                        guard,
+                        "or",
+                        &["b32"],
+                        vec![reg(names::V), reg(names::V), reg(names::D)],
+                    ));
+                }
+                let sign = if signed { "s32" } else { "u32" };
+                let size = i128::from(proof.size);
+                out.push(op("mul", &["wide", sign], vec![reg(scaled), reg(ranged), imm(size)]));
+                out.push(op("add", &["s64"], vec![reg(address), reg(&pointer), reg(scaled)]));
+            }
+            (ProofKind::Fixed | ProofKind::Ranged { .. }, _) => {}
+        }
+    }
+
     fn block(&mut self, statements: &[Statement]) -> Result<Vec<Statement>, FenceError> {
         let mut out = Vec::new();
         for statement in statements {
@@ -1686,27 +1765,27 @@ impl Context<'_> {
                 self.fragment(instruction, fragment, index, out)?;
             }
             Class::Access(accesses) => {
-                self.noted |= plans.iter().any(|plan| !matches!(plan, Plan::Static | Plan::Proven { .. }));
+                // A ranged proof's access is noted where it is moved, in the clamped form.
+                let ranged = plans.iter().any(|plan| matches!(plan, Plan::Proven(p) if p.index.is_some()));
+                self.noted |= plans.iter().any(|plan| !matches!(plan, Plan::Static | Plan::Proven(_)))
+                    || (ranged && self.notes());
                 let mut rewritten = instruction.clone();
                 let mut slot = 0usize;
                 for (access, plan) in accesses.iter().zip(plans) {
-                    if let Plan::Proven { proof, offset } = plan {
-                        let Some(p) = self.proven.proofs.get(*proof) else { continue };
-                        let pointer = format!("{}{proof}", names::POINTER);
-                        // An indexed proof's access: the pointer's address plus the index times
-                        // the element's size; a fixed one's: the pointer's address itself.
-                        let base = if p.bound.is_some() {
-                            let address = names::ADDRESS.get(slot).copied().unwrap_or(names::ADDRESS[0]);
-                            slot = slot.saturating_add(1);
-                            out.push(op("add", &["s64"], vec![reg(address), reg(&pointer), reg(&product(p.size))]));
-                            address.to_owned()
-                        } else {
-                            pointer
+                    if let Plan::Proven(proven) = plan {
+                        self.proven_access(proven, slot, guard, out);
+                        let base = match self.proven.proofs.get(proven.proof).map(|p| p.kind) {
+                            Some(ProofKind::Fixed) | None => format!("{}{}", names::POINTER, proven.proof),
+                            Some(ProofKind::Indexed { .. } | ProofKind::Ranged { .. }) => {
+                                let address = names::ADDRESS.get(slot).copied().unwrap_or(names::ADDRESS[0]);
+                                slot = slot.saturating_add(1);
+                                address.to_owned()
+                            }
                         };
                         if let Some(operand) = rewritten.operands.get_mut(access.operand) {
                             *operand = Operand::new(OperandKind::Address(Address {
                                 base: AddressBase::Register(base),
-                                offset: *offset,
+                                offset: proven.offset,
                             }));
                         }
                         continue;

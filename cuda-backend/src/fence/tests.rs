@@ -824,7 +824,8 @@ fn the_fixtures_fenced_are_the_committed_files() {
                 with_fence.register(1, fenced.ptx(), entry, crate::Sandbox::Undeclared).unwrap();
                 let sizes = |r: &crate::KernelRegistry| r.get(1).unwrap().signature().unwrap().param_sizes();
                 let mut want = sizes(&plain);
-                want.extend(std::iter::repeat_n(8, fenced.proofs(entry).len() + FENCE_PARAMS.len()));
+                let hidden = fenced.proofs(entry).iter().flat_map(Proof::param_names).count();
+                want.extend(std::iter::repeat_n(8, hidden + FENCE_PARAMS.len()));
                 assert_eq!(sizes(&with_fence), want, "{entry}");
             }
             let golden = fenced_dir.join(path.file_name().unwrap());
@@ -865,22 +866,28 @@ fn the_attacks_are_refused_by_name_or_fenced() {
     {
         assert_eq!(fence_ptx(&read(file)).unwrap_err().reason, reason, "{file}");
     }
-    for (file, clamped) in [
-        ("wmma_load.ptx", 3),
-        ("wmma_shared_overrun.ptx", 13),
-        ("guard_spaced.ptx", 1),
-        ("loc_then_store.ptx", 1),
+    // (clamped, proven): a guest's index into a pointer is confined by a ranged proof.
+    for (file, clamped, proven) in [
+        ("wmma_load.ptx", 3, 0),
+        ("wmma_shared_overrun.ptx", 13, 0),
+        ("guard_spaced.ptx", 0, 1),
+        ("loc_then_store.ptx", 0, 1),
         // Its read at a constant offset is proven (a fixed proof); the other is clamped.
-        ("ldu_read.ptx", 1),
-        ("guard_bypass.ptx", 1),
-        ("shared_overrun.ptx", 4),
+        ("ldu_read.ptx", 1, 1),
+        ("guard_bypass.ptx", 0, 1),
+        ("shared_overrun.ptx", 3, 1),
         // Its eight stores at constant places in the frame name it (lower.rs); the overrun is clamped.
-        ("local_overrun.ptx", 3),
-        ("generic_shared.ptx", 4),
-        ("trap.ptx", 1),
+        ("local_overrun.ptx", 2, 1),
+        ("generic_shared.ptx", 3, 1),
+        ("trap.ptx", 0, 1),
     ] {
         let module = fence_ptx(&read(file)).unwrap();
-        assert_eq!(module.accesses(), clamped, "{file}");
+        assert_eq!((module.accesses(), module.proven()), (clamped, proven), "{file}");
+    }
+    let ranged = Proof { pointer: 0, kind: ProofKind::Ranged { signed: false, reach: 4 }, size: 4, align: 4 };
+    for (file, entry) in [("guard_spaced.ptx", "guard_spaced"), ("loc_then_store.ptx", "loc_then_store")] {
+        let module = fence_ptx(&read(file)).unwrap();
+        assert_eq!(module.proofs(entry), [ranged], "{file}");
     }
 }
 
@@ -1744,7 +1751,10 @@ fn a_bounds_check_of_the_kernels_proves_its_accesses() {
         proven_body("\tld.global.f32 %f1, [%rd4];\n\tadd.f32 %f2, %f1, %f1;\n\tst.global.f32 [%rd4], %f2;\n");
     let module = fenced(&body);
     assert_eq!((module.accesses(), module.proven()), (0, 2));
-    assert_eq!(module.proofs("k"), [Proof { pointer: 0, bound: Some(1), size: 4, align: 4 }]);
+    assert_eq!(
+        module.proofs("k"),
+        [Proof { pointer: 0, kind: ProofKind::Indexed { bound: 1 }, size: 4, align: 4 }]
+    );
     assert_eq!(proofs_in(module.ptx(), "k"), module.proofs("k"));
     assert_eq!(proofs_in(module.aligned_ptx(), "k"), module.proofs("k"));
     let text = lines(&module);
@@ -1765,7 +1775,8 @@ fn a_bounds_check_of_the_kernels_proves_its_accesses() {
     at("ld.global.f32 %f1, [%__kargs_a0];");
     at("st.global.f32 [%__kargs_a0], %f2;");
 
-    // Not the pattern: each stays clamped, and nothing is proven.
+    // Not the pattern: no indexed proof, and the fence confines the kernel's own index instead
+    // (a ranged proof's, `ranged_proofs_confine_the_kernels_index`).
     let unproven = [
         ("an unsigned compare", body.replace("setp.ge.s32", "setp.ge.u32")),
         ("an unsigned product", body.replace("mul.wide.s32", "mul.wide.u32")),
@@ -1780,14 +1791,17 @@ fn a_bounds_check_of_the_kernels_proves_its_accesses() {
     ];
     for (what, text) in unproven {
         let module = fenced(&text);
-        assert_eq!((module.accesses(), module.proven()), (2, 0), "{what}");
-        assert!(module.proofs("k").is_empty(), "{what}");
+        assert_eq!((module.accesses(), module.proven()), (0, 2), "{what}");
+        let kinds: Vec<ProofKind> = module.proofs("k").iter().map(|p| p.kind).collect();
+        assert!(matches!(kinds.as_slice(), [ProofKind::Ranged { .. }]), "{what}: {kinds:?}");
     }
-    // An access past the element's bytes, or misaligned in it, is clamped; the others proven.
+    // An access past the element's bytes is not the indexed proof's: a ranged one's, reaching 8.
     let past = fenced(&proven_body(
         "\tld.global.f32 %f1, [%rd4+4];\n\tld.global.u16 %h1, [%rd4+2];\n\tld.global.u8 %h1, [%rd4+3];\n",
     ));
-    assert_eq!((past.accesses(), past.proven()), (1, 2));
+    assert_eq!((past.accesses(), past.proven()), (0, 3));
+    let ranged = Proof { pointer: 0, kind: ProofKind::Ranged { signed: true, reach: 8 }, size: 4, align: 4 };
+    assert!(past.proofs("k").contains(&ranged), "{:?}", past.proofs("k"));
     // `setp.lt` with the check negated is the same check.
     let lt = fenced(&body.replace("setp.ge.s32", "setp.lt.s32").replace("@%p1 bra", "@!%p1 bra"));
     assert_eq!((lt.accesses(), lt.proven()), (0, 2));
@@ -1799,8 +1813,8 @@ fn a_bounds_check_of_the_kernels_proves_its_accesses() {
 /// fence's base; and the grid's threads in x.
 #[test]
 fn a_proofs_condition_is_checked_at_each_launch() {
-    let indexed = Proof { pointer: 0, bound: Some(1), size: 4, align: 4 };
-    let fixed = Proof { pointer: 2, bound: None, size: 12, align: 4 };
+    let indexed = Proof { pointer: 0, kind: ProofKind::Indexed { bound: 1 }, size: 4, align: 4 };
+    let fixed = Proof { pointer: 2, kind: ProofKind::Fixed, size: 12, align: 4 };
     assert_eq!(indexed.param_name(), "__kargs_addr_0_1_4");
     assert_eq!(fixed.param_name(), "__kargs_addr_2_r12_a4");
     for proof in [indexed, fixed] {
@@ -1831,18 +1845,33 @@ fn a_proofs_condition_is_checked_at_each_launch() {
             _ => other.to_ne_bytes(),
         }
     };
-    assert_eq!(indexed.hidden_address(base, 4096, params(256, 960, 0)), Ok(base + 256));
-    let past = indexed.hidden_address(base, 4096, params(256, 961, 0)).unwrap_err();
-    assert_eq!((past.offset, past.count, past.fence_len), (256, Some(961), 4096));
-    assert!(indexed.hidden_address(base, 4096, params(258, 1, 0)).is_err(), "misaligned");
-    assert_eq!(indexed.hidden_address(base, 4096, params(u64::MAX, 0, 0)), Ok(base), "no thread passes");
-    assert_eq!(indexed.hidden_address(base, 4096, params(u64::MAX, -5, 0)), Ok(base));
-    assert!(indexed.hidden_address(base, 4096, params(u64::MAX - 3, 1, 0)).is_err(), "no wrap");
-    assert_eq!(fixed.hidden_address(base, 4096, params(0, 0, 4084)), Ok(base + 4084));
+    assert_eq!(indexed.hidden_values(base, 4096, params(256, 960, 0)).map(|v| v.address), Ok(base + 256));
+    let past = indexed.hidden_values(base, 4096, params(256, 961, 0)).unwrap_err();
+    assert_eq!((past.offset, past.count, past.fence_len), (256, 961, 4096));
+    assert!(indexed.hidden_values(base, 4096, params(258, 1, 0)).map(|v| v.address).is_err(), "misaligned");
+    assert_eq!(
+        indexed.hidden_values(base, 4096, params(u64::MAX, 0, 0)).map(|v| v.address),
+        Ok(base),
+        "no thread passes"
+    );
+    assert_eq!(indexed.hidden_values(base, 4096, params(u64::MAX, -5, 0)).map(|v| v.address), Ok(base));
+    assert!(
+        indexed.hidden_values(base, 4096, params(u64::MAX - 3, 1, 0)).map(|v| v.address).is_err(),
+        "no wrap"
+    );
+    assert_eq!(fixed.hidden_values(base, 4096, params(0, 0, 4084)).map(|v| v.address), Ok(base + 4084));
     // A fixed proof's accesses the launch does not cover go to the fence's base, inside.
-    assert_eq!(fixed.hidden_address(base, 4096, params(0, 0, 4088)), Ok(base), "12 bytes past the end");
-    assert_eq!(fixed.hidden_address(base, 4096, params(0, 0, 2)), Ok(base), "misaligned");
-    assert_eq!(fixed.hidden_address(base, 4096, params(0, 0, u64::MAX)), Ok(base), "no wrap");
+    assert_eq!(
+        fixed.hidden_values(base, 4096, params(0, 0, 4088)).map(|v| v.address),
+        Ok(base),
+        "12 bytes past the end"
+    );
+    assert_eq!(fixed.hidden_values(base, 4096, params(0, 0, 2)).map(|v| v.address), Ok(base), "misaligned");
+    assert_eq!(
+        fixed.hidden_values(base, 4096, params(0, 0, u64::MAX)).map(|v| v.address),
+        Ok(base),
+        "no wrap"
+    );
     assert!(proof_grid_fits(1 << 21, 1024));
     assert!(!proof_grid_fits((1 << 21) + 1, 1024));
 }
@@ -1858,7 +1887,7 @@ fn accesses_at_constant_offsets_from_a_pointer_are_proven() {
     );
     assert_eq!((module.accesses(), module.proven()), (0, 4));
     // One per access's end and width: a launch that does not fit one moves that access alone.
-    let fixed = |size, align| Proof { pointer: 0, bound: None, size, align };
+    let fixed = |size, align| Proof { pointer: 0, kind: ProofKind::Fixed, size, align };
     assert_eq!(module.proofs("k"), [fixed(4, 4), fixed(8, 4), fixed(12, 4), fixed(24, 8)]);
     let text = lines(&module);
     assert!(text.contains(&".param .u64 __kargs_addr_0_r24_a8,".to_owned()), "{text:#?}");
@@ -1870,8 +1899,8 @@ fn accesses_at_constant_offsets_from_a_pointer_are_proven() {
     // A one-element buffer at the fence's end: `p[0]` runs where it is, `p[1]` (which a kernel
     // reads only where its count says so) is confined to the fence's base.
     let at_end = |i: usize| if i == 0 { 4092u64.to_ne_bytes() } else { [0; 8] };
-    assert_eq!(fixed(4, 4).hidden_address(1 << 20, 4096, at_end), Ok((1 << 20) + 4092));
-    assert_eq!(fixed(8, 4).hidden_address(1 << 20, 4096, at_end), Ok(1 << 20));
+    assert_eq!(fixed(4, 4).hidden_values(1 << 20, 4096, at_end).map(|v| v.address), Ok((1 << 20) + 4092));
+    assert_eq!(fixed(8, 4).hidden_values(1 << 20, 4096, at_end).map(|v| v.address), Ok(1 << 20));
     // A misaligned constant, or one through a register written twice, is clamped.
     let clamped = fenced("\tcvta.to.global.u64 %rd2, %rd1;\n\tld.global.u32 %r1, [%rd2+2];\n");
     assert_eq!((clamped.accesses(), clamped.proven()), (1, 0));
@@ -2009,7 +2038,199 @@ fn a_fixed_proof_reaches_no_further_than_the_shortest_fence() {
         "the access ending at 256 is proven, the one past it clamped"
     );
     let near = fenced("\tcvta.to.global.u64 %rd2, %rd1;\n\tld.global.u32 %r1, [%rd2+252];\n");
-    assert_eq!(near.proofs("k"), [Proof { pointer: 0, bound: None, size: 256, align: 4 }]);
+    assert_eq!(near.proofs("k"), [Proof { pointer: 0, kind: ProofKind::Fixed, size: 256, align: 4 }]);
     let broken = near.ptx().replace("__kargs_addr_0_r256_a4", "__kargs_addr_0_r260_a4");
     assert_eq!(check(&broken).map(|_| ()).map_err(|f| f.kind), Err(FindingKind::HiddenParams));
+}
+
+/// A body whose accesses go through `p + x * 4`, `x` a 32-bit value the kernel loaded.
+fn ranged_body(accesses: &str) -> String {
+    format!(
+        "\tcvta.to.global.u64 %rd2, %rd1;\n\tld.global.u32 %r1, [%rd2];\n\tmul.wide.s32 %rd3, %r1, 4;\n\
+         \tadd.s64 %rd4, %rd2, %rd3;\n{accesses}"
+    )
+}
+
+/// Accesses at `[p + x * S + c]` for any 32-bit index `x` are proven by a ranged proof: the
+/// fence confines the kernel's own index to `[0, hi]` (an unsigned `min`, `hi` the launcher's),
+/// scales it as the kernel does and adds the pointer's hidden address; in the clamped form a
+/// moved index is noted. Where the
+/// index is written between, a label stands between, a nested block declares the index's name
+/// again, or any access through the sum is one no ranged proof covers, the accesses are clamped
+/// as a group.
+#[test]
+fn ranged_proofs_confine_the_kernels_index() {
+    let body = ranged_body("\tld.global.f32 %f1, [%rd4];\n\tst.global.f32 [%rd4+4], %f1;\n");
+    let module = fenced(&body);
+    assert_eq!((module.accesses(), module.proven()), (0, 3));
+    let ranged = Proof { pointer: 0, kind: ProofKind::Ranged { signed: true, reach: 8 }, size: 4, align: 4 };
+    let fixed = Proof { pointer: 0, kind: ProofKind::Fixed, size: 4, align: 4 };
+    assert_eq!(module.proofs("k"), [fixed, ranged]);
+    assert_eq!(proofs_in(module.aligned_ptx(), "k"), module.proofs("k"));
+    let text = lines(&module);
+    let at = |l: &str| text.iter().position(|t| t == l).unwrap_or_else(|| panic!("{l} in {text:#?}"));
+    let address = at(".param .u64 __kargs_addr_0_s4_r8,");
+    assert_eq!(text[address + 1], ".param .u64 __kargs_range_0_s4_r8,");
+    at("ld.param.u32 %__kargs_yh1, [__kargs_range_0_s4_r8];");
+    let clamp = at("min.u32 %__kargs_yx0, %r1, %__kargs_yh1;");
+    assert_eq!(text[clamp + 1], "xor.b32 %__kargs_d, %r1, %__kargs_yx0;", "noted where moved");
+    assert_eq!(text[clamp + 2], "or.b32 %__kargs_v, %__kargs_v, %__kargs_d;");
+    assert_eq!(text[clamp + 3], "mul.wide.s32 %__kargs_yo0, %__kargs_yx0, 4;");
+    assert_eq!(text[clamp + 4], "add.s64 %__kargs_a0, %__kargs_ip1, %__kargs_yo0;");
+    assert_eq!(text[clamp + 5], "ld.global.f32 %f1, [%__kargs_a0];");
+    assert!(text.contains(&"st.global.f32 [%__kargs_a0+4], %f1;".to_owned()));
+    assert!(!module.aligned_ptx().contains("xor.b32\t%__kargs_d, %r1"), "the aligned form notes nothing");
+    // An unsigned index: its own proof, scaled unsigned.
+    let unsigned = fenced(&body.replace("mul.wide.s32", "mul.wide.u32"));
+    assert_eq!((unsigned.accesses(), unsigned.proven()), (0, 3));
+    assert_eq!(unsigned.proofs("k")[1].kind, ProofKind::Ranged { signed: false, reach: 8 });
+    let text = lines(&unsigned);
+    assert!(text.contains(&"min.u32 %__kargs_yx0, %r1, %__kargs_yh1;".to_owned()), "{text:#?}");
+    assert!(text.contains(&"mul.wide.u32 %__kargs_yo0, %__kargs_yx0, 4;".to_owned()));
+    // Not covered: the sum's two accesses are clamped together, and no ranged proof is made.
+    for (what, text) in [
+        (
+            "the index written between",
+            body.replace("\tld.global.f32 %f1", "\tadd.s32 %r1, %r1, 1;\n\tld.global.f32 %f1"),
+        ),
+        ("a label between", body.replace("\tld.global.f32 %f1", "$L_x:\n\tld.global.f32 %f1")),
+        ("a negative offset through the sum", body.replace("[%rd4+4]", "[%rd4+-4]")),
+        ("a reach past the shortest fence", body.replace("[%rd4+4]", "[%rd4+256]")),
+        ("a generic access through the sum", body.replace("ld.global.f32 %f1", "ld.f32 %f1")),
+        (
+            "the index's name declared again",
+            body.replace(
+                "\tld.global.f32 %f1, [%rd4];\n",
+                "\t{\n\t.reg .b32 %r1;\n\tld.global.f32 %f1, [%rd4];\n\t}\n",
+            ),
+        ),
+    ] {
+        let module = fenced(&text);
+        assert_eq!((module.accesses(), module.proven()), (2, 1), "{what}");
+        assert_eq!(module.proofs("k"), [fixed], "{what}");
+    }
+}
+
+/// A ranged proof's values at a launch: the pointer's address and `hi`, the last element from
+/// it with the reach inside the fence (at most `i32::MAX` for a signed index); the fence's base
+/// and 0 where the offset is misaligned or the reach does not fit. Never refused.
+#[test]
+fn a_ranged_proofs_range_is_the_pointers_room_in_the_fence() {
+    let signed = Proof { pointer: 0, kind: ProofKind::Ranged { signed: true, reach: 8 }, size: 4, align: 4 };
+    let unsigned = Proof { kind: ProofKind::Ranged { signed: false, reach: 8 }, ..signed };
+    assert_eq!(signed.param_name(), "__kargs_addr_0_s4_r8");
+    assert_eq!(signed.range_name().as_deref(), Some("__kargs_range_0_s4_r8"));
+    assert_eq!(unsigned.param_names().collect::<Vec<_>>(), ["__kargs_addr_0_u4_r8", "__kargs_range_0_u4_r8"]);
+    for proof in [signed, unsigned] {
+        assert_eq!(Proof::from_param_name(&proof.param_name()), Some(proof));
+    }
+    for name in
+        ["__kargs_addr_0_s4_r2", "__kargs_addr_0_x4_r8", "__kargs_addr_0_s3_r8", "__kargs_range_0_s4_r8"]
+    {
+        assert_eq!(Proof::from_param_name(name), None, "{name}");
+    }
+    let base = 0x7000_0000u64;
+    let at = |offset: u64| move |_: usize| offset.to_ne_bytes();
+    let values = |proof: Proof, len: u64, offset: u64| {
+        let v = proof.hidden_values(base, len, at(offset)).unwrap();
+        (v.address, v.range.unwrap())
+    };
+    // (4096 - 8 - 8) / 4 = 1020 elements from offset 8.
+    assert_eq!(values(signed, 4096, 8), (base + 8, 1020));
+    assert_eq!(values(unsigned, 4096, 8), (base + 8, 1020));
+    assert_eq!(values(signed, 4096, 4088), (base + 4088, 0), "the reach at the fence's end");
+    assert_eq!(values(signed, 4096, 4092), (base, 0), "the reach past it");
+    assert_eq!(values(signed, 4096, 6), (base, 0), "misaligned");
+    assert_eq!(values(signed, 4096, u64::MAX - 3), (base, 0), "no wrap");
+    // A 4 GiB fence: `hi` is what the index holds, non-negative where it is signed.
+    let bytes = Proof { kind: ProofKind::Ranged { signed: true, reach: 1 }, size: 1, align: 1, ..signed };
+    assert_eq!(values(bytes, 1 << 32, 0), (base, i32::MAX as u64));
+    assert_eq!(values(bytes, 1 << 32, (1 << 32) - 1), (base + (1 << 32) - 1, 0));
+    let bytes = Proof { kind: ProofKind::Ranged { signed: false, reach: 1 }, ..bytes };
+    assert_eq!(values(bytes, 1 << 32, 0), (base, u64::from(u32::MAX)));
+}
+
+/// Rewritten modules with a ranged proof broken on purpose: each a finding.
+#[test]
+fn the_checker_finds_a_ranged_proof_a_rewriter_could_get_wrong() {
+    let module = fenced(&ranged_body("\tld.global.f32 %f1, [%rd4];\n\tst.global.f32 [%rd4+4], %f1;\n"));
+    for text in [module.ptx().to_owned(), module.aligned_ptx().to_owned()] {
+        let report = check(&text).unwrap();
+        assert_eq!((report.clamped, report.proven), (0, 3));
+        let min = "min.u32\t%__kargs_yx0, %r1, %__kargs_yh1;";
+        let max = min;
+        let mul = "mul.wide.s32\t%__kargs_yo0, %__kargs_yx0, 4;";
+        for (what, edited, kind) in [
+            ("the bound left out", text.replace(min, ""), FindingKind::Unproven),
+            // (Not one of the fence's forms: a fence register read by another instruction.)
+            (
+                "a signed bound",
+                text.replace(min, &min.replace("min.u32", "min.s32")),
+                FindingKind::FenceRegister,
+            ),
+            (
+                "the bound the other way",
+                text.replace(min, "min.u32\t%__kargs_yx0, %__kargs_yh1, %r1;"),
+                FindingKind::Unproven,
+            ),
+            ("an unsigned product", text.replace(mul, &mul.replace(".s32", ".u32")), FindingKind::Unproven),
+            (
+                "a product of another size",
+                text.replace(mul, &mul.replace(", 4;", ", 8;")),
+                FindingKind::Unproven,
+            ),
+            (
+                "the kernel's index scaled",
+                text.replace(mul, &mul.replace("%__kargs_yx0, 4", "%r1, 4")),
+                FindingKind::Unproven,
+            ),
+            (
+                "the bound read from the range's high half",
+                text.replace("[__kargs_range_0_s4_r8];", "[__kargs_range_0_s4_r8+4];"),
+                FindingKind::Unproven,
+            ),
+            (
+                "a label between the bound and the access",
+                text.replacen(
+                    "\tadd.s64\t%__kargs_a0, %__kargs_ip1",
+                    "$L__kx:\n\tadd.s64\t%__kargs_a0, %__kargs_ip1",
+                    1,
+                ),
+                FindingKind::Unproven,
+            ),
+            (
+                "an access past the reach",
+                text.replace("[%__kargs_a0+4], %f1;", "[%__kargs_a0+8], %f1;"),
+                FindingKind::Unproven,
+            ),
+            (
+                "a range the name does not state",
+                text.replace("__kargs_range_0_s4_r8", "__kargs_range_0_s4_r4"),
+                FindingKind::HiddenParams,
+            ),
+            (
+                "a reach past the shortest fence",
+                text.replace("_s4_r8", "_s4_r512"),
+                FindingKind::HiddenParams,
+            ),
+            (
+                "the range read into the kernel",
+                text.replace(max, &format!("{max}\n\tld.param.u64\t%rd5, [__kargs_range_0_s4_r8];")),
+                FindingKind::Unproven,
+            ),
+            (
+                "the pointer's address read into the kernel",
+                text.replace(max, &format!("{max}\n\tld.param.u64\t%rd5, [__kargs_addr_0_s4_r8];")),
+                FindingKind::Unproven,
+            ),
+            (
+                "the fence's base read into the kernel",
+                text.replace(max, &format!("{max}\n\tld.param.u64\t%rd5, [__kargs_fence_base];")),
+                FindingKind::Unproven,
+            ),
+        ] {
+            let found = check(&edited).map(|_| ()).map_err(|f| f.kind);
+            assert_eq!(found, Err(kind), "{what}");
+        }
+    }
 }

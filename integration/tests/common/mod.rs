@@ -58,7 +58,8 @@ pub fn hidden_params(
     };
     let mut out = Vec::new();
     for proof in kernel_args_cuda::fence::proofs_in(ptx, entry) {
-        out.push(proof.hidden_address(base, len, word).ok()?.to_le_bytes().to_vec());
+        let values = proof.hidden_values(base, len, word).ok()?;
+        out.extend(values.words().map(|w| w.to_le_bytes().to_vec()));
     }
     out.extend(fence_params_with(base, len, flag, budget));
     Some(out)
