@@ -201,7 +201,8 @@ fn accesses_outside_the_fence_land_inside_it_and_set_the_flag() {
     ];
     // Whether some thread's access of 4 bytes at `ptr + 4 i` (i below n) is moved: it is not
     // inside the fence, or not aligned.
-    let moved = |ptr: u64, n: u32| !ptr.is_multiple_of(4) || u128::from(ptr) + 4 * u128::from(n) > len as u128;
+    let moved =
+        |ptr: u64, n: u32| !ptr.is_multiple_of(4) || u128::from(ptr) + 4 * u128::from(n) > len as u128;
     for (what, a_ptr, b_ptr, out_ptr, n) in hostile {
         let noted = moved(a_ptr, n) || moved(b_ptr, n) || moved(out_ptr, n);
         assert!(noted, "{what}: every case is moved, whatever the addresses");

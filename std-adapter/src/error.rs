@@ -479,8 +479,8 @@ pub enum FenceProblem {
         offset: u64,
         /// The count parameter's index.
         bound: u32,
-        /// Its value.
-        count: i32,
+        /// Its value (more than 0: a count of 0 or less needs nothing).
+        count: u64,
         /// The element's size in bytes.
         size: u64,
         /// The fence's length in bytes.

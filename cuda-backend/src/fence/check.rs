@@ -214,6 +214,15 @@ fn win_of(space: StateSpace) -> Option<Win> {
     }
 }
 
+/// How the fence's own bounds check compares the thread's index with its bound
+/// ([`Fact::Outside`]): the 32-bit index signed, or the 64-bit one signed or not.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Compare {
+    S32,
+    S64,
+    U64,
+}
+
 /// What is known of a fence register's value.
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Fact {
@@ -293,8 +302,19 @@ enum Fact {
     Bound(usize),
     /// A proof's pointer's address, from its hidden parameter.
     Pointer(Proof),
-    /// A predicate: the index is at least the bound of this parameter index (signed).
-    Outside(usize),
+    /// A predicate: the index is at least the bound of this parameter index, compared so.
+    Outside(usize, Compare),
+    /// `%ctaid.x * %ntid.x` in 64 bits (`mul.wide.u32`), and `%tid.x` widened (`cvt.u64.u32`).
+    Grid64,
+    Tid64,
+    /// Their sum, the thread's 64-bit index in the grid: below 2^63 (a grid's blocks and a
+    /// block's threads are each below 2^32), non-negative read either way.
+    Index64,
+    /// The value of the entry's own 8-byte parameter of this index.
+    Bound64(usize),
+    /// The 64-bit index times this element size (`shl.b64`: exact, the index is below 2^59
+    /// and the size at most 16).
+    Scaled64(u64),
     /// The index times this element size, sign-extended (exact: the index is below 2^31).
     Scaled(u64),
     /// A ranged proof's highest index `hi`, from its range parameter (unsigned; at most
@@ -480,7 +500,7 @@ struct Entry<'m> {
     local: HashMap<String, Fact>,
     /// The bounds (parameter indexes) the index is proven below on every path here: since the
     /// fence's own check of each, without a label between.
-    below: BTreeSet<usize>,
+    below: BTreeSet<(usize, Compare)>,
     /// The entry's own parameters (before the hidden ones): name and size, by index.
     own_params: Vec<(&'m str, u64)>,
     /// The proofs of the entry's hidden parameters, by parameter name.
@@ -655,6 +675,11 @@ fn check_entry<'m>(
                 .get(bound)
                 .filter(|_| bound < own)
                 .is_some_and(|p| p.size() == Some(4) && p.dims.is_empty()),
+            ProofKind::Indexed64 { bound, .. } => f
+                .params
+                .get(bound)
+                .filter(|_| bound < own)
+                .is_some_and(|p| p.size() == Some(8) && p.dims.is_empty()),
             // The fence's base where the launch does not meet it: its reach must fit any fence.
             ProofKind::Fixed => proof.size <= MIN_FENCE_LEN,
             ProofKind::Ranged { reach, .. } => reach <= MIN_FENCE_LEN,
@@ -801,7 +826,9 @@ impl<'m> Entry<'m> {
             | Fact::Limit32 { .. }
             | Fact::FenceBase
             | Fact::Index
+            | Fact::Index64
             | Fact::Bound(_)
+            | Fact::Bound64(_)
             | Fact::Pointer(_)
             | Fact::RangeHi(_)
             | Fact::Proven { .. } = fact
@@ -879,11 +906,16 @@ impl<'m> Entry<'m> {
         };
         // A copy of the thread's index in the grid into a register of the kernel's: a value the
         // kernel computes itself (`Fact::Index`).
+        let copied = match m.as_slice() {
+            ["u32" | "b32" | "s32"] => Some(&Fact::Index),
+            ["u64" | "b64" | "s64"] => Some(&Fact::Index64),
+            _ => None,
+        };
         if i.opcode == "mov"
-            && matches!(m.as_slice(), ["u32" | "b32" | "s32"])
             && i.operands.len() == 2
             && i.operands.first().and_then(Operand::register).is_some_and(|r| !fence_name(&r.name))
-            && i.operands.get(1).and_then(|o| self.operand_fact(o)) == Some(&Fact::Index)
+            && copied.is_some()
+            && i.operands.get(1).and_then(|o| self.operand_fact(o)) == copied
         {
             return Ok(());
         }
@@ -899,7 +931,7 @@ impl<'m> Entry<'m> {
         // The fence's own bounds check (`Fact::Outside`): past a `ret`, or a branch to the fence's
         // exit, under it, the index is below that bound on every path until a label.
         let outside = i.guard.as_ref().filter(|g| !g.negated).and_then(|g| match self.fact(&g.register) {
-            Some(Fact::Outside(bound)) => Some(*bound),
+            Some(Fact::Outside(bound, compare)) => Some((*bound, *compare)),
             _ => None,
         });
         if let Some(bound) = outside {
@@ -1164,9 +1196,20 @@ impl<'m> Entry<'m> {
                     AddressBase::Symbol(s) if s == FENCE_PARAMS[2] => Some(Fact::Flag),
                     // A proof's pointer: an indexed one's, or a fixed one's, which is itself the
                     // proven address of its accesses.
+                    // An 8-byte bound: one of the entry's own parameters.
+                    AddressBase::Symbol(s)
+                        if self.own_params.iter().any(|(name, size)| name == s && *size == 8) =>
+                    {
+                        self.own_params
+                            .iter()
+                            .position(|(name, size)| name == s && *size == 8)
+                            .map(Fact::Bound64)
+                    }
                     AddressBase::Symbol(s) if self.proofs.contains_key(s.as_str()) => {
                         self.proofs.get(s.as_str()).copied().map(|proof| match proof.kind {
-                            ProofKind::Indexed { .. } | ProofKind::Ranged { .. } => Fact::Pointer(proof),
+                            ProofKind::Indexed { .. }
+                            | ProofKind::Indexed64 { .. }
+                            | ProofKind::Ranged { .. } => Fact::Pointer(proof),
                             ProofKind::Fixed => Fact::Proven { reach: proof.size, align: proof.align },
                         })
                     }
@@ -1248,7 +1291,26 @@ impl<'m> Entry<'m> {
                 _ => None,
             },
             ("setp", ["ge", "s32"], 3) if pred => match (f(1), f(2)) {
-                (Some(Fact::Index), Some(Fact::Bound(bound))) => Some(Fact::Outside(bound)),
+                (Some(Fact::Index), Some(Fact::Bound(bound))) => Some(Fact::Outside(bound, Compare::S32)),
+                _ => None,
+            },
+            ("setp", ["ge", ty @ ("s64" | "u64")], 3) if pred => match (f(1), f(2)) {
+                (Some(Fact::Index64), Some(Fact::Bound64(bound))) => {
+                    Some(Fact::Outside(bound, if *ty == "s64" { Compare::S64 } else { Compare::U64 }))
+                }
+                _ => None,
+            },
+            // The 64-bit index's parts and sum, and its product.
+            ("mul", ["wide", "u32"], 3)
+                if wide && matches!((f(1), f(2)), (Some(Fact::Special(_)), Some(Fact::Special(_)))) =>
+            {
+                let factors = [f(1), f(2)];
+                let grid = factors.contains(&Some(Fact::Special("%ctaid")))
+                    && factors.contains(&Some(Fact::Special("%ntid")));
+                grid.then_some(Fact::Grid64)
+            }
+            ("shl", ["b64"], 3) if wide => match (f(1), int(2)) {
+                (Some(Fact::Index64), Some(k @ 0..=4)) => Some(Fact::Scaled64(1 << k)),
                 _ => None,
             },
             ("mul", ["wide", "s32"], 3) if wide => match (f(1), int(2)) {
@@ -1261,9 +1323,21 @@ impl<'m> Entry<'m> {
                 (Some(Fact::Pointer(proof)), Some(Fact::Scaled(size)))
                 | (Some(Fact::Scaled(size)), Some(Fact::Pointer(proof)))
                     if proof.size == size
-                        && matches!(proof.kind, ProofKind::Indexed { bound } if self.below.contains(&bound)) =>
+                        && matches!(proof.kind, ProofKind::Indexed { bound }
+                            if self.below.contains(&(bound, Compare::S32))) =>
                 {
                     Some(Fact::Proven { reach: size, align: size })
+                }
+                (Some(Fact::Pointer(proof)), Some(Fact::Scaled64(size)))
+                | (Some(Fact::Scaled64(size)), Some(Fact::Pointer(proof)))
+                    if proof.size == size
+                        && matches!(proof.kind, ProofKind::Indexed64 { bound, signed }
+                            if self.below.contains(&(bound, if signed { Compare::S64 } else { Compare::U64 }))) =>
+                {
+                    Some(Fact::Proven { reach: size, align: size })
+                }
+                (Some(Fact::Grid64), Some(Fact::Tid64)) | (Some(Fact::Tid64), Some(Fact::Grid64)) => {
+                    Some(Fact::Index64)
                 }
                 // A ranged proof's pointer plus a value in its range times its element size:
                 // `[p, p + hi * S + reach)` is inside the fence (the launcher's range).
@@ -1273,12 +1347,13 @@ impl<'m> Entry<'m> {
                 {
                     match a.kind {
                         ProofKind::Ranged { reach, .. } => Some(Fact::Proven { reach, align: a.size }),
-                        ProofKind::Indexed { .. } | ProofKind::Fixed => None,
+                        ProofKind::Indexed { .. } | ProofKind::Indexed64 { .. } | ProofKind::Fixed => None,
                     }
                 }
                 _ => None,
             },
             ("cvt", ["u64", "u32"], 2) if wide => match f(1) {
+                Some(Fact::Special("%tid")) => Some(Fact::Tid64),
                 // A 32-bit address of a shared, local or constant window, widened: the same
                 // address (those state spaces' addresses are 32 bits, zero-extended).
                 Some(Fact::Inside { win, reach, align }) if win != Win::Global => {

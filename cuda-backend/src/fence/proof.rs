@@ -37,6 +37,15 @@ pub enum ProofKind {
         /// The bound's index among the entry's own parameters.
         bound: usize,
     },
+    /// The kernel's own bounds check `i < n` of the thread's 64-bit index in the grid (`i =
+    /// (size_t)blockIdx.x * blockDim.x + threadIdx.x`, always below 2^63), against the entry's
+    /// 8-byte parameter of index `bound`, compared signed (`long long n`) or not (`size_t n`).
+    Indexed64 {
+        /// The bound's index among the entry's own parameters.
+        bound: usize,
+        /// Whether the check is signed (`setp.ge.s64`) or not (`setp.ge.u64`).
+        signed: bool,
+    },
     /// A constant offset from the pointer.
     Fixed,
     /// Any 32-bit index, which the fence confines to the elements from the pointer's place in
@@ -59,7 +68,9 @@ pub enum ProofKind {
 ///   offset in the fence is a multiple of `size` and `n` elements of `size` bytes from it end
 ///   inside the fence (nothing to check where `n <= 0`: no thread passes the check), and the
 ///   grid has at most [`PROOF_MAX_THREADS_X`] threads in x ([`proof_grid_fits`]). The launcher
-///   refuses a launch that does not meet it;
+///   refuses a launch that does not meet it. With a 64-bit index and bound
+///   ([`ProofKind::Indexed64`]), the same, `n` read as the kernel compares it, and no bound on
+///   the grid (a 64-bit index never overflows);
 /// - **fixed**: an access at `[p + c]`, a constant `c` with `c + width = size` (`size` at most
 ///   [`MIN_FENCE_LEN`](super::MIN_FENCE_LEN)) and `width = align` (one proof per pointer, end and width). Where `p`'s
 ///   offset is a multiple of `align` and `size` bytes from it end inside the fence, the access
@@ -104,8 +115,8 @@ pub struct ProofFailure {
     pub proof: Proof,
     /// The pointer parameter's value: its offset in the fence.
     pub offset: u64,
-    /// The bound parameter's value.
-    pub count: i32,
+    /// The bound parameter's value (more than 0: a count of 0 or less needs nothing).
+    pub count: u64,
     /// The fence's length in bytes.
     pub fence_len: u64,
 }
@@ -121,7 +132,7 @@ impl fmt::Display for ProofFailure {
             );
         }
         let bound = match kind {
-            ProofKind::Indexed { bound } => bound.to_string(),
+            ProofKind::Indexed { bound } | ProofKind::Indexed64 { bound, .. } => bound.to_string(),
             ProofKind::Fixed | ProofKind::Ranged { .. } => "?".to_owned(),
         };
         write!(
@@ -156,6 +167,7 @@ impl HiddenValues {
 impl Proof {
     /// The name of the entry's hidden parameter that holds the pointer's address:
     /// `__kargs_addr_<pointer>_<bound>_<size>` for an indexed proof,
+    /// `__kargs_addr_<pointer>_s64_<bound>_<size>` (or `_u64_`) for a 64-bit indexed one,
     /// `__kargs_addr_<pointer>_r<size>_a<align>` for a fixed one,
     /// `__kargs_addr_<pointer>_s<size>_r<reach>` (signed) or `_u<size>_r<reach>` for a ranged
     /// one.
@@ -163,6 +175,9 @@ impl Proof {
         let Proof { pointer, size, align, .. } = *self;
         match self.kind {
             ProofKind::Indexed { bound } => format!("{PROOF_PARAM_PREFIX}{pointer}_{bound}_{size}"),
+            ProofKind::Indexed64 { bound, signed } => {
+                format!("{PROOF_PARAM_PREFIX}{pointer}_{}64_{bound}_{size}", if signed { 's' } else { 'u' })
+            }
             ProofKind::Fixed => format!("{PROOF_PARAM_PREFIX}{pointer}_r{size}_a{align}"),
             ProofKind::Ranged { signed, reach } => {
                 format!("{PROOF_PARAM_PREFIX}{pointer}_{}{size}_r{reach}", if signed { 's' } else { 'u' })
@@ -195,6 +210,11 @@ impl Proof {
                 size: reach.strip_prefix('r')?.parse::<u64>().ok().filter(|s| *s > 0)?,
                 align: width(align.strip_prefix('a')?.parse().ok()?)?,
             },
+            [pointer, check @ ("s64" | "u64"), bound, size] => {
+                let size = width(size.parse().ok()?)?;
+                let kind = ProofKind::Indexed64 { bound: number(bound)?, signed: *check == "s64" };
+                Proof { pointer: number(pointer)?, kind, size, align: size }
+            }
             [pointer, ranged, reach] if ranged.starts_with(['s', 'u']) => {
                 let (sign, size) = ranged.split_at_checked(1)?;
                 let size = width(size.parse().ok()?)?;
@@ -240,14 +260,23 @@ impl Proof {
         };
         let at = |address: u64| HiddenValues { address, range: None };
         match self.kind {
-            ProofKind::Indexed { bound } => {
-                let [a, b, c, d, ..] = param(bound);
-                let count = i32::from_ne_bytes([a, b, c, d]);
-                let n = match u64::try_from(count) {
-                    Ok(0) | Err(_) => return Ok(at(base)),
-                    Ok(n) => n,
+            ProofKind::Indexed { .. } | ProofKind::Indexed64 { .. } => {
+                // The bound as the kernel compares it; 0 or less: no thread passes its check.
+                let count = match self.kind {
+                    ProofKind::Indexed { bound } => {
+                        let [a, b, c, d, ..] = param(bound);
+                        u64::try_from(i32::from_ne_bytes([a, b, c, d])).unwrap_or(0)
+                    }
+                    ProofKind::Indexed64 { bound, signed: true } => {
+                        u64::try_from(i64::from_ne_bytes(param(bound))).unwrap_or(0)
+                    }
+                    ProofKind::Indexed64 { bound, signed: false } => u64::from_ne_bytes(param(bound)),
+                    ProofKind::Fixed | ProofKind::Ranged { .. } => 0,
                 };
-                if fits(u128::from(n).saturating_mul(u128::from(self.size))) {
+                if count == 0 {
+                    return Ok(at(base));
+                }
+                if fits(u128::from(count).saturating_mul(u128::from(self.size))) {
                     Ok(at(base.wrapping_add(offset)))
                 } else {
                     Err(ProofFailure { proof: *self, offset, count, fence_len })

@@ -52,31 +52,83 @@ pub(super) struct Proven {
     pub(super) proofs: Vec<Proof>,
     /// Each proven address operand, by (instruction index, operand index).
     pub(super) accesses: BTreeMap<(usize, usize), ProvenAccess>,
-    /// After which instruction (a kernel's guard) the fence's guard of each bound goes, and the
-    /// element sizes whose products the accesses after it use.
-    pub(super) guards: BTreeMap<usize, BTreeMap<usize, BTreeSet<u64>>>,
+    /// After which instruction (a kernel's guard) the fence's guard of each bound goes (the
+    /// bound and how it is compared), and the element sizes whose products the accesses after it
+    /// use.
+    pub(super) guards: BTreeMap<usize, BTreeMap<(usize, Check), BTreeSet<u64>>>,
     /// The kernel's own computations of the index (`mad.lo.s32 I, %ctaid.x, %ntid.x,
     /// %tid.x`), by instruction index: where the entry has a proof, each becomes a copy of the
     /// fence's index (`mov.u32 I, %__kargs_ix`), the same value, so that ptxas sees one index
     /// and one bounds check, not two.
     pub(super) index_defs: BTreeSet<usize>,
+    /// The same for the 64-bit index (`add.s64 I, %ctaid.x * %ntid.x (wide), %tid.x
+    /// (widened)`): each becomes `mov.b64 I, %__kargs_iy`.
+    pub(super) index_defs64: BTreeSet<usize>,
+}
+
+/// How a kernel's bounds check compares the thread's index with its bound: the 32-bit index
+/// signed against a 4-byte parameter, or the 64-bit index signed or not against an 8-byte one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub(super) enum Check {
+    S32,
+    S64,
+    U64,
+}
+
+impl Check {
+    /// The proof kind of a check of bound `bound`.
+    fn kind(self, bound: usize) -> ProofKind {
+        match self {
+            Check::S32 => ProofKind::Indexed { bound },
+            Check::S64 => ProofKind::Indexed64 { bound, signed: true },
+            Check::U64 => ProofKind::Indexed64 { bound, signed: false },
+        }
+    }
+
+    /// Whether the index is the 64-bit one.
+    pub(super) fn wide(self) -> bool {
+        self != Check::S32
+    }
+
+    /// The check `setp.ge` (or `.lt`) makes: `s32`, `s64` or `u64`.
+    pub(super) fn ty(self) -> &'static str {
+        match self {
+            Check::S32 => "s32",
+            Check::S64 => "s64",
+            Check::U64 => "u64",
+        }
+    }
 }
 
 impl Proven {
-    /// The bounds (parameter indexes) the fence reads.
-    pub(super) fn bounds(&self) -> BTreeSet<usize> {
+    /// The bounds (parameter indexes) the fence reads, each with whether it is 8 bytes.
+    pub(super) fn bounds(&self) -> BTreeSet<(usize, bool)> {
         self.proofs
             .iter()
             .filter_map(|p| match p.kind {
-                ProofKind::Indexed { bound } => Some(bound),
+                ProofKind::Indexed { bound } => Some((bound, false)),
+                ProofKind::Indexed64 { bound, .. } => Some((bound, true)),
                 ProofKind::Fixed | ProofKind::Ranged { .. } => None,
             })
             .collect()
     }
 
-    /// The element sizes whose products the fence computes (indexed proofs').
-    pub(super) fn sizes(&self) -> BTreeSet<u64> {
-        self.proofs.iter().filter(|p| matches!(p.kind, ProofKind::Indexed { .. })).map(|p| p.size).collect()
+    /// The element sizes whose products the fence computes (indexed proofs'), each with
+    /// whether it is of the 64-bit index.
+    pub(super) fn sizes(&self) -> BTreeSet<(u64, bool)> {
+        self.proofs
+            .iter()
+            .filter_map(|p| match p.kind {
+                ProofKind::Indexed { .. } => Some((p.size, false)),
+                ProofKind::Indexed64 { .. } => Some((p.size, true)),
+                ProofKind::Fixed | ProofKind::Ranged { .. } => None,
+            })
+            .collect()
+    }
+
+    /// Whether the entry computes the thread's 64-bit index (it has a 64-bit indexed proof).
+    pub(super) fn indexed64(&self) -> bool {
+        self.proofs.iter().any(|p| matches!(p.kind, ProofKind::Indexed64 { .. }))
     }
 
     /// `proof`'s number among the entry's proofs, added where it is new; `None` where the entry
@@ -159,8 +211,17 @@ enum Value {
     Scaled(u64),
     /// A global pointer parameter plus the scaled index.
     Element(usize, u64),
-    /// `I >= N` (or, negated, `I < N`) for bound parameter `N`.
-    AtLeast(usize, bool),
+    /// `I >= N` (or, negated, `I < N`) for bound parameter `N`, compared as the check says.
+    AtLeast(usize, Check, bool),
+    /// `%ctaid.x * %ntid.x` in 64 bits (`mul.wide.u32`), and `%tid.x` widened (`cvt.u64.u32`).
+    Grid64,
+    Tid64,
+    /// Their sum: the thread's 64-bit index in the grid.
+    Index64,
+    /// The 64-bit index times `S` (`shl.b64` by `log2 S`).
+    Scaled64(u64),
+    /// A global pointer parameter plus the 64-bit index times `S` (or the index itself, `S` 1).
+    Element64(usize, u64),
 }
 
 /// The entry's proven accesses, from its body (flattened, too), its classes (by instruction
@@ -185,7 +246,7 @@ pub(super) fn find(body: &Block, flat: &Flat<'_>, classes: &[Class], params: &[P
     let mut values: HashMap<RegisterId, Value> = HashMap::new();
     // The bounds proven on every path here, each with the guard that proved it (cleared at
     // labels).
-    let mut below: BTreeMap<usize, usize> = BTreeMap::new();
+    let mut below: BTreeMap<(usize, Check), usize> = BTreeMap::new();
     let mut labels: BTreeSet<&str> = BTreeSet::new();
     // Each pointer's accesses at constant offsets: (instruction, operand, offset, end, width).
     let mut fixed: BTreeMap<usize, Vec<FixedAccess>> = BTreeMap::new();
@@ -245,10 +306,10 @@ pub(super) fn find(body: &Block, flat: &Flat<'_>, classes: &[Class], params: &[P
             let guard =
                 i.guard.as_ref().map(|g| (g.negated, kernel_args_ptx::resolved_in(registers, &g.register)));
             if let Some((negated, Some(Resolved::Declared(p)))) = guard
-                && let Some(Value::AtLeast(bound, flipped)) = values.get(&p).copied()
+                && let Some(Value::AtLeast(bound, check, flipped)) = values.get(&p).copied()
                 && negated == flipped
             {
-                below.insert(bound, at);
+                below.insert((bound, check), at);
             }
             continue;
         }
@@ -287,19 +348,20 @@ pub(super) fn find(body: &Block, flat: &Flat<'_>, classes: &[Class], params: &[P
                     })
                 };
                 // `[p + i * S + c]` below the kernel's check of `i`: an indexed proof's.
-                if let Some(Value::Element(pointer, size)) = values.get(&a).copied()
-                    && let Some((&bound, &guard)) = below.iter().next()
+                let element = match values.get(&a).copied() {
+                    Some(Value::Element(pointer, size)) => Some((pointer, size, false)),
+                    Some(Value::Element64(pointer, size)) => Some((pointer, size, true)),
+                    _ => None,
+                };
+                if let Some((pointer, size, wide)) = element
+                    && let Some((&(bound, check), &guard)) = below.iter().find(|((_, c), _)| c.wide() == wide)
                     && fits(size)
-                    && let Some(proof) = proven.number(Proof {
-                        pointer,
-                        kind: ProofKind::Indexed { bound },
-                        size,
-                        align: size,
-                    })
+                    && let Some(proof) =
+                        proven.number(Proof { pointer, kind: check.kind(bound), size, align: size })
                 {
                     let access = ProvenAccess { proof, offset: address.offset, index: None };
                     proven.accesses.insert((at, slot), access);
-                    proven.guards.entry(guard).or_default().entry(bound).or_default().insert(size);
+                    proven.guards.entry(guard).or_default().entry((bound, check)).or_default().insert(size);
                     continue;
                 }
                 // `[p + x * S + c]` for any 32-bit `x` not written since it was scaled: a ranged
@@ -395,21 +457,48 @@ pub(super) fn find(body: &Block, flat: &Flat<'_>, classes: &[Class], params: &[P
             ("add", ["s64" | "u64"]) => match (value(1), value(2)) {
                 (Some(Value::Global(k)), Some(Value::Scaled(s)))
                 | (Some(Value::Scaled(s)), Some(Value::Global(k))) => Some(Value::Element(k, s)),
+                (Some(Value::Global(k)), Some(Value::Scaled64(s)))
+                | (Some(Value::Scaled64(s)), Some(Value::Global(k))) => Some(Value::Element64(k, s)),
+                (Some(Value::Global(k)), Some(Value::Index64))
+                | (Some(Value::Index64), Some(Value::Global(k))) => Some(Value::Element64(k, 1)),
+                (Some(Value::Grid64), Some(Value::Tid64)) | (Some(Value::Tid64), Some(Value::Grid64)) => {
+                    Some(Value::Index64)
+                }
                 _ => None,
             },
-            ("setp", ["ge", "s32"]) => match (value(1), value(2)) {
-                (Some(Value::Index), Some(Value::Bound(n))) => Some(Value::AtLeast(n, false)),
+            ("mul", ["wide", "u32"]) => {
+                let factors = [value(1), value(2)];
+                (factors.contains(&Some(Value::Ctaid)) && factors.contains(&Some(Value::Ntid)))
+                    .then_some(Value::Grid64)
+            }
+            ("cvt", ["u64", "u32"]) => (value(1) == Some(Value::Tid)).then_some(Value::Tid64),
+            ("shl", ["b64"]) => match (value(1), int(2)) {
+                (Some(Value::Index64), Some(k @ 0..=4)) => Some(Value::Scaled64(1 << k)),
                 _ => None,
             },
-            ("setp", ["lt", "s32"]) => match (value(1), value(2)) {
-                (Some(Value::Index), Some(Value::Bound(n))) => Some(Value::AtLeast(n, true)),
-                _ => None,
-            },
+            ("setp", [op @ ("ge" | "lt"), ty @ ("s32" | "s64" | "u64")]) => {
+                let flipped = *op == "lt";
+                match (value(1), value(2), *ty) {
+                    (Some(Value::Index), Some(Value::Bound(n)), "s32") => {
+                        Some(Value::AtLeast(n, Check::S32, flipped))
+                    }
+                    (Some(Value::Index64), Some(Value::Pointer(n)), "s64") => {
+                        Some(Value::AtLeast(n, Check::S64, flipped))
+                    }
+                    (Some(Value::Index64), Some(Value::Pointer(n)), "u64") => {
+                        Some(Value::AtLeast(n, Check::U64, flipped))
+                    }
+                    _ => None,
+                }
+            }
             _ => None,
         };
         if let Some(found) = found {
             if found == Value::Index {
                 proven.index_defs.insert(at);
+            }
+            if found == Value::Index64 {
+                proven.index_defs64.insert(at);
             }
             values.insert(dest, found);
         }
@@ -448,6 +537,9 @@ pub(super) fn find(body: &Block, flat: &Flat<'_>, classes: &[Class], params: &[P
     }
     if !proven.indexed() {
         proven.index_defs.clear();
+    }
+    if !proven.indexed64() {
+        proven.index_defs64.clear();
     }
     // The hidden parameters in the order of their pointers.
     let mut order: Vec<usize> = (0..proven.proofs.len()).collect();

@@ -163,8 +163,17 @@ pub(super) mod names {
     pub const INDEX_CTAID: &str = "%__kargs_ic";
     pub const INDEX_NTID: &str = "%__kargs_in";
     pub const INDEX_TID: &str = "%__kargs_it";
-    /// A proof's bound: the parameter's value (`%__kargs_im<parameter>`).
+    /// A proof's bound: the parameter's value (`%__kargs_im<parameter>`; `%__kargs_il` for
+    /// an 8-byte one).
     pub const BOUND: &str = "%__kargs_im";
+    pub const BOUND64: &str = "%__kargs_il";
+    /// The thread's 64-bit index in the grid, and its two parts: `%ctaid.x * %ntid.x` in 64
+    /// bits and `%tid.x` widened (entries with a 64-bit indexed proof only).
+    pub const INDEX64: &str = "%__kargs_iy";
+    pub const INDEX64_GRID: &str = "%__kargs_iw";
+    pub const INDEX64_TID: &str = "%__kargs_iv";
+    /// The 64-bit index times an element's size (`%__kargs_iq<size>`).
+    pub const PRODUCT64: &str = "%__kargs_iq";
     /// A proof's pointer's address (`%__kargs_ip<proof>`).
     pub const POINTER: &str = "%__kargs_ip";
     /// The index times an element's size (`%__kargs_io<size>`).
@@ -1249,6 +1258,16 @@ fn product(size: u64) -> String {
     format!("{}{size}", names::PRODUCT)
 }
 
+/// The 64-bit index's product register for `size`, or the 32-bit index's.
+fn product_of(size: u64, wide: bool) -> String {
+    if wide { format!("{}{size}", names::PRODUCT64) } else { product(size) }
+}
+
+/// A bound's register: `%__kargs_im<m>` for a 4-byte one, `%__kargs_il<m>` for an 8-byte one.
+fn bound_register(bound: usize, wide: bool) -> String {
+    format!("{}{bound}", if wide { names::BOUND64 } else { names::BOUND })
+}
+
 /// The registers of an entry's proofs (`prove.rs`): the index and its parts, each bound, each
 /// pointer's address, each product, the fence's own check.
 fn proof_declarations(proven: &super::prove::Proven) -> Vec<Statement> {
@@ -1257,14 +1276,20 @@ fn proof_declarations(proven: &super::prove::Proven) -> Vec<Statement> {
     }
     let decl = declare;
     let mut narrow: Vec<String> = Vec::new();
-    if proven.indexed() {
-        narrow.extend(
-            [names::INDEX, names::INDEX_CTAID, names::INDEX_NTID, names::INDEX_TID].map(str::to_owned),
-        );
-    }
-    narrow.extend(proven.bounds().iter().map(|b| format!("{}{b}", names::BOUND)));
     let mut wide: Vec<String> = (0..proven.proofs.len()).map(|j| format!("{}{j}", names::POINTER)).collect();
-    wide.extend(proven.sizes().iter().map(|s| product(*s)));
+    if proven.indexed() {
+        narrow.push(names::INDEX.to_owned());
+    }
+    if proven.indexed() || proven.indexed64() {
+        narrow.extend([names::INDEX_CTAID, names::INDEX_NTID, names::INDEX_TID].map(str::to_owned));
+    }
+    if proven.indexed64() {
+        wide.extend([names::INDEX64, names::INDEX64_GRID, names::INDEX64_TID].map(str::to_owned));
+    }
+    for &(bound, is_wide) in &proven.bounds() {
+        if is_wide { &mut wide } else { &mut narrow }.push(bound_register(bound, is_wide));
+    }
+    wide.extend(proven.sizes().iter().map(|&(s, is_wide)| product_of(s, is_wide)));
     let ranged: Vec<usize> = proven.ranged_proofs().collect();
     if !ranged.is_empty() {
         wide.extend(names::RANGED_PRODUCT.map(str::to_owned));
@@ -1275,7 +1300,7 @@ fn proof_declarations(proven: &super::prove::Proven) -> Vec<Statement> {
     if !narrow.is_empty() {
         out.push(decl(Type::B32, narrow));
     }
-    if proven.indexed() {
+    if proven.indexed() || proven.indexed64() {
         out.push(decl(Type::Pred, vec![names::OUTSIDE.to_owned()]));
     }
     out
@@ -1289,7 +1314,10 @@ fn proof_declarations(proven: &super::prove::Proven) -> Vec<Statement> {
 /// mov.u32       %__kargs_in, %ntid.x
 /// mov.u32       %__kargs_it, %tid.x
 /// mad.lo.s32    %__kargs_ix, %__kargs_ic, %__kargs_in, %__kargs_it
-/// ld.param.u32  %__kargs_im<bound>, [<the bound's parameter>]
+/// mul.wide.u32  %__kargs_iw, %__kargs_ic, %__kargs_in              // the 64-bit index's
+/// cvt.u64.u32   %__kargs_iv, %__kargs_it
+/// add.s64       %__kargs_iy, %__kargs_iw, %__kargs_iv
+/// ld.param.u32  %__kargs_im<bound>, [<the bound's parameter>]      // .u64, %__kargs_il: 8 bytes
 /// ld.param.u64  %__kargs_ip<proof>, [__kargs_addr_<pointer>_<bound>_<size>]
 /// ld.param.u32  %__kargs_yh<proof>, [__kargs_range_<pointer>_s<size>_r<reach>]  // a ranged one's
 /// ```
@@ -1302,29 +1330,38 @@ fn proof_prologue(proven: &super::prove::Proven, params: &[Param]) -> Vec<Statem
     };
     let x = kernel_args_ptx::Component::X;
     let mut out = Vec::new();
-    if proven.indexed() {
+    if proven.indexed() || proven.indexed64() {
         out.extend([
             op("mov", &["u32"], vec![reg(names::INDEX_CTAID), special("%ctaid", x)]),
             op("mov", &["u32"], vec![reg(names::INDEX_NTID), special("%ntid", x)]),
             op("mov", &["u32"], vec![reg(names::INDEX_TID), special("%tid", x)]),
-            op(
-                "mad",
-                &["lo", "s32"],
-                vec![
-                    reg(names::INDEX),
-                    reg(names::INDEX_CTAID),
-                    reg(names::INDEX_NTID),
-                    reg(names::INDEX_TID),
-                ],
-            ),
         ]);
     }
-    for bound in proven.bounds() {
+    if proven.indexed64() {
+        out.extend([
+            op(
+                "mul",
+                &["wide", "u32"],
+                vec![reg(names::INDEX64_GRID), reg(names::INDEX_CTAID), reg(names::INDEX_NTID)],
+            ),
+            op("cvt", &["u64", "u32"], vec![reg(names::INDEX64_TID), reg(names::INDEX_TID)]),
+            op("add", &["s64"], vec![reg(names::INDEX64), reg(names::INDEX64_GRID), reg(names::INDEX64_TID)]),
+        ]);
+    }
+    if proven.indexed() {
+        out.extend([op(
+            "mad",
+            &["lo", "s32"],
+            vec![reg(names::INDEX), reg(names::INDEX_CTAID), reg(names::INDEX_NTID), reg(names::INDEX_TID)],
+        )]);
+    }
+    for (bound, is_wide) in proven.bounds() {
         if let Some(p) = params.get(bound) {
+            let ty = if is_wide { "u64" } else { "u32" };
             out.push(op(
                 "ld",
-                &["param", "u32"],
-                vec![reg(&format!("{}{bound}", names::BOUND)), param_address(&p.name)],
+                &["param", ty],
+                vec![reg(&bound_register(bound, is_wide)), param_address(&p.name)],
             ));
         }
     }
@@ -1601,19 +1638,21 @@ impl Context<'_> {
     /// accesses after it use.
     ///
     /// ```text
-    /// setp.ge.s32   %__kargs_ig, %__kargs_ix, %__kargs_im<bound>
+    /// setp.ge.s32   %__kargs_ig, %__kargs_ix, %__kargs_im<bound>   // .s64/.u64, %__kargs_iy, %__kargs_il
     /// @%__kargs_ig ret                // bra $__kargs_exit once something may be noted
-    /// mul.wide.s32  %__kargs_io<size>, %__kargs_ix, <size>
+    /// mul.wide.s32  %__kargs_io<size>, %__kargs_ix, <size>         // shl.b64 %__kargs_iq<size>, %__kargs_iy, log2 size
     /// ```
     fn bounds_check(&self, out: &mut Vec<Statement>) {
         let Some(checks) = self.next.checked_sub(1).and_then(|at| self.proven.guards.get(&at)) else {
             return;
         };
-        for (bound, sizes) in checks {
+        for (&(bound, check), sizes) in checks {
+            let wide = check.wide();
+            let index = if wide { names::INDEX64 } else { names::INDEX };
             out.push(op(
                 "setp",
-                &["ge", "s32"],
-                vec![reg(names::OUTSIDE), reg(names::INDEX), reg(&format!("{}{bound}", names::BOUND))],
+                &["ge", check.ty()],
+                vec![reg(names::OUTSIDE), reg(index), reg(&bound_register(bound, wide))],
             ));
             let guard = Guard { span: Span::default(), negated: false, register: names::OUTSIDE.to_owned() };
             if self.noted {
@@ -1621,12 +1660,18 @@ impl Context<'_> {
             } else {
                 out.push(guarded(Some(&guard), "ret", &[], vec![]));
             }
-            for size in sizes {
-                out.push(op(
-                    "mul",
-                    &["wide", "s32"],
-                    vec![reg(&product(*size)), reg(names::INDEX), imm(i128::from(*size))],
-                ));
+            for &size in sizes {
+                let product = product_of(size, wide);
+                if wide {
+                    let shift = i128::from(size.trailing_zeros());
+                    out.push(op("shl", &["b64"], vec![reg(&product), reg(index), imm(shift)]));
+                } else {
+                    out.push(op(
+                        "mul",
+                        &["wide", "s32"],
+                        vec![reg(&product), reg(index), imm(i128::from(size))],
+                    ));
+                }
             }
         }
     }
@@ -1659,6 +1704,10 @@ impl Context<'_> {
         match (proof.kind, &access.index) {
             (ProofKind::Indexed { .. }, _) => {
                 out.push(op("add", &["s64"], vec![reg(address), reg(&pointer), reg(&product(proof.size))]));
+            }
+            (ProofKind::Indexed64 { .. }, _) => {
+                let product = product_of(proof.size, true);
+                out.push(op("add", &["s64"], vec![reg(address), reg(&pointer), reg(&product)]));
             }
             (ProofKind::Ranged { signed, .. }, Some(index)) => {
                 let (ranged, scaled) = (pick(&names::RANGED), pick(&names::RANGED_PRODUCT));
@@ -1738,6 +1787,10 @@ impl Context<'_> {
                 let dest = instruction.operands.first().cloned().unwrap_or_else(|| reg(names::INDEX));
                 out.push(guarded(guard, "mov", &["u32"], vec![dest, reg(names::INDEX)]));
             }
+            Class::Plain if self.proven.index_defs64.contains(&index) => {
+                let dest = instruction.operands.first().cloned().unwrap_or_else(|| reg(names::INDEX64));
+                out.push(guarded(guard, "mov", &["b64"], vec![dest, reg(names::INDEX64)]));
+            }
             Class::Plain | Class::Branch => out.push(Statement::Instruction(instruction.clone())),
             Class::Exit if self.fenced => {
                 let modifiers: &[&str] = if guard.is_some() { &[] } else { &["uni"] };
@@ -1776,7 +1829,7 @@ impl Context<'_> {
                         self.proven_access(proven, slot, guard, out);
                         let base = match self.proven.proofs.get(proven.proof).map(|p| p.kind) {
                             Some(ProofKind::Fixed) | None => format!("{}{}", names::POINTER, proven.proof),
-                            Some(ProofKind::Indexed { .. } | ProofKind::Ranged { .. }) => {
+                            Some(ProofKind::Indexed { .. } | ProofKind::Indexed64 { .. } | ProofKind::Ranged { .. }) => {
                                 let address = names::ADDRESS.get(slot).copied().unwrap_or(names::ADDRESS[0]);
                                 slot = slot.saturating_add(1);
                                 address.to_owned()

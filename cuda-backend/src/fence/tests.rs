@@ -2234,3 +2234,139 @@ fn the_checker_finds_a_ranged_proof_a_rewriter_could_get_wrong() {
         }
     }
 }
+
+/// A module of one entry `k(.param .u64 p, .param .u64 n)` whose body computes the 64-bit
+/// index `(size_t)blockIdx.x * blockDim.x + threadIdx.x`, checks it against `n` with
+/// `setp.ge.s64` and reaches `p[i]` (4 bytes) with `shl.b64`, as nvcc writes `long long` code.
+fn wide_body(accesses: &str) -> String {
+    format!(
+        "{HEADER}.visible .entry k(\n\t.param .u64 p,\n\t.param .u64 n\n)\n{{\n\t.reg .b64 %rd<10>;\n\t.reg .b32 %r<8>;\n\
+         \t.reg .f32 %f<4>;\n\t.reg .pred %p<4>;\n\tld.param.u64 %rd2, [p];\n\tld.param.u64 %rd3, [n];\n\
+         \tmov.u32 %r1, %ctaid.x;\n\tmov.u32 %r2, %ntid.x;\n\tmul.wide.u32 %rd4, %r1, %r2;\n\tmov.u32 %r3, %tid.x;\n\
+         \tcvt.u64.u32 %rd5, %r3;\n\tadd.s64 %rd1, %rd4, %rd5;\n\tsetp.ge.s64 %p1, %rd1, %rd3;\n\t@%p1 bra $L__BB0_2;\n\
+         \tcvta.to.global.u64 %rd6, %rd2;\n\tshl.b64 %rd7, %rd1, 2;\n\tadd.s64 %rd8, %rd6, %rd7;\n{accesses}\
+         $L__BB0_2:\n\tret;\n}}\n"
+    )
+}
+
+/// The 64-bit form of an indexed proof (`long long` or `size_t` indices and counts): the fence
+/// computes the 64-bit index itself, checks it against the 8-byte bound as the kernel does
+/// (signed or not) and forms the address from its own product; the launcher's condition reads
+/// the bound as the kernel compares it. Near misses are not proven so.
+#[test]
+fn a_64_bit_bounds_check_of_the_kernels_proves_its_accesses() {
+    let body = wide_body("\tld.global.f32 %f1, [%rd8];\n\tst.global.f32 [%rd8], %f1;\n");
+    let module = fence_ptx(&body).unwrap();
+    assert_eq!((module.accesses(), module.proven()), (0, 2));
+    let proof =
+        Proof { pointer: 0, kind: ProofKind::Indexed64 { bound: 1, signed: true }, size: 4, align: 4 };
+    assert_eq!(module.proofs("k"), [proof]);
+    assert_eq!(proof.param_name(), "__kargs_addr_0_s64_1_4");
+    assert_eq!(Proof::from_param_name("__kargs_addr_0_s64_1_4"), Some(proof));
+    let text = lines(&module);
+    let at = |l: &str| text.iter().position(|t| t == l).unwrap_or_else(|| panic!("{l} in {text:#?}"));
+    at("add.s64 %__kargs_iy, %__kargs_iw, %__kargs_iv;");
+    at("ld.param.u64 %__kargs_il1, [n];");
+    at("mov.b64 %rd1, %__kargs_iy;");
+    let check = at("setp.ge.s64 %__kargs_ig, %__kargs_iy, %__kargs_il1;");
+    assert_eq!(text[check + 1], "@%__kargs_ig ret;");
+    assert_eq!(text[check + 2], "shl.b64 %__kargs_iq4, %__kargs_iy, 2;");
+    assert_eq!(text.iter().filter(|l| **l == "add.s64 %__kargs_a0, %__kargs_ip0, %__kargs_iq4;").count(), 2);
+    // `size_t`: unsigned; bytes: the index itself, no shift in the kernel.
+    let unsigned = fence_ptx(&body.replace("setp.ge.s64", "setp.ge.u64")).unwrap();
+    assert_eq!(unsigned.proofs("k")[0].kind, ProofKind::Indexed64 { bound: 1, signed: false });
+    let bytes = fence_ptx(&wide_body("\tadd.s64 %rd9, %rd6, %rd1;\n\tst.global.u8 [%rd9], %r1;\n")).unwrap();
+    assert_eq!(bytes.proofs("k")[0].size, 1);
+    assert_eq!(bytes.accesses(), 0);
+    // Not the pattern: no 64-bit indexed proof.
+    for (what, text) in [
+        ("a 32-bit check", body.replace("setp.ge.s64 %p1, %rd1, %rd3", "setp.ge.s32 %p1, %r1, %r2")),
+        ("another index", body.replace("mul.wide.u32 %rd4, %r1, %r2", "mul.wide.u32 %rd4, %r1, %r1")),
+        ("a label between", body.replace("\tcvta.to.global", "$L__BB0_1:\n\tcvta.to.global")),
+        (
+            "the index written twice",
+            body.replace("\tcvta.to.global", "\tadd.s64 %rd1, %rd1, 1;\n\tcvta.to.global"),
+        ),
+    ] {
+        let module = fence_ptx(&text).unwrap();
+        let kinds: Vec<ProofKind> = module.proofs("k").iter().map(|p| p.kind).collect();
+        assert!(!kinds.iter().any(|k| matches!(k, ProofKind::Indexed64 { .. })), "{what}: {kinds:?}");
+    }
+    // The launcher's condition, the bound read as the kernel compares it.
+    let base = 0x7000_0000u64;
+    let params =
+        |offset: u64, n: u64| move |i: usize| if i == 0 { offset.to_ne_bytes() } else { n.to_ne_bytes() };
+    let address =
+        |proof: Proof, offset, n| proof.hidden_values(base, 4096, params(offset, n)).map(|v| v.address);
+    assert_eq!(address(proof, 256, 960), Ok(base + 256));
+    assert_eq!(address(proof, 256, 961).unwrap_err().count, 961);
+    assert_eq!(address(proof, 256, (-5i64) as u64), Ok(base), "no thread passes a negative count");
+    let unsigned = Proof { kind: ProofKind::Indexed64 { bound: 1, signed: false }, ..proof };
+    assert_eq!(address(unsigned, 256, (-5i64) as u64).unwrap_err().count, u64::MAX - 4, "read unsigned");
+    assert_eq!(address(unsigned, 256, 0), Ok(base));
+}
+
+/// Rewritten modules with a 64-bit indexed proof broken on purpose: each a finding.
+#[test]
+fn the_checker_finds_a_64_bit_proof_a_rewriter_could_get_wrong() {
+    let module =
+        fence_ptx(&wide_body("\tld.global.f32 %f1, [%rd8];\n\tst.global.f32 [%rd8], %f1;\n")).unwrap();
+    for text in [module.ptx().to_owned(), module.aligned_ptx().to_owned()] {
+        let report = check(&text).unwrap();
+        assert_eq!((report.clamped, report.proven), (0, 2));
+        for (what, edited, kind) in [
+            (
+                "the fence's own check left out",
+                text.replace("\t@%__kargs_ig ret;\n", ""),
+                FindingKind::Unproven,
+            ),
+            (
+                "the check signed the other way",
+                text.replace("setp.ge.s64\t%__kargs_ig", "setp.ge.u64\t%__kargs_ig"),
+                FindingKind::Unproven,
+            ),
+            (
+                "a 32-bit check",
+                text.replace(
+                    "setp.ge.s64\t%__kargs_ig, %__kargs_iy",
+                    "setp.ge.s32\t%__kargs_ig, %__kargs_ix",
+                ),
+                FindingKind::Unproven,
+            ),
+            (
+                "the index of other parts",
+                text.replace(
+                    "mul.wide.u32\t%__kargs_iw, %__kargs_ic, %__kargs_in;",
+                    "mul.wide.u32\t%__kargs_iw, %__kargs_ic, %__kargs_ic;",
+                ),
+                FindingKind::FenceRegister,
+            ),
+            (
+                "a product of another size",
+                text.replace(
+                    "shl.b64\t%__kargs_iq4, %__kargs_iy, 2;",
+                    "shl.b64\t%__kargs_iq4, %__kargs_iy, 3;",
+                ),
+                FindingKind::Unproven,
+            ),
+            (
+                "the kernel's index scaled",
+                text.replace("shl.b64\t%__kargs_iq4, %__kargs_iy, 2;", "shl.b64\t%__kargs_iq4, %rd1, 2;"),
+                FindingKind::Unproven,
+            ),
+            (
+                "the bound from another parameter",
+                text.replace("ld.param.u64\t%__kargs_il1, [n];", "ld.param.u64\t%__kargs_il1, [p];"),
+                FindingKind::Unproven,
+            ),
+            (
+                "a label between the check and the access",
+                text.replacen("\tadd.s64\t%__kargs_a0", "$L__kx:\n\tadd.s64\t%__kargs_a0", 1),
+                FindingKind::Unproven,
+            ),
+        ] {
+            let found = check(&edited).map(|_| ()).map_err(|f| f.kind);
+            assert_eq!(found, Err(kind), "{what}");
+        }
+    }
+}
