@@ -54,6 +54,9 @@
 //! | in range | `min.u32 r, x, highest index` (`x` anything) | in `[0, hi]` |
 //! | ranged scaled | `mul.wide.s32 r, in range, S` (`.u32` for `uS`) | in range times `S`: from 0 to `hi * S` |
 //! | proven (ranged) | `add.s64 r, pointer of a ranged proof, ranged scaled` of the same proof (either way round) | `[r, r + R)` inside the fence, aligned to `S` |
+//! | at most `K` | `min.u32 r, x, K`, `K` a constant | at most `K` |
+//! | at most, shifted | `shl.b32 r, at most K, k` (`k` at most 4, `K << k` in 32 bits) | at most `K << k`, a multiple of `2^k` |
+//! | inside (an array) | `add.u32 r, address of V, at most M shifted` (either way round), `V` of a known size more than `M` | `[r, r + size - M)` inside `V`'s window, aligned to `2^k` (at most 16) |
 //! | multiple | `and.b32 r, x, -A` | a multiple of `A` |
 //! | product `s` | `mul.wide.u32 r, s, S`, `s` a multiple | `s * S`, exact (dies when `s` is written) |
 //! | over `s` | `setp.gt.u64 p, product s, limit L` (the fence's or the shared window's, widened by `cvt.u64.u32` of a 32-bit limit) | whether `s * S > len - L` |
@@ -322,6 +325,16 @@ enum Fact {
     RangeHi(Proof),
     /// A 32-bit value in a ranged proof's `[0, hi]`.
     InRange(Proof),
+    /// A 32-bit value at most `max` (`min.u32` with a constant).
+    AtMost {
+        max: u64,
+    },
+    /// That shifted left (`shl.b32` by at most 4, not past 32 bits): at most `max`, a multiple
+    /// of `align`.
+    AtMostShifted {
+        max: u64,
+        align: u64,
+    },
     /// A value in a ranged proof's range times its element size, extended as the proof says
     /// (exact in 64 bits).
     RangedScaled(Proof),
@@ -1257,6 +1270,18 @@ impl<'m> Entry<'m> {
                     _ => None,
                 }
             }
+            // Anything, unsigned, at most a constant.
+            ("min", ["u32"], 3) if narrow && int(2).is_some_and(|k| k >= 0) => {
+                int(2).and_then(|k| u64::try_from(k).ok()).map(|max| Fact::AtMost { max })
+            }
+            ("shl", ["b32"], 3) if narrow => match (f(1), int(2)) {
+                (Some(Fact::AtMost { max }), Some(k @ 0..=4)) => {
+                    let shifted =
+                        max.checked_shl(u32::try_from(k).unwrap_or(0)).filter(|m| *m <= u64::from(u32::MAX));
+                    shifted.map(|max| Fact::AtMostShifted { max, align: 1 << k })
+                }
+                _ => None,
+            },
             // Anything, unsigned, at most a ranged proof's highest index: in `[0, hi]`.
             ("min", ["u32"], 3) if narrow && matches!(f(2), Some(Fact::RangeHi(_))) => match f(2) {
                 Some(Fact::RangeHi(proof)) => Some(Fact::InRange(proof)),
@@ -1560,6 +1585,20 @@ impl<'m> Entry<'m> {
                 _ => None,
             },
             ("add", ["u32"], 3) if narrow => match (f(1), f(2), int(2)) {
+                // A variable's address plus at most `max`, a multiple of `align`: `[r, r + size
+                // - max)` inside its window, aligned as both are (the variable to 16).
+                (
+                    Some(Fact::Address { win, size: Some(size), .. }),
+                    Some(Fact::AtMostShifted { max, align }),
+                    _,
+                )
+                | (
+                    Some(Fact::AtMostShifted { max, align }),
+                    Some(Fact::Address { win, size: Some(size), .. }),
+                    _,
+                ) if win != Win::Global && max < size => {
+                    Some(Fact::Inside { win, reach: size.saturating_sub(max), align: align.min(16) })
+                }
                 (Some(Fact::Address { win, var, size: Some(size) }), _, Some(k))
                     if k >= 0 && u64::try_from(k).is_ok_and(|k| k <= size) =>
                 {
@@ -1657,7 +1696,7 @@ impl<'m> Entry<'m> {
                         | ("and", ["b64" | "b32"])
                         | ("or", ["b64" | "b32"])
                         | ("xor", ["b64" | "b32"])
-                        | ("cvt", ["u64", "u32" | "u16"] | ["u32", "u64"])
+                        | ("cvt", ["u64", "u32" | "u16"] | ["u32", "u64" | "u16"])
                         | ("cvta", ["to", "shared" | "local", "u64"])
                         | ("cvta", ["shared" | "local", "u64"])
                         | ("selp", ["b64"])

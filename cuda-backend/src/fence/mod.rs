@@ -44,7 +44,9 @@
 //!   or device address reaches a register the kernel could store into guest memory;
 //! - **shared**: the block's shared window, from the lowest to the highest end of the entry's
 //!   shared variables (and the dynamic shared memory the launch gives, through
-//!   `%dynamic_smem_size`);
+//!   `%dynamic_smem_size`); an access `[V + (x << k) + c]` into an array `V` of the entry's own
+//!   whose size the module states keeps the kernel's index `x`, confined to `V`'s elements by
+//!   one `min` with a constant (`src/fence/prove.rs`, `SharedAccess`);
 //! - **local**: the thread's local window, over the entry's local variables;
 //! - **const**: the module's constant window, over the constant variables the entry names;
 //! - **param**: only a parameter named at a constant offset inside it;

@@ -39,7 +39,8 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use kernel_args_ptx::{
-    AddressBase, Block, Flat, FlatItem, Immediate, Instruction, OperandKind, Param, RegisterId, Resolved,
+    AddressBase, Block, Flat, FlatItem, Immediate, Instruction, Operand, OperandKind, Param, RegisterId,
+    Resolved, StateSpace, Statement,
 };
 
 use super::isa::{Class, Space};
@@ -64,6 +65,28 @@ pub(super) struct Proven {
     /// The same for the 64-bit index (`add.s64 I, %ctaid.x * %ntid.x (wide), %tid.x
     /// (widened)`): each becomes `mov.b64 I, %__kargs_iy`.
     pub(super) index_defs64: BTreeSet<usize>,
+    /// The shared accesses `[V + (x << k) + c]` into a `.shared` array `V` of the entry's own,
+    /// by (instruction index, operand index): the fence confines `x` to the array's elements
+    /// (a constant: the array's size is known), with no parameter.
+    pub(super) shared: BTreeMap<(usize, usize), SharedAccess>,
+}
+
+/// A shared access confined by its index ([`Proven::shared`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct SharedAccess {
+    /// The array.
+    pub(super) var: String,
+    /// The kernel's 32-bit index register, as named at the access (not written since it was
+    /// shifted).
+    pub(super) index: String,
+    /// Whether the index is a 16-bit register (widened first).
+    pub(super) narrow: bool,
+    /// The shift (`log2` of the element's size).
+    pub(super) shift: u32,
+    /// The highest index: the array's size less the accesses' reach, shifted down.
+    pub(super) hi: u64,
+    /// The access's constant offset.
+    pub(super) offset: i64,
 }
 
 /// How a kernel's bounds check compares the thread's index with its bound: the 32-bit index
@@ -189,6 +212,20 @@ struct Scaled {
 /// through (the instruction that made it).
 type RangedAccess = (usize, usize, i64, u64);
 
+/// A 32-bit register's value in the straight-line run since the last label, for shared
+/// accesses: a 32-bit index register `index` (named `name`) shifted left by `shift`
+/// (`shl.b32`), and that added to a shared array's address (`var`, with the instruction that
+/// added it). Each dies when its register, or the index, is written.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Shifted {
+    index: RegisterId,
+    name: String,
+    shift: u32,
+    /// Whether the index is a 16-bit register (`mul.wide.u16`).
+    narrow: bool,
+    var: Option<(usize, usize)>,
+}
+
 /// An access at a constant offset from a pointer: (instruction, operand, offset, end, width).
 type FixedAccess = (usize, usize, i64, u64, u64);
 
@@ -222,12 +259,26 @@ enum Value {
     Scaled64(u64),
     /// A global pointer parameter plus the 64-bit index times `S` (or the index itself, `S` 1).
     Element64(usize, u64),
+    /// The address of one of the entry's own `.shared` arrays (`mov.u32`), by its place in the
+    /// list of them.
+    SharedVar(usize),
 }
 
 /// The entry's proven accesses, from its body (flattened, too), its classes (by instruction
 /// index) and its parameters.
 pub(super) fn find(body: &Block, flat: &Flat<'_>, classes: &[Class], params: &[Param]) -> Proven {
     let mut proven = Proven::default();
+    // The entry's own `.shared` arrays of a known size, in the body's order.
+    let arrays: Vec<(&str, u64)> = body
+        .statements
+        .iter()
+        .filter_map(|s| match s {
+            Statement::Variable(v) if v.space == StateSpace::Shared && v.linkage.is_none() => {
+                v.size().map(|size| (v.name.as_str(), size))
+            }
+            _ => None,
+        })
+        .collect();
     // How often each register is written, anywhere in the body.
     let mut writes: HashMap<RegisterId, usize> = HashMap::new();
     for item in &flat.items {
@@ -256,12 +307,18 @@ pub(super) fn find(body: &Block, flat: &Flat<'_>, classes: &[Class], params: &[P
     // covers (their accesses are clamped together, as one group).
     let mut ranged: BTreeMap<usize, (Scaled, Vec<RangedAccess>)> = BTreeMap::new();
     let mut unfit: BTreeSet<usize> = BTreeSet::new();
+    // The same for shared arrays: shifted indices and their sums with an array's address, the
+    // accesses through each sum, and the sums one of whose accesses is not confined so.
+    let mut shifted: HashMap<RegisterId, Shifted> = HashMap::new();
+    let mut shared: BTreeMap<usize, (Shifted, Vec<RangedAccess>)> = BTreeMap::new();
+    let mut shared_unfit: BTreeSet<usize> = BTreeSet::new();
     let mut index = 0usize;
     for item in &flat.items {
         let (i, registers) = match item {
             FlatItem::Label(l) => {
                 below.clear();
                 scaled.clear();
+                shifted.clear();
                 labels.insert(&l.name);
                 continue;
             }
@@ -323,6 +380,28 @@ pub(super) fn find(body: &Block, flat: &Flat<'_>, classes: &[Class], params: &[P
                     continue;
                 };
                 let sum = scaled.get(&a).and_then(|s| s.pointer.map(|(_, at)| at));
+                // `[V + (x << k) + c]` into a shared array, every access through the sum so.
+                if let Some(s @ Shifted { name, shift, var: Some((_, at_sum)), .. }) = shifted.get(&a) {
+                    let width = access.width;
+                    let end = u64::try_from(address.offset).ok().filter(|c| {
+                        c.checked_rem(width) == Some(0)
+                            && (1u64 << shift).checked_rem(width) == Some(0)
+                            && width.is_power_of_two()
+                            && width <= 16
+                    });
+                    match end.and_then(|c| c.checked_add(width)) {
+                        Some(end)
+                            if access.space == Space::Shared
+                                && super::body::declarations_of(body, name) == 1 =>
+                        {
+                            let entry = shared.entry(*at_sum).or_insert_with(|| (s.clone(), Vec::new()));
+                            entry.1.push((at, slot, address.offset, end));
+                        }
+                        _ => {
+                            shared_unfit.insert(*at_sum);
+                        }
+                    }
+                }
                 if access.space != Space::Global {
                     unfit.extend(sum);
                     continue;
@@ -390,12 +469,75 @@ pub(super) fn find(body: &Block, flat: &Flat<'_>, classes: &[Class], params: &[P
             if let Some(Resolved::Declared(d)) = kernel_args_ptx::resolved_in(registers, name) {
                 scaled.remove(&d);
                 scaled.retain(|_, s| s.index != d);
+                shifted.remove(&d);
+                shifted.retain(|_, s| s.index != d);
             }
         }
         if i.guard.is_none()
             && let Some(dest) = id(0)
         {
             let found = match (i.opcode.as_str(), m.as_slice()) {
+                ("shl", ["b32"]) => match (id(1), int(2), i.operands.get(1).and_then(Operand::register)) {
+                    (Some(index), Some(shift @ 0..=4), Some(r)) => Some(Shifted {
+                        index,
+                        name: r.name.clone(),
+                        shift: u32::try_from(shift).unwrap_or(0),
+                        narrow: false,
+                        var: None,
+                    }),
+                    _ => None,
+                },
+                // A 16-bit index (a byte loaded, `bins[data[i]]`) times a power of two.
+                ("mul", ["wide", "u16"]) => {
+                    match (id(1), int(2), i.operands.get(1).and_then(Operand::register)) {
+                        (Some(index), Some(size @ (1 | 2 | 4 | 8 | 16)), Some(r)) => Some(Shifted {
+                            index,
+                            name: r.name.clone(),
+                            shift: size.trailing_zeros(),
+                            narrow: true,
+                            var: None,
+                        }),
+                        _ => None,
+                    }
+                }
+                ("add", ["s32" | "u32"]) => {
+                    let array = |k: usize| match value(k) {
+                        Some(Value::SharedVar(v)) => Some(v),
+                        _ => None,
+                    };
+                    let index = |k: usize| id(k).and_then(|r| shifted.get(&r)).filter(|s| s.var.is_none());
+                    match (array(1), index(2), array(2), index(1)) {
+                        (Some(v), Some(s), _, _) | (_, _, Some(v), Some(s)) => {
+                            Some(Shifted { var: Some((v, at)), ..s.clone() })
+                        }
+                        _ => None,
+                    }
+                }
+                _ => None,
+            };
+            if let Some(found) = found {
+                shifted.insert(dest, found);
+            }
+        }
+        if i.guard.is_none()
+            && let Some(dest) = id(0)
+        {
+            let found = match (i.opcode.as_str(), m.as_slice()) {
+                // A 32-bit index widened as it is (bytes: `p[i]` of a `char*`).
+                ("cvt", [to @ ("s64" | "u64"), from @ ("s32" | "u32")])
+                    if to.starts_with('s') == from.starts_with('s') =>
+                {
+                    match (id(1), i.operands.get(1).and_then(Operand::register)) {
+                        (Some(index), Some(r)) => Some(Scaled {
+                            index,
+                            name: r.name.clone(),
+                            size: 1,
+                            signed: *to == "s64",
+                            pointer: None,
+                        }),
+                        _ => None,
+                    }
+                }
                 ("mul", ["wide", sign @ ("s32" | "u32")]) => match (id(1), int(2), i.operands.get(1)) {
                     (Some(index), Some(size @ (1 | 2 | 4 | 8 | 16)), Some(operand)) => {
                         operand.register().map(|r| Scaled {
@@ -444,7 +586,14 @@ pub(super) fn find(body: &Block, flat: &Flat<'_>, classes: &[Class], params: &[P
                 Some(Value::Pointer(k)) => Some(Value::Global(k)),
                 _ => None,
             },
-            ("mov", ["u32" | "b32" | "s32"]) => special(1),
+            ("mov", ["u32" | "b32" | "s32"]) => {
+                special(1).or_else(|| match i.operands.get(1).map(|o| &o.kind) {
+                    Some(OperandKind::Symbol { name, offset: 0 }) => {
+                        arrays.iter().position(|(v, _)| v == name).map(Value::SharedVar)
+                    }
+                    _ => None,
+                })
+            }
             ("mad", ["lo", "s32" | "u32"]) => {
                 let factors = [value(1), value(2)];
                 let grid = factors.contains(&Some(Value::Ctaid)) && factors.contains(&Some(Value::Ntid));
@@ -533,6 +682,27 @@ pub(super) fn find(body: &Block, flat: &Flat<'_>, classes: &[Class], params: &[P
         };
         for (at, slot, offset, _) in accesses {
             proven.accesses.insert((at, slot), ProvenAccess { proof, offset, index: Some(s.name.clone()) });
+        }
+    }
+    // The shared arrays' accesses: the highest index whose accesses' reach fits in the array.
+    for (sum, (s, accesses)) in shared {
+        let Some((var, _)) = s.var else { continue };
+        let Some(&(name, size)) = arrays.get(var) else { continue };
+        let reach = accesses.iter().map(|(.., end)| *end).max().unwrap_or(0);
+        if shared_unfit.contains(&sum) || reach > size {
+            continue;
+        }
+        let hi = size.saturating_sub(reach) >> s.shift;
+        for (at, slot, offset, _) in accesses {
+            let access = SharedAccess {
+                var: name.to_owned(),
+                index: s.name.clone(),
+                narrow: s.narrow,
+                shift: s.shift,
+                hi,
+                offset,
+            };
+            proven.shared.insert((at, slot), access);
         }
     }
     if !proven.indexed() {

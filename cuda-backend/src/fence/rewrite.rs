@@ -186,6 +186,11 @@ pub(super) mod names {
     pub const RANGED: [&str; 2] = ["%__kargs_yx0", "%__kargs_yx1"];
     /// That index times the element's size, one per address operand.
     pub const RANGED_PRODUCT: [&str; 2] = ["%__kargs_yo0", "%__kargs_yo1"];
+    /// A confined shared access's array address, its index shifted, and their sum, one per
+    /// address operand.
+    pub const SHARED_ARRAY: [&str; 2] = ["%__kargs_zv0", "%__kargs_zv1"];
+    pub const SHARED_OFFSET: [&str; 2] = ["%__kargs_zo0", "%__kargs_zo1"];
+    pub const SHARED_SUM: [&str; 2] = ["%__kargs_zs0", "%__kargs_zs1"];
     /// A fragment's stride, aligned to 16 bytes.
     pub const STRIDE_ALIGNED: &str = "%__kargs_wa";
     /// That stride times the fragment's span, in 64 bits.
@@ -685,7 +690,7 @@ impl<'m> EntryRewriter<'m> {
                         let p = self.plan(instruction, access, types.get(counter))?;
                         match p {
                             Plan::Static => stats.static_accesses = stats.static_accesses.saturating_add(1),
-                            Plan::Clamp { .. } | Plan::Grouped { .. } | Plan::Proven(_) => {
+                            Plan::Clamp { .. } | Plan::Grouped { .. } | Plan::Proven(_) | Plan::Shared(_) => {
                                 stats.clamped = stats.clamped.saturating_add(1);
                                 stats.widest = stats.widest.max(access.width);
                             }
@@ -731,6 +736,11 @@ impl<'m> EntryRewriter<'m> {
                 *plan = Plan::Proven(access.clone());
                 stats.clamped = stats.clamped.saturating_sub(1);
                 stats.proven = stats.proven.saturating_add(1);
+            }
+        }
+        for (&(at, slot), access) in &proven.shared {
+            if let Some(plan) = plans.get_mut(at).and_then(|p| p.get_mut(slot)) {
+                *plan = Plan::Shared(access.clone());
             }
         }
         stats.proofs = proven.proofs.clone();
@@ -1271,7 +1281,7 @@ fn bound_register(bound: usize, wide: bool) -> String {
 /// The registers of an entry's proofs (`prove.rs`): the index and its parts, each bound, each
 /// pointer's address, each product, the fence's own check.
 fn proof_declarations(proven: &super::prove::Proven) -> Vec<Statement> {
-    if proven.proofs.is_empty() {
+    if proven.proofs.is_empty() && proven.shared.is_empty() {
         return Vec::new();
     }
     let decl = declare;
@@ -1293,10 +1303,20 @@ fn proof_declarations(proven: &super::prove::Proven) -> Vec<Statement> {
     let ranged: Vec<usize> = proven.ranged_proofs().collect();
     if !ranged.is_empty() {
         wide.extend(names::RANGED_PRODUCT.map(str::to_owned));
-        narrow.extend(names::RANGED.map(str::to_owned));
         narrow.extend(ranged.iter().map(|j| format!("{}{j}", names::RANGE_HI)));
     }
-    let mut out = vec![decl(Type::B64, wide)];
+    if !ranged.is_empty() || !proven.shared.is_empty() {
+        narrow.extend(names::RANGED.map(str::to_owned));
+    }
+    if !proven.shared.is_empty() {
+        for names in [names::SHARED_ARRAY, names::SHARED_OFFSET, names::SHARED_SUM] {
+            narrow.extend(names.map(str::to_owned));
+        }
+    }
+    let mut out = Vec::new();
+    if !wide.is_empty() {
+        out.push(decl(Type::B64, wide));
+    }
     if !narrow.is_empty() {
         out.push(decl(Type::B32, narrow));
     }
@@ -1452,6 +1472,10 @@ enum Plan {
     /// straight run of instructions (see [`group`]): the address is the group's register
     /// plus `delta`; the first access of the group (`lead`) clamps the register once.
     Grouped { register: String, delta: i64, lead: Option<Lead> },
+    /// A shared access into an array of the entry's own whose index the fence confines
+    /// (`prove.rs`, `SharedAccess`): the array's address plus the kernel's index confined to
+    /// the array's elements, shifted, plus the access's constant offset.
+    Shared(super::prove::SharedAccess),
     /// A global access a proof covers (`prove.rs`): the address is the proof's pointer's
     /// address, plus the index times the element's size (an indexed proof's: the fence's own
     /// index; a ranged one's: the kernel's index confined to the proof's range), plus the
@@ -1731,6 +1755,52 @@ impl Context<'_> {
         }
     }
 
+    /// A confined shared access's address, in `%__kargs_a<slot>`: the array's address plus the
+    /// kernel's index confined to the array's elements (`hi`, a constant), shifted as the
+    /// kernel shifts it; the clamped form notes an index it moved.
+    ///
+    /// ```text
+    /// mov.u32      %__kargs_zv<slot>, <array>
+    /// min.u32      %__kargs_yx<slot>, <index>, <hi>       // a 16-bit index: cvt.u32.u16 first
+    /// shl.b32      %__kargs_zo<slot>, %__kargs_yx<slot>, <shift>
+    /// add.u32      %__kargs_zs<slot>, %__kargs_zv<slot>, %__kargs_zo<slot>
+    /// cvt.u64.u32  %__kargs_a<slot>, %__kargs_zs<slot>
+    /// ```
+    fn shared_access(
+        &self,
+        access: &super::prove::SharedAccess,
+        slot: usize,
+        guard: Option<&Guard>,
+        out: &mut Vec<Statement>,
+    ) {
+        let pick = |names: &[&'static str; 2]| names.get(slot).copied().unwrap_or(names[0]);
+        let (array, index, offset, sum) = (
+            pick(&names::SHARED_ARRAY),
+            pick(&names::RANGED),
+            pick(&names::SHARED_OFFSET),
+            pick(&names::SHARED_SUM),
+        );
+        out.push(op("mov", &["u32"], vec![reg(array), sym(&access.var, 0)]));
+        if access.narrow {
+            out.push(op("cvt", &["u32", "u16"], vec![reg(index), reg(&access.index)]));
+            out.push(op("min", &["u32"], vec![reg(index), reg(index), imm(i128::from(access.hi))]));
+        } else {
+            out.push(op("min", &["u32"], vec![reg(index), reg(&access.index), imm(i128::from(access.hi))]));
+        }
+        if self.notes() {
+            // (A 16-bit index is compared widened: the moved one differs in its low bits.)
+            let kernel = if access.narrow { offset } else { access.index.as_str() };
+            if access.narrow {
+                out.push(op("cvt", &["u32", "u16"], vec![reg(offset), reg(&access.index)]));
+            }
+            out.push(op("xor", &["b32"], vec![reg(names::D), reg(kernel), reg(index)]));
+            out.push(guarded(guard, "or", &["b32"], vec![reg(names::V), reg(names::V), reg(names::D)]));
+        }
+        out.push(op("shl", &["b32"], vec![reg(offset), reg(index), imm(i128::from(access.shift))]));
+        out.push(op("add", &["u32"], vec![reg(sum), reg(array), reg(offset)]));
+        out.push(op("cvt", &["u64", "u32"], vec![reg(pick(&names::ADDRESS)), reg(sum)]));
+    }
+
     fn block(&mut self, statements: &[Statement]) -> Result<Vec<Statement>, FenceError> {
         let mut out = Vec::new();
         for statement in statements {
@@ -1818,13 +1888,28 @@ impl Context<'_> {
                 self.fragment(instruction, fragment, index, out)?;
             }
             Class::Access(accesses) => {
-                // A ranged proof's access is noted where it is moved, in the clamped form.
-                let ranged = plans.iter().any(|plan| matches!(plan, Plan::Proven(p) if p.index.is_some()));
-                self.noted |= plans.iter().any(|plan| !matches!(plan, Plan::Static | Plan::Proven(_)))
+                // A ranged proof's access is noted where it is moved, in the clamped form, as a
+                // confined shared access is.
+                let ranged = plans
+                    .iter()
+                    .any(|plan| matches!(plan, Plan::Proven(p) if p.index.is_some()) || matches!(plan, Plan::Shared(_)));
+                self.noted |= plans.iter().any(|plan| !matches!(plan, Plan::Static | Plan::Proven(_) | Plan::Shared(_)))
                     || (ranged && self.notes());
                 let mut rewritten = instruction.clone();
                 let mut slot = 0usize;
                 for (access, plan) in accesses.iter().zip(plans) {
+                    if let Plan::Shared(shared) = plan {
+                        let address = names::ADDRESS.get(slot).copied().unwrap_or(names::ADDRESS[0]);
+                        self.shared_access(shared, slot, guard, out);
+                        slot = slot.saturating_add(1);
+                        if let Some(operand) = rewritten.operands.get_mut(access.operand) {
+                            *operand = Operand::new(OperandKind::Address(Address {
+                                base: AddressBase::Register(address.to_owned()),
+                                offset: shared.offset,
+                            }));
+                        }
+                        continue;
+                    }
                     if let Plan::Proven(proven) = plan {
                         self.proven_access(proven, slot, guard, out);
                         let base = match self.proven.proofs.get(proven.proof).map(|p| p.kind) {

@@ -2370,3 +2370,78 @@ fn the_checker_finds_a_64_bit_proof_a_rewriter_could_get_wrong() {
         }
     }
 }
+
+/// A body with a `.shared` array of 1024 bytes whose accesses go through `arr + (x << 2)`.
+fn shared_body(accesses: &str) -> String {
+    format!(
+        "\t.shared .align 4 .b8 arr[1024];\n\tmov.u32 %r1, %tid.x;\n\tmov.u32 %r2, arr;\n\tshl.b32 %r3, %r1, 2;\n\
+         \tadd.s32 %r4, %r2, %r3;\n{accesses}"
+    )
+}
+
+/// Shared accesses `[V + (x << k) + c]` into an array of the entry's own, of a known size, keep
+/// the kernel's own index, confined to the array's elements by one `min` with a constant (no
+/// parameter: the array's size is in the module); a 16-bit index (`mul.wide.u16`) is widened
+/// first. Near misses are clamped into the shared window as before.
+#[test]
+fn shared_accesses_into_an_array_confine_the_kernels_index() {
+    let body = shared_body("\tld.shared.u32 %r5, [%r4];\n\tst.shared.u32 [%r4+4], %r5;\n");
+    let module = fenced(&body);
+    let text = lines(&module);
+    let at = |l: &str| text.iter().position(|t| t == l).unwrap_or_else(|| panic!("{l} in {text:#?}"));
+    // (1024 - 8) / 4: the last element whose 8 bytes of accesses fit.
+    let clamp = at("min.u32 %__kargs_yx0, %r1, 254;");
+    assert_eq!(text[clamp - 1], "mov.u32 %__kargs_zv0, arr;");
+    assert_eq!(text[clamp + 1], "xor.b32 %__kargs_d, %r1, %__kargs_yx0;", "noted where moved");
+    assert_eq!(text[clamp + 3], "shl.b32 %__kargs_zo0, %__kargs_yx0, 2;");
+    assert_eq!(text[clamp + 4], "add.u32 %__kargs_zs0, %__kargs_zv0, %__kargs_zo0;");
+    at("ld.shared.u32 %r5, [%__kargs_a0];");
+    at("st.shared.u32 [%__kargs_a0+4], %r5;");
+    assert!(!text.iter().any(|l| l.starts_with("min.u32 %__kargs_k")), "no window clamp: {text:#?}");
+    assert!(!module.aligned_ptx().contains("xor.b32\t%__kargs_d, %r1"), "the aligned form notes nothing");
+    // A byte loaded, times 4: the 16-bit index widened, then confined.
+    let bins = fenced(&shared_body(
+        "\tld.global.u8 %h1, [%rd1];\n\tmul.wide.u16 %r6, %h1, 4;\n\tadd.s32 %r7, %r2, %r6;\n\
+         \tatom.shared.add.u32 %r5, [%r7], 1;\n",
+    ));
+    let text = lines(&bins);
+    let widened = text.iter().position(|l| l == "cvt.u32.u16 %__kargs_yx0, %h1;").expect("widened");
+    assert_eq!(text[widened + 1], "min.u32 %__kargs_yx0, %__kargs_yx0, 255;");
+    // Not covered: clamped into the shared window.
+    for (what, text) in [
+        ("the index written between", body.replace("\tld.shared", "\tadd.s32 %r1, %r1, 1;\n\tld.shared")),
+        ("a label between", body.replace("\tld.shared", "$L_x:\n\tld.shared")),
+        ("a negative offset through the sum", body.replace("[%r4+4]", "[%r4+-4]")),
+        ("a reach past the array", body.replace("[%r4+4]", "[%r4+1024]")),
+    ] {
+        let module = fenced(&text);
+        assert!(!module.ptx().contains("%__kargs_zv0, arr"), "{what}: {}", module.ptx());
+    }
+}
+
+/// Rewritten modules with a confined shared access broken on purpose: each a finding.
+#[test]
+fn the_checker_finds_a_confined_shared_access_a_rewriter_could_get_wrong() {
+    let module = fenced(&shared_body("\tld.shared.u32 %r5, [%r4];\n\tst.shared.u32 [%r4+4], %r5;\n"));
+    for text in [module.ptx().to_owned(), module.aligned_ptx().to_owned()] {
+        check(&text).unwrap();
+        let min = "min.u32\t%__kargs_yx0, %r1, 254;";
+        let shl = "shl.b32\t%__kargs_zo0, %__kargs_yx0, 2;";
+        for (what, edited) in [
+            ("the bound left out", text.replace(min, "")),
+            (
+                "a bound past the array's last element that fits",
+                text.replace(min, &min.replace("254", "255")),
+            ),
+            ("a larger shift", text.replace(shl, &shl.replace(", 2;", ", 3;"))),
+            ("the kernel's index shifted", text.replace(shl, "shl.b32\t%__kargs_zo0, %r1, 2;")),
+            (
+                "another array's address",
+                text.replace("mov.u32\t%__kargs_zv0, arr;", "mov.u32\t%__kargs_zv0, %r2;"),
+            ),
+        ] {
+            let found = check(&edited).map(|_| ()).map_err(|f| f.kind);
+            assert!(found.is_err(), "{what}");
+        }
+    }
+}
