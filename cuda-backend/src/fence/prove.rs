@@ -1,7 +1,8 @@
-//! Proven accesses: the global accesses of an entry that a bounds check of the kernel's own
-//! proves inside the fence, under a condition the launcher checks at each launch, and that the
-//! fence therefore leaves unclamped (see [`Proof`] for the condition, and the
-//! checker's table for what it verifies).
+//! Proven accesses: the global accesses of an entry that a proof covers (a bounds check of the
+//! kernel's own, a constant offset, or the fence's confinement of the kernel's own index),
+//! under a condition the launcher meets at each launch, and that the fence therefore leaves
+//! unclamped (see [`Proof`] for the condition, and the checker's table for what it verifies);
+//! and the shared accesses into an array of the entry's own whose index the fence confines.
 //!
 //! The rewriter finds them here, in the kernel's code as nvcc writes `int i = blockIdx.x *
 //! blockDim.x + threadIdx.x; if (i < n) ... p[i] ...` with signed `int`s:
@@ -21,15 +22,30 @@
 //! ld.global.f32       %f1, [%rd4]            // [P + I * S + c], c + width <= S
 //! ```
 //!
+//! The same with the 64-bit index (`(size_t)blockIdx.x * blockDim.x + threadIdx.x`:
+//! `mul.wide.u32` of `%ctaid.x` and `%ntid.x`, plus `%tid.x` widened) checked against an
+//! 8-byte parameter (`setp.ge.s64` or `.u64`) and scaled by `shl.b64`, is a 64-bit indexed
+//! proof's.
+//!
 //! Accesses at constant offsets from a pointer parameter (`*flag = 1`, `atomicAdd(count, c)`,
 //! `out[0]`), within the shortest fence's bytes of it, are proven too, with a fixed proof per
 //! pointer, end and width: the pointer's address plus the constant, the address the launcher
 //! gives being the pointer's where the access fits inside the fence, aligned, and the fence's
 //! base where not (where the access itself would have been outside or misaligned).
 //!
-//! Each register of the chain must be written exactly once in the body (so its value is the
-//! one named here wherever it is read), and no label may stand between the guard and the
-//! access (so every path to the access passed the guard). What is found here decides only what
+//! Any other access through a sum the kernel made of a base and its own index scaled (a
+//! [`Scaled`] register: `mul.wide.s32 X, x, S` then `add.s64 A, P, X` for a global pointer;
+//! `shl.b32 X, x, k` or `mul.wide.u16 X, h, S` then `add.s32 A, V, X` for a shared array of
+//! the entry's own) keeps the kernel's `x`, which the fence confines: to the pointer's elements
+//! in the fence (a ranged proof, its highest index a hidden parameter), or to the array's (a
+//! constant). Every access through the sum must be one (in the sum's space, at a
+//! non-negative offset aligned to its width), the index not written between the sum and the
+//! access, no label between them, and the index's name one register in the whole body (so the
+//! fence's `min`, written at the access, reads the value the kernel scaled).
+//!
+//! Each register of an indexed proof's chain must be written exactly once in the body (so its
+//! value is the one named here wherever it is read), and no label may stand between the guard
+//! and the access (so every path to the access passed the guard). What is found here decides only what
 //! the fence writes; it is the fence's own instructions that the checker proves, in the
 //! fence's own registers: the index computed again from the special registers, the bound read
 //! again from its parameter, its own guard after the kernel's (`setp.ge.s32` and an exit), the
@@ -194,36 +210,89 @@ pub(super) struct ProvenAccess {
     pub(super) index: Option<String>,
 }
 
-/// A register's value in the straight-line run since the last label, for ranged proofs: a
-/// 32-bit index register `index` (named `name`) scaled by `size` (`mul.wide.s32` where
-/// `signed`, `.u32` where not), and that added to a global pointer parameter's value. Each dies
-/// when its register, or the index, is written.
+/// What a sum's base is: a global pointer parameter's value (`cvta.to.global`), by the
+/// parameter's index, or the address of one of the entry's own shared arrays, by its place
+/// among them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Base {
+    Pointer(usize),
+    Array(usize),
+}
+
+/// How the kernel scales its index: to 64 bits for a global pointer, signed (`mul.wide.s32`,
+/// `cvt.s64.s32` for bytes) or not (`.u32`); in 32 bits for a shared array's address, a 32-bit
+/// index shifted (`shl.b32`) or a 16-bit one widened (`mul.wide.u16`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Scale {
+    Signed,
+    Unsigned,
+    Shift,
+    Narrow,
+}
+
+/// A register's value in the straight-line run since the last label: the kernel's index
+/// register `index` (named `name`) times `size` (a power of two up to 16), and that added to a
+/// base (with the instruction that added it: the sum). Each dies when its register, or the
+/// index, is written.
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct Scaled {
     index: RegisterId,
     name: String,
     size: u64,
-    signed: bool,
-    /// The pointer parameter, and the instruction that added it.
-    pointer: Option<(usize, usize)>,
+    scale: Scale,
+    base: Option<(Base, usize)>,
 }
 
-/// An access a ranged proof may cover: (instruction, operand, offset, end), by the sum it goes
-/// through (the instruction that made it).
-type RangedAccess = (usize, usize, i64, u64);
+/// An access through a sum: (instruction, operand, offset, end).
+type SumAccess = (usize, usize, i64, u64);
 
-/// A 32-bit register's value in the straight-line run since the last label, for shared
-/// accesses: a 32-bit index register `index` (named `name`) shifted left by `shift`
-/// (`shl.b32`), and that added to a shared array's address (`var`, with the instruction that
-/// added it). Each dies when its register, or the index, is written.
-#[derive(Debug, Clone, PartialEq, Eq)]
-struct Shifted {
-    index: RegisterId,
-    name: String,
-    shift: u32,
-    /// Whether the index is a 16-bit register (`mul.wide.u16`).
-    narrow: bool,
-    var: Option<(usize, usize)>,
+/// The accesses through each sum (by the instruction that made it), and the sums one of whose
+/// accesses no ranged proof or shared confinement covers (their accesses are clamped together,
+/// as one group).
+#[derive(Debug, Default)]
+struct Sums {
+    accesses: BTreeMap<usize, (Scaled, Vec<SumAccess>)>,
+    unfit: BTreeSet<usize>,
+}
+
+impl Sums {
+    /// An access through `sum` at `[sum + offset]`, `width` bytes wide, in `space`: one of the
+    /// sum's where it is in the sum's space, at a non-negative offset aligned to its width
+    /// within the element's alignment, and `name` is one register in the whole body; otherwise
+    /// the sum is unfit.
+    fn add(
+        &mut self,
+        sum: &Scaled,
+        (at, slot): (usize, usize),
+        offset: i64,
+        width: u64,
+        space: Space,
+        body: &Block,
+    ) {
+        let Some((base, made)) = sum.base else { return };
+        let wanted = match base {
+            Base::Pointer(_) => Space::Global,
+            Base::Array(_) => Space::Shared,
+        };
+        let end = u64::try_from(offset)
+            .ok()
+            .filter(|c| {
+                c.checked_rem(width) == Some(0)
+                    && sum.size.checked_rem(width) == Some(0)
+                    && width.is_power_of_two()
+                    && width <= 16
+            })
+            .and_then(|c| c.checked_add(width));
+        match end {
+            Some(end) if space == wanted && super::body::declarations_of(body, &sum.name) == 1 => {
+                let entry = self.accesses.entry(made).or_insert_with(|| (sum.clone(), Vec::new()));
+                entry.1.push((at, slot, offset, end));
+            }
+            _ => {
+                self.unfit.insert(made);
+            }
+        }
+    }
 }
 
 /// An access at a constant offset from a pointer: (instruction, operand, offset, end, width).
@@ -301,24 +370,16 @@ pub(super) fn find(body: &Block, flat: &Flat<'_>, classes: &[Class], params: &[P
     let mut labels: BTreeSet<&str> = BTreeSet::new();
     // Each pointer's accesses at constant offsets: (instruction, operand, offset, end, width).
     let mut fixed: BTreeMap<usize, Vec<FixedAccess>> = BTreeMap::new();
-    // The scaled indices and their sums with a pointer, since the last label (ranged proofs').
+    // The scaled indices and their sums with a base, since the last label, and the accesses
+    // through each sum.
     let mut scaled: HashMap<RegisterId, Scaled> = HashMap::new();
-    // The accesses through each such sum, and the sums one of whose accesses no ranged proof
-    // covers (their accesses are clamped together, as one group).
-    let mut ranged: BTreeMap<usize, (Scaled, Vec<RangedAccess>)> = BTreeMap::new();
-    let mut unfit: BTreeSet<usize> = BTreeSet::new();
-    // The same for shared arrays: shifted indices and their sums with an array's address, the
-    // accesses through each sum, and the sums one of whose accesses is not confined so.
-    let mut shifted: HashMap<RegisterId, Shifted> = HashMap::new();
-    let mut shared: BTreeMap<usize, (Shifted, Vec<RangedAccess>)> = BTreeMap::new();
-    let mut shared_unfit: BTreeSet<usize> = BTreeSet::new();
+    let mut sums = Sums::default();
     let mut index = 0usize;
     for item in &flat.items {
         let (i, registers) = match item {
             FlatItem::Label(l) => {
                 below.clear();
                 scaled.clear();
-                shifted.clear();
                 labels.insert(&l.name);
                 continue;
             }
@@ -379,31 +440,13 @@ pub(super) fn find(body: &Block, flat: &Flat<'_>, classes: &[Class], params: &[P
                 let Some(Resolved::Declared(a)) = kernel_args_ptx::resolved_in(registers, name) else {
                     continue;
                 };
-                let sum = scaled.get(&a).and_then(|s| s.pointer.map(|(_, at)| at));
-                // `[V + (x << k) + c]` into a shared array, every access through the sum so.
-                if let Some(s @ Shifted { name, shift, var: Some((_, at_sum)), .. }) = shifted.get(&a) {
-                    let width = access.width;
-                    let end = u64::try_from(address.offset).ok().filter(|c| {
-                        c.checked_rem(width) == Some(0)
-                            && (1u64 << shift).checked_rem(width) == Some(0)
-                            && width.is_power_of_two()
-                            && width <= 16
-                    });
-                    match end.and_then(|c| c.checked_add(width)) {
-                        Some(end)
-                            if access.space == Space::Shared
-                                && super::body::declarations_of(body, name) == 1 =>
-                        {
-                            let entry = shared.entry(*at_sum).or_insert_with(|| (s.clone(), Vec::new()));
-                            entry.1.push((at, slot, address.offset, end));
-                        }
-                        _ => {
-                            shared_unfit.insert(*at_sum);
-                        }
-                    }
-                }
+                // Through a sum: once every access through it is known, a ranged proof's (a global
+                // pointer's, after an indexed proof's below) or confined (a shared array's).
+                let sum = scaled.get(&a).filter(|s| s.base.is_some());
                 if access.space != Space::Global {
-                    unfit.extend(sum);
+                    if let Some(sum) = sum {
+                        sums.add(sum, (at, slot), address.offset, access.width, access.space, body);
+                    }
                     continue;
                 }
                 let width = access.width;
@@ -443,24 +486,9 @@ pub(super) fn find(body: &Block, flat: &Flat<'_>, classes: &[Class], params: &[P
                     proven.guards.entry(guard).or_default().entry((bound, check)).or_default().insert(size);
                     continue;
                 }
-                // `[p + x * S + c]` for any 32-bit `x` not written since it was scaled: a ranged
-                // proof's (once every access through the sum is known), the fence confining `x`.
-                if let Some(s @ Scaled { name, size, pointer: Some((_, sum)), .. }) = scaled.get(&a) {
-                    let end = u64::try_from(address.offset).ok().filter(|c| {
-                        c.checked_rem(width) == Some(0)
-                            && size.checked_rem(width) == Some(0)
-                            && width.is_power_of_two()
-                            && width <= 16
-                    });
-                    match end.and_then(|c| c.checked_add(width)) {
-                        Some(end) if super::body::declarations_of(body, name) == 1 => {
-                            let entry = ranged.entry(*sum).or_insert_with(|| (s.clone(), Vec::new()));
-                            entry.1.push((at, slot, address.offset, end));
-                        }
-                        _ => {
-                            unfit.insert(*sum);
-                        }
-                    }
+                // `[p + x * S + c]` for any 32-bit `x` not written since it was scaled.
+                if let Some(sum) = sum {
+                    sums.add(sum, (at, slot), address.offset, width, access.space, body);
                 }
             }
         }
@@ -469,97 +497,63 @@ pub(super) fn find(body: &Block, flat: &Flat<'_>, classes: &[Class], params: &[P
             if let Some(Resolved::Declared(d)) = kernel_args_ptx::resolved_in(registers, name) {
                 scaled.remove(&d);
                 scaled.retain(|_, s| s.index != d);
-                shifted.remove(&d);
-                shifted.retain(|_, s| s.index != d);
             }
         }
         if i.guard.is_none()
             && let Some(dest) = id(0)
         {
+            let index = |k: usize| id(k).zip(i.operands.get(k).and_then(Operand::register));
+            let scaled_by = |(index, r): (RegisterId, &kernel_args_ptx::Register), size: u64, scale| Scaled {
+                index,
+                name: r.name.clone(),
+                size,
+                scale,
+                base: None,
+            };
             let found = match (i.opcode.as_str(), m.as_slice()) {
-                ("shl", ["b32"]) => match (id(1), int(2), i.operands.get(1).and_then(Operand::register)) {
-                    (Some(index), Some(shift @ 0..=4), Some(r)) => Some(Shifted {
-                        index,
-                        name: r.name.clone(),
-                        shift: u32::try_from(shift).unwrap_or(0),
-                        narrow: false,
-                        var: None,
-                    }),
+                // Scaled to 64 bits, for a global pointer (bytes: widened as they are).
+                ("mul", ["wide", sign @ ("s32" | "u32")]) => match (index(1), int(2)) {
+                    (Some(x), Some(size @ (1 | 2 | 4 | 8 | 16))) => {
+                        Some(scaled_by(x, size, if *sign == "s32" { Scale::Signed } else { Scale::Unsigned }))
+                    }
                     _ => None,
                 },
-                // A 16-bit index (a byte loaded, `bins[data[i]]`) times a power of two.
-                ("mul", ["wide", "u16"]) => {
-                    match (id(1), int(2), i.operands.get(1).and_then(Operand::register)) {
-                        (Some(index), Some(size @ (1 | 2 | 4 | 8 | 16)), Some(r)) => Some(Shifted {
-                            index,
-                            name: r.name.clone(),
-                            shift: size.trailing_zeros(),
-                            narrow: true,
-                            var: None,
-                        }),
-                        _ => None,
-                    }
-                }
-                ("add", ["s32" | "u32"]) => {
-                    let array = |k: usize| match value(k) {
-                        Some(Value::SharedVar(v)) => Some(v),
-                        _ => None,
-                    };
-                    let index = |k: usize| id(k).and_then(|r| shifted.get(&r)).filter(|s| s.var.is_none());
-                    match (array(1), index(2), array(2), index(1)) {
-                        (Some(v), Some(s), _, _) | (_, _, Some(v), Some(s)) => {
-                            Some(Shifted { var: Some((v, at)), ..s.clone() })
-                        }
-                        _ => None,
-                    }
-                }
-                _ => None,
-            };
-            if let Some(found) = found {
-                shifted.insert(dest, found);
-            }
-        }
-        if i.guard.is_none()
-            && let Some(dest) = id(0)
-        {
-            let found = match (i.opcode.as_str(), m.as_slice()) {
-                // A 32-bit index widened as it is (bytes: `p[i]` of a `char*`).
                 ("cvt", [to @ ("s64" | "u64"), from @ ("s32" | "u32")])
                     if to.starts_with('s') == from.starts_with('s') =>
                 {
-                    match (id(1), i.operands.get(1).and_then(Operand::register)) {
-                        (Some(index), Some(r)) => Some(Scaled {
-                            index,
-                            name: r.name.clone(),
-                            size: 1,
-                            signed: *to == "s64",
-                            pointer: None,
-                        }),
-                        _ => None,
-                    }
+                    index(1)
+                        .map(|x| scaled_by(x, 1, if *to == "s64" { Scale::Signed } else { Scale::Unsigned }))
                 }
-                ("mul", ["wide", sign @ ("s32" | "u32")]) => match (id(1), int(2), i.operands.get(1)) {
-                    (Some(index), Some(size @ (1 | 2 | 4 | 8 | 16)), Some(operand)) => {
-                        operand.register().map(|r| Scaled {
-                            index,
-                            name: r.name.clone(),
-                            size,
-                            signed: *sign == "s32",
-                            pointer: None,
-                        })
-                    }
+                // In 32 bits, for a shared array: a 32-bit index shifted, a 16-bit one (a byte
+                // loaded, `bins[data[i]]`) widened.
+                ("shl", ["b32"]) => match (index(1), int(2)) {
+                    (Some(x), Some(shift @ 0..=4)) => Some(scaled_by(x, 1 << shift, Scale::Shift)),
                     _ => None,
                 },
-                ("add", ["s64" | "u64"]) => {
-                    let pointer = |k: usize| match value(k) {
-                        Some(Value::Global(p)) => Some(p),
+                ("mul", ["wide", "u16"]) => match (index(1), int(2)) {
+                    (Some(x), Some(size @ (1 | 2 | 4 | 8 | 16))) => Some(scaled_by(x, size, Scale::Narrow)),
+                    _ => None,
+                },
+                // Added to a base of its kind.
+                ("add", [ty @ ("s64" | "u64" | "s32" | "u32")]) => {
+                    let base = |k: usize| match (value(k), *ty) {
+                        (Some(Value::Global(p)), "s64" | "u64") => Some(Base::Pointer(p)),
+                        (Some(Value::SharedVar(v)), "s32" | "u32") => Some(Base::Array(v)),
                         _ => None,
                     };
-                    let product =
-                        |k: usize| id(k).and_then(|r| scaled.get(&r)).filter(|s| s.pointer.is_none());
-                    match (pointer(1), product(2), pointer(2), product(1)) {
-                        (Some(p), Some(s), _, _) | (_, _, Some(p), Some(s)) => {
-                            Some(Scaled { pointer: Some((p, at)), ..s.clone() })
+                    let product = |k: usize| {
+                        id(k).and_then(|r| scaled.get(&r)).filter(|s| {
+                            s.base.is_none()
+                                && matches!(
+                                    (s.scale, *ty),
+                                    (Scale::Signed | Scale::Unsigned, "s64" | "u64")
+                                        | (Scale::Shift | Scale::Narrow, "s32" | "u32")
+                                )
+                        })
+                    };
+                    match (base(1), product(2), base(2), product(1)) {
+                        (Some(b), Some(s), _, _) | (_, _, Some(b), Some(s)) => {
+                            Some(Scaled { base: Some((b, at)), ..s.clone() })
                         }
                         _ => None,
                     }
@@ -668,41 +662,45 @@ pub(super) fn find(body: &Block, flat: &Flat<'_>, classes: &[Class], params: &[P
             proven.accesses.insert((at, slot), ProvenAccess { proof, offset, index: None });
         }
     }
-    // A ranged proof per pointer, element size, extension and reach: the accesses through one
-    // sum, where every access through it is one (as the group they would be clamped as).
-    for (sum, (s, accesses)) in ranged {
+    // A ranged proof per pointer, element size, extension and reach, and the shared arrays'
+    // confined accesses: the accesses through one sum, where every access through it is one (as
+    // the group they would be clamped as).
+    for (sum, (s, accesses)) in sums.accesses {
         let reach = accesses.iter().map(|(.., end)| *end).max().unwrap_or(0).max(s.size);
-        let Some((pointer, _)) = s.pointer else { continue };
-        if unfit.contains(&sum) || reach > MIN_FENCE_LEN {
+        if sums.unfit.contains(&sum) {
             continue;
         }
-        let kind = ProofKind::Ranged { signed: s.signed, reach };
-        let Some(proof) = proven.number(Proof { pointer, kind, size: s.size, align: s.size }) else {
-            continue;
-        };
-        for (at, slot, offset, _) in accesses {
-            proven.accesses.insert((at, slot), ProvenAccess { proof, offset, index: Some(s.name.clone()) });
-        }
-    }
-    // The shared arrays' accesses: the highest index whose accesses' reach fits in the array.
-    for (sum, (s, accesses)) in shared {
-        let Some((var, _)) = s.var else { continue };
-        let Some(&(name, size)) = arrays.get(var) else { continue };
-        let reach = accesses.iter().map(|(.., end)| *end).max().unwrap_or(0);
-        if shared_unfit.contains(&sum) || reach > size {
-            continue;
-        }
-        let hi = size.saturating_sub(reach) >> s.shift;
-        for (at, slot, offset, _) in accesses {
-            let access = SharedAccess {
-                var: name.to_owned(),
-                index: s.name.clone(),
-                narrow: s.narrow,
-                shift: s.shift,
-                hi,
-                offset,
-            };
-            proven.shared.insert((at, slot), access);
+        match s.base {
+            Some((Base::Pointer(pointer), _)) if reach <= MIN_FENCE_LEN => {
+                let kind = ProofKind::Ranged { signed: s.scale == Scale::Signed, reach };
+                let Some(proof) = proven.number(Proof { pointer, kind, size: s.size, align: s.size }) else {
+                    continue;
+                };
+                for (at, slot, offset, _) in accesses {
+                    proven
+                        .accesses
+                        .insert((at, slot), ProvenAccess { proof, offset, index: Some(s.name.clone()) });
+                }
+            }
+            // The highest index whose accesses' reach fits in the array.
+            Some((Base::Array(var), _)) => {
+                let Some(&(name, size)) = arrays.get(var).filter(|(_, size)| reach <= *size) else {
+                    continue;
+                };
+                let hi = size.saturating_sub(reach).checked_div(s.size).unwrap_or(0);
+                for (at, slot, offset, _) in accesses {
+                    let access = SharedAccess {
+                        var: name.to_owned(),
+                        index: s.name.clone(),
+                        narrow: s.scale == Scale::Narrow,
+                        shift: s.size.trailing_zeros(),
+                        hi,
+                        offset,
+                    };
+                    proven.shared.insert((at, slot), access);
+                }
+            }
+            _ => {}
         }
     }
     if !proven.indexed() {
