@@ -1217,3 +1217,43 @@ fn a_launch_whose_arguments_a_proof_does_not_cover_is_refused() {
         assert_eq!(launch(&mut host, 64).0, 0);
     }
 }
+
+/// The 64-bit form: `relu_inplace(float* x, long long n)` from the corpus, its accesses proven
+/// by its own `i < n` of the thread's 64-bit index against the 8-byte `n` (`fence::Proof`,
+/// `ProofKind::Indexed64`), runs where the arguments meet the proof, in both modes and both
+/// forms; `n` past the buffer is refused before anything runs (`InvalidArgs`), and a negative
+/// `n`, read as the kernel compares it, runs and writes nothing.
+#[test]
+fn a_launch_whose_64_bit_count_a_proof_does_not_cover_is_refused() {
+    let test = "a_launch_whose_64_bit_count_a_proof_does_not_cover_is_refused";
+    let kernels = [(1, VECTOR_ADD_SIGNED_PTX, "relu_inplace", "relu_inplace(x: &mut [f32; 64], n: i64)")];
+    for (mode, aligned) in FORMS {
+        let Some((_, device)) = device_with(test, mode, &kernels, None, aligned) else { continue };
+        let proofs = device.registry().get(1).unwrap().proofs().to_vec();
+        assert!(
+            matches!(proofs.as_slice(), [p] if p.kind == kernel_args_cuda::fence::ProofKind::Indexed64 { bound: 1, signed: true }),
+            "{proofs:?}"
+        );
+        let mut host = LaunchHost::new(device.launcher());
+        let x: Vec<f32> = (0..64).map(|i| i as f32 - 32.0).collect();
+        let launch = |host: &mut LaunchHost<kernel_args_cuda::CudaLauncher>, n: i64| {
+            let mut memory = Memory::new(512);
+            memory.put(0, &floats(x.iter().copied()));
+            let argv = argv(|w| _ = w.ptr(0, 256).unwrap().i64(n));
+            let code = memory.call(host, 1, ([1, 1, 1], [64, 1, 1]), &argv, 300);
+            assert!(memory.guards_intact(), "{mode:?} aligned {aligned}");
+            (code, memory.guest()[..256].to_vec())
+        };
+        let (code, out) = launch(&mut host, 64);
+        assert_eq!(code, 0, "{mode:?} aligned {aligned}: {:?}", host.last_error_message());
+        assert_eq!(out, floats(x.iter().map(|v| v.max(0.0))), "{mode:?} aligned {aligned}");
+        let n = 1i64 << 40;
+        let (code, out) = launch(&mut host, n);
+        assert_eq!(code, AbiError::InvalidArgs.code(), "{mode:?} aligned {aligned}");
+        assert_eq!(out, floats(x.iter().copied()), "nothing ran");
+        let said = host.last_error_message().unwrap_or_default();
+        assert!(said.contains(&format!("parameter 1 ({n}) elements of 4 bytes from parameter 0")), "{said}");
+        let (code, out) = launch(&mut host, -5);
+        assert_eq!((code, out), (0, floats(x.iter().copied())), "{mode:?} aligned {aligned}: nothing to do");
+    }
+}
