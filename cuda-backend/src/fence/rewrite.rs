@@ -318,6 +318,12 @@ fn guarded(guard: Option<&Guard>, code: &str, modifiers: &[&str], operands: Vec<
     })
 }
 
+/// `or.b32 %__kargs_v, %__kargs_v, %__kargs_d` under `guard`: the access's difference
+/// (`%__kargs_d`, zero when the fence left it in place) recorded in the entry's note.
+fn record(guard: Option<&Guard>) -> Statement {
+    guarded(guard, "or", &["b32"], vec![reg(names::V), reg(names::V), reg(names::D)])
+}
+
 /// The module's variables by name, by state space.
 struct ModuleScope {
     variables: HashMap<String, Variable>,
@@ -1263,14 +1269,10 @@ fn declare(ty: Type, names: Vec<String>) -> Statement {
     })
 }
 
-/// The register of the index times `size` (`prove.rs`).
-fn product(size: u64) -> String {
-    format!("{}{size}", names::PRODUCT)
-}
-
-/// The 64-bit index's product register for `size`, or the 32-bit index's.
+/// The register of the fence's index times `size` (`prove.rs`): the 64-bit index's product
+/// (`%__kargs_iq<size>`) where `wide`, the 32-bit index's (`%__kargs_io<size>`) otherwise.
 fn product_of(size: u64, wide: bool) -> String {
-    if wide { format!("{}{size}", names::PRODUCT64) } else { product(size) }
+    format!("{}{size}", if wide { names::PRODUCT64 } else { names::PRODUCT })
 }
 
 /// A bound's register: `%__kargs_im<m>` for a 4-byte one, `%__kargs_il<m>` for an 8-byte one.
@@ -1726,26 +1728,16 @@ impl Context<'_> {
         let address = pick(&names::ADDRESS);
         let pointer = format!("{}{}", names::POINTER, access.proof);
         match (proof.kind, &access.index) {
-            (ProofKind::Indexed { .. }, _) => {
-                out.push(op("add", &["s64"], vec![reg(address), reg(&pointer), reg(&product(proof.size))]));
-            }
-            (ProofKind::Indexed64 { .. }, _) => {
-                let product = product_of(proof.size, true);
+            (ProofKind::Indexed { .. } | ProofKind::Indexed64 { .. }, _) => {
+                let wide = matches!(proof.kind, ProofKind::Indexed64 { .. });
+                let product = product_of(proof.size, wide);
                 out.push(op("add", &["s64"], vec![reg(address), reg(&pointer), reg(&product)]));
             }
             (ProofKind::Ranged { signed, .. }, Some(index)) => {
                 let (ranged, scaled) = (pick(&names::RANGED), pick(&names::RANGED_PRODUCT));
                 let hi = format!("{}{}", names::RANGE_HI, access.proof);
                 out.push(op("min", &["u32"], vec![reg(ranged), reg(index), reg(&hi)]));
-                if self.notes() {
-                    out.push(op("xor", &["b32"], vec![reg(names::D), reg(index), reg(ranged)]));
-                    out.push(guarded(
-                        guard,
-                        "or",
-                        &["b32"],
-                        vec![reg(names::V), reg(names::V), reg(names::D)],
-                    ));
-                }
+                self.note(index, ranged, guard, out);
                 let sign = if signed { "s32" } else { "u32" };
                 let size = i128::from(proof.size);
                 out.push(op("mul", &["wide", sign], vec![reg(scaled), reg(ranged), imm(size)]));
@@ -1793,8 +1785,7 @@ impl Context<'_> {
             if access.narrow {
                 out.push(op("cvt", &["u32", "u16"], vec![reg(offset), reg(&access.index)]));
             }
-            out.push(op("xor", &["b32"], vec![reg(names::D), reg(kernel), reg(index)]));
-            out.push(guarded(guard, "or", &["b32"], vec![reg(names::V), reg(names::V), reg(names::D)]));
+            self.note(kernel, index, guard, out);
         }
         out.push(op("shl", &["b32"], vec![reg(offset), reg(index), imm(i128::from(access.shift))]));
         out.push(op("add", &["u32"], vec![reg(sum), reg(array), reg(offset)]));
@@ -1960,12 +1951,7 @@ impl Context<'_> {
                         }
                     }
                     if self.notes() {
-                        out.push(guarded(
-                            guard,
-                            "or",
-                            &["b32"],
-                            vec![reg(names::V), reg(names::V), reg(names::D)],
-                        ));
+                        out.push(record(guard));
                     }
                     if let Some(operand) = rewritten.operands.get_mut(access.operand) {
                         *operand = at(address);
@@ -2160,7 +2146,7 @@ impl Context<'_> {
             names::STRIDE
         };
         if self.notes() {
-            out.push(guarded(guard, "or", &["b32"], vec![reg(names::V), reg(names::V), reg(names::D)]));
+            out.push(record(guard));
         }
         let mut rewritten = instruction.clone();
         if let Some(operand) = rewritten.operands.get_mut(f.operand) {
@@ -2246,10 +2232,7 @@ impl Context<'_> {
             self.clamp_offset(lead.window, &offset, lead.span, lead.align, out);
             self.join(lead.window, register, out);
         }
-        if self.notes() {
-            out.push(op("xor", &["b32"], vec![reg(names::D), reg(names::U), reg(names::K)]));
-            out.push(op("or", &["b32"], vec![reg(names::V), reg(names::V), reg(names::D)]));
-        }
+        self.note(names::U, names::K, None, out);
     }
 
     /// Whether an access the fence moved is noted for the flag: in the clamped form. The
@@ -2257,6 +2240,20 @@ impl Context<'_> {
     /// does), so that no access pays for the note; its flag reports traps and the budget.
     fn notes(&self) -> bool {
         !self.aligned
+    }
+
+    /// In the clamped form, the note of one access: `d = kernel ^ confined`, non-zero when the
+    /// fence moved the access, or'd into the note (under the access's guard).
+    ///
+    /// ```text
+    /// xor.b32      %__kargs_d, <kernel>, <confined>
+    /// @g or.b32    %__kargs_v, %__kargs_v, %__kargs_d
+    /// ```
+    fn note(&self, kernel: &str, confined: &str, guard: Option<&Guard>, out: &mut Vec<Statement>) {
+        if self.notes() {
+            out.push(op("xor", &["b32"], vec![reg(names::D), reg(kernel), reg(confined)]));
+            out.push(record(guard));
+        }
     }
 
     /// The clamp of `effective` into `window`, into register `address`.
