@@ -356,7 +356,10 @@ impl Launch<'_> {
             }
             (true, None) => return Err(unfenced(request.kernel_id)),
         };
-        let shape = Dims { grid: shape.grid, block: shape.block, shared_mem_bytes: shape.shared_mem_bytes };
+        // At least the fenced kernel's minimum of dynamic shared memory (checked against the
+        // kernel's limit with it, before anything ran).
+        let shared_mem_bytes = shape.shared_mem_bytes.max(self.kernel.dynamic_shared_min);
+        let shape = Dims { grid: shape.grid, block: shape.block, shared_mem_bytes };
         // Every window copied back is writable and fits its buffer, before anything runs.
         copy_back.iter().try_for_each(Transfer::check_download).map_err(|e| self.fail(e))?;
         if let Some(flag) = flag {
@@ -722,7 +725,9 @@ impl Launcher for CudaLauncher {
         let Resources { stream, arena, flag, .. } = resources;
         let launch = Launch { device, generation, current: &current, stream, kernel, started };
 
-        let shared = request.shape.shared_mem_bytes;
+        // A fenced kernel with an `.extern .shared` array gets at least the fence's minimum
+        // (`KernelEntry::dynamic_shared_min`), on which its confined accesses into the array rest.
+        let shared = request.shape.shared_mem_bytes.max(kernel.dynamic_shared_min);
         if shared > kernel.dynamic_shared_limit.load(Ordering::Acquire) {
             let most = device.info.shared_memory_per_block_optin.saturating_sub(kernel.static_shared);
             if shared > most {

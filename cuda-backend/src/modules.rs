@@ -36,6 +36,8 @@ pub(crate) struct LoadedKernel {
     pub(crate) fenced: bool,
     /// The alignment its fence's base needs (`KernelEntry::fence_base_align`).
     pub(crate) fence_base_align: u64,
+    /// The least dynamic shared memory a launch gets (`KernelEntry::dynamic_shared_min`).
+    pub(crate) dynamic_shared_min: u32,
     /// Its proofs (`KernelEntry::proofs`): their hidden parameters come before the fence's.
     pub(crate) proofs: Vec<crate::fence::Proof>,
 }
@@ -212,6 +214,7 @@ pub(crate) fn load(
         dynamic_shared_limit: AtomicU32::new(dynamic_shared),
         fenced: entry.fenced(),
         fence_base_align: entry.fence_base_align(),
+        dynamic_shared_min: entry.dynamic_shared_min(),
         proofs: entry.proofs().to_vec(),
     })
 }

@@ -80,6 +80,9 @@ pub struct KernelEntry {
     fenced: bool,
     /// The alignment a fenced kernel's fence base needs (`FencedModule::base_align`).
     fence_base_align: u64,
+    /// The least dynamic shared memory a fenced kernel's launch gets
+    /// (`FencedModule::dynamic_shared_min`).
+    dynamic_shared_min: u32,
     /// A fenced entry's proofs (`FencedModule::proofs`): their hidden parameters come after the
     /// guest's, before the fence's four.
     proofs: Vec<Proof>,
@@ -134,6 +137,15 @@ impl KernelEntry {
     /// (`FenceProblem::MisalignedMemory`). 1 for a kernel that is not fenced.
     pub fn fence_base_align(&self) -> u64 {
         self.fence_base_align
+    }
+
+    /// The least dynamic shared memory, in bytes, each launch of a fenced kernel gets
+    /// ([`FencedModule::dynamic_shared_min`](crate::fence::FencedModule::dynamic_shared_min)):
+    /// [`MIN_DYNAMIC_SHARED`](crate::fence::MIN_DYNAMIC_SHARED) where its module declares an
+    /// `.extern .shared` array, 0 otherwise (and for a kernel that is not fenced). A launch
+    /// that asks for less is given this much.
+    pub fn dynamic_shared_min(&self) -> u32 {
+        self.dynamic_shared_min
     }
 
     /// A fenced entry's proofs
@@ -280,6 +292,7 @@ impl KernelRegistry {
             );
             kernel.fenced = true;
             kernel.fence_base_align = module.base_align();
+            kernel.dynamic_shared_min = module.dynamic_shared_min();
             kernel.proofs = module.proofs(entry).to_vec();
             kernel.variables = Arc::from(module.variables());
             kernel.print = module.print_buffer().cloned().map(Arc::new);
@@ -345,6 +358,7 @@ impl KernelEntry {
             parse_error,
             fenced: false,
             fence_base_align: 1,
+            dynamic_shared_min: 0,
             proofs: Vec::new(),
             variables: Arc::from(Vec::new()),
             print: None,

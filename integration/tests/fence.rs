@@ -1257,3 +1257,83 @@ fn a_launch_whose_64_bit_count_a_proof_does_not_cover_is_refused() {
         assert_eq!((code, out), (0, floats(x.iter().copied())), "{mode:?} aligned {aligned}: nothing to do");
     }
 }
+
+/// An entry that stages each thread's value through an `.extern .shared` array:
+/// `buf[tid] = tid + 1; __syncthreads(); out[tid] = buf[tid];`.
+const STAGE_PTX: &str = ".version 7.8
+.target sm_52
+.address_size 64
+
+.extern .shared .align 16 .b8 buf[];
+
+.visible .entry stage(
+	.param .u64 stage_param_0
+)
+{
+	.reg .b32 %r<7>;
+	.reg .b64 %rd<5>;
+
+	ld.param.u64 %rd1, [stage_param_0];
+	cvta.to.global.u64 %rd2, %rd1;
+	mov.u32 %r1, %tid.x;
+	add.s32 %r2, %r1, 1;
+	shl.b32 %r3, %r1, 2;
+	mov.u32 %r4, buf;
+	add.s32 %r5, %r4, %r3;
+	st.shared.u32 [%r5], %r2;
+	bar.sync 0;
+	ld.shared.u32 %r6, [%r5];
+	mul.wide.u32 %rd3, %r1, 4;
+	add.s64 %rd4, %rd2, %rd3;
+	st.global.u32 [%rd4], %r6;
+	ret;
+}
+";
+
+/// A fenced entry whose shared accesses into an `.extern .shared` array the fence confines by
+/// the launch's dynamic shared memory (`fence::MIN_DYNAMIC_SHARED`) gets at least that much
+/// from the launcher: launched asking for none, its four threads' values fit and come back, in
+/// both modes and both forms, with nothing reported; a launch asking for more gets what it
+/// asks. Unfenced, the same launch asking for none reaches past the block's shared memory and
+/// faults.
+#[test]
+fn a_launch_asking_for_less_dynamic_shared_memory_than_the_fence_needs_gets_its_minimum() {
+    let test = "a_launch_asking_for_less_dynamic_shared_memory_than_the_fence_needs_gets_its_minimum";
+    let kernels = [(1, STAGE_PTX, "stage", "stage(out: &mut [u32; 8])")];
+    for (mode, aligned) in FORMS {
+        let Some((emulated, device)) = device_with(test, mode, &kernels, None, aligned) else { continue };
+        let min = device.registry().get(1).unwrap().dynamic_shared_min();
+        assert_eq!(min, kernel_args_cuda::fence::MIN_DYNAMIC_SHARED);
+        assert_eq!(device.registry().get(1 + UNFENCED).unwrap().dynamic_shared_min(), 0);
+        let mut host = LaunchHost::new(device.launcher());
+        let launch =
+            |host: &mut LaunchHost<kernel_args_cuda::CudaLauncher>, id: i64, threads: i32, shared: i32| {
+                let mut memory = Memory::new(512);
+                let argv = argv(|w| _ = w.ptr(0, 32).unwrap());
+                memory.put(300, &argv);
+                let call = LaunchCall {
+                    shared_mem: shared,
+                    args_ptr: 300,
+                    args_len: argv.len() as i32,
+                    ..LaunchCall::new(id, [1, 1, 1], [threads, 1, 1])
+                };
+                let code = host.call(Some(memory.guest()), &call);
+                assert!(memory.guards_intact(), "{mode:?} aligned {aligned}");
+                (code, memory.guest()[..32].to_vec())
+            };
+        // The first `n` threads' values, 1 to `n`, then the zeroes the guest left.
+        let expected =
+            |n: u32| (1..=8u32).flat_map(|v| if v <= n { v } else { 0 }.to_le_bytes()).collect::<Vec<u8>>();
+        let (code, out) = launch(&mut host, 1, 4, 0);
+        assert_eq!(code, 0, "{mode:?} aligned {aligned}: {:?}", host.last_error_message());
+        assert_eq!(out, expected(4), "{mode:?} aligned {aligned}");
+        let (code, out) = launch(&mut host, 1, 8, 32);
+        assert_eq!(code, 0, "{mode:?} aligned {aligned}: {:?}", host.last_error_message());
+        assert_eq!(out, expected(8), "{mode:?} aligned {aligned}");
+        // Unfenced, asking for none: past the block's shared memory, a fault.
+        if emulated.is_some() {
+            let (code, _) = launch(&mut host, 1 + UNFENCED, 4, 0);
+            assert_ne!(code, 0, "{mode:?} aligned {aligned}");
+        }
+    }
+}

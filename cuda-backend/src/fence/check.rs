@@ -16,6 +16,9 @@
 //! 3. **The windows are computed once, before anything else.** Window facts come only from the
 //!    entry's leading run of the fence's instructions (straight-line, before any label, branch
 //!    or instruction of the kernel's), and no later instruction may write their registers.
+//!    The facts kept past the run, fixed: the limits, the fence's base, the index and the bounds,
+//!    the fence's own checks of them (`outside`), the proofs' pointers and ranges, variables'
+//!    addresses, the dynamic highest indexes and the fixed proofs' addresses.
 //! 4. **Every backward branch is counted against the budget.** A branch to a label at or before
 //!    it follows its count with nothing between, the counter is written nowhere else, and no
 //!    branch follows the budget's exit (the rules are on `Budget`, below).
@@ -57,6 +60,11 @@
 //! | at most `K` | `min.u32 r, x, K`, `K` a constant | at most `K` |
 //! | at most, shifted | `shl.b32 r, at most K, k` (`k` at most 4, `K << k` in 32 bits) | at most `K << k`, a multiple of `2^k` |
 //! | inside (an array) | `add.u32 r, address of V, at most M shifted` (either way round), `V` of a known size more than `M` | `[r, r + size - M)` inside `V`'s window, aligned to `2^k` (at most 16) |
+//! | dynamic room `R` | `sub.u32 r, dynamic size, R` (`R` from 1 to [`MIN_DYNAMIC_SHARED`]) | the last offset in the dynamic shared memory at which `R` bytes fit (the launcher gives a module with an `.extern .shared` array at least that many bytes) |
+//! | dynamic highest `R`, `k` | `shr.u32 r, dynamic room R, k` (`k` at most 4) | the room shifted down |
+//! | at most dynamic | `min.u32 r, x, dynamic highest R, k` | at most that |
+//! | at most dynamic, shifted | `shl.b32 r, at most dynamic R, k, k` (the same `k`) | at most the room for `R`, a multiple of `2^k` |
+//! | inside (an `.extern` array) | `add.u32 r, address of V, at most dynamic R shifted` (either way round), `V` an `.extern .shared` array | `[r, r + R)` inside `V` (every `.extern .shared` array starts at the dynamic shared memory), aligned to `2^k` (at most 16) |
 //! | multiple | `and.b32 r, x, -A` | a multiple of `A` |
 //! | product `s` | `mul.wide.u32 r, s, S`, `s` a multiple | `s * S`, exact (dies when `s` is written) |
 //! | over `s` | `setp.gt.u64 p, product s, limit L` (the fence's or the shared window's, widened by `cvt.u64.u32` of a 32-bit limit) | whether `s * S > len - L` |
@@ -99,7 +107,9 @@ use kernel_args_ptx::{
     Operand, OperandKind, Span, StateSpace, Statement, Type, Variable, parse,
 };
 
-use super::{FENCE_PARAMS, MIN_FENCE_LEN, PROOF_PARAM_PREFIX, PROOF_RANGE_PREFIX, Proof, ProofKind};
+use super::{
+    FENCE_PARAMS, MIN_DYNAMIC_SHARED, MIN_FENCE_LEN, PROOF_PARAM_PREFIX, PROOF_RANGE_PREFIX, Proof, ProofKind,
+};
 
 /// What the checker found in a fenced module: where, and what.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -334,6 +344,28 @@ enum Fact {
     AtMostShifted {
         max: u64,
         align: u64,
+    },
+    /// `%dynamic_smem_size` less `reach` (at most [`MIN_DYNAMIC_SHARED`], which the launcher
+    /// gives at least to a module with an `.extern .shared` array): the last offset in the
+    /// dynamic shared memory at which `reach` bytes fit.
+    DynamicRoom {
+        reach: u64,
+    },
+    /// That shifted down by `shift` (`shr.u32`, at most 4).
+    DynamicHi {
+        reach: u64,
+        shift: u32,
+    },
+    /// A 32-bit value at most that (`min.u32`).
+    AtMostDynamic {
+        reach: u64,
+        shift: u32,
+    },
+    /// That shifted back up (`shl.b32` by the same shift): at most the room, a multiple of
+    /// `2^shift`.
+    AtMostDynamicShifted {
+        reach: u64,
+        shift: u32,
     },
     /// A value in a ranged proof's range times its element size, extended as the proof says
     /// (exact in 64 bits).
@@ -844,6 +876,9 @@ impl<'m> Entry<'m> {
             | Fact::Bound64(_)
             | Fact::Pointer(_)
             | Fact::RangeHi(_)
+            | Fact::DynamicHi { .. }
+            | Fact::Outside(..)
+            | Fact::Address { .. }
             | Fact::Proven { .. } = fact
             {
                 keep.insert(name.clone(), fact.clone());
@@ -1275,11 +1310,26 @@ impl<'m> Entry<'m> {
                 int(2).and_then(|k| u64::try_from(k).ok()).map(|max| Fact::AtMost { max })
             }
             ("shl", ["b32"], 3) if narrow => match (f(1), int(2)) {
+                (Some(Fact::AtMostDynamic { reach, shift }), Some(k)) if k == i128::from(shift) => {
+                    Some(Fact::AtMostDynamicShifted { reach, shift })
+                }
                 (Some(Fact::AtMost { max }), Some(k @ 0..=4)) => {
                     let shifted =
                         max.checked_shl(u32::try_from(k).unwrap_or(0)).filter(|m| *m <= u64::from(u32::MAX));
                     shifted.map(|max| Fact::AtMostShifted { max, align: 1 << k })
                 }
+                _ => None,
+            },
+            // The dynamic shared memory's room for a reach, shifted down; anything, unsigned, at
+            // most that.
+            ("shr", ["u32"], 3) if narrow => match (f(1), int(2)) {
+                (Some(Fact::DynamicRoom { reach }), Some(k @ 0..=4)) => {
+                    Some(Fact::DynamicHi { reach, shift: u32::try_from(k).unwrap_or(0) })
+                }
+                _ => None,
+            },
+            ("min", ["u32"], 3) if narrow && matches!(f(2), Some(Fact::DynamicHi { .. })) => match f(2) {
+                Some(Fact::DynamicHi { reach, shift }) => Some(Fact::AtMostDynamic { reach, shift }),
                 _ => None,
             },
             // Anything, unsigned, at most a ranged proof's highest index: in `[0, hi]`.
@@ -1438,6 +1488,9 @@ impl<'m> Entry<'m> {
                 _ => None,
             },
             ("sub", ["u32"], 3) if narrow => match (f(1), f(2), int(2)) {
+                (Some(Fact::Dynamic), _, Some(k)) if k >= 1 && k <= i128::from(MIN_DYNAMIC_SHARED) => {
+                    Some(Fact::DynamicRoom { reach: u64::try_from(k).unwrap_or(0) })
+                }
                 (
                     Some(Fact::Limit32 { win, reach, base }),
                     Some(Fact::Strided(s @ Strided { step: StridedStep::Distance, .. })),
@@ -1599,6 +1652,18 @@ impl<'m> Entry<'m> {
                 ) if win != Win::Global && max < size => {
                     Some(Fact::Inside { win, reach: size.saturating_sub(max), align: align.min(16) })
                 }
+                // An `.extern .shared` array's address plus at most the dynamic shared memory's
+                // room for `reach`: `[r, r + reach)` inside the array.
+                (
+                    Some(Fact::Address { win: Win::Shared, size: None, .. }),
+                    Some(Fact::AtMostDynamicShifted { reach, shift }),
+                    _,
+                )
+                | (
+                    Some(Fact::AtMostDynamicShifted { reach, shift }),
+                    Some(Fact::Address { win: Win::Shared, size: None, .. }),
+                    _,
+                ) => Some(Fact::Inside { win: Win::Shared, reach, align: (1u64 << shift).min(16) }),
                 (Some(Fact::Address { win, var, size: Some(size) }), _, Some(k))
                     if k >= 0 && u64::try_from(k).is_ok_and(|k| k <= size) =>
                 {

@@ -46,7 +46,11 @@
 //!   shared variables (and the dynamic shared memory the launch gives, through
 //!   `%dynamic_smem_size`); an access `[V + (x << k) + c]` into an array `V` of the entry's own
 //!   whose size the module states keeps the kernel's index `x`, confined to `V`'s elements by
-//!   one `min` with a constant (`src/fence/prove.rs`, `SharedAccess`);
+//!   one `min` with a constant (`src/fence/prove.rs`, `SharedAccess`); into an `.extern
+//!   .shared` array, by one `min` with `(%dynamic_smem_size - reach) >> k`, computed once at
+//!   the entry's start, which rests on the launcher giving such a module's launches at least
+//!   [`MIN_DYNAMIC_SHARED`] bytes of dynamic shared memory
+//!   ([`FencedModule::dynamic_shared_min`]);
 //! - **local**: the thread's local window, over the entry's local variables;
 //! - **const**: the module's constant window, over the constant variables the entry names;
 //! - **param**: only a parameter named at a constant offset inside it;
@@ -242,6 +246,13 @@ pub const MIN_FENCE_LEN: u64 = 256;
 /// in 32 bits.
 pub const MAX_FENCE_LEN: u64 = 1 << 32;
 
+/// The least dynamic shared memory, in bytes, a launcher gives a fenced entry of a module that
+/// declares an `.extern .shared` array ([`FencedModule::dynamic_shared_min`]): a launch that
+/// asks for less gets this much. The fence confines an access of at most this reach into such
+/// an array by one `min` of the kernel's index with `(%dynamic_smem_size - reach) >> k`,
+/// which needs the array to hold at least one reach.
+pub const MIN_DYNAMIC_SHARED: u32 = 16;
+
 /// The alignment a fence's base needs where the module clamps a `wmma` fragment
 /// ([`FencedModule::base_align`]).
 pub const FRAGMENT_BASE_ALIGN: u64 = 32;
@@ -261,6 +272,7 @@ pub struct FencedModule {
     by_declaration: usize,
     widest: u64,
     base_align: u64,
+    dynamic_shared_min: u32,
     counted: usize,
     leaving: usize,
     asserts: usize,
@@ -343,6 +355,15 @@ impl FencedModule {
     /// arena is aligned to 256.
     pub fn base_align(&self) -> u64 {
         self.base_align
+    }
+
+    /// The least dynamic shared memory, in bytes, each launch of the module's entries must
+    /// have: [`MIN_DYNAMIC_SHARED`] where the module declares an `.extern .shared` array, 0
+    /// otherwise. The launcher raises a launch's dynamic shared memory to it (a kernel given
+    /// less could touch nothing of such an array); the fence's confined accesses into the array
+    /// rest on it.
+    pub fn dynamic_shared_min(&self) -> u32 {
+        self.dynamic_shared_min
     }
 
     /// How many backward branches are counted against each thread's budget, over all entries
@@ -546,6 +567,10 @@ pub fn fence_ptx(ptx: &str) -> Result<FencedModule, FenceError> {
     })?;
     let mut lowered = lower::lower(&mut module);
     let print = lowered.print.take();
+    let dynamic_shared = module.items.iter().any(|item| {
+        matches!(item, kernel_args_ptx::Item::Variable(v)
+            if v.space == kernel_args_ptx::StateSpace::Shared && v.linkage == Some(kernel_args_ptx::Linkage::Extern))
+    });
     let (text, rewritten) = rewritten_and_checked(module.clone(), false)?;
     let (aligned_ptx, aligned) = rewritten_and_checked(module, true)?;
     // The two forms differ only in how a global access is clamped.
@@ -574,6 +599,7 @@ pub fn fence_ptx(ptx: &str) -> Result<FencedModule, FenceError> {
         by_declaration: rewritten.static_accesses,
         widest: rewritten.widest,
         base_align: if rewritten.fragments > 0 { FRAGMENT_BASE_ALIGN } else { u64::from(WINDOW_ALIGN) },
+        dynamic_shared_min: if dynamic_shared { MIN_DYNAMIC_SHARED } else { 0 },
         counted: rewritten.counted,
         leaving: rewritten.leaving,
         asserts: lowered.asserts,

@@ -60,7 +60,7 @@ use kernel_args_ptx::{
 };
 
 use super::isa::{Class, Space};
-use super::{MAX_PROOFS, MIN_FENCE_LEN, Proof, ProofKind};
+use super::{MAX_PROOFS, MIN_DYNAMIC_SHARED, MIN_FENCE_LEN, Proof, ProofKind};
 
 /// What the rewriter writes for an entry's proven accesses.
 #[derive(Debug, Default)]
@@ -99,10 +99,25 @@ pub(super) struct SharedAccess {
     pub(super) narrow: bool,
     /// The shift (`log2` of the element's size).
     pub(super) shift: u32,
-    /// The highest index: the array's size less the accesses' reach, shifted down.
-    pub(super) hi: u64,
+    /// The highest index.
+    pub(super) hi: SharedHi,
     /// The access's constant offset.
     pub(super) offset: i64,
+}
+
+/// A confined shared access's highest index ([`SharedAccess::hi`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub(super) enum SharedHi {
+    /// An array of a size the module states: its size less the accesses' reach, shifted down
+    /// (a constant).
+    Fixed(u64),
+    /// An `.extern .shared` array, as long as the launch's dynamic shared memory: that
+    /// length less `reach` (at most [`MIN_DYNAMIC_SHARED`], which the launcher gives at least),
+    /// shifted down by the access's shift, computed once at the entry's start.
+    Dynamic {
+        /// The bytes from each element the accesses reach.
+        reach: u64,
+    },
 }
 
 /// How a kernel's bounds check compares the thread's index with its bound: the 32-bit index
@@ -148,6 +163,30 @@ impl Proven {
                 ProofKind::Indexed { bound } => Some((bound, false)),
                 ProofKind::Indexed64 { bound, .. } => Some((bound, true)),
                 ProofKind::Fixed | ProofKind::Ranged { .. } => None,
+            })
+            .collect()
+    }
+
+    /// The arrays the confined shared accesses reach, each named once: the fence reads each
+    /// one's address once, at the entry's start.
+    pub(super) fn arrays(&self) -> BTreeSet<&str> {
+        self.shared.values().map(|a| a.var.as_str()).collect()
+    }
+
+    /// The fence's own bounds checks (each bound and how it is compared), each made once at
+    /// the entry's start and tested after each of the kernel's checks of it.
+    pub(super) fn checks(&self) -> BTreeSet<(usize, Check)> {
+        self.guards.values().flat_map(|checks| checks.keys().copied()).collect()
+    }
+
+    /// The highest indexes of the confined accesses into `.extern .shared` arrays that the
+    /// fence computes at the entry's start, each a reach and a shift.
+    pub(super) fn dynamic_his(&self) -> BTreeSet<(u64, u32)> {
+        self.shared
+            .values()
+            .filter_map(|a| match a.hi {
+                SharedHi::Dynamic { reach } => Some((reach, a.shift)),
+                SharedHi::Fixed(_) => None,
             })
             .collect()
     }
@@ -335,18 +374,26 @@ enum Value {
 
 /// The entry's proven accesses, from its body (flattened, too), its classes (by instruction
 /// index) and its parameters.
-pub(super) fn find(body: &Block, flat: &Flat<'_>, classes: &[Class], params: &[Param]) -> Proven {
+pub(super) fn find(
+    body: &Block,
+    flat: &Flat<'_>,
+    classes: &[Class],
+    params: &[Param],
+    externs: &[&str],
+) -> Proven {
     let mut proven = Proven::default();
-    // The entry's own `.shared` arrays of a known size, in the body's order.
-    let arrays: Vec<(&str, u64)> = body
+    // The entry's own `.shared` arrays of a known size, in the body's order, then the module's
+    // `.extern .shared` arrays (`externs`), as long as the launch's dynamic shared memory.
+    let arrays: Vec<(&str, Option<u64>)> = body
         .statements
         .iter()
         .filter_map(|s| match s {
             Statement::Variable(v) if v.space == StateSpace::Shared && v.linkage.is_none() => {
-                v.size().map(|size| (v.name.as_str(), size))
+                v.size().map(|size| (v.name.as_str(), Some(size)))
             }
             _ => None,
         })
+        .chain(externs.iter().map(|&name| (name, None)))
         .collect();
     // How often each register is written, anywhere in the body.
     let mut writes: HashMap<RegisterId, usize> = HashMap::new();
@@ -374,18 +421,35 @@ pub(super) fn find(body: &Block, flat: &Flat<'_>, classes: &[Class], params: &[P
     // through each sum.
     let mut scaled: HashMap<RegisterId, Scaled> = HashMap::new();
     let mut sums = Sums::default();
+    // The registers written before the body's first label: such a write runs once per thread,
+    // at its start (no branch reaches back into that run).
+    let mut early: BTreeSet<RegisterId> = BTreeSet::new();
     let mut index = 0usize;
     for item in &flat.items {
         let (i, registers) = match item {
             FlatItem::Label(l) => {
                 below.clear();
-                scaled.clear();
+                // A sum written once, of an index written once at the start, holds that sum of
+                // that index wherever it is read: it outlives the label.
+                scaled.retain(|sum, s| {
+                    s.base.is_some()
+                        && writes.get(sum) == Some(&1)
+                        && writes.get(&s.index) == Some(&1)
+                        && early.contains(&s.index)
+                });
                 labels.insert(&l.name);
                 continue;
             }
             FlatItem::Instruction(i, registers) => (i, registers),
             _ => continue,
         };
+        if labels.is_empty() {
+            for name in super::body::defines(i) {
+                if let Some(Resolved::Declared(id)) = kernel_args_ptx::resolved_in(registers, name) {
+                    early.insert(id);
+                }
+            }
+        }
         let at = index;
         index = index.saturating_add(1);
         let id = |k: usize| match i.operands.get(k).map(|o| &o.kind) {
@@ -682,12 +746,19 @@ pub(super) fn find(body: &Block, flat: &Flat<'_>, classes: &[Class], params: &[P
                         .insert((at, slot), ProvenAccess { proof, offset, index: Some(s.name.clone()) });
                 }
             }
-            // The highest index whose accesses' reach fits in the array.
+            // The highest index whose accesses' reach fits in the array: a constant, or, for
+            // an `.extern .shared` one, from the launch's dynamic shared memory.
             Some((Base::Array(var), _)) => {
-                let Some(&(name, size)) = arrays.get(var).filter(|(_, size)| reach <= *size) else {
-                    continue;
+                let hi = match arrays.get(var) {
+                    Some(&(name, Some(size))) if reach <= size => {
+                        (name, SharedHi::Fixed(size.saturating_sub(reach).checked_div(s.size).unwrap_or(0)))
+                    }
+                    Some(&(name, None)) if reach <= u64::from(MIN_DYNAMIC_SHARED) => {
+                        (name, SharedHi::Dynamic { reach })
+                    }
+                    _ => continue,
                 };
-                let hi = size.saturating_sub(reach).checked_div(s.size).unwrap_or(0);
+                let (name, hi) = hi;
                 for (at, slot, offset, _) in accesses {
                     let access = SharedAccess {
                         var: name.to_owned(),

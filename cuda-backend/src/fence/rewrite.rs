@@ -94,6 +94,7 @@ use kernel_args_ptx::{
 };
 
 use super::isa::{self, Access, Class, Space};
+use super::prove::SharedHi;
 use super::{
     FENCE_PARAMS, FLAG_BUDGET, FLAG_REACHED_OUT, FLAG_TRAPPED, FenceError, FenceRefusal, MIN_FENCE_LEN,
     ProofKind, WINDOW_ALIGN,
@@ -178,7 +179,7 @@ pub(super) mod names {
     pub const POINTER: &str = "%__kargs_ip";
     /// The index times an element's size (`%__kargs_io<size>`).
     pub const PRODUCT: &str = "%__kargs_io";
-    /// The fence's own bounds check: the index at least the bound.
+    /// The fence's own bounds check: the index at least the bound (`%__kargs_ig<bound><s32|s64|u64>`).
     pub const OUTSIDE: &str = "%__kargs_ig";
     /// A ranged proof's highest index (`%__kargs_yh<proof>`).
     pub const RANGE_HI: &str = "%__kargs_yh";
@@ -186,11 +187,20 @@ pub(super) mod names {
     pub const RANGED: [&str; 2] = ["%__kargs_yx0", "%__kargs_yx1"];
     /// That index times the element's size, one per address operand.
     pub const RANGED_PRODUCT: [&str; 2] = ["%__kargs_yo0", "%__kargs_yo1"];
-    /// A confined shared access's array address, its index shifted, and their sum, one per
+    /// A confined shared access's array's address (`%__kargs_zv<j>`, the `j`th of the arrays
+    /// the entry's confined accesses reach, by name), read once in the leading run.
+    pub const SHARED_ARRAY: &str = "%__kargs_zv";
+    /// A confined shared access's index shifted, and that plus the array's address, one per
     /// address operand.
-    pub const SHARED_ARRAY: [&str; 2] = ["%__kargs_zv0", "%__kargs_zv1"];
     pub const SHARED_OFFSET: [&str; 2] = ["%__kargs_zo0", "%__kargs_zo1"];
     pub const SHARED_SUM: [&str; 2] = ["%__kargs_zs0", "%__kargs_zs1"];
+    /// The launch's dynamic shared memory's size, for the confined accesses into an
+    /// `.extern .shared` array.
+    pub const DYNAMIC: &str = "%__kargs_zn";
+    /// That size less a reach (`%__kargs_zr<reach>`): the last offset at which the reach fits.
+    pub const DYNAMIC_ROOM: &str = "%__kargs_zr";
+    /// That shifted down (`%__kargs_zh<reach>_<shift>`): the highest index.
+    pub const DYNAMIC_HI: &str = "%__kargs_zh";
     /// A fragment's stride, aligned to 16 bytes.
     pub const STRIDE_ALIGNED: &str = "%__kargs_wa";
     /// That stride times the fragment's span, in 64 bits.
@@ -736,7 +746,14 @@ impl<'m> EntryRewriter<'m> {
             counter = counter.saturating_add(1);
         }
         // Global accesses a bounds check of the kernel's proves inside the fence: unclamped.
-        let proven = super::prove::find(body, &flat, &classes, &f.params);
+        let externs: Vec<&str> = self
+            .module
+            .variables
+            .values()
+            .filter(|v| v.space == StateSpace::Shared && v.linkage == Some(Linkage::Extern))
+            .map(|v| v.name.as_str())
+            .collect();
+        let proven = super::prove::find(body, &flat, &classes, &f.params, &externs);
         for (&(at, slot), access) in &proven.accesses {
             if let Some(plan) = plans.get_mut(at).and_then(|p| p.get_mut(slot)) {
                 *plan = Plan::Proven(access.clone());
@@ -750,6 +767,16 @@ impl<'m> EntryRewriter<'m> {
             }
         }
         stats.proofs = proven.proofs.clone();
+        // Where every shared access is confined by its index, no access needs the shared
+        // window (nor its pad, which would move the entry's arrays): a generic access adds it
+        // back below.
+        let shared_clamped =
+            plans.iter().flatten().any(|p| matches!(p, Plan::Clamp { window: Window::Shared, .. }));
+        let shared_fragment =
+            classes.iter().any(|c| matches!(c, Class::Fragment(f) if f.space == Space::Shared));
+        if !shared_clamped && !shared_fragment {
+            self.windows.remove(&Window::Shared);
+        }
         // The entry's variables: its own `.shared` and `.local` at the top of its body (which its
         // windows' computation names), nothing else.
         for statement in &body.statements {
@@ -840,6 +867,7 @@ impl<'m> EntryRewriter<'m> {
         }
         statements.extend(prologue);
         statements.extend(proof_prologue(&proven, &f.params));
+        statements.extend(shared_prologue(&proven));
         let exit_labels = exit_labels(&body.statements);
         let mut context = Context {
             plans: &plans,
@@ -1311,9 +1339,17 @@ fn proof_declarations(proven: &super::prove::Proven) -> Vec<Statement> {
         narrow.extend(names::RANGED.map(str::to_owned));
     }
     if !proven.shared.is_empty() {
-        for names in [names::SHARED_ARRAY, names::SHARED_OFFSET, names::SHARED_SUM] {
+        for names in [names::SHARED_OFFSET, names::SHARED_SUM] {
             narrow.extend(names.map(str::to_owned));
         }
+        narrow.extend((0..proven.arrays().len()).map(|j| format!("{}{j}", names::SHARED_ARRAY)));
+    }
+    let dynamic = proven.dynamic_his();
+    if !dynamic.is_empty() {
+        narrow.push(names::DYNAMIC.to_owned());
+        let reaches: BTreeSet<u64> = dynamic.iter().map(|&(reach, _)| reach).collect();
+        narrow.extend(reaches.iter().map(|reach| format!("{}{reach}", names::DYNAMIC_ROOM)));
+        narrow.extend(dynamic.iter().map(|&(reach, shift)| dynamic_hi(reach, shift)));
     }
     let mut out = Vec::new();
     if !wide.is_empty() {
@@ -1322,10 +1358,17 @@ fn proof_declarations(proven: &super::prove::Proven) -> Vec<Statement> {
     if !narrow.is_empty() {
         out.push(decl(Type::B32, narrow));
     }
-    if proven.indexed() || proven.indexed64() {
-        out.push(decl(Type::Pred, vec![names::OUTSIDE.to_owned()]));
+    let checks = proven.checks();
+    if !checks.is_empty() {
+        out.push(decl(Type::Pred, checks.iter().map(|&(bound, check)| outside(bound, check)).collect()));
     }
     out
+}
+
+/// The predicate of the fence's own check of `bound`, compared as `check`: the index at least
+/// the bound.
+fn outside(bound: usize, check: super::prove::Check) -> String {
+    format!("{}{bound}{}", names::OUTSIDE, check.ty())
 }
 
 /// The proofs' part of the leading run: the thread's index in the grid, each bound from its
@@ -1340,6 +1383,7 @@ fn proof_declarations(proven: &super::prove::Proven) -> Vec<Statement> {
 /// cvt.u64.u32   %__kargs_iv, %__kargs_it
 /// add.s64       %__kargs_iy, %__kargs_iw, %__kargs_iv
 /// ld.param.u32  %__kargs_im<bound>, [<the bound's parameter>]      // .u64, %__kargs_il: 8 bytes
+/// setp.ge.s32   %__kargs_ig<bound>s32, %__kargs_ix, %__kargs_im<bound>   // .s64/.u64, %__kargs_iy, %__kargs_il
 /// ld.param.u64  %__kargs_ip<proof>, [__kargs_addr_<pointer>_<bound>_<size>]
 /// ld.param.u32  %__kargs_yh<proof>, [__kargs_range_<pointer>_s<size>_r<reach>]  // a ranged one's
 /// ```
@@ -1387,6 +1431,17 @@ fn proof_prologue(proven: &super::prove::Proven, params: &[Param]) -> Vec<Statem
             ));
         }
     }
+    // Each of the fence's own bounds checks, once: the index and the bound hold one value for
+    // the whole thread, and so does the check.
+    for (bound, check) in proven.checks() {
+        let wide = check.wide();
+        let index = if wide { names::INDEX64 } else { names::INDEX };
+        out.push(op(
+            "setp",
+            &["ge", check.ty()],
+            vec![reg(&outside(bound, check)), reg(index), reg(&bound_register(bound, wide))],
+        ));
+    }
     for (j, proof) in proven.proofs.iter().enumerate() {
         out.push(op(
             "ld",
@@ -1400,6 +1455,55 @@ fn proof_prologue(proven: &super::prove::Proven, params: &[Param]) -> Vec<Statem
                 vec![reg(&format!("{}{j}", names::RANGE_HI)), param_address(&range)],
             ));
         }
+    }
+    out
+}
+
+/// The register of the highest index of a confined access of `reach` into an `.extern .shared`
+/// array, shifted by `shift`.
+fn dynamic_hi(reach: u64, shift: u32) -> String {
+    format!("{}{reach}_{shift}", names::DYNAMIC_HI)
+}
+
+/// The leading run's part for the confined shared accesses: each array's address, and for
+/// those into `.extern .shared` arrays, the launch's dynamic shared memory's size, less each
+/// reach (at most [`super::MIN_DYNAMIC_SHARED`], which the launcher gives at least), shifted
+/// down by each shift.
+///
+/// ```text
+/// mov.u32  %__kargs_zv<j>, <array>
+/// mov.u32  %__kargs_zn, %dynamic_smem_size
+/// sub.u32  %__kargs_zr<reach>, %__kargs_zn, <reach>
+/// shr.u32  %__kargs_zh<reach>_<shift>, %__kargs_zr<reach>, <shift>
+/// ```
+fn shared_prologue(proven: &super::prove::Proven) -> Vec<Statement> {
+    let mut out: Vec<Statement> = proven
+        .arrays()
+        .iter()
+        .enumerate()
+        .map(|(j, var)| op("mov", &["u32"], vec![reg(&format!("{}{j}", names::SHARED_ARRAY)), sym(var, 0)]))
+        .collect();
+    let dynamic = proven.dynamic_his();
+    if dynamic.is_empty() {
+        return out;
+    }
+    let size = Operand::new(OperandKind::Register(Register {
+        name: "%dynamic_smem_size".to_owned(),
+        component: None,
+    }));
+    out.push(op("mov", &["u32"], vec![reg(names::DYNAMIC), size]));
+    let reaches: BTreeSet<u64> = dynamic.iter().map(|&(reach, _)| reach).collect();
+    for reach in reaches {
+        let room = format!("{}{reach}", names::DYNAMIC_ROOM);
+        out.push(op("sub", &["u32"], vec![reg(&room), reg(names::DYNAMIC), imm(i128::from(reach))]));
+    }
+    for (reach, shift) in dynamic {
+        let room = format!("{}{reach}", names::DYNAMIC_ROOM);
+        out.push(op(
+            "shr",
+            &["u32"],
+            vec![reg(&dynamic_hi(reach, shift)), reg(&room), imm(i128::from(shift))],
+        ));
     }
     out
 }
@@ -1659,13 +1763,12 @@ struct Context<'p> {
 
 impl Context<'_> {
     /// After the kernel's bounds check that the instruction just written is (`prove.rs`), the
-    /// fence's own: a thread whose index in the grid is at least the bound leaves (none does:
-    /// the kernel's check sent it elsewhere), then the index times each element's size the
-    /// accesses after it use.
+    /// fence's own (its predicate made once, in the leading run: `proof_prologue`): a thread
+    /// whose index in the grid is at least the bound leaves (none does: the kernel's check sent
+    /// it elsewhere), then the index times each element's size the accesses after it use.
     ///
     /// ```text
-    /// setp.ge.s32   %__kargs_ig, %__kargs_ix, %__kargs_im<bound>   // .s64/.u64, %__kargs_iy, %__kargs_il
-    /// @%__kargs_ig ret                // bra $__kargs_exit once something may be noted
+    /// @%__kargs_ig<bound><s32|s64|u64> ret      // bra $__kargs_exit once something may be noted
     /// mul.wide.s32  %__kargs_io<size>, %__kargs_ix, <size>         // shl.b64 %__kargs_iq<size>, %__kargs_iy, log2 size
     /// ```
     fn bounds_check(&self, out: &mut Vec<Statement>) {
@@ -1675,12 +1778,7 @@ impl Context<'_> {
         for (&(bound, check), sizes) in checks {
             let wide = check.wide();
             let index = if wide { names::INDEX64 } else { names::INDEX };
-            out.push(op(
-                "setp",
-                &["ge", check.ty()],
-                vec![reg(names::OUTSIDE), reg(index), reg(&bound_register(bound, wide))],
-            ));
-            let guard = Guard { span: Span::default(), negated: false, register: names::OUTSIDE.to_owned() };
+            let guard = Guard { span: Span::default(), negated: false, register: outside(bound, check) };
             if self.noted {
                 out.push(guarded(Some(&guard), "bra", &[], vec![sym(names::EXIT, 0)]));
             } else {
@@ -1747,15 +1845,15 @@ impl Context<'_> {
         }
     }
 
-    /// A confined shared access's address, in `%__kargs_a<slot>`: the array's address plus the
-    /// kernel's index confined to the array's elements (`hi`, a constant), shifted as the
+    /// A confined shared access's address, in `%__kargs_a<slot>`: the array's address (read in
+    /// the leading run: `shared_prologue`) plus the kernel's index confined to the array's
+    /// elements (`hi`: a constant, or an `.extern .shared` array's register), shifted as the
     /// kernel shifts it; the clamped form notes an index it moved.
     ///
     /// ```text
-    /// mov.u32      %__kargs_zv<slot>, <array>
     /// min.u32      %__kargs_yx<slot>, <index>, <hi>       // a 16-bit index: cvt.u32.u16 first
     /// shl.b32      %__kargs_zo<slot>, %__kargs_yx<slot>, <shift>
-    /// add.u32      %__kargs_zs<slot>, %__kargs_zv<slot>, %__kargs_zo<slot>
+    /// add.u32      %__kargs_zs<slot>, %__kargs_zv<j>, %__kargs_zo<slot>
     /// cvt.u64.u32  %__kargs_a<slot>, %__kargs_zs<slot>
     /// ```
     fn shared_access(
@@ -1766,18 +1864,19 @@ impl Context<'_> {
         out: &mut Vec<Statement>,
     ) {
         let pick = |names: &[&'static str; 2]| names.get(slot).copied().unwrap_or(names[0]);
-        let (array, index, offset, sum) = (
-            pick(&names::SHARED_ARRAY),
-            pick(&names::RANGED),
-            pick(&names::SHARED_OFFSET),
-            pick(&names::SHARED_SUM),
-        );
-        out.push(op("mov", &["u32"], vec![reg(array), sym(&access.var, 0)]));
+        let (index, offset, sum) =
+            (pick(&names::RANGED), pick(&names::SHARED_OFFSET), pick(&names::SHARED_SUM));
+        let j = self.proven.arrays().iter().position(|v| *v == access.var).unwrap_or(0);
+        let array = format!("{}{j}", names::SHARED_ARRAY);
+        let hi = match access.hi {
+            SharedHi::Fixed(hi) => imm(i128::from(hi)),
+            SharedHi::Dynamic { reach } => reg(&dynamic_hi(reach, access.shift)),
+        };
         if access.narrow {
             out.push(op("cvt", &["u32", "u16"], vec![reg(index), reg(&access.index)]));
-            out.push(op("min", &["u32"], vec![reg(index), reg(index), imm(i128::from(access.hi))]));
+            out.push(op("min", &["u32"], vec![reg(index), reg(index), hi]));
         } else {
-            out.push(op("min", &["u32"], vec![reg(index), reg(&access.index), imm(i128::from(access.hi))]));
+            out.push(op("min", &["u32"], vec![reg(index), reg(&access.index), hi]));
         }
         if self.notes() {
             // (A 16-bit index is compared widened: the moved one differs in its low bits.)
@@ -1788,7 +1887,7 @@ impl Context<'_> {
             self.note(kernel, index, guard, out);
         }
         out.push(op("shl", &["b32"], vec![reg(offset), reg(index), imm(i128::from(access.shift))]));
-        out.push(op("add", &["u32"], vec![reg(sum), reg(array), reg(offset)]));
+        out.push(op("add", &["u32"], vec![reg(sum), reg(&array), reg(offset)]));
         out.push(op("cvt", &["u64", "u32"], vec![reg(pick(&names::ADDRESS)), reg(sum)]));
     }
 

@@ -1764,13 +1764,14 @@ fn a_bounds_check_of_the_kernels_proves_its_accesses() {
     let index = at("mad.lo.s32 %__kargs_ix, %__kargs_ic, %__kargs_in, %__kargs_it;");
     assert!(index < at("ld.param.u32 %__kargs_im1, [n];"));
     at("ld.param.u64 %__kargs_ip0, [__kargs_addr_0_1_4];");
+    // The fence's check, made once in the leading run.
+    let check = at("setp.ge.s32 %__kargs_ig1s32, %__kargs_ix, %__kargs_im1;");
     // The kernel's index is a copy of the fence's; its check, then the fence's.
-    at("mov.u32 %r1, %__kargs_ix;");
-    let check = at("setp.ge.s32 %__kargs_ig, %__kargs_ix, %__kargs_im1;");
+    assert!(check < at("mov.u32 %r1, %__kargs_ix;"));
+    let guard = at("@%__kargs_ig1s32 ret;");
     // (The kernel's branch to a `ret` before anything is noted is a `ret` itself.)
-    assert_eq!(text[check - 1], "@%p1 ret;");
-    assert_eq!(text[check + 1], "@%__kargs_ig ret;");
-    assert_eq!(text[check + 2], "mul.wide.s32 %__kargs_io4, %__kargs_ix, 4;");
+    assert_eq!(text[guard - 1], "@%p1 ret;");
+    assert_eq!(text[guard + 1], "mul.wide.s32 %__kargs_io4, %__kargs_ix, 4;");
     assert_eq!(text.iter().filter(|l| **l == "add.s64 %__kargs_a0, %__kargs_ip0, %__kargs_io4;").count(), 2);
     at("ld.global.f32 %f1, [%__kargs_a0];");
     at("st.global.f32 [%__kargs_a0], %f2;");
@@ -1929,12 +1930,12 @@ fn the_checker_finds_a_proof_a_rewriter_could_get_wrong() {
         let edits: Vec<(&str, String, FindingKind)> = vec![
             (
                 "the fence's own check left out",
-                text.replace("\t@%__kargs_ig ret;\n", ""),
+                text.replace("\t@%__kargs_ig1s32 ret;\n", ""),
                 FindingKind::Unproven,
             ),
             (
                 "the check guarded the other way",
-                text.replace("@%__kargs_ig ret;", "@!%__kargs_ig ret;"),
+                text.replace("@%__kargs_ig1s32 ret;", "@!%__kargs_ig1s32 ret;"),
                 FindingKind::Unproven,
             ),
             (
@@ -1944,7 +1945,7 @@ fn the_checker_finds_a_proof_a_rewriter_could_get_wrong() {
             ),
             (
                 "an unsigned check",
-                text.replace("setp.ge.s32\t%__kargs_ig", "setp.ge.u32\t%__kargs_ig"),
+                text.replace("setp.ge.s32\t%__kargs_ig1s32", "setp.ge.u32\t%__kargs_ig1s32"),
                 FindingKind::FenceRegister,
             ),
             (
@@ -2009,7 +2010,18 @@ fn the_checker_finds_a_proof_a_rewriter_could_get_wrong() {
             ),
             (
                 "the index written again",
-                text.replace("\t@%__kargs_ig ret;\n", "\t@%__kargs_ig ret;\n\tmov.u32\t%__kargs_ix, 0;\n"),
+                text.replace(
+                    "\t@%__kargs_ig1s32 ret;\n",
+                    "\t@%__kargs_ig1s32 ret;\n\tmov.u32\t%__kargs_ix, 0;\n",
+                ),
+                FindingKind::FenceRegister,
+            ),
+            (
+                "the check written again after the leading run",
+                text.replace(
+                    "\t@%__kargs_ig1s32 ret;\n",
+                    "\tsetp.ge.s32\t%__kargs_ig1s32, %__kargs_ix, %__kargs_ix;\n\t@%__kargs_ig1s32 ret;\n",
+                ),
                 FindingKind::FenceRegister,
             ),
             (
@@ -2054,10 +2066,11 @@ fn ranged_body(accesses: &str) -> String {
 /// Accesses at `[p + x * S + c]` for any 32-bit index `x` are proven by a ranged proof: the
 /// fence confines the kernel's own index to `[0, hi]` (an unsigned `min`, `hi` the launcher's),
 /// scales it as the kernel does and adds the pointer's hidden address; in the clamped form a
-/// moved index is noted. Where the
-/// index is written between, a label stands between, a nested block declares the index's name
-/// again, or any access through the sum is one no ranged proof covers, the accesses are clamped
-/// as a group.
+/// moved index is noted. A label between the sum and an access is no matter where the index
+/// and the sum are each written once and the index before the body's first label (it holds one
+/// value for the whole thread). Where the index is written between, a label stands between
+/// otherwise, a nested block declares the index's name again, or any access through the sum is
+/// one no ranged proof covers, the accesses are clamped as a group.
 #[test]
 fn ranged_proofs_confine_the_kernels_index() {
     let body = ranged_body("\tld.global.f32 %f1, [%rd4];\n\tst.global.f32 [%rd4+4], %f1;\n");
@@ -2093,7 +2106,15 @@ fn ranged_proofs_confine_the_kernels_index() {
             "the index written between",
             body.replace("\tld.global.f32 %f1", "\tadd.s32 %r1, %r1, 1;\n\tld.global.f32 %f1"),
         ),
-        ("a label between", body.replace("\tld.global.f32 %f1", "$L_x:\n\tld.global.f32 %f1")),
+        (
+            "a label between, the index written after the body's first",
+            format!("$L_y:\n{}", body.replace("\tld.global.f32 %f1", "$L_x:\n\tld.global.f32 %f1")),
+        ),
+        (
+            "a label between, the index written twice",
+            body.replace("\tld.global.f32 %f1", "$L_x:\n\tld.global.f32 %f1")
+                .replace("\tmul.wide.s32", "\tmov.u32 %r1, 0;\n\tmul.wide.s32"),
+        ),
         ("a negative offset through the sum", body.replace("[%rd4+4]", "[%rd4+-4]")),
         ("a reach past the shortest fence", body.replace("[%rd4+4]", "[%rd4+256]")),
         ("a generic access through the sum", body.replace("ld.global.f32 %f1", "ld.f32 %f1")),
@@ -2109,6 +2130,10 @@ fn ranged_proofs_confine_the_kernels_index() {
         assert_eq!((module.accesses(), module.proven()), (2, 1), "{what}");
         assert_eq!(module.proofs("k"), [fixed], "{what}");
     }
+    // A label between, the index loaded once at the start and the sum made once: still ranged.
+    let looped = fenced(&body.replace("\tld.global.f32 %f1", "$L_x:\n\tld.global.f32 %f1"));
+    assert_eq!((looped.accesses(), looped.proven()), (0, 3));
+    assert_eq!(looped.proofs("k"), [fixed, ranged]);
 }
 
 /// A ranged proof's values at a launch: the pointer's address and `hi`, the last element from
@@ -2268,9 +2293,10 @@ fn a_64_bit_bounds_check_of_the_kernels_proves_its_accesses() {
     at("add.s64 %__kargs_iy, %__kargs_iw, %__kargs_iv;");
     at("ld.param.u64 %__kargs_il1, [n];");
     at("mov.b64 %rd1, %__kargs_iy;");
-    let check = at("setp.ge.s64 %__kargs_ig, %__kargs_iy, %__kargs_il1;");
-    assert_eq!(text[check + 1], "@%__kargs_ig ret;");
-    assert_eq!(text[check + 2], "shl.b64 %__kargs_iq4, %__kargs_iy, 2;");
+    let check = at("setp.ge.s64 %__kargs_ig1s64, %__kargs_iy, %__kargs_il1;");
+    let guard = at("@%__kargs_ig1s64 ret;");
+    assert!(check < at("mov.b64 %rd1, %__kargs_iy;"), "made in the leading run");
+    assert_eq!(text[guard + 1], "shl.b64 %__kargs_iq4, %__kargs_iy, 2;");
     assert_eq!(text.iter().filter(|l| **l == "add.s64 %__kargs_a0, %__kargs_ip0, %__kargs_iq4;").count(), 2);
     // `size_t`: unsigned; bytes: the index itself, no shift in the kernel.
     let unsigned = fence_ptx(&body.replace("setp.ge.s64", "setp.ge.u64")).unwrap();
@@ -2317,19 +2343,19 @@ fn the_checker_finds_a_64_bit_proof_a_rewriter_could_get_wrong() {
         for (what, edited, kind) in [
             (
                 "the fence's own check left out",
-                text.replace("\t@%__kargs_ig ret;\n", ""),
+                text.replace("\t@%__kargs_ig1s64 ret;\n", ""),
                 FindingKind::Unproven,
             ),
             (
                 "the check signed the other way",
-                text.replace("setp.ge.s64\t%__kargs_ig", "setp.ge.u64\t%__kargs_ig"),
+                text.replace("setp.ge.s64\t%__kargs_ig1s64", "setp.ge.u64\t%__kargs_ig1s64"),
                 FindingKind::Unproven,
             ),
             (
                 "a 32-bit check",
                 text.replace(
-                    "setp.ge.s64\t%__kargs_ig, %__kargs_iy",
-                    "setp.ge.s32\t%__kargs_ig, %__kargs_ix",
+                    "setp.ge.s64\t%__kargs_ig1s64, %__kargs_iy",
+                    "setp.ge.s32\t%__kargs_ig1s64, %__kargs_ix",
                 ),
                 FindingKind::Unproven,
             ),
@@ -2391,7 +2417,7 @@ fn shared_accesses_into_an_array_confine_the_kernels_index() {
     let at = |l: &str| text.iter().position(|t| t == l).unwrap_or_else(|| panic!("{l} in {text:#?}"));
     // (1024 - 8) / 4: the last element whose 8 bytes of accesses fit.
     let clamp = at("min.u32 %__kargs_yx0, %r1, 254;");
-    assert_eq!(text[clamp - 1], "mov.u32 %__kargs_zv0, arr;");
+    assert!(at("mov.u32 %__kargs_zv0, arr;") < at("mov.u32 %r1, %tid.x;"), "read in the leading run");
     assert_eq!(text[clamp + 1], "xor.b32 %__kargs_d, %r1, %__kargs_yx0;", "noted where moved");
     assert_eq!(text[clamp + 3], "shl.b32 %__kargs_zo0, %__kargs_yx0, 2;");
     assert_eq!(text[clamp + 4], "add.u32 %__kargs_zs0, %__kargs_zv0, %__kargs_zo0;");
@@ -2410,12 +2436,104 @@ fn shared_accesses_into_an_array_confine_the_kernels_index() {
     // Not covered: clamped into the shared window.
     for (what, text) in [
         ("the index written between", body.replace("\tld.shared", "\tadd.s32 %r1, %r1, 1;\n\tld.shared")),
-        ("a label between", body.replace("\tld.shared", "$L_x:\n\tld.shared")),
+        (
+            "a label between, the index written after the body's first",
+            format!("$L_y:\n{}", body.replace("\tld.shared", "$L_x:\n\tld.shared")),
+        ),
         ("a negative offset through the sum", body.replace("[%r4+4]", "[%r4+-4]")),
         ("a reach past the array", body.replace("[%r4+4]", "[%r4+1024]")),
     ] {
         let module = fenced(&text);
         assert!(!module.ptx().contains("%__kargs_zv0, arr"), "{what}: {}", module.ptx());
+    }
+    // A label between, the index `%tid.x` written once at the start: confined, and no window.
+    let looped = fenced(&body.replace("\tld.shared", "$L_x:\n\tld.shared"));
+    assert!(looped.ptx().contains("min.u32\t%__kargs_yx0, %r1, 254;"), "{}", looped.ptx());
+    assert!(!looped.ptx().contains("__kargs_shared_pad"), "{}", looped.ptx());
+}
+
+/// A module whose entry `k(.param .u64 p)` walks an `.extern .shared` array through
+/// `dyn + (x << 2)`.
+fn dynamic_module(accesses: &str) -> String {
+    format!(
+        "{HEADER}.extern .shared .align 16 .b8 dyn[];\n.visible .entry k(\n\t.param .u64 p\n)\n{{\n\
+         \t.reg .b64 %rd<4>;\n\t.reg .b32 %r<8>;\n\tmov.u32 %r1, %tid.x;\n\tmov.u32 %r2, dyn;\n\
+         \tshl.b32 %r3, %r1, 2;\n\tadd.s32 %r4, %r2, %r3;\n{accesses}\tret;\n}}\n"
+    )
+}
+
+/// Shared accesses `[V + (x << k) + c]` into an `.extern .shared` array keep the kernel's own
+/// index, confined by one `min` with `(%dynamic_smem_size - reach) >> k`, computed once at the
+/// entry's start; the module states the least dynamic shared memory the launcher gives
+/// (`MIN_DYNAMIC_SHARED`), on which that rests. A reach past the minimum is clamped into the
+/// shared window as before.
+#[test]
+fn shared_accesses_into_an_extern_array_confine_the_kernels_index() {
+    let module = fence_ptx(&dynamic_module("\tld.shared.u32 %r5, [%r4];\n\tst.shared.u32 [%r4+4], %r5;\n"))
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(module.dynamic_shared_min(), MIN_DYNAMIC_SHARED);
+    let text = lines(&module);
+    let at = |l: &str| text.iter().position(|t| t == l).unwrap_or_else(|| panic!("{l} in {text:#?}"));
+    let size = at("mov.u32 %__kargs_zn, %dynamic_smem_size;");
+    assert_eq!(text[size + 1], "sub.u32 %__kargs_zr8, %__kargs_zn, 8;");
+    assert_eq!(text[size + 2], "shr.u32 %__kargs_zh8_2, %__kargs_zr8, 2;");
+    let clamp = at("min.u32 %__kargs_yx0, %r1, %__kargs_zh8_2;");
+    assert!(size < clamp);
+    assert!(at("mov.u32 %__kargs_zv0, dyn;") < at("mov.u32 %r1, %tid.x;"), "read in the leading run");
+    assert_eq!(text[clamp + 1], "xor.b32 %__kargs_d, %r1, %__kargs_yx0;", "noted where moved");
+    assert_eq!(text[clamp + 3], "shl.b32 %__kargs_zo0, %__kargs_yx0, 2;");
+    at("ld.shared.u32 %r5, [%__kargs_a0];");
+    at("st.shared.u32 [%__kargs_a0+4], %r5;");
+    assert!(!text.iter().any(|l| l.contains("__kargs_shared_pad")), "no window: {text:#?}");
+    // A module without an `.extern .shared` array needs no dynamic shared memory.
+    assert_eq!(fenced(&shared_body("\tld.shared.u32 %r5, [%r4];\n")).dynamic_shared_min(), 0);
+    // A reach past the launcher's minimum: clamped into the shared window.
+    let far =
+        fence_ptx(&dynamic_module("\tld.shared.u32 %r5, [%r4+16];\n")).unwrap_or_else(|e| panic!("{e}"));
+    assert!(!far.ptx().contains("%__kargs_zh"), "{}", far.ptx());
+    assert!(far.ptx().contains("__kargs_shared_pad"), "{}", far.ptx());
+}
+
+/// Rewritten modules with a confined access into an `.extern .shared` array broken on purpose:
+/// each a finding.
+#[test]
+fn the_checker_finds_a_confined_extern_access_a_rewriter_could_get_wrong() {
+    let module = fence_ptx(&dynamic_module("\tld.shared.u32 %r5, [%r4];\n\tst.shared.u32 [%r4+4], %r5;\n"))
+        .unwrap_or_else(|e| panic!("{e}"));
+    for text in [module.ptx().to_owned(), module.aligned_ptx().to_owned()] {
+        check(&text).unwrap();
+        let room = "sub.u32\t%__kargs_zr8, %__kargs_zn, 8;";
+        let hi = "shr.u32\t%__kargs_zh8_2, %__kargs_zr8, 2;";
+        let min = "min.u32\t%__kargs_yx0, %r1, %__kargs_zh8_2;";
+        let shl = "shl.b32\t%__kargs_zo0, %__kargs_yx0, 2;";
+        for (what, edited) in [
+            ("the bound left out", text.replace(min, "")),
+            ("room for less than the accesses reach", text.replace(room, &room.replace(", 8;", ", 4;"))),
+            ("room past the launcher's minimum", text.replace(room, &room.replace(", 8;", ", 17;"))),
+            ("a smaller shift down", text.replace(hi, &hi.replace(", 2;", ", 1;"))),
+            ("a larger shift up", text.replace(shl, &shl.replace(", 2;", ", 3;"))),
+            ("the kernel's index shifted", text.replace(shl, "shl.b32\t%__kargs_zo0, %r1, 2;")),
+            (
+                "the room not from the launch's size",
+                text.replace("mov.u32\t%__kargs_zn, %dynamic_smem_size;", "mov.u32\t%__kargs_zn, %r1;"),
+            ),
+            (
+                "the bound written after the leading run",
+                text.replace(min, &format!("mov.u32\t%__kargs_zh8_2, -1;\n\t{min}")),
+            ),
+            (
+                "the kernel's address",
+                text.replace("mov.u32\t%__kargs_zv0, dyn;", "mov.u32\t%__kargs_zv0, %r2;"),
+            ),
+            (
+                "the array's address written after the leading run",
+                text.replace(min, &format!("mov.u32\t%__kargs_zv0, dyn;\n\t{min}")),
+            ),
+        ] {
+            assert_ne!(edited, text, "{what}");
+            let found = check(&edited).map(|_| ()).map_err(|f| f.kind);
+            assert!(found.is_err(), "{what}");
+        }
     }
 }
 
@@ -2438,6 +2556,10 @@ fn the_checker_finds_a_confined_shared_access_a_rewriter_could_get_wrong() {
             (
                 "another array's address",
                 text.replace("mov.u32\t%__kargs_zv0, arr;", "mov.u32\t%__kargs_zv0, %r2;"),
+            ),
+            (
+                "the array's address written after the leading run",
+                text.replace(min, &format!("mov.u32\t%__kargs_zv0, arr;\n\t{min}")),
             ),
         ] {
             let found = check(&edited).map(|_| ()).map_err(|f| f.kind);
