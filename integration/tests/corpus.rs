@@ -314,7 +314,7 @@ const EXECUTED: &[(&str, u64, u64)] = &[
     ("minmax_pairs", 1290, 3002),
     ("conv1d_const", 8720, 17_272),
     ("matmul_tiled", 196_696, 317_040),
-    ("transpose_padded", 75_018, 140_175),
+    ("transpose_padded", 75_018, 128_290),
     ("stencil5", 29_888, 48_480),
     ("scan_block", 21_714, 51_756),
     ("add_bias_2d", 25_032, 44_624),

@@ -65,7 +65,8 @@
 //! | at most dynamic | `min.u32 r, x, dynamic highest R, k` | at most that |
 //! | at most dynamic, shifted | `shl.b32 r, at most dynamic R, k, k` (the same `k`) | at most the room for `R`, a multiple of `2^k` |
 //! | inside (an `.extern` array) | `add.u32 r, address of V, at most dynamic R shifted` (either way round), `V` an `.extern .shared` array | `[r, r + R)` inside `V` (every `.extern .shared` array starts at the dynamic shared memory), aligned to `2^k` (at most 16) |
-//! | multiple | `and.b32 r, x, -A` | a multiple of `A` |
+//! | multiple | `and.b32 r, x, -A`; `shl.b32 r, x, k` (`k` at most 4, `A` = `2^k`); `mad.lo.u32 r, x, S, m`, `m` a multiple of `B` (`A` the largest power of two dividing both `S` and `B`) | a multiple of `A` |
+//! | at most, shifted (a multiple) | `min.u32 r, multiple of A, K`, `K` a constant multiple of `A` | at most `K`, a multiple of `A` (a two-dimensional offset confined) |
 //! | product `s` | `mul.wide.u32 r, s, S`, `s` a multiple | `s * S`, exact (dies when `s` is written) |
 //! | over `s` | `setp.gt.u64 p, product s, limit L` (the fence's or the shared window's, widened by `cvt.u64.u32` of a 32-bit limit) | whether `s * S > len - L` |
 //! | stride | `selp.b32 r, 0, s, over s` | `r * S <= len - L`, a multiple of `A` |
@@ -1305,10 +1306,25 @@ impl<'m> Entry<'m> {
                     _ => None,
                 }
             }
-            // Anything, unsigned, at most a constant.
+            // Anything, unsigned, at most a constant; a multiple of `A` at most a constant
+            // multiple of `A`: at most it, a multiple of `A`.
             ("min", ["u32"], 3) if narrow && int(2).is_some_and(|k| k >= 0) => {
-                int(2).and_then(|k| u64::try_from(k).ok()).map(|max| Fact::AtMost { max })
+                int(2).and_then(|k| u64::try_from(k).ok()).map(|max| match f(1) {
+                    Some(Fact::Multiple { align }) if max.is_multiple_of(align) => {
+                        Fact::AtMostShifted { max, align }
+                    }
+                    _ => Fact::AtMost { max },
+                })
             }
+            // A multiple of `A` plus anything times a constant: a multiple of the largest power
+            // of two dividing both (in 32 bits, wrapping or not).
+            ("mad", ["lo", "u32"], 4) if narrow => match (int(2), f(3)) {
+                (Some(stride), Some(Fact::Multiple { align })) if stride > 0 => {
+                    let stride = u64::try_from(stride).unwrap_or(1);
+                    Some(Fact::Multiple { align: align.min(1 << stride.trailing_zeros().min(4)) })
+                }
+                _ => None,
+            },
             ("shl", ["b32"], 3) if narrow => match (f(1), int(2)) {
                 (Some(Fact::AtMostDynamic { reach, shift }), Some(k)) if k == i128::from(shift) => {
                     Some(Fact::AtMostDynamicShifted { reach, shift })
@@ -1318,6 +1334,8 @@ impl<'m> Entry<'m> {
                         max.checked_shl(u32::try_from(k).unwrap_or(0)).filter(|m| *m <= u64::from(u32::MAX));
                     shifted.map(|max| Fact::AtMostShifted { max, align: 1 << k })
                 }
+                // Anything shifted: a multiple of `2^k`.
+                (_, Some(k @ 0..=4)) => Some(Fact::Multiple { align: 1 << k }),
                 _ => None,
             },
             // The dynamic shared memory's room for a reach, shifted down; anything, unsigned, at

@@ -38,10 +38,15 @@
 //! `shl.b32 X, x, k` or `mul.wide.u16 X, h, S` then `add.s32 A, V, X` for a shared array of
 //! the entry's own) keeps the kernel's `x`, which the fence confines: to the pointer's elements
 //! in the fence (a ranged proof, its highest index a hidden parameter), or to the array's (a
-//! constant). Every access through the sum must be one (in the sum's space, at a
-//! non-negative offset aligned to its width), the index not written between the sum and the
-//! access, no label between them, and the index's name one register in the whole body (so the
-//! fence's `min`, written at the access, reads the value the kernel scaled).
+//! constant; for an `.extern .shared` array, from the launch's dynamic shared memory). A
+//! two-dimensional shared sum, a [`Row`] (`mad.lo.s32 A, y, S, V`, or `V + (y << s)`) plus `x`
+//! shifted, has its whole offset `y * S + (x << k)` confined instead, to the array's size less
+//! the accesses' reach. Every access through the sum must be one (in the sum's space, at a
+//! non-negative offset aligned to its width), the index (indices) not written between the sum
+//! and the access, no label between them unless the sum and its indices are each written once
+//! and the indices before the body's first label (so they hold one value for the whole thread),
+//! and each index's name one register in the whole body (so the fence's `min`, written at the
+//! access, reads the value the kernel scaled).
 //!
 //! Each register of an indexed proof's chain must be written exactly once in the body (so its
 //! value is the one named here wherever it is read), and no label may stand between the guard
@@ -101,6 +106,10 @@ pub(super) struct SharedAccess {
     pub(super) shift: u32,
     /// The highest index.
     pub(super) hi: SharedHi,
+    /// A two-dimensional access's row index (its 32-bit register) and stride in bytes: the
+    /// fence confines the whole offset `y * stride + (x << shift)` to at most `hi`'s
+    /// [`SharedHi::Offset`], a multiple of the access's alignment.
+    pub(super) row: Option<(String, u64)>,
     /// The access's constant offset.
     pub(super) offset: i64,
 }
@@ -117,6 +126,15 @@ pub(super) enum SharedHi {
     Dynamic {
         /// The bytes from each element the accesses reach.
         reach: u64,
+    },
+    /// A two-dimensional array's: the highest offset in bytes, the array's size less the
+    /// accesses' reach rounded down to the offset's alignment (`align`, at most 16, by which
+    /// both the stride and `1 << shift` are multiples).
+    Offset {
+        /// The highest offset.
+        max: u64,
+        /// Its alignment.
+        align: u64,
     },
 }
 
@@ -186,7 +204,7 @@ impl Proven {
             .values()
             .filter_map(|a| match a.hi {
                 SharedHi::Dynamic { reach } => Some((reach, a.shift)),
-                SharedHi::Fixed(_) => None,
+                SharedHi::Fixed(_) | SharedHi::Offset { .. } => None,
             })
             .collect()
     }
@@ -280,6 +298,19 @@ struct Scaled {
     size: u64,
     scale: Scale,
     base: Option<(Base, usize)>,
+    /// A two-dimensional shared sum's row: `V + y * stride + (x << k)`, `y` its register (named
+    /// so) and the row's stride in bytes.
+    row: Option<Row>,
+}
+
+/// A row of a two-dimensional shared array: a shared array's address plus a 32-bit index times
+/// a constant stride (`mad.lo.s32 A, y, S, V`, or `add.s32 A, V, y << k`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Row {
+    var: usize,
+    index: RegisterId,
+    name: String,
+    stride: u64,
 }
 
 /// An access through a sum: (instruction, operand, offset, end).
@@ -323,7 +354,11 @@ impl Sums {
             })
             .and_then(|c| c.checked_add(width));
         match end {
-            Some(end) if space == wanted && super::body::declarations_of(body, &sum.name) == 1 => {
+            Some(end)
+                if space == wanted
+                    && super::body::declarations_of(body, &sum.name) == 1
+                    && sum.row.as_ref().is_none_or(|r| super::body::declarations_of(body, &r.name) == 1) =>
+            {
                 let entry = self.accesses.entry(made).or_insert_with(|| (sum.clone(), Vec::new()));
                 entry.1.push((at, slot, offset, end));
             }
@@ -420,6 +455,10 @@ pub(super) fn find(
     // The scaled indices and their sums with a base, since the last label, and the accesses
     // through each sum.
     let mut scaled: HashMap<RegisterId, Scaled> = HashMap::new();
+    // A shared array's rows (`V + y * S`), and the indices scaled by a row's stride (`y << k`,
+    // `k` from 5 to 16), since the last label.
+    let mut rows: HashMap<RegisterId, Row> = HashMap::new();
+    let mut outer: HashMap<RegisterId, (RegisterId, String, u64)> = HashMap::new();
     let mut sums = Sums::default();
     // The registers written before the body's first label: such a write runs once per thread,
     // at its start (no branch reaches back into that run).
@@ -431,12 +470,15 @@ pub(super) fn find(
                 below.clear();
                 // A sum written once, of an index written once at the start, holds that sum of
                 // that index wherever it is read: it outlives the label.
+                let once = |r: &RegisterId| writes.get(r) == Some(&1) && early.contains(r);
                 scaled.retain(|sum, s| {
                     s.base.is_some()
                         && writes.get(sum) == Some(&1)
-                        && writes.get(&s.index) == Some(&1)
-                        && early.contains(&s.index)
+                        && once(&s.index)
+                        && s.row.as_ref().is_none_or(|r| once(&r.index))
                 });
+                rows.clear();
+                outer.clear();
                 labels.insert(&l.name);
                 continue;
             }
@@ -560,7 +602,11 @@ pub(super) fn find(
         for name in super::body::defines(i) {
             if let Some(Resolved::Declared(d)) = kernel_args_ptx::resolved_in(registers, name) {
                 scaled.remove(&d);
-                scaled.retain(|_, s| s.index != d);
+                scaled.retain(|_, s| s.index != d && s.row.as_ref().is_none_or(|r| r.index != d));
+                rows.remove(&d);
+                rows.retain(|_, r| r.index != d);
+                outer.remove(&d);
+                outer.retain(|_, (y, _, _)| *y != d);
             }
         }
         if i.guard.is_none()
@@ -573,6 +619,7 @@ pub(super) fn find(
                 size,
                 scale,
                 base: None,
+                row: None,
             };
             let found = match (i.opcode.as_str(), m.as_slice()) {
                 // Scaled to 64 bits, for a global pointer (bytes: widened as they are).
@@ -592,12 +639,64 @@ pub(super) fn find(
                 // loaded, `bins[data[i]]`) widened.
                 ("shl", ["b32"]) => match (index(1), int(2)) {
                     (Some(x), Some(shift @ 0..=4)) => Some(scaled_by(x, 1 << shift, Scale::Shift)),
+                    // A row's index scaled by its stride.
+                    (Some((y, r)), Some(shift @ 5..=16)) => {
+                        outer.insert(dest, (y, r.name.clone(), 1 << shift));
+                        None
+                    }
                     _ => None,
                 },
                 ("mul", ["wide", "u16"]) => match (index(1), int(2)) {
                     (Some(x), Some(size @ (1 | 2 | 4 | 8 | 16))) => Some(scaled_by(x, size, Scale::Narrow)),
                     _ => None,
                 },
+                // A row: `V + y * S`.
+                ("mad", ["lo", "s32" | "u32"]) => {
+                    if let (Some((y, r)), Some(stride @ 1..=65_536), Some(Value::SharedVar(var))) =
+                        (index(1), int(2), value(3))
+                    {
+                        rows.insert(dest, Row { var, index: y, name: r.name.clone(), stride });
+                    }
+                    None
+                }
+                // A row added to an index shifted: a two-dimensional sum.
+                ("add", ["s32" | "u32"])
+                    if [1, 2].iter().any(|&k| id(k).is_some_and(|r| rows.contains_key(&r))) =>
+                {
+                    let row = |k: usize| id(k).and_then(|r| rows.get(&r));
+                    let product = |k: usize| {
+                        id(k)
+                            .and_then(|r| scaled.get(&r))
+                            .filter(|s| s.base.is_none() && s.scale == Scale::Shift)
+                    };
+                    match (row(1), product(2), row(2), product(1)) {
+                        (Some(r), Some(s), _, _) | (_, _, Some(r), Some(s)) => Some(Scaled {
+                            base: Some((Base::Array(r.var), at)),
+                            row: Some(r.clone()),
+                            ..s.clone()
+                        }),
+                        _ => None,
+                    }
+                }
+                // Added to a base of its kind (a shared array's address plus a row's index
+                // scaled by its stride: a row).
+                ("add", ["s32" | "u32"])
+                    if [1, 2].iter().any(|&k| id(k).is_some_and(|r| outer.contains_key(&r))) =>
+                {
+                    let var = |k: usize| match value(k) {
+                        Some(Value::SharedVar(v)) => Some(v),
+                        _ => None,
+                    };
+                    let shifted = |k: usize| id(k).and_then(|r| outer.get(&r)).cloned();
+                    let row = match (var(1), shifted(2), shifted(1), var(2)) {
+                        (Some(v), Some(o), _, _) | (_, _, Some(o), Some(v)) => Some((v, o)),
+                        _ => None,
+                    };
+                    if let Some((var, (y, name, stride))) = row {
+                        rows.insert(dest, Row { var, index: y, name, stride });
+                    }
+                    None
+                }
                 // Added to a base of its kind.
                 ("add", [ty @ ("s64" | "u64" | "s32" | "u32")]) => {
                     let base = |k: usize| match (value(k), *ty) {
@@ -749,11 +848,29 @@ pub(super) fn find(
             // The highest index whose accesses' reach fits in the array: a constant, or, for
             // an `.extern .shared` one, from the launch's dynamic shared memory.
             Some((Base::Array(var), _)) => {
-                let hi = match arrays.get(var) {
-                    Some(&(name, Some(size))) if reach <= size => {
+                // A two-dimensional sum's offset `y * stride + (x << k)` is a multiple of the
+                // largest power of two (at most 16) that divides both; every access through it
+                // must be aligned to it.
+                let align = s
+                    .row
+                    .as_ref()
+                    .map(|r| (1u64 << r.stride.trailing_zeros().min(s.size.trailing_zeros())).min(16));
+                let fits = |align: u64| {
+                    accesses
+                        .iter()
+                        .all(|&(_, _, offset, end)| end.saturating_sub(offset.unsigned_abs()) <= align)
+                };
+                let hi = match (arrays.get(var), align) {
+                    (Some(&(name, Some(size))), Some(align)) if reach <= size && fits(align) => {
+                        let room = size.saturating_sub(reach);
+                        let max = room.saturating_sub(room.checked_rem(align).unwrap_or(0));
+                        (name, SharedHi::Offset { max, align })
+                    }
+                    (_, Some(_)) => continue,
+                    (Some(&(name, Some(size))), None) if reach <= size => {
                         (name, SharedHi::Fixed(size.saturating_sub(reach).checked_div(s.size).unwrap_or(0)))
                     }
-                    Some(&(name, None)) if reach <= u64::from(MIN_DYNAMIC_SHARED) => {
+                    (Some(&(name, None)), None) if reach <= u64::from(MIN_DYNAMIC_SHARED) => {
                         (name, SharedHi::Dynamic { reach })
                     }
                     _ => continue,
@@ -766,6 +883,7 @@ pub(super) fn find(
                         narrow: s.scale == Scale::Narrow,
                         shift: s.size.trailing_zeros(),
                         hi,
+                        row: s.row.as_ref().map(|r| (r.name.clone(), r.stride)),
                         offset,
                     };
                     proven.shared.insert((at, slot), access);

@@ -1848,7 +1848,18 @@ impl Context<'_> {
     /// A confined shared access's address, in `%__kargs_a<slot>`: the array's address (read in
     /// the leading run: `shared_prologue`) plus the kernel's index confined to the array's
     /// elements (`hi`: a constant, or an `.extern .shared` array's register), shifted as the
-    /// kernel shifts it; the clamped form notes an index it moved.
+    /// kernel shifts it; the clamped form notes an index it moved. A two-dimensional access's
+    /// whole offset is confined instead, to a multiple of its alignment:
+    ///
+    /// ```text
+    /// shl.b32      %__kargs_zo<slot>, <x>, <shift>
+    /// mad.lo.u32   %__kargs_zs<slot>, <y>, <stride>, %__kargs_zo<slot>
+    /// min.u32      %__kargs_yx<slot>, %__kargs_zs<slot>, <highest offset>
+    /// add.u32      %__kargs_zs<slot>, %__kargs_zv<j>, %__kargs_yx<slot>
+    /// cvt.u64.u32  %__kargs_a<slot>, %__kargs_zs<slot>
+    /// ```
+    ///
+    /// A one-dimensional one:
     ///
     /// ```text
     /// min.u32      %__kargs_yx<slot>, <index>, <hi>       // a 16-bit index: cvt.u32.u16 first
@@ -1871,6 +1882,19 @@ impl Context<'_> {
         let hi = match access.hi {
             SharedHi::Fixed(hi) => imm(i128::from(hi)),
             SharedHi::Dynamic { reach } => reg(&dynamic_hi(reach, access.shift)),
+            SharedHi::Offset { max, .. } => {
+                // A two-dimensional access: the whole offset, `y * stride + (x << k)`, confined.
+                let Some((row, stride)) = &access.row else { return };
+                let shift = i128::from(access.shift);
+                out.push(op("shl", &["b32"], vec![reg(offset), reg(&access.index), imm(shift)]));
+                let stride = imm(i128::from(*stride));
+                out.push(op("mad", &["lo", "u32"], vec![reg(sum), reg(row), stride, reg(offset)]));
+                out.push(op("min", &["u32"], vec![reg(index), reg(sum), imm(i128::from(max))]));
+                self.note(sum, index, guard, out);
+                out.push(op("add", &["u32"], vec![reg(sum), reg(&array), reg(index)]));
+                out.push(op("cvt", &["u64", "u32"], vec![reg(pick(&names::ADDRESS)), reg(sum)]));
+                return;
+            }
         };
         if access.narrow {
             out.push(op("cvt", &["u32", "u16"], vec![reg(index), reg(&access.index)]));

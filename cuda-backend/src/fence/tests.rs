@@ -2567,3 +2567,79 @@ fn the_checker_finds_a_confined_shared_access_a_rewriter_could_get_wrong() {
         }
     }
 }
+
+/// A body with a two-dimensional `.shared` tile of 32 rows of 33 floats (4,224 bytes) whose
+/// accesses go through `tile + ty * 132 + (tx << 2)`, as nvcc writes `tile[threadIdx.y][threadIdx.x]`.
+fn tile_body(accesses: &str) -> String {
+    format!(
+        "\t.shared .align 4 .b8 tile[4224];\n\tmov.u32 %r1, %tid.x;\n\tmov.u32 %r2, %tid.y;\n\tmov.u32 %r3, tile;\n\
+         \tmad.lo.s32 %r4, %r2, 132, %r3;\n\tshl.b32 %r5, %r1, 2;\n\tadd.s32 %r6, %r4, %r5;\n{accesses}"
+    )
+}
+
+/// Shared accesses `[V + y * S + (x << k) + c]` into a two-dimensional array of the entry's own
+/// (a row `mad.lo.s32 A, y, S, V`, or `V + (y << s)`, plus an index shifted) keep the kernel's
+/// two indices: the fence computes the whole offset itself and confines it to the array's size
+/// less the accesses' reach, rounded down to the offset's alignment (the largest power of two,
+/// at most 16, dividing both `S` and `2^k`), then adds the array's address. Accesses wider than
+/// that alignment, and a row index written between, are clamped into the shared window.
+#[test]
+fn two_dimensional_shared_accesses_confine_the_whole_offset() {
+    let body = tile_body("\tld.shared.f32 %f1, [%r6];\n\tst.shared.f32 [%r6+1056], %f1;\n");
+    let module = fenced(&body);
+    let text = lines(&module);
+    let at = |l: &str| text.iter().position(|t| t == l).unwrap_or_else(|| panic!("{l} in {text:#?}"));
+    let shift = at("shl.b32 %__kargs_zo0, %r1, 2;");
+    assert_eq!(text[shift + 1], "mad.lo.u32 %__kargs_zs0, %r2, 132, %__kargs_zo0;");
+    // (4224 - 1060), a multiple of 4: the last offset whose accesses (1,060 bytes) fit.
+    assert_eq!(text[shift + 2], "min.u32 %__kargs_yx0, %__kargs_zs0, 3164;");
+    assert_eq!(text[shift + 3], "xor.b32 %__kargs_d, %__kargs_zs0, %__kargs_yx0;", "noted where moved");
+    assert_eq!(text[shift + 5], "add.u32 %__kargs_zs0, %__kargs_zv0, %__kargs_yx0;");
+    at("ld.shared.f32 %f1, [%__kargs_a0];");
+    at("st.shared.f32 [%__kargs_a0+1056], %f1;");
+    assert!(!text.iter().any(|l| l.contains("__kargs_sb")), "no window: {text:#?}");
+    // A row made by a shift: `tile + (y << 7)`, 128-byte rows.
+    let shifted =
+        fenced(&body.replace(
+            "\tmad.lo.s32 %r4, %r2, 132, %r3;\n",
+            "\tshl.b32 %r7, %r2, 7;\n\tadd.s32 %r4, %r3, %r7;\n",
+        ));
+    assert!(shifted.ptx().contains("mad.lo.u32\t%__kargs_zs0, %r2, 128, %__kargs_zo0;"), "{}", shifted.ptx());
+    // Not covered: clamped into the shared window.
+    for (what, text) in [
+        ("the row index written between", body.replace("\tld.shared", "\tadd.s32 %r2, %r2, 1;\n\tld.shared")),
+        ("a stride of two-byte alignment under a four-byte access", body.replace(", 132, %r3", ", 130, %r3")),
+        ("a reach past the array", body.replace("[%r6+1056]", "[%r6+4224]")),
+    ] {
+        let module = fenced(&text);
+        assert!(!module.ptx().contains("mad.lo.u32\t%__kargs_zs0"), "{what}: {}", module.ptx());
+    }
+}
+
+/// Rewritten modules with a two-dimensional confined access broken on purpose: each a finding.
+#[test]
+fn the_checker_finds_a_two_dimensional_access_a_rewriter_could_get_wrong() {
+    let module = fenced(&tile_body("\tld.shared.f32 %f1, [%r6];\n\tst.shared.f32 [%r6+1056], %f1;\n"));
+    for text in [module.ptx().to_owned(), module.aligned_ptx().to_owned()] {
+        check(&text).unwrap();
+        let shl = "shl.b32\t%__kargs_zo0, %r1, 2;";
+        let mad = "mad.lo.u32\t%__kargs_zs0, %r2, 132, %__kargs_zo0;";
+        let min = "min.u32\t%__kargs_yx0, %__kargs_zs0, 3164;";
+        let add = "add.u32\t%__kargs_zs0, %__kargs_zv0, %__kargs_yx0;";
+        for (what, edited) in [
+            ("the bound left out", text.replace(add, "add.u32\t%__kargs_zs0, %__kargs_zv0, %__kargs_zs0;")),
+            (
+                "a bound past the array's last offset that fits",
+                text.replace(min, &min.replace("3164", "3168")),
+            ),
+            ("a bound not a multiple of the access", text.replace(min, &min.replace("3164", "3162"))),
+            ("an odd stride", text.replace(mad, &mad.replace("132", "133"))),
+            ("a smaller shift", text.replace(shl, &shl.replace(", 2;", ", 1;"))),
+            ("the kernel's offset confined", text.replace(min, "min.u32\t%__kargs_yx0, %r6, 3164;")),
+        ] {
+            assert_ne!(edited, text, "{what}");
+            let found = check(&edited).map(|_| ()).map_err(|f| f.kind);
+            assert!(found.is_err(), "{what}");
+        }
+    }
+}
