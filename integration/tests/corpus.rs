@@ -303,7 +303,7 @@ const EXECUTED: &[(&str, u64, u64)] = &[
     ("spmv_csr", 2864, 6144),
     ("embedding_forward", 4944, 9168),
     ("bincount", 5684, 11_715),
-    ("block_reduce_sum", 98_108, 180_748),
+    ("block_reduce_sum", 98_108, 174_612),
     ("warp_reduce_atomic", 18_280, 31_680),
     ("count_positive_ballot", 5370, 10_728),
     ("any_nan", 2807, 5411),

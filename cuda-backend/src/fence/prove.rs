@@ -313,6 +313,18 @@ struct Row {
     stride: u64,
 }
 
+/// `sum` (one of `scaled`'s) as a row, where it is a shared array's one-dimensional sum
+/// `V + (y << k)`: a row of stride `2^k`.
+fn row_of(scaled: &HashMap<RegisterId, Scaled>, sum: RegisterId) -> Option<Row> {
+    let s = scaled.get(&sum).filter(|s| s.row.is_none() && s.scale == Scale::Shift)?;
+    match s.base {
+        Some((Base::Array(var), _)) => {
+            Some(Row { var, index: s.index, name: s.name.clone(), stride: s.size })
+        }
+        _ => None,
+    }
+}
+
 /// An access through a sum: (instruction, operand, offset, end).
 type SumAccess = (usize, usize, i64, u64);
 
@@ -659,22 +671,24 @@ pub(super) fn find(
                     }
                     None
                 }
-                // A row added to an index shifted: a two-dimensional sum.
+                // A row (or a shared array's one-dimensional sum, `V + (y << k)`, as a row of
+                // stride `2^k`) added to an index shifted: a two-dimensional sum.
                 ("add", ["s32" | "u32"])
-                    if [1, 2].iter().any(|&k| id(k).is_some_and(|r| rows.contains_key(&r))) =>
+                    if [1, 2].iter().any(|&k| {
+                        id(k).is_some_and(|r| rows.contains_key(&r) || row_of(&scaled, r).is_some())
+                    }) =>
                 {
-                    let row = |k: usize| id(k).and_then(|r| rows.get(&r));
+                    let row =
+                        |k: usize| id(k).and_then(|r| rows.get(&r).cloned().or_else(|| row_of(&scaled, r)));
                     let product = |k: usize| {
                         id(k)
                             .and_then(|r| scaled.get(&r))
                             .filter(|s| s.base.is_none() && s.scale == Scale::Shift)
                     };
                     match (row(1), product(2), row(2), product(1)) {
-                        (Some(r), Some(s), _, _) | (_, _, Some(r), Some(s)) => Some(Scaled {
-                            base: Some((Base::Array(r.var), at)),
-                            row: Some(r.clone()),
-                            ..s.clone()
-                        }),
+                        (Some(r), Some(s), _, _) | (_, _, Some(r), Some(s)) => {
+                            Some(Scaled { base: Some((Base::Array(r.var), at)), row: Some(r), ..s.clone() })
+                        }
                         _ => None,
                     }
                 }

@@ -2605,6 +2605,14 @@ fn two_dimensional_shared_accesses_confine_the_whole_offset() {
             "\tshl.b32 %r7, %r2, 7;\n\tadd.s32 %r4, %r3, %r7;\n",
         ));
     assert!(shifted.ptx().contains("mad.lo.u32\t%__kargs_zs0, %r2, 128, %__kargs_zo0;"), "{}", shifted.ptx());
+    // A one-dimensional sum (`arr + (x << 2)`) plus another index shifted (`arr[x + s]`): the
+    // sum is the row, of stride 4.
+    let sum = fenced(&shared_body(
+        "\tmov.u32 %r7, %tid.y;\n\tshl.b32 %r5, %r7, 2;\n\tadd.s32 %r6, %r4, %r5;\n\tld.shared.u32 %r0, [%r6];\n",
+    ));
+    let text = lines(&sum);
+    assert!(text.contains(&"mad.lo.u32 %__kargs_zs0, %r1, 4, %__kargs_zo0;".to_owned()), "{text:#?}");
+    assert!(text.contains(&"min.u32 %__kargs_yx0, %__kargs_zs0, 1020;".to_owned()), "{text:#?}");
     // Not covered: clamped into the shared window.
     for (what, text) in [
         ("the row index written between", body.replace("\tld.shared", "\tadd.s32 %r2, %r2, 1;\n\tld.shared")),
