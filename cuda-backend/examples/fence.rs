@@ -31,7 +31,8 @@ fn main() -> ExitCode {
                 "{path}: {} address operands clamped, {} proven by their declarations, {} backward \
                  branches counted against the budget, {} asserts made the fence's exit, {} calls \
                  inlined, {} read-only tables moved to constant memory, {} unnamed module-scope items \
-                 dropped, {} bytes of module variables at the fence's start",
+                 dropped, {} bytes of module variables at the fence's start, at least {} bytes of dynamic shared \
+                 memory for each launch",
                 fenced.accesses(),
                 fenced.by_declaration(),
                 fenced.counted_branches(),
@@ -39,7 +40,8 @@ fn main() -> ExitCode {
                 fenced.inlined(),
                 fenced.tables(),
                 fenced.dropped(),
-                fenced.variables().len()
+                fenced.variables().len(),
+                fenced.dynamic_shared_min()
             );
             ExitCode::SUCCESS
         }
