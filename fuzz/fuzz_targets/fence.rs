@@ -6,7 +6,8 @@
 //! Each fenced entry the emulator runs, in both forms (only
 //! instructions the emulator interprets) is launched on one block of 32 threads with parameters
 //! from the input's bytes (where they meet the entry's proofs, as a launcher requires; the
-//! proofs' hidden addresses computed as a launcher computes them), its fence between two guards and a budget of [`BUDGET`] backward
+//! proofs' hidden addresses computed as a launcher computes them; the least dynamic shared
+//! memory a launcher gives), its fence between two guards and a budget of [`BUDGET`] backward
 //! branches a thread, so that every loop ends: it never faults (a hang of warp instructions
 //! that never gather is not a fault: the budget bounds loops, not barriers), and nothing
 //! outside the fence changes.
@@ -64,7 +65,7 @@ fuzz_target!(|data: &[u8]| {
     // On the emulated driver: what the checker accepted stays inside its fence, in both forms
     // (the aligned form on a fence it is not made for too: it is inside on any fence).
     for text in [text, aligned] {
-        run(data, text);
+        run(data, text, fenced.dynamic_shared_min());
     }
 });
 
@@ -81,8 +82,9 @@ fn decode_as_written(ptx: &str) {
 }
 
 /// Runs each entry of the fenced module `text` the emulator interprets on one block of 32
-/// threads, its fence between two guards: no fault, no guard byte changed, no crossing.
-fn run(data: &[u8], text: &str) {
+/// threads, its fence between two guards, with `dynamic` bytes of dynamic shared memory (the
+/// least a launcher gives the module): no fault, no guard byte changed, no crossing.
+fn run(data: &[u8], text: &str, dynamic: u32) {
     let Ok(loaded) = read_ptx(text) else { return };
     let mut memory = DeviceMemory::new();
     for entry in &loaded.entries {
@@ -135,7 +137,7 @@ fn run(data: &[u8], text: &str) {
             buffer[param.offset..param.offset + 8].copy_from_slice(&value.to_le_bytes());
         }
         let shape = LaunchShape { grid: [1, 1, 1], block: [32, 1, 1] };
-        let outcome = program.run(shape, &KernelParams { buffer: &buffer, entry }, &view, 0);
+        let outcome = program.run(shape, &KernelParams { buffer: &buffer, entry }, &view, dynamic as usize);
         // Warp-synchronous instructions that never gather hang a GPU (the emulator ends the
         // launch as a display GPU's driver watchdog would): the fence bounds memory, not time (docs/RISKS.md).
         assert!(
