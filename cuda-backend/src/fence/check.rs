@@ -18,7 +18,9 @@
 //!    or instruction of the kernel's), and no later instruction may write their registers.
 //!    The facts kept past the run, fixed: the limits, the fence's base, the index and the bounds,
 //!    the fence's own checks of them (`outside`), the proofs' pointers and ranges, variables'
-//!    addresses, the dynamic highest indexes and the fixed proofs' addresses.
+//!    addresses, the special registers, the dynamic highest indexes, the "at most" values
+//!    (the shared confinements made once, from `%tid`) and multiples, and the fixed proofs'
+//!    addresses.
 //! 4. **Every backward branch is counted against the budget.** A branch to a label at or before
 //!    it follows its count with nothing between, the counter is written nowhere else, and no
 //!    branch follows the budget's exit (the rules are on `Budget`, below).
@@ -880,6 +882,12 @@ impl<'m> Entry<'m> {
             | Fact::DynamicHi { .. }
             | Fact::Outside(..)
             | Fact::Address { .. }
+            | Fact::Special(_)
+            | Fact::AtMost { .. }
+            | Fact::AtMostShifted { .. }
+            | Fact::AtMostDynamic { .. }
+            | Fact::AtMostDynamicShifted { .. }
+            | Fact::Multiple { .. }
             | Fact::Proven { .. } = fact
             {
                 keep.insert(name.clone(), fact.clone());

@@ -93,7 +93,7 @@ pub(super) struct Proven {
 }
 
 /// A shared access confined by its index ([`Proven::shared`]).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 pub(super) struct SharedAccess {
     /// The array.
     pub(super) var: String,
@@ -112,6 +112,19 @@ pub(super) struct SharedAccess {
     pub(super) row: Option<(String, u64)>,
     /// The access's constant offset.
     pub(super) offset: i64,
+    /// Where its indices are the thread's `%tid.x` and `%tid.y`: the confinement the fence
+    /// makes once, in the entry's leading run, from the special registers themselves.
+    pub(super) pre: Option<Box<Pre>>,
+}
+
+/// A shared confinement made once, in the entry's leading run ([`Proven::pre`]): an access's
+/// array, bound, shift and row (its offset 0, its index names the kernel's), and which
+/// component of `%tid` its index and its row's index are.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub(super) struct Pre {
+    pub(super) access: SharedAccess,
+    pub(super) index: char,
+    pub(super) row: Option<char>,
 }
 
 /// A confined shared access's highest index ([`SharedAccess::hi`]).
@@ -189,6 +202,11 @@ impl Proven {
     /// one's address once, at the entry's start.
     pub(super) fn arrays(&self) -> BTreeSet<&str> {
         self.shared.values().map(|a| a.var.as_str()).collect()
+    }
+
+    /// The shared confinements made once, in the entry's leading run, in their order.
+    pub(super) fn pre(&self) -> BTreeSet<Pre> {
+        self.shared.values().filter_map(|a| a.pre.as_deref().cloned()).collect()
     }
 
     /// The fence's own bounds checks (each bound and how it is compared), each made once at
@@ -397,6 +415,8 @@ enum Value {
     Ctaid,
     Ntid,
     Tid,
+    /// `%tid.y`.
+    TidY,
     /// `%ctaid.x * %ntid.x + %tid.x` in 32 bits.
     Index,
     /// The index times `S`, sign-extended to 64 bits (`mul.wide.s32`).
@@ -521,6 +541,7 @@ pub(super) fn find(
                 ("%ctaid", Some("x")) => Some(Value::Ctaid),
                 ("%ntid", Some("x")) => Some(Value::Ntid),
                 ("%tid", Some("x")) => Some(Value::Tid),
+                ("%tid", Some("y")) => Some(Value::TidY),
                 _ => None,
             },
             _ => None,
@@ -899,6 +920,28 @@ pub(super) fn find(
                         hi,
                         row: s.row.as_ref().map(|r| (r.name.clone(), r.stride)),
                         offset,
+                        pre: None,
+                    };
+                    // Indices that are the thread's `%tid.x` or `%tid.y` (copied once): the
+                    // confinement is the same wherever the access is, made once at the start.
+                    let tid = |r: &RegisterId| match values.get(r) {
+                        Some(Value::Tid) => Some('x'),
+                        Some(Value::TidY) => Some('y'),
+                        _ => None,
+                    };
+                    let pre = match (&s.row, tid(&s.index)) {
+                        (_, _) if s.scale != Scale::Shift => None,
+                        (None, Some(index)) => Some(Pre { access: access.clone(), index, row: None }),
+                        (Some(r), Some(index)) => {
+                            tid(&r.index).map(|row| Pre { access: access.clone(), index, row: Some(row) })
+                        }
+                        _ => None,
+                    };
+                    let access = SharedAccess {
+                        pre: pre
+                            .map(|p| Pre { access: SharedAccess { offset: 0, ..p.access }, ..p })
+                            .map(Box::new),
+                        ..access
                     };
                     proven.shared.insert((at, slot), access);
                 }

@@ -201,6 +201,13 @@ pub(super) mod names {
     pub const DYNAMIC_ROOM: &str = "%__kargs_zr";
     /// That shifted down (`%__kargs_zh<reach>_<shift>`): the highest index.
     pub const DYNAMIC_HI: &str = "%__kargs_zh";
+    /// A confinement made once in the leading run (`%__kargs_xt<n>`: `%tid`'s component that
+    /// is the index; `%__kargs_xr<n>`: the row's; `%__kargs_xm<n>`: the index confined, or the
+    /// two-dimensional offset; `%__kargs_xc<n>`: the confined offset from the array).
+    pub const PRE_INDEX: &str = "%__kargs_xt";
+    pub const PRE_ROW: &str = "%__kargs_xr";
+    pub const PRE_MID: &str = "%__kargs_xm";
+    pub const PRE_OFFSET: &str = "%__kargs_xc";
     /// A fragment's stride, aligned to 16 bytes.
     pub const STRIDE_ALIGNED: &str = "%__kargs_wa";
     /// That stride times the fragment's span, in 64 bits.
@@ -1344,6 +1351,11 @@ fn proof_declarations(proven: &super::prove::Proven) -> Vec<Statement> {
         }
         narrow.extend((0..proven.arrays().len()).map(|j| format!("{}{j}", names::SHARED_ARRAY)));
     }
+    for n in 0..proven.pre().len() {
+        for name in [names::PRE_INDEX, names::PRE_ROW, names::PRE_MID, names::PRE_OFFSET] {
+            narrow.push(format!("{name}{n}"));
+        }
+    }
     let dynamic = proven.dynamic_his();
     if !dynamic.is_empty() {
         narrow.push(names::DYNAMIC.to_owned());
@@ -1484,14 +1496,13 @@ fn shared_prologue(proven: &super::prove::Proven) -> Vec<Statement> {
         .map(|(j, var)| op("mov", &["u32"], vec![reg(&format!("{}{j}", names::SHARED_ARRAY)), sym(var, 0)]))
         .collect();
     let dynamic = proven.dynamic_his();
-    if dynamic.is_empty() {
-        return out;
-    }
     let size = Operand::new(OperandKind::Register(Register {
         name: "%dynamic_smem_size".to_owned(),
         component: None,
     }));
-    out.push(op("mov", &["u32"], vec![reg(names::DYNAMIC), size]));
+    if !dynamic.is_empty() {
+        out.push(op("mov", &["u32"], vec![reg(names::DYNAMIC), size]));
+    }
     let reaches: BTreeSet<u64> = dynamic.iter().map(|&(reach, _)| reach).collect();
     for reach in reaches {
         let room = format!("{}{reach}", names::DYNAMIC_ROOM);
@@ -1504,6 +1515,44 @@ fn shared_prologue(proven: &super::prove::Proven) -> Vec<Statement> {
             &["u32"],
             vec![reg(&dynamic_hi(reach, shift)), reg(&room), imm(i128::from(shift))],
         ));
+    }
+    // The confinements of the accesses whose indices are `%tid.x` and `%tid.y`: made once.
+    for (n, pre) in proven.pre().iter().enumerate() {
+        let tid = |c: char| {
+            let component =
+                if c == 'y' { kernel_args_ptx::Component::Y } else { kernel_args_ptx::Component::X };
+            Operand::new(OperandKind::Register(Register {
+                name: "%tid".to_owned(),
+                component: Some(component),
+            }))
+        };
+        let name = |prefix: &str| format!("{prefix}{n}");
+        let (index, row, mid, offset) =
+            (name(names::PRE_INDEX), name(names::PRE_ROW), name(names::PRE_MID), name(names::PRE_OFFSET));
+        let a = &pre.access;
+        let shift = imm(i128::from(a.shift));
+        out.push(op("mov", &["u32"], vec![reg(&index), tid(pre.index)]));
+        match (a.hi, &a.row, pre.row) {
+            (SharedHi::Offset { max, .. }, Some((_, stride)), Some(r)) => {
+                out.push(op("mov", &["u32"], vec![reg(&row), tid(r)]));
+                out.push(op("shl", &["b32"], vec![reg(&offset), reg(&index), shift]));
+                out.push(op(
+                    "mad",
+                    &["lo", "u32"],
+                    vec![reg(&mid), reg(&row), imm(i128::from(*stride)), reg(&offset)],
+                ));
+                out.push(op("min", &["u32"], vec![reg(&offset), reg(&mid), imm(i128::from(max))]));
+            }
+            (SharedHi::Fixed(hi), None, None) => {
+                out.push(op("min", &["u32"], vec![reg(&mid), reg(&index), imm(i128::from(hi))]));
+                out.push(op("shl", &["b32"], vec![reg(&offset), reg(&mid), shift]));
+            }
+            (SharedHi::Dynamic { reach }, None, None) => {
+                out.push(op("min", &["u32"], vec![reg(&mid), reg(&index), reg(&dynamic_hi(reach, a.shift))]));
+                out.push(op("shl", &["b32"], vec![reg(&offset), reg(&mid), shift]));
+            }
+            _ => {}
+        }
     }
     out
 }
@@ -1879,6 +1928,24 @@ impl Context<'_> {
             (pick(&names::RANGED), pick(&names::SHARED_OFFSET), pick(&names::SHARED_SUM));
         let j = self.proven.arrays().iter().position(|v| *v == access.var).unwrap_or(0);
         let array = format!("{}{j}", names::SHARED_ARRAY);
+        // Confined once, in the leading run: the array's address plus that offset (the clamped
+        // form's note compares the index, or the two-dimensional offset, with its confinement).
+        if let Some(n) = access.pre.as_deref().and_then(|p| self.proven.pre().iter().position(|q| q == p)) {
+            if self.notes() {
+                let mid = format!("{}{n}", names::PRE_MID);
+                match &access.row {
+                    Some(_) => self.note(&mid, &format!("{}{n}", names::PRE_OFFSET), guard, out),
+                    None => self.note(&access.index, &mid, guard, out),
+                }
+            }
+            out.push(op(
+                "add",
+                &["u32"],
+                vec![reg(sum), reg(&array), reg(&format!("{}{n}", names::PRE_OFFSET))],
+            ));
+            out.push(op("cvt", &["u64", "u32"], vec![reg(pick(&names::ADDRESS)), reg(sum)]));
+            return;
+        }
         let hi = match access.hi {
             SharedHi::Fixed(hi) => imm(i128::from(hi)),
             SharedHi::Dynamic { reach } => reg(&dynamic_hi(reach, access.shift)),

@@ -2397,10 +2397,11 @@ fn the_checker_finds_a_64_bit_proof_a_rewriter_could_get_wrong() {
     }
 }
 
-/// A body with a `.shared` array of 1024 bytes whose accesses go through `arr + (x << 2)`.
+/// A body with a `.shared` array of 1024 bytes whose accesses go through `arr + (x << 2)`, `x`
+/// the block's index (not the thread's: see `confinements_of_the_threads_indices_are_made_once`).
 fn shared_body(accesses: &str) -> String {
     format!(
-        "\t.shared .align 4 .b8 arr[1024];\n\tmov.u32 %r1, %tid.x;\n\tmov.u32 %r2, arr;\n\tshl.b32 %r3, %r1, 2;\n\
+        "\t.shared .align 4 .b8 arr[1024];\n\tmov.u32 %r1, %ctaid.x;\n\tmov.u32 %r2, arr;\n\tshl.b32 %r3, %r1, 2;\n\
          \tadd.s32 %r4, %r2, %r3;\n{accesses}"
     )
 }
@@ -2417,7 +2418,7 @@ fn shared_accesses_into_an_array_confine_the_kernels_index() {
     let at = |l: &str| text.iter().position(|t| t == l).unwrap_or_else(|| panic!("{l} in {text:#?}"));
     // (1024 - 8) / 4: the last element whose 8 bytes of accesses fit.
     let clamp = at("min.u32 %__kargs_yx0, %r1, 254;");
-    assert!(at("mov.u32 %__kargs_zv0, arr;") < at("mov.u32 %r1, %tid.x;"), "read in the leading run");
+    assert!(at("mov.u32 %__kargs_zv0, arr;") < at("mov.u32 %r1, %ctaid.x;"), "read in the leading run");
     assert_eq!(text[clamp + 1], "xor.b32 %__kargs_d, %r1, %__kargs_yx0;", "noted where moved");
     assert_eq!(text[clamp + 3], "shl.b32 %__kargs_zo0, %__kargs_yx0, 2;");
     assert_eq!(text[clamp + 4], "add.u32 %__kargs_zs0, %__kargs_zv0, %__kargs_zo0;");
@@ -2446,7 +2447,7 @@ fn shared_accesses_into_an_array_confine_the_kernels_index() {
         let module = fenced(&text);
         assert!(!module.ptx().contains("%__kargs_zv0, arr"), "{what}: {}", module.ptx());
     }
-    // A label between, the index `%tid.x` written once at the start: confined, and no window.
+    // A label between, the index `%ctaid.x` written once at the start: confined, and no window.
     let looped = fenced(&body.replace("\tld.shared", "$L_x:\n\tld.shared"));
     assert!(looped.ptx().contains("min.u32\t%__kargs_yx0, %r1, 254;"), "{}", looped.ptx());
     assert!(!looped.ptx().contains("__kargs_shared_pad"), "{}", looped.ptx());
@@ -2457,7 +2458,7 @@ fn shared_accesses_into_an_array_confine_the_kernels_index() {
 fn dynamic_module(accesses: &str) -> String {
     format!(
         "{HEADER}.extern .shared .align 16 .b8 dyn[];\n.visible .entry k(\n\t.param .u64 p\n)\n{{\n\
-         \t.reg .b64 %rd<4>;\n\t.reg .b32 %r<8>;\n\tmov.u32 %r1, %tid.x;\n\tmov.u32 %r2, dyn;\n\
+         \t.reg .b64 %rd<4>;\n\t.reg .b32 %r<8>;\n\tmov.u32 %r1, %ctaid.x;\n\tmov.u32 %r2, dyn;\n\
          \tshl.b32 %r3, %r1, 2;\n\tadd.s32 %r4, %r2, %r3;\n{accesses}\tret;\n}}\n"
     )
 }
@@ -2479,7 +2480,7 @@ fn shared_accesses_into_an_extern_array_confine_the_kernels_index() {
     assert_eq!(text[size + 2], "shr.u32 %__kargs_zh8_2, %__kargs_zr8, 2;");
     let clamp = at("min.u32 %__kargs_yx0, %r1, %__kargs_zh8_2;");
     assert!(size < clamp);
-    assert!(at("mov.u32 %__kargs_zv0, dyn;") < at("mov.u32 %r1, %tid.x;"), "read in the leading run");
+    assert!(at("mov.u32 %__kargs_zv0, dyn;") < at("mov.u32 %r1, %ctaid.x;"), "read in the leading run");
     assert_eq!(text[clamp + 1], "xor.b32 %__kargs_d, %r1, %__kargs_yx0;", "noted where moved");
     assert_eq!(text[clamp + 3], "shl.b32 %__kargs_zo0, %__kargs_yx0, 2;");
     at("ld.shared.u32 %r5, [%__kargs_a0];");
@@ -2572,7 +2573,7 @@ fn the_checker_finds_a_confined_shared_access_a_rewriter_could_get_wrong() {
 /// accesses go through `tile + ty * 132 + (tx << 2)`, as nvcc writes `tile[threadIdx.y][threadIdx.x]`.
 fn tile_body(accesses: &str) -> String {
     format!(
-        "\t.shared .align 4 .b8 tile[4224];\n\tmov.u32 %r1, %tid.x;\n\tmov.u32 %r2, %tid.y;\n\tmov.u32 %r3, tile;\n\
+        "\t.shared .align 4 .b8 tile[4224];\n\tmov.u32 %r1, %ctaid.x;\n\tmov.u32 %r2, %ctaid.y;\n\tmov.u32 %r3, tile;\n\
          \tmad.lo.s32 %r4, %r2, 132, %r3;\n\tshl.b32 %r5, %r1, 2;\n\tadd.s32 %r6, %r4, %r5;\n{accesses}"
     )
 }
@@ -2648,6 +2649,72 @@ fn the_checker_finds_a_two_dimensional_access_a_rewriter_could_get_wrong() {
             assert_ne!(edited, text, "{what}");
             let found = check(&edited).map(|_| ()).map_err(|f| f.kind);
             assert!(found.is_err(), "{what}");
+        }
+    }
+}
+
+/// A confined shared access whose indices are the thread's `%tid.x` and `%tid.y` (copied into
+/// the kernel's registers once) has its confinement made once, in the leading run, from the
+/// special registers themselves: each access adds the array's address to it (the clamped form
+/// notes the index, or the two-dimensional offset, against it). One-dimensional, with a
+/// constant or a dynamic bound, and two-dimensional.
+#[test]
+fn confinements_of_the_threads_indices_are_made_once() {
+    let tid = |text: String| text.replace("%ctaid", "%tid");
+    let accesses = "\tld.shared.u32 %r5, [%r4];\n\tst.shared.u32 [%r4+4], %r5;\n";
+    let one = fenced(&tid(shared_body(accesses)));
+    let text = lines(&one);
+    let at = |l: &str| text.iter().position(|t| t == l).unwrap_or_else(|| panic!("{l} in {text:#?}"));
+    let start = at("mov.u32 %__kargs_xt0, %tid.x;");
+    assert_eq!(text[start + 1], "min.u32 %__kargs_xm0, %__kargs_xt0, 254;");
+    assert_eq!(text[start + 2], "shl.b32 %__kargs_xc0, %__kargs_xm0, 2;");
+    assert!(start < at("mov.u32 %r1, %tid.x;"), "in the leading run");
+    let access = at("ld.shared.u32 %r5, [%__kargs_a0];");
+    assert_eq!(text[access - 2], "add.u32 %__kargs_zs0, %__kargs_zv0, %__kargs_xc0;");
+    assert_eq!(text[access - 4], "xor.b32 %__kargs_d, %r1, %__kargs_xm0;", "noted where moved");
+    assert!(!text.iter().any(|l| l.starts_with("min.u32 %__kargs_yx")), "{text:#?}");
+    let dynamic = fence_ptx(&tid(dynamic_module(accesses))).unwrap_or_else(|e| panic!("{e}"));
+    assert!(
+        dynamic.ptx().contains("min.u32\t%__kargs_xm0, %__kargs_xt0, %__kargs_zh8_2;"),
+        "{}",
+        dynamic.ptx()
+    );
+    let tile = fenced(&tid(tile_body("\tld.shared.f32 %f1, [%r6];\n\tst.shared.f32 [%r6+1056], %f1;\n")));
+    let text = lines(&tile);
+    let at = |l: &str| text.iter().position(|t| t == l).unwrap_or_else(|| panic!("{l} in {text:#?}"));
+    let start = at("mov.u32 %__kargs_xt0, %tid.x;");
+    assert_eq!(text[start + 1], "mov.u32 %__kargs_xr0, %tid.y;");
+    assert_eq!(text[start + 2], "shl.b32 %__kargs_xc0, %__kargs_xt0, 2;");
+    assert_eq!(text[start + 3], "mad.lo.u32 %__kargs_xm0, %__kargs_xr0, 132, %__kargs_xc0;");
+    assert_eq!(text[start + 4], "min.u32 %__kargs_xc0, %__kargs_xm0, 3164;");
+    at("xor.b32 %__kargs_d, %__kargs_xm0, %__kargs_xc0;");
+    // The checker: each made once, fixed (whatever the index: a `min` confines any value); a
+    // bound past the array is found.
+    for module in [&one, &dynamic, &tile] {
+        for text in [module.ptx().to_owned(), module.aligned_ptx().to_owned()] {
+            check(&text).unwrap();
+            let edits = [
+                (
+                    "the confinement written again",
+                    text.replace(
+                        "\tadd.u32\t%__kargs_zs0",
+                        "\tmov.u32\t%__kargs_xc0, 0;\n\tadd.u32\t%__kargs_zs0",
+                    ),
+                ),
+                (
+                    "a bound past the array",
+                    text.replace("%__kargs_xt0, 254;", "%__kargs_xt0, 255;")
+                        .replace("%__kargs_xm0, 3164;", "%__kargs_xm0, 3168;")
+                        .replace(
+                            "shr.u32\t%__kargs_zh8_2, %__kargs_zr8, 2;",
+                            "shr.u32\t%__kargs_zh8_2, %__kargs_zr8, 1;",
+                        ),
+                ),
+            ];
+            for (what, edited) in edits {
+                assert_ne!(edited, text, "{what}");
+                assert!(check(&edited).is_err(), "{what}");
+            }
         }
     }
 }
