@@ -32,7 +32,7 @@ fn main() -> ExitCode {
                  branches counted against the budget, {} asserts made the fence's exit, {} calls \
                  inlined, {} read-only tables moved to constant memory, {} unnamed module-scope items \
                  dropped, {} bytes of module variables at the fence's start, at least {} bytes of dynamic shared \
-                 memory for each launch",
+                 memory for each launch, a fence of at least {} bytes",
                 fenced.accesses(),
                 fenced.by_declaration(),
                 fenced.counted_branches(),
@@ -41,7 +41,8 @@ fn main() -> ExitCode {
                 fenced.tables(),
                 fenced.dropped(),
                 fenced.variables().len(),
-                fenced.dynamic_shared_min()
+                fenced.dynamic_shared_min(),
+                fenced.fence_min_len()
             );
             ExitCode::SUCCESS
         }

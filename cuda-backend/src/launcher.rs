@@ -290,11 +290,13 @@ impl Launch<'_> {
         let flag = match (self.kernel.fenced, fence) {
             (false, _) => None,
             (true, Some(fence)) => {
-                // The fence's limits are 32-bit registers: a longer fence would not clamp.
-                if !(MIN_FENCE_LEN..=MAX_FENCE_LEN).contains(&fence.len) {
+                // The fence's limits are 32-bit registers: a longer fence would not clamp; nor
+                // would one shorter than the most a clamp of the module covers.
+                let min = MIN_FENCE_LEN.max(self.kernel.fence_min_len);
+                if !(min..=MAX_FENCE_LEN).contains(&fence.len) {
                     return Err(unavailable(
                         request.kernel_id,
-                        FenceProblem::OutOfBounds { len: fence.len, min: MIN_FENCE_LEN, max: MAX_FENCE_LEN },
+                        FenceProblem::OutOfBounds { len: fence.len, min, max: MAX_FENCE_LEN },
                     ));
                 }
                 // The fence's length less an access's width (up to 16) is a multiple of the
@@ -472,8 +474,11 @@ impl Launch<'_> {
                 if !(base.addr() as u64).is_multiple_of(align) {
                     return Err(unavailable(request.kernel_id, FenceProblem::MisalignedMemory { align }));
                 }
-                if len < MIN_FENCE_LEN {
-                    let problem = FenceProblem::MemoryTooShort { len, min: MIN_FENCE_LEN };
+                // At least the shortest fence, or what the module's clamps cover where that is
+                // more (`KernelEntry::fence_min_len`).
+                let min = MIN_FENCE_LEN.max(self.kernel.fence_min_len);
+                if len < min {
+                    let problem = FenceProblem::MemoryTooShort { len, min };
                     return Err(unavailable(request.kernel_id, problem));
                 }
                 Some(Fence { base: base.expose_provenance() as u64, len, flag, span: FenceSpan::GuestMemory })
@@ -532,15 +537,17 @@ impl Launch<'_> {
             back.push((region_window(request, start, end)?, offset));
         }
         let flag = self.flag(flag)?;
-        // A fenced kernel gets an arena of at least the shortest fence, windows or not, a
+        // A fenced kernel gets an arena of at least the shortest fence (or its module's, where
+        // longer: `KernelEntry::fence_min_len`), windows or not, a
         // multiple of 16 bytes long. With the aligned fence (`CudaOptions::aligned_fence`, the
         // aligned form it loaded masks into it), that rounded up to a power of two, at an
         // address in the arena aligned to its length; the arena is made twice that long, so that
         // such an address is in it wherever the driver puts it.
         let aligned = flag.is_some() && self.device.aligned_fence;
+        let shortest = MIN_FENCE_LEN.max(self.kernel.fence_min_len);
         let fence_len = match flag {
-            Some(_) if aligned => plan.arena_len().max(MIN_FENCE_LEN).next_power_of_two(),
-            Some(_) => plan.arena_len().max(MIN_FENCE_LEN).next_multiple_of(FENCE_ALIGN as u64),
+            Some(_) if aligned => plan.arena_len().max(shortest).next_power_of_two(),
+            Some(_) => plan.arena_len().max(shortest).next_multiple_of(FENCE_ALIGN as u64),
             None => plan.arena_len(),
         };
         // The fence's start in `buffer`: with the aligned fence, its address rounded up to the

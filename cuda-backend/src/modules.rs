@@ -38,6 +38,8 @@ pub(crate) struct LoadedKernel {
     pub(crate) fence_base_align: u64,
     /// The least dynamic shared memory a launch gets (`KernelEntry::dynamic_shared_min`).
     pub(crate) dynamic_shared_min: u32,
+    /// The shortest fence a launch may have (`KernelEntry::fence_min_len`).
+    pub(crate) fence_min_len: u64,
     /// Its proofs (`KernelEntry::proofs`): their hidden parameters come before the fence's.
     pub(crate) proofs: Vec<crate::fence::Proof>,
 }
@@ -215,6 +217,7 @@ pub(crate) fn load(
         fenced: entry.fenced(),
         fence_base_align: entry.fence_base_align(),
         dynamic_shared_min: entry.dynamic_shared_min(),
+        fence_min_len: entry.fence_min_len(),
         proofs: entry.proofs().to_vec(),
     })
 }

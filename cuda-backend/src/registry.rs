@@ -83,6 +83,8 @@ pub struct KernelEntry {
     /// The least dynamic shared memory a fenced kernel's launch gets
     /// (`FencedModule::dynamic_shared_min`).
     dynamic_shared_min: u32,
+    /// The shortest fence a fenced kernel's launch may have (`FencedModule::fence_min_len`).
+    fence_min_len: u64,
     /// A fenced entry's proofs (`FencedModule::proofs`): their hidden parameters come after the
     /// guest's, before the fence's four.
     proofs: Vec<Proof>,
@@ -146,6 +148,16 @@ impl KernelEntry {
     /// that asks for less is given this much.
     pub fn dynamic_shared_min(&self) -> u32 {
         self.dynamic_shared_min
+    }
+
+    /// The shortest fence, in bytes, a fenced kernel's launch may have
+    /// ([`FencedModule::fence_min_len`](crate::fence::FencedModule::fence_min_len)):
+    /// [`MIN_FENCE_LEN`](crate::fence::MIN_FENCE_LEN), or more where the module clamps a `wmma`
+    /// fragment of a constant stride as one access. In direct mode the fence is guest memory,
+    /// and a launch whose memory is shorter is refused (`FenceProblem::MemoryTooShort`); a
+    /// staged launch's arena is made at least this long. 0 for a kernel that is not fenced.
+    pub fn fence_min_len(&self) -> u64 {
+        self.fence_min_len
     }
 
     /// A fenced entry's proofs
@@ -293,6 +305,7 @@ impl KernelRegistry {
             kernel.fenced = true;
             kernel.fence_base_align = module.base_align();
             kernel.dynamic_shared_min = module.dynamic_shared_min();
+            kernel.fence_min_len = module.fence_min_len();
             kernel.proofs = module.proofs(entry).to_vec();
             kernel.variables = Arc::from(module.variables());
             kernel.print = module.print_buffer().cloned().map(Arc::new);
@@ -359,6 +372,7 @@ impl KernelEntry {
             fenced: false,
             fence_base_align: 1,
             dynamic_shared_min: 0,
+            fence_min_len: 0,
             proofs: Vec::new(),
             variables: Arc::from(Vec::new()),
             print: None,

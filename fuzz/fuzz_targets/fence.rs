@@ -19,7 +19,8 @@ use kernel_args_cuda_emulator::{
 };
 use libfuzzer_sys::fuzz_target;
 
-/// The fence's length and the guards' on each side, in one allocation.
+/// The fence's length (where the module needs no longer: `FencedModule::fence_min_len`) and
+/// the guards' on each side, in one allocation.
 const FENCE: usize = 4096;
 const GUARD: usize = 4096;
 
@@ -64,8 +65,9 @@ fuzz_target!(|data: &[u8]| {
     assert_eq!(report.proven, fenced.proven());
     // On the emulated driver: what the checker accepted stays inside its fence, in both forms
     // (the aligned form on a fence it is not made for too: it is inside on any fence).
+    let fence = FENCE.max(usize::try_from(fenced.fence_min_len()).expect("at most 64 KiB"));
     for text in [text, aligned] {
-        run(data, text, fenced.dynamic_shared_min());
+        run(data, text, fenced.dynamic_shared_min(), fence);
     }
 });
 
@@ -82,17 +84,18 @@ fn decode_as_written(ptx: &str) {
 }
 
 /// Runs each entry of the fenced module `text` the emulator interprets on one block of 32
-/// threads, its fence between two guards, with `dynamic` bytes of dynamic shared memory (the
-/// least a launcher gives the module): no fault, no guard byte changed, no crossing.
-fn run(data: &[u8], text: &str, dynamic: u32) {
+/// threads, its fence of `fence` bytes between two guards, with `dynamic` bytes of dynamic
+/// shared memory (the least a launcher gives the module): no fault, no guard byte changed, no
+/// crossing.
+fn run(data: &[u8], text: &str, dynamic: u32, fence: usize) {
     let Ok(loaded) = read_ptx(text) else { return };
     let mut memory = DeviceMemory::new();
     for entry in &loaded.entries {
         let Ok(program) = compile(&loaded, entry, &Default::default()) else { continue };
-        let Ok(whole) = memory.alloc(1, GUARD + FENCE + GUARD) else { return };
+        let Ok(whole) = memory.alloc(1, GUARD + fence + GUARD) else { return };
         let Ok(flag) = memory.alloc(1, 4) else { return };
         let view = memory.kernel_view(1, false);
-        for i in 0..(GUARD + FENCE + GUARD) as u64 {
+        for i in 0..(GUARD + fence + GUARD) as u64 {
             view.store(whole as u64, i, [POISON]).expect("the allocation");
         }
         let base = (whole + GUARD) as u64;
@@ -116,7 +119,7 @@ fn run(data: &[u8], text: &str, dynamic: u32) {
                 }
                 w
             };
-            match proof.hidden_values(base, FENCE as u64, word) {
+            match proof.hidden_values(base, fence as u64, word) {
                 Ok(values) => {
                     hidden.extend(values.words());
                     met += 1;
@@ -128,7 +131,7 @@ fn run(data: &[u8], text: &str, dynamic: u32) {
             memory.free_context(1);
             continue;
         }
-        hidden.extend([base, FENCE as u64, flag as u64, BUDGET]);
+        hidden.extend([base, fence as u64, flag as u64, BUDGET]);
         let count = entry.params.len();
         if count < hidden.len() {
             continue;
@@ -146,7 +149,7 @@ fn run(data: &[u8], text: &str, dynamic: u32) {
             entry.name,
             outcome.fault
         );
-        for i in (0..GUARD).chain(GUARD + FENCE..GUARD + FENCE + GUARD) {
+        for i in (0..GUARD).chain(GUARD + fence..GUARD + fence + GUARD) {
             assert_eq!(
                 view.load::<1>(whole as u64 + i as u64).expect("the allocation")[0],
                 POISON,

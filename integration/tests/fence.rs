@@ -435,7 +435,7 @@ fn broken() -> Vec<Broken> {
 
 /// The attack kernels (`cuda-backend/kernels/attacks/`) the fence accepts, each
 /// `(out: &mut [u32; 64], n: u32)` with `out` all of guest memory but the argv, launched with
-/// the `n` that takes it outside (and `wmma_load`, whose fragments are longer than memory).
+/// the `n` that takes it outside (and `wmma_load`, whose stored fragment runs past memory).
 fn attacks() -> Vec<Broken> {
     fn attack(entry: &'static str, ptx: &'static str, declaration: &'static str, threads: i32) -> Broken {
         Broken {
@@ -517,15 +517,16 @@ fn attacks() -> Vec<Broken> {
             |_, _| argv(|a| _ = a.ptr(0, 256).unwrap().u32(900)),
         ),
         // One warp's 16x16 tensor-core tile: 512 bytes loaded from `a` and `b` and 1 KiB of D
-        // stored from `out`, each 256 bytes long at the start of 320 bytes of guest memory.
+        // stored from `out`, each 256 bytes long, back to back in 1 KiB of guest memory (the
+        // shortest fence the module's fragments need): D's store runs past it.
         Broken {
             entry: "wmma_load",
             ptx: include_str!("../../cuda-backend/kernels/attacks/wmma_load.ptx"),
             declaration: "wmma_load(a: &[u16; 128], b: &[u16; 128], out: &mut [f32; 64])",
             threads: 32,
-            memory: 256 + ARGV_BYTES,
-            argv_at: 256,
-            setup: |_, _| argv(|a| _ = a.ptr(0, 256).unwrap().ptr(0, 256).unwrap().ptr(0, 256).unwrap()),
+            memory: 1024 + ARGV_BYTES,
+            argv_at: 1024,
+            setup: |_, _| argv(|a| _ = a.ptr(0, 256).unwrap().ptr(256, 256).unwrap().ptr(512, 256).unwrap()),
         },
         // A fragment loaded from a shared tile 2048 elements (4 KiB) past its start: past the
         // block's shared memory.
@@ -677,6 +678,55 @@ struct Aligned([u8; 512]);
 /// 4 KiB of host memory aligned to 64 bytes.
 #[repr(align(64))]
 struct AlignedKib([u8; 4096]);
+
+/// A kernel whose `wmma` fragments have a constant stride is clamped with each whole fragment
+/// as one access (`wmma_load`: D's 16 lines of 64 bytes, 64 bytes apart, 1 KiB from its
+/// address), so it needs a fence at least that long (`KernelEntry::fence_min_len`): in direct
+/// mode guest memory shorter is refused before the launch, a staged launch's arena is made that
+/// long, and either way a correct launch runs.
+#[test]
+fn a_module_whose_fragments_need_a_longer_fence_is_given_one_or_refused() {
+    let test = "a_module_whose_fragments_need_a_longer_fence_is_given_one_or_refused";
+    let declaration = "wmma_load(a: &[u16; 128], b: &[u16; 128], out: &mut [f32; 64])";
+    let kernels =
+        [(1, include_str!("../../cuda-backend/kernels/attacks/wmma_load.ptx"), "wmma_load", declaration)];
+    for mode in MODES {
+        let Some((_, device)) = device(test, mode, &kernels, None) else { continue };
+        assert_eq!(device.registry().get(1).map(|k| k.fence_min_len()), Some(1024));
+        let mut launcher = device.launcher();
+        // Guest memory of `len` bytes, aligned to 64: A and B all ones at its start, D stored
+        // over them (each window 256 bytes at 0), so each of D's first elements is 16.
+        let mut run = |len: usize| {
+            let mut host = AlignedKib([0; 4096]);
+            let memory = &mut host.0[..len];
+            let one = half::f16::from_f32(1.0).to_le_bytes();
+            for i in 0..128 {
+                memory[2 * i..2 * i + 2].copy_from_slice(&one);
+            }
+            let argv = argv(|a| _ = a.ptr(0, 256).unwrap().ptr(0, 256).unwrap().ptr(0, 256).unwrap());
+            let guest = kernel_args_core::GuestMemory::exclusive(memory);
+            let args = support::checked(&argv, &guest);
+            let shape = kernel_args::LaunchShape { grid: [1, 1, 1], block: [32, 1, 1], shared_mem_bytes: 0 };
+            let result = support::launch(&mut launcher, 1, shape, &args, &guest).map(|_| ());
+            result.map(|()| f32::from_le_bytes(host.0[..4].try_into().unwrap()))
+        };
+        let short = run(1008);
+        match mode {
+            PointerModeChoice::Direct => {
+                let typed = |e: &kernel_args::HostError| match e.detail() {
+                    Detail::FenceUnavailable(u) => Some((u.kernel_id, u.problem)),
+                    _ => None,
+                };
+                assert_eq!(
+                    short.as_ref().err().and_then(typed),
+                    Some((1, kernel_args::FenceProblem::MemoryTooShort { len: 1008, min: 1024 }))
+                );
+            }
+            _ => assert_eq!(short.map_err(|e| e.to_string()), Ok(16.0), "{mode:?}"),
+        }
+        assert_eq!(run(1024).map_err(|e| e.to_string()), Ok(16.0), "{mode:?}");
+    }
+}
 
 /// A kernel that loads or stores a `wmma` fragment needs guest memory aligned to 32 in direct
 /// mode (the fence clamps a fragment's address to a multiple of 32 from the base, and a GPU

@@ -36,10 +36,10 @@
 //! | low | `min.u32` of addresses and lows of one space | one of its variables' start: in the allocation, aligned to 16 |
 //! | high | `add.u32 r, address of V, K` (`K` ≤ `V`'s size); the address of an `.extern .shared` plus `%dynamic_smem_size` (`mov.u32`); `max.u32` of highs | at most the allocation's end |
 //! | length | `sub.u32 r, high, low b`, where the high reaches `k` ≥ 16 bytes past a variable the low is below | the window `[b, b + length)` is inside the allocation, at least the longest such `k` long |
-//! | limit `R` | `sub.u64 r, fence length, R` (`R` at most [`MIN_FENCE_LEN`]) | the last offset of the fence at which `R` bytes fit |
+//! | limit `R` | `sub.u64 r, fence length, R` (`R` at most [`MAX_REACH`]; the report's `fence_min_len` is the longest, which the launcher gives at least) | the last offset of the fence at which `R` bytes fit |
 //! | 32-bit limit `R` | `cvt.u32.u64 r, limit R` (exact: the fence is shorter than 4 GiB, below); `sub.u32 r, length, R` (`R` at most the window's shortest length) | the last offset at which `R` bytes fit |
 //! | below | `min.u64 r, x, limit R`; 32-bit: `min.u32 r, x, 32-bit limit R` | at most the limit |
-//! | offset | `and.b64 r, below, -A` (a below alone is an offset aligned to 1); 32-bit: `and.b32` of a 32-bit below; `cvt.u64.u32` of a 32-bit offset or below | at most the limit, a multiple of `A` |
+//! | offset | `and.b64 r, below, -A` (a below alone is an offset aligned to 1); 32-bit: `and.b32` of a 32-bit below (`A` up to 32 in the fence: a fragment's); `cvt.u64.u32` of a 32-bit offset or below | at most the limit, a multiple of `A` |
 //! | 32-bit offset, masked | `and.b32 r, x, 32-bit limit R` of the fence length (`R` 1, 2, 4, 8 or 16) | at most the limit, a multiple of `R` (its bits are the limit's, and the fence length less `R` is a multiple of `R`): the aligned form's mask |
 //! | inside | `add.u64 r, offset, fence base`; `or.b64 r, offset, fence base` (between `b` and `b + offset`); for a shared, local or constant window, `add.u32 r, 32-bit offset, b` with `b` the very register its limit was computed from, and `cvt.u64.u32` of such an inside (the same address: those spaces' addresses are 32 bits) | `[r, r + R)` inside the window, aligned to `A` |
 //! | generic | `cvta.shared.u64`/`cvta.local.u64` of an inside; `selp.b64` of two generics or global insides | a generic address inside one of the windows named |
@@ -100,6 +100,8 @@
 //! layouts and types), aligned to 32, and its stride operand the very register `r` of that
 //! fact, a multiple of 16 bytes; a generic one may instead have `a` an either whose two sides
 //! are such facts, with its stride the chosen of the same predicate and the same two strides.
+//! A global (or generic) one may instead have a constant stride `C`, a multiple of 16 bytes,
+//! and `[a]` with `a` inside the fence for `L + C * S` bytes, aligned to 32.
 //! `wmma.mma` touches only registers.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -111,7 +113,8 @@ use kernel_args_ptx::{
 };
 
 use super::{
-    FENCE_PARAMS, MIN_DYNAMIC_SHARED, MIN_FENCE_LEN, PROOF_PARAM_PREFIX, PROOF_RANGE_PREFIX, Proof, ProofKind,
+    FENCE_PARAMS, MAX_REACH, MIN_DYNAMIC_SHARED, MIN_FENCE_LEN, PROOF_PARAM_PREFIX, PROOF_RANGE_PREFIX,
+    Proof, ProofKind,
 };
 
 /// What the checker found in a fenced module: where, and what.
@@ -203,6 +206,11 @@ pub struct CheckReport {
     /// Those of them counted in the form that leaves the loop, not the kernel, on a spent
     /// budget.
     pub leaving: usize,
+    /// The longest reach of a limit computed from the fence's length (`sub.u64 r, fence
+    /// length, R`, `R` at most [`MAX_REACH`]): the module is fenced for a fence at least this
+    /// long (0 where it computes none). The launcher gives at least
+    /// [`FencedModule::fence_min_len`](super::FencedModule::fence_min_len).
+    pub fence_min_len: u64,
 }
 
 const PREFIX: &str = "__kargs_";
@@ -946,6 +954,9 @@ impl<'m> Entry<'m> {
             }
             // A guarded write may or may not happen: nothing is known after it.
             let fact = if i.guard.is_some() { None } else { fact };
+            if let Some(Fact::Limit { win: Win::Global, reach, base: None }) = &fact {
+                report.fence_min_len = report.fence_min_len.max(*reach);
+            }
             return self.write(i, &dest, fact);
         }
         self.end_leading_run();
@@ -1603,8 +1614,11 @@ impl<'m> Entry<'m> {
                 _ => None,
             },
             ("and", ["b32"], 3) if narrow => match (f(1), f(2), int(2)) {
+                // A fragment's offset in the fence is aligned to 32 (the launcher aligns the
+                // fence's base so for a module with a fragment).
                 (Some(Fact::Below32 { win, reach, base }), _, Some(mask))
-                    if align_ok(mask.unsigned_abs() as u64) && mask < 0 =>
+                    if (align_ok(mask.unsigned_abs() as u64) || (mask == -32 && win == Win::Global))
+                        && mask < 0 =>
                 {
                     Some(Fact::Offset32 { win, reach, align: mask.unsigned_abs() as u64, base })
                 }
@@ -1725,7 +1739,7 @@ impl<'m> Entry<'m> {
                 _ => None,
             },
             ("sub", ["u64"], 3) if wide => match (f(1), f(2), int(2)) {
-                (Some(Fact::FenceLen), _, Some(k)) if k >= 1 && k <= i128::from(MIN_FENCE_LEN) => {
+                (Some(Fact::FenceLen), _, Some(k)) if k >= 1 && k <= i128::from(MAX_REACH) => {
                     Some(Fact::Limit { win: Win::Global, reach: u64::try_from(k).unwrap_or(0), base: None })
                 }
                 _ => None,
@@ -1868,6 +1882,10 @@ impl<'m> Entry<'m> {
         }
         let address = i.operands.get(address_at).and_then(Operand::address);
         let stride = i.operands.get(2).and_then(Operand::register).filter(|r| r.component.is_none());
+        let fixed = match i.operands.get(2).map(|o| &o.kind) {
+            Some(OperandKind::Immediate(Immediate::Int(v))) => u32::try_from(*v).ok().map(u64::from),
+            _ => None,
+        };
         // One window's clamp of this fragment, reached as `step`, with stride register `by`.
         let fits = |s: &Strided, win: Win, step: StridedStep, by: &str| {
             s.step == step
@@ -1879,8 +1897,22 @@ impl<'m> Entry<'m> {
                 && self.base_aligned_to_32(s.base.as_deref())
         };
         let inside = StridedStep::Inside { align: 32 };
-        let proven = match (address, stride) {
-            (Some(a), Some(stride)) if a.offset == 0 => match &a.base {
+        let proven = match (address, stride, fixed) {
+            // A constant stride, a multiple of 16 bytes: `[r]` with `r` inside the fence for the
+            // fragment's whole reach at that stride, aligned to 32.
+            (Some(a), None, Some(fixed)) if a.offset == 0 && win == Win::Global => match &a.base {
+                AddressBase::Register(r) => match self.fact(r) {
+                    Some(Fact::Inside { win: Win::Global, reach, align }) => {
+                        let needs = fixed.checked_mul(span).and_then(|d| d.checked_add(line));
+                        fixed.saturating_mul(bytes).is_multiple_of(16)
+                            && *align >= 32
+                            && needs.is_some_and(|needs| *reach >= needs)
+                    }
+                    _ => false,
+                },
+                _ => false,
+            },
+            (Some(a), Some(stride), _) if a.offset == 0 => match &a.base {
                 AddressBase::Register(r) => match (self.fact(r), self.fact(&stride.name)) {
                     (Some(Fact::Strided(s)), _) => fits(s, win, inside, &stride.name),
                     // Generic: the shared window's clamp or the fence's, chosen with its stride

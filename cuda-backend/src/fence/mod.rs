@@ -241,6 +241,12 @@ pub const FLAG_BUDGET: u32 = 1 << 16;
 /// its limits as the length less the bytes covered. A wasm memory of one page is 65,536 bytes.
 pub const MIN_FENCE_LEN: u64 = 256;
 
+/// The most bytes one clamp of the global window may cover, and so the longest fence a module
+/// may need ([`FencedModule::fence_min_len`]): a wasm memory of one page. A clamp covers more
+/// than [`MIN_FENCE_LEN`] only for a `wmma` fragment of a constant stride, whose whole
+/// fragment is clamped as one access.
+pub const MAX_REACH: u64 = 1 << 16;
+
 /// The longest fence a launcher may give, 4 GiB (a wasm32 guest's whole linear memory): the
 /// rewriter clamps offsets in 32 bits, so a limit (the length less an access's width) must fit
 /// in 32 bits.
@@ -273,6 +279,7 @@ pub struct FencedModule {
     widest: u64,
     base_align: u64,
     dynamic_shared_min: u32,
+    fence_min_len: u64,
     counted: usize,
     leaving: usize,
     asserts: usize,
@@ -364,6 +371,16 @@ impl FencedModule {
     /// rest on it.
     pub fn dynamic_shared_min(&self) -> u32 {
         self.dynamic_shared_min
+    }
+
+    /// The shortest fence, in bytes, a launch of the module's entries may have: [`MIN_FENCE_LEN`],
+    /// or more where a clamp covers more (a `wmma` fragment of a constant stride: its reach,
+    /// at most [`MAX_REACH`]), a multiple of 16. The checker reports it: the longest reach of
+    /// any limit the module computes from the fence's length. The launcher refuses a direct-mode
+    /// launch whose guest memory is shorter (`FenceProblem::MemoryTooShort`) and makes a staged
+    /// launch's arena at least this long.
+    pub fn fence_min_len(&self) -> u64 {
+        self.fence_min_len
     }
 
     /// How many backward branches are counted against each thread's budget, over all entries
@@ -571,8 +588,10 @@ pub fn fence_ptx(ptx: &str) -> Result<FencedModule, FenceError> {
         matches!(item, kernel_args_ptx::Item::Variable(v)
             if v.space == kernel_args_ptx::StateSpace::Shared && v.linkage == Some(kernel_args_ptx::Linkage::Extern))
     });
-    let (text, rewritten) = rewritten_and_checked(module.clone(), false)?;
-    let (aligned_ptx, aligned) = rewritten_and_checked(module, true)?;
+    let (text, rewritten, report) = rewritten_and_checked(module.clone(), false)?;
+    let (aligned_ptx, aligned, aligned_report) = rewritten_and_checked(module, true)?;
+    let fence_min_len =
+        MIN_FENCE_LEN.max(report.fence_min_len).max(aligned_report.fence_min_len).next_multiple_of(16);
     // The two forms differ only in how a global access is clamped.
     if (aligned.clamped, aligned.static_accesses, aligned.counted, aligned.leaving, &aligned.proofs)
         != (
@@ -600,6 +619,7 @@ pub fn fence_ptx(ptx: &str) -> Result<FencedModule, FenceError> {
         widest: rewritten.widest,
         base_align: if rewritten.fragments > 0 { FRAGMENT_BASE_ALIGN } else { u64::from(WINDOW_ALIGN) },
         dynamic_shared_min: if dynamic_shared { MIN_DYNAMIC_SHARED } else { 0 },
+        fence_min_len,
         counted: rewritten.counted,
         leaving: rewritten.leaving,
         asserts: lowered.asserts,
@@ -616,7 +636,7 @@ pub fn fence_ptx(ptx: &str) -> Result<FencedModule, FenceError> {
 fn rewritten_and_checked(
     module: kernel_args_ptx::Module,
     aligned: bool,
-) -> Result<(String, rewrite::Rewritten), FenceError> {
+) -> Result<(String, rewrite::Rewritten, CheckReport), FenceError> {
     let rewritten = rewrite::rewrite(module, aligned)?;
     let text = rewritten.module.to_string();
     let unchecked = |finding: CheckFinding| FenceError {
@@ -640,7 +660,7 @@ fn rewritten_and_checked(
             kind: FindingKind::Unproven,
         }));
     }
-    Ok((text, rewritten))
+    Ok((text, rewritten, report))
 }
 
 // Not under Miri: the fence has no `unsafe` for Miri to find, and its tests (hundreds of rewrites

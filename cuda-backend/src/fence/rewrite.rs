@@ -78,7 +78,10 @@
 //! `isspacep.shared` says so),
 //! whose reach depends on its stride: the stride is bounded first (0 where the fragment would
 //! not fit with it), then the offset clamped against the fence's length less the fragment's
-//! reach (`Context::fragment` shows the sequence).
+//! reach (`Context::fragment` shows the sequence). A global fragment whose stride is a constant
+//! ([`fixed_stride`]) has a known reach, at most [`MAX_REACH`](super::MAX_REACH): its offset is
+//! clamped against the fence's length less that reach, as one access, and the stride written as
+//! the constant; the module then needs a fence that long (`FencedModule::fence_min_len`).
 //!
 //! A generic access takes the global clamp, and where the entry has a shared (or local) window
 //! and `isspacep.shared` (`isspacep.local`) says the address is there, the same clamp in that
@@ -88,9 +91,9 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use kernel_args_ptx::{
-    Address, AddressBase, Block, FlatItem, Function, FunctionKind, Guard, Immediate, Instruction, Item,
-    Linkage, Module, Operand, OperandKind, Param, Register, Resolved, Span, StateSpace, Statement, Type,
-    Variable, flatten,
+    Address, AddressBase, Block, Flat, FlatItem, Function, FunctionKind, Guard, Immediate, Instruction, Item,
+    Linkage, Module, Operand, OperandKind, Param, Register, RegisterId, Resolved, Span, StateSpace,
+    Statement, Type, Variable, flatten,
 };
 
 use super::isa::{self, Access, Class, Space};
@@ -341,6 +344,63 @@ fn record(guard: Option<&Guard>) -> Statement {
     guarded(guard, "or", &["b32"], vec![reg(names::V), reg(names::V), reg(names::D)])
 }
 
+/// The registers the body writes once, each by a `mov` of a 32-bit integer constant: their
+/// value wherever they are read (a register read before it is written holds an unspecified
+/// value, which the constant may be).
+fn constants(flat: &Flat) -> HashMap<RegisterId, u64> {
+    let mut writes: HashMap<RegisterId, (usize, Option<u64>)> = HashMap::new();
+    for item in &flat.items {
+        let FlatItem::Instruction(i, registers) = item else { continue };
+        let value = match (i.opcode.as_str(), i.modifiers.as_slice(), i.operands.get(1).map(|o| &o.kind)) {
+            ("mov", [ty], Some(OperandKind::Immediate(Immediate::Int(v))))
+                if i.operands.len() == 2 && matches!(ty.as_str(), "u32" | "b32" | "s32") =>
+            {
+                u32::try_from(*v).ok().map(u64::from)
+            }
+            _ => None,
+        };
+        for name in super::body::defines(i) {
+            if let Some(Resolved::Declared(id)) = kernel_args_ptx::resolved_in(registers, name) {
+                let (count, _) = writes.entry(id).or_insert((0, value));
+                *count = count.saturating_add(1);
+            }
+        }
+    }
+    writes
+        .into_iter()
+        .filter(|(_, (count, _))| *count == 1)
+        .filter_map(|(id, (_, v))| Some((id, v?)))
+        .collect()
+}
+
+/// A fragment's stride where it is a constant (written, a register of [`constants`], or the
+/// line's length where none is written) and a multiple of 16 bytes, with the fragment's reach
+/// from its address at that stride: `(stride, line + stride * span)`.
+fn fixed_stride(
+    instruction: &Instruction,
+    f: &isa::Fragment,
+    registers: &[(&str, Resolved)],
+    constants: &HashMap<RegisterId, u64>,
+) -> Option<(u64, u64)> {
+    let stride = match f.stride {
+        None => f.line_elements,
+        Some(k) => match &instruction.operands.get(k)?.kind {
+            OperandKind::Immediate(Immediate::Int(v)) => u64::from(u32::try_from(*v).ok()?),
+            OperandKind::Register(r) if r.component.is_none() => {
+                match kernel_args_ptx::resolved_in(registers, &r.name)? {
+                    Resolved::Declared(id) => *constants.get(&id)?,
+                    Resolved::Special => return None,
+                }
+            }
+            _ => return None,
+        },
+    };
+    if f.stride_align == 0 || !stride.is_multiple_of(f.stride_align) {
+        return None;
+    }
+    Some((stride, f.line_bytes.checked_add(stride.checked_mul(f.span)?)?))
+}
+
 /// The module's variables by name, by state space.
 struct ModuleScope {
     variables: HashMap<String, Variable>,
@@ -529,7 +589,8 @@ struct EntryRewriter<'m> {
     own: BTreeMap<String, Variable>,
     /// The widths clamped into each window.
     windows: BTreeMap<Window, BTreeSet<u64>>,
-    /// Whether the entry has a `wmma` fragment to clamp (`isa::Fragment`).
+    /// Whether the entry has a `wmma` fragment whose stride the fence bounds (`isa::Fragment`;
+    /// not one of a constant stride, clamped as one access).
     fragments: bool,
     /// The alignment of shared variables (`shared_alignment`).
     shared_align: u32,
@@ -688,12 +749,16 @@ impl<'m> EntryRewriter<'m> {
         let mut warp_waits: Vec<bool> = Vec::new();
         let mut back_edges: Vec<(usize, usize, bool)> = Vec::new();
         let mut counter = 0usize;
+        let constants = constants(&flat);
+        // Global fragments whose stride is a constant that fits the shortest fence: by
+        // instruction index, the stride and the fragment's reach.
+        let mut fixed_strides: BTreeMap<usize, (u64, u64)> = BTreeMap::new();
         for item in &flat.items {
             if let FlatItem::Label(l) = item {
                 labels_seen.insert(&l.name);
                 label_at.insert(&l.name, counter);
             }
-            let FlatItem::Instruction(instruction, _) = item else { continue };
+            let FlatItem::Instruction(instruction, registers) = item else { continue };
             waits.push(isa::waits(instruction));
             warp_waits.push(isa::waits_for_warp(instruction));
             let class = isa::classify(instruction)
@@ -728,8 +793,14 @@ impl<'m> EntryRewriter<'m> {
                     } else {
                         Window::Global
                     };
-                    self.windows.entry(window).or_default().insert(fragment.line_bytes);
-                    self.fragments = true;
+                    let fixed = fixed_stride(instruction, fragment, registers, &constants)
+                        .filter(|(_, reach)| window == Window::Global && *reach <= super::MAX_REACH);
+                    if let Some(fixed) = fixed {
+                        fixed_strides.insert(counter, fixed);
+                    }
+                    let reach = fixed.map_or(fragment.line_bytes, |(_, reach)| reach);
+                    self.windows.entry(window).or_default().insert(reach);
+                    self.fragments |= fixed.is_none();
                     stats.clamped = stats.clamped.saturating_add(1);
                     if window == Window::Global {
                         stats.fragments = stats.fragments.saturating_add(1);
@@ -891,6 +962,7 @@ impl<'m> EntryRewriter<'m> {
             backward_at: &backward_at,
             leave_at: &leave_at,
             proven: &proven,
+            fixed_strides: &fixed_strides,
         };
         statements.extend(context.block(&body.statements)?);
         if exits_on_budget {
@@ -1808,6 +1880,8 @@ struct Context<'p> {
     leave_at: &'p BTreeSet<usize>,
     /// The accesses a bounds check proves, and where the fence's own checks go.
     proven: &'p super::prove::Proven,
+    /// Global fragments of a constant stride, by instruction index: the stride and the reach.
+    fixed_strides: &'p BTreeMap<usize, (u64, u64)>,
 }
 
 impl Context<'_> {
@@ -2314,6 +2388,24 @@ impl Context<'_> {
         };
         let guard = instruction.guard.as_ref();
         let address = names::ADDRESS[0];
+        if let Some(&(fixed, reach)) = self.fixed_strides.get(&index) {
+            // A constant stride whose whole fragment fits the shortest fence: one clamp of its
+            // reach, as an access's, and the stride written as the constant it is.
+            let offset = self.offset(Window::Global, &effective, out);
+            self.clamp_offset_to(&offset, &Window::Global.limit(reach), isa::FRAGMENT_ALIGN, out);
+            self.join(Window::Global, address, out);
+            self.note(names::U, names::K, guard, out);
+            let mut rewritten = instruction.clone();
+            if let Some(operand) = rewritten.operands.get_mut(f.operand) {
+                *operand = at(address);
+            }
+            match f.stride.and_then(|i| rewritten.operands.get_mut(i)) {
+                Some(operand) => *operand = imm(i128::from(fixed)),
+                None => rewritten.operands.push(imm(i128::from(fixed))),
+            }
+            out.push(Statement::Instruction(rewritten));
+            return Ok(());
+        }
         let first = if f.space == Space::Shared { Window::Shared } else { Window::Global };
         self.fragment_chain(f, first, &effective, &stride, (address, names::STRIDE), None, out);
         let chosen = if matches!(f.space, Space::Generic { .. }) && self.shared_window {

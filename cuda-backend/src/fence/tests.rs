@@ -1409,6 +1409,97 @@ fn a_printf_becomes_a_record_in_the_print_buffer() {
     assert!(text.iter().any(|l| l == "ld.u32 %_kpf0_w, [%__kargs_a0];"), "read through the register");
 }
 
+/// A fragment whose stride is a constant (a register the kernel writes once, with a `mov` of a
+/// multiple of 16 bytes' worth) is clamped as one access of its whole reach at that stride, the
+/// stride written as the constant: no runtime bound, so ptxas folds the stride into the lines'
+/// offsets as it does unfenced. The module then needs a fence that long, which the checker
+/// reports; it proves nothing less, in either form.
+#[test]
+fn a_fragment_of_a_constant_stride_is_clamped_as_one_access() {
+    let body = "\tmov.u32 %r1, 16;\n\
+        \twmma.load.a.sync.aligned.row.m16n16k16.global.f16 {%r2, %r3, %r4, %r5, %r6, %r7, %r0, %r0}, [%rd1], %r1;\n\
+        \twmma.store.d.sync.aligned.row.m16n16k16.global.f32 [%rd1], {%f1, %f1, %f1, %f1, %f1, %f1, %f1, %f1}, %r1;\n";
+    let module = fenced(body);
+    assert_eq!(module.accesses(), 2);
+    // A's 16 lines of 32 bytes, 15 strides of 32 apart: 512 bytes; D's of 64, 64 apart: 1 KiB.
+    assert_eq!(module.fence_min_len(), 1024);
+    assert_eq!(module.base_align(), 32);
+    let text = lines(&module);
+    for line in [
+        "sub.u64 %__kargs_t, %__kargs_gl, 512;",
+        "min.u32 %__kargs_k, %__kargs_u, %__kargs_g512;",
+        "and.b32 %__kargs_k, %__kargs_k, -32;",
+        "wmma.load.a.sync.aligned.row.m16n16k16.global.f16 {%r2, %r3, %r4, %r5, %r6, %r7, %r0, %r0}, [%__kargs_a0], 16;",
+        "min.u32 %__kargs_k, %__kargs_u, %__kargs_g1024;",
+        "wmma.store.d.sync.aligned.row.m16n16k16.global.f32 [%__kargs_a0], {%f1, %f1, %f1, %f1, %f1, %f1, %f1, %f1}, 16;",
+    ] {
+        assert!(text.iter().any(|l| l == line), "{line} in {text:#?}");
+    }
+    assert!(!text.iter().any(|l| l.contains("%__kargs_ws")), "no stride bounded: {text:#?}");
+    // Not a constant, or not one the form covers: the stride bounded at run time.
+    for (what, body) in [
+        (
+            "written twice",
+            body.replacen("\tmov.u32 %r1, 16;\n", "\tmov.u32 %r1, 16;\n\tmov.u32 %r1, 16;\n", 1),
+        ),
+        ("computed", body.replacen("mov.u32 %r1, 16;", "mov.u32 %r1, %tid.x;", 1)),
+        ("reaching past the most a clamp covers", body.replacen("mov.u32 %r1, 16;", "mov.u32 %r1, 4096;", 1)),
+    ] {
+        let module = fenced(&body);
+        let text = lines(&module);
+        let bounded = text.iter().filter(|l| l.contains("[%__kargs_a0], %__kargs_ws;")).count();
+        assert_eq!(bounded, 1, "{what}: {text:#?}");
+        assert_eq!(module.fence_min_len(), MIN_FENCE_LEN, "{what}");
+    }
+    // 12 elements: 24 bytes of `f16`, bounded at run time; 48 of `f32`, a constant D reaches
+    // 64 + 12 * 60 bytes with.
+    let twelve = fenced(&body.replacen("mov.u32 %r1, 16;", "mov.u32 %r1, 12;", 1));
+    let text = lines(&twelve);
+    assert!(text.iter().any(|l| l.ends_with("[%__kargs_a0], %__kargs_ws;")), "{text:#?}");
+    assert!(text.iter().any(|l| l.ends_with(", 12;") && l.starts_with("wmma.store")), "{text:#?}");
+    assert_eq!(twelve.fence_min_len(), 784);
+    // A module without a fragment needs only the shortest fence.
+    assert_eq!(fenced("\tld.global.u32 %r1, [%rd1];\n").fence_min_len(), MIN_FENCE_LEN);
+    for (form, text) in [("clamped", module.ptx()), ("aligned", module.aligned_ptx())] {
+        assert_eq!(check(text).map(|r| r.fence_min_len), Ok(1024), "{form}");
+        for (what, broken) in [
+            (
+                "a longer stride than the clamp covers",
+                text.replacen("[%__kargs_a0], 16;", "[%__kargs_a0], 32;", 1),
+            ),
+            ("a stride of 8 bytes' worth", text.replacen("[%__kargs_a0], 16;", "[%__kargs_a0], 4;", 1)),
+            ("the stride a register", text.replacen("[%__kargs_a0], 16;", "[%__kargs_a0], %r1;", 1)),
+            (
+                "a limit for a shorter reach",
+                text.replacen(
+                    "sub.u64\t%__kargs_t, %__kargs_gl, 512;",
+                    "sub.u64\t%__kargs_t, %__kargs_gl, 480;",
+                    1,
+                ),
+            ),
+            (
+                "a limit past the most a clamp covers",
+                text.replacen(
+                    "sub.u64\t%__kargs_t, %__kargs_gl, 512;",
+                    &format!("sub.u64\t%__kargs_t, %__kargs_gl, {};", 2 * MAX_REACH),
+                    1,
+                ),
+            ),
+            (
+                "aligned to 16",
+                text.replacen(
+                    "and.b32\t%__kargs_k, %__kargs_k, -32;",
+                    "and.b32\t%__kargs_k, %__kargs_k, -16;",
+                    1,
+                ),
+            ),
+        ] {
+            assert_ne!(broken, text, "{form}, {what}: the edit applies");
+            assert!(check(&broken).is_err(), "{form}, {what}");
+        }
+    }
+}
+
 /// `.local` loads and stores through nvcc's frame pointer name the frame where each register of
 /// the chain has one unguarded definition; anything else stays clamped, and a named place
 /// outside the frame is clamped too.
@@ -1448,10 +1539,12 @@ fn local_accesses_through_the_frame_pointer_name_the_frame() {
 
 /// A `wmma` fragment is clamped whole: its stride bounded by the fence and aligned, its address
 /// at most the last offset the whole fragment fits at, aligned to 32; where the kernel writes
-/// no stride, the line's length is written. The checker proves nothing less, in either form.
+/// no stride, the line's length is written, a constant (clamped as one access: see
+/// `a_fragment_of_a_constant_stride_is_clamped_as_one_access`). The checker proves nothing
+/// less, in either form.
 #[test]
 fn a_fragment_is_clamped_whole_and_the_checker_proves_nothing_less() {
-    let body = "\tmov.u32 %r1, 24;\n\
+    let body = "\tmov.u32 %r1, %tid.x;\n\
         \twmma.load.a.sync.aligned.row.m16n16k16.global.f16 {%r2, %r3, %r4, %r5, %r6, %r7, %r0, %r0}, [%rd1], %r1;\n\
         \twmma.load.b.sync.aligned.col.m16n16k16.global.f16 {%r2, %r3, %r4, %r5, %r6, %r7, %r0, %r0}, [%rd1];\n\
         \twmma.mma.sync.aligned.row.col.m16n16k16.f32.f32 {%f1, %f1, %f1, %f1, %f1, %f1, %f1, %f1}, \
@@ -1472,9 +1565,9 @@ fn a_fragment_is_clamped_whole_and_the_checker_proves_nothing_less() {
         "min.u32 %__kargs_k, %__kargs_u, %__kargs_wl;",
         "and.b32 %__kargs_k, %__kargs_k, -32;",
         "wmma.load.a.sync.aligned.row.m16n16k16.global.f16 {%r2, %r3, %r4, %r5, %r6, %r7, %r0, %r0}, [%__kargs_a0], %__kargs_ws;",
-        // No stride written: the line's length, 16 elements.
-        "and.b32 %__kargs_wa, 16, -8;",
-        "wmma.load.b.sync.aligned.col.m16n16k16.global.f16 {%r2, %r3, %r4, %r5, %r6, %r7, %r0, %r0}, [%__kargs_a0], %__kargs_ws;",
+        // No stride written: the line's length, 16 elements, a constant: 32 + 16 * 30 bytes.
+        "min.u32 %__kargs_k, %__kargs_u, %__kargs_g512;",
+        "wmma.load.b.sync.aligned.col.m16n16k16.global.f16 {%r2, %r3, %r4, %r5, %r6, %r7, %r0, %r0}, [%__kargs_a0], 16;",
         // A column-major 32x8 f32: 8 lines of 32 elements (128 bytes), 7 * 4 bytes of span.
         "and.b32 %__kargs_wa, %r1, -4;",
         "mul.wide.u32 %__kargs_wp, %__kargs_wa, 28;",
