@@ -112,19 +112,42 @@ pub(super) struct SharedAccess {
     pub(super) row: Option<(String, u64)>,
     /// The access's constant offset.
     pub(super) offset: i64,
-    /// Where its indices are the thread's `%tid.x` and `%tid.y`: the confinement the fence
-    /// makes once, in the entry's leading run, from the special registers themselves.
-    pub(super) pre: Option<Box<Pre>>,
+    /// Where its index is the thread's `%tid.x` or `%tid.y`, which component, and its row's
+    /// index's (where it has a row): the confinement the fence makes once, in the entry's
+    /// leading run, from the special registers themselves ([`SharedAccess::pre`]).
+    pub(super) tid: Option<(char, Option<char>)>,
 }
 
-/// A shared confinement made once, in the entry's leading run ([`Proven::pre`]): an access's
-/// array, bound, shift and row (its offset 0, its index names the kernel's), and which
-/// component of `%tid` its index and its row's index are.
+impl SharedAccess {
+    /// The confinement made once that this access takes, where its indices are `%tid`'s.
+    pub(super) fn pre(&self) -> Option<Pre> {
+        let (index, row_index) = self.tid?;
+        Some(Pre {
+            var: self.var.clone(),
+            register: self.index.clone(),
+            narrow: self.narrow,
+            shift: self.shift,
+            hi: self.hi,
+            row: self.row.clone(),
+            index,
+            row_index,
+        })
+    }
+}
+
+/// A shared confinement made once, in the entry's leading run ([`Proven::pre`]): the fields of
+/// the accesses it serves but their offsets (the array, the kernel's index register, the shift,
+/// the bound, the row), and which component of `%tid` its index and its row's index are.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 pub(super) struct Pre {
-    pub(super) access: SharedAccess,
+    pub(super) var: String,
+    pub(super) register: String,
+    pub(super) narrow: bool,
+    pub(super) shift: u32,
+    pub(super) hi: SharedHi,
+    pub(super) row: Option<(String, u64)>,
     pub(super) index: char,
-    pub(super) row: Option<char>,
+    pub(super) row_index: Option<char>,
 }
 
 /// A confined shared access's highest index ([`SharedAccess::hi`]).
@@ -206,7 +229,7 @@ impl Proven {
 
     /// The shared confinements made once, in the entry's leading run, in their order.
     pub(super) fn pre(&self) -> BTreeSet<Pre> {
-        self.shared.values().filter_map(|a| a.pre.as_deref().cloned()).collect()
+        self.shared.values().filter_map(SharedAccess::pre).collect()
     }
 
     /// The fence's own bounds checks (each bound and how it is compared), each made once at
@@ -911,6 +934,19 @@ pub(super) fn find(
                     _ => continue,
                 };
                 let (name, hi) = hi;
+                // Indices that are the thread's `%tid.x` or `%tid.y` (copied once): the
+                // confinement is the same wherever the access is, made once at the start.
+                let tid = |r: &RegisterId| match values.get(r) {
+                    Some(Value::Tid) => Some('x'),
+                    Some(Value::TidY) => Some('y'),
+                    _ => None,
+                };
+                let tid = match (&s.row, tid(&s.index)) {
+                    (_, _) if s.scale != Scale::Shift => None,
+                    (None, Some(index)) => Some((index, None)),
+                    (Some(r), Some(index)) => tid(&r.index).map(|row| (index, Some(row))),
+                    _ => None,
+                };
                 for (at, slot, offset, _) in accesses {
                     let access = SharedAccess {
                         var: name.to_owned(),
@@ -920,28 +956,7 @@ pub(super) fn find(
                         hi,
                         row: s.row.as_ref().map(|r| (r.name.clone(), r.stride)),
                         offset,
-                        pre: None,
-                    };
-                    // Indices that are the thread's `%tid.x` or `%tid.y` (copied once): the
-                    // confinement is the same wherever the access is, made once at the start.
-                    let tid = |r: &RegisterId| match values.get(r) {
-                        Some(Value::Tid) => Some('x'),
-                        Some(Value::TidY) => Some('y'),
-                        _ => None,
-                    };
-                    let pre = match (&s.row, tid(&s.index)) {
-                        (_, _) if s.scale != Scale::Shift => None,
-                        (None, Some(index)) => Some(Pre { access: access.clone(), index, row: None }),
-                        (Some(r), Some(index)) => {
-                            tid(&r.index).map(|row| Pre { access: access.clone(), index, row: Some(row) })
-                        }
-                        _ => None,
-                    };
-                    let access = SharedAccess {
-                        pre: pre
-                            .map(|p| Pre { access: SharedAccess { offset: 0, ..p.access }, ..p })
-                            .map(Box::new),
-                        ..access
+                        tid,
                     };
                     proven.shared.insert((at, slot), access);
                 }

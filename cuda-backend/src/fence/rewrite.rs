@@ -947,6 +947,8 @@ impl<'m> EntryRewriter<'m> {
         statements.extend(proof_prologue(&proven, &f.params));
         statements.extend(shared_prologue(&proven));
         let exit_labels = exit_labels(&body.statements);
+        let arrays: Vec<&str> = proven.arrays().into_iter().collect();
+        let pres: Vec<super::prove::Pre> = proven.pre().into_iter().collect();
         let mut context = Context {
             plans: &plans,
             classes: &classes,
@@ -963,6 +965,8 @@ impl<'m> EntryRewriter<'m> {
             leave_at: &leave_at,
             proven: &proven,
             fixed_strides: &fixed_strides,
+            arrays: &arrays,
+            pres: &pres,
         };
         statements.extend(context.block(&body.statements)?);
         if exits_on_budget {
@@ -1568,12 +1572,9 @@ fn shared_prologue(proven: &super::prove::Proven) -> Vec<Statement> {
         .map(|(j, var)| op("mov", &["u32"], vec![reg(&format!("{}{j}", names::SHARED_ARRAY)), sym(var, 0)]))
         .collect();
     let dynamic = proven.dynamic_his();
-    let size = Operand::new(OperandKind::Register(Register {
-        name: "%dynamic_smem_size".to_owned(),
-        component: None,
-    }));
     if !dynamic.is_empty() {
-        out.push(op("mov", &["u32"], vec![reg(names::DYNAMIC), size]));
+        let size = Register { name: "%dynamic_smem_size".to_owned(), component: None };
+        out.push(op("mov", &["u32"], vec![reg(names::DYNAMIC), Operand::new(OperandKind::Register(size))]));
     }
     let reaches: BTreeSet<u64> = dynamic.iter().map(|&(reach, _)| reach).collect();
     for reach in reaches {
@@ -1601,10 +1602,9 @@ fn shared_prologue(proven: &super::prove::Proven) -> Vec<Statement> {
         let name = |prefix: &str| format!("{prefix}{n}");
         let (index, row, mid, offset) =
             (name(names::PRE_INDEX), name(names::PRE_ROW), name(names::PRE_MID), name(names::PRE_OFFSET));
-        let a = &pre.access;
-        let shift = imm(i128::from(a.shift));
+        let shift = imm(i128::from(pre.shift));
         out.push(op("mov", &["u32"], vec![reg(&index), tid(pre.index)]));
-        match (a.hi, &a.row, pre.row) {
+        match (pre.hi, &pre.row, pre.row_index) {
             (SharedHi::Offset { max, .. }, Some((_, stride)), Some(r)) => {
                 out.push(op("mov", &["u32"], vec![reg(&row), tid(r)]));
                 out.push(op("shl", &["b32"], vec![reg(&offset), reg(&index), shift]));
@@ -1620,7 +1620,11 @@ fn shared_prologue(proven: &super::prove::Proven) -> Vec<Statement> {
                 out.push(op("shl", &["b32"], vec![reg(&offset), reg(&mid), shift]));
             }
             (SharedHi::Dynamic { reach }, None, None) => {
-                out.push(op("min", &["u32"], vec![reg(&mid), reg(&index), reg(&dynamic_hi(reach, a.shift))]));
+                out.push(op(
+                    "min",
+                    &["u32"],
+                    vec![reg(&mid), reg(&index), reg(&dynamic_hi(reach, pre.shift))],
+                ));
                 out.push(op("shl", &["b32"], vec![reg(&offset), reg(&mid), shift]));
             }
             _ => {}
@@ -1882,6 +1886,11 @@ struct Context<'p> {
     proven: &'p super::prove::Proven,
     /// Global fragments of a constant stride, by instruction index: the stride and the reach.
     fixed_strides: &'p BTreeMap<usize, (u64, u64)>,
+    /// The arrays the confined shared accesses reach (`Proven::arrays`), in order: the `j` of
+    /// each one's `%__kargs_zv<j>`.
+    arrays: &'p [&'p str],
+    /// The confinements made once (`Proven::pre`), in order: the `n` of each one's registers.
+    pres: &'p [super::prove::Pre],
 }
 
 impl Context<'_> {
@@ -2000,11 +2009,11 @@ impl Context<'_> {
         let pick = |names: &[&'static str; 2]| names.get(slot).copied().unwrap_or(names[0]);
         let (index, offset, sum) =
             (pick(&names::RANGED), pick(&names::SHARED_OFFSET), pick(&names::SHARED_SUM));
-        let j = self.proven.arrays().iter().position(|v| *v == access.var).unwrap_or(0);
+        let j = self.arrays.iter().position(|v| *v == access.var).unwrap_or(0);
         let array = format!("{}{j}", names::SHARED_ARRAY);
         // Confined once, in the leading run: the array's address plus that offset (the clamped
         // form's note compares the index, or the two-dimensional offset, with its confinement).
-        if let Some(n) = access.pre.as_deref().and_then(|p| self.proven.pre().iter().position(|q| q == p)) {
+        if let Some(n) = access.pre().and_then(|p| self.pres.iter().position(|q| *q == p)) {
             if self.notes() {
                 let mid = format!("{}{n}", names::PRE_MID);
                 match &access.row {
