@@ -9,27 +9,33 @@ use kernel_args_ptx::{Block, Instruction, Operand, OperandKind, Statement};
 /// Removes, to a fixed point, each `mov` or `cvta` whose destination (one register) no
 /// instruction of `body` reads.
 pub(super) fn remove_dead_moves(body: &mut Block) {
+    remove_dead(body, &is_move);
+}
+
+/// Removes, to a fixed point, each instruction `pure` approves (one that writes one register and
+/// nothing else) whose destination no instruction of `body` reads.
+pub(super) fn remove_dead(body: &mut Block, pure: &dyn Fn(&Instruction) -> bool) {
     loop {
         let mut read = BTreeSet::new();
         for_each_instruction(body, &mut |i| {
             if let Some(guard) = &i.guard {
                 read.insert(guard.register.clone());
             }
-            let skip_first = is_move(i);
+            let skip_first = pure(i);
             for (index, operand) in i.operands.iter().enumerate() {
                 if !(skip_first && index == 0) {
                     read.extend(operand.registers().into_iter().map(str::to_owned));
                 }
             }
         });
-        if !retain_instructions(body, &|i| !is_move(i) || destination(i).is_none_or(|d| read.contains(d))) {
+        if !retain_instructions(body, &|i| !pure(i) || destination(i).is_none_or(|d| read.contains(d))) {
             return;
         }
     }
 }
 
 /// Whether `i` is a `mov` or a `cvta` to one register: a pure definition of it.
-fn is_move(i: &Instruction) -> bool {
+pub(super) fn is_move(i: &Instruction) -> bool {
     matches!(i.opcode.as_str(), "mov" | "cvta") && destination(i).is_some()
 }
 
@@ -39,7 +45,7 @@ pub(super) fn destination(i: &Instruction) -> Option<&str> {
 }
 
 /// Keeps the instructions of `block` (at any depth) that `keep` approves: whether any went.
-fn retain_instructions(block: &mut Block, keep: &dyn Fn(&Instruction) -> bool) -> bool {
+pub(super) fn retain_instructions(block: &mut Block, keep: &dyn Fn(&Instruction) -> bool) -> bool {
     let before = block.statements.len();
     block.statements.retain(|s| !matches!(s, Statement::Instruction(i) if !keep(i)));
     let mut removed = block.statements.len() != before;

@@ -45,7 +45,9 @@
 //!   module that `printf.rs` reads becomes the writing of a record into the launch's print
 //!   buffer, a variable the fence adds (`printf.rs`); the strings and the runtime's declaration
 //!   then go with the other names nothing uses. Where the module's variables cannot be placed
-//!   (below), nothing of this is done, and the calls are refused as calls.
+//!   (below), nothing of this is done, and the calls are refused as calls. The frame's accesses
+//!   (next) are named before, so that a record can take the arguments from the registers the
+//!   kernel stored into its depot.
 //! - **Local accesses through the frame pointer.** nvcc addresses a thread's local variables
 //!   (its `__local_depotN`) through registers: `mov.u64 %SPL, __local_depot0;`, then
 //!   `add.u64 %rd4, %SPL, 8;` and `st.local.u32 [%rd4+4], %r1;`. Where each register of such a
@@ -122,6 +124,15 @@ pub(super) fn lower(module: &mut Module) -> Lowered {
 
 fn lower_with(module: &mut Module, printf: bool) -> Lowered {
     let mut lowered = Lowered { inlined: super::inline::inline_calls(module), ..Lowered::default() };
+    // Frame accesses named first: a `printf` record then reads the arguments the kernel stored
+    // into its depot from the registers it stored (`printf.rs`).
+    for item in &mut module.items {
+        if let Item::Function(f) = item
+            && let Some(body) = &mut f.body
+        {
+            lowered.named = lowered.named.saturating_add(name_frame_accesses(body));
+        }
+    }
     let formats = if printf { super::printf::lower_printf(module) } else { None };
     let assert_declared = module.items.iter().any(|item| {
         matches!(item, Item::Function(f)
@@ -139,13 +150,6 @@ fn lower_with(module: &mut Module, printf: bool) -> Lowered {
                     remove_dead_moves(body);
                 }
             }
-        }
-    }
-    for item in &mut module.items {
-        if let Item::Function(f) = item
-            && let Some(body) = &mut f.body
-        {
-            lowered.named = lowered.named.saturating_add(name_frame_accesses(body));
         }
     }
     // Every symbol an instruction names, in every function; to a fixed point, since a `.func`

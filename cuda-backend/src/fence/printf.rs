@@ -6,10 +6,12 @@
 //! thread-local buffer, each aligned to its size (a `float` promoted to `double`, a `char` or
 //! `short` to `int`). The fence replaces the call (`lower.rs`) with a **record** written into
 //! the launch's **print buffer**, inside the fence: the format's number, then, 16 bytes in
-//! (`RECORD_ARGS`), the argument buffer's bytes, read from the thread's local depot by name
-//! 16 bytes at a time where they are aligned (or a word at a time through the generic pointer
-//! nvcc passed, fenced, where it is not the depot's), at a place reserved with one fenced
-//! atomic, the record's stores under one clamp. The buffer is one of the module's variables (at
+//! (`RECORD_ARGS`), the arguments: from the registers the kernel stored them from, where it
+//! stores each into its local depot just before the call (`stored`; the depot's stores and
+//! the depot go where nothing else reads it), else the argument buffer's bytes read from the
+//! depot by name 16 bytes at a time where they are aligned (or a word at a time through the
+//! generic pointer nvcc passed, fenced, where it is not the depot's), at a place reserved with
+//! one fenced atomic, the record's stores under one clamp. The buffer is one of the module's variables (at
 //! the start of the fence, [`FencedModule::variables`](super::FencedModule::variables)): a
 //! 16-byte header whose first 8 bytes count the bytes reserved, [`PRINT_BUFFER_BYTES`] of
 //! records, and a scratch record of [`MAX_RECORD`] bytes where a record that does not fit is
@@ -39,7 +41,7 @@ use kernel_args_ptx::{
     Operand, OperandKind, Register, RegisterDecl, RegisterName, Span, StateSpace, Statement, Type, Variable,
 };
 
-use super::body::{defines, remove_dead_moves};
+use super::body::{defines, for_each_instruction, is_move, remove_dead, retain_instructions};
 
 /// The bytes of records a launch's print buffer holds, after its header.
 pub const PRINT_BUFFER_BYTES: u32 = 16 * 1024;
@@ -606,7 +608,10 @@ pub(super) fn lower_printf(module: &mut Module) -> Option<Vec<Format>> {
         let before = site;
         replace_calls(body, &function, &strings, &mut formats, &mut site);
         if site != before {
-            remove_dead_moves(body);
+            // The frame's addresses the calls took, and the depot's stores nothing reads now
+            // that the records take the arguments from the registers stored.
+            remove_dead(body, &|i| is_move(i) || frame_address(i));
+            remove_unread_locals(body);
             for statement in &mut body.statements {
                 if let Statement::Variable(v) = statement
                     && v.space == StateSpace::Local
@@ -649,10 +654,132 @@ enum Arguments {
     /// fence proves from its declaration, 16 bytes at a time where they are aligned and inside
     /// it (8 or 4 where not).
     Local { depot: String, offset: i64, size: u64, align: u64 },
+    /// The registers the kernel stored each argument from, into its depot just before the call
+    /// ([`stored`]): written from them, and the depot not read.
+    Stored(Vec<Stored>),
     /// A register holding a generic address: each word read through it, fenced.
     Generic(String),
     /// No arguments.
     None,
+}
+
+/// One argument written from the register the kernel stored it from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Stored {
+    /// Its place in the argument buffer.
+    at: i64,
+    /// Its bytes: 4 or 8.
+    width: u64,
+    /// The store's type (`u32`, `f64`...).
+    ty: String,
+    /// The register.
+    value: Operand,
+}
+
+/// Whether `i` computes an address in the thread's frame nvcc's way, `add` of a register and a
+/// constant (`add.u64 %rd4, %SPL, 8`): pure, removed where nothing reads it.
+fn frame_address(i: &Instruction) -> bool {
+    i.opcode == "add"
+        && i.guard.is_none()
+        && i.modifiers.iter().map(String::as_str).eq(["u64"])
+        && matches!(i.operands.as_slice(), [d, a, k]
+            if d.register().is_some() && a.register().is_some()
+                && matches!(k.kind, OperandKind::Immediate(Immediate::Int(_))))
+}
+
+/// Removes the stores into each of `body`'s top-level `.local` variables that nothing reads
+/// (every instruction that names it is a `.local` store into it by name), and the variable: a
+/// thread's memory no one reads.
+fn remove_unread_locals(body: &mut Block) {
+    let locals: Vec<String> = body
+        .statements
+        .iter()
+        .filter_map(|s| match s {
+            Statement::Variable(v) if v.space == StateSpace::Local => Some(v.name.clone()),
+            _ => None,
+        })
+        .collect();
+    for local in locals {
+        let store = |i: &Instruction| {
+            i.opcode == "st"
+                && i.has("local")
+                && matches!(i.operands.first().map(|o| &o.kind),
+                    Some(OperandKind::Address(Address { base: AddressBase::Symbol(s), .. })) if *s == local)
+        };
+        let mut unread = true;
+        for_each_instruction(body, &mut |i| {
+            // Any mention but a store's address reads it, or lets its address escape.
+            let reads = i
+                .operands
+                .iter()
+                .enumerate()
+                .any(|(k, o)| o.symbols().contains(&local.as_str()) && !(k == 0 && store(i)));
+            unread &= !reads;
+        });
+        if unread {
+            retain_instructions(body, &|i| !store(i));
+            body.statements.retain(|s| !matches!(s, Statement::Variable(v) if v.name == local));
+        }
+    }
+}
+
+/// Instructions that write registers only (no memory, no control): a run of stores into the
+/// depot goes on past them ([`stored`]).
+const PURE: &[&str] = &[
+    "mov", "cvta", "cvt", "add", "sub", "mul", "mad", "shl", "shr", "and", "or", "xor", "not", "neg", "min",
+    "max", "selp", "setp",
+];
+
+/// The arguments of a call whose buffer is `depot` at `offset`, from `before`, the statements
+/// before the call: where the kernel stored each argument the format reads, in the run of
+/// `.local` stores into the depot by name just before the call (the last store there of each of
+/// its bytes: one store of exactly its place and width), from a register.
+fn stored(before: &[Statement], format: &Format, depot: &str, offset: i64) -> Option<Vec<Stored>> {
+    // The run of stores, nearest first: (place in the depot, width, type, value); and the
+    // registers written after them, before the call.
+    let mut run: Vec<(i64, u64, &String, &Operand)> = Vec::new();
+    let mut written: Vec<&str> = Vec::new();
+    for statement in before.iter().rev() {
+        let Statement::Instruction(i) = statement else { break };
+        // An instruction that only computes a register (nvcc computes the format's address
+        // between the stores and the call): the run goes on past it.
+        if PURE.contains(&i.opcode.as_str()) {
+            written.extend(defines(i));
+            continue;
+        }
+        let ([space, ty], [to, value]) = (i.modifiers.as_slice(), i.operands.as_slice()) else { break };
+        let width = match ty.as_str() {
+            "b32" | "u32" | "s32" | "f32" => 4,
+            "b64" | "u64" | "s64" | "f64" => 8,
+            _ => break,
+        };
+        let OperandKind::Address(Address { base: AddressBase::Symbol(s), offset: place }) = &to.kind else {
+            break;
+        };
+        if i.opcode != "st" || i.guard.is_some() || space != "local" || s != depot {
+            break;
+        }
+        match value.register() {
+            Some(r) if r.component.is_none() && !written.contains(&r.name.as_str()) => {}
+            _ => break,
+        }
+        run.push((*place, width, ty, value));
+    }
+    let mut out = Vec::new();
+    for piece in &format.pieces {
+        let Piece::Conversion(c) = piece else { continue };
+        let (at, size) = (i64::try_from(c.at).ok()?, u64::try_from(c.size).ok()?);
+        let place = offset.checked_add(at)?;
+        let end = place.checked_add(i64::try_from(size).ok()?)?;
+        let &(p, width, ty, value) = run
+            .iter()
+            .find(|(p, w, ..)| *p < end && p.saturating_add(i64::try_from(*w).unwrap_or(0)) > place)?;
+        if p != place || width != size {
+            return None;
+        }
+        out.push(Stored { at, width, ty: ty.clone(), value: value.clone() });
+    }
+    Some(out)
 }
 
 /// Every instruction of `block`, at any depth, in order.
@@ -674,8 +801,9 @@ fn replace_calls(
     formats: &mut Vec<Format>,
     site: &mut usize,
 ) {
-    for statement in &mut block.statements {
-        let Statement::Block(inner) = statement else { continue };
+    for k in 0..block.statements.len() {
+        let (before, rest) = block.statements.split_at_mut(k);
+        let Some(Statement::Block(inner)) = rest.first_mut() else { continue };
         match call(inner, function, strings) {
             Some((format, args, result)) => {
                 let id = match formats.iter().position(|f| *f == format) {
@@ -684,6 +812,12 @@ fn replace_calls(
                         formats.push(format.clone());
                         formats.len().saturating_sub(1)
                     }
+                };
+                let args = match &args {
+                    Arguments::Local { depot, offset, .. } => {
+                        stored(before, &format, depot, *offset).map_or(args, Arguments::Stored)
+                    }
+                    _ => args,
                 };
                 *inner = record(&format, id, &args, result.as_ref(), *site);
                 *site = site.saturating_add(1);
@@ -950,6 +1084,32 @@ fn record(format: &Format, id: usize, arguments: &Arguments, result: Option<&Ope
                 store.extend(&modifiers);
                 statements.push(op("ld", &load, vec![value.clone(), from]));
                 statements.push(op("st", &store, vec![to, value]));
+            }
+        }
+        Arguments::Stored(values) => {
+            // Each 8 bytes of the arguments one store, in order: an 8-byte value, or a pair of
+            // 4-byte ones (the one value again where its other half is padding), so that every
+            // store's place is a multiple of 8 from the record's start and the stores take one
+            // clamp.
+            let mut units: std::collections::BTreeMap<i64, [Option<&Stored>; 2]> = Default::default();
+            for v in values {
+                let unit = v.at.saturating_sub(v.at.rem_euclid(8));
+                let half = usize::from(v.width == 4 && v.at != unit);
+                if let Some(slot) = units.entry(unit).or_default().get_mut(half) {
+                    *slot = Some(v);
+                }
+            }
+            for (unit, halves) in units {
+                let to = at(AddressBase::Register(a.clone()), args.saturating_add(unit));
+                let store = match halves {
+                    [Some(v), None] => op("st", &["global", &v.ty], vec![to, v.value.clone()]),
+                    [low, Some(high)] => {
+                        let pair = vec![low.unwrap_or(high).value.clone(), high.value.clone()];
+                        op("st", &["global", "v2", "b32"], vec![to, Operand::new(OperandKind::Vector(pair))])
+                    }
+                    [None, None] => continue,
+                };
+                statements.push(store);
             }
         }
         Arguments::Generic(r) => {

@@ -1343,8 +1343,8 @@ fn a_printf_becomes_a_record_in_the_print_buffer() {
         assert!(!text.iter().any(|l| l.contains(gone)), "{gone} in {text:#?}");
     }
     // The place reserved (past the buffer where the record does not fit), then the format's
-    // number plus one and, 16 bytes in, the 12 bytes of arguments, read from the local depot by
-    // name 16 at a time, stored there through one clamp.
+    // number plus one and, 16 bytes in, the arguments from the registers the kernel stored them
+    // from into its depot just before the call, through one clamp.
     let at = text
         .iter()
         .position(|l| l == "atom.global.add.u64 %_kpf0_p, [%__kargs_a0], 32;")
@@ -1360,29 +1360,70 @@ fn a_printf_becomes_a_record_in_the_print_buffer() {
         ],
         "{text:#?}"
     );
-    let end = text
-        .iter()
-        .position(|l| l == "st.global.v4.u32 [%__kargs_r0+16], {%_kpf0_q0, %_kpf0_q1, %_kpf0_q2, %_kpf0_q3};")
-        .expect("the last store");
+    let id = text.iter().position(|l| l == "st.global.u32 [%__kargs_r0], %_kpf0_w;").expect("the number");
     assert_eq!(
-        text[end - 2..end],
+        text[id + 1..id + 3],
+        ["st.global.f64 [%__kargs_r0+16], %fd1;", "st.global.u32 [%__kargs_r0+24], %r1;"],
+        "{text:#?}"
+    );
+    // The second call's record: 16 bytes and the 40 of its arguments, rounded up to 48; each 8
+    // bytes one store (two `int`s as a pair), so that the stores take one clamp.
+    assert!(text.iter().any(|l| l == "atom.global.add.u64 %_kpf1_p, [%__kargs_a0], 64;"), "{text:#?}");
+    let id = text.iter().position(|l| l == "st.global.u32 [%__kargs_r0], %_kpf1_w;").expect("the number");
+    assert_eq!(
+        text[id + 1..id + 6],
         [
-            "st.global.u32 [%__kargs_r0], %_kpf0_w;",
-            "ld.local.v4.u32 {%_kpf0_q0, %_kpf0_q1, %_kpf0_q2, %_kpf0_q3}, [__local_depot0];",
+            "st.global.u64 [%__kargs_r0+16], %rd11;",
+            "st.global.v2.b32 [%__kargs_r0+24], {%r1, %r1};",
+            "st.global.u64 [%__kargs_r0+32], %rd7;",
+            "st.global.u32 [%__kargs_r0+40], %r14;",
+            "st.global.f64 [%__kargs_r0+48], %fd2;",
         ],
         "{text:#?}"
     );
-    assert!(text.iter().any(|l| l == ".local .align 16 .b8 __local_depot0[40];"), "{text:#?}");
-    // The second call's record: 16 bytes and the 40 of its arguments, rounded up to 48, read
-    // by name 16, 16 and 8 at a time (the depot is 40 bytes long).
-    assert!(text.iter().any(|l| l == "atom.global.add.u64 %_kpf1_p, [%__kargs_a0], 64;"), "{text:#?}");
-    assert!(text.iter().any(|l| l == "mov.u32 %_kpf1_w, 2;"), "{text:#?}");
-    for line in [
-        "ld.local.v4.u32 {%_kpf1_q0, %_kpf1_q1, %_kpf1_q2, %_kpf1_q3}, [__local_depot0+16];",
-        "ld.local.v2.u32 {%_kpf1_q0, %_kpf1_q1}, [__local_depot0+32];",
-        "st.global.v2.u32 [%__kargs_r0+48], {%_kpf1_q0, %_kpf1_q1};",
+    // Nothing reads the depot now: its stores and the frame's addresses are gone with it.
+    for gone in ["__local_depot0", "%SPL, 0;", "%SP, 0;"] {
+        assert!(!text.iter().any(|l| l.contains(gone)), "{gone} in {text:#?}");
+    }
+    // Where the run of stores before the call is broken (a store elsewhere between), or a
+    // register stored is written again before the call, the arguments are read from the depot
+    // by name, 16 bytes at a time where they are aligned and inside it.
+    for (what, edited) in [
+        (
+            "a store between",
+            ptx.replacen(
+                "	mov.u64 	%rd5, $str;
+",
+                "	st.global.u32 	[%rd2], %r1;
+	mov.u64 	%rd5, $str;
+",
+                1,
+            ),
+        ),
+        (
+            "a stored register written again",
+            ptx.replacen(
+                "	mov.u64 	%rd5, $str;
+",
+                "	add.s32 	%r1, %r1, 1;
+	mov.u64 	%rd5, $str;
+",
+                1,
+            ),
+        ),
     ] {
-        assert!(text.iter().any(|l| l == line), "{line} in {text:#?}");
+        assert_ne!(edited, ptx, "{what}: the edit applies");
+        let text = lines(&fence_ptx(&edited).unwrap());
+        for line in [
+            ".local .align 16 .b8 __local_depot0[40];",
+            "st.local.u32 [__local_depot0+8], %r1;",
+            "ld.local.v4.u32 {%_kpf0_q0, %_kpf0_q1, %_kpf0_q2, %_kpf0_q3}, [__local_depot0];",
+            "st.global.v4.u32 [%__kargs_r0+16], {%_kpf0_q0, %_kpf0_q1, %_kpf0_q2, %_kpf0_q3};",
+        ] {
+            assert!(text.iter().any(|l| l == line), "{what}: {line} in {text:#?}");
+        }
+        // The second call's run is whole: its record takes the registers.
+        assert!(text.iter().any(|l| l == "st.global.f64 [%__kargs_r0+48], %fd2;"), "{what}: {text:#?}");
     }
     // Where the kernel reads printf's result, it is the number of arguments converted.
     let reads_result = ptx.replacen("} // callseq 1", "} // callseq 1\n\tst.global.u32 [%rd2], %r16;", 1);
