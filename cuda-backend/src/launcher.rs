@@ -327,7 +327,9 @@ impl Launch<'_> {
                     let values = proof.hidden_values(fence.base, fence.len, word).map_err(|failure| {
                         let index = |i: usize| u32::try_from(i).unwrap_or(u32::MAX);
                         let bound = match proof.kind {
-                            ProofKind::Indexed { bound } | ProofKind::Indexed64 { bound, .. } => index(bound),
+                            ProofKind::Indexed { bound, .. } | ProofKind::Indexed64 { bound, .. } => {
+                                index(bound)
+                            }
                             ProofKind::Fixed | ProofKind::Ranged { .. } => u32::MAX,
                         };
                         unavailable(

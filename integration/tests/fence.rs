@@ -973,9 +973,9 @@ fn a_fenced_kernel_whose_driver_lacks_the_hidden_parameters_is_refused() {
     let message = host.last_error_message().unwrap();
     assert!(
         message.contains(
-            // The guest's four, then three ranged proofs' addresses and ranges and the fence's four.
+            // The guest's four, then three indexed proofs' addresses and the fence's four.
             "the driver's parameter sizes [8, 8, 8, 4] differ from the declaration's [8, 8, 8, 4, 8, 8, 8, 8, 8, 8, \
-             8, 8, 8, 8]"
+             8]"
         ),
         "{message}"
     );

@@ -170,17 +170,20 @@ fn every_fixture_computes_the_same_bytes_fenced() {
     }
 }
 
-/// vector_add, fenced around `a`, `b` and `out` in one arena, handed `n` past the windows and
-/// an `out` that is a neighbour's buffer: the kernel runs to the end without a fault, every
-/// store lands inside the fence, the neighbour's buffer is untouched, the flag says that an
-/// access was moved (its index is a ranged proof's: a pointer whose elements up to the index do
-/// not fit in the fence, whole, in 64 bits, has its index confined, and one that does not fit
-/// at all goes to the fence's base), and the next, correct launch computes the right answer
-/// with the flag clear.
+/// vector_add with its bounds check off by one (`i <= n`, which no proof covers), fenced around
+/// `a`, `b` and `out` in one arena, handed `n` past the windows and an `out` that is a
+/// neighbour's buffer: the kernel runs to the end without a fault, every store lands inside the
+/// fence, the neighbour's buffer is untouched, the flag says that an access was moved (its index
+/// is a ranged proof's: a pointer whose elements up to the index do not fit in the fence, whole,
+/// in 64 bits, has its index confined, and one that does not fit at all goes to the fence's
+/// base), and the next, correct launch computes the right answer with the flag clear. vector_add
+/// as written (`i < n`) is proven by its check: those arguments are refused before the launch.
 #[test]
 fn accesses_outside_the_fence_land_inside_it_and_set_the_flag() {
     let session = session();
-    let fenced = fence_ptx(VECTOR_ADD).unwrap();
+    let off_by_one = vector_add_off_by_one();
+    let fenced = fence_ptx(&off_by_one).unwrap();
+    let proven = fence_ptx(VECTOR_ADD).unwrap();
     let f = function(load(fenced.ptx()), "vector_add").unwrap();
     let (offsets, len) = layout(&[1024, 1024, 1024]);
     let arena = alloc(len).unwrap();
@@ -204,13 +207,18 @@ fn accesses_outside_the_fence_land_inside_it_and_set_the_flag() {
     let moved =
         |ptr: u64, n: u32| !ptr.is_multiple_of(4) || u128::from(ptr) + 4 * u128::from(n) > len as u128;
     for (what, a_ptr, b_ptr, out_ptr, n) in hostile {
-        let noted = moved(a_ptr, n) || moved(b_ptr, n) || moved(out_ptr, n);
+        // The off-by-one check lets thread `n` through too.
+        let noted = moved(a_ptr, n + 1) || moved(b_ptr, n + 1) || moved(out_ptr, n + 1);
         assert!(noted, "{what}: every case is moved, whatever the addresses");
+        let params = vector_add_params(a_ptr, b_ptr, out_ptr, n);
+        let budget = kernel_args::limits::DEFAULT_MAX_BACK_EDGES_PER_THREAD;
+        let refused = hidden_params(proven.ptx(), "vector_add", &params, (arena, len as u64, flag, budget));
+        assert_eq!(refused, None, "{what}: vector_add's proofs refuse the arguments");
         assert_eq!(upload(flag, &[0; 4]), CUDA_SUCCESS);
         let mut params = vector_add_params(a_ptr, b_ptr, out_ptr, n);
         let hidden = fenced_params(fenced.ptx(), "vector_add", &params, arena, len as u64, flag);
         params.extend(hidden);
-        let blocks = n.div_ceil(256);
+        let blocks = (n + 1).div_ceil(256);
         assert_eq!(launch_with(f, [blocks, 1, 1], [256, 1, 1], 0, &mut params), CUDA_SUCCESS, "{what}");
         assert_eq!(read_u32(flag), u32::from(noted), "{what}: the flag says whether an access was moved");
         assert_eq!(control::sticky_error(session.ordinal), 0, "{what}: no fault");
@@ -233,6 +241,14 @@ fn accesses_outside_the_fence_land_inside_it_and_set_the_flag() {
     assert_eq!(download(out, &mut bytes), CUDA_SUCCESS);
     assert_eq!(f32s(&bytes), (0..256).map(|i| 3.0 * i as f32).collect::<Vec<_>>());
     assert_eq!(read_u32(flag), 0);
+}
+
+/// vector_add with its bounds check off by one, `i <= n` (`setp.gt.u32`): a kernel whose
+/// accesses no indexed proof covers (a ranged one confines them).
+fn vector_add_off_by_one() -> String {
+    let text = VECTOR_ADD.replace("setp.ge.u32", "setp.gt.u32");
+    assert_ne!(text, VECTOR_ADD);
+    text
 }
 
 /// A warp that stages a 16x16 `f16` tile in shared memory and multiplies it by itself with
@@ -359,11 +375,12 @@ fn an_atomic_past_the_end_stays_inside() {
 }
 
 /// Direct mode's fence: a host buffer standing for a guest's linear memory, with memory on
-/// either side; vector_add handed an `out` past the linear memory writes nothing outside it.
+/// either side; vector_add (its check off by one, so that no proof refuses the launch) handed
+/// an `out` past the linear memory writes nothing outside it.
 #[test]
 fn a_fence_around_host_memory_keeps_the_kernel_inside_it() {
     let session = session();
-    let fenced = fence_ptx(VECTOR_ADD).unwrap();
+    let fenced = fence_ptx(&vector_add_off_by_one()).unwrap();
     let f = function(load(fenced.ptx()), "vector_add").unwrap();
     const PAGE: usize = 65536;
     let mut host = vec![0x5au8; 3 * PAGE];

@@ -49,9 +49,9 @@
 //! | index | `mad.lo.s32 r, ctaid, ntid, tid` (the first two either way round) | the thread's index in the grid: at least 0 and below 2^31 (the launcher gives at most [`PROOF_MAX_THREADS_X`](super::PROOF_MAX_THREADS_X) threads in x) |
 //! | bound `m` | `ld.param.u32 r, [P]`, `P` the entry's own 4-byte parameter `m` | its value |
 //! | pointer of a proof | `ld.param.u64 r, [__kargs_addr_k_m_S]`, one of the entry's proofs' hidden parameters | the address of parameter `k`'s offset in the fence, where `m` elements of `S` bytes from it end inside the fence and it is a multiple of `S` (the launcher's condition, or no thread passes the check below: `m <= 0`) |
-//! | outside `m` | `setp.ge.s32 p, index, bound m` | whether the index is at least `m` |
+//! | outside `m` | `setp.ge.s32 p, index, bound m` (`.u32`: compared unsigned, for a proof whose name says `u32`) | whether the index is at least `m` |
 //! | below `m` (a path's, not a register's) | `@p ret`, or `@p bra $__kargs_exit`, with `p` outside `m`: after it, until a label | the index is below `m` on every path here |
-//! | scaled `S` | `mul.wide.s32 r, index, S` (`S` 1, 2, 4, 8 or 16) | the index times `S` |
+//! | scaled `S` | `mul.wide.s32 r, index, S`, or `.u32` (`S` 1, 2, 4, 8 or 16) | the index times `S` (the index is below 2^31: extended either way, the same) |
 //! | proven | `add.s64 r, pointer of a proof k_m_S, scaled S` (either way round), where below `m` | `[r, r + S)` inside the fence, aligned to `S` |
 //! | proven (fixed) | `ld.param.u64 r, [__kargs_addr_k_rR_aA]`, a fixed proof's hidden parameter (`R` at most [`MIN_FENCE_LEN`]) | `[r, r + R)` inside the fence, aligned to `A` (the launcher gives parameter `k`'s address where its offset plus `R` is inside the fence and a multiple of `A`, the fence's base otherwise) |
 //! | pointer of a ranged proof | `ld.param.u64 r, [__kargs_addr_k_sS_rR]` (`_uS_rR` for an unsigned index; `R` at most [`MIN_FENCE_LEN`]) | the address of parameter `k`'s offset in the fence where `R` bytes from it are inside the fence and it is a multiple of `S`, the fence's base otherwise |
@@ -239,10 +239,11 @@ fn win_of(space: StateSpace) -> Option<Win> {
 }
 
 /// How the fence's own bounds check compares the thread's index with its bound
-/// ([`Fact::Outside`]): the 32-bit index signed, or the 64-bit one signed or not.
+/// ([`Fact::Outside`]): the 32-bit or the 64-bit index, signed or not.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 enum Compare {
     S32,
+    U32,
     S64,
     U64,
 }
@@ -726,7 +727,7 @@ fn check_entry<'m>(
     let valid = |proof: &Proof| {
         let pointer = f.params.get(proof.pointer).filter(|_| proof.pointer < own);
         let bound_ok = match proof.kind {
-            ProofKind::Indexed { bound } => f
+            ProofKind::Indexed { bound, .. } => f
                 .params
                 .get(bound)
                 .filter(|_| bound < own)
@@ -1402,8 +1403,10 @@ impl<'m> Entry<'m> {
                 },
                 _ => None,
             },
-            ("setp", ["ge", "s32"], 3) if pred => match (f(1), f(2)) {
-                (Some(Fact::Index), Some(Fact::Bound(bound))) => Some(Fact::Outside(bound, Compare::S32)),
+            ("setp", ["ge", ty @ ("s32" | "u32")], 3) if pred => match (f(1), f(2)) {
+                (Some(Fact::Index), Some(Fact::Bound(bound))) => {
+                    Some(Fact::Outside(bound, if *ty == "s32" { Compare::S32 } else { Compare::U32 }))
+                }
                 _ => None,
             },
             ("setp", ["ge", ty @ ("s64" | "u64")], 3) if pred => match (f(1), f(2)) {
@@ -1431,12 +1434,17 @@ impl<'m> Entry<'m> {
                 }
                 _ => None,
             },
+            // The index is at least 0 and below 2^31: zero-extended as sign-extended.
+            ("mul", ["wide", "u32"], 3) if wide && f(1) == Some(Fact::Index) => match int(2) {
+                Some(size @ (1 | 2 | 4 | 8 | 16)) => Some(Fact::Scaled(u64::try_from(size).unwrap_or(0))),
+                _ => None,
+            },
             ("add", ["s64"], 3) if wide => match (f(1), f(2)) {
                 (Some(Fact::Pointer(proof)), Some(Fact::Scaled(size)))
                 | (Some(Fact::Scaled(size)), Some(Fact::Pointer(proof)))
                     if proof.size == size
-                        && matches!(proof.kind, ProofKind::Indexed { bound }
-                            if self.below.contains(&(bound, Compare::S32))) =>
+                        && matches!(proof.kind, ProofKind::Indexed { bound, signed }
+                            if self.below.contains(&(bound, if signed { Compare::S32 } else { Compare::U32 }))) =>
                 {
                     Some(Fact::Proven { reach: size, align: size })
                 }

@@ -31,11 +31,13 @@ pub const PROOF_MAX_THREADS_X: u64 = 1 << 31;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum ProofKind {
     /// The kernel's own bounds check `i < n` of the thread's index in the grid (`i = blockIdx.x
-    /// * blockDim.x + threadIdx.x`, a signed `int`), against the entry's 4-byte parameter of
-    /// index `bound`.
+    /// * blockDim.x + threadIdx.x`, an `int` or an `unsigned`), against the entry's 4-byte
+    /// parameter of index `bound`, compared signed (`setp.ge.s32`) or not (`setp.ge.u32`).
     Indexed {
         /// The bound's index among the entry's own parameters.
         bound: usize,
+        /// Whether the check is signed.
+        signed: bool,
     },
     /// The kernel's own bounds check `i < n` of the thread's 64-bit index in the grid (`i =
     /// (size_t)blockIdx.x * blockDim.x + threadIdx.x`, always below 2^63), against the entry's
@@ -66,7 +68,8 @@ pub enum ProofKind {
 /// - **indexed**: each access at `[p + i * size + c]` (`c + width <= size`) after the
 ///   kernel's own bounds check `i < n` of the thread's index in the grid. It holds where `p`'s
 ///   offset in the fence is a multiple of `size` and `n` elements of `size` bytes from it end
-///   inside the fence (nothing to check where `n <= 0`: no thread passes the check), and the
+///   inside the fence (nothing to check where `n` is 0, or below 0 compared signed: no thread
+///   passes the check), and the
 ///   grid has at most [`PROOF_MAX_THREADS_X`] threads in x ([`proof_grid_fits`]). The launcher
 ///   refuses a launch that does not meet it. With a 64-bit index and bound
 ///   ([`ProofKind::Indexed64`]), the same, `n` read as the kernel compares it, and no bound on
@@ -132,7 +135,7 @@ impl fmt::Display for ProofFailure {
             );
         }
         let bound = match kind {
-            ProofKind::Indexed { bound } | ProofKind::Indexed64 { bound, .. } => bound.to_string(),
+            ProofKind::Indexed { bound, .. } | ProofKind::Indexed64 { bound, .. } => bound.to_string(),
             ProofKind::Fixed | ProofKind::Ranged { .. } => "?".to_owned(),
         };
         write!(
@@ -166,7 +169,8 @@ impl HiddenValues {
 
 impl Proof {
     /// The name of the entry's hidden parameter that holds the pointer's address:
-    /// `__kargs_addr_<pointer>_<bound>_<size>` for an indexed proof,
+    /// `__kargs_addr_<pointer>_<bound>_<size>` for an indexed proof (`_u32_<bound>_<size>` where
+    /// its check is unsigned),
     /// `__kargs_addr_<pointer>_s64_<bound>_<size>` (or `_u64_`) for a 64-bit indexed one,
     /// `__kargs_addr_<pointer>_r<size>_a<align>` for a fixed one,
     /// `__kargs_addr_<pointer>_s<size>_r<reach>` (signed) or `_u<size>_r<reach>` for a ranged
@@ -174,7 +178,12 @@ impl Proof {
     pub fn param_name(&self) -> String {
         let Proof { pointer, size, align, .. } = *self;
         match self.kind {
-            ProofKind::Indexed { bound } => format!("{PROOF_PARAM_PREFIX}{pointer}_{bound}_{size}"),
+            ProofKind::Indexed { bound, signed: true } => {
+                format!("{PROOF_PARAM_PREFIX}{pointer}_{bound}_{size}")
+            }
+            ProofKind::Indexed { bound, signed: false } => {
+                format!("{PROOF_PARAM_PREFIX}{pointer}_u32_{bound}_{size}")
+            }
             ProofKind::Indexed64 { bound, signed } => {
                 format!("{PROOF_PARAM_PREFIX}{pointer}_{}64_{bound}_{size}", if signed { 's' } else { 'u' })
             }
@@ -215,6 +224,11 @@ impl Proof {
                 let kind = ProofKind::Indexed64 { bound: number(bound)?, signed: *check == "s64" };
                 Proof { pointer: number(pointer)?, kind, size, align: size }
             }
+            [pointer, "u32", bound, size] => {
+                let size = width(size.parse().ok()?)?;
+                let kind = ProofKind::Indexed { bound: number(bound)?, signed: false };
+                Proof { pointer: number(pointer)?, kind, size, align: size }
+            }
             [pointer, ranged, reach] if ranged.starts_with(['s', 'u']) => {
                 let (sign, size) = ranged.split_at_checked(1)?;
                 let size = width(size.parse().ok()?)?;
@@ -226,7 +240,7 @@ impl Proof {
                 let size = width(size.parse().ok()?)?;
                 Proof {
                     pointer: number(pointer)?,
-                    kind: ProofKind::Indexed { bound: number(bound)? },
+                    kind: ProofKind::Indexed { bound: number(bound)?, signed: true },
                     size,
                     align: size,
                 }
@@ -263,9 +277,13 @@ impl Proof {
             ProofKind::Indexed { .. } | ProofKind::Indexed64 { .. } => {
                 // The bound as the kernel compares it; 0 or less: no thread passes its check.
                 let count = match self.kind {
-                    ProofKind::Indexed { bound } => {
+                    ProofKind::Indexed { bound, signed: true } => {
                         let [a, b, c, d, ..] = param(bound);
                         u64::try_from(i32::from_ne_bytes([a, b, c, d])).unwrap_or(0)
+                    }
+                    ProofKind::Indexed { bound, signed: false } => {
+                        let [a, b, c, d, ..] = param(bound);
+                        u64::from(u32::from_ne_bytes([a, b, c, d]))
                     }
                     ProofKind::Indexed64 { bound, signed: true } => {
                         u64::try_from(i64::from_ne_bytes(param(bound))).unwrap_or(0)

@@ -22,6 +22,8 @@
 //! ld.global.f32       %f1, [%rd4]            // [P + I * S + c], c + width <= S
 //! ```
 //!
+//! With `unsigned` (`setp.ge.u32`, `mul.wide.u32`: the index is below 2^31, so it extends the
+//! same either way) the proof says the bound is compared unsigned, and the launcher reads it so.
 //! The same with the 64-bit index (`(size_t)blockIdx.x * blockDim.x + threadIdx.x`:
 //! `mul.wide.u32` of `%ctaid.x` and `%ntid.x`, plus `%tid.x` widened) checked against an
 //! 8-byte parameter (`setp.ge.s64` or `.u64`) and scaled by `shl.b64`, is a 64-bit indexed
@@ -179,6 +181,7 @@ pub(super) enum SharedHi {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub(super) enum Check {
     S32,
+    U32,
     S64,
     U64,
 }
@@ -187,7 +190,8 @@ impl Check {
     /// The proof kind of a check of bound `bound`.
     fn kind(self, bound: usize) -> ProofKind {
         match self {
-            Check::S32 => ProofKind::Indexed { bound },
+            Check::S32 => ProofKind::Indexed { bound, signed: true },
+            Check::U32 => ProofKind::Indexed { bound, signed: false },
             Check::S64 => ProofKind::Indexed64 { bound, signed: true },
             Check::U64 => ProofKind::Indexed64 { bound, signed: false },
         }
@@ -195,13 +199,14 @@ impl Check {
 
     /// Whether the index is the 64-bit one.
     pub(super) fn wide(self) -> bool {
-        self != Check::S32
+        matches!(self, Check::S64 | Check::U64)
     }
 
     /// The check `setp.ge` (or `.lt`) makes: `s32`, `s64` or `u64`.
     pub(super) fn ty(self) -> &'static str {
         match self {
             Check::S32 => "s32",
+            Check::U32 => "u32",
             Check::S64 => "s64",
             Check::U64 => "u64",
         }
@@ -214,7 +219,7 @@ impl Proven {
         self.proofs
             .iter()
             .filter_map(|p| match p.kind {
-                ProofKind::Indexed { bound } => Some((bound, false)),
+                ProofKind::Indexed { bound, .. } => Some((bound, false)),
                 ProofKind::Indexed64 { bound, .. } => Some((bound, true)),
                 ProofKind::Fixed | ProofKind::Ranged { .. } => None,
             })
@@ -830,21 +835,28 @@ pub(super) fn find(
                 }
                 _ => None,
             },
-            ("mul", ["wide", "u32"]) => {
-                let factors = [value(1), value(2)];
-                (factors.contains(&Some(Value::Ctaid)) && factors.contains(&Some(Value::Ntid)))
-                    .then_some(Value::Grid64)
-            }
+            ("mul", ["wide", "u32"]) => match (value(1), int(2)) {
+                // The index is below 2^31: zero-extended as sign-extended.
+                (Some(Value::Index), Some(s @ (1 | 2 | 4 | 8 | 16))) => Some(Value::Scaled(s)),
+                _ => {
+                    let factors = [value(1), value(2)];
+                    (factors.contains(&Some(Value::Ctaid)) && factors.contains(&Some(Value::Ntid)))
+                        .then_some(Value::Grid64)
+                }
+            },
             ("cvt", ["u64", "u32"]) => (value(1) == Some(Value::Tid)).then_some(Value::Tid64),
             ("shl", ["b64"]) => match (value(1), int(2)) {
                 (Some(Value::Index64), Some(k @ 0..=4)) => Some(Value::Scaled64(1 << k)),
                 _ => None,
             },
-            ("setp", [op @ ("ge" | "lt"), ty @ ("s32" | "s64" | "u64")]) => {
+            ("setp", [op @ ("ge" | "lt"), ty @ ("s32" | "u32" | "s64" | "u64")]) => {
                 let flipped = *op == "lt";
                 match (value(1), value(2), *ty) {
                     (Some(Value::Index), Some(Value::Bound(n)), "s32") => {
                         Some(Value::AtLeast(n, Check::S32, flipped))
+                    }
+                    (Some(Value::Index), Some(Value::Bound(n)), "u32") => {
+                        Some(Value::AtLeast(n, Check::U32, flipped))
                     }
                     (Some(Value::Index64), Some(Value::Pointer(n)), "s64") => {
                         Some(Value::AtLeast(n, Check::S64, flipped))

@@ -97,7 +97,7 @@ use kernel_args_ptx::{
 };
 
 use super::isa::{self, Access, Class, Space};
-use super::prove::SharedHi;
+use super::prove::{Check, SharedHi};
 use super::{
     FENCE_PARAMS, FLAG_BUDGET, FLAG_REACHED_OUT, FLAG_TRAPPED, FenceError, FenceRefusal, MIN_FENCE_LEN,
     ProofKind, WINDOW_ALIGN,
@@ -1924,7 +1924,7 @@ impl Context<'_> {
                 } else {
                     out.push(op(
                         "mul",
-                        &["wide", "s32"],
+                        &["wide", if check == Check::U32 { "u32" } else { "s32" }],
                         vec![reg(&product), reg(index), imm(i128::from(size))],
                     ));
                 }

@@ -1877,8 +1877,10 @@ fn proven_body(accesses: &str) -> String {
 /// Global accesses `[p + i * 4]` after the kernel's own `i < n`, with `i` the thread's signed
 /// index in the grid, are proven: unclamped, each through the pointer's hidden address plus the
 /// fence's own index times 4, after the fence's own check; the kernel's index is the fence's.
-/// Where any part of the pattern differs (an unsigned compare, a register written twice, a
-/// label between the check and the access, an offset past the element), the access is clamped.
+/// An unsigned compare (`unsigned n`) or product (`unsigned i`) is proven too, the proof saying
+/// how the bound is compared. Where any other part of the pattern differs (a register written
+/// twice, a label between the check and the access, an offset past the element), the access is
+/// not proven by the check (a ranged proof confines it).
 #[test]
 fn a_bounds_check_of_the_kernels_proves_its_accesses() {
     let body =
@@ -1887,7 +1889,7 @@ fn a_bounds_check_of_the_kernels_proves_its_accesses() {
     assert_eq!((module.accesses(), module.proven()), (0, 2));
     assert_eq!(
         module.proofs("k"),
-        [Proof { pointer: 0, kind: ProofKind::Indexed { bound: 1 }, size: 4, align: 4 }]
+        [Proof { pointer: 0, kind: ProofKind::Indexed { bound: 1, signed: true }, size: 4, align: 4 }]
     );
     assert_eq!(proofs_in(module.ptx(), "k"), module.proofs("k"));
     assert_eq!(proofs_in(module.aligned_ptx(), "k"), module.proofs("k"));
@@ -1912,9 +1914,22 @@ fn a_bounds_check_of_the_kernels_proves_its_accesses() {
 
     // Not the pattern: no indexed proof, and the fence confines the kernel's own index instead
     // (a ranged proof's, `ranged_proofs_confine_the_kernels_index`).
+    // Compared unsigned (`unsigned n`), the proof says so; extended unsigned (`unsigned i`), the
+    // same product (the index is below 2^31).
+    let indexed =
+        |signed| Proof { pointer: 0, kind: ProofKind::Indexed { bound: 1, signed }, size: 4, align: 4 };
+    for (what, text, signed) in [
+        ("an unsigned compare", body.replace("setp.ge.s32", "setp.ge.u32"), false),
+        ("an unsigned product", body.replace("mul.wide.s32", "mul.wide.u32"), true),
+        ("both", body.replace("setp.ge.s32", "setp.ge.u32").replace("mul.wide.s32", "mul.wide.u32"), false),
+    ] {
+        assert_ne!(text, body, "{what}: the edit applies");
+        let module = fenced(&text);
+        assert_eq!((module.accesses(), module.proven()), (0, 2), "{what}");
+        assert_eq!(module.proofs("k"), [indexed(signed)], "{what}");
+        assert_eq!(proofs_in(module.aligned_ptx(), "k"), module.proofs("k"), "{what}");
+    }
     let unproven = [
-        ("an unsigned compare", body.replace("setp.ge.s32", "setp.ge.u32")),
-        ("an unsigned product", body.replace("mul.wide.s32", "mul.wide.u32")),
         (
             "the index written twice",
             body.replace("\tcvta.to.global", "\tadd.s32 %r1, %r1, 1;\n\tcvta.to.global"),
@@ -1948,7 +1963,8 @@ fn a_bounds_check_of_the_kernels_proves_its_accesses() {
 /// fence's base; and the grid's threads in x.
 #[test]
 fn a_proofs_condition_is_checked_at_each_launch() {
-    let indexed = Proof { pointer: 0, kind: ProofKind::Indexed { bound: 1 }, size: 4, align: 4 };
+    let indexed =
+        Proof { pointer: 0, kind: ProofKind::Indexed { bound: 1, signed: true }, size: 4, align: 4 };
     let fixed = Proof { pointer: 2, kind: ProofKind::Fixed, size: 12, align: 4 };
     assert_eq!(indexed.param_name(), "__kargs_addr_0_1_4");
     assert_eq!(fixed.param_name(), "__kargs_addr_2_r12_a4");
@@ -2078,9 +2094,9 @@ fn the_checker_finds_a_proof_a_rewriter_could_get_wrong() {
                 FindingKind::Unproven,
             ),
             (
-                "an unsigned check",
+                "an unsigned check of a signed proof",
                 text.replace("setp.ge.s32\t%__kargs_ig1s32", "setp.ge.u32\t%__kargs_ig1s32"),
-                FindingKind::FenceRegister,
+                FindingKind::Unproven,
             ),
             (
                 "the product of the kernel's index",
@@ -2169,6 +2185,44 @@ fn the_checker_finds_a_proof_a_rewriter_could_get_wrong() {
             assert_eq!(check(&broken).map(|_| ()).map_err(|f| f.kind), Err(kind), "{what}");
         }
     }
+}
+
+/// Rewritten modules with an unsigned indexed proof (`unsigned i`, `unsigned n`) broken on
+/// purpose: the check and the proof must agree on how the bound is compared (the launcher reads
+/// the bound as the proof's name says), each disagreement a finding.
+#[test]
+fn the_checker_finds_an_unsigned_proof_a_rewriter_could_get_wrong() {
+    let body = proven_body("\tld.global.f32 %f1, [%rd4];\n\tst.global.f32 [%rd4], %f1;\n")
+        .replace("setp.ge.s32", "setp.ge.u32")
+        .replace("mul.wide.s32", "mul.wide.u32");
+    let module = fenced(&body);
+    let proof = Proof { pointer: 0, kind: ProofKind::Indexed { bound: 1, signed: false }, size: 4, align: 4 };
+    assert_eq!(module.proofs("k"), [proof]);
+    for text in [module.ptx().to_owned(), module.aligned_ptx().to_owned()] {
+        let report = check(&text).unwrap();
+        assert_eq!((report.clamped, report.proven), (0, 2));
+        let check_line = "setp.ge.u32\t%__kargs_ig1u32, %__kargs_ix, %__kargs_im1;";
+        assert!(text.contains(check_line), "{text}");
+        for (what, broken) in [
+            (
+                "the check made signed",
+                text.replace(check_line, &check_line.replace("setp.ge.u32", "setp.ge.s32")),
+            ),
+            ("the proof named signed", text.replace("__kargs_addr_0_u32_1_4", "__kargs_addr_0_1_4")),
+            ("the fence's own check left out", text.replace("\t@%__kargs_ig1u32 ret;\n", "")),
+        ] {
+            assert_ne!(broken, text, "{what}: the edit applies");
+            assert_eq!(check(&broken).map(|_| ()).map_err(|f| f.kind), Err(FindingKind::Unproven), "{what}");
+        }
+    }
+    // The launcher reads the bound unsigned: a count past `i32::MAX` is one.
+    let values = |count: u32| {
+        proof.hidden_values(1 << 20, 4096, |i| if i == 1 { u64::from(count).to_ne_bytes() } else { [0; 8] })
+    };
+    assert_eq!(values(1024).map(|v| v.address), Ok(1 << 20));
+    assert_eq!(values(1025).unwrap_err().count, 1025);
+    assert_eq!(values(u32::MAX).unwrap_err().count, u64::from(u32::MAX), "not read as -1");
+    assert_eq!(values(0).map(|v| v.address), Ok(1 << 20), "no thread passes");
 }
 
 /// A fixed proof reaching past the shortest fence is not made (the fence's base, where a launch
