@@ -63,6 +63,9 @@ fuzz_target!(|data: &[u8]| {
     let report = check(aligned).expect("the aligned form passes the checker");
     assert_eq!(report.clamped, fenced.accesses());
     assert_eq!(report.proven, fenced.proven());
+    // What the launcher gives is at least what the checker's proofs rest on.
+    assert_eq!(report.fragment_base, fenced.base_align() == 32);
+    assert!(report.fence_min_len <= fenced.fence_min_len());
     // On the emulated driver: what the checker accepted stays inside its fence, in both forms
     // (the aligned form on a fence it is not made for too: it is inside on any fence).
     let fence = FENCE.max(usize::try_from(fenced.fence_min_len()).expect("at most 64 KiB"));

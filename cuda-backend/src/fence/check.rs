@@ -211,6 +211,11 @@ pub struct CheckReport {
     /// long (0 where it computes none). The launcher gives at least
     /// [`FencedModule::fence_min_len`](super::FencedModule::fence_min_len).
     pub fence_min_len: u64,
+    /// Whether a proof rests on the fence's base being aligned to
+    /// [`FRAGMENT_BASE_ALIGN`](super::FRAGMENT_BASE_ALIGN) (a `wmma` fragment in the fence,
+    /// aligned to 32 from it), which the launcher gives a module whose
+    /// [`FencedModule::base_align`](super::FencedModule::base_align) says so.
+    pub fragment_base: bool,
 }
 
 const PREFIX: &str = "__kargs_";
@@ -1942,6 +1947,9 @@ impl<'m> Entry<'m> {
         if !proven {
             return Err(finding(i, FindingKind::Unproven));
         }
+        // A fragment in the fence (global, or a generic one's global side) is aligned to 32
+        // from the fence's base; one in a shared window rests on its variables' alignment.
+        report.fragment_base |= win == Win::Global;
         report.clamped = report.clamped.saturating_add(1);
         Ok(())
     }

@@ -356,7 +356,8 @@ impl FencedModule {
     }
 
     /// The alignment the fence's base needs: 16 bytes, or [`FRAGMENT_BASE_ALIGN`] where an
-    /// entry loads or stores a `wmma` fragment in global memory or through a generic address,
+    /// entry loads or stores a `wmma` fragment in global memory or through a generic address
+    /// (the checker reports that its proof of one rests on it: [`CheckReport::fragment_base`]),
     /// whose address the fence clamps to a multiple of 32 from the base (a GPU faults on a fragment that is not aligned to 32). The launcher
     /// refuses a direct-mode launch whose guest memory is aligned to less; a staged launch's
     /// arena is aligned to 256.
@@ -653,6 +654,7 @@ fn rewritten_and_checked(
         || report.by_declaration != rewritten.static_accesses
         || report.counted != rewritten.counted
         || report.leaving != rewritten.leaving
+        || report.fragment_base != (rewritten.fragments > 0)
     {
         return Err(unchecked(CheckFinding {
             line: 0,
