@@ -68,6 +68,17 @@ pub(super) fn for_each_instruction(block: &Block, f: &mut dyn FnMut(&Instruction
     }
 }
 
+/// The names of the `.local` variables `body` declares at its top level (nvcc's frame).
+pub(super) fn local_variables(body: &Block) -> Vec<String> {
+    body.statements
+        .iter()
+        .filter_map(|s| match s {
+            Statement::Variable(v) if v.space == kernel_args_ptx::StateSpace::Local => Some(v.name.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
 /// The registers an instruction writes, where its operand 0 is a destination: a register, a
 /// vector of them or a pair (`%p|%q`). An address (a store's) is not.
 pub(super) fn defines(i: &Instruction) -> Vec<&str> {

@@ -447,14 +447,7 @@ fn table_registers(instructions: &[Instruction], tables: &BTreeSet<String>) -> O
 /// documentation): how many.
 fn name_frame_accesses(body: &mut Block) -> usize {
     // The body's own `.local` variables (nvcc's frame), declared at its top level.
-    let locals: BTreeSet<String> = body
-        .statements
-        .iter()
-        .filter_map(|s| match s {
-            Statement::Variable(v) if v.space == StateSpace::Local => Some(v.name.clone()),
-            _ => None,
-        })
-        .collect();
+    let locals: BTreeSet<String> = super::body::local_variables(body).into_iter().collect();
     if locals.is_empty() {
         return 0;
     }

@@ -41,7 +41,9 @@ use kernel_args_ptx::{
     Operand, OperandKind, Register, RegisterDecl, RegisterName, Span, StateSpace, Statement, Type, Variable,
 };
 
-use super::body::{defines, for_each_instruction, is_move, remove_dead, retain_instructions};
+use super::body::{
+    defines, for_each_instruction, is_move, local_variables, remove_dead, retain_instructions,
+};
 
 /// The bytes of records a launch's print buffer holds, after its header.
 pub const PRINT_BUFFER_BYTES: u32 = 16 * 1024;
@@ -691,15 +693,7 @@ fn frame_address(i: &Instruction) -> bool {
 /// (every instruction that names it is a `.local` store into it by name), and the variable: a
 /// thread's memory no one reads.
 fn remove_unread_locals(body: &mut Block) {
-    let locals: Vec<String> = body
-        .statements
-        .iter()
-        .filter_map(|s| match s {
-            Statement::Variable(v) if v.space == StateSpace::Local => Some(v.name.clone()),
-            _ => None,
-        })
-        .collect();
-    for local in locals {
+    for local in local_variables(body) {
         let store = |i: &Instruction| {
             i.opcode == "st"
                 && i.has("local")
