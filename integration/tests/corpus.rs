@@ -331,7 +331,7 @@ const EXECUTED: &[(&str, u64, u64)] = &[
     ("add_bias_2d", 25_032, 44_624),
     ("wmma_gemm_16", 1728, 3712),
     ("wmma_gemm_shared", 60_288, 109_056),
-    ("wmma_tile_either", 3008, 7008),
+    ("wmma_tile_either", 3008, 8928),
     ("async_reverse", 8448, 17_152),
     ("popcount_bytes", 7424, 17_664),
     ("weighted_window", 1958, 5263),

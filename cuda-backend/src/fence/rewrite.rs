@@ -750,8 +750,8 @@ impl<'m> EntryRewriter<'m> {
         let mut back_edges: Vec<(usize, usize, bool)> = Vec::new();
         let mut counter = 0usize;
         let constants = constants(&flat);
-        // Global fragments whose stride is a constant that fits the shortest fence: by
-        // instruction index, the stride and the fragment's reach.
+        // Global fragments whose stride is a constant and whose reach is at most `MAX_REACH`:
+        // by instruction index, the stride and the fragment's reach.
         let mut fixed_strides: BTreeMap<usize, (u64, u64)> = BTreeMap::new();
         for item in &flat.items {
             if let FlatItem::Label(l) = item {
@@ -793,8 +793,10 @@ impl<'m> EntryRewriter<'m> {
                     } else {
                         Window::Global
                     };
+                    // Of the global space only: a generic fragment may be in the shared window,
+                    // whose clamp the bounded stride chooses with the address.
                     let fixed = fixed_stride(instruction, fragment, registers, &constants)
-                        .filter(|(_, reach)| window == Window::Global && *reach <= super::MAX_REACH);
+                        .filter(|(_, reach)| fragment.space == Space::Global && *reach <= super::MAX_REACH);
                     if let Some(fixed) = fixed {
                         fixed_strides.insert(counter, fixed);
                     }
@@ -2397,32 +2399,49 @@ impl Context<'_> {
         };
         let guard = instruction.guard.as_ref();
         let address = names::ADDRESS[0];
-        if let Some(&(fixed, reach)) = self.fixed_strides.get(&index) {
-            // A constant stride whose whole fragment fits the shortest fence: one clamp of its
-            // reach, as an access's, and the stride written as the constant it is.
-            let offset = self.offset(Window::Global, &effective, out);
-            self.clamp_offset_to(&offset, &Window::Global.limit(reach), isa::FRAGMENT_ALIGN, out);
-            self.join(Window::Global, address, out);
-            self.note(names::U, names::K, guard, out);
-            let mut rewritten = instruction.clone();
-            if let Some(operand) = rewritten.operands.get_mut(f.operand) {
-                *operand = at(address);
+        let chosen = match self.fixed_strides.get(&index) {
+            // A constant stride: one clamp of the whole fragment's reach, as an access's, and
+            // the stride written as the constant it is.
+            Some(&(fixed, reach)) => {
+                let offset = self.offset(Window::Global, &effective, out);
+                self.clamp_offset_to(&offset, &Window::Global.limit(reach), isa::FRAGMENT_ALIGN, out);
+                self.join(Window::Global, address, out);
+                self.note(names::U, names::K, guard, out);
+                imm(i128::from(fixed))
             }
-            match f.stride.and_then(|i| rewritten.operands.get_mut(i)) {
-                Some(operand) => *operand = imm(i128::from(fixed)),
-                None => rewritten.operands.push(imm(i128::from(fixed))),
-            }
-            out.push(Statement::Instruction(rewritten));
-            return Ok(());
+            None => reg(self.bounded_fragment(f, &effective, &stride, guard, out)),
+        };
+        let mut rewritten = instruction.clone();
+        if let Some(operand) = rewritten.operands.get_mut(f.operand) {
+            *operand = at(address);
         }
+        match f.stride.and_then(|i| rewritten.operands.get_mut(i)) {
+            Some(operand) => *operand = chosen,
+            None => rewritten.operands.push(chosen),
+        }
+        out.push(Statement::Instruction(rewritten));
+        Ok(())
+    }
+
+    /// [`fragment`](Self::fragment)'s clamp of a fragment whose stride it bounds, into
+    /// `%__kargs_a0`: the register that holds the stride to use.
+    fn bounded_fragment(
+        &self,
+        f: &isa::Fragment,
+        effective: &str,
+        stride: &Operand,
+        guard: Option<&Guard>,
+        out: &mut Vec<Statement>,
+    ) -> &'static str {
+        let address = names::ADDRESS[0];
         let first = if f.space == Space::Shared { Window::Shared } else { Window::Global };
-        self.fragment_chain(f, first, &effective, &stride, (address, names::STRIDE), None, out);
+        self.fragment_chain(f, first, effective, stride, (address, names::STRIDE), None, out);
         let chosen = if matches!(f.space, Space::Generic { .. }) && self.shared_window {
             let ps = Guard { span: Span::default(), negated: false, register: names::PS.to_owned() };
-            out.push(op("isspacep", &["shared"], vec![reg(names::PS), reg(&effective)]));
-            out.push(op("cvta", &["to", "shared", "u64"], vec![reg(names::X), reg(&effective)]));
+            out.push(op("isspacep", &["shared"], vec![reg(names::PS), reg(effective)]));
+            out.push(op("cvta", &["to", "shared", "u64"], vec![reg(names::X), reg(effective)]));
             let shared = (names::X, names::STRIDE_SHARED);
-            self.fragment_chain(f, Window::Shared, names::X, &stride, shared, Some(&ps), out);
+            self.fragment_chain(f, Window::Shared, names::X, stride, shared, Some(&ps), out);
             out.push(op("cvta", &["shared", "u64"], vec![reg(names::X), reg(names::X)]));
             out.push(op("selp", &["b64"], vec![reg(address), reg(names::X), reg(address), reg(names::PS)]));
             let strides = vec![
@@ -2439,16 +2458,7 @@ impl Context<'_> {
         if self.notes() {
             out.push(record(guard));
         }
-        let mut rewritten = instruction.clone();
-        if let Some(operand) = rewritten.operands.get_mut(f.operand) {
-            *operand = at(address);
-        }
-        match f.stride.and_then(|i| rewritten.operands.get_mut(i)) {
-            Some(operand) => *operand = reg(chosen),
-            None => rewritten.operands.push(reg(chosen)),
-        }
-        out.push(Statement::Instruction(rewritten));
-        Ok(())
+        chosen
     }
 
     /// One window's chain of [`fragment`](Self::fragment): `effective`'s fragment clamped into

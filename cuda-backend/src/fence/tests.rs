@@ -1450,8 +1450,8 @@ fn a_printf_becomes_a_record_in_the_print_buffer() {
     assert!(text.iter().any(|l| l == "ld.u32 %_kpf0_w, [%__kargs_a0];"), "read through the register");
 }
 
-/// A fragment whose stride is a constant (a register the kernel writes once, with a `mov` of a
-/// multiple of 16 bytes' worth) is clamped as one access of its whole reach at that stride, the
+/// A global fragment whose stride is a constant (a register the kernel writes once, with a `mov`
+/// of a multiple of 16 bytes' worth) is clamped as one access of its whole reach at that stride, the
 /// stride written as the constant: no runtime bound, so ptxas folds the stride into the lines'
 /// offsets as it does unfenced. The module then needs a fence that long, which the checker
 /// reports; it proves nothing less, in either form.
@@ -1499,6 +1499,15 @@ fn a_fragment_of_a_constant_stride_is_clamped_as_one_access() {
     assert!(text.iter().any(|l| l.ends_with("[%__kargs_a0], %__kargs_ws;")), "{text:#?}");
     assert!(text.iter().any(|l| l.ends_with(", 12;") && l.starts_with("wmma.store")), "{text:#?}");
     assert_eq!(twelve.fence_min_len(), 784);
+    // A generic fragment keeps the bounded stride, which is chosen with its address where the
+    // entry has shared memory the address may be in.
+    let generic =
+        "\tmov.u32 %r3, 16;\n\twmma.load.a.sync.aligned.row.m16n16k16.f16 {%r1, %r2}, [%rd1], %r3;\n";
+    let either = fenced(&format!("\t.shared .align 16 .b8 tile[512];\n{generic}"));
+    let text = lines(&either);
+    assert!(text.iter().any(|l| l == "isspacep.shared %__kargs_ps, %rd1;"), "{text:#?}");
+    assert!(text.iter().any(|l| l.ends_with("[%__kargs_a0], %__kargs_wf;")), "{text:#?}");
+    assert!(lines(&fenced(generic)).iter().any(|l| l.ends_with("[%__kargs_a0], %__kargs_ws;")));
     // A module without a fragment needs only the shortest fence.
     assert_eq!(fenced("\tld.global.u32 %r1, [%rd1];\n").fence_min_len(), MIN_FENCE_LEN);
     for (form, text) in [("clamped", module.ptx()), ("aligned", module.aligned_ptx())] {
