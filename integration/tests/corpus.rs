@@ -303,7 +303,7 @@ fn case_like(case: &Case) -> Case {
 /// executed PTX instructions, unfenced and fenced.
 const EXECUTED: &[(&str, u64, u64)] = &[
     ("vector_add", 8932, 18_288),
-    ("saxpy_grid_stride", 11_920, 31_584),
+    ("saxpy_grid_stride", 11_920, 23_352),
     ("scale_float4", 2508, 4844),
     ("relu_inplace", 8632, 19_288),
     ("fill_u8", 3522, 7900),
@@ -315,11 +315,11 @@ const EXECUTED: &[(&str, u64, u64)] = &[
     ("embedding_forward", 4944, 9168),
     ("bincount", 5684, 11_715),
     ("block_reduce_sum", 98_108, 171_556),
-    ("warp_reduce_atomic", 18_280, 31_680),
+    ("warp_reduce_atomic", 18_280, 32_472),
     ("count_positive_ballot", 5370, 10_728),
     ("any_nan", 2807, 5411),
     ("histogram_shared", 57_648, 137_392),
-    ("dot_product", 20_316, 35_420),
+    ("dot_product", 20_316, 33_956),
     ("max_int_atomic", 3760, 8232),
     ("clamp_to_int16", 2280, 4972),
     ("minmax_pairs", 1290, 3002),

@@ -12,7 +12,10 @@
 //!    (`%__kargs_*`), which only the fence's instruction forms below may write; every other
 //!    instruction may name them only as an address it reads. A fact dies when its register is
 //!    written (a guarded write kills it too) and at every label (another path joins there), so
-//!    a fact at an instruction holds on every path that reaches it.
+//!    a fact at an instruction holds on every path that reaches it. One exception, a loop's
+//!    head: a grid-stride loop's index (`within`, below) and the bounds below stay past a label
+//!    that no earlier branch names, and every later branch to it must keep them (`back edge`,
+//!    below), so they hold on every path there too.
 //! 3. **The windows are computed once, before anything else.** Window facts come only from the
 //!    entry's leading run of the fence's instructions (straight-line, before any label, branch
 //!    or instruction of the kernel's), and no later instruction may write their registers.
@@ -53,6 +56,12 @@
 //! | below `m` (a path's, not a register's) | `@p ret`, or `@p bra $__kargs_exit`, with `p` outside `m`: after it, until a label | the index is below `m` on every path here |
 //! | scaled `S` | `mul.wide.s32 r, index, S`, or `.u32` (`S` 1, 2, 4, 8 or 16) | the index times `S` (the index is below 2^31: extended either way, the same) |
 //! | proven | `add.s64 r, pointer of a proof k_m_S, scaled S` (either way round), where below `m` | `[r, r + S)` inside the fence, aligned to `S` |
+//! | within `m` | `mov.u32 r, index`, where below the 32-bit bounds `m` (a set); kept at a loop's head (above) | in `[0, m)` for each `m` |
+//! | walked | `add.s32 r, within or walked, x`, `x` a kernel's register or a constant | a value of the kernel's: nothing of the host's in it |
+//! | continue `m` | `setp.lt.u32 p, r, bound m`, where below `m` (so `m` is positive as its proof compares it) | whether `r`, unsigned, is in `[0, m)` (dies when `r` is written) |
+//! | back edge | a branch to a loop's head that kept `within {m}` in `r`: `@p bra L` with `p` continue `m` of `r` (or the leaving form's `@%__kargs_go bra L`, counted under such a `p`), every bound the head kept still below | (a rule, not a fact: a finding where it fails) |
+//! | within scaled | `mul.wide.u32 r, within m, S`; `.s32` where every `m` is compared `s32` (the value is then below 2^31) | the value times `S`, exact |
+//! | proven (walk) | `add.s64 r, pointer of a proof k_m_S, within-scaled S of a set holding m` (either way round) | `[r, r + S)` inside the fence, aligned to `S` |
 //! | proven (fixed) | `ld.param.u64 r, [__kargs_addr_k_rR_aA]`, a fixed proof's hidden parameter (`R` at most [`MIN_FENCE_LEN`]) | `[r, r + R)` inside the fence, aligned to `A` (the launcher gives parameter `k`'s address where its offset plus `R` is inside the fence and a multiple of `A`, the fence's base otherwise) |
 //! | pointer of a ranged proof | `ld.param.u64 r, [__kargs_addr_k_sS_rR]` (`_uS_rR` for an unsigned index; `R` at most [`MIN_FENCE_LEN`]) | the address of parameter `k`'s offset in the fence where `R` bytes from it are inside the fence and it is a multiple of `S`, the fence's base otherwise |
 //! | highest index | `ld.param.u32 r, [__kargs_range_k_sS_rR]`, the proof's range parameter | `hi`: `p + hi * S + R` is at most the fence's end, `p` the pointer's address (at most `i32::MAX` for `sS`) |
@@ -86,9 +95,11 @@
 //! `cvt.u64.u32` is the address the 64-bit form of the space names.
 //!
 //! A kernel's instruction may read a fence register only as an address, a mask or a stride, and
-//! `mov.u32` may copy the index into a register of the kernel's (a value the kernel computes
-//! itself: the rewriter makes the kernel's own computation of it such a copy, so that ptxas
-//! sees one index and one bounds check).
+//! `mov.u32` may copy the index, a special register, or a grid-stride loop's index (within or
+//! walked) into a register of the kernel's: values the kernel computes itself (the rewriter
+//! makes the kernel's own computations of them such copies, so that ptxas sees one index, one
+//! read of each special register and one bounds check). Nothing of the host's (the fence's
+//! base, its length, a proof's pointer) reaches a register of the kernel's.
 //!
 //! An access of `w` bytes in the global, shared, local or constant space needs `[r + K]` with
 //! `r` inside that window (a global one may have `r` proven instead), `K + w` at most its reach, `K` a multiple of `w` and `w` at most its
@@ -157,6 +168,9 @@ pub enum FindingKind {
     /// registers outside its forms, a branch after the budget's exit, or a branch that leaves
     /// its loop on a spent budget without setting the budget's byte after it.
     Uncounted,
+    /// A branch to a loop's head that does not keep what the head assumed: a grid-stride loop's
+    /// index below its bound (the module documentation's `back edge`).
+    LoopHead,
 }
 
 impl fmt::Display for FindingKind {
@@ -172,6 +186,9 @@ impl fmt::Display for FindingKind {
             FindingKind::Barrier => f.write_str("a barrier that is not a constant"),
             FindingKind::Exit => f.write_str("an exit that skips the fence's flag"),
             FindingKind::Uncounted => f.write_str("a backward branch not counted against the budget"),
+            FindingKind::LoopHead => {
+                f.write_str("a branch to a loop's head that does not keep its index below its bound")
+            }
         }
     }
 }
@@ -330,6 +347,25 @@ enum Fact {
     Index,
     /// The value of the entry's own 4-byte parameter of this index.
     Bound(usize),
+    /// A grid-stride loop's index, the fence's copy: a 32-bit value in `[0, m)` for each bound
+    /// `m` of the set, compared so (made from the index below them; kept at a loop's head
+    /// whose every branch back tests it: see [`Entry::heads`]).
+    Within(BTreeSet<(usize, Compare)>),
+    /// That stepped by the kernel (`add.s32` of it and a register of the kernel's or a
+    /// constant): a value of the kernel's own, nothing of the host's in it.
+    Walked,
+    /// That times a size, extended signed (every bound compared `s32`: the value is below
+    /// 2^31) or not: exact in 64 bits.
+    WithinScaled {
+        bounds: BTreeSet<(usize, Compare)>,
+        size: u64,
+    },
+    /// A predicate: register `of`, unsigned, is below the bound `m` of this parameter index,
+    /// where `m` is positive (a value was below it on this path) as the comparison reads it.
+    Continue {
+        of: String,
+        bound: (usize, Compare),
+    },
     /// A proof's pointer's address, from its hidden parameter.
     Pointer(Proof),
     /// A predicate: the index is at least the bound of this parameter index, compared so.
@@ -499,6 +535,7 @@ impl Fact {
                 pred == name || shared.stride == name || global.stride == name
             }
             Fact::Chosen { pred, shared, global } => pred == name || shared == name || global == name,
+            Fact::Continue { of, .. } => of == name,
             _ => false,
         }
     }
@@ -580,7 +617,19 @@ struct Entry<'m> {
     noted: bool,
     /// The budget's count: what is known of the backward branches.
     budget: Budget,
+    /// The loops' heads passed with a grid-stride loop's index ([`Fact::Within`]) at their
+    /// fall-through, which no earlier branch reaches: each such register and its fact, and the
+    /// bounds the index was below there, all kept past the label. Every later branch to the
+    /// label must keep them: it is guarded by the register's [`Fact::Continue`] test of the one
+    /// bound of its set, with those bounds still below.
+    heads: HashMap<String, Head>,
+    /// The labels a branch passed so far names.
+    branched: BTreeSet<String>,
 }
+
+/// What a loop's head kept ([`Entry::heads`]): each grid-stride loop index's register and
+/// bounds, and the bounds the thread's index was below.
+type Head = (Vec<(String, BTreeSet<(usize, Compare)>)>, BTreeSet<(usize, Compare)>);
 
 /// The registers and label of the budget's count (see [`Budget`]).
 const COUNTER: &str = "%__kargs_b";
@@ -588,6 +637,8 @@ const SPENT: &str = "%__kargs_q";
 const GO: &str = "%__kargs_go";
 const BUDGET_EXIT: &str = "$__kargs_budget";
 const FLAG: &str = "%__kargs_flag";
+/// A grid-stride loop's test, which a counted branch may be guarded by.
+const WALK_TEST: &str = "%__kargs_iz";
 
 /// A guard: its register and whether it is negated.
 type GuardOf = Option<(bool, String)>;
@@ -772,6 +823,8 @@ fn check_entry<'m>(
         has_exit: false,
         noted: false,
         budget: Budget::default(),
+        heads: HashMap::new(),
+        branched: BTreeSet::new(),
     };
     for statement in &body.statements {
         match statement {
@@ -814,8 +867,26 @@ impl<'m> Entry<'m> {
                 Statement::Label(l) => {
                     self.no_byte_pending(l.span.line, &l.name)?;
                     self.end_leading_run();
+                    // A loop's head: a grid-stride loop's index, and the bounds below, kept where
+                    // no earlier branch reaches the label (every later one is checked to keep
+                    // them: `back_edge`).
+                    let kept: Vec<(String, BTreeSet<(usize, Compare)>)> = self
+                        .local
+                        .iter()
+                        .filter_map(|(name, fact)| match fact {
+                            Fact::Within(bounds) => Some((name.clone(), bounds.clone())),
+                            _ => None,
+                        })
+                        .collect();
+                    let below = std::mem::take(&mut self.below);
                     self.local.clear();
-                    self.below.clear();
+                    if !kept.is_empty() && !self.branched.contains(&l.name) {
+                        for (name, bounds) in &kept {
+                            self.local.insert(name.clone(), Fact::Within(bounds.clone()));
+                        }
+                        self.below.clone_from(&below);
+                        self.heads.insert(l.name.clone(), (kept, below));
+                    }
                     self.noted = true;
                     if l.name == "$__kargs_exit" {
                         self.past_exit = true;
@@ -950,6 +1021,7 @@ impl<'m> Entry<'m> {
         top: bool,
         report: &mut CheckReport,
     ) -> Result<(), CheckFinding> {
+        self.back_edge(i)?;
         if self.count(i)? {
             return Ok(());
         }
@@ -985,11 +1057,16 @@ impl<'m> Entry<'m> {
             ["u64" | "b64" | "s64"] => Some(&Fact::Index64),
             _ => None,
         };
+        // Or of a grid-stride loop's index, which is the thread's index stepped by the kernel's
+        // values, or of a special register the fence read.
+        let source = i.operands.get(1).and_then(|o| self.operand_fact(o));
+        let walk = copied == Some(&Fact::Index)
+            && matches!(source, Some(Fact::Within(_) | Fact::Walked | Fact::Special(_)));
         if i.opcode == "mov"
             && i.operands.len() == 2
             && i.operands.first().and_then(Operand::register).is_some_and(|r| !fence_name(&r.name))
             && copied.is_some()
-            && i.operands.get(1).and_then(|o| self.operand_fact(o)) == copied
+            && (source == copied || walk)
         {
             return Ok(());
         }
@@ -1044,6 +1121,35 @@ impl<'m> Entry<'m> {
         }
     }
 
+    /// A branch `i` to a loop's head that kept a grid-stride loop's index ([`Entry::heads`]):
+    /// it must be guarded by the index's test of the one bound it was kept below (or be the
+    /// leaving form's branch counted under that test), the bounds the head kept still below. Any branch's label is remembered: a head passed after a
+    /// branch to it keeps nothing.
+    fn back_edge(&mut self, i: &Instruction) -> Result<(), CheckFinding> {
+        if i.opcode != "bra" {
+            return Ok(());
+        }
+        let Some(OperandKind::Symbol { name: target, offset: 0 }) = i.operands.first().map(|o| &o.kind)
+        else {
+            return Ok(());
+        };
+        self.branched.insert(target.clone());
+        let Some((kept, below)) = self.heads.get(target) else { return Ok(()) };
+        // The leaving form's branch is under `%__kargs_go`, which holds only where the counted
+        // guard does.
+        let guard = i.guard.as_ref().filter(|g| !g.negated).map(|g| g.register.as_str());
+        let guard = match (guard, &self.budget.step) {
+            (Some(GO), Step::GoCounted(Some((false, g)))) => Some(g.as_str()),
+            (Some(GO), _) => None,
+            (g, _) => g,
+        };
+        let test = guard.and_then(|g| self.fact(g));
+        let keeps = kept.iter().all(|(name, bounds)| {
+            matches!(test, Some(Fact::Continue { of, bound }) if of == name && bounds.len() == 1 && bounds.contains(bound))
+        }) && below.is_subset(&self.below);
+        if keeps { Ok(()) } else { Err(finding(i, FindingKind::LoopHead)) }
+    }
+
     /// The budget's rules (see [`Budget`]) for `i`: `Ok(true)` where `i` is one of the count's
     /// own instructions, fully checked here.
     fn count(&mut self, i: &Instruction) -> Result<bool, CheckFinding> {
@@ -1085,7 +1191,9 @@ impl<'m> Entry<'m> {
         let test = |dest: &str, cmp: &str| -> Option<GuardOf> {
             let predicate = match ops.get(3).map(|o| &o.kind) {
                 None => None,
-                Some(OperandKind::Register(r)) if r.component.is_none() && !fence_name(&r.name) => {
+                Some(OperandKind::Register(r))
+                    if r.component.is_none() && (!fence_name(&r.name) || r.name == WALK_TEST) =>
+                {
                     Some((false, r.name.clone()))
                 }
                 Some(OperandKind::Not(r)) if r.component.is_none() && !fence_name(&r.name) => {
@@ -1293,6 +1401,19 @@ impl<'m> Entry<'m> {
             },
             ("mov", ["u32"], 2) if narrow => match ops.get(1).map(|o| &o.kind) {
                 Some(OperandKind::Symbol { name, offset: 0 }) => self.variable_address(name),
+                // The thread's index, below the bounds of the path here (32-bit ones): a
+                // grid-stride loop's index.
+                Some(OperandKind::Register(r))
+                    if r.component.is_none() && self.fact(&r.name) == Some(&Fact::Index) =>
+                {
+                    let bounds: BTreeSet<(usize, Compare)> = self
+                        .below
+                        .iter()
+                        .filter(|(_, c)| matches!(c, Compare::S32 | Compare::U32))
+                        .copied()
+                        .collect();
+                    (!bounds.is_empty()).then_some(Fact::Within(bounds))
+                }
                 Some(OperandKind::Register(r)) if r.name == "%dynamic_smem_size" && r.component.is_none() => {
                     Some(Fact::Dynamic)
                 }
@@ -1380,6 +1501,27 @@ impl<'m> Entry<'m> {
                 Some(Fact::RangeHi(proof)) => Some(Fact::InRange(proof)),
                 _ => None,
             },
+            // A grid-stride loop's index stepped by the kernel's value.
+            ("add", ["s32"], 3) if narrow && matches!(f(1), Some(Fact::Within(_) | Fact::Walked)) => {
+                let kernels = match ops.get(2).map(|o| &o.kind) {
+                    Some(OperandKind::Register(r)) => r.component.is_none() && !fence_name(&r.name),
+                    Some(OperandKind::Immediate(Immediate::Int(_))) => true,
+                    _ => false,
+                };
+                kernels.then_some(Fact::Walked)
+            }
+            // A grid-stride loop's index scaled: signed only where every bound is compared
+            // signed (the index is then below 2^31).
+            ("mul", ["wide", sign @ ("s32" | "u32")], 3) if wide && matches!(f(1), Some(Fact::Within(_))) => {
+                match (f(1), int(2)) {
+                    (Some(Fact::Within(bounds)), Some(size @ (1 | 2 | 4 | 8 | 16)))
+                        if *sign == "u32" || bounds.iter().all(|(_, c)| *c == Compare::S32) =>
+                    {
+                        Some(Fact::WithinScaled { bounds, size: u64::try_from(size).unwrap_or(0) })
+                    }
+                    _ => None,
+                }
+            }
             // Scaled as the proof says the kernel extends it (the same value: `hi` is at most
             // `i32::MAX` for a signed one).
             ("mul", ["wide", sign @ ("s32" | "u32")], 3)
@@ -1408,6 +1550,18 @@ impl<'m> Entry<'m> {
                 },
                 _ => None,
             },
+            // Any 32-bit register, unsigned, below a bound that a value on this path was below
+            // (so positive as its comparison reads it: as unsigned, the same value).
+            ("setp", ["lt", "u32"], 3) if pred && matches!(f(2), Some(Fact::Bound(_))) => {
+                match (f(2), reg_name(1)) {
+                    (Some(Fact::Bound(b)), Some(of)) if narrow_reg(1) || !fence_name(&of) => self
+                        .below
+                        .iter()
+                        .find(|(bound, c)| *bound == b && matches!(c, Compare::S32 | Compare::U32))
+                        .map(|&bound| Fact::Continue { of, bound }),
+                    _ => None,
+                }
+            }
             ("setp", ["ge", ty @ ("s32" | "u32")], 3) if pred => match (f(1), f(2)) {
                 (Some(Fact::Index), Some(Fact::Bound(bound))) => {
                     Some(Fact::Outside(bound, if *ty == "s32" { Compare::S32 } else { Compare::U32 }))
@@ -1463,6 +1617,16 @@ impl<'m> Entry<'m> {
                 }
                 (Some(Fact::Grid64), Some(Fact::Tid64)) | (Some(Fact::Tid64), Some(Fact::Grid64)) => {
                     Some(Fact::Index64)
+                }
+                // An indexed proof's pointer plus a grid-stride loop's index below its bound times
+                // its element size: `[r, r + S)` inside the fence.
+                (Some(Fact::Pointer(a)), Some(Fact::WithinScaled { bounds, size }))
+                | (Some(Fact::WithinScaled { bounds, size }), Some(Fact::Pointer(a)))
+                    if size == a.size
+                        && matches!(a.kind, ProofKind::Indexed { bound, signed }
+                            if bounds.contains(&(bound, if signed { Compare::S32 } else { Compare::U32 }))) =>
+                {
+                    Some(Fact::Proven { reach: size, align: size })
                 }
                 // A ranged proof's pointer plus a value in its range times its element size:
                 // `[p, p + hi * S + reach)` is inside the fence (the launcher's range).

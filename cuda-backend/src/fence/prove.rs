@@ -52,7 +52,10 @@
 //!
 //! Each register of an indexed proof's chain must be written exactly once in the body (so its
 //! value is the one named here wherever it is read), and no label may stand between the guard
-//! and the access (so every path to the access passed the guard). What is found here decides only what
+//! and the access (so every path to the access passed the guard). A grid-stride loop is the one
+//! exception ([`StrideLoop`]): its index is written twice (before the loop and at its step),
+//! and its head is a label, which the fence's walk of its own copy of the index crosses. What
+//! is found here decides only what
 //! the fence writes; it is the fence's own instructions that the checker proves, in the
 //! fence's own registers: the index computed again from the special registers, the bound read
 //! again from its parameter, its own guard after the kernel's (`setp.ge.s32` and an exit), the
@@ -92,6 +95,47 @@ pub(super) struct Proven {
     /// by (instruction index, operand index): the fence confines `x` to the array's elements
     /// (a constant: the array's size is known), with no parameter.
     pub(super) shared: BTreeMap<(usize, usize), SharedAccess>,
+    /// The grid-stride loops whose accesses an indexed proof covers ([`StrideLoop`]).
+    pub(super) loops: Vec<StrideLoop>,
+}
+
+/// A loop that walks the thread's index against its bound, as nvcc writes `for (int i =
+/// blockIdx.x * blockDim.x + threadIdx.x; i < n; i += blockDim.x * gridDim.x)`:
+///
+/// ```text
+///     mad.lo.s32  %r10, %r7, %r1, %r8        // I: the thread's index
+///     setp.ge.s32 %p1, %r10, %r6             // the kernel's bounds check of N
+///     @%p1 bra    $L__BB1_3
+///     ...
+/// $L__BB1_2:                                 // the loop's head: one branch reaches it, its own
+///     ...                                    // accesses [P + I * S + c]
+///     add.s32     %r10, %r10, %r3            // the index's one write in the loop: any step
+///     setp.lt.s32 %p2, %r10, %r6
+///     @%p2 bra    $L__BB1_2                  // the loop's one branch back
+/// ```
+///
+/// with no label inside the loop. The fence walks its own copy of the index: the fence's index
+/// before the head (where the fence's own check has proven it below `N`), the kernel's after its
+/// step, and the loop continues while that copy is below `N` unsigned (the fence's test replaces
+/// the branch's guard). So on every path to the head, and from it to the step, the copy is in
+/// `[0, N)`, whatever the step was, and the accesses in the loop are an indexed proof's: the
+/// pointer's address plus the copy times the element's size, computed at the head. The loop
+/// runs as the kernel's does while the index does not pass 2^31 (where the kernel's signed `int`
+/// would wrap negative, the fenced loop ends).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct StrideLoop {
+    /// The head's label.
+    pub(super) label: String,
+    /// The kernel's index register, as named at its step.
+    pub(super) index: String,
+    /// The bound (a 4-byte parameter's index) and how the kernel compares it.
+    pub(super) bound: usize,
+    pub(super) check: Check,
+    /// The element sizes of the loop's proven accesses: the fence's products at the head.
+    pub(super) sizes: BTreeSet<u64>,
+    /// The instruction index of the index's step, and of the branch back.
+    pub(super) step: usize,
+    pub(super) branch: usize,
 }
 
 /// A shared access confined by its index ([`Proven::shared`]).
@@ -255,16 +299,14 @@ impl Proven {
             .collect()
     }
 
-    /// The element sizes whose products the fence computes (indexed proofs'), each with
-    /// whether it is of the 64-bit index.
+    /// The element sizes whose products of the thread's index the fence computes after its own
+    /// checks (indexed proofs' outside a grid-stride loop), each with whether it is of the 64-bit
+    /// index.
     pub(super) fn sizes(&self) -> BTreeSet<(u64, bool)> {
-        self.proofs
-            .iter()
-            .filter_map(|p| match p.kind {
-                ProofKind::Indexed { .. } => Some((p.size, false)),
-                ProofKind::Indexed64 { .. } => Some((p.size, true)),
-                ProofKind::Fixed | ProofKind::Ranged { .. } => None,
-            })
+        self.guards
+            .values()
+            .flat_map(|checks| checks.iter())
+            .flat_map(|(&(_, check), sizes)| sizes.iter().map(move |&s| (s, check.wide())))
             .collect()
     }
 
@@ -311,6 +353,9 @@ pub(super) struct ProvenAccess {
     /// A ranged proof's index: the kernel's 32-bit register, as named at the access (the value
     /// it held where the kernel scaled it: it is not written in between).
     pub(super) index: Option<String>,
+    /// Whether it is a grid-stride loop's ([`StrideLoop`]): its product is the fence's copy of
+    /// the loop's index times the element's size, made at the loop's head.
+    pub(super) walk: bool,
 }
 
 /// What a sum's base is: a global pointer parameter's value (`cvta.to.global`), by the
@@ -465,6 +510,11 @@ enum Value {
     /// The address of one of the entry's own `.shared` arrays (`mov.u32`), by its place in the
     /// list of them.
     SharedVar(usize),
+    /// A grid-stride loop's index between its head and its step, by the loop's number among
+    /// the candidates ([`StrideLoop`]); that times `S`; a global pointer parameter plus that.
+    Walk(usize),
+    WalkScaled(usize, u64),
+    WalkElement(usize, u64, usize),
 }
 
 /// The entry's proven accesses, from its body (flattened, too), its classes (by instruction
@@ -506,6 +556,13 @@ pub(super) fn find(
         params.iter().position(|p| p.name == name && p.size() == Some(size) && p.dims.is_empty())
     };
     let mut values: HashMap<RegisterId, Value> = HashMap::new();
+    // The grid-stride loops the body may have, their indices, the one whose head was passed
+    // (its number, the kernel's check before it and the bound's parameter), and those whose
+    // accesses are proven (the same, and the sizes).
+    let candidates = loop_candidates(flat, &writes);
+    let loop_indices: BTreeSet<RegisterId> = candidates.iter().map(|c| c.index).collect();
+    let mut active: Option<(usize, usize, usize)> = None;
+    let mut walked: BTreeMap<usize, (usize, usize, BTreeSet<u64>)> = BTreeMap::new();
     // The bounds proven on every path here, each with the guard that proved it (cleared at
     // labels).
     let mut below: BTreeMap<(usize, Check), usize> = BTreeMap::new();
@@ -527,6 +584,34 @@ pub(super) fn find(
     for item in &flat.items {
         let (i, registers) = match item {
             FlatItem::Label(l) => {
+                // A grid-stride loop's head, where the kernel's check of the loop's bound (and
+                // no other 32-bit one) proved its index below it: between here and the step, the
+                // fence's copy of the index is in `[0, N)` (`StrideLoop`).
+                let narrow: Vec<((usize, Check), usize)> =
+                    below.iter().filter(|((_, c), _)| !c.wide()).map(|(k, g)| (*k, *g)).collect();
+                let head =
+                    candidates.iter().enumerate().find(|(_, c)| c.label == l.name).and_then(|(n, c)| {
+                        match narrow.as_slice() {
+                            &[((bound, check), guard)]
+                                if check == c.check
+                                    && values.get(&c.index) == Some(&Value::Index)
+                                    && values.get(&c.bound) == Some(&Value::Bound(bound)) =>
+                            {
+                                Some((n, guard, bound))
+                            }
+                            _ => None,
+                        }
+                    });
+                // Another path may reach a label with another value of a loop's index.
+                for r in &loop_indices {
+                    values.remove(r);
+                }
+                active = head;
+                if let Some((n, ..)) = head
+                    && let Some(c) = candidates.get(n)
+                {
+                    values.insert(c.index, Value::Walk(n));
+                }
                 below.clear();
                 // A sum written once, of an index written once at the start, holds that sum of
                 // that index wherever it is read: it outlives the label.
@@ -554,6 +639,9 @@ pub(super) fn find(
         }
         let at = index;
         index = index.saturating_add(1);
+        if active.is_some_and(|(n, ..)| candidates.get(n).is_none_or(|c| at > c.branch)) {
+            active = None;
+        }
         let id = |k: usize| match i.operands.get(k).map(|o| &o.kind) {
             Some(OperandKind::Register(r)) if r.component.is_none() => {
                 match kernel_args_ptx::resolved_in(registers, &r.name) {
@@ -636,6 +724,21 @@ pub(super) fn find(
                             && size.checked_rem(width) == Some(0)
                     })
                 };
+                // `[p + i * S + c]` in a grid-stride loop, `i` its index: an indexed proof's, of
+                // the fence's copy of the index.
+                if let Some(Value::WalkElement(pointer, size, n)) = values.get(&a).copied()
+                    && let Some((walking, guard, bound)) = active
+                    && walking == n
+                    && fits(size)
+                    && let Some(c) = candidates.get(n)
+                    && let Some(proof) =
+                        proven.number(Proof { pointer, kind: c.check.kind(bound), size, align: size })
+                {
+                    let access = ProvenAccess { proof, offset: address.offset, index: None, walk: true };
+                    proven.accesses.insert((at, slot), access);
+                    walked.entry(n).or_insert_with(|| (guard, bound, BTreeSet::new())).2.insert(size);
+                    continue;
+                }
                 // `[p + i * S + c]` below the kernel's check of `i`: an indexed proof's.
                 let element = match values.get(&a).copied() {
                     Some(Value::Element(pointer, size)) => Some((pointer, size, false)),
@@ -648,7 +751,7 @@ pub(super) fn find(
                     && let Some(proof) =
                         proven.number(Proof { pointer, kind: check.kind(bound), size, align: size })
                 {
-                    let access = ProvenAccess { proof, offset: address.offset, index: None };
+                    let access = ProvenAccess { proof, offset: address.offset, index: None, walk: false };
                     proven.accesses.insert((at, slot), access);
                     proven.guards.entry(guard).or_default().entry((bound, check)).or_default().insert(size);
                     continue;
@@ -790,9 +893,16 @@ pub(super) fn find(
                 scaled.insert(dest, found);
             }
         }
-        // A value, for a register written exactly once.
-        let Some(dest) = id(0).filter(|d| writes.get(d) == Some(&1)) else { continue };
+        // A value, for a register written exactly once (or a grid-stride loop's index, the
+        // thread's index until it is written again).
+        let Some(dest) = id(0).filter(|d| writes.get(d) == Some(&1) || loop_indices.contains(d)) else {
+            continue;
+        };
+        let loop_index = loop_indices.contains(&dest);
         if i.guard.is_some() {
+            if loop_index {
+                values.remove(&dest);
+            }
             continue;
         }
         let found = match (i.opcode.as_str(), m.as_slice()) {
@@ -819,6 +929,18 @@ pub(super) fn find(
                 let grid = factors.contains(&Some(Value::Ctaid)) && factors.contains(&Some(Value::Ntid));
                 (grid && value(3) == Some(Value::Tid)).then_some(Value::Index)
             }
+            // A loop's index scaled: signed only where the loop compares signed (it is then
+            // below 2^31).
+            ("mul", ["wide", sign @ ("s32" | "u32")]) if matches!(value(1), Some(Value::Walk(_))) => {
+                match (value(1), int(2)) {
+                    (Some(Value::Walk(n)), Some(s @ (1 | 2 | 4 | 8 | 16)))
+                        if *sign == "u32" || candidates.get(n).is_some_and(|c| c.check == Check::S32) =>
+                    {
+                        Some(Value::WalkScaled(n, s))
+                    }
+                    _ => None,
+                }
+            }
             ("mul", ["wide", "s32"]) => match (value(1), int(2)) {
                 (Some(Value::Index), Some(s @ (1 | 2 | 4 | 8 | 16))) => Some(Value::Scaled(s)),
                 _ => None,
@@ -826,6 +948,10 @@ pub(super) fn find(
             ("add", ["s64" | "u64"]) => match (value(1), value(2)) {
                 (Some(Value::Global(k)), Some(Value::Scaled(s)))
                 | (Some(Value::Scaled(s)), Some(Value::Global(k))) => Some(Value::Element(k, s)),
+                (Some(Value::Global(k)), Some(Value::WalkScaled(n, s)))
+                | (Some(Value::WalkScaled(n, s)), Some(Value::Global(k))) => {
+                    Some(Value::WalkElement(k, s, n))
+                }
                 (Some(Value::Global(k)), Some(Value::Scaled64(s)))
                 | (Some(Value::Scaled64(s)), Some(Value::Global(k))) => Some(Value::Element64(k, s)),
                 (Some(Value::Global(k)), Some(Value::Index64))
@@ -869,6 +995,12 @@ pub(super) fn find(
             }
             _ => None,
         };
+        if loop_index {
+            values.remove(&dest);
+            if found != Some(Value::Index) {
+                continue;
+            }
+        }
         if let Some(found) = found {
             if found == Value::Index {
                 proven.index_defs.insert(at);
@@ -892,7 +1024,7 @@ pub(super) fn find(
             else {
                 continue;
             };
-            proven.accesses.insert((at, slot), ProvenAccess { proof, offset, index: None });
+            proven.accesses.insert((at, slot), ProvenAccess { proof, offset, index: None, walk: false });
         }
     }
     // A ranged proof per pointer, element size, extension and reach, and the shared arrays'
@@ -910,9 +1042,10 @@ pub(super) fn find(
                     continue;
                 };
                 for (at, slot, offset, _) in accesses {
-                    proven
-                        .accesses
-                        .insert((at, slot), ProvenAccess { proof, offset, index: Some(s.name.clone()) });
+                    proven.accesses.insert(
+                        (at, slot),
+                        ProvenAccess { proof, offset, index: Some(s.name.clone()), walk: false },
+                    );
                 }
             }
             // The highest index whose accesses' reach fits in the array: a constant, or, for
@@ -976,6 +1109,21 @@ pub(super) fn find(
             _ => {}
         }
     }
+    // The loops with a proven access: the fence's own check after the kernel's before the
+    // loop, and the loop's walk.
+    for (n, (guard, bound, sizes)) in walked {
+        let Some(c) = candidates.get(n) else { continue };
+        proven.guards.entry(guard).or_default().entry((bound, c.check)).or_default();
+        proven.loops.push(StrideLoop {
+            label: c.label.to_owned(),
+            index: c.name.clone(),
+            bound,
+            check: c.check,
+            sizes,
+            step: c.step,
+            branch: c.branch,
+        });
+    }
     if !proven.indexed() {
         proven.index_defs.clear();
     }
@@ -991,6 +1139,131 @@ pub(super) fn find(
         access.proof = renumber.get(&access.proof).copied().unwrap_or(access.proof);
     }
     proven
+}
+
+/// A loop that may be a [`StrideLoop`], as its instructions alone say: its head's label, the
+/// kernel's index register (written twice in the body: before the head, and once in the loop),
+/// the bound's register, how the loop's test compares them, and the instruction indices of the
+/// index's step and of the branch back.
+#[derive(Debug, Clone)]
+struct Candidate<'b> {
+    label: &'b str,
+    index: RegisterId,
+    name: String,
+    bound: RegisterId,
+    check: Check,
+    step: usize,
+    branch: usize,
+}
+
+/// An instruction with its index and its resolved registers.
+type Numbered<'b> = (usize, &'b Instruction, &'b [(&'b str, Resolved)]);
+
+/// The loops of `flat` that may be grid-stride loops ([`StrideLoop`]): a label that exactly one
+/// branch reaches, an unnegated `@P bra` after it with no label between; `P` last written in
+/// the loop by `setp.lt.s32` (or `.u32`) `P, I, N`, unguarded, neither `I` nor `N` written after
+/// it; `I` written exactly once in the loop, unguarded, before that test, and once more in the
+/// whole body; `N` not written in the loop.
+fn loop_candidates<'b>(flat: &'b Flat<'_>, writes: &HashMap<RegisterId, usize>) -> Vec<Candidate<'b>> {
+    // The body as labels and (instruction index, instruction, registers).
+    let mut items: Vec<Result<Numbered<'b>, &str>> = Vec::new();
+    let mut at = 0usize;
+    for item in &flat.items {
+        match item {
+            FlatItem::Label(l) => items.push(Err(l.name.as_str())),
+            FlatItem::Instruction(i, registers) => {
+                items.push(Ok((at, i, registers.as_slice())));
+                at = at.saturating_add(1);
+            }
+            _ => {}
+        }
+    }
+    fn target(i: &Instruction) -> Option<&str> {
+        (i.opcode == "bra").then_some(())?;
+        i.operands.iter().find_map(|o| match &o.kind {
+            OperandKind::Symbol { name, .. } => Some(name.as_str()),
+            _ => None,
+        })
+    }
+    let resolve =
+        |registers: &[(&str, Resolved)], name: &str| match kernel_args_ptx::resolved_in(registers, name) {
+            Some(Resolved::Declared(id)) => Some(id),
+            _ => None,
+        };
+    let operand = |i: &Instruction, registers: &[(&str, Resolved)], k: usize| match i
+        .operands
+        .get(k)
+        .map(|o| &o.kind)
+    {
+        Some(OperandKind::Register(r)) if r.component.is_none() => resolve(registers, &r.name),
+        _ => None,
+    };
+    let mut out = Vec::new();
+    for (head, item) in items.iter().enumerate() {
+        let Err(label) = *item else { continue };
+        let branches: Vec<usize> = items
+            .iter()
+            .enumerate()
+            .filter(|(_, it)| matches!(it, Ok((_, i, _)) if target(i) == Some(label)))
+            .map(|(k, _)| k)
+            .collect();
+        let [back] = branches.as_slice() else { continue };
+        let Some(body) = items.get(head.saturating_add(1)..*back) else { continue };
+        let Some(Ok((branch, bra, registers))) = items.get(*back) else { continue };
+        let Some(guard) = bra.guard.as_ref().filter(|g| !g.negated) else { continue };
+        let Some(p) = resolve(registers, &guard.register) else { continue };
+        if body.iter().any(|it| it.is_err()) {
+            continue;
+        }
+        let body: Vec<Numbered<'b>> = body.iter().filter_map(|it| it.ok()).collect();
+        let defines = |i: &Instruction, registers: &[(&str, Resolved)]| -> Vec<RegisterId> {
+            super::body::defines(i).into_iter().filter_map(|n| resolve(registers, n)).collect()
+        };
+        // The test: the last write of `P` in the loop.
+        let Some(t) = body.iter().rposition(|(_, i, r)| defines(i, r).contains(&p)) else { continue };
+        let Some(&(_, test, test_registers)) = body.get(t) else { continue };
+        let m: Vec<&str> = test.modifiers.iter().map(String::as_str).collect();
+        let check = match m.as_slice() {
+            ["lt", "s32"] => Check::S32,
+            ["lt", "u32"] => Check::U32,
+            _ => continue,
+        };
+        let (Some(index), Some(bound)) = (operand(test, test_registers, 1), operand(test, test_registers, 2))
+        else {
+            continue;
+        };
+        if test.guard.is_some() || test.operands.len() != 3 {
+            continue;
+        }
+        let written = |range: &[Numbered<'b>], r: RegisterId| {
+            range
+                .iter()
+                .filter(|(_, i, regs)| defines(i, regs).contains(&r))
+                .map(|(at, i, _)| (*at, i.guard.is_some()))
+                .collect::<Vec<_>>()
+        };
+        let (before, after) = body.split_at(t);
+        let after = after.get(1..).unwrap_or_default();
+        if !written(after, index).is_empty() || !written(&body, bound).is_empty() {
+            continue;
+        }
+        let steps = written(before, index);
+        let [(step, guarded)] = steps.as_slice() else { continue };
+        // The step: `add` of the index and anything (the fence makes it on its copy).
+        let adds = body.iter().any(|(at, i, _)| {
+            at == step
+                && i.opcode == "add"
+                && matches!(i.modifiers.as_slice(), [m] if m == "s32" || m == "u32")
+        });
+        if *guarded || !adds || writes.get(&index) != Some(&2) {
+            continue;
+        }
+        let Some(name) = test.operands.get(1).and_then(Operand::register).map(|r| r.name.clone()) else {
+            continue;
+        };
+        out.push(Candidate { label, index, name, bound, check, step: *step, branch: *branch });
+    }
+    out
 }
 
 /// The parameter an `ld.param` reads at offset 0 of operand `k`.

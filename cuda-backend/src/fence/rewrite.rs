@@ -182,6 +182,12 @@ pub(super) mod names {
     pub const POINTER: &str = "%__kargs_ip";
     /// The index times an element's size (`%__kargs_io<size>`).
     pub const PRODUCT: &str = "%__kargs_io";
+    /// A grid-stride loop's index, the fence's copy (`prove::StrideLoop`); its test, that it is
+    /// below the loop's bound; and it times an element's size (`%__kargs_ij<size>`), made at
+    /// the loop's head.
+    pub const WALK: &str = "%__kargs_ik";
+    pub const WALK_TEST: &str = "%__kargs_iz";
+    pub const WALK_PRODUCT: &str = "%__kargs_ij";
     /// The fence's own bounds check: the index at least the bound (`%__kargs_ig<bound><s32|s64|u64>`).
     pub const OUTSIDE: &str = "%__kargs_ig";
     /// A ranged proof's highest index (`%__kargs_yh<proof>`).
@@ -1448,11 +1454,25 @@ fn proof_declarations(proven: &super::prove::Proven) -> Vec<Statement> {
     if !narrow.is_empty() {
         out.push(decl(Type::B32, narrow));
     }
+    if !proven.loops.is_empty() {
+        out.push(decl(Type::B32, vec![names::WALK.to_owned()]));
+        let sizes: BTreeSet<u64> = proven.loops.iter().flat_map(|l| l.sizes.iter().copied()).collect();
+        out.push(decl(Type::B64, sizes.iter().map(|s| walk_product(*s)).collect()));
+    }
     let checks = proven.checks();
-    if !checks.is_empty() {
-        out.push(decl(Type::Pred, checks.iter().map(|&(bound, check)| outside(bound, check)).collect()));
+    let mut predicates: Vec<String> = checks.iter().map(|&(bound, check)| outside(bound, check)).collect();
+    if !proven.loops.is_empty() {
+        predicates.push(names::WALK_TEST.to_owned());
+    }
+    if !predicates.is_empty() {
+        out.push(decl(Type::Pred, predicates));
     }
     out
+}
+
+/// The register of a grid-stride loop's index (the fence's copy) times `size`.
+fn walk_product(size: u64) -> String {
+    format!("{}{size}", names::WALK_PRODUCT)
 }
 
 /// The predicate of the fence's own check of `bound`, compared as `check`: the index at least
@@ -1896,6 +1916,78 @@ struct Context<'p> {
 }
 
 impl Context<'_> {
+    /// `mov.u32 R, %ctaid.x` (`%ntid.x`, `%tid.x`) as a copy of the fence's read of the same
+    /// special register (`mov.u32 R, %__kargs_ic`), where the entry has an indexed proof (the
+    /// fence reads them in the leading run).
+    fn special_copy(&self, instruction: &Instruction) -> Option<Statement> {
+        if !(self.proven.indexed() || self.proven.indexed64()) || instruction.opcode != "mov" {
+            return None;
+        }
+        if !matches!(instruction.modifiers.as_slice(), [m] if m == "u32") {
+            return None;
+        }
+        let dest =
+            instruction.operands.first().filter(|o| o.register().is_some_and(|r| r.component.is_none()))?;
+        let source = match instruction.operands.get(1).map(|o| &o.kind) {
+            Some(OperandKind::Register(r)) if r.component.map(|c| c.name()) == Some("x") => {
+                match r.name.as_str() {
+                    "%ctaid" => names::INDEX_CTAID,
+                    "%ntid" => names::INDEX_NTID,
+                    "%tid" => names::INDEX_TID,
+                    _ => return None,
+                }
+            }
+            _ => return None,
+        };
+        (instruction.operands.len() == 2)
+            .then(|| guarded(instruction.guard.as_ref(), "mov", &["u32"], vec![dest.clone(), reg(source)]))
+    }
+
+    /// A grid-stride loop's step of its index (`prove::StrideLoop`), where the fence's copy of
+    /// the index is the kernel's: the step made on the copy, then copied back, so that ptxas
+    /// keeps one register.
+    ///
+    /// ```text
+    /// add.s32  %__kargs_ik, %__kargs_ik, <step>      // the kernel's add.s32 I, I, <step>
+    /// mov.u32  I, %__kargs_ik
+    /// ```
+    fn walk_step(walk: &super::prove::StrideLoop, step: &Instruction, out: &mut Vec<Statement>) {
+        let mut on_copy = step.clone();
+        for operand in &mut on_copy.operands {
+            if let OperandKind::Register(r) = &mut operand.kind
+                && r.component.is_none()
+                && r.name == walk.index
+            {
+                r.name = names::WALK.to_owned();
+            }
+        }
+        out.push(Statement::Instruction(on_copy));
+        out.push(op("mov", &["u32"], vec![reg(&walk.index), reg(names::WALK)]));
+    }
+
+    /// A grid-stride loop's branch back (`prove::StrideLoop`), instruction `index`: the loop
+    /// goes on while the fence's copy of the index is below the bound, unsigned (the kernel's
+    /// own test, the same where the index has not passed 2^31, is left for ptxas to drop).
+    /// Other branches are as they are.
+    ///
+    /// ```text
+    /// setp.lt.u32  %__kargs_iz, %__kargs_ik, %__kargs_im<bound>
+    /// @%__kargs_iz bra L                                           // counted first
+    /// ```
+    fn walk_branch(&self, index: usize, branch: &Instruction, out: &mut Vec<Statement>) -> Instruction {
+        let mut branch = branch.clone();
+        if let Some(walk) = self.proven.loops.iter().find(|w| w.branch == index) {
+            out.push(op(
+                "setp",
+                &["lt", "u32"],
+                vec![reg(names::WALK_TEST), reg(names::WALK), reg(&bound_register(walk.bound, false))],
+            ));
+            branch.guard =
+                Some(Guard { span: Span::default(), negated: false, register: names::WALK_TEST.to_owned() });
+        }
+        branch
+    }
+
     /// After the kernel's bounds check that the instruction just written is (`prove.rs`), the
     /// fence's own (its predicate made once, in the leading run: `proof_prologue`): a thread
     /// whose index in the grid is at least the bound leaves (none does: the kernel's check sent
@@ -1962,7 +2054,8 @@ impl Context<'_> {
         match (proof.kind, &access.index) {
             (ProofKind::Indexed { .. } | ProofKind::Indexed64 { .. }, _) => {
                 let wide = matches!(proof.kind, ProofKind::Indexed64 { .. });
-                let product = product_of(proof.size, wide);
+                let product =
+                    if access.walk { walk_product(proof.size) } else { product_of(proof.size, wide) };
                 out.push(op("add", &["s64"], vec![reg(address), reg(&pointer), reg(&product)]));
             }
             (ProofKind::Ranged { signed, .. }, Some(index)) => {
@@ -2081,9 +2174,23 @@ impl Context<'_> {
                 }
                 // Top-level variables were moved to the top; nested ones refused.
                 Statement::Variable(_) => {}
-                Statement::Label(_) => {
+                Statement::Label(l) => {
                     self.noted = true;
+                    let walk = self.proven.loops.iter().find(|w| w.label == l.name);
+                    if walk.is_some() {
+                        out.push(op("mov", &["u32"], vec![reg(names::WALK), reg(names::INDEX)]));
+                    }
                     out.push(statement.clone());
+                    if let Some(walk) = walk {
+                        let sign = if walk.check == Check::U32 { "u32" } else { "s32" };
+                        for &size in &walk.sizes {
+                            out.push(op(
+                                "mul",
+                                &["wide", sign],
+                                vec![reg(&walk_product(size)), reg(names::WALK), imm(i128::from(size))],
+                            ));
+                        }
+                    }
                 }
                 other => out.push(other.clone()),
             }
@@ -2113,12 +2220,22 @@ impl Context<'_> {
                 out.push(guarded(guard, "ret", &[], vec![]));
             }
             Class::Exit if self.fenced && !self.noted => out.push(Statement::Instruction(instruction.clone())),
-            Class::Branch if self.leave_at.contains(&index) => self.count_leaving(instruction, out),
+            Class::Branch if self.leave_at.contains(&index) => {
+                let branch = self.walk_branch(index, instruction, out);
+                self.count_leaving(&branch, out);
+            }
             Class::Branch if self.backward_at.contains(&index) => {
-                self.count(guard, out);
-                out.push(Statement::Instruction(instruction.clone()));
+                let branch = self.walk_branch(index, instruction, out);
+                self.count(branch.guard.as_ref(), out);
+                out.push(Statement::Instruction(branch));
             }
             // The kernel's own index, where the entry has a proof: a copy of the fence's.
+            Class::Plain if let Some(walk) = self.proven.loops.iter().find(|w| w.step == index) => {
+                Self::walk_step(walk, instruction, out);
+            }
+            // The kernel's reads of `%ctaid.x`, `%ntid.x` and `%tid.x`, where the entry computes
+            // the thread's index: copies of the fence's reads, so that ptxas sees one of each.
+            Class::Plain if let Some(copy) = self.special_copy(instruction) => out.push(copy),
             Class::Plain if self.proven.index_defs.contains(&index) => {
                 let dest = instruction.operands.first().cloned().unwrap_or_else(|| reg(names::INDEX));
                 out.push(guarded(guard, "mov", &["u32"], vec![dest, reg(names::INDEX)]));

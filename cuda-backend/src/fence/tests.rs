@@ -2915,3 +2915,128 @@ fn confinements_of_the_threads_indices_are_made_once() {
         }
     }
 }
+
+/// A grid-stride loop over `p` in entry `k(p, n)`, as nvcc writes `for (int i = blockIdx.x *
+/// blockDim.x + threadIdx.x; i < n; i += blockDim.x * gridDim.x) p[i] += p[i]`, with `extra`
+/// inside the loop after its accesses.
+fn stride_loop_body(extra: &str) -> String {
+    format!(
+        "\tld.param.u32 %r2, [n];\n\tmov.u32 %r3, %ctaid.x;\n\tmov.u32 %r4, %ntid.x;\n\tmov.u32 %r5, %tid.x;\n\
+         \tmad.lo.s32 %r1, %r3, %r4, %r5;\n\tsetp.ge.s32 %p1, %r1, %r2;\n\t@%p1 bra $L__BB0_3;\n\
+         \tmov.u32 %r6, %nctaid.x;\n\tmul.lo.s32 %r7, %r4, %r6;\n\tcvta.to.global.u64 %rd2, %rd1;\n\
+         $L__BB0_2:\n\tmul.wide.s32 %rd3, %r1, 4;\n\tadd.s64 %rd4, %rd2, %rd3;\n\tld.global.f32 %f1, [%rd4];\n\
+         \tadd.f32 %f2, %f1, %f1;\n\tst.global.f32 [%rd4], %f2;\n{extra}\tadd.s32 %r1, %r1, %r7;\n\
+         \tsetp.lt.s32 %p2, %r1, %r2;\n\t@%p2 bra $L__BB0_2;\n$L__BB0_3:\n"
+    )
+}
+
+/// A grid-stride loop's accesses are an indexed proof's: the fence walks its own copy of the
+/// index (the fence's index before the loop, where its own check proved it below `n`; the
+/// kernel's step made on the copy), and the loop goes on while the copy is below `n`, unsigned,
+/// so the copy is in `[0, n)` at every access whatever the step. The checker keeps the copy's
+/// fact at the loop's head only where every branch back tests it so; and the copy, which the
+/// kernel's index becomes, never holds anything of the host's.
+#[test]
+fn a_grid_stride_loops_accesses_are_proven_by_the_fences_walk() {
+    let module = fenced(&stride_loop_body(""));
+    let proof = Proof { pointer: 0, kind: ProofKind::Indexed { bound: 1, signed: true }, size: 4, align: 4 };
+    assert_eq!(module.proofs("k"), [proof]);
+    assert_eq!((module.accesses(), module.proven()), (0, 2));
+    let text = lines(&module).join("\n");
+    for line in [
+        "mov.u32 %__kargs_ik, %__kargs_ix;\n$L__BB0_2:\nmul.wide.s32 %__kargs_ij4, %__kargs_ik, 4;",
+        "add.s64 %__kargs_a0, %__kargs_ip0, %__kargs_ij4;\nld.global.f32 %f1, [%__kargs_a0];",
+        "add.s32 %__kargs_ik, %__kargs_ik, %r7;\nmov.u32 %r1, %__kargs_ik;",
+        "setp.lt.u32 %__kargs_iz, %__kargs_ik, %__kargs_im1;",
+        "@%__kargs_iz bra $L__BB0_2;",
+        "mov.u32 %r4, %__kargs_in;",
+    ] {
+        assert!(text.contains(line), "{line}\n{text}");
+    }
+    for text in [module.ptx().to_owned(), module.aligned_ptx().to_owned()] {
+        let report = check(&text).unwrap();
+        assert_eq!((report.clamped, report.proven, report.counted), (0, 2, 1));
+        for (what, broken, kind) in [
+            (
+                "the branch back under the kernel's test",
+                text.replace("@%__kargs_iz bra\t$L__BB0_2;", "@%p2 bra\t$L__BB0_2;"),
+                FindingKind::LoopHead,
+            ),
+            (
+                "the test signed",
+                text.replace("setp.lt.u32\t%__kargs_iz", "setp.lt.s32\t%__kargs_iz"),
+                FindingKind::FenceRegister,
+            ),
+            (
+                "the test of another register",
+                text.replace("%__kargs_iz, %__kargs_ik,", "%__kargs_iz, %r1,"),
+                FindingKind::LoopHead,
+            ),
+            (
+                "the fence's own check left out",
+                text.replace("\t@%__kargs_ig1s32 ret;\n", ""),
+                FindingKind::Unproven,
+            ),
+            (
+                "a branch to the head before it",
+                text.replace(
+                    "\tmov.u32\t%__kargs_ik, %__kargs_ix;\n",
+                    "\tbra.uni\t$L__BB0_2;\n\tmov.u32\t%__kargs_ik, %__kargs_ix;\n",
+                ),
+                FindingKind::Unproven,
+            ),
+            (
+                "a step by a fence register, copied to the kernel's",
+                text.replace("%__kargs_ik, %__kargs_ik, %r7", "%__kargs_ik, %__kargs_ik, %__kargs_ix"),
+                FindingKind::FenceRegister,
+            ),
+        ] {
+            assert_ne!(broken, text, "{what}: the edit applies");
+            assert_eq!(check(&broken).map(|_| ()).map_err(|f| f.kind), Err(kind), "{what}");
+        }
+    }
+    // Unsigned: the copy scaled unsigned.
+    let unsigned = fenced(
+        &stride_loop_body("")
+            .replace("setp.ge.s32", "setp.ge.u32")
+            .replace("setp.lt.s32", "setp.lt.u32")
+            .replace("mul.wide.s32", "mul.wide.u32"),
+    );
+    assert_eq!((unsigned.accesses(), unsigned.proven()), (0, 2));
+    assert!(lines(&unsigned).contains(&"mul.wide.u32 %__kargs_ij4, %__kargs_ik, 4;".to_owned()));
+}
+
+/// A loop that is not a grid-stride loop as the fence knows one keeps the ranged proof: a
+/// second branch back, a label inside, the index written twice in it, tested against another
+/// register than the bound, or scaled signed where it is compared unsigned.
+#[test]
+fn a_loop_the_walk_does_not_fit_keeps_its_ranged_proof() {
+    let base = stride_loop_body("");
+    for (what, body) in [
+        (
+            "a second branch back",
+            stride_loop_body("\tsetp.eq.f32 %p3, %f2, 0f00000000;\n\t@%p3 bra $L__BB0_2;\n"),
+        ),
+        ("a label inside", stride_loop_body("$L__BB0_4:\n")),
+        ("the index written twice", stride_loop_body("\tadd.s32 %r1, %r1, 1;\n")),
+        (
+            "tested against another register",
+            base.replace("setp.lt.s32 %p2, %r1, %r2;", "setp.lt.s32 %p2, %r1, %r6;"),
+        ),
+        (
+            "scaled signed, compared unsigned",
+            base.replace("setp.ge.s32", "setp.ge.u32").replace("setp.lt.s32", "setp.lt.u32"),
+        ),
+    ] {
+        let module = fenced(&body);
+        assert!(!module.ptx().contains("%__kargs_ik"), "{what}: not walked\n{}", module.ptx());
+        assert!(
+            module.proofs("k").iter().any(|p| matches!(p.kind, ProofKind::Ranged { .. })),
+            "{what}: {:?}",
+            module.proofs("k")
+        );
+        for text in [module.ptx(), module.aligned_ptx()] {
+            assert!(check(text).is_ok(), "{what}");
+        }
+    }
+}
