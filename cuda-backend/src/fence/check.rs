@@ -69,7 +69,9 @@
 //! | ranged scaled | `mul.wide.s32 r, in range, S` (`.u32` for `uS`) | in range times `S`: from 0 to `hi * S` |
 //! | proven (ranged) | `add.s64 r, pointer of a ranged proof, ranged scaled` of the same proof (either way round) | `[r, r + R)` inside the fence, aligned to `S` |
 //! | at most `K` | `min.u32 r, x, K`, `K` a constant | at most `K` |
-//! | at most, shifted | `shl.b32 r, at most K, k` (`k` at most 4, `K << k` in 32 bits) | at most `K << k`, a multiple of `2^k` |
+//! | at most, shifted | `shl.b32 r, at most K, k` (`k` at most 4, `K << k` in 32 bits); `and.b32 r, at most K, -A` (`A = 2^k`) | at most `K << k` (`K` for the `and`), a multiple of `2^k` |
+//! | near `K` | `cvt.u64.u32 r, at most K` (or at most, shifted) | a 64-bit value at most `K`, a multiple of `A` (1 for a plain at most) |
+//! | from the base `K` | `add.u64 r, near K, fence base`, or `or.b64` (either way round) | `[r, r + len - K)` inside the fence, `len` its length, aligned to `A` (at most 16): an access `[r + C]` of `w` bytes is inside for a fence of at least `K + C + w` bytes (at most [`MAX_REACH`]), which the report's `fence_min_len` then asks for; `[fence base + C]` is the same with `K` 0 |
 //! | inside (an array) | `add.u32 r, address of V, at most M shifted` (either way round), `V` of a known size more than `M` | `[r, r + size - M)` inside `V`'s window, aligned to `2^k` (at most 16) |
 //! | dynamic room `R` | `sub.u32 r, dynamic size, R` (`R` from 1 to [`MIN_DYNAMIC_SHARED`]) | the last offset in the dynamic shared memory at which `R` bytes fit (the launcher gives a module with an `.extern .shared` array at least that many bytes) |
 //! | dynamic highest `R`, `k` | `shr.u32 r, dynamic room R, k` (`k` at most 4) | the room shifted down |
@@ -125,7 +127,7 @@ use kernel_args_ptx::{
 
 use super::{
     FENCE_PARAMS, MAX_REACH, MIN_DYNAMIC_SHARED, MIN_FENCE_LEN, PROOF_PARAM_PREFIX, PROOF_RANGE_PREFIX,
-    Proof, ProofKind,
+    Proof, ProofKind, WINDOW_ALIGN,
 };
 
 /// What the checker found in a fenced module: where, and what.
@@ -395,6 +397,19 @@ enum Fact {
     /// That shifted left (`shl.b32` by at most 4, not past 32 bits): at most `max`, a multiple
     /// of `align`.
     AtMostShifted {
+        max: u64,
+        align: u64,
+    },
+    /// An "at most" widened (`cvt.u64.u32`): a 64-bit value at most `max`, a multiple of
+    /// `align`.
+    Near {
+        max: u64,
+        align: u64,
+    },
+    /// The fence's base plus such a value: `[r, r + len - max)` inside the fence, `len` its
+    /// length (which the report's `fence_min_len` says is long enough for each access through
+    /// it), aligned to `align` (at most 16, the base's).
+    FromBase {
         max: u64,
         align: u64,
     },
@@ -1550,15 +1565,19 @@ impl<'m> Entry<'m> {
                 },
                 _ => None,
             },
-            // Any 32-bit register, unsigned, below a bound that a value on this path was below
-            // (so positive as its comparison reads it: as unsigned, the same value).
+            // A kernel's register, or a grid-stride loop's index (a value of the kernel's own),
+            // unsigned, below a bound that a value on this path was below (so positive as its
+            // comparison reads it: as unsigned, the same value).
             ("setp", ["lt", "u32"], 3) if pred && matches!(f(2), Some(Fact::Bound(_))) => {
                 match (f(2), reg_name(1)) {
-                    (Some(Fact::Bound(b)), Some(of)) if narrow_reg(1) || !fence_name(&of) => self
-                        .below
-                        .iter()
-                        .find(|(bound, c)| *bound == b && matches!(c, Compare::S32 | Compare::U32))
-                        .map(|&bound| Fact::Continue { of, bound }),
+                    (Some(Fact::Bound(b)), Some(of))
+                        if matches!(f(1), Some(Fact::Within(_) | Fact::Walked)) || !fence_name(&of) =>
+                    {
+                        self.below
+                            .iter()
+                            .find(|(bound, c)| *bound == b && matches!(c, Compare::S32 | Compare::U32))
+                            .map(|&bound| Fact::Continue { of, bound })
+                    }
                     _ => None,
                 }
             }
@@ -1643,6 +1662,8 @@ impl<'m> Entry<'m> {
             },
             ("cvt", ["u64", "u32"], 2) if wide => match f(1) {
                 Some(Fact::Special("%tid")) => Some(Fact::Tid64),
+                Some(Fact::AtMost { max }) => Some(Fact::Near { max, align: 1 }),
+                Some(Fact::AtMostShifted { max, align }) => Some(Fact::Near { max, align }),
                 // A 32-bit address of a shared, local or constant window, widened: the same
                 // address (those state spaces' addresses are 32 bits, zero-extended).
                 Some(Fact::Inside { win, reach, align }) if win != Win::Global => {
@@ -1809,12 +1830,33 @@ impl<'m> Entry<'m> {
                 {
                     Some(Fact::Offset32 { win: Win::Global, reach, align: reach, base: None })
                 }
+                // At most `K` and `-A`: at most `K`, a multiple of `A`.
+                (Some(Fact::AtMost { max }), _, Some(mask))
+                    if mask < 0 && align_ok(mask.unsigned_abs() as u64) =>
+                {
+                    Some(Fact::AtMostShifted { max, align: mask.unsigned_abs() as u64 })
+                }
                 // Anything and `-A`: a multiple of `A` (a fragment's stride).
                 (_, _, Some(mask)) if mask < 0 && align_ok(mask.unsigned_abs() as u64) => {
                     Some(Fact::Multiple { align: mask.unsigned_abs() as u64 })
                 }
                 _ => None,
             },
+            // The fence's base plus a value at most a constant (`add` or, the aligned form's,
+            // `or`: between `b` and `b + k`).
+            ("add", ["u64"], 3) | ("or", ["b64"], 3)
+                if wide
+                    && (matches!(f(1), Some(Fact::Near { .. }))
+                        || matches!(f(2), Some(Fact::Near { .. }))) =>
+            {
+                match (f(1), f(2)) {
+                    (Some(Fact::Near { max, align }), Some(Fact::FenceBase))
+                    | (Some(Fact::FenceBase), Some(Fact::Near { max, align })) => {
+                        Some(Fact::FromBase { max, align: align.min(u64::from(WINDOW_ALIGN)) })
+                    }
+                    _ => None,
+                }
+            }
             // `b | k` for the fence base `b` and an offset `k`: between `b` and `b + k` (an `or`
             // adds no bit the sum lacks), so inside as `b + k` is; aligned as `k` is, `b` being
             // aligned to 16. The aligned form's join.
@@ -2251,9 +2293,38 @@ impl<'m> Entry<'m> {
                 })
             };
             if address.offset != 0
-                && !matches!(fact, Some(Fact::Inside { .. } | Fact::Flag | Fact::Proven { .. }))
+                && !matches!(
+                    fact,
+                    Some(
+                        Fact::Inside { .. }
+                            | Fact::Flag
+                            | Fact::Proven { .. }
+                            | Fact::FromBase { .. }
+                            | Fact::FenceBase
+                    )
+                )
             {
                 return Err(unproven());
+            }
+            // The fence's base plus at most `max`, or the base itself: inside for a fence at
+            // least `max + K + width` long (at most `MAX_REACH`), which the report asks for.
+            let near = match fact {
+                Some(Fact::FromBase { max, align }) => Some((*max, *align)),
+                Some(Fact::FenceBase) => Some((0, u64::from(WINDOW_ALIGN))),
+                _ => None,
+            };
+            if let Some((max, align)) = near
+                && matches!(space.map(win_of), Some(Some(Win::Global)) | None)
+            {
+                let need = u64::try_from(address.offset)
+                    .ok()
+                    .filter(|k| k.checked_rem(width) == Some(0) && width <= align)
+                    .and_then(|k| max.checked_add(k)?.checked_add(width))
+                    .filter(|&need| need <= MAX_REACH)
+                    .ok_or_else(unproven)?;
+                report.fence_min_len = report.fence_min_len.max(need);
+                report.clamped = report.clamped.saturating_add(1);
+                continue;
             }
             let ok = match space {
                 Some(space) => match (win_of(space), fact) {

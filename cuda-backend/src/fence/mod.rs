@@ -589,8 +589,9 @@ pub fn fence_ptx(ptx: &str) -> Result<FencedModule, FenceError> {
         matches!(item, kernel_args_ptx::Item::Variable(v)
             if v.space == kernel_args_ptx::StateSpace::Shared && v.linkage == Some(kernel_args_ptx::Linkage::Extern))
     });
-    let (text, rewritten, report) = rewritten_and_checked(module.clone(), false)?;
-    let (aligned_ptx, aligned, aligned_report) = rewritten_and_checked(module, true)?;
+    let room = lowered.variables.len() as u64;
+    let (text, rewritten, report) = rewritten_and_checked(module.clone(), false, room)?;
+    let (aligned_ptx, aligned, aligned_report) = rewritten_and_checked(module, true, room)?;
     let fence_min_len =
         MIN_FENCE_LEN.max(report.fence_min_len).max(aligned_report.fence_min_len).next_multiple_of(16);
     // The two forms differ only in how a global access is clamped.
@@ -632,13 +633,14 @@ pub fn fence_ptx(ptx: &str) -> Result<FencedModule, FenceError> {
     })
 }
 
-/// `module` rewritten in one form (`aligned`: see [`FencedModule::aligned_ptx`]), printed, and
-/// checked.
+/// `module` rewritten in one form (`aligned`: see [`FencedModule::aligned_ptx`]), its variables
+/// taking `room` bytes at the fence's start, printed, and checked.
 fn rewritten_and_checked(
     module: kernel_args_ptx::Module,
     aligned: bool,
+    room: u64,
 ) -> Result<(String, rewrite::Rewritten, CheckReport), FenceError> {
-    let rewritten = rewrite::rewrite(module, aligned)?;
+    let rewritten = rewrite::rewrite(module, aligned, room)?;
     let text = rewritten.module.to_string();
     let unchecked = |finding: CheckFinding| FenceError {
         line: finding.line,

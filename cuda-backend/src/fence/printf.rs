@@ -1009,7 +1009,7 @@ fn pieces(args_len: usize, offset: i64, size: u64, align: u64) -> Vec<(i64, u64)
 /// register at constant offsets, unguarded, so the rewriter clamps them once.
 fn record(format: &Format, id: usize, arguments: &Arguments, result: Option<&Operand>, site: usize) -> Block {
     let name = |what: &str| format!("%_kpf{site}_{what}");
-    let (p, w, a, b, ok) = (name("p"), name("w"), name("a"), name("b"), name("ok"));
+    let (p, s, w, a, b, ok) = (name("p"), name("s"), name("w"), name("a"), name("b"), name("ok"));
     let reg = |r: &str| Operand::new(OperandKind::Register(Register::new(r)));
     let imm = |v: i128| Operand::new(OperandKind::Immediate(Immediate::Int(v)));
     let at = |base: AddressBase, offset: i64| Operand::new(OperandKind::Address(Address { base, offset }));
@@ -1034,7 +1034,7 @@ fn record(format: &Format, id: usize, arguments: &Arguments, result: Option<&Ope
     let print = || AddressBase::Symbol(PRINT_VARIABLE.to_owned());
     let mut statements = vec![
         declare(Type::B32, &[&w]),
-        declare(Type::B64, &[&p, &a, &b]),
+        declare(Type::B64, &[&p, &s, &a, &b]),
         declare(Type::Pred, &[&ok]),
         op("atom", &["global", "add", "u64"], vec![reg(&p), at(print(), 0), imm(i128::from(len))]),
         op(
@@ -1042,13 +1042,13 @@ fn record(format: &Format, id: usize, arguments: &Arguments, result: Option<&Ope
             &["le", "u64"],
             vec![reg(&ok), reg(&p), imm(i128::from(PRINT_BUFFER_BYTES.saturating_sub(len)))],
         ),
-        op("selp", &["b64"], vec![reg(&p), reg(&p), imm(i128::from(PRINT_BUFFER_BYTES)), reg(&ok)]),
+        op("selp", &["b64"], vec![reg(&s), reg(&p), imm(i128::from(PRINT_BUFFER_BYTES)), reg(&ok)]),
         op(
             "mov",
             &["u64"],
             vec![reg(&b), Operand::new(OperandKind::Symbol { name: PRINT_VARIABLE.to_owned(), offset: 0 })],
         ),
-        op("add", &["u64"], vec![reg(&a), reg(&p), reg(&b)]),
+        op("add", &["u64"], vec![reg(&a), reg(&s), reg(&b)]),
         op("mov", &["u32"], vec![reg(&w), imm((id as i128).saturating_add(1))]),
         op("st", &["global", "u32"], vec![at(AddressBase::Register(a.clone()), i64::from(HEADER)), reg(&w)]),
     ];

@@ -71,7 +71,11 @@
 //! register `%__kargs_rN`, and each access becomes `[%__kargs_rN + its offset from the
 //! lowest]`. The offsets from the lowest must be multiples of the widest access, so the group
 //! is moved exactly when one of its accesses would have been (out of the window, or
-//! misaligned).
+//! misaligned). A global group through a register whose value is at most a constant (`bounds`:
+//! `printf`'s records' places) and whose accesses end inside the module's variables at the
+//! fence's start is clamped to that constant instead, which no correct access passes, the module
+//! asking for a fence that long; an access at a constant offset that every fence holds (a
+//! module variable's, within [`MIN_FENCE_LEN`]) is the fence's base plus the offset.
 //!
 //! **Fragments.** A `wmma.load` or `wmma.store` of the global or shared space is one access of
 //! its whole fragment in its window (a generic one: the fence's, or the shared window's where
@@ -379,6 +383,74 @@ fn constants(flat: &Flat) -> HashMap<RegisterId, u64> {
         .collect()
 }
 
+/// The registers written once whose value is at most a constant on every path where the
+/// program is correct: `mov.u64 r, K`; `selp.b64 r, x, K, p` with `p` from `setp.le.u64 p, x,
+/// L` (at most the larger of `K` and `L`; `x` and `p` written once); `add.u64 r, a, b` of two
+/// such (or a constant). `printf`'s records' places (`printf.rs`) are such. What the fence
+/// makes of a bound confines the access whatever the value (the checker proves it); the bound
+/// decides only that a correct access is not moved.
+fn bounds(flat: &Flat) -> HashMap<RegisterId, u64> {
+    let mut writes: HashMap<RegisterId, usize> = HashMap::new();
+    for item in &flat.items {
+        let FlatItem::Instruction(i, registers) = item else { continue };
+        for name in super::body::defines(i) {
+            if let Some(Resolved::Declared(id)) = kernel_args_ptx::resolved_in(registers, name) {
+                let count = writes.entry(id).or_default();
+                *count = count.saturating_add(1);
+            }
+        }
+    }
+    let mut bounds: HashMap<RegisterId, u64> = HashMap::new();
+    // Predicates `x <= L`: (x, L).
+    let mut at_most: HashMap<RegisterId, (RegisterId, u64)> = HashMap::new();
+    for item in &flat.items {
+        let FlatItem::Instruction(i, registers) = item else { continue };
+        let id = |k: usize| match i.operands.get(k).map(|o| &o.kind) {
+            Some(OperandKind::Register(r)) if r.component.is_none() => {
+                match kernel_args_ptx::resolved_in(registers, &r.name) {
+                    Some(Resolved::Declared(id)) if writes.get(&id) == Some(&1) => Some(id),
+                    _ => None,
+                }
+            }
+            _ => None,
+        };
+        let int = |k: usize| match i.operands.get(k).map(|o| &o.kind) {
+            Some(OperandKind::Immediate(Immediate::Int(v))) => u64::try_from(*v).ok(),
+            _ => None,
+        };
+        let value = |k: usize| int(k).or_else(|| id(k).and_then(|r| bounds.get(&r).copied()));
+        let Some(dest) = id(0).filter(|_| i.guard.is_none()) else { continue };
+        let m: Vec<&str> = i.modifiers.iter().map(String::as_str).collect();
+        match (i.opcode.as_str(), m.as_slice(), i.operands.len()) {
+            ("mov", ["u64" | "b64"], 2) => {
+                if let Some(k) = int(1) {
+                    bounds.insert(dest, k);
+                }
+            }
+            ("setp", ["le", "u64"], 3) => {
+                if let (Some(x), Some(l)) = (id(1), int(2)) {
+                    at_most.insert(dest, (x, l));
+                }
+            }
+            ("selp", ["b64"], 4) => {
+                if let (Some(x), Some(k), Some(p)) = (id(1), int(2), id(3))
+                    && let Some(&(tested, l)) = at_most.get(&p)
+                    && tested == x
+                {
+                    bounds.insert(dest, k.max(l));
+                }
+            }
+            ("add", ["u64" | "s64"], 3) => {
+                if let Some(sum) = value(1).zip(value(2)).and_then(|(a, b)| a.checked_add(b)) {
+                    bounds.insert(dest, sum);
+                }
+            }
+            _ => {}
+        }
+    }
+    bounds
+}
+
 /// A fragment's stride where it is a constant (written, a register of [`constants`], or the
 /// line's length where none is written) and a multiple of 16 bytes, with the fragment's reach
 /// from its address at that stride: `(stride, line + stride * span)`.
@@ -411,15 +483,18 @@ fn fixed_stride(
 struct ModuleScope {
     variables: HashMap<String, Variable>,
     functions: BTreeSet<String>,
+    /// The bytes of the module's variables at the fence's start (`lower.rs`): every launch's
+    /// fence is at least this long.
+    room: u64,
 }
 
-/// Rewrites every entry of `module`.
-pub(super) fn rewrite(mut module: Module, aligned: bool) -> Result<Rewritten, FenceError> {
+/// Rewrites every entry of `module`, whose variables take `room` bytes at the fence's start.
+pub(super) fn rewrite(mut module: Module, aligned: bool, room: u64) -> Result<Rewritten, FenceError> {
     if module.address_size != Some(64) {
         return Err(refuse(Span::default(), "", FenceRefusal::AddressSize));
     }
     let shared_align = shared_alignment(&module);
-    let mut scope = ModuleScope { variables: HashMap::new(), functions: BTreeSet::new() };
+    let mut scope = ModuleScope { variables: HashMap::new(), functions: BTreeSet::new(), room };
     for item in &mut module.items {
         match item {
             Item::Variable(v) => {
@@ -924,7 +999,8 @@ impl<'m> EntryRewriter<'m> {
             _ => lengths.get(&window).copied().unwrap_or(u64::from(WINDOW_ALIGN)),
         };
         let mut windows = std::mem::take(&mut self.windows);
-        let groups = group(&flat, &mut plans, &classes, &min_len, &mut windows);
+        let bounded = (self.module.room, bounds(&flat));
+        let groups = group(&flat, &mut plans, &classes, (&min_len, bounded), &mut windows);
         self.windows = windows;
         stats.counted = backward_at.len();
         let leave_at = leaving_branches(&back_edges, &waits, &warp_waits);
@@ -1746,7 +1822,14 @@ struct Lead {
     register: Option<(String, u64)>,
     base: AddressBase,
     offset: i64,
+    /// The most the address is where the program is correct (a register of [`bounds`] plus
+    /// `offset`), the group inside the module's variables: the clamp's limit is that constant,
+    /// not the fence's length less the span.
+    max: Option<u64>,
 }
+
+/// The bytes of the module's variables at the fence's start, and the registers of [`bounds`].
+type Bounded = (u64, HashMap<RegisterId, u64>);
 
 /// The longest span a group may cover in a window whose length is at least `min`.
 fn group_fits(span: u64, min: u64) -> bool {
@@ -1768,11 +1851,15 @@ struct Gathering {
 /// highest end) fits in the window's shortest length (`min_len`). Each such group of two or
 /// more becomes `Plan::Grouped` members; the rest keep their own clamps. Returns how many
 /// group registers the entry needs.
+///
+/// A global group through a register of [`bounds`] whose accesses end inside `room` (the module's
+/// variables at the fence's start, which every fence holds) is clamped to that bound, a constant
+/// (`Lead::max`).
 fn group(
     flat: &kernel_args_ptx::Flat<'_>,
     plans: &mut [Vec<Plan>],
     classes: &[Class],
-    min_len: &dyn Fn(Window) -> u64,
+    (min_len, (room, bounds)): (&dyn Fn(Window) -> u64, Bounded),
     windows: &mut BTreeMap<Window, BTreeSet<u64>>,
 ) -> usize {
     let mut open: Vec<Gathering> = Vec::new();
@@ -1863,7 +1950,15 @@ fn group(
             *until = last;
         }
         let register = format!("{}{slot}", names::GROUP);
-        windows.entry(g.window).or_default().insert(span);
+        // The most the lowest offset is, where the register's value is bounded and the group
+        // ends inside the module's variables.
+        let max =
+            bounds.get(&g.id).zip(u64::try_from(low).ok()).and_then(|(&b, low)| b.checked_add(low)).filter(
+                |&m| g.window == Window::Global && m.checked_add(span).is_some_and(|end| end <= room),
+            );
+        if max.is_none() {
+            windows.entry(g.window).or_default().insert(span);
+        }
         for (n, &(i, a, offset, _)) in g.members.iter().enumerate() {
             let Some(plan) = plans.get_mut(i).and_then(|p| p.get_mut(a)) else { continue };
             let lead = match (n, &*plan) {
@@ -1874,6 +1969,7 @@ fn group(
                     register: r.clone(),
                     base: base.clone(),
                     offset: low,
+                    max,
                 }),
                 _ => None,
             };
@@ -2326,6 +2422,22 @@ impl Context<'_> {
                     let Plan::Clamp { window, generic, width, register, base, offset } = plan else {
                         continue;
                     };
+                    // A constant offset into the fence (a module variable's, `lower.rs`) that
+                    // every fence holds: the fence's base plus it.
+                    if let (Window::Global, None, None, AddressBase::Absolute) = (window, generic, register, base)
+                        && u64::try_from(*offset).is_ok_and(|k| {
+                            k.checked_rem(*width) == Some(0) && k.saturating_add(*width) <= MIN_FENCE_LEN
+                        })
+                        && *width <= u64::from(WINDOW_ALIGN)
+                    {
+                        if let Some(operand) = rewritten.operands.get_mut(access.operand) {
+                            *operand = Operand::new(OperandKind::Address(Address {
+                                base: AddressBase::Register(Window::Global.base()),
+                                offset: *offset,
+                            }));
+                        }
+                        continue;
+                    }
                     let address = names::ADDRESS.get(slot).copied().unwrap_or(names::ADDRESS[0]);
                     slot = slot.saturating_add(1);
                     let effective = self.effective(register.as_ref(), base, *offset, out);
@@ -2640,10 +2752,30 @@ impl Context<'_> {
     }
 
     /// A group's one clamp, into its register (the group's accesses are unguarded).
+    ///
+    /// A bounded group's (`Lead::max`), at most the bound, then aligned:
+    ///
+    /// ```text
+    /// cvt.u32.u64  %__kargs_u, <address>
+    /// min.u32      %__kargs_k, %__kargs_u, <max>
+    /// and.b32      %__kargs_k, %__kargs_k, -<align>
+    /// ```
     fn lead(&self, lead: &Lead, register: &str, out: &mut Vec<Statement>) {
         let effective = self.effective(lead.register.as_ref(), &lead.base, lead.offset, out);
         let offset = self.offset(lead.window, &effective, out);
-        if self.aligned && lead.window == Window::Global && lead.span == lead.align && masked(lead.span) {
+        if let Some(max) = lead.max {
+            out.push(op("cvt", &["u32", "u64"], vec![reg(names::U), reg(&offset)]));
+            out.push(op("min", &["u32"], vec![reg(names::K), reg(names::U), imm(i128::from(max))]));
+            if lead.align > 1 {
+                let mask = i128::from(lead.align).wrapping_neg();
+                out.push(op("and", &["b32"], vec![reg(names::K), reg(names::K), imm(mask)]));
+            }
+            self.join(lead.window, register, out);
+        } else if self.aligned
+            && lead.window == Window::Global
+            && lead.span == lead.align
+            && masked(lead.span)
+        {
             // Accesses of one width at one address: masked as one access is.
             self.mask(lead.span, &offset, register, out);
         } else {

@@ -517,14 +517,27 @@ fn a_device_variable_is_placed_at_the_start_of_the_fence() {
     assert_eq!(module.variables(), expected);
     assert_eq!(module.dropped(), 1, "the unused one");
     let text = lines(&module);
+    // An access at a constant offset that every fence holds (at most `MIN_FENCE_LEN`) is the
+    // fence's base plus the offset; the rest are clamped as any other offset.
     for line in [
         "mov.u64 %rd2, 0;",
         "mov.u64 %rd3, 8;",
-        "mov.u64 %__kargs_e, 4;",
-        "mov.u64 %__kargs_e, 16;",
-        "mov.u64 %__kargs_e, 32;",
+        "atom.global.add.u32 %r1, [%__kargs_gb+4], 1;",
+        "ld.global.u64 %rd4, [%__kargs_gb+16];",
+        "st.u64 [%__kargs_a0], %rd4;",
     ] {
         assert!(text.iter().any(|l| l == line), "{line}: {text:#?}");
+    }
+    for text in [module.ptx(), module.aligned_ptx()] {
+        assert_eq!(check(text).map(|r| r.fence_min_len), Ok(24), "the furthest constant access's end");
+        for (what, broken) in [
+            ("past `MAX_REACH`", text.replace("[%__kargs_gb+16]", "[%__kargs_gb+65536]")),
+            ("misaligned", text.replace("[%__kargs_gb+16]", "[%__kargs_gb+12]")),
+            ("before the base", text.replace("[%__kargs_gb+16]", "[%__kargs_gb+-8]")),
+        ] {
+            assert_ne!(broken, text, "{what}: the edit applies");
+            assert_eq!(check(&broken).map(|_| ()).map_err(|f| f.kind), Err(FindingKind::Unproven), "{what}");
+        }
     }
     assert!(
         !text.iter().any(|l| l.contains("seeds") || l.contains("scale") || l.contains("seen")),
@@ -1347,19 +1360,38 @@ fn a_printf_becomes_a_record_in_the_print_buffer() {
     // from into its depot just before the call, through one clamp.
     let at = text
         .iter()
-        .position(|l| l == "atom.global.add.u64 %_kpf0_p, [%__kargs_a0], 32;")
+        .position(|l| l == "atom.global.add.u64 %_kpf0_p, [%__kargs_gb+16], 32;")
         .expect("the atomic");
     assert_eq!(
         text[at + 1..at + 6],
         [
             "setp.le.u64 %_kpf0_ok, %_kpf0_p, 16352;",
-            "selp.b64 %_kpf0_p, %_kpf0_p, 16384, %_kpf0_ok;",
+            "selp.b64 %_kpf0_s, %_kpf0_p, 16384, %_kpf0_ok;",
             "mov.u64 %_kpf0_b, 16;",
-            "add.u64 %_kpf0_a, %_kpf0_p, %_kpf0_b;",
+            "add.u64 %_kpf0_a, %_kpf0_s, %_kpf0_b;",
             "mov.u32 %_kpf0_w, 1;",
         ],
         "{text:#?}"
     );
+    // The record's place is at most the buffer's end (16 + 16384), so its clamp is that bound
+    // (a constant inside the module's variables), not the fence's length: the module asks for a
+    // fence that long.
+    assert!(text.iter().any(|l| l == "min.u32 %__kargs_k, %__kargs_u, 16416;"), "{text:#?}");
+    assert_eq!(module.fence_min_len(), 16480);
+    for text in [module.ptx(), module.aligned_ptx()] {
+        let bound = "\tmin.u32\t%__kargs_k, %__kargs_u, 16416;\n";
+        for (what, broken) in [
+            ("the bound left out", text.replace(bound, "")),
+            ("a bound past `MAX_REACH`", text.replace(bound, &bound.replace("16416", "65536"))),
+            (
+                "the bound's alignment left out",
+                text.replacen("\tand.b32\t%__kargs_k, %__kargs_k, -8;\n", "", 1),
+            ),
+        ] {
+            assert_ne!(broken, text, "{what}: the edit applies");
+            assert_eq!(check(&broken).map(|_| ()).map_err(|f| f.kind), Err(FindingKind::Unproven), "{what}");
+        }
+    }
     let id = text.iter().position(|l| l == "st.global.u32 [%__kargs_r0], %_kpf0_w;").expect("the number");
     assert_eq!(
         text[id + 1..id + 3],
@@ -1368,7 +1400,7 @@ fn a_printf_becomes_a_record_in_the_print_buffer() {
     );
     // The second call's record: 16 bytes and the 40 of its arguments, rounded up to 48; each 8
     // bytes one store (two `int`s as a pair), so that the stores take one clamp.
-    assert!(text.iter().any(|l| l == "atom.global.add.u64 %_kpf1_p, [%__kargs_a0], 64;"), "{text:#?}");
+    assert!(text.iter().any(|l| l == "atom.global.add.u64 %_kpf1_p, [%__kargs_gb+16], 64;"), "{text:#?}");
     let id = text.iter().position(|l| l == "st.global.u32 [%__kargs_r0], %_kpf1_w;").expect("the number");
     assert_eq!(
         text[id + 1..id + 6],
@@ -2989,6 +3021,14 @@ fn a_grid_stride_loops_accesses_are_proven_by_the_fences_walk() {
                 "a step by a fence register, copied to the kernel's",
                 text.replace("%__kargs_ik, %__kargs_ik, %r7", "%__kargs_ik, %__kargs_ik, %__kargs_ix"),
                 FindingKind::FenceRegister,
+            ),
+            (
+                "the fence's base as the walk, tested and kept",
+                text.replace(
+                    "\tadd.s32\t%__kargs_ik, %__kargs_ik, %r7;\n\tmov.u32\t%r1, %__kargs_ik;\n",
+                    "\tcvt.u32.u64\t%__kargs_ik, %__kargs_gb;\n",
+                ),
+                FindingKind::LoopHead,
             ),
         ] {
             assert_ne!(broken, text, "{what}: the edit applies");
