@@ -70,14 +70,19 @@
 //! launcher gives the hidden address only where the launch meets the proof's condition (`n`
 //! elements from the pointer's offset end inside the fence, the offset a multiple of the
 //! element's size, and at most [`PROOF_MAX_THREADS_X`] threads in x), and refuses the launch
-//! otherwise ([`Proof::hidden_values`], [`proof_grid_fits`]). An access at a constant offset
+//! otherwise ([`Proof::hidden_values`], [`proof_grid_fits`]). A grid-stride loop's accesses
+//! (`for (int i = ...; i < n; i += blockDim.x * gridDim.x) p[i]`) are an indexed proof's too:
+//! the fence walks its own copy of the index (its index before the loop, the kernel's step made
+//! on the copy) and the loop goes on while the copy is below `n` unsigned, so the copy is in
+//! `[0, n)` at every access whatever the step; the checker keeps that past the loop's head only
+//! where every branch back tests it so. An access at a constant offset
 //! from a pointer (`*flag = 1`, `atomicAdd(count, c)`) is proven by a fixed proof (one per
 //! pointer, end and width): the hidden address is the pointer's where the access fits inside
 //! the fence, aligned (its end at most [`MIN_FENCE_LEN`]), and the fence's base where it would
 //! not, so such a launch is never refused (a kernel that checks its count before reading an empty buffer runs as
 //! unfenced). Any other access at `[p + x * S + c]`, `x` a 32-bit index the kernel scaled
 //! (`mul.wide.s32` or `.u32`: a loaded index `src[idx[i]]`, a row and column `m[r * pitch +
-//! c]`, a grid-stride loop's index), is proven by a ranged proof where every access through
+//! c]`), is proven by a ranged proof where every access through
 //! that sum is one: the fence confines the kernel's own index to `[0, hi]` with one unsigned
 //! `min` (`hi` a second hidden parameter: the last element from the pointer with the accesses'
 //! reach inside the fence) and adds the pointer's hidden address; an index below 0 or past
