@@ -337,7 +337,7 @@ const EXECUTED: &[(&str, u64, u64)] = &[
     ("weighted_window", 1958, 5263),
     ("checked_copy", 2380, 5516),
     ("smooth_noinline", 15_618, 26_314),
-    ("count_launch", 452, 783),
+    ("count_launch", 452, 776),
     ("gelu_precise", 2081, 3825),
     ("trig_pow", 6743, 10_815),
 ];

@@ -74,8 +74,9 @@
 //! misaligned). A global group through a register whose value is at most a constant (`bounds`:
 //! `printf`'s records' places) and whose accesses end inside the module's variables at the
 //! fence's start is clamped to that constant instead, which no correct access passes, the module
-//! asking for a fence that long; an access at a constant offset that every fence holds (a
-//! module variable's, within [`MIN_FENCE_LEN`]) is the fence's base plus the offset.
+//! asking for a fence that long; a global access at a constant offset that every fence holds
+//! (a module variable's, by its name or through a register written once with its offset, within
+//! [`MIN_FENCE_LEN`] or the module's variables) is the fence's base plus the offset.
 //!
 //! **Fragments.** A `wmma.load` or `wmma.store` of the global or shared space is one access of
 //! its whole fragment in its window (a generic one: the fence's, or the shared window's where
@@ -383,13 +384,31 @@ fn constants(flat: &Flat) -> HashMap<RegisterId, u64> {
         .collect()
 }
 
-/// The registers written once whose value is at most a constant on every path where the
+/// Whether an access of `width` bytes at the constant offset `at` into the fence is inside every
+/// fence (the shortest, or the module's variables at its start, `room`) and aligned: it is then
+/// the fence's base plus `at`, unclamped (the checker asks for a fence that long).
+fn constant_fits(at: i64, width: u64, room: u64) -> bool {
+    u64::try_from(at).is_ok_and(|k| {
+        k.checked_rem(width) == Some(0)
+            && k.checked_add(width).is_some_and(|end| end <= room.max(MIN_FENCE_LEN))
+            && width <= u64::from(WINDOW_ALIGN)
+    })
+}
+
+/// What [`bounds`] knows of a register: at most `max`, or exactly it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Bound {
+    max: u64,
+    exact: bool,
+}
+
+/// The registers written once whose value is at most a constant (exactly, for `mov.u64 r, K`) on every path where the
 /// program is correct: `mov.u64 r, K`; `selp.b64 r, x, K, p` with `p` from `setp.le.u64 p, x,
 /// L` (at most the larger of `K` and `L`; `x` and `p` written once); `add.u64 r, a, b` of two
 /// such (or a constant). `printf`'s records' places (`printf.rs`) are such. What the fence
 /// makes of a bound confines the access whatever the value (the checker proves it); the bound
 /// decides only that a correct access is not moved.
-fn bounds(flat: &Flat) -> HashMap<RegisterId, u64> {
+fn bounds(flat: &Flat) -> HashMap<RegisterId, Bound> {
     let mut writes: HashMap<RegisterId, usize> = HashMap::new();
     for item in &flat.items {
         let FlatItem::Instruction(i, registers) = item else { continue };
@@ -400,7 +419,7 @@ fn bounds(flat: &Flat) -> HashMap<RegisterId, u64> {
             }
         }
     }
-    let mut bounds: HashMap<RegisterId, u64> = HashMap::new();
+    let mut bounds: HashMap<RegisterId, Bound> = HashMap::new();
     // Predicates `x <= L`: (x, L).
     let mut at_most: HashMap<RegisterId, (RegisterId, u64)> = HashMap::new();
     for item in &flat.items {
@@ -418,13 +437,13 @@ fn bounds(flat: &Flat) -> HashMap<RegisterId, u64> {
             Some(OperandKind::Immediate(Immediate::Int(v))) => u64::try_from(*v).ok(),
             _ => None,
         };
-        let value = |k: usize| int(k).or_else(|| id(k).and_then(|r| bounds.get(&r).copied()));
+        let value = |k: usize| int(k).or_else(|| id(k).and_then(|r| bounds.get(&r).map(|b| b.max)));
         let Some(dest) = id(0).filter(|_| i.guard.is_none()) else { continue };
         let m: Vec<&str> = i.modifiers.iter().map(String::as_str).collect();
         match (i.opcode.as_str(), m.as_slice(), i.operands.len()) {
             ("mov", ["u64" | "b64"], 2) => {
                 if let Some(k) = int(1) {
-                    bounds.insert(dest, k);
+                    bounds.insert(dest, Bound { max: k, exact: true });
                 }
             }
             ("setp", ["le", "u64"], 3) => {
@@ -437,12 +456,12 @@ fn bounds(flat: &Flat) -> HashMap<RegisterId, u64> {
                     && let Some(&(tested, l)) = at_most.get(&p)
                     && tested == x
                 {
-                    bounds.insert(dest, k.max(l));
+                    bounds.insert(dest, Bound { max: k.max(l), exact: false });
                 }
             }
             ("add", ["u64" | "s64"], 3) => {
                 if let Some(sum) = value(1).zip(value(2)).and_then(|(a, b)| a.checked_add(b)) {
-                    bounds.insert(dest, sum);
+                    bounds.insert(dest, Bound { max: sum, exact: false });
                 }
             }
             _ => {}
@@ -1051,6 +1070,7 @@ impl<'m> EntryRewriter<'m> {
             fixed_strides: &fixed_strides,
             arrays: &arrays,
             pres: &pres,
+            room: self.module.room,
         };
         statements.extend(context.block(&body.statements)?);
         if exits_on_budget {
@@ -1829,7 +1849,7 @@ struct Lead {
 }
 
 /// The bytes of the module's variables at the fence's start, and the registers of [`bounds`].
-type Bounded = (u64, HashMap<RegisterId, u64>);
+type Bounded = (u64, HashMap<RegisterId, Bound>);
 
 /// The longest span a group may cover in a window whose length is at least `min`.
 fn group_fits(span: u64, min: u64) -> bool {
@@ -1877,6 +1897,35 @@ fn group(
                 Resolved::Special => None,
             })
         };
+        // An access through a register holding a constant offset that every fence holds: that
+        // offset (`Context`'s constant access, the fence's base plus it).
+        if let (Some(Class::Access(_)), Some(p)) = (classes.get(index), plans.get_mut(index)) {
+            for plan in p.iter_mut() {
+                if let Plan::Clamp {
+                    window: Window::Global,
+                    generic: None,
+                    register: Some((name, 8)),
+                    offset,
+                    width,
+                    ..
+                } = plan
+                    && let Some(Bound { max: k, exact: true }) =
+                        id_of(name).and_then(|id| bounds.get(&id)).copied()
+                    && let Some(at) = i64::try_from(k).ok().and_then(|k| k.checked_add(*offset))
+                    && constant_fits(at, *width, room)
+                {
+                    let width = *width;
+                    *plan = Plan::Clamp {
+                        window: Window::Global,
+                        generic: None,
+                        width,
+                        register: None,
+                        base: AddressBase::Absolute,
+                        offset: at,
+                    };
+                }
+            }
+        }
         if let (Some(Class::Access(accesses)), Some(p)) = (classes.get(index), plans.get(index)) {
             for (a, (access, plan)) in accesses.iter().zip(p).enumerate() {
                 let _ = access;
@@ -1918,9 +1967,20 @@ fn group(
     done.append(&mut open);
     // The groups that pay, in order of their first access, each given the lowest register free
     // by then.
+    // Groups of two or more pay; one access pays where its register is bounded (its clamp is then
+    // a constant's).
+    let bounded_one = |g: &Gathering| {
+        g.window == Window::Global
+            && bounds.get(&g.id).zip(g.members.first()).is_some_and(|(b, m)| {
+                u64::try_from(m.2)
+                    .ok()
+                    .and_then(|low| b.max.checked_add(low)?.checked_add(m.3))
+                    .is_some_and(|end| end <= room)
+            })
+    };
     let mut groups: Vec<(Gathering, i64, u64, u64)> = done
         .into_iter()
-        .filter(|g| g.members.len() >= 2)
+        .filter(|g| g.members.len() >= 2 || bounded_one(g))
         .filter_map(|g| {
             let low = g.members.iter().map(|m| m.2).min()?;
             let end = g.members.iter().filter_map(|m| m.2.checked_add(i64::try_from(m.3).ok()?)).max()?;
@@ -1952,10 +2012,11 @@ fn group(
         let register = format!("{}{slot}", names::GROUP);
         // The most the lowest offset is, where the register's value is bounded and the group
         // ends inside the module's variables.
-        let max =
-            bounds.get(&g.id).zip(u64::try_from(low).ok()).and_then(|(&b, low)| b.checked_add(low)).filter(
-                |&m| g.window == Window::Global && m.checked_add(span).is_some_and(|end| end <= room),
-            );
+        let max = bounds
+            .get(&g.id)
+            .zip(u64::try_from(low).ok())
+            .and_then(|(b, low)| b.max.checked_add(low))
+            .filter(|&m| g.window == Window::Global && m.checked_add(span).is_some_and(|end| end <= room));
         if max.is_none() {
             windows.entry(g.window).or_default().insert(span);
         }
@@ -2009,6 +2070,8 @@ struct Context<'p> {
     arrays: &'p [&'p str],
     /// The confinements made once (`Proven::pre`), in order: the `n` of each one's registers.
     pres: &'p [super::prove::Pre],
+    /// The bytes of the module's variables at the fence's start (`ModuleScope::room`).
+    room: u64,
 }
 
 impl Context<'_> {
@@ -2425,10 +2488,7 @@ impl Context<'_> {
                     // A constant offset into the fence (a module variable's, `lower.rs`) that
                     // every fence holds: the fence's base plus it.
                     if let (Window::Global, None, None, AddressBase::Absolute) = (window, generic, register, base)
-                        && u64::try_from(*offset).is_ok_and(|k| {
-                            k.checked_rem(*width) == Some(0) && k.saturating_add(*width) <= MIN_FENCE_LEN
-                        })
-                        && *width <= u64::from(WINDOW_ALIGN)
+                        && constant_fits(*offset, *width, self.room)
                     {
                         if let Some(operand) = rewritten.operands.get_mut(access.operand) {
                             *operand = Operand::new(OperandKind::Address(Address {

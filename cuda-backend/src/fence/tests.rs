@@ -509,7 +509,8 @@ fn a_device_variable_is_placed_at_the_start_of_the_fence() {
     let variables = ".global .align 4 .u32 seeds[2] = {1, -2};\n.global .align 8 .f64 scale = 0d3FF0000000000000;\n\
         .global .align 8 .u64 seen;\n.global .align 4 .u32 unused;\n";
     let body = "\tmov.u64 %rd2, seeds;\n\tcvta.global.u64 %rd3, seeds+8;\n\tatom.global.add.u32 %r1, [seeds+4], 1;\n\
-        \tld.global.u64 %rd4, [scale];\n\tst.global.u64 [%rd1], %rd2;\n\tst.u64 [%rd3], %rd4;\n\tst.u64 [seen], %rd4;\n";
+        \tld.global.u64 %rd4, [scale];\n\tst.global.u64 [%rd1], %rd2;\n\tst.u64 [%rd3], %rd4;\n\tst.u64 [seen], %rd4;\n\
+        \tld.global.u32 %r2, [%rd2+4];\n";
     let module = fence_ptx(&entry(body).replace(HEADER, &format!("{HEADER}{variables}"))).unwrap();
     let mut expected = vec![0u8; 48];
     expected[..8].copy_from_slice(&[1, 0, 0, 0, 0xfe, 0xff, 0xff, 0xff]);
@@ -517,13 +518,15 @@ fn a_device_variable_is_placed_at_the_start_of_the_fence() {
     assert_eq!(module.variables(), expected);
     assert_eq!(module.dropped(), 1, "the unused one");
     let text = lines(&module);
-    // An access at a constant offset that every fence holds (at most `MIN_FENCE_LEN`) is the
+    // A global access at a constant offset that every fence holds (within `MIN_FENCE_LEN`, or the
+    // module's variables), a name's or a register's holding one (`mov.u64 %rd2, 0`), is the
     // fence's base plus the offset; the rest are clamped as any other offset.
     for line in [
         "mov.u64 %rd2, 0;",
         "mov.u64 %rd3, 8;",
         "atom.global.add.u32 %r1, [%__kargs_gb+4], 1;",
         "ld.global.u64 %rd4, [%__kargs_gb+16];",
+        "ld.global.u32 %r2, [%__kargs_gb+4];",
         "st.u64 [%__kargs_a0], %rd4;",
     ] {
         assert!(text.iter().any(|l| l == line), "{line}: {text:#?}");
@@ -544,7 +547,7 @@ fn a_device_variable_is_placed_at_the_start_of_the_fence() {
         "{text:#?}"
     );
     // Every access through one of them is clamped into the fence, like any global access.
-    assert_eq!(module.accesses(), 5);
+    assert_eq!(module.accesses(), 6);
     // A module without one has none.
     assert!(fenced("\tst.global.u32 [%rd1], %r1;\n").variables().is_empty());
 }
