@@ -1308,6 +1308,53 @@ fn a_launch_whose_64_bit_count_a_proof_does_not_cover_is_refused() {
     }
 }
 
+/// A grid-stride loop, `saxpy_grid_stride(int n, float alpha, const float* x, float* y)` from
+/// the corpus: its accesses are an indexed proof's through the fence's walk of its own copy of
+/// the index (`fence::StrideLoop`), in both modes and both forms. Sixteen threads walk 64
+/// elements (four times round the loop) and compute what unfenced code does; `n` past the
+/// buffers is refused before anything runs (`InvalidArgs`), as a straight bounds check's is; a
+/// negative `n` runs and writes nothing; the next launch runs.
+#[test]
+fn a_grid_stride_loop_runs_walked_and_its_count_past_the_buffers_is_refused() {
+    let test = "a_grid_stride_loop_runs_walked_and_its_count_past_the_buffers_is_refused";
+    let declaration = "saxpy_grid_stride(n: i32, alpha: f32, x: &[f32; 64], y: &mut [f32; 64])";
+    let kernels = [(1, VECTOR_ADD_SIGNED_PTX, "saxpy_grid_stride", declaration)];
+    for (mode, aligned) in FORMS {
+        let Some((_, device)) = device_with(test, mode, &kernels, None, aligned) else { continue };
+        let proofs = device.registry().get(1).unwrap().proofs().to_vec();
+        let walked = kernel_args_cuda::fence::ProofKind::Indexed { bound: 0, signed: true };
+        assert!(
+            matches!(proofs.as_slice(), [p, q] if p.kind == walked && q.kind == walked),
+            "x and y, each an indexed proof's: {proofs:?}"
+        );
+        let mut host = LaunchHost::new(device.launcher());
+        let x: Vec<f32> = (0..64).map(|i| i as f32 * 0.5).collect();
+        let y: Vec<f32> = (0..64).map(|i| 3.0 - i as f32).collect();
+        let launch = |host: &mut LaunchHost<kernel_args_cuda::CudaLauncher>, n: i32| {
+            let mut memory = Memory::new(1024);
+            memory.put(0, &floats(x.iter().copied()));
+            memory.put(256, &floats(y.iter().copied()));
+            let argv = argv(|w| _ = w.i32(n).unwrap().f32(1.5).unwrap().ptr(0, 256).unwrap().ptr(256, 256));
+            let code = memory.call(host, 1, ([1, 1, 1], [16, 1, 1]), &argv, 800);
+            assert!(memory.guards_intact(), "{mode:?} aligned {aligned}");
+            (code, memory.guest()[256..512].to_vec())
+        };
+        let (code, out) = launch(&mut host, 64);
+        assert_eq!(code, 0, "{mode:?} aligned {aligned}: {:?}", host.last_error_message());
+        let expected: Vec<f32> = x.iter().zip(&y).map(|(a, b)| 1.5 * a + b).collect();
+        assert_eq!(out, floats(expected.into_iter()), "{mode:?} aligned {aligned}");
+        let n = 1 << 20;
+        let (code, out) = launch(&mut host, n);
+        assert_eq!(code, AbiError::InvalidArgs.code(), "{mode:?} aligned {aligned}");
+        assert_eq!(out, floats(y.iter().copied()), "nothing ran");
+        let said = host.last_error_message().unwrap_or_default();
+        assert!(said.contains(&format!("parameter 0 ({n}) elements of 4 bytes from parameter 2")), "{said}");
+        let (code, out) = launch(&mut host, -5);
+        assert_eq!((code, out), (0, floats(y.iter().copied())), "{mode:?} aligned {aligned}: nothing to do");
+        assert_eq!(launch(&mut host, 64).0, 0, "the next launch runs");
+    }
+}
+
 /// An entry that stages each thread's value through an `.extern .shared` array:
 /// `buf[tid] = tid + 1; __syncthreads(); out[tid] = buf[tid];`.
 const STAGE_PTX: &str = ".version 7.8
