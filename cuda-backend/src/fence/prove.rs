@@ -556,6 +556,12 @@ pub(super) fn find(
         params.iter().position(|p| p.name == name && p.size() == Some(size) && p.dims.is_empty())
     };
     let mut values: HashMap<RegisterId, Value> = HashMap::new();
+    // A register written more than once whose first write reads a special register
+    // (`mov.u32 %r29, %tid.x`, the register later a loop's index): that value, at an
+    // instruction after it and before the next write, where no loop takes a later write back to
+    // it (`firsts_hold`).
+    let specials = first_specials(flat, &writes);
+    let mut firsts: HashMap<RegisterId, Value> = HashMap::new();
     // The grid-stride loops the body may have, their indices, the one whose head was passed
     // (its number, the kernel's check before it and the bound's parameter), and those whose
     // accesses are proven (the same, and the sizes).
@@ -642,6 +648,9 @@ pub(super) fn find(
         if active.is_some_and(|(n, ..)| candidates.get(n).is_none_or(|c| at > c.branch)) {
             active = None;
         }
+        if let Some(&(r, v)) = specials.first.get(&at) {
+            firsts.insert(r, v);
+        }
         let id = |k: usize| match i.operands.get(k).map(|o| &o.kind) {
             Some(OperandKind::Register(r)) if r.component.is_none() => {
                 match kernel_args_ptx::resolved_in(registers, &r.name) {
@@ -651,7 +660,14 @@ pub(super) fn find(
             }
             _ => None,
         };
-        let value = |k: usize| id(k).and_then(|id| values.get(&id).copied());
+        let value = |k: usize| {
+            id(k).and_then(|id| {
+                values
+                    .get(&id)
+                    .copied()
+                    .or_else(|| firsts.get(&id).copied().filter(|_| specials.holds(id, at)))
+            })
+        };
         let special = |k: usize| match i.operands.get(k).map(|o| &o.kind) {
             Some(OperandKind::Register(r)) => match (r.name.as_str(), r.component.map(|c| c.name())) {
                 ("%ctaid", Some("x")) => Some(Value::Ctaid),
@@ -970,6 +986,21 @@ pub(super) fn find(
                         .then_some(Value::Grid64)
                 }
             },
+            // The index widened: times 1 (a byte's element), extended as `mul.wide` would.
+            ("cvt", [to @ ("s64" | "u64"), from @ ("s32" | "u32")])
+                if to.starts_with('s') == from.starts_with('s')
+                    && matches!(value(1), Some(Value::Index | Value::Walk(_))) =>
+            {
+                match value(1) {
+                    Some(Value::Index) => Some(Value::Scaled(1)),
+                    Some(Value::Walk(n))
+                        if *to == "u64" || candidates.get(n).is_some_and(|c| c.check == Check::S32) =>
+                    {
+                        Some(Value::WalkScaled(n, 1))
+                    }
+                    _ => None,
+                }
+            }
             ("cvt", ["u64", "u32"]) => (value(1) == Some(Value::Tid)).then_some(Value::Tid64),
             ("shl", ["b64"]) => match (value(1), int(2)) {
                 (Some(Value::Index64), Some(k @ 0..=4)) => Some(Value::Scaled64(1 << k)),
@@ -1263,6 +1294,95 @@ fn loop_candidates<'b>(flat: &'b Flat<'_>, writes: &HashMap<RegisterId, usize>) 
         };
         out.push(Candidate { label, index, name, bound, check, step: *step, branch: *branch });
     }
+    out
+}
+
+/// The registers written more than once whose first write, in the body's order, is `mov.u32 R,
+/// %ctaid.x` (`%ntid.x`, `%tid.x`, `%tid.y`), and where that value holds.
+#[derive(Debug, Default)]
+struct FirstSpecials {
+    /// By the first write's instruction index: the register and its value.
+    first: HashMap<usize, (RegisterId, Value)>,
+    /// Each such register's first write and its second.
+    writes: HashMap<RegisterId, (usize, usize)>,
+    /// The backward branches: (instruction index, the index of its target's first instruction).
+    back: Vec<(usize, usize)>,
+}
+
+impl FirstSpecials {
+    /// Whether register `r`'s first write's value is its value at instruction `at`: `at` is after
+    /// the first write and before the second, and no backward branch at or after the second
+    /// reaches back to `at` or before (so no later write reaches `at`).
+    fn holds(&self, r: RegisterId, at: usize) -> bool {
+        self.writes.get(&r).is_some_and(|&(first, second)| {
+            first < at && at < second && !self.back.iter().any(|&(from, to)| from >= second && to <= at)
+        })
+    }
+}
+
+/// The body's [`FirstSpecials`], given how often each register is written.
+fn first_specials(flat: &Flat<'_>, writes: &HashMap<RegisterId, usize>) -> FirstSpecials {
+    let mut out = FirstSpecials::default();
+    let mut labels: HashMap<&str, usize> = HashMap::new();
+    let mut branches: Vec<(usize, &str)> = Vec::new();
+    let mut at = 0usize;
+    for item in &flat.items {
+        match item {
+            FlatItem::Label(l) => {
+                labels.insert(l.name.as_str(), at);
+            }
+            FlatItem::Instruction(i, registers) => {
+                if i.opcode == "bra"
+                    && let Some(OperandKind::Symbol { name, .. }) = i.operands.first().map(|o| &o.kind)
+                {
+                    branches.push((at, name.as_str()));
+                }
+                for name in super::body::defines(i) {
+                    let Some(Resolved::Declared(id)) = kernel_args_ptx::resolved_in(registers, name) else {
+                        continue;
+                    };
+                    if writes.get(&id).is_none_or(|&n| n < 2) {
+                        continue;
+                    }
+                    match out.writes.get_mut(&id) {
+                        Some((_, second)) if *second == usize::MAX => *second = at,
+                        Some(_) => {}
+                        None => {
+                            out.writes.insert(id, (at, usize::MAX));
+                            let special = match (
+                                i.opcode.as_str(),
+                                i.modifiers.as_slice(),
+                                i.operands.get(1).map(|o| &o.kind),
+                            ) {
+                                ("mov", [m], Some(OperandKind::Register(r)))
+                                    if m == "u32" && i.guard.is_none() =>
+                                {
+                                    match (r.name.as_str(), r.component.map(|c| c.name())) {
+                                        ("%ctaid", Some("x")) => Some(Value::Ctaid),
+                                        ("%ntid", Some("x")) => Some(Value::Ntid),
+                                        ("%tid", Some("x")) => Some(Value::Tid),
+                                        ("%tid", Some("y")) => Some(Value::TidY),
+                                        _ => None,
+                                    }
+                                }
+                                _ => None,
+                            };
+                            if let Some(v) = special {
+                                out.first.insert(at, (id, v));
+                            }
+                        }
+                    }
+                }
+                at = at.saturating_add(1);
+            }
+            _ => {}
+        }
+    }
+    out.back = branches
+        .into_iter()
+        .filter_map(|(from, name)| labels.get(name).filter(|&&to| to <= from).map(|&to| (from, to)))
+        .collect();
+    out.writes.retain(|_, (first, _)| out.first.contains_key(first));
     out
 }
 

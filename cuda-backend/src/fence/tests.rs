@@ -3083,3 +3083,46 @@ fn a_loop_the_walk_does_not_fit_keeps_its_ranged_proof() {
         }
     }
 }
+
+/// A byte's element (`cvt.s64.s32` of the index, times 1) is an indexed proof's as a wider one
+/// is; and a register that reads `%tid.x` first and is written again later (nvcc reuses it as a
+/// later loop's index) is `%tid.x` where the kernel computes the thread's index, where that later
+/// write does not reach back to it.
+#[test]
+fn a_byte_index_and_a_reused_tid_register_are_proven() {
+    let bytes = fenced(
+        &proven_body("\tld.global.u8 %h1, [%rd4];\n\tst.global.u8 [%rd4+0], %h1;\n")
+            .replace("mul.wide.s32 %rd3, %r1, 4;", "cvt.s64.s32 %rd3, %r1;"),
+    );
+    let proof = Proof { pointer: 0, kind: ProofKind::Indexed { bound: 1, signed: true }, size: 1, align: 1 };
+    assert_eq!(bytes.proofs("k"), [proof]);
+    assert_eq!((bytes.accesses(), bytes.proven()), (0, 2));
+    // `%r5` reads `%tid.x`, the thread's index is made of it, then it is written again after
+    // the loop: the loop is walked.
+    let later =
+        fenced(&format!("{}\tadd.s32 %r5, %r5, 1;\n\tst.global.u32 [%rd1], %r5;\n", stride_loop_body("")));
+    assert!(later.ptx().contains("%__kargs_ik"), "{}", later.ptx());
+    assert_eq!(
+        later.proofs("k").first().map(|p| p.kind),
+        Some(ProofKind::Indexed { bound: 1, signed: true })
+    );
+    // Written again before the index is made of it: not the thread's index, the loop's accesses
+    // keep a ranged proof.
+    let before = fenced(
+        &stride_loop_body("")
+            .replace("\tmov.u32 %r5, %tid.x;\n", "\tmov.u32 %r5, %tid.x;\n\tadd.s32 %r5, %r5, 1;\n"),
+    );
+    assert!(!before.ptx().contains("%__kargs_ik"), "{}", before.ptx());
+    assert!(before.proofs("k").iter().all(|p| matches!(p.kind, ProofKind::Ranged { .. } | ProofKind::Fixed)));
+    // Written again in a loop that reaches back to where the index is made of it: the same.
+    let looped = fenced(&format!(
+        "$L__BB0_9:\n{}\tadd.s32 %r5, %r5, 1;\n\tsetp.lt.s32 %p3, %r5, 7;\n\t@%p3 bra $L__BB0_9;\n",
+        stride_loop_body("")
+    ));
+    assert!(!looped.ptx().contains("%__kargs_ik"), "{}", looped.ptx());
+    for module in [&bytes, &later, &before, &looped] {
+        for text in [module.ptx(), module.aligned_ptx()] {
+            assert!(check(text).is_ok());
+        }
+    }
+}
