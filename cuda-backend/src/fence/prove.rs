@@ -668,16 +668,7 @@ pub(super) fn find(
                     .or_else(|| firsts.get(&id).copied().filter(|_| specials.holds(id, at)))
             })
         };
-        let special = |k: usize| match i.operands.get(k).map(|o| &o.kind) {
-            Some(OperandKind::Register(r)) => match (r.name.as_str(), r.component.map(|c| c.name())) {
-                ("%ctaid", Some("x")) => Some(Value::Ctaid),
-                ("%ntid", Some("x")) => Some(Value::Ntid),
-                ("%tid", Some("x")) => Some(Value::Tid),
-                ("%tid", Some("y")) => Some(Value::TidY),
-                _ => None,
-            },
-            _ => None,
-        };
+        let special = |k: usize| special_value(i.operands.get(k));
         let int = |k: usize| match i.operands.get(k).map(|o| &o.kind) {
             Some(OperandKind::Immediate(Immediate::Int(v))) => u64::try_from(*v).ok(),
             _ => None,
@@ -1320,6 +1311,21 @@ impl FirstSpecials {
     }
 }
 
+/// The special register `operand` names, where it is one the proofs know: `%ctaid.x`,
+/// `%ntid.x`, `%tid.x` or `%tid.y`.
+fn special_value(operand: Option<&Operand>) -> Option<Value> {
+    match operand.map(|o| &o.kind) {
+        Some(OperandKind::Register(r)) => match (r.name.as_str(), r.component.map(|c| c.name())) {
+            ("%ctaid", Some("x")) => Some(Value::Ctaid),
+            ("%ntid", Some("x")) => Some(Value::Ntid),
+            ("%tid", Some("x")) => Some(Value::Tid),
+            ("%tid", Some("y")) => Some(Value::TidY),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
 /// The body's [`FirstSpecials`], given how often each register is written.
 fn first_specials(flat: &Flat<'_>, writes: &HashMap<RegisterId, usize>) -> FirstSpecials {
     let mut out = FirstSpecials::default();
@@ -1354,16 +1360,10 @@ fn first_specials(flat: &Flat<'_>, writes: &HashMap<RegisterId, usize>) -> First
                                 i.modifiers.as_slice(),
                                 i.operands.get(1).map(|o| &o.kind),
                             ) {
-                                ("mov", [m], Some(OperandKind::Register(r)))
+                                ("mov", [m], Some(OperandKind::Register(_)))
                                     if m == "u32" && i.guard.is_none() =>
                                 {
-                                    match (r.name.as_str(), r.component.map(|c| c.name())) {
-                                        ("%ctaid", Some("x")) => Some(Value::Ctaid),
-                                        ("%ntid", Some("x")) => Some(Value::Ntid),
-                                        ("%tid", Some("x")) => Some(Value::Tid),
-                                        ("%tid", Some("y")) => Some(Value::TidY),
-                                        _ => None,
-                                    }
+                                    special_value(i.operands.get(1))
                                 }
                                 _ => None,
                             };
