@@ -557,11 +557,9 @@ pub(super) fn find(
     };
     let mut values: HashMap<RegisterId, Value> = HashMap::new();
     // A register written more than once whose first write reads a special register
-    // (`mov.u32 %r29, %tid.x`, the register later a loop's index): that value, at an
-    // instruction after it and before the next write, where no loop takes a later write back to
-    // it (`firsts_hold`).
+    // (`mov.u32 %r29, %tid.x`, the register later a loop's index): that value, where it holds
+    // (`FirstSpecials::value`).
     let specials = first_specials(flat, &writes);
-    let mut firsts: HashMap<RegisterId, Value> = HashMap::new();
     // The grid-stride loops the body may have, their indices, the one whose head was passed
     // (its number, the kernel's check before it and the bound's parameter), and those whose
     // accesses are proven (the same, and the sizes).
@@ -648,9 +646,6 @@ pub(super) fn find(
         if active.is_some_and(|(n, ..)| candidates.get(n).is_none_or(|c| at > c.branch)) {
             active = None;
         }
-        if let Some(&(r, v)) = specials.first.get(&at) {
-            firsts.insert(r, v);
-        }
         let id = |k: usize| match i.operands.get(k).map(|o| &o.kind) {
             Some(OperandKind::Register(r)) if r.component.is_none() => {
                 match kernel_args_ptx::resolved_in(registers, &r.name) {
@@ -660,14 +655,8 @@ pub(super) fn find(
             }
             _ => None,
         };
-        let value = |k: usize| {
-            id(k).and_then(|id| {
-                values
-                    .get(&id)
-                    .copied()
-                    .or_else(|| firsts.get(&id).copied().filter(|_| specials.holds(id, at)))
-            })
-        };
+        let value =
+            |k: usize| id(k).and_then(|id| values.get(&id).copied().or_else(|| specials.value(id, at)));
         let special = |k: usize| special_value(i.operands.get(k));
         let int = |k: usize| match i.operands.get(k).map(|o| &o.kind) {
             Some(OperandKind::Immediate(Immediate::Int(v))) => u64::try_from(*v).ok(),
@@ -1220,16 +1209,19 @@ fn loop_candidates<'b>(flat: &'b Flat<'_>, writes: &HashMap<RegisterId, usize>) 
         Some(OperandKind::Register(r)) if r.component.is_none() => resolve(registers, &r.name),
         _ => None,
     };
+    // The branches to each label, by their place in `items`.
+    let mut branches: HashMap<&str, Vec<usize>> = HashMap::new();
+    for (k, item) in items.iter().enumerate() {
+        if let Ok((_, i, _)) = item
+            && let Some(label) = target(i)
+        {
+            branches.entry(label).or_default().push(k);
+        }
+    }
     let mut out = Vec::new();
     for (head, item) in items.iter().enumerate() {
         let Err(label) = *item else { continue };
-        let branches: Vec<usize> = items
-            .iter()
-            .enumerate()
-            .filter(|(_, it)| matches!(it, Ok((_, i, _)) if target(i) == Some(label)))
-            .map(|(k, _)| k)
-            .collect();
-        let [back] = branches.as_slice() else { continue };
+        let Some([back]) = branches.get(label).map(Vec::as_slice) else { continue };
         let Some(body) = items.get(head.saturating_add(1)..*back) else { continue };
         let Some(Ok((branch, bra, registers))) = items.get(*back) else { continue };
         let Some(guard) = bra.guard.as_ref().filter(|g| !g.negated) else { continue };
@@ -1292,22 +1284,21 @@ fn loop_candidates<'b>(flat: &'b Flat<'_>, writes: &HashMap<RegisterId, usize>) 
 /// %ctaid.x` (`%ntid.x`, `%tid.x`, `%tid.y`), and where that value holds.
 #[derive(Debug, Default)]
 struct FirstSpecials {
-    /// By the first write's instruction index: the register and its value.
-    first: HashMap<usize, (RegisterId, Value)>,
-    /// Each such register's first write and its second.
-    writes: HashMap<RegisterId, (usize, usize)>,
+    /// Each such register's value, first write's instruction index and second write's.
+    writes: HashMap<RegisterId, (Value, usize, usize)>,
     /// The backward branches: (instruction index, the index of its target's first instruction).
     back: Vec<(usize, usize)>,
 }
 
 impl FirstSpecials {
-    /// Whether register `r`'s first write's value is its value at instruction `at`: `at` is after
-    /// the first write and before the second, and no backward branch at or after the second
-    /// reaches back to `at` or before (so no later write reaches `at`).
-    fn holds(&self, r: RegisterId, at: usize) -> bool {
-        self.writes.get(&r).is_some_and(|&(first, second)| {
-            first < at && at < second && !self.back.iter().any(|&(from, to)| from >= second && to <= at)
-        })
+    /// Register `r`'s first write's value, where it is its value at instruction `at`: `at` is
+    /// after the first write and before the second, and no backward branch at or after the
+    /// second reaches back to `at` or before (so no later write reaches `at`).
+    fn value(&self, r: RegisterId, at: usize) -> Option<Value> {
+        let &(value, first, second) = self.writes.get(&r)?;
+        let holds =
+            first < at && at < second && !self.back.iter().any(|&(from, to)| from >= second && to <= at);
+        holds.then_some(value)
     }
 }
 
@@ -1329,6 +1320,7 @@ fn special_value(operand: Option<&Operand>) -> Option<Value> {
 /// The body's [`FirstSpecials`], given how often each register is written.
 fn first_specials(flat: &Flat<'_>, writes: &HashMap<RegisterId, usize>) -> FirstSpecials {
     let mut out = FirstSpecials::default();
+    let mut firsts: HashMap<RegisterId, (Option<Value>, usize, usize)> = HashMap::new();
     let mut labels: HashMap<&str, usize> = HashMap::new();
     let mut branches: Vec<(usize, &str)> = Vec::new();
     let mut at = 0usize;
@@ -1350,26 +1342,17 @@ fn first_specials(flat: &Flat<'_>, writes: &HashMap<RegisterId, usize>) -> First
                     if writes.get(&id).is_none_or(|&n| n < 2) {
                         continue;
                     }
-                    match out.writes.get_mut(&id) {
-                        Some((_, second)) if *second == usize::MAX => *second = at,
+                    // The first write (its value, where it reads a special register), then the
+                    // second.
+                    match firsts.get_mut(&id) {
+                        Some((_, _, second)) if *second == usize::MAX => *second = at,
                         Some(_) => {}
                         None => {
-                            out.writes.insert(id, (at, usize::MAX));
-                            let special = match (
-                                i.opcode.as_str(),
-                                i.modifiers.as_slice(),
-                                i.operands.get(1).map(|o| &o.kind),
-                            ) {
-                                ("mov", [m], Some(OperandKind::Register(_)))
-                                    if m == "u32" && i.guard.is_none() =>
-                                {
-                                    special_value(i.operands.get(1))
-                                }
-                                _ => None,
-                            };
-                            if let Some(v) = special {
-                                out.first.insert(at, (id, v));
-                            }
+                            let read = i.opcode == "mov"
+                                && matches!(i.modifiers.as_slice(), [m] if m == "u32")
+                                && i.guard.is_none();
+                            let value = if read { special_value(i.operands.get(1)) } else { None };
+                            firsts.insert(id, (value, at, usize::MAX));
                         }
                     }
                 }
@@ -1382,7 +1365,10 @@ fn first_specials(flat: &Flat<'_>, writes: &HashMap<RegisterId, usize>) -> First
         .into_iter()
         .filter_map(|(from, name)| labels.get(name).filter(|&&to| to <= from).map(|&to| (from, to)))
         .collect();
-    out.writes.retain(|_, (first, _)| out.first.contains_key(first));
+    out.writes = firsts
+        .into_iter()
+        .filter_map(|(r, (value, first, second))| Some((r, (value?, first, second))))
+        .collect();
     out
 }
 

@@ -1019,6 +1019,7 @@ impl<'m> EntryRewriter<'m> {
         };
         let mut windows = std::mem::take(&mut self.windows);
         let bounded = (self.module.room, bounds(&flat));
+        constant_offsets(&flat, &mut plans, &bounded);
         let groups = group(&flat, &mut plans, &classes, (&min_len, bounded), &mut windows);
         self.windows = windows;
         stats.counted = backward_at.len();
@@ -1848,6 +1849,48 @@ struct Lead {
     max: Option<u64>,
 }
 
+/// Each global access through a register of [`bounds`] holding exactly a constant offset that
+/// every fence holds ([`constant_fits`]: nvcc's `mov.u64 %rd3, v` of a module variable placed at
+/// the fence's start, then `[%rd3]`) planned as an access at that offset, as a named one is: the
+/// fence's base plus the offset (`Context`'s constant access).
+fn constant_offsets(flat: &Flat<'_>, plans: &mut [Vec<Plan>], (room, bounds): &Bounded) {
+    let mut index = 0usize;
+    for item in &flat.items {
+        let FlatItem::Instruction(_, registers) = item else { continue };
+        for plan in plans.get_mut(index).into_iter().flatten() {
+            let Plan::Clamp {
+                window: Window::Global,
+                generic: None,
+                register: Some((name, 8)),
+                offset,
+                width,
+                ..
+            } = plan
+            else {
+                continue;
+            };
+            let exact = match kernel_args_ptx::resolved_in(registers, name) {
+                Some(Resolved::Declared(id)) => bounds.get(&id).filter(|b| b.exact).map(|b| b.max),
+                _ => None,
+            };
+            if let Some(at) = exact.and_then(|k| i64::try_from(k).ok()?.checked_add(*offset))
+                && constant_fits(at, *width, *room)
+            {
+                let width = *width;
+                *plan = Plan::Clamp {
+                    window: Window::Global,
+                    generic: None,
+                    width,
+                    register: None,
+                    base: AddressBase::Absolute,
+                    offset: at,
+                };
+            }
+        }
+        index = index.saturating_add(1);
+    }
+}
+
 /// The bytes of the module's variables at the fence's start, and the registers of [`bounds`].
 type Bounded = (u64, HashMap<RegisterId, Bound>);
 
@@ -1897,35 +1940,6 @@ fn group(
                 Resolved::Special => None,
             })
         };
-        // An access through a register holding a constant offset that every fence holds: that
-        // offset (`Context`'s constant access, the fence's base plus it).
-        if let (Some(Class::Access(_)), Some(p)) = (classes.get(index), plans.get_mut(index)) {
-            for plan in p.iter_mut() {
-                if let Plan::Clamp {
-                    window: Window::Global,
-                    generic: None,
-                    register: Some((name, 8)),
-                    offset,
-                    width,
-                    ..
-                } = plan
-                    && let Some(Bound { max: k, exact: true }) =
-                        id_of(name).and_then(|id| bounds.get(&id)).copied()
-                    && let Some(at) = i64::try_from(k).ok().and_then(|k| k.checked_add(*offset))
-                    && constant_fits(at, *width, room)
-                {
-                    let width = *width;
-                    *plan = Plan::Clamp {
-                        window: Window::Global,
-                        generic: None,
-                        width,
-                        register: None,
-                        base: AddressBase::Absolute,
-                        offset: at,
-                    };
-                }
-            }
-        }
         if let (Some(Class::Access(accesses)), Some(p)) = (classes.get(index), plans.get(index)) {
             for (a, (access, plan)) in accesses.iter().zip(p).enumerate() {
                 let _ = access;
